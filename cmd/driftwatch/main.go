@@ -1,0 +1,200 @@
+// Command driftwatch finds Terraform/OpenTofu drift.
+//
+//	driftwatch validate --config FILE
+//	driftwatch audit    --config FILE [--workspace NAME]... [--label k=v]... [--concurrency N]
+//	                    [--format table|json|markdown|junit] [--output FILE]
+//	driftwatch version
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/driftwatch/driftwatch/internal/app"
+	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/report"
+	"github.com/driftwatch/driftwatch/internal/version"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+const usage = `driftwatch finds Terraform/OpenTofu drift.
+
+Usage:
+  driftwatch validate --config FILE     check the config and inventory, run nothing
+  driftwatch audit    --config FILE     run every workspace once and report
+  driftwatch version                    print the version
+
+Run "driftwatch COMMAND -h" for a command's flags.
+Exit codes of audit: 0 clean, 2 drift/pending/forbidden, 1 error.
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return report.ExitError
+	}
+	switch args[0] {
+	case "validate":
+		return validate(args[1:], stdout, stderr)
+	case "audit":
+		return auditCmd(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "driftwatch %s (%s)\n", version.Version, version.Commit)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "driftwatch: unknown command %q\n\n%s", args[0], usage)
+	return report.ExitError
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+func validate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "driftwatch.yaml", "config file")
+	if err := fs.Parse(args); err != nil {
+		return report.ExitError
+	}
+	cfg, err := config.LoadFile(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "driftwatch: invalid config:\n%v\n", err)
+		return report.ExitError
+	}
+	if _, err := app.Targets(cfg, app.Filter{}); err != nil {
+		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
+		return report.ExitError
+	}
+	fmt.Fprintf(stdout, "%s: ok, %d workspaces (%s)\n", cfg.File, len(cfg.Workspaces), strings.Join(app.WorkspaceNames(cfg), ", "))
+	return 0
+}
+
+func auditCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "driftwatch.yaml", "config file")
+	var names, labels listFlag
+	fs.Var(&names, "workspace", "only this workspace (repeatable, or comma-separated)")
+	fs.Var(&labels, "label", "only workspaces with this label, key=value (repeatable; all must match)")
+	concurrency := fs.Int("concurrency", 4, "workspaces run at once")
+	format := fs.String("format", "table", "report format: "+strings.Join(report.Formats, ", "))
+	output := fs.String("output", "", "write the report to this file instead of stdout")
+	logLevel := fs.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return report.ExitError
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "driftwatch: unexpected argument %q\n", fs.Arg(0))
+		return report.ExitError
+	}
+	if !validFormat(*format) {
+		fmt.Fprintf(stderr, "driftwatch: unknown format %q (use one of %s)\n", *format, strings.Join(report.Formats, ", "))
+		return report.ExitError
+	}
+	if *concurrency < 1 {
+		fmt.Fprintln(stderr, "driftwatch: --concurrency must be at least 1")
+		return report.ExitError
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "driftwatch: --log-level: %v\n", err)
+		return report.ExitError
+	}
+	sel, err := app.ParseLabels(labels)
+	if err != nil {
+		fmt.Fprintf(stderr, "driftwatch: --label: %v\n", err)
+		return report.ExitError
+	}
+	cfg, err := config.LoadFile(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "driftwatch: invalid config:\n%v\n", err)
+		return report.ExitError
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	rep, err := app.Audit(ctx, app.AuditOptions{
+		Config: cfg, Filter: app.Filter{Names: names, Labels: sel}, Concurrency: *concurrency,
+		Logger: logger, Progress: stderr, ProgressTTY: isTerminal(stderr),
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
+		return report.ExitError
+	}
+	if err := writeReport(*output, *format, rep, stdout); err != nil {
+		fmt.Fprintf(stderr, "driftwatch: write report: %v\n", err)
+		return report.ExitError
+	}
+	return rep.ExitCode()
+}
+
+func validFormat(f string) bool {
+	for _, x := range report.Formats {
+		if f == x {
+			return true
+		}
+	}
+	return false
+}
+
+// writeReport writes atomically when --output is set, so a reader never
+// sees half a report.
+func writeReport(path, format string, rep *report.Report, stdout io.Writer) error {
+	if path == "" {
+		return report.Write(stdout, format, rep)
+	}
+	tmp, err := os.CreateTemp(dirOf(path), ".driftwatch-report-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := report.Write(tmp, format, rep); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func dirOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i+1]
+	}
+	return "."
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+}
+

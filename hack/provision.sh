@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# hack/provision.sh - build the real Terraform-side tools driftwatch's tests run
+# against, into a tools cache outside the checkout (see DESIGN.md section 8).
+#
+#   $T = ${DRIFTWATCH_TOOLS:-$HOME/.cache/driftwatch}
+#   $T/bin/terraform   symlink to `terraform` on PATH (if there is one)
+#   $T/bin/tofu        OpenTofu built from the Go module proxy
+#                      (skip the build with DRIFTWATCH_BUILD_TOFU=0)
+#   $T/mirror/         filesystem provider mirror, under both registry.terraform.io
+#                      and registry.opentofu.org:
+#                        hashicorp/local 2.9.0 (built from the proxy)
+#                        driftwatch/{dwtest,kubernetes,helm} 0.1.0 (internal/e2etest/testprovider)
+#   $T/terraformrc     CLI config using only that mirror; use as TF_CLI_CONFIG_FILE
+#                      together with CHECKPOINT_DISABLE=1
+#
+# Every build is keyed by version (the test provider by a hash of its sources) with
+# a stamp file, so a re-run with everything cached takes well under a second.
+# Progress goes to stderr; stdout ends with exactly these two lines:
+#   TF_BINARIES=<space separated absolute paths among $T/bin/terraform $T/bin/tofu>
+#   TF_CLI_CONFIG=$T/terraformrc
+set -euo pipefail
+
+TOFU_VERSION=v1.10.6
+LOCAL_PV=v1.4.1-0.20260806152022-9068a4b7aa37 # hashicorp/local @main (2.9.x code)
+LOCAL_VERSION=2.9.0
+TESTPROVIDER_VERSION=0.1.0
+TESTPROVIDER_NAMES=(dwtest kubernetes helm)
+MIRROR_HOSTS=(registry.terraform.io registry.opentofu.org)
+PLATFORM=linux_amd64
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+T=${DRIFTWATCH_TOOLS:-$HOME/.cache/driftwatch}
+mkdir -p "$T"
+T=$(cd "$T" && pwd -P)
+BUILD_TOFU=${DRIFTWATCH_BUILD_TOFU:-1}
+
+export GOTOOLCHAIN=local
+export GOFLAGS=-buildvcs=false
+export CHECKPOINT_DISABLE=1
+# The environment may name a CLI config that does not exist; never use it.
+export TF_CLI_CONFIG_FILE=$T/terraformrc
+
+log() { printf 'provision: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# One provisioner at a time per tools dir.
+exec 9>"$T/.lock"
+if ! flock -n 9; then
+	log "waiting for lock $T/.lock"
+	flock 9
+fi
+
+mkdir -p "$T/bin" "$T/build" "$T/pkg" "$T/stamps" "$T/mirror"
+
+TMPS=()
+cleanup() { if ((${#TMPS[@]})); then rm -rf -- "${TMPS[@]}"; fi; }
+trap cleanup EXIT
+
+stamp_ok() { # NAME KEY FILE...: stamp matches and every FILE exists
+	local name=$1 key=$2
+	shift 2
+	[[ -f $T/stamps/$name && "$(<"$T/stamps/$name")" == "$key" ]] || return 1
+	local f
+	for f in "$@"; do [[ -e $f ]] || return 1; done
+}
+stamp_set() { printf '%s\n' "$2" >"$T/stamps/$1.tmp.$$" && mv -f "$T/stamps/$1.tmp.$$" "$T/stamps/$1"; }
+
+# writable_module MODULE VERSION DEST: fresh writable copy of a proxy module download.
+writable_module() {
+	local mod=$1 ver=$2 dest=$3 dir
+	dir=$(cd "$T" && go mod download -json "$mod@$ver" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+	[[ -n $dir && -d $dir ]] || die "go mod download $mod@$ver gave no directory"
+	rm -rf "$dest"
+	cp -r "$dir" "$dest"
+	chmod -R u+w "$dest"
+}
+
+# go_build DIR OUT ARGS...: build in DIR to a temp name, then rename to OUT.
+go_build() {
+	local dir=$1 out=$2
+	shift 2
+	local tmp=$out.tmp.$$
+	TMPS+=("$tmp")
+	(cd "$dir" && go build -o "$tmp" "$@") || die "go build in $dir failed"
+	mv -f "$tmp" "$out"
+}
+
+# install_file SRC DEST: atomically put SRC at DEST (hardlink, else copy).
+install_file() {
+	local src=$1 dest=$2 tmp
+	mkdir -p "$(dirname "$dest")"
+	tmp=$dest.tmp.$$
+	TMPS+=("$tmp")
+	rm -f "$tmp"
+	ln "$src" "$tmp" 2>/dev/null || cp "$src" "$tmp"
+	chmod 0755 "$tmp"
+	mv -f "$tmp" "$dest"
+}
+
+GOVER=$(go env GOVERSION)
+
+# --- terraform: whatever is on PATH (never our own symlink) -----------------
+tf=""
+if p=$(command -v terraform 2>/dev/null) && [[ -n $p ]]; then
+	real=$(readlink -f "$p")
+	case $real in "$T"/*) ;; *) tf=$real ;; esac
+fi
+if [[ -n $tf ]]; then
+	if [[ "$(readlink "$T/bin/terraform" 2>/dev/null)" != "$tf" ]]; then
+		ln -sfn "$tf" "$T/bin/terraform.tmp.$$"
+		mv -fT "$T/bin/terraform.tmp.$$" "$T/bin/terraform"
+		log "terraform: $T/bin/terraform -> $tf"
+	fi
+elif [[ -L $T/bin/terraform && ! -e $T/bin/terraform ]]; then
+	rm -f "$T/bin/terraform" # dangling: terraform left PATH
+fi
+
+# --- OpenTofu built from the module proxy ------------------------------------
+TOFU_LDFLAGS="-X github.com/opentofu/opentofu/version.dev=no"
+tofu_key="$TOFU_VERSION $GOVER $TOFU_LDFLAGS"
+if [[ $BUILD_TOFU != 0 ]] && ! stamp_ok tofu "$tofu_key" "$T/bin/tofu"; then
+	log "building OpenTofu $TOFU_VERSION (~6 min on 2 cores)..."
+	start=$SECONDS
+	src=$T/build/opentofu-$TOFU_VERSION
+	writable_module github.com/opentofu/opentofu "$TOFU_VERSION" "$src"
+	go_build "$src" "$T/bin/tofu" -ldflags "$TOFU_LDFLAGS" ./cmd/tofu
+	stamp_set tofu "$tofu_key"
+	rm -rf "$src"
+	log "OpenTofu $TOFU_VERSION built in $((SECONDS - start))s"
+fi
+
+# --- hashicorp/local provider -------------------------------------------------
+local_bin=$T/pkg/local-$LOCAL_PV/terraform-provider-local
+local_key="$LOCAL_PV $GOVER"
+local_files=()
+for h in "${MIRROR_HOSTS[@]}"; do
+	local_files+=("$T/mirror/$h/hashicorp/local/$LOCAL_VERSION/$PLATFORM/terraform-provider-local_v$LOCAL_VERSION")
+done
+if ! stamp_ok local "$local_key" "$local_bin" "${local_files[@]}"; then
+	if ! stamp_ok local "$local_key" "$local_bin"; then
+		log "building hashicorp/local $LOCAL_VERSION ($LOCAL_PV, ~45s)..."
+		start=$SECONDS
+		src=$T/build/terraform-provider-local-$LOCAL_PV
+		writable_module github.com/hashicorp/terraform-provider-local "$LOCAL_PV" "$src"
+		mkdir -p "$(dirname "$local_bin")"
+		go_build "$src" "$local_bin" .
+		rm -rf "$src"
+		log "hashicorp/local built in $((SECONDS - start))s"
+	fi
+	for f in "${local_files[@]}"; do install_file "$local_bin" "$f"; done
+	stamp_set local "$local_key"
+fi
+
+# --- driftwatch test provider (dwtest, kubernetes, helm) ------------------------
+tp_src=$ROOT/internal/e2etest/testprovider
+[[ -f $tp_src/go.mod ]] || die "missing $tp_src/go.mod"
+tp_hash=$(cd "$tp_src" &&
+	find . -type f \( -name '*.go' ! -name '*_test.go' -o -name go.mod -o -name go.sum \) -print0 |
+	LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+tp_bin=$T/pkg/testprovider-$tp_hash/terraform-provider-dwtest
+tp_key="$tp_hash $GOVER"
+tp_files=()
+for n in "${TESTPROVIDER_NAMES[@]}"; do
+	for h in "${MIRROR_HOSTS[@]}"; do
+		tp_files+=("$T/mirror/$h/driftwatch/$n/$TESTPROVIDER_VERSION/$PLATFORM/terraform-provider-${n}_v$TESTPROVIDER_VERSION")
+	done
+done
+if ! stamp_ok testprovider "$tp_key" "$tp_bin" "${tp_files[@]}"; then
+	if [[ ! -x $tp_bin ]]; then
+		log "building test provider ($tp_hash)..."
+		mkdir -p "$(dirname "$tp_bin")"
+		go_build "$tp_src" "$tp_bin" .
+	fi
+	for f in "${tp_files[@]}"; do install_file "$tp_bin" "$f"; done
+	stamp_set testprovider "$tp_key"
+	# Drop builds of older sources.
+	for d in "$T"/pkg/testprovider-*; do
+		[[ $d == "$(dirname "$tp_bin")" ]] || rm -rf "$d"
+	done
+	log "test provider installed as driftwatch/{${TESTPROVIDER_NAMES[*]}} $TESTPROVIDER_VERSION"
+fi
+
+# --- CLI config ----------------------------------------------------------------
+rc="provider_installation {
+  filesystem_mirror {
+    path    = \"$T/mirror\"
+    include = [\"*/*/*\"]
+  }
+}
+disable_checkpoint = true
+"
+if [[ ! -f $T/terraformrc || "$(<"$T/terraformrc")"$'\n' != "$rc" ]]; then
+	printf '%s' "$rc" >"$T/terraformrc.tmp.$$"
+	mv -f "$T/terraformrc.tmp.$$" "$T/terraformrc"
+fi
+
+# --- result ----------------------------------------------------------------------
+bins=()
+for b in "$T/bin/terraform" "$T/bin/tofu"; do
+	[[ -x $b ]] && bins+=("$b")
+done
+((${#bins[@]})) || die "neither terraform on PATH nor OpenTofu (DRIFTWATCH_BUILD_TOFU=$BUILD_TOFU)"
+echo "TF_BINARIES=${bins[*]}"
+echo "TF_CLI_CONFIG=$T/terraformrc"

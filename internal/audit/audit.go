@@ -1,0 +1,121 @@
+// Package audit is the per-workspace pipeline, spelled out once: run the
+// workspace (runner), classify its value-free plan (policy) and produce a
+// drift.Result. The one-shot `audit` command and the daemon both call it,
+// so they cannot diverge. It depends on the runner seam only, never on a
+// runner implementation.
+package audit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/policy"
+	"github.com/driftwatch/driftwatch/internal/runner"
+)
+
+// Target is one workspace ready to run.
+type Target struct {
+	Name    string
+	Labels  map[string]string
+	Owner   string
+	Request runner.Request
+	Rules   policy.Rules
+}
+
+// Observer is told when a workspace starts and finishes (progress display,
+// metrics). Calls may come from several goroutines.
+type Observer interface {
+	Started(name string)
+	Finished(r drift.Result)
+}
+
+// Auditor runs targets through the pipeline.
+type Auditor struct {
+	Runner runner.Runner
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Check runs one target end to end. It never returns an error: a failed run
+// is a result with status errored and a one-line, secret-free reason.
+func (a *Auditor) Check(ctx context.Context, t Target) drift.Result {
+	now := a.Now
+	if now == nil {
+		now = time.Now
+	}
+	res := drift.Result{Workspace: t.Name, Labels: t.Labels, Started: now()}
+	log := a.Logger.With("workspace", t.Name, "run_id", t.Request.RunID)
+	out, err := a.Runner.Run(ctx, t.Request)
+	res.Duration = now().Sub(res.Started)
+	res.Tool = out.Tool
+	if err != nil {
+		res.Status = drift.StatusErrored
+		res.Error = reason(err)
+		log.Warn("run errored", "err", res.Error, "duration", res.Duration)
+		return res
+	}
+	if out.Plan.Errored {
+		res.Status = drift.StatusErrored
+		res.Error = "plan: terraform reported an errored plan"
+		return res
+	}
+	res.Findings = policy.Classify(out.Plan, t.Rules)
+	res.Status = drift.StatusOf(res.Findings)
+	c := drift.CountFindings(res.Findings)
+	log.Info("run finished", "status", res.Status, "drift", c.Drift, "pending", c.Pending,
+		"forbidden", c.Forbidden, "exit_code", out.ExitCode, "duration", res.Duration)
+	return res
+}
+
+// reason turns a run error into the one line shown to users.
+func reason(err error) string {
+	var re *runner.Error
+	if errors.As(err, &re) {
+		return re.Error()
+	}
+	return err.Error()
+}
+
+// RunAll checks every target with at most concurrency runs at once and
+// returns the results in target order.
+func (a *Auditor) RunAll(ctx context.Context, targets []Target, concurrency int, obs Observer) []drift.Result {
+	if concurrency < 1 {
+		concurrency = 1
+	}
+	results := make([]drift.Result, len(targets))
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		// Acquire in order so workspaces start in inventory order.
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			results[i] = drift.Result{Workspace: t.Name, Labels: t.Labels, Started: time.Now(),
+				Status: drift.StatusErrored, Error: "cancelled before it started"}
+			if obs != nil {
+				obs.Finished(results[i])
+			}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if obs != nil {
+				obs.Started(t.Name)
+			}
+			results[i] = a.Check(ctx, t)
+			if obs != nil {
+				obs.Finished(results[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return results
+}

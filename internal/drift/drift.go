@@ -1,0 +1,142 @@
+// Package drift holds the domain nouns shared by every driftwatch package:
+// statuses, finding kinds, findings and per-workspace results. It is plain
+// data with small helper methods and imports nothing but the standard library.
+package drift
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// Kind is the classification of one finding.
+type Kind string
+
+// Finding kinds. Noise is listed in reports but never counted or alerted.
+const (
+	KindDrift     Kind = "drift"     // changed outside Terraform (resource_drift)
+	KindPending   Kind = "pending"   // planned change with no drift behind it
+	KindForbidden Kind = "forbidden" // a resource type owned by GitOps, not Terraform
+	KindNoise     Kind = "noise"     // data-source reads, output-only changes, null/empty churn
+)
+
+// Status is the verdict for one workspace run.
+type Status string
+
+// Statuses, from least to most severe.
+const (
+	StatusClean     Status = "clean"
+	StatusPending   Status = "pending"
+	StatusDrift     Status = "drift"
+	StatusForbidden Status = "forbidden"
+	StatusErrored   Status = "errored"
+)
+
+// Severity orders statuses: errored > forbidden > drift > pending > clean.
+func (s Status) Severity() int {
+	switch s {
+	case StatusClean:
+		return 0
+	case StatusPending:
+		return 1
+	case StatusDrift:
+		return 2
+	case StatusForbidden:
+		return 3
+	case StatusErrored:
+		return 4
+	}
+	return -1
+}
+
+// Where a forbidden resource type was seen.
+const (
+	SeenInConfig  = "config"
+	SeenInState   = "state"
+	SeenInPlanned = "plan"
+)
+
+// Finding is one classified resource. It never carries attribute values:
+// Attributes holds changed attribute paths only.
+type Finding struct {
+	Kind       Kind     `json:"kind"`
+	Address    string   `json:"address"`
+	Type       string   `json:"type"`
+	Action     string   `json:"action"`
+	Attributes []string `json:"attributes"`
+	// SeenIn lists where a forbidden type was found (config, state, plan).
+	SeenIn []string `json:"seen_in,omitempty"`
+	// Ignored is set when an ignore rule silenced this finding; ignored
+	// findings are listed but do not change the status.
+	Ignored bool `json:"ignored,omitempty"`
+}
+
+// Counts tallies findings that count towards status (noise and ignored
+// findings are never counted).
+type Counts struct {
+	Drift     int `json:"drift"`
+	Pending   int `json:"pending"`
+	Forbidden int `json:"forbidden"`
+	Noise     int `json:"noise"`
+}
+
+// CountFindings tallies fs.
+func CountFindings(fs []Finding) Counts {
+	var c Counts
+	for _, f := range fs {
+		if f.Ignored {
+			continue
+		}
+		switch f.Kind {
+		case KindDrift:
+			c.Drift++
+		case KindPending:
+			c.Pending++
+		case KindForbidden:
+			c.Forbidden++
+		case KindNoise:
+			c.Noise++
+		}
+	}
+	return c
+}
+
+// StatusOf returns the most severe status the findings justify (never
+// errored: that comes from the run, not the plan).
+func StatusOf(fs []Finding) Status {
+	c := CountFindings(fs)
+	switch {
+	case c.Forbidden > 0:
+		return StatusForbidden
+	case c.Drift > 0:
+		return StatusDrift
+	case c.Pending > 0:
+		return StatusPending
+	}
+	return StatusClean
+}
+
+// SortFindings orders findings by kind severity, then address.
+func SortFindings(fs []Finding) {
+	rank := map[Kind]int{KindForbidden: 0, KindDrift: 1, KindPending: 2, KindNoise: 3}
+	sort.SliceStable(fs, func(i, j int) bool {
+		if fs[i].Kind != fs[j].Kind {
+			return rank[fs[i].Kind] < rank[fs[j].Kind]
+		}
+		return strings.Compare(fs[i].Address, fs[j].Address) < 0
+	})
+}
+
+// Result is the outcome of one workspace run.
+type Result struct {
+	Workspace string            `json:"name"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	Status    Status            `json:"status"`
+	Started   time.Time         `json:"started_at"`
+	Duration  time.Duration     `json:"-"`
+	// Error is a one-line, secret-free reason when Status is errored.
+	Error    string    `json:"error"`
+	Findings []Finding `json:"findings"`
+	// Tool is the binary and version that produced the plan, e.g. "terraform 1.11.4".
+	Tool string `json:"tool,omitempty"`
+}

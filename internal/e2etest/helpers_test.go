@@ -1,0 +1,185 @@
+package e2etest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+)
+
+var driftwatchBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "driftwatch-e2e-bin-")
+	if err != nil {
+		panic(err)
+	}
+	driftwatchBin = filepath.Join(dir, "driftwatch")
+	out, err := exec.Command("go", "build", "-o", driftwatchBin, "github.com/driftwatch/driftwatch/cmd/driftwatch").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build driftwatch: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// tools returns the Terraform/OpenTofu binaries and CLI config that `make
+// tools` provisioned. Under `make test` (DRIFTWATCH_E2E=1) missing tools
+// fail the test; a plain `go test` skips.
+func tools(t *testing.T) (bins []string, cliConfig string) {
+	t.Helper()
+	bins = strings.Fields(os.Getenv("DRIFTWATCH_TF_BINARIES"))
+	cliConfig = os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
+	if len(bins) == 0 || cliConfig == "" {
+		if os.Getenv("DRIFTWATCH_E2E") == "1" {
+			t.Fatal("DRIFTWATCH_TF_BINARIES / DRIFTWATCH_TF_CLI_CONFIG not set: run `make test`")
+		}
+		t.Skip("end-to-end tools not provisioned; run `make test`")
+	}
+	return bins, cliConfig
+}
+
+// forEachTool runs fn as a subtest per available binary (terraform, tofu).
+func forEachTool(t *testing.T, fn func(t *testing.T, env *tfEnv)) {
+	bins, cli := tools(t)
+	for _, b := range bins {
+		t.Run(filepath.Base(b), func(t *testing.T) {
+			fn(t, &tfEnv{bin: b, cliConfig: cli, root: t.TempDir()})
+		})
+	}
+}
+
+// tfEnv drives real Terraform to prepare workspaces and runs driftwatch.
+type tfEnv struct {
+	bin       string
+	cliConfig string
+	root      string
+}
+
+// workspace writes files (name -> content; "@ROOT@" is replaced by the
+// test's root dir) into root/name and returns the directory.
+func (e *tfEnv) workspace(t *testing.T, name string, files map[string]string) string {
+	t.Helper()
+	dir := filepath.Join(e.root, name)
+	for f, content := range files {
+		p := filepath.Join(dir, f)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(strings.ReplaceAll(content, "@ROOT@", e.root)), 0o644))
+	}
+	return dir
+}
+
+// tf runs the real binary in dir.
+func (e *tfEnv) tf(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(e.bin, args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.root, "TF_CLI_CONFIG_FILE=" + e.cliConfig,
+		"CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1"}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s %v in %s:\n%s", e.bin, args, dir, out)
+}
+
+// apply inits and applies dir.
+func (e *tfEnv) apply(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	e.tf(t, dir, "init", "-input=false", "-no-color")
+	e.tf(t, dir, append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, args...)...)
+}
+
+// config writes a driftwatch config whose terraform section points at this
+// environment, followed by the given workspaces YAML.
+func (e *tfEnv) config(t *testing.T, workspaces string) string {
+	t.Helper()
+	p := filepath.Join(e.root, "driftwatch.yaml")
+	body := fmt.Sprintf("terraform:\n  binary: %s\n  cli_config_file: %s\n  plugin_cache_dir: %s\n  work_dir: %s\n  kill_grace: 2s\n%s",
+		e.bin, e.cliConfig, filepath.Join(e.root, "plugin-cache"), e.workDir(), workspaces)
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	return p
+}
+
+func (e *tfEnv) workDir() string { return filepath.Join(e.root, "runs") }
+
+type runOut struct {
+	stdout, stderr string
+	code           int
+}
+
+// driftwatch runs the binary with a minimal environment.
+func driftwatch(t *testing.T, env []string, args ...string) runOut {
+	t.Helper()
+	cmd := exec.Command(driftwatchBin, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return runOut{stdout: so.String(), stderr: se.String(), code: code}
+}
+
+// jsonReport mirrors the documented JSON contract; decoding with
+// DisallowUnknownFields keeps the README and the code in step.
+type jsonReport struct {
+	Version    int    `json:"version"`
+	StartedAt  string `json:"started_at"`
+	FinishedAt string `json:"finished_at"`
+	Summary    struct {
+		Clean, Drift, Pending, Forbidden, Errored int
+	} `json:"summary"`
+	Workspaces []struct {
+		Name       string            `json:"name"`
+		Status     drift.Status      `json:"status"`
+		DurationMS int64             `json:"duration_ms"`
+		Error      string            `json:"error"`
+		Labels     map[string]string `json:"labels"`
+		Tool       string            `json:"tool"`
+		Findings   []drift.Finding   `json:"findings"`
+	} `json:"workspaces"`
+}
+
+func parseReport(t *testing.T, data string) jsonReport {
+	t.Helper()
+	var r jsonReport
+	dec := json.NewDecoder(strings.NewReader(data))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&r), data)
+	return r
+}
+
+// ws returns the report entry for name.
+func (r jsonReport) ws(t *testing.T, name string) (status drift.Status, errMsg string, findings []drift.Finding) {
+	t.Helper()
+	for _, w := range r.Workspaces {
+		if w.Name == name {
+			return w.Status, w.Error, w.Findings
+		}
+	}
+	t.Fatalf("workspace %q not in report", name)
+	return "", "", nil
+}
+
+// counted drops noise and ignored findings.
+func counted(fs []drift.Finding) []drift.Finding {
+	var out []drift.Finding
+	for _, f := range fs {
+		if f.Kind != drift.KindNoise && !f.Ignored {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// fileResource manages one local file. The same implementation is served as
+// dwtest_file, kubernetes_config_map and helm_release.
+type fileResource struct {
+	typeName string
+}
+
+type fileModel struct {
+	ID               types.String `tfsdk:"id"`
+	Filename         types.String `tfsdk:"filename"`
+	Content          types.String `tfsdk:"content"`
+	SensitiveContent types.String `tfsdk:"sensitive_content"`
+}
+
+var _ resource.Resource = (*fileResource)(nil)
+
+func (r *fileResource) Metadata(_ context.Context, _ resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = r.typeName
+}
+
+func (r *fileResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		Description: "A local file. Editing it outside Terraform is reported as drift; deleting it makes the resource disappear.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:      true,
+				Description:   "Same as filename.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"filename": schema.StringAttribute{
+				Required:      true,
+				Description:   "Path of the file (use an absolute path).",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"content": schema.StringAttribute{
+				Optional:    true,
+				Description: "File content.",
+			},
+			"sensitive_content": schema.StringAttribute{
+				Optional:    true,
+				Sensitive:   true,
+				Description: "File content, marked sensitive. Used when content is null.",
+			},
+		},
+	}
+}
+
+func (m *fileModel) body() string {
+	switch {
+	case !m.Content.IsNull() && !m.Content.IsUnknown():
+		return m.Content.ValueString()
+	case !m.SensitiveContent.IsNull() && !m.SensitiveContent.IsUnknown():
+		return m.SensitiveContent.ValueString()
+	default:
+		return ""
+	}
+}
+
+func writeFile(name, body string) error {
+	if dir := filepath.Dir(name); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+		return err
+	}
+	// WriteFile keeps the mode of an existing file; force 0644.
+	return os.Chmod(name, 0o644)
+}
+
+// write creates or overwrites the planned file and sets the computed id.
+func (r *fileResource) write(plan *fileModel, diags *diag.Diagnostics) bool {
+	name := plan.Filename.ValueString()
+	if err := writeFile(name, plan.body()); err != nil {
+		diags.AddError("Cannot write file", err.Error())
+		return false
+	}
+	plan.ID = types.StringValue(name)
+	return true
+}
+
+func (r *fileResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan fileModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !r.write(&plan, &resp.Diagnostics) {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *fileResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state fileModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	name := state.Filename.ValueString()
+	data, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read file", err.Error())
+		return
+	}
+	switch {
+	case !state.Content.IsNull():
+		state.Content = types.StringValue(string(data))
+	case !state.SensitiveContent.IsNull():
+		state.SensitiveContent = types.StringValue(string(data))
+	}
+	state.ID = types.StringValue(name)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *fileResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan fileModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !r.write(&plan, &resp.Diagnostics) {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *fileResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var filename types.String
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("filename"), &filename)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := os.Remove(filename.ValueString()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		resp.Diagnostics.AddError("Cannot delete file", err.Error())
+	}
+}

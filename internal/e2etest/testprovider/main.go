@@ -1,0 +1,79 @@
+// Command terraform-provider-dwtest is a tiny Terraform provider used only by
+// driftwatch's end-to-end tests. It lives in its own Go module so that the
+// main driftwatch module does not depend on terraform-plugin-framework.
+//
+// The provider name comes from the basename of os.Args[0]
+// ("terraform-provider-NAME_v0.1.0" -> NAME, falling back to "dwtest"), so one
+// binary can be installed in a filesystem mirror as driftwatch/dwtest,
+// driftwatch/kubernetes and driftwatch/helm. Every name exposes one managed
+// resource backed by a local file:
+//
+//	dwtest     -> dwtest_file (plus data source dwtest_file)
+//	kubernetes -> kubernetes_config_map
+//	helm       -> helm_release
+//
+// Editing or deleting the file outside Terraform gives real resource_drift.
+package main
+
+import (
+	"context"
+	"flag"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+)
+
+const defaultName = "dwtest"
+
+// providerName derives the provider's type name from a binary path.
+func providerName(arg0 string) string {
+	base := filepath.Base(arg0)
+	const prefix = "terraform-provider-"
+	if !strings.HasPrefix(base, prefix) {
+		return defaultName
+	}
+	name := strings.TrimPrefix(base, prefix)
+	if i := strings.Index(name, "_"); i >= 0 {
+		name = name[:i]
+	}
+	name = strings.TrimSuffix(name, ".exe")
+	if name == "" {
+		return defaultName
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return defaultName
+		}
+	}
+	return name
+}
+
+// resourceTypeName is the single managed resource type each name exposes.
+func resourceTypeName(name string) string {
+	switch name {
+	case "kubernetes":
+		return "kubernetes_config_map"
+	case "helm":
+		return "helm_release"
+	default:
+		return name + "_file"
+	}
+}
+
+func main() {
+	var debug bool
+	flag.BoolVar(&debug, "debug", false, "run the provider in debug mode (for debuggers)")
+	flag.Parse()
+
+	name := providerName(os.Args[0])
+	err := providerserver.Serve(context.Background(), newProvider(name), providerserver.ServeOpts{
+		Address: "registry.terraform.io/driftwatch/" + name,
+		Debug:   debug,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+}

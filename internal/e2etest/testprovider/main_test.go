@@ -1,0 +1,23 @@
+package main
+
+import "testing"
+
+func TestProviderName(t *testing.T) {
+	cases := map[string]string{
+		"/m/registry.terraform.io/driftwatch/helm/0.1.0/linux_amd64/terraform-provider-helm_v0.1.0": "helm",
+		"terraform-provider-kubernetes_v0.1.0":                                                      "kubernetes",
+		"./terraform-provider-dwtest":                                                               "dwtest",
+		"/tmp/go-build123/exe/testprovider":                                                         "dwtest",
+		"terraform-provider-_v1":                                                                    "dwtest",
+	}
+	for in, want := range cases {
+		if got := providerName(in); got != want {
+			t.Errorf("providerName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for name, want := range map[string]string{"dwtest": "dwtest_file", "kubernetes": "kubernetes_config_map", "helm": "helm_release"} {
+		if got := resourceTypeName(name); got != want {
+			t.Errorf("resourceTypeName(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+)
+
+// testProvider has no configuration; its name decides which types it serves.
+type testProvider struct {
+	name string
+}
+
+var _ provider.Provider = (*testProvider)(nil)
+
+func newProvider(name string) func() provider.Provider {
+	return func() provider.Provider { return &testProvider{name: name} }
+}
+
+func (p *testProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = p.name
+	resp.Version = "0.1.0"
+}
+
+func (p *testProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		Description: "driftwatch end-to-end test provider (" + p.name + "); resources are local files.",
+	}
+}
+
+func (p *testProvider) Configure(context.Context, provider.ConfigureRequest, *provider.ConfigureResponse) {
+}
+
+func (p *testProvider) Resources(context.Context) []func() resource.Resource {
+	typeName := resourceTypeName(p.name)
+	return []func() resource.Resource{
+		func() resource.Resource { return &fileResource{typeName: typeName} },
+	}
+}
+
+func (p *testProvider) DataSources(context.Context) []func() datasource.DataSource {
+	if p.name != defaultName {
+		return nil
+	}
+	return []func() datasource.DataSource{
+		func() datasource.DataSource { return &fileDataSource{typeName: p.name + "_file"} },
+	}
+}

@@ -1,0 +1,1 @@
+printf 'tampered' > "$DIR/a.txt"

@@ -1,0 +1,1 @@
+rm -f "$DIR/gone.txt"

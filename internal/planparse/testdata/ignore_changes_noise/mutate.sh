@@ -1,0 +1,1 @@
+printf 'changed by an operator' > "$DIR/a.txt"

@@ -1,0 +1,1 @@
+printf 'edited by hand' > "$DIR/inner.txt"

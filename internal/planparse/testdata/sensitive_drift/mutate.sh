@@ -1,0 +1,1 @@
+printf 'canary-after-d41e07' > "$DIR/secret.txt"

@@ -1,0 +1,91 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// killMarked SIGKILLs every process whose environment carries this run's
+// marker: Terraform, its providers and provisioners, whatever process group
+// they moved to. It is Linux-only by design (reads /proc); elsewhere it is
+// a no-op and the process-group handling of tfexec is all there is.
+func killMarked(marker string) int {
+	needle := []byte(markerEnv + "=" + marker + "\x00")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	self := os.Getpid()
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(append(b, 0), needle) {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// sweepOnDone kills the run's processes if they are still alive `after` the
+// context is done. This unblocks terraform-exec, which reads the child's
+// pipes to EOF before Wait and would otherwise hang on a grandchild that
+// inherited them.
+func sweepOnDone(ctx context.Context, marker string, after time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		t := time.NewTimer(after)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			killMarked(marker)
+		}
+	}()
+	return func() { close(done) }
+}
+
+// lockFile takes an exclusive flock on path, polling so that ctx can cancel
+// the wait.
+func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if err != syscall.EWOULDBLOCK {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, context.Cause(ctx)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,95 @@
+// Package runner defines the seam between the pipeline and the places a
+// Terraform run can execute (a local sandboxed process, a Kubernetes Job).
+//
+// A runner returns a value-free, parsed plan (planparse.Plan): attribute
+// values, including sensitive ones, never cross this boundary, and a 50 MB
+// plan JSON is never held in memory or sent over a network. It does not
+// classify findings: that is policy's job.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/planparse"
+)
+
+// Runner executes one workspace run: init, plan -detailed-exitcode -out, show -json.
+type Runner interface {
+	Run(ctx context.Context, req Request) (Result, error)
+}
+
+// Request is everything one run needs. Secret values are referenced by file,
+// never carried inline.
+type Request struct {
+	RunID     string
+	Workspace string
+	// Binary is "terraform", "tofu", a name on PATH or an absolute path; empty
+	// means terraform, then tofu, from PATH.
+	Binary string
+	Source Source
+	// TFWorkspace is the Terraform workspace to select (empty: default).
+	TFWorkspace    string
+	VarFiles       []string // relative to the module directory, or absolute
+	Vars           map[string]string
+	Env            map[string]string
+	SecretEnvFiles map[string]string // env name -> file holding the value
+	BackendConfig  []string
+	Timeout        time.Duration
+	CLIConfigFile  string
+	PluginCacheDir string
+	WorkDir        string
+	GitCacheDir    string
+	KillGrace      time.Duration
+}
+
+// Source is a local directory or a git repository.
+type Source struct {
+	Path string
+	Git  *Git
+}
+
+// Git is a git repository source; the token is read from CredentialsFile.
+type Git struct {
+	URL, Ref, Path, CredentialsFile string
+}
+
+// Phase timing of one step of a run.
+type Phase struct {
+	Name     string
+	Duration time.Duration
+}
+
+// Result of a successful run.
+type Result struct {
+	Plan *planparse.Plan
+	// ExitCode is plan's -detailed-exitcode (0 no changes, 2 changes); kept
+	// as a coarse signal only, never used to classify.
+	ExitCode int
+	// Tool names the binary and its version, e.g. "terraform 1.11.4".
+	Tool   string
+	Commit string // resolved git commit for git sources
+	Phases []Phase
+}
+
+// ErrTimeout is the cause of a run that exceeded its timeout.
+var ErrTimeout = errors.New("run timed out")
+
+// Error is a failed run: the phase it failed in and a one-line,
+// secret-free reason taken from Terraform's diagnostics.
+type Error struct {
+	Phase  string // source, init, workspace, plan, show, parse
+	Reason string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("%s: %s", e.Phase, e.Reason)
+	}
+	return fmt.Sprintf("%s: %v", e.Phase, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }

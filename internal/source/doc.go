@@ -1,0 +1,17 @@
+// Package source materialises a workspace's Terraform code into a private
+// working directory, so that Terraform never writes into a user's checkout.
+//
+// Two kinds of source exist: a local directory, copied with [CopyTree], and a
+// git repository, fetched with [Git.Checkout] into a cache of bare
+// repositories (one per URL, shared between processes through flock) and then
+// checked out, without .git, into the destination.
+//
+// Git runs as a subprocess with a scrubbed environment. An access token is
+// only ever handed to git through the environment (GIT_CONFIG_COUNT carrying
+// an http.<url>.extraHeader), never through an argument or a URL, and every
+// piece of git output that reaches an error is bounded and redacted.
+//
+// The package owns no configuration type and imports no other driftwatch
+// package; config and app decide where the cache lives and which targets use
+// which source.
+package source
