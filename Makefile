@@ -19,7 +19,7 @@ help:
 #? tools: provision Terraform/OpenTofu and the offline provider mirror (idempotent)
 tools:
 	@mkdir -p $(DRIFTWATCH_TOOLS)
-	@bash hack/provision.sh | tee $(DRIFTWATCH_TOOLS)/provision.log | tail -n 2 > $(TOOLS_ENV).tmp
+	@bash hack/provision.sh | tail -n 2 | sed -E 's/^([A-Z_]+)=(.*)$$/\1="\2"/' > $(TOOLS_ENV).tmp
 	@grep -q '^TF_BINARIES=' $(TOOLS_ENV).tmp && mv $(TOOLS_ENV).tmp $(TOOLS_ENV)
 	@cat $(TOOLS_ENV)
 

@@ -17,7 +17,8 @@
 # run mutate.sh, put main.tf in place, plan -out (with TF_VAR_phase unset, so
 # configs that declare `phase` see its default "plan"), show -json. The temp
 # dir prefix is replaced by /driftwatch-fixture and the timestamp is fixed,
-# so regenerating gives the same bytes whenever Terraform does.
+# so plan.json does not depend on where or when it was generated (random
+# values such as terraform_data ids still change on every run).
 #
 # Needs hack/provision.sh to have built the provider mirror and CLI config
 # into $DRIFTWATCH_TOOLS (default $HOME/.cache/driftwatch). Terraform is
@@ -44,8 +45,6 @@ export TF_CLI_CONFIG_FILE=$T/terraformrc
 export CHECKPOINT_DISABLE=1
 export TF_IN_AUTOMATION=1
 unset TF_WORKSPACE TF_CLI_ARGS TF_CLI_ARGS_plan TF_CLI_ARGS_apply TF_CLI_ARGS_init TF_LOG TF_LOG_PATH TF_DATA_DIR
-# Providers are looked up once per case; share the unpacked copies.
-export TF_PLUGIN_CACHE_DIR=
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/driftwatch-fixtures.XXXXXX")
 trap 'rm -rf -- "$TMP"' EXIT

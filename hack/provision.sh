@@ -50,11 +50,14 @@ if ! flock -n 9; then
 	flock 9
 fi
 
-mkdir -p "$T/bin" "$T/build" "$T/pkg" "$T/stamps" "$T/mirror"
-
-TMPS=()
-cleanup() { if ((${#TMPS[@]})); then rm -rf -- "${TMPS[@]}"; fi; }
-trap cleanup EXIT
+# All temporaries live in $T/tmp (same filesystem, so the final mv is atomic and
+# an interrupted run never leaves a stray file inside bin/ or the mirror).
+# Holding the lock, anything left there is from a dead run.
+rm -rf "$T/tmp"
+mkdir -p "$T/bin" "$T/build" "$T/pkg" "$T/stamps" "$T/mirror" "$T/tmp"
+trap 'rm -rf "$T/tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 stamp_ok() { # NAME KEY FILE...: stamp matches and every FILE exists
 	local name=$1 key=$2
@@ -63,7 +66,7 @@ stamp_ok() { # NAME KEY FILE...: stamp matches and every FILE exists
 	local f
 	for f in "$@"; do [[ -e $f ]] || return 1; done
 }
-stamp_set() { printf '%s\n' "$2" >"$T/stamps/$1.tmp.$$" && mv -f "$T/stamps/$1.tmp.$$" "$T/stamps/$1"; }
+stamp_set() { printf '%s\n' "$2" >"$T/tmp/stamp-$1" && mv -f "$T/tmp/stamp-$1" "$T/stamps/$1"; }
 
 # writable_module MODULE VERSION DEST: fresh writable copy of a proxy module download.
 writable_module() {
@@ -80,8 +83,7 @@ writable_module() {
 go_build() {
 	local dir=$1 out=$2
 	shift 2
-	local tmp=$out.tmp.$$
-	TMPS+=("$tmp")
+	local tmp=$T/tmp/build.$$.${out##*/}
 	(cd "$dir" && go build -o "$tmp" "$@") || die "go build in $dir failed"
 	mv -f "$tmp" "$out"
 }
@@ -89,9 +91,9 @@ go_build() {
 # install_file SRC DEST: atomically put SRC at DEST (hardlink, else copy).
 install_file() {
 	local src=$1 dest=$2 tmp
+	[[ $src -ef $dest ]] && return 0 # already that very file (hardlink)
 	mkdir -p "$(dirname "$dest")"
-	tmp=$dest.tmp.$$
-	TMPS+=("$tmp")
+	tmp=$T/tmp/install.$$
 	rm -f "$tmp"
 	ln "$src" "$tmp" 2>/dev/null || cp "$src" "$tmp"
 	chmod 0755 "$tmp"
@@ -108,8 +110,8 @@ if p=$(command -v terraform 2>/dev/null) && [[ -n $p ]]; then
 fi
 if [[ -n $tf ]]; then
 	if [[ "$(readlink "$T/bin/terraform" 2>/dev/null)" != "$tf" ]]; then
-		ln -sfn "$tf" "$T/bin/terraform.tmp.$$"
-		mv -fT "$T/bin/terraform.tmp.$$" "$T/bin/terraform"
+		ln -sfn "$tf" "$T/tmp/terraform"
+		mv -fT "$T/tmp/terraform" "$T/bin/terraform"
 		log "terraform: $T/bin/terraform -> $tf"
 	fi
 elif [[ -L $T/bin/terraform && ! -e $T/bin/terraform ]]; then
@@ -155,11 +157,15 @@ fi
 # --- driftwatch test provider (dwtest, kubernetes, helm) ------------------------
 tp_src=$ROOT/internal/e2etest/testprovider
 [[ -f $tp_src/go.mod ]] || die "missing $tp_src/go.mod"
-tp_hash=$(cd "$tp_src" &&
+# Keyed by the Go version and a hash of the non-test sources (relative paths, so
+# a fresh clone of the same code reuses the build).
+tp_hash=$(cd "$tp_src" && {
+	echo "$GOVER"
 	find . -type f \( -name '*.go' ! -name '*_test.go' -o -name go.mod -o -name go.sum \) -print0 |
-	LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+		LC_ALL=C sort -z | xargs -0 sha256sum
+} | sha256sum | cut -c1-16)
 tp_bin=$T/pkg/testprovider-$tp_hash/terraform-provider-dwtest
-tp_key="$tp_hash $GOVER"
+tp_key=$tp_hash
 tp_files=()
 for n in "${TESTPROVIDER_NAMES[@]}"; do
 	for h in "${MIRROR_HOSTS[@]}"; do
@@ -191,8 +197,8 @@ rc="provider_installation {
 disable_checkpoint = true
 "
 if [[ ! -f $T/terraformrc || "$(<"$T/terraformrc")"$'\n' != "$rc" ]]; then
-	printf '%s' "$rc" >"$T/terraformrc.tmp.$$"
-	mv -f "$T/terraformrc.tmp.$$" "$T/terraformrc"
+	printf '%s' "$rc" >"$T/tmp/terraformrc"
+	mv -f "$T/tmp/terraformrc" "$T/terraformrc"
 fi
 
 # --- result ----------------------------------------------------------------------

@@ -10,10 +10,12 @@ import (
 // attribute paths. With unknown set it also returns the paths of the true
 // leaves of afterUnknown (values known only after apply).
 //
-// Normalisation: a missing key, null, "", {} and [] are all the same empty
-// value, recursively, so provider round trips such as null -> {} or
-// {"k": null} -> {} are not changes. Strings compare by decoded content and
-// numbers by exact value (1 == 1.0). false and 0 are not empty.
+// Normalisation: a missing key, null and "" are the same empty value, and
+// the empty value equals {} and [] (recursively), so provider round trips
+// such as null -> {}, "" -> null or {"k": null} -> {} are not changes. {}
+// and [] differ from each other (a type change), and false and 0 are not
+// empty. Strings compare by decoded content, numbers by exact value
+// (1 == 1.0 == 1e0).
 //
 // Sensitivity: where beforeSensitive or afterSensitive marks a subtree true,
 // the subtree's path is reported (if its value changed) and the walk never

@@ -179,18 +179,18 @@ func (p *parser) parse() error {
 		case "complete":
 			p.plan.Complete, err = s.readBool()
 		case "resource_drift":
-			err = s.iterArray(func(i int) error {
-				return wrapIndex(i, p.readChange(true))
+			err = s.iterArray(func(int) error {
+				return p.readChange(true)
 			})
 		case "resource_changes":
-			err = s.iterArray(func(i int) error {
-				return wrapIndex(i, p.readChange(false))
+			err = s.iterArray(func(int) error {
+				return p.readChange(false)
 			})
 		case "output_changes":
 			err = p.readOutputChanges()
 		case "relevant_attributes":
-			err = s.iterArray(func(i int) error {
-				return wrapIndex(i, p.readRelevantAttribute())
+			err = s.iterArray(func(int) error {
+				return p.readRelevantAttribute()
 			})
 		case "configuration":
 			err = s.iterObject(func(key []byte) error {
@@ -224,13 +224,7 @@ func (p *parser) parse() error {
 		default:
 			err = s.skipValue()
 		}
-		switch {
-		case err == nil, errors.Is(err, errVersion), errors.Is(err, errNotPlan):
-			return err
-		case k == "resource_drift", k == "resource_changes", k == "relevant_attributes":
-			return fmt.Errorf("%s%w", k, err) // already "[i]: ..."
-		}
-		return fmt.Errorf("%s: %w", k, err)
+		return err
 	})
 	if err != nil {
 		return err
@@ -269,13 +263,6 @@ func checkFormatVersion(v string) error {
 	}
 	if !constraint.Check(ver) {
 		return fmt.Errorf("%w %q: supported versions are %q", errVersion, v, tfjson.PlanFormatVersionConstraints)
-	}
-	return nil
-}
-
-func wrapIndex(i int, err error) error {
-	if err != nil {
-		return fmt.Errorf("[%d]: %w", i, err)
 	}
 	return nil
 }
@@ -357,22 +344,12 @@ func (p *parser) readChange(isDrift bool) error {
 				default:
 					err = s.skipValue()
 				}
-				if err != nil {
-					return fmt.Errorf("%s: %w", key, err)
-				}
-				return nil
+				return err
 			})
-			if err != nil {
-				return fmt.Errorf("change.%w", err)
-			}
-			return nil
 		default:
 			err = s.skipValue()
 		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return err
@@ -422,7 +399,7 @@ func (p *parser) readOutputChanges() error {
 			})
 		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return err
 		}
 		if len(actions) > 0 && (len(actions) != 1 || actions[0] != string(tfjson.ActionNoop)) {
 			p.plan.OutputChanges = append(p.plan.OutputChanges, name)
@@ -519,12 +496,7 @@ func (p *parser) readConfigModule(prefix string) error {
 	return s.iterObject(func(key []byte) error {
 		switch string(key) {
 		case "resources":
-			return s.iterArray(func(i int) error {
-				if err := p.readResource(prefix, drift.SeenInConfig); err != nil {
-					return fmt.Errorf("resources[%d]: %w", i, err)
-				}
-				return nil
-			})
+			return s.iterArray(func(int) error { return p.readResource(prefix, drift.SeenInConfig) })
 		case "module_calls":
 			return s.iterObject(func(key []byte) error {
 				child := prefix + "module." + string(key) + "."
@@ -547,12 +519,7 @@ func (p *parser) readStateModule(seen string) error {
 	return s.iterObject(func(key []byte) error {
 		switch string(key) {
 		case "resources":
-			return s.iterArray(func(i int) error {
-				if err := p.readResource("", seen); err != nil {
-					return fmt.Errorf("resources[%d]: %w", i, err)
-				}
-				return nil
-			})
+			return s.iterArray(func(int) error { return p.readResource("", seen) })
 		case "child_modules":
 			return s.iterArray(func(int) error { return p.readStateModule(seen) })
 		}

@@ -1,9 +1,12 @@
 package planparse
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -258,15 +261,35 @@ var strAttn = func() (t [256]bool) {
 	return t
 }()
 
+// plainPrefix returns the length of the longest prefix of b without a
+// quote, a backslash or a control character. Eight bytes at a time (SWAR):
+// strings are most of a plan's bytes.
+func plainPrefix(b []byte) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ (ones * '"')
+		bs := x ^ (ones * '\\')
+		if ((x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
+			break
+		}
+	}
+	for i < len(b) && !strAttn[b[i]] {
+		i++
+	}
+	return i
+}
+
 // string consumes a string whose opening quote is already consumed. When
 // out is non-nil the decoded content is appended to *out.
 func (s *scanner) string(out *[]byte) error {
 	for {
 		b := s.buf[s.pos:s.end]
-		i := 0
-		for i < len(b) && !strAttn[b[i]] {
-			i++
-		}
+		i := plainPrefix(b)
 		if out != nil {
 			*out = append(*out, b[:i]...)
 		}
@@ -402,6 +425,9 @@ func (s *scanner) skipValue() error {
 			if c == '[' {
 				close = ']'
 			}
+			if s.depth+len(stack)+1 > maxDepth {
+				return s.errorf("exceeded max nesting depth %d", maxDepth)
+			}
 			d, ok := s.peek()
 			if !ok {
 				return s.eofError()
@@ -409,9 +435,6 @@ func (s *scanner) skipValue() error {
 			if d == close {
 				s.pos++
 				break
-			}
-			if s.depth+len(stack)+1 > maxDepth {
-				return s.errorf("exceeded max nesting depth %d", maxDepth)
 			}
 			stack = append(stack, c)
 			if c == '{' {
@@ -554,6 +577,9 @@ func (s *scanner) container(open byte) (bool, error) {
 		s.pos--
 		return false, s.errorf("expected %s, found %s", describe(open), describe(c))
 	}
+	if s.depth+1 > maxDepth {
+		return false, s.errorf("exceeded max nesting depth %d", maxDepth)
+	}
 	close := byte('}')
 	if open == '[' {
 		close = ']'
@@ -565,9 +591,6 @@ func (s *scanner) container(open byte) (bool, error) {
 	if d == close {
 		s.pos++
 		return false, nil
-	}
-	if s.depth+1 > maxDepth {
-		return false, s.errorf("exceeded max nesting depth %d", maxDepth)
 	}
 	return true, nil
 }
@@ -590,8 +613,11 @@ func (s *scanner) iterObject(fn func(key []byte) error) error {
 		if err := s.expect(':'); err != nil {
 			return err
 		}
+		// fn's reads overwrite key; keep a copy for error locations.
+		var kb [64]byte
+		k := append(kb[:0], key...)
 		if err := fn(key); err != nil {
-			return err
+			return atKey(k, err)
 		}
 		c, err := s.next()
 		if err != nil {
@@ -618,7 +644,7 @@ func (s *scanner) iterArray(fn func(i int) error) error {
 	defer func() { s.depth-- }()
 	for i := 0; ; i++ {
 		if err := fn(i); err != nil {
-			return err
+			return atIndex(i, err)
 		}
 		c, err := s.next()
 		if err != nil {
@@ -632,6 +658,48 @@ func (s *scanner) iterArray(fn func(i int) error) error {
 			return s.errorf("%s after array element", describe(c))
 		}
 	}
+}
+
+// locError locates an error inside the document by a path of keys and
+// indices, e.g. resource_changes[3].change.actions.
+type locError struct {
+	path string
+	err  error
+}
+
+func (e *locError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *locError) Unwrap() error { return e.err }
+
+// atKey and atIndex prepend a step to err's location. There is at most one
+// locError in a chain: steps merge into it.
+func atKey(key []byte, err error) error {
+	if errors.Is(err, errNotPlan) || errors.Is(err, errVersion) {
+		return err
+	}
+	var le *locError
+	if errors.As(err, &le) {
+		sep := "."
+		if strings.HasPrefix(le.path, "[") {
+			sep = ""
+		}
+		le.path = string(key) + sep + le.path
+		return err
+	}
+	return &locError{path: string(key), err: err}
+}
+
+func atIndex(i int, err error) error {
+	step := "[" + strconv.Itoa(i) + "]"
+	var le *locError
+	if errors.As(err, &le) {
+		sep := "."
+		if strings.HasPrefix(le.path, "[") {
+			sep = ""
+		}
+		le.path = step + sep + le.path
+		return err
+	}
+	return &locError{path: step, err: err}
 }
 
 // span records a captured value as offsets relative to the capture mark.

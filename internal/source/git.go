@@ -61,7 +61,10 @@ type execObserver func(args, env []string)
 // already in the cache is not fetched again. Calls for the same URL are
 // serialised by an flock on a file next to that repository, so daemons may
 // share cacheDir. Cancelling ctx stops git (its whole process group) and the
-// returned error then satisfies errors.Is with ctx.Err().
+// returned error then satisfies errors.Is with ctx.Err(). Errors caused by
+// the server rejecting the credentials wrap ErrAuthFailed.
+//
+// On error dst may hold part of the tree; the caller discards it.
 func (g Git) Checkout(ctx context.Context, cacheDir, dst string) (moduleDir, commit string, err error) {
 	return g.checkout(ctx, cacheDir, dst, nil)
 }
@@ -129,7 +132,9 @@ func (g Git) validate() (gitSpec, error) {
 	if err := checkRef(spec.ref); err != nil {
 		errs = append(errs, fmt.Errorf("git source: ref %q: %w", spec.ref, err))
 	}
-	spec.isSHA = isFullSHA(spec.ref)
+	if lower := strings.ToLower(spec.ref); isFullSHA(lower) {
+		spec.ref, spec.isSHA = lower, true
+	}
 	if g.Path != "" {
 		p := filepath.Clean(filepath.FromSlash(g.Path))
 		if !filepath.IsLocal(p) {
@@ -310,6 +315,16 @@ func ensureRepo(ctx context.Context, r *gitRunner, gitCache, repo, url string) e
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cache repository: %w", err)
 	}
+	// Leftovers of a crash during a previous creation.
+	leftovers, err := filepath.Glob(repo + ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("cache repository: %w", err)
+	}
+	for _, dir := range leftovers {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("cache repository: %w", err)
+		}
+	}
 	tmp, err := os.MkdirTemp(gitCache, filepath.Base(repo)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("cache repository: %w", err)
@@ -355,7 +370,10 @@ func fetch(ctx context.Context, r *gitRunner, repo, ref string, isSHA bool) (str
 		}
 		out, err := r.run(ctx, nil, revParseArgs(repo, "FETCH_HEAD")...)
 		if err != nil {
-			return "", err
+			if ctx.Err() != nil {
+				return "", err
+			}
+			return "", fmt.Errorf("ref %q does not point to a commit: %w", ref, err)
 		}
 		return strings.TrimSpace(out), nil
 	}

@@ -88,7 +88,7 @@ func newFixture(t *testing.T) *fixture {
 	f.write(t, "main.tf", "# two\n", 0o644)
 	f.c2 = f.commit(t, "two")
 	testGit(t, f.work, "tag", "light")
-	testGit(t, f.root, "init", "--quiet", "--bare", "repo.git")
+	testGit(t, f.root, "init", "--quiet", "--bare", "--initial-branch=main", "repo.git")
 	f.publish(t)
 	return f
 }

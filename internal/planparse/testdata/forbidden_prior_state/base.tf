@@ -2,6 +2,7 @@ terraform {
   required_providers {
     dwtest     = { source = "driftwatch/dwtest" }
     kubernetes = { source = "driftwatch/kubernetes" }
+    helm       = { source = "driftwatch/helm" }
   }
 }
 
@@ -15,4 +16,12 @@ resource "kubernetes_config_map" "legacy" {
 resource "dwtest_file" "a" {
   filename = "${var.root}/a.txt"
   content  = "v1"
+}
+
+# Forbidden everywhere, with count: the configuration address
+# helm_release.app folds into the instance address helm_release.app[0].
+resource "helm_release" "app" {
+  count    = 1
+  filename = "${var.root}/release-${count.index}.txt"
+  content  = "release"
 }

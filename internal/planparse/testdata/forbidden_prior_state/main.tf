@@ -1,9 +1,11 @@
 # Applied from base.tf with a kubernetes_config_map, which this config no
-# longer declares: the forbidden type is only in prior state (planned delete).
+# longer declares: that forbidden type is only in prior state (planned
+# delete, so also a pending finding).
 terraform {
   required_providers {
     dwtest     = { source = "driftwatch/dwtest" }
     kubernetes = { source = "driftwatch/kubernetes" }
+    helm       = { source = "driftwatch/helm" }
   }
 }
 
@@ -12,4 +14,12 @@ variable "root" { type = string }
 resource "dwtest_file" "a" {
   filename = "${var.root}/a.txt"
   content  = "v1"
+}
+
+# Forbidden everywhere, with count: the configuration address
+# helm_release.app folds into the instance address helm_release.app[0].
+resource "helm_release" "app" {
+  count    = 1
+  filename = "${var.root}/release-${count.index}.txt"
+  content  = "release"
 }

@@ -1,0 +1,213 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/planparse"
+	"github.com/driftwatch/driftwatch/internal/policy"
+)
+
+var (
+	bigOnce sync.Once
+	bigData []byte
+)
+
+// bigPlanJSON generates the ~50 MB plan once per process.
+func bigPlanJSON(tb testing.TB) []byte {
+	tb.Helper()
+	bigOnce.Do(func() { bigData = genPlan(bigPlan) })
+	return bigData
+}
+
+func defaultRules() policy.Rules {
+	return policy.Rules{Forbidden: []policy.Glob{
+		policy.MustCompileGlob("kubernetes_*"),
+		policy.MustCompileGlob("helm_release"),
+	}}
+}
+
+// reportThroughput reports MB/s and allocated bytes per input byte.
+func reportThroughput(b *testing.B, size int, elapsed time.Duration) {
+	b.Helper()
+	perOp := elapsed.Seconds() / float64(b.N)
+	b.ReportMetric(float64(size)/1e6/perOp, "MB/s")
+	b.ReportMetric(float64(size)/1e6, "input-MB")
+}
+
+// TestGeneratedPlanIsRealistic checks the generator: valid for tfjson (so
+// the naive path parses it), the intended size, and classified as expected.
+func TestGeneratedPlanIsRealistic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates a 50 MB plan")
+	}
+	data := bigPlanJSON(t)
+	if mb := float64(len(data)) / 1e6; mb < 45 || mb > 60 {
+		t.Fatalf("generated plan is %.1f MB, want about 50 MB", mb)
+	}
+	var naive tfjson.Plan
+	if err := json.Unmarshal(data, &naive); err != nil {
+		t.Fatalf("tfjson rejects the generated plan: %v", err)
+	}
+	p, err := planparse.Parse(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Drift) != len(naive.ResourceDrift) || len(p.Changes)+len(p.NoOp) != len(naive.ResourceChanges) {
+		t.Fatalf("planparse saw %d drift / %d changes, tfjson %d / %d",
+			len(p.Drift), len(p.Changes)+len(p.NoOp), len(naive.ResourceDrift), len(naive.ResourceChanges))
+	}
+	c := drift.CountFindings(policy.Classify(p, defaultRules()))
+	t.Logf("%.1f MB, %d resources, %d drifted; findings: %+v", float64(len(data))/1e6,
+		len(naive.ResourceChanges), len(naive.ResourceDrift), c)
+	if c.Drift != len(naive.ResourceDrift) || c.Pending != 0 || c.Forbidden == 0 {
+		t.Fatalf("unexpected counts %+v", c)
+	}
+}
+
+// BenchmarkPlan50MB compares, side by side in one run, our streaming
+// Parse+Classify against the naive json.Unmarshal into tfjson.Plan (what
+// tfexec's ShowPlanFile does, minus its extra stdout copy).
+func BenchmarkPlan50MB(b *testing.B) {
+	data := bigPlanJSON(b)
+	rules := defaultRules()
+	b.Run("planparse+classify", func(b *testing.B) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		for range b.N {
+			p, err := planparse.Parse(bytes.NewReader(data))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if fs := policy.Classify(p, rules); len(fs) == 0 {
+				b.Fatal("no findings")
+			}
+		}
+		reportThroughput(b, len(data), time.Since(start))
+	})
+	b.Run("tfjson-unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		for range b.N {
+			var p tfjson.Plan
+			if err := json.Unmarshal(data, &p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportThroughput(b, len(data), time.Since(start))
+	})
+}
+
+// Peak memory is a process-wide figure, so it is measured in child
+// processes (this test binary re-executed): each reads the plan file the
+// way the named path would and reports its peak RSS (VmHWM).
+const childEnv = "DRIFTWATCH_BENCH_CHILD"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(child(mode, os.Getenv(childEnv+"_FILE")))
+	}
+	os.Exit(m.Run())
+}
+
+func child(mode, file string) int {
+	start := time.Now()
+	var err error
+	switch mode {
+	case "planparse-stream":
+		// What the local runner does: show -json piped into Parse.
+		var f *os.File
+		if f, err = os.Open(file); err == nil {
+			var p *planparse.Plan
+			if p, err = planparse.Parse(bufio.NewReaderSize(f, 1<<20)); err == nil {
+				policy.Classify(p, defaultRules())
+			}
+			f.Close()
+		}
+	case "planparse-bytes":
+		var data []byte
+		if data, err = os.ReadFile(file); err == nil {
+			var p *planparse.Plan
+			if p, err = planparse.Parse(bytes.NewReader(data)); err == nil {
+				policy.Classify(p, defaultRules())
+			}
+		}
+	case "tfjson-unmarshal":
+		var data []byte
+		if data, err = os.ReadFile(file); err == nil {
+			var p tfjson.Plan
+			err = json.Unmarshal(data, &p)
+		}
+	default:
+		err = fmt.Errorf("unknown mode %q", mode)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			fmt.Printf("%s %d\n", strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), time.Since(start).Nanoseconds())
+			return 0
+		}
+	}
+	return 1
+}
+
+// BenchmarkPeakRSS50MB reports peak resident memory for each path, as MB and
+// as a multiple of the plan size. The baseline child (read the file, do
+// nothing) shows the runtime's own footprint.
+func BenchmarkPeakRSS50MB(b *testing.B) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		b.Skip("needs /proc")
+	}
+	data := bigPlanJSON(b)
+	file := filepath.Join(b.TempDir(), "plan.json")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"planparse-stream", "planparse-bytes", "tfjson-unmarshal"} {
+		b.Run(mode, func(b *testing.B) {
+			var peakKB, nanos float64
+			for range b.N {
+				cmd := exec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), childEnv+"="+mode, childEnv+"_FILE="+file)
+				out, err := cmd.Output()
+				if err != nil {
+					b.Fatalf("child %s: %v", mode, err)
+				}
+				fields := strings.Fields(string(out))
+				if len(fields) != 2 {
+					b.Fatalf("child %s printed %q", mode, out)
+				}
+				kb, _ := strconv.ParseFloat(fields[0], 64)
+				ns, _ := strconv.ParseFloat(fields[1], 64)
+				peakKB = max(peakKB, kb)
+				nanos += ns
+			}
+			b.ReportMetric(peakKB/1024, "peak-RSS-MiB")
+			b.ReportMetric(peakKB*1024/float64(len(data)), "peak/input")
+			b.ReportMetric(nanos/float64(b.N)/1e6, "child-ms")
+		})
+	}
+}

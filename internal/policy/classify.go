@@ -1,0 +1,272 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/planparse"
+)
+
+// IgnoreRule silences drift on resources whose address matches Address. With
+// no Attributes the whole resource is silenced; otherwise only the matching
+// attribute paths are, and the finding is silenced once none remain.
+type IgnoreRule struct {
+	Address    Glob
+	Attributes []Glob
+}
+
+// Rules are a workspace's classification rules.
+type Rules struct {
+	// Forbidden matches managed resource types that must not be managed by
+	// Terraform. The default list is the config's business, not ours.
+	Forbidden []Glob
+	// Ignore silences drift findings (and only drift findings).
+	Ignore []IgnoreRule
+}
+
+const (
+	modeManaged = string(tfjson.ManagedResourceMode)
+	modeData    = string(tfjson.DataResourceMode)
+)
+
+// Classify turns a parsed plan into findings, sorted with
+// drift.SortFindings:
+//
+//   - drift: a managed resource_drift entry that is relevant (the address has
+//     a non-no-op resource_changes entry or is named in relevant_attributes,
+//     or the drift is a delete) and whose normalised diff is not empty (a
+//     delete always counts). Action is the drift action, Attributes the
+//     changed paths.
+//   - noise: irrelevant or empty drift (ignore_changes, provider null/{}
+//     round trips, server-side churn), data-source reads, and output changes
+//     (address output.NAME, type output, action update).
+//   - pending: a non-no-op managed resource_changes entry without a drift
+//     finding for its address; Action is planparse.Change.Action.
+//   - forbidden: every managed resource whose type matches r.Forbidden, from
+//     configuration, prior state or planned values, once per address, with
+//     SeenIn; Action is its resource_changes action, else "none". A
+//     configuration address (no instance keys) is folded into the instance
+//     addresses it expands to, when state or plan has any.
+//
+// Ignore rules then mark matching drift findings Ignored or drop ignored
+// attribute paths. Attributes is never nil, so JSON shows [] not null.
+func Classify(p *planparse.Plan, r Rules) []drift.Finding {
+	if p == nil {
+		return nil
+	}
+	var out []drift.Finding
+	changes := map[string]planparse.Change{}
+	for _, c := range p.Changes {
+		if c.Deposed == "" {
+			changes[c.Address] = c
+		}
+	}
+
+	drifted := map[string]bool{}
+	for _, d := range p.Drift {
+		f := drift.Finding{
+			Kind:       drift.KindNoise,
+			Address:    d.Address,
+			Type:       d.Type,
+			Action:     d.Action(),
+			Attributes: paths(d.Attributes),
+		}
+		if d.Mode == modeManaged && driftCounts(p, d, changes) {
+			f.Kind = drift.KindDrift
+			drifted[d.Address] = true
+			applyIgnore(&f, r.Ignore)
+		}
+		out = append(out, f)
+	}
+
+	for _, c := range p.Changes {
+		f := drift.Finding{
+			Address:    changeAddress(c),
+			Type:       c.Type,
+			Action:     c.Action(),
+			Attributes: paths(c.Attributes),
+		}
+		switch {
+		case c.Mode == modeData:
+			f.Kind = drift.KindNoise
+		case c.Mode != modeManaged:
+			continue
+		case drifted[c.Address] && c.Deposed == "":
+			continue
+		default:
+			f.Kind = drift.KindPending
+		}
+		out = append(out, f)
+	}
+
+	for _, name := range p.OutputChanges {
+		out = append(out, drift.Finding{
+			Kind:       drift.KindNoise,
+			Address:    "output." + name,
+			Type:       "output",
+			Action:     string(tfjson.ActionUpdate),
+			Attributes: []string{},
+		})
+	}
+
+	out = append(out, forbidden(p, r.Forbidden, changes)...)
+	drift.SortFindings(out)
+	return out
+}
+
+// driftCounts decides whether a managed drift entry is real drift.
+func driftCounts(p *planparse.Plan, d planparse.Change, changes map[string]planparse.Change) bool {
+	if d.Action() == string(tfjson.ActionDelete) {
+		return true
+	}
+	if len(d.Attributes) == 0 {
+		// The normalised diff is empty: only null/{} style churn.
+		return false
+	}
+	if _, ok := changes[d.Address]; ok {
+		return true
+	}
+	_, ok := p.RelevantAttributes[d.Address]
+	return ok
+}
+
+// changeAddress names a change; a deposed object gets its key appended, as
+// Terraform's renderer does, so it does not collide with the current one.
+func changeAddress(c planparse.Change) string {
+	if c.Deposed == "" {
+		return c.Address
+	}
+	return c.Address + " (deposed object " + c.Deposed + ")"
+}
+
+func paths(ps []string) []string {
+	if ps == nil {
+		return []string{}
+	}
+	return slices.Clone(ps)
+}
+
+// applyIgnore marks f Ignored or drops its ignored attribute paths.
+func applyIgnore(f *drift.Finding, rules []IgnoreRule) {
+	remaining := f.Attributes
+	for _, rule := range rules {
+		if !rule.Address.Match(f.Address) {
+			continue
+		}
+		if len(rule.Attributes) == 0 {
+			f.Ignored = true
+			return
+		}
+		// An attribute rule cannot silence a finding without attributes
+		// (a deleted resource): that would hide the whole resource.
+		remaining = slices.DeleteFunc(slices.Clone(remaining), func(path string) bool {
+			return slices.ContainsFunc(rule.Attributes, func(g Glob) bool { return g.Match(path) })
+		})
+	}
+	switch {
+	case len(f.Attributes) == 0:
+	case len(remaining) == 0:
+		// Keep every path listed so the report says what was ignored.
+		f.Ignored = true
+	default:
+		f.Attributes = remaining
+	}
+}
+
+// forbidden returns one finding per address of a managed resource whose
+// type matches a forbidden glob.
+func forbidden(p *planparse.Plan, globs []Glob, changes map[string]planparse.Change) []drift.Finding {
+	if len(globs) == 0 {
+		return nil
+	}
+	isForbidden := func(typ string) bool {
+		return slices.ContainsFunc(globs, func(g Glob) bool { return g.Match(typ) })
+	}
+	type entry struct {
+		typ  string
+		seen []string
+	}
+	var configOnly []planparse.TypedResource
+	instances := map[string]*entry{}
+	var order []string
+	for _, res := range p.Resources {
+		if res.Mode != modeManaged || !isForbidden(res.Type) {
+			continue
+		}
+		if slices.Equal(res.SeenIn, []string{drift.SeenInConfig}) {
+			configOnly = append(configOnly, res)
+			continue
+		}
+		instances[res.Address] = &entry{typ: res.Type, seen: slices.Clone(res.SeenIn)}
+		order = append(order, res.Address)
+	}
+	// Fold a configuration address into the instances it expands to.
+	byConfig := map[string][]string{}
+	for _, a := range order {
+		byConfig[stripInstanceKeys(a)] = append(byConfig[stripInstanceKeys(a)], a)
+	}
+	for _, res := range configOnly {
+		insts := byConfig[res.Address]
+		if len(insts) == 0 {
+			instances[res.Address] = &entry{typ: res.Type, seen: []string{drift.SeenInConfig}}
+			order = append(order, res.Address)
+			continue
+		}
+		for _, a := range insts {
+			e := instances[a]
+			if !slices.Contains(e.seen, drift.SeenInConfig) {
+				e.seen = append([]string{drift.SeenInConfig}, e.seen...)
+			}
+		}
+	}
+	out := make([]drift.Finding, 0, len(order))
+	for _, a := range order {
+		e := instances[a]
+		action := "none"
+		if c, ok := changes[a]; ok {
+			action = c.Action()
+		}
+		out = append(out, drift.Finding{
+			Kind:       drift.KindForbidden,
+			Address:    a,
+			Type:       e.typ,
+			Action:     action,
+			Attributes: []string{},
+			SeenIn:     e.seen,
+		})
+	}
+	return out
+}
+
+// stripInstanceKeys turns an instance address such as
+// module.a["x"].kubernetes_config_map.cm[0] into its configuration address
+// module.a.kubernetes_config_map.cm. Keys may be quoted strings containing
+// brackets and dots.
+func stripInstanceKeys(addr string) string {
+	if !strings.Contains(addr, "[") {
+		return addr
+	}
+	var b strings.Builder
+	for i := 0; i < len(addr); i++ {
+		c := addr[i]
+		if c != '[' {
+			b.WriteByte(c)
+			continue
+		}
+		// Skip to the matching ']', honouring a quoted key.
+		for i++; i < len(addr) && addr[i] != ']'; i++ {
+			if addr[i] != '"' {
+				continue
+			}
+			for i++; i < len(addr) && addr[i] != '"'; i++ {
+				if addr[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,103 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+)
+
+func sample() *Report {
+	t0 := time.Date(2026, 11, 21, 23, 0, 0, 0, time.UTC)
+	return New(t0, t0.Add(9*time.Second), []drift.Result{
+		{Workspace: "network", Status: drift.StatusDrift, Duration: 1234 * time.Millisecond, Findings: []drift.Finding{
+			{Kind: drift.KindDrift, Address: "module.a.local_file.x", Type: "local_file", Action: "update", Attributes: []string{"content"}},
+			{Kind: drift.KindNoise, Address: "data.local_file.y", Type: "local_file", Action: "read"},
+		}},
+		{Workspace: "dns", Status: drift.StatusClean, Duration: time.Second},
+		{Workspace: "k8s", Status: drift.StatusForbidden, Findings: []drift.Finding{
+			{Kind: drift.KindForbidden, Address: "helm_release.x", Type: "helm_release", Action: "none", SeenIn: []string{"state"}},
+		}},
+		{Workspace: "broken|pipe", Status: drift.StatusErrored, Error: "plan: Error: Unsupported argument (main.tf line 4)"},
+	})
+}
+
+func TestSummaryAndExitCode(t *testing.T) {
+	r := sample()
+	require.Equal(t, Summary{Clean: 1, Drift: 1, Forbidden: 1, Errored: 1}, r.Summary)
+	require.Equal(t, ExitError, r.ExitCode(), "errored wins over drift")
+	r.Summary.Errored = 0
+	require.Equal(t, ExitChanges, r.ExitCode())
+	r.Summary = Summary{Clean: 3}
+	require.Equal(t, ExitClean, r.ExitCode())
+	r.Summary = Summary{Pending: 1}
+	require.Equal(t, ExitChanges, r.ExitCode(), "pending changes exit 2")
+}
+
+func TestJSONContract(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, "json", sample()))
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(b.Bytes(), &got))
+	require.EqualValues(t, 1, got["version"])
+	require.Equal(t, "2026-11-21T23:00:00Z", got["started_at"])
+	ws := got["workspaces"].([]any)
+	first := ws[0].(map[string]any)
+	require.EqualValues(t, 1234, first["duration_ms"])
+	require.Equal(t, "", first["error"])
+	f := first["findings"].([]any)[0].(map[string]any)
+	require.Equal(t, map[string]any{"kind": "drift", "address": "module.a.local_file.x", "type": "local_file",
+		"action": "update", "attributes": []any{"content"}}, f)
+	clean := ws[1].(map[string]any)
+	require.Equal(t, []any{}, clean["findings"], "findings is always a list")
+}
+
+func TestJUnit(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, "junit", sample()))
+	var s junitSuites
+	require.NoError(t, xml.Unmarshal(b.Bytes(), &s))
+	require.Equal(t, 4, len(s.Suites))
+	require.Equal(t, 2, s.Failures, "drift and forbidden findings fail; noise does not")
+	require.Equal(t, 1, s.Errors)
+	require.Equal(t, "module.a.local_file.x", s.Suites[0].Cases[0].Name)
+	require.Contains(t, s.Suites[0].Cases[0].Failure.Message, "drift: update module.a.local_file.x (content)")
+	require.Nil(t, s.Suites[1].Cases[0].Failure, "a clean workspace is a passing case")
+}
+
+func TestMarkdownEscapes(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, "markdown", sample()))
+	md := b.String()
+	require.Contains(t, md, `broken\|pipe`, "pipes cannot break the table")
+	require.Contains(t, md, "| drift | update | `module.a.local_file.x` | content |")
+	require.NotContains(t, md, "data.local_file.y", "noise is not listed in the summary")
+}
+
+func TestTable(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, "table", sample()))
+	out := b.String()
+	require.Contains(t, out, "WORKSPACE")
+	require.Contains(t, out, "network  drift")
+	require.Contains(t, out, "4 workspaces: 1 clean, 1 drift, 0 pending, 1 forbidden, 1 errored")
+	require.Contains(t, out, "helm_release.x  in state")
+	require.Error(t, Write(&b, "yaml", sample()))
+}
+
+func TestProgressLines(t *testing.T) {
+	var b bytes.Buffer
+	p := NewProgress(&b, false, 2)
+	p.Started("a")
+	p.Finished(drift.Result{Workspace: "a", Status: drift.StatusDrift, Duration: 1500 * time.Millisecond,
+		Findings: []drift.Finding{{Kind: drift.KindDrift}}})
+	p.Close()
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Equal(t, []string{"[0/2] a: started", "[1/2] a: drift (drift 1, pending 0, forbidden 0) in 1.5s"}, lines)
+}
