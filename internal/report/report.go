@@ -155,23 +155,19 @@ func writeTable(w io.Writer, r *Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	any := false
+	ftw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := false
 	for _, ws := range r.Workspaces {
-		fs := counted(ws.Findings)
-		if len(fs) == 0 {
-			continue
+		for _, f := range counted(ws.Findings) {
+			if !header {
+				fmt.Fprintln(ftw, "\nWORKSPACE\tKIND\tACTION\tADDRESS\tATTRIBUTES")
+				header = true
+			}
+			fmt.Fprintf(ftw, "%s\t%s\t%s\t%s\t%s\n", ws.Name, f.Kind, f.Action, f.Address, attrs(f))
 		}
-		if !any {
-			fmt.Fprintln(w, "\nFINDINGS")
-			any = true
-		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		for _, f := range fs {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", ws.Name, f.Kind, f.Action, f.Address, attrs(f))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	}
+	if err := ftw.Flush(); err != nil {
+		return err
 	}
 	s := r.Summary
 	_, err := fmt.Fprintf(w, "\n%d workspaces: %d clean, %d drift, %d pending, %d forbidden, %d errored\n",

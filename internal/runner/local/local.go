@@ -7,8 +7,10 @@ package local
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -43,6 +45,8 @@ type Runner struct {
 	// initMu serialises init per plugin cache dir within this process; a
 	// file lock covers other processes.
 	initMu sync.Mutex
+	// versions caches "terraform 1.11.4" per binary path.
+	versions sync.Map
 }
 
 // New returns a local runner.
@@ -113,6 +117,17 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 		return res, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}
 	stderr := newTail(16 << 10)
+	c := &command{bin: bin, dir: moduleDir, env: envList(env), grace: grace, stderr: stderr}
+	c.env = append(c.env, "TF_IN_AUTOMATION=1")
+	fail := func(name string, err error) (runner.Result, error) {
+		return res, &runner.Error{Phase: name, Reason: red.apply(diagnosticReason(stderr.String(), err)), Err: errors.New(red.apply(firstLine(err.Error())))}
+	}
+	if err := r.init(ctx, c, req); err != nil {
+		return fail("init", err)
+	}
+	res.Tool = r.toolVersion(ctx, c)
+	phase("init")
+
 	tf, err := tfexec.NewTerraform(moduleDir, bin)
 	if err != nil {
 		return res, &runner.Error{Phase: "setup", Err: err}
@@ -123,18 +138,6 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 	tf.SetStdout(io.Discard)
 	tf.SetStderr(stderr)
 	tf.SetWaitDelay(grace)
-
-	fail := func(name string, err error) (runner.Result, error) {
-		return res, &runner.Error{Phase: name, Reason: red.apply(diagnosticReason(stderr.String(), err)), Err: errors.New(red.apply(firstLine(err.Error())))}
-	}
-
-	if err := r.init(ctx, tf, req); err != nil {
-		return fail("init", err)
-	}
-	if v, _, verr := tf.Version(ctx, false); verr == nil {
-		res.Tool = toolName(bin) + " " + v.String()
-	}
-	phase("init")
 
 	if req.TFWorkspace != "" && req.TFWorkspace != "default" {
 		if err := tf.WorkspaceSelect(ctx, req.TFWorkspace); err != nil {
@@ -169,7 +172,7 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 	}
 	phase("plan")
 
-	plan, err := showJSON(ctx, bin, moduleDir, env, planFile, grace, stderr)
+	plan, err := showJSON(ctx, c, planFile)
 	if err != nil {
 		return fail("show", err)
 	}
@@ -178,17 +181,30 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 	return res, nil
 }
 
-// init runs terraform init. With a shared plugin cache, inits are
+// init runs terraform init. It runs Terraform directly rather than through
+// tfexec, whose Init always spends an extra `version -json` process per run
+// (~10% of a small workspace's run). With a shared plugin cache, inits are
 // serialised (in-process mutex plus a file lock for other processes):
 // Terraform's cache is not safe under concurrent init (terraform#31964).
-// plan runs stay concurrent.
-func (r *Runner) init(ctx context.Context, tf *tfexec.Terraform, req runner.Request) error {
-	opts := []tfexec.InitOption{tfexec.Upgrade(false)}
+// Plans stay concurrent.
+func (r *Runner) init(ctx context.Context, c *command, req runner.Request) error {
+	args := []string{"init", "-no-color", "-input=false", "-upgrade=false"}
 	for _, b := range req.BackendConfig {
-		opts = append(opts, tfexec.BackendConfig(b))
+		args = append(args, "-backend-config="+b)
 	}
 	if req.PluginCacheDir == "" {
-		return tf.Init(ctx, opts...)
+		return c.run(ctx, io.Discard, args...)
+	}
+	// A workspace whose dependency lock file was already installed through
+	// this cache only reads from it: no lock needed, so warm inits run in
+	// parallel. Without a lock file, init may write, so it always locks.
+	warm := ""
+	if b, err := os.ReadFile(filepath.Join(c.dir, ".terraform.lock.hcl")); err == nil {
+		sum := sha256.Sum256(append([]byte(c.bin+"\x00"), b...))
+		warm = filepath.Join(req.PluginCacheDir, ".driftwatch-warm", hex.EncodeToString(sum[:]))
+		if _, err := os.Stat(warm); err == nil {
+			return c.run(ctx, io.Discard, args...)
+		}
 	}
 	r.initMu.Lock()
 	defer r.initMu.Unlock()
@@ -197,43 +213,85 @@ func (r *Runner) init(ctx context.Context, tf *tfexec.Terraform, req runner.Requ
 		return err
 	}
 	defer unlock()
-	return tf.Init(ctx, opts...)
+	if err := c.run(ctx, io.Discard, args...); err != nil {
+		return err
+	}
+	if warm != "" {
+		if os.MkdirAll(filepath.Dir(warm), 0o755) == nil {
+			_ = os.WriteFile(warm, nil, 0o644)
+		}
+	}
+	return nil
+}
+
+// command runs the Terraform binary the way tfexec does (SIGINT on cancel,
+// then kill after the grace period, own process group, Pdeathsig) for the
+// steps that do not go through tfexec.
+type command struct {
+	bin, dir string
+	env      []string
+	grace    time.Duration
+	stderr   io.Writer
+}
+
+func (c *command) start(ctx context.Context, stdout io.Writer, args ...string) (*exec.Cmd, error) {
+	cmd := exec.CommandContext(ctx, c.bin, args...)
+	cmd.Dir = c.dir
+	cmd.Env = c.env
+	cmd.Stdout = stdout
+	cmd.Stderr = c.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = c.grace
+	return cmd, cmd.Start()
+}
+
+func (c *command) run(ctx context.Context, stdout io.Writer, args ...string) error {
+	cmd, err := c.start(ctx, stdout, args...)
+	if err != nil {
+		return err
+	}
+	if err := cmd.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return err
+	}
+	return nil
 }
 
 // showJSON streams `show -json` straight into the plan parser: the plan JSON
 // is never buffered whole.
-func showJSON(ctx context.Context, bin, dir string, env map[string]string, planFile string, grace time.Duration, stderr io.Writer) (*planparse.Plan, error) {
-	cmd := exec.CommandContext(ctx, bin, "show", "-json", "-no-color", planFile)
-	cmd.Dir = dir
-	cmd.Env = envList(env)
-	cmd.Env = append(cmd.Env, "TF_IN_AUTOMATION=1")
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = grace
-	out, err := cmd.StdoutPipe()
+func showJSON(ctx context.Context, c *command, planFile string) (*planparse.Plan, error) {
+	pr, pw := io.Pipe()
+	cmd, err := c.start(ctx, pw, "show", "-json", "-no-color", planFile)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	type parsed struct {
+		plan *planparse.Plan
+		err  error
 	}
-	plan, perr := planparse.Parse(bufio.NewReaderSize(out, 1<<20))
-	if perr != nil {
-		_ = cmd.Process.Kill()
-		_, _ = io.Copy(io.Discard, out)
-	}
+	done := make(chan parsed, 1)
+	go func() {
+		p, err := planparse.Parse(bufio.NewReaderSize(pr, 1<<20))
+		// Drain whatever is left so show never blocks on a full pipe.
+		_, _ = io.Copy(io.Discard, pr)
+		done <- parsed{p, err}
+	}()
 	werr := cmd.Wait()
+	pw.Close()
+	res := <-done
 	if werr != nil {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
 		return nil, werr
 	}
-	if perr != nil {
-		return nil, fmt.Errorf("parse plan json: %w", perr)
+	if res.err != nil {
+		return nil, fmt.Errorf("parse plan json: %w", res.err)
 	}
-	return plan, nil
+	return res.plan, nil
 }
 
 func prepareSource(ctx context.Context, req runner.Request, tmp string) (moduleDir, commit string, err error) {
@@ -331,6 +389,27 @@ func resolveBinary(b, path string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s not found on PATH", strings.Join(names, " or "))
+}
+
+// toolVersion returns e.g. "terraform 1.11.4", asking each binary once per
+// process.
+func (r *Runner) toolVersion(ctx context.Context, c *command) string {
+	if v, ok := r.versions.Load(c.bin); ok {
+		return v.(string)
+	}
+	var out bytes.Buffer
+	if err := c.run(ctx, &out, "version", "-json"); err != nil {
+		return toolName(c.bin)
+	}
+	var v struct {
+		Version string `json:"terraform_version"`
+	}
+	if json.Unmarshal(out.Bytes(), &v) != nil || v.Version == "" {
+		return toolName(c.bin)
+	}
+	name := toolName(c.bin) + " " + v.Version
+	r.versions.Store(c.bin, name)
+	return name
 }
 
 func toolName(bin string) string {

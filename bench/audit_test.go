@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkAuditVsShellLoop measures, side by side in one run and with the
+// real Terraform binary, the same workspaces three ways:
+//
+//   - raw: init + plan -out + show -json per workspace, sequentially, timed
+//     per workspace (the sum is the work there is to do);
+//   - naive: a sequential shell loop of `init && plan`, what people write;
+//   - driftwatch audit at concurrency 1 and at concurrency NumCPU.
+//
+// Reported ratios: overhead_seq = audit(c=1)/raw_sum - 1 (scheduling,
+// sandboxing and parsing overhead; goal < 5%), speedup_vs_naive =
+// naive/audit(c=NumCPU) (goal >= 2), efficiency = (raw_sum/NumCPU) /
+// audit(c=NumCPU) (1.0 is perfect scaling).
+//
+//	make bench   (or: go test -run '^$' -bench AuditVsShellLoop -benchtime 1x ./bench)
+func BenchmarkAuditVsShellLoop(b *testing.B) {
+	bins := strings.Fields(os.Getenv("DRIFTWATCH_TF_BINARIES"))
+	cli := os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
+	if len(bins) == 0 || cli == "" {
+		b.Skip("needs DRIFTWATCH_TF_BINARIES and DRIFTWATCH_TF_CLI_CONFIG (make bench)")
+	}
+	tf := bins[0]
+	const n = 8
+	root := b.TempDir()
+	dwBin := filepath.Join(root, "driftwatch")
+	if out, err := exec.Command("go", "build", "-o", dwBin, "github.com/driftwatch/driftwatch/cmd/driftwatch").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "TF_CLI_CONFIG_FILE=" + cli, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1"}
+	run := func(dir string, name string, args ...string) {
+		cmd := exec.Command(name, args...)
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+				b.Fatalf("%s %v: %v\n%s", name, args, err, out)
+			}
+		}
+	}
+	// n workspaces, each with a few real resources; applied once, then one
+	// file per workspace is edited so every plan has real drift to refresh.
+	var ws strings.Builder
+	fmt.Fprintf(&ws, "terraform:\n  binary: %s\n  cli_config_file: %s\nworkspaces:\n", tf, cli)
+	src := filepath.Join(root, "src")
+	for i := range n {
+		dir := filepath.Join(src, fmt.Sprintf("ws%d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		main := `terraform {
+  required_providers {
+    dwtest = { source = "driftwatch/dwtest" }
+  }
+}
+resource "dwtest_file" "f" {
+  count    = 5
+  filename = "` + dir + `/out-${count.index}.txt"
+  content  = "v${count.index}"
+}
+resource "terraform_data" "d" {
+  count = 20
+  input = { index = count.index }
+}
+`
+		if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(main), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		run(dir, tf, "init", "-input=false")
+		run(dir, tf, "apply", "-auto-approve", "-input=false")
+		if err := os.WriteFile(filepath.Join(dir, "out-0.txt"), []byte("edited"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(&ws, "  - name: ws%d\n    source: { path: %s }\n", i, dir)
+	}
+	cfg := filepath.Join(root, "driftwatch.yaml")
+	if err := os.WriteFile(cfg, []byte(ws.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	// fresh returns copies of the workspaces without .terraform, so every
+	// method pays for init like driftwatch does.
+	fresh := func(tag string) []string {
+		var dirs []string
+		for i := range n {
+			from := filepath.Join(src, fmt.Sprintf("ws%d", i))
+			to := filepath.Join(root, tag, fmt.Sprintf("ws%d", i))
+			if out, err := exec.Command("cp", "-r", from, to).CombinedOutput(); err != nil {
+				_ = os.MkdirAll(filepath.Dir(to), 0o755)
+				if out, err = exec.Command("cp", "-r", from, to).CombinedOutput(); err != nil {
+					b.Fatalf("cp: %v %s", err, out)
+				}
+			}
+			_ = os.RemoveAll(filepath.Join(to, ".terraform"))
+			dirs = append(dirs, to)
+		}
+		return dirs
+	}
+	audit := func(c int) time.Duration {
+		start := time.Now()
+		cmd := exec.Command(dwBin, "audit", "--config", cfg, "--format", "json", "--concurrency", fmt.Sprint(c))
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root}
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+			b.Fatalf("audit: %v\n%s", err, out)
+		}
+		return time.Since(start)
+	}
+
+	cpus := runtime.NumCPU()
+	audit(cpus) // warm the plugin cache and the page cache
+	b.ResetTimer()
+	var rawSum, naive, seq, par time.Duration
+	for range b.N {
+		for i, dir := range fresh(fmt.Sprintf("raw%d", rawSum)) {
+			start := time.Now()
+			run(dir, tf, "init", "-input=false")
+			run(dir, tf, "plan", "-detailed-exitcode", "-lock=false", "-input=false", "-out=p.tfplan")
+			run(dir, tf, "show", "-json", "p.tfplan")
+			rawSum += time.Since(start)
+			_ = i
+		}
+		dirs := fresh(fmt.Sprintf("naive%d", naive))
+		script := "set -e\nfor d in " + strings.Join(dirs, " ") + "; do (cd $d && terraform init -input=false >/dev/null && terraform plan -input=false >/dev/null); done\n"
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Env = append(env, "PATH="+filepath.Dir(tf)+":"+os.Getenv("PATH"))
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("naive loop: %v\n%s", err, out)
+		}
+		naive += time.Since(start)
+		seq += audit(1)
+		par += audit(cpus)
+	}
+	b.StopTimer()
+	f := float64(b.N)
+	b.ReportMetric(rawSum.Seconds()/f, "raw_sum_s")
+	b.ReportMetric(naive.Seconds()/f, "naive_loop_s")
+	b.ReportMetric(seq.Seconds()/f, "audit_c1_s")
+	b.ReportMetric(par.Seconds()/f, fmt.Sprintf("audit_c%d_s", cpus))
+	b.ReportMetric(seq.Seconds()/rawSum.Seconds()-1, "overhead_seq")
+	b.ReportMetric(naive.Seconds()/par.Seconds(), "speedup_vs_naive")
+	b.ReportMetric(rawSum.Seconds()/float64(cpus)/par.Seconds(), "efficiency")
+}
