@@ -52,6 +52,7 @@ func (a *Auditor) Check(ctx context.Context, t Target) drift.Result {
 	out, err := a.Runner.Run(ctx, t.Request)
 	res.Duration = now().Sub(res.Started)
 	res.Tool = out.Tool
+	res.Phases = out.Phases
 	if err != nil {
 		res.Status = drift.StatusErrored
 		res.Error = reason(err)
@@ -63,7 +64,9 @@ func (a *Auditor) Check(ctx context.Context, t Target) drift.Result {
 		res.Error = "plan: terraform reported an errored plan"
 		return res
 	}
+	classifyStart := now()
 	res.Findings = policy.Classify(out.Plan, t.Rules)
+	res.Phases = append(res.Phases, drift.Phase{Name: "classify", Duration: now().Sub(classifyStart)})
 	res.Status = drift.StatusOf(res.Findings)
 	c := drift.CountFindings(res.Findings)
 	log.Info("run finished", "status", res.Status, "drift", c.Drift, "pending", c.Pending,

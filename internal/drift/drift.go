@@ -4,6 +4,8 @@
 package drift
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"sort"
 	"strings"
 	"time"
@@ -138,5 +140,39 @@ type Result struct {
 	Error    string    `json:"error"`
 	Findings []Finding `json:"findings"`
 	// Tool is the binary and version that produced the plan, e.g. "terraform 1.11.4".
-	Tool string `json:"tool,omitempty"`
+	Tool   string  `json:"tool,omitempty"`
+	Phases []Phase `json:"phases,omitempty"`
+}
+
+// Phase is the duration of one step of a run (source, init, plan, show).
+type Phase struct {
+	Name     string        `json:"name"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Fingerprint identifies the set of counted findings of a workspace: the
+// workspace, and each finding's kind, address and attribute paths, sorted.
+// Values never enter it. Two runs with the same fingerprint describe the
+// same incident; a clean workspace has the empty fingerprint.
+func Fingerprint(workspace string, fs []Finding) string {
+	var keys []string
+	for _, f := range fs {
+		if f.Ignored || f.Kind == KindNoise {
+			continue
+		}
+		attrs := append([]string(nil), f.Attributes...)
+		sort.Strings(attrs)
+		keys = append(keys, string(f.Kind)+"\x00"+f.Address+"\x00"+f.Action+"\x00"+strings.Join(attrs, "\x01"))
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	h.Write([]byte(workspace))
+	for _, k := range keys {
+		h.Write([]byte{0xff})
+		h.Write([]byte(k))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
 }

@@ -101,3 +101,18 @@ func TestProgressLines(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	require.Equal(t, []string{"[0/2] a: started", "[1/2] a: drift (drift 1, pending 0, forbidden 0) in 1.5s"}, lines)
 }
+
+func TestProgressTTYKeepsLiveStatusLine(t *testing.T) {
+	var b bytes.Buffer
+	p := NewProgress(&b, true, 3)
+	p.Started("a")
+	p.Started("b")
+	p.Finished(drift.Result{Workspace: "a", Status: drift.StatusClean})
+	p.Close()
+	out := b.String()
+	// Each permanent line first clears the status line; the status line is
+	// redrawn below it with what is still running.
+	require.Contains(t, out, "\r\033[K[1/3] a: clean (drift 0, pending 0, forbidden 0) in 0s\n")
+	require.Contains(t, out, "\r\033[K1/3 done, 1 running (b)")
+	require.True(t, strings.HasSuffix(out, "\r\033[K"), "Close clears the status line")
+}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/planparse"
 )
 
@@ -56,12 +57,6 @@ type Git struct {
 	URL, Ref, Path, CredentialsFile string
 }
 
-// Phase timing of one step of a run.
-type Phase struct {
-	Name     string
-	Duration time.Duration
-}
-
 // Result of a successful run.
 type Result struct {
 	Plan *planparse.Plan
@@ -71,7 +66,7 @@ type Result struct {
 	// Tool names the binary and its version, e.g. "terraform 1.11.4".
 	Tool   string
 	Commit string // resolved git commit for git sources
-	Phases []Phase
+	Phases []drift.Phase
 }
 
 // ErrTimeout is the cause of a run that exceeded its timeout.

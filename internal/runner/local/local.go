@@ -27,6 +27,7 @@ import (
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/source"
@@ -101,7 +102,7 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 
 	start := time.Now()
 	phase := func(name string) {
-		res.Phases = append(res.Phases, runner.Phase{Name: name, Duration: time.Since(start)})
+		res.Phases = append(res.Phases, drift.Phase{Name: name, Duration: time.Since(start)})
 		start = time.Now()
 	}
 
