@@ -23,6 +23,15 @@ tools:
 	@grep -q '^TF_BINARIES=' $(TOOLS_ENV).tmp && mv $(TOOLS_ENV).tmp $(TOOLS_ENV)
 	@cat $(TOOLS_ENV)
 
+#? deps: install the Debian packages the tests need (chromium, git), if missing
+deps:
+	@missing=""; for p in chromium:chromium git:git; do command -v $${p%%:*} >/dev/null || missing="$$missing $${p##*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
 #? build: build bin/driftwatch
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/driftwatch
@@ -37,7 +46,7 @@ lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 #? test: provision tools, lint, and run every test (unit + end-to-end) with -race
-test: tools lint
+test: deps tools lint
 	@source $(TOOLS_ENV); \
 	DRIFTWATCH_E2E=1 DRIFTWATCH_TF_BINARIES="$$TF_BINARIES" DRIFTWATCH_TF_CLI_CONFIG="$$TF_CLI_CONFIG" \
 	  $(GO) test -race -count=1 -timeout 40m ./...
@@ -57,4 +66,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
-.PHONY: help tools build run lint test testdata bench fuzz
+.PHONY: help deps tools build run lint test testdata bench fuzz

@@ -21,14 +21,19 @@
 # values such as terraform_data ids still change on every run).
 #
 # Needs hack/provision.sh to have built the provider mirror and CLI config
-# into $DRIFTWATCH_TOOLS (default $HOME/.cache/driftwatch). Terraform is
-# $TERRAFORM, else `terraform` on PATH. No state, lock file or .terraform dir
-# is left in the checkout.
+# into $DRIFTWATCH_TOOLS (default $HOME/.cache/driftwatch); the CLI config is
+# $TF_CLI_CONFIG, else $DRIFTWATCH_TOOLS/terraformrc. Terraform is $TERRAFORM,
+# else $DRIFTWATCH_TOOLS/bin/terraform, else `terraform` on PATH. No state,
+# lock file or .terraform dir is left in the checkout.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 TESTDATA=$ROOT/internal/planparse/testdata
 T=${DRIFTWATCH_TOOLS:-$HOME/.cache/driftwatch}
+CLI_CONFIG=${TF_CLI_CONFIG:-$T/terraformrc} # TF_CLI_CONFIG comes from $T/tools.env
+if [[ -z ${TERRAFORM:-} && -x $T/bin/terraform ]]; then
+	TERRAFORM=$T/bin/terraform
+fi
 TF=${TERRAFORM:-terraform}
 PLACEHOLDER=/driftwatch-fixture
 FIXED_TIMESTAMP=2000-01-01T00:00:00Z
@@ -36,12 +41,12 @@ FIXED_TIMESTAMP=2000-01-01T00:00:00Z
 log() { printf 'gen-fixtures: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-[[ -f $T/terraformrc ]] || die "$T/terraformrc missing: run hack/provision.sh first"
+[[ -f $CLI_CONFIG ]] || die "$CLI_CONFIG missing: run hack/provision.sh (make tools) first"
 command -v "$TF" >/dev/null || die "terraform not found (set TERRAFORM)"
 
 # Only our own CLI config (the environment may name one that does not
 # exist), no checkpoint calls, and nothing that changes plan behaviour.
-export TF_CLI_CONFIG_FILE=$T/terraformrc
+export TF_CLI_CONFIG_FILE=$CLI_CONFIG
 export CHECKPOINT_DISABLE=1
 export TF_IN_AUTOMATION=1
 unset TF_WORKSPACE TF_CLI_ARGS TF_CLI_ARGS_plan TF_CLI_ARGS_apply TF_CLI_ARGS_init TF_LOG TF_LOG_PATH TF_DATA_DIR

@@ -28,6 +28,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 const usage = `driftwatch finds Terraform/OpenTofu drift.
 
 Usage:
+  driftwatch daemon   --config FILE     run always-on: scheduler, store, status page, API, metrics
   driftwatch validate --config FILE     check the config and inventory, run nothing
   driftwatch audit    --config FILE     run every workspace once and report
   driftwatch version                    print the version
@@ -46,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return validate(args[1:], stdout, stderr)
 	case "audit":
 		return auditCmd(args[1:], stdout, stderr)
+	case "daemon":
+		return daemonCmd(args[1:], stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "driftwatch %s (%s)\n", version.Version, version.Commit)
 		return 0
@@ -115,9 +118,9 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "driftwatch: --concurrency must be at least 1")
 		return report.ExitError
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "driftwatch: --log-level: %v\n", err)
+	logger, err := newLogger(stderr, *logLevel, "text")
+	if err != nil {
+		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
 		return report.ExitError
 	}
 	sel, err := app.ParseLabels(labels)
@@ -133,7 +136,6 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	rep, err := app.Audit(ctx, app.AuditOptions{
 		Config: cfg, Filter: app.Filter{Names: names, Labels: sel}, Concurrency: *concurrency,
 		Logger: logger, Progress: stderr, ProgressTTY: isTerminal(stderr),
@@ -147,6 +149,46 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		return report.ExitError
 	}
 	return rep.ExitCode()
+}
+
+func daemonCmd(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "driftwatch.yaml", "config file")
+	once := fs.Bool("once", false, "run every workspace once, record the results and exit with the audit exit code")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	logFormat := fs.String("log-format", "json", "log format: json or text")
+	if err := fs.Parse(args); err != nil {
+		return report.ExitError
+	}
+	logger, err := newLogger(stderr, *logLevel, *logFormat)
+	if err != nil {
+		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
+		return report.ExitError
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code, err := app.RunDaemon(ctx, app.DaemonOptions{ConfigPath: *cfgPath, Logger: logger, Once: *once})
+	if err != nil {
+		logger.Error("daemon failed", "err", err.Error())
+		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
+	}
+	return code
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: unknown format %q (use json or text)", format)
 }
 
 func validFormat(f string) bool {

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/driftwatch/driftwatch/internal/policy"
+	"github.com/driftwatch/driftwatch/internal/schedule"
 )
 
 // DefaultForbidden is the forbidden resource type list used when neither
@@ -41,10 +42,16 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 type Config struct {
 	// Include lists glob patterns of inventory fragments (files holding only
 	// a `workspaces:` list), relative to this file.
-	Include    []string    `yaml:"include"`
-	Terraform  Terraform   `yaml:"terraform"`
-	Defaults   Defaults    `yaml:"defaults"`
-	Workspaces []Workspace `yaml:"workspaces"`
+	Include   []string  `yaml:"include"`
+	Terraform Terraform `yaml:"terraform"`
+	Server    Server    `yaml:"server"`
+	Store     Store     `yaml:"store"`
+	// MaxConcurrentRuns caps the daemon's simultaneous runs (default 4).
+	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
+	// AllowSubMinuteSchedules permits "@every" below one minute (demos, tests).
+	AllowSubMinuteSchedules bool        `yaml:"allow_sub_minute_schedules"`
+	Defaults                Defaults    `yaml:"defaults"`
+	Workspaces              []Workspace `yaml:"workspaces"`
 
 	// File is the absolute path the config was loaded from.
 	File string `yaml:"-"`
@@ -68,8 +75,42 @@ type Terraform struct {
 	KillGrace Duration `yaml:"kill_grace"`
 }
 
+// Server configures the daemon's HTTP server.
+type Server struct {
+	// Listen is the address of the status page, API and metrics (default 127.0.0.1:8080).
+	Listen string `yaml:"listen"`
+	// TokenFile holds the bearer token for mutating API calls; without it
+	// they are disabled.
+	TokenFile string `yaml:"token_file"`
+	// ExternalURL is the status page's public base URL, used in links.
+	ExternalURL string `yaml:"external_url"`
+}
+
+// Store configures the daemon's embedded database.
+type Store struct {
+	// Path of the SQLite file (default: $XDG_DATA_HOME/driftwatch/driftwatch.db).
+	Path string `yaml:"path"`
+	// KeepRuns is how many runs per workspace are kept (default 200).
+	KeepRuns int `yaml:"keep_runs"`
+	// MaxAge drops runs older than this (default 0: no age limit).
+	MaxAge Duration `yaml:"max_age"`
+}
+
+// Daemon defaults.
+const (
+	DefaultListen            = "127.0.0.1:8080"
+	DefaultMaxConcurrentRuns = 4
+	DefaultKeepRuns          = 200
+	DefaultSchedule          = "@hourly"
+)
+
 // Defaults fill keys a workspace leaves unset.
 type Defaults struct {
+	// Schedule is the cron schedule of workspaces without one (default @hourly).
+	Schedule string `yaml:"schedule"`
+	// Jitter spreads scheduled runs over up to this long, by a stable hash
+	// of the workspace name (default 0).
+	Jitter    Duration          `yaml:"jitter"`
 	Timeout   Duration          `yaml:"timeout"`
 	Forbidden []string          `yaml:"forbidden"`
 	Env       map[string]string `yaml:"env"`
@@ -88,6 +129,7 @@ type Workspace struct {
 	SecretEnvFiles map[string]string `yaml:"secret_env_files"`
 	BackendConfig  []string          `yaml:"backend_config"`
 	Timeout        Duration          `yaml:"timeout"`
+	Schedule       string            `yaml:"schedule"`
 	Owner          string            `yaml:"owner"`
 	Labels         map[string]string `yaml:"labels"`
 	Ignore         []Ignore          `yaml:"ignore"`
@@ -287,6 +329,41 @@ func (c *Config) validate(pos *positions) error {
 			add(pos.errorf("terraform.cli_config_file", "%v", err))
 		}
 	}
+	if c.Server.Listen == "" {
+		c.Server.Listen = DefaultListen
+	}
+	c.Server.TokenFile = absFrom(dir, c.Server.TokenFile)
+	if f := c.Server.TokenFile; f != "" {
+		if _, err := os.Stat(f); err != nil {
+			add(pos.errorf("server.token_file", "%v", err))
+		}
+	}
+	if u := c.Server.ExternalURL; u != "" {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			add(pos.errorf("server.external_url", "%q is not an http(s) URL", u))
+		}
+	}
+	c.Store.Path = absFrom(dir, c.Store.Path)
+	if c.Store.Path == "" {
+		c.Store.Path = filepath.Join(userDataDir(), "driftwatch.db")
+	}
+	switch {
+	case c.Store.KeepRuns == 0:
+		c.Store.KeepRuns = DefaultKeepRuns
+	case c.Store.KeepRuns < 0:
+		add(pos.errorf("store.keep_runs", "must be positive"))
+	}
+	switch {
+	case c.MaxConcurrentRuns == 0:
+		c.MaxConcurrentRuns = DefaultMaxConcurrentRuns
+	case c.MaxConcurrentRuns < 0:
+		add(pos.errorf("max_concurrent_runs", "must be positive"))
+	}
+	if c.Defaults.Schedule == "" {
+		c.Defaults.Schedule = DefaultSchedule
+	} else if err := c.checkSchedule(c.Defaults.Schedule); err != nil {
+		add(pos.errorf("defaults.schedule", "%v", err))
+	}
 	c.Terraform.PluginCacheDir = absFrom(dir, c.Terraform.PluginCacheDir)
 	c.Terraform.WorkDir = absFrom(dir, c.Terraform.WorkDir)
 	c.Terraform.GitCacheDir = absFrom(dir, c.Terraform.GitCacheDir)
@@ -365,6 +442,11 @@ func (w *Workspace) validate(c *Config) []error {
 			}
 		}
 	}
+	if w.Schedule == "" {
+		w.Schedule = c.Defaults.Schedule
+	} else if err := c.checkSchedule(w.Schedule); err != nil {
+		add("schedule", "%v", err)
+	}
 	if w.Binary != "" {
 		if err := checkBinary(dir, &w.Binary); err != nil {
 			add("binary", "%v", err)
@@ -441,6 +523,16 @@ func (w *Workspace) validate(c *Config) []error {
 	return errs
 }
 
+// checkSchedule validates a cron schedule the way the scheduler parses it.
+func (c *Config) checkSchedule(spec string) error {
+	parse := schedule.ParseSpec
+	if c.AllowSubMinuteSchedules {
+		parse = schedule.ParseSpecSubMinute
+	}
+	_, err := parse(spec)
+	return err
+}
+
 func checkEnvName(k string) error {
 	if !envName.MatchString(k) {
 		return fmt.Errorf("%q is not a valid environment variable name", k)
@@ -478,6 +570,16 @@ func absFrom(dir, p string) string {
 		}
 	}
 	return filepath.Join(dir, p)
+}
+
+func userDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "driftwatch")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "driftwatch")
+	}
+	return filepath.Join(os.TempDir(), "driftwatch")
 }
 
 func merge(base, over map[string]string) map[string]string {

@@ -31,10 +31,17 @@ func attributePaths(before, after, afterUnknown, beforeSensitive, afterSensitive
 	return slices.Compact(d.out)
 }
 
+// maxPathDepth bounds how deep the walks descend. Real attribute paths are
+// a handful of steps; below this depth a difference is reported at the
+// cut-off path, compared byte for byte, so adversarial nesting costs
+// O(size * maxPathDepth), not O(size * nesting).
+const maxPathDepth = 32
+
 // differ collects attribute paths; path is the current position.
 type differ struct {
-	path []byte
-	out  []string
+	path  []byte
+	depth int
+	out   []string
 }
 
 func (d *differ) emit() {
@@ -63,7 +70,7 @@ func markerElements(marker []byte) [][]byte {
 
 func (d *differ) diff(a, b, sa, sb []byte) {
 	if isTrue(sa) || isTrue(sb) {
-		if !equalNorm(a, b) {
+		if !equalNorm(a, b, 0) {
 			d.emit()
 		}
 		return
@@ -71,6 +78,14 @@ func (d *differ) diff(a, b, sa, sb []byte) {
 	if bytes.Equal(a, b) {
 		return
 	}
+	if d.depth >= maxPathDepth {
+		if !bytes.Equal(trim(a), trim(b)) {
+			d.emit()
+		}
+		return
+	}
+	d.depth++
+	defer func() { d.depth-- }()
 	ka, kb := kind(a), kind(b)
 	switch {
 	case ka == kEmpty && kb == kEmpty:
@@ -103,12 +118,14 @@ func (d *differ) diff(a, b, sa, sb []byte) {
 
 // unknown reports the paths of true leaves in an after_unknown marker.
 func (d *differ) unknown(u, sa, sb []byte) {
-	if isTrue(sa) || isTrue(sb) {
-		if anyTrue(u) {
+	if isTrue(sa) || isTrue(sb) || d.depth >= maxPathDepth {
+		if anyTrue(u, 0) {
 			d.emit()
 		}
 		return
 	}
+	d.depth++
+	defer func() { d.depth-- }()
 	switch kind(u) {
 	case kBool:
 		if isTrue(u) {
@@ -133,19 +150,24 @@ func (d *differ) unknown(u, sa, sb []byte) {
 	}
 }
 
-func anyTrue(u []byte) bool {
+// anyTrue reports whether marker u has a true leaf. Past maxPathDepth it
+// answers conservatively from the bytes (a key named "true" counts).
+func anyTrue(u []byte, depth int) bool {
+	if depth >= maxPathDepth {
+		return bytes.Contains(u, []byte("true"))
+	}
 	switch kind(u) {
 	case kBool:
 		return isTrue(u)
 	case kObject:
 		for _, f := range fields(nil, u) {
-			if anyTrue(f.val) {
+			if anyTrue(f.val, depth+1) {
 				return true
 			}
 		}
 	case kArray:
 		for _, e := range elements(nil, u) {
-			if anyTrue(e) {
+			if anyTrue(e, depth+1) {
 				return true
 			}
 		}

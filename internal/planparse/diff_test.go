@@ -124,15 +124,15 @@ func TestEqualNorm(t *testing.T) {
 		{`[null]`, `[]`}, {`1e2`, `100`}, {`-0`, `0`}, {`"\n"`, `"\u000a"`}, {`"\ud83d\ude00"`, `"😀"`},
 	}
 	for _, p := range equal {
-		require.True(t, equalNorm([]byte(p[0]), []byte(p[1])), "%s == %s", p[0], p[1])
-		require.True(t, equalNorm([]byte(p[1]), []byte(p[0])), "%s == %s", p[1], p[0])
+		require.True(t, equalNorm([]byte(p[0]), []byte(p[1]), 0), "%s == %s", p[0], p[1])
+		require.True(t, equalNorm([]byte(p[1]), []byte(p[0]), 0), "%s == %s", p[1], p[0])
 	}
 	unequal := [][2]string{
 		{`null`, `false`}, {`0`, `null`}, {`{}`, `[]`}, {`{"a":{}}`, `{"a":[]}`}, {`"a"`, `"b"`}, {`[1]`, `[1,2]`}, {`{"a":1}`, `{"a":"1"}`}, {`1`, `1.0000000000000000001`},
 	}
 	for _, p := range unequal {
-		require.False(t, equalNorm([]byte(p[0]), []byte(p[1])), "%s != %s", p[0], p[1])
-		require.False(t, equalNorm([]byte(p[1]), []byte(p[0])), "%s != %s", p[1], p[0])
+		require.False(t, equalNorm([]byte(p[0]), []byte(p[1]), 0), "%s != %s", p[0], p[1])
+		require.False(t, equalNorm([]byte(p[1]), []byte(p[0]), 0), "%s != %s", p[1], p[0])
 	}
 }
 
@@ -154,4 +154,17 @@ func TestUnquote(t *testing.T) {
 	for in, want := range cases {
 		require.Equal(t, want, string(unquote([]byte(in))), in)
 	}
+}
+
+// Pathological nesting is cut off at maxPathDepth, in linear time.
+func TestAttributePathsDeep(t *testing.T) {
+	const n = 5000
+	nest := func(leaf string) []byte {
+		return []byte(`{"a":` + strings.Repeat("[", n) + leaf + strings.Repeat("]", n) + `}`)
+	}
+	got := attributePaths(nest("1"), nest("2"), nest("true"), nil, nil, true)
+	want := "a" + strings.Repeat("[0]", maxPathDepth-1)
+	require.Equal(t, []string{want}, got)
+	require.True(t, equalNorm(nest("null"), nest("null"), 0))
+	require.False(t, equalNorm(nest("1"), nest("2"), 0))
 }

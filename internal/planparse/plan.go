@@ -123,11 +123,15 @@ func Parse(r io.Reader) (*Plan, error) {
 	return p.plan, nil
 }
 
-// planKeys are top-level keys only a plan (not a state) document has.
-var planKeys = map[string]bool{
-	"planned_values": true, "resource_changes": true, "resource_drift": true,
-	"configuration": true, "prior_state": true, "output_changes": true,
-	"relevant_attributes": true,
+// isPlanKey reports whether k is a top-level key only a plan (not a state)
+// document has.
+func isPlanKey(k string) bool {
+	switch k {
+	case "planned_values", "resource_changes", "resource_drift", "configuration",
+		"prior_state", "output_changes", "relevant_attributes":
+		return true
+	}
+	return false
 }
 
 type parser struct {
@@ -158,7 +162,7 @@ func (p *parser) parse() error {
 	var sawPlanKey, sawValues, sawVersion bool
 	err := s.iterObject(func(key []byte) error {
 		k := string(key)
-		if planKeys[k] {
+		if isPlanKey(k) {
 			sawPlanKey = true
 		}
 		var err error
@@ -527,12 +531,21 @@ func (p *parser) readStateModule(seen string) error {
 	})
 }
 
-var seenOrder = map[string]int{drift.SeenInConfig: 0, drift.SeenInState: 1, drift.SeenInPlanned: 2}
+// seenRank orders SeenIn entries: config, state, plan.
+func seenRank(s string) int {
+	switch s {
+	case drift.SeenInConfig:
+		return 0
+	case drift.SeenInState:
+		return 1
+	}
+	return 2
+}
 
 func (p *parser) finish() {
 	rs := make([]TypedResource, 0, len(p.resources))
 	for _, r := range p.resources {
-		slices.SortFunc(r.SeenIn, func(a, b string) int { return seenOrder[a] - seenOrder[b] })
+		slices.SortFunc(r.SeenIn, func(a, b string) int { return seenRank(a) - seenRank(b) })
 		rs = append(rs, *r)
 	}
 	slices.SortFunc(rs, func(a, b TypedResource) int { return strings.Compare(a.Address, b.Address) })

@@ -277,9 +277,13 @@ func scalarEqual(a, b []byte, k byte) bool {
 
 // equalNorm reports whether a and b are equal once null, "", {} and [] are
 // treated as the same empty value (recursively, so {"k": null} equals {}).
-func equalNorm(a, b []byte) bool {
+// Past maxPathDepth it compares bytes.
+func equalNorm(a, b []byte, depth int) bool {
 	if bytes.Equal(a, b) {
 		return true
+	}
+	if depth >= maxPathDepth {
+		return bytes.Equal(trim(a), trim(b))
 	}
 	ka, kb := kind(a), kind(b)
 	switch {
@@ -287,12 +291,12 @@ func equalNorm(a, b []byte) bool {
 		return true
 	case (ka == kObject || ka == kEmpty) && (kb == kObject || kb == kEmpty):
 		return union(fields(nil, a), fields(nil, b), func(_, va, vb []byte) bool {
-			return equalNorm(va, vb)
+			return equalNorm(va, vb, depth+1)
 		})
 	case (ka == kArray || ka == kEmpty) && (kb == kArray || kb == kEmpty):
 		ea, eb := elements(nil, a), elements(nil, b)
 		for i := range max(len(ea), len(eb)) {
-			if !equalNorm(at(ea, i), at(eb, i)) {
+			if !equalNorm(at(ea, i), at(eb, i), depth+1) {
 				return false
 			}
 		}

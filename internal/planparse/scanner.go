@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -40,7 +41,12 @@ type scanner struct {
 }
 
 func newScanner(r io.Reader) *scanner {
-	return &scanner{r: r, buf: make([]byte, bufSize), mark: -1}
+	size := bufSize
+	// Small in-memory documents (tests, fuzzing) need no 64 KiB buffer.
+	if l, ok := r.(interface{ Len() int }); ok && l.Len() < size {
+		size = max(l.Len()+1, 512)
+	}
+	return &scanner{r: r, buf: make([]byte, size), mark: -1}
 }
 
 // syntaxError reports a JSON grammar violation at an input offset.
@@ -109,6 +115,14 @@ func (s *scanner) more() bool {
 // peek skips white space and returns the next byte without consuming it.
 // ok is false at the end of the input.
 func (s *scanner) peek() (byte, bool) {
+	// Fast path, small enough to inline: Terraform writes compact JSON.
+	if s.pos < s.end && s.buf[s.pos] > ' ' {
+		return s.buf[s.pos], true
+	}
+	return s.peekSlow()
+}
+
+func (s *scanner) peekSlow() (byte, bool) {
 	for {
 		for s.pos < s.end {
 			c := s.buf[s.pos]
@@ -125,7 +139,11 @@ func (s *scanner) peek() (byte, bool) {
 
 // next skips white space and consumes one byte, failing at the end of input.
 func (s *scanner) next() (byte, error) {
-	c, ok := s.peek()
+	if s.pos < s.end && s.buf[s.pos] > ' ' {
+		s.pos++
+		return s.buf[s.pos-1], nil
+	}
+	c, ok := s.peekSlow()
 	if !ok {
 		return 0, s.eofError()
 	}
@@ -274,8 +292,10 @@ func plainPrefix(b []byte) int {
 		x := binary.LittleEndian.Uint64(b[i:])
 		q := x ^ (ones * '"')
 		bs := x ^ (ones * '\\')
-		if ((x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
-			break
+		// The lowest flagged byte is exact (borrows only run upwards
+		// from a real match), so it is the first byte to stop at.
+		if m := ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
 	for i < len(b) && !strAttn[b[i]] {
@@ -414,10 +434,17 @@ func (s *scanner) skipValue() error {
 	stack := s.stack[:0]
 	defer func() { s.stack = stack[:0] }()
 	for {
-		// A value is expected here.
-		c, err := s.next()
-		if err != nil {
-			return err
+		// A value is expected here. (The fast paths of next are written
+		// out in this loop: the call is the hot spot.)
+		var c byte
+		if s.pos < s.end && s.buf[s.pos] > ' ' {
+			c = s.buf[s.pos]
+			s.pos++
+		} else {
+			var err error
+			if c, err = s.next(); err != nil {
+				return err
+			}
 		}
 		switch c {
 		case '{', '[':
@@ -465,9 +492,14 @@ func (s *scanner) skipValue() error {
 			if len(stack) == 0 {
 				return nil
 			}
-			c, err := s.next()
-			if err != nil {
-				return err
+			if s.pos < s.end && s.buf[s.pos] > ' ' {
+				c = s.buf[s.pos]
+				s.pos++
+			} else {
+				var err error
+				if c, err = s.next(); err != nil {
+					return err
+				}
 			}
 			top := stack[len(stack)-1]
 			if c == ',' {
@@ -493,18 +525,23 @@ func (s *scanner) skipValue() error {
 
 // objectKey consumes `"key":` without decoding the key.
 func (s *scanner) objectKey() error {
-	c, err := s.next()
-	if err != nil {
+	if s.pos < s.end && s.buf[s.pos] == '"' {
+		s.pos++
+	} else if c, err := s.next(); err != nil {
 		return err
-	}
-	if c != '"' {
+	} else if c != '"' {
 		s.pos--
 		return s.errorf("%s looking for beginning of object key string", describe(c))
 	}
 	if err := s.string(nil); err != nil {
 		return err
 	}
-	if c, err = s.next(); err != nil {
+	if s.pos < s.end && s.buf[s.pos] == ':' {
+		s.pos++
+		return nil
+	}
+	c, err := s.next()
+	if err != nil {
 		return err
 	}
 	if c != ':' {

@@ -8,11 +8,11 @@ import (
 // Glob is a compiled shell-style pattern matched against a whole string
 // (anchored at both ends):
 //
-//	*        any run of characters, including none and including '.', '[', '"'
-//	?        exactly one character
-//	[abc]    one character from the set; ranges like [a-z]; [!abc] or [^abc]
-//	         negate; a ']' first in the set is literal
-//	\c       the character c literally (also inside [...])
+//   - any run of characters, including none and including '.', '[', '"'
+//     ?        exactly one character
+//     [abc]    one character from the set; ranges like [a-z]; [!abc] or [^abc]
+//     negate; a ']' first in the set is literal
+//     \c       the character c literally (also inside [...])
 //
 // Characters are Unicode code points. The zero Glob matches only "".
 type Glob struct {

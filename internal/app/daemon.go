@@ -1,0 +1,382 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/driftwatch/driftwatch/internal/audit"
+	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/metrics"
+	"github.com/driftwatch/driftwatch/internal/report"
+	"github.com/driftwatch/driftwatch/internal/runner/local"
+	"github.com/driftwatch/driftwatch/internal/schedule"
+	"github.com/driftwatch/driftwatch/internal/server"
+	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/store/sqlite"
+)
+
+// DaemonOptions configures the always-on daemon.
+type DaemonOptions struct {
+	ConfigPath string
+	Logger     *slog.Logger
+	// Once runs every workspace once, records the results and returns.
+	Once bool
+	// ReloadInterval is how often the config file is checked for changes
+	// (SIGHUP reloads at once). Default 5s.
+	ReloadInterval time.Duration
+}
+
+// daemon is the running service: the current config (swapped on reload),
+// store, scheduler, metrics and HTTP server.
+type daemon struct {
+	log     *slog.Logger
+	cfg     atomic.Pointer[config.Config]
+	targets atomic.Pointer[map[string]audit.Target]
+	store   store.Store
+	sched   *schedule.Scheduler
+	metrics *metrics.Metrics
+	auditor *audit.Auditor
+
+	mu     sync.Mutex
+	states map[string]store.WorkspaceState // cache of the store's workspace state
+
+	// onResult, if set, is told every recorded result (daemon --once).
+	onResult func(drift.Result)
+}
+
+// RunDaemon runs the daemon until ctx is done (SIGTERM/SIGINT in main),
+// then stops scheduling, interrupts running Terraform, waits for it and
+// returns nil. With Once it returns the audit exit code of one pass.
+func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
+	if o.Logger == nil {
+		return report.ExitError, errors.New("driftwatch/app: DaemonOptions.Logger is required")
+	}
+	if o.ReloadInterval <= 0 {
+		o.ReloadInterval = 5 * time.Second
+	}
+	cfg, err := config.LoadFile(o.ConfigPath)
+	if err != nil {
+		return report.ExitError, fmt.Errorf("invalid config:\n%w", err)
+	}
+	targets, err := targetMap(cfg)
+	if err != nil {
+		return report.ExitError, err
+	}
+	st, err := sqlite.Open(ctx, cfg.Store.Path, o.Logger)
+	if err != nil {
+		return report.ExitError, err
+	}
+	defer st.Close()
+
+	d := &daemon{log: o.Logger, store: st, states: map[string]store.WorkspaceState{}}
+	d.cfg.Store(cfg)
+	d.targets.Store(&targets)
+	d.auditor = &audit.Auditor{Runner: local.New(o.Logger), Logger: o.Logger}
+	states, err := st.Workspaces(ctx)
+	if err != nil {
+		return report.ExitError, err
+	}
+	for _, s := range states {
+		d.states[s.Workspace] = s
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.metrics = metrics.New(reg, d.snapshot)
+
+	sched, err := schedule.New(schedule.Options{
+		MaxConcurrent:  cfg.MaxConcurrentRuns,
+		Jitter:         time.Duration(cfg.Defaults.Jitter),
+		AllowSubMinute: cfg.AllowSubMinuteSchedules,
+		Logger:         o.Logger,
+		Run:            d.runOne,
+		OnSkip:         d.metrics.Skipped,
+		OnQueue:        d.metrics.SetQueue,
+	})
+	if err != nil {
+		return report.ExitError, err
+	}
+	d.sched = sched
+	if err := sched.SetJobs(jobs(cfg)); err != nil {
+		return report.ExitError, err
+	}
+
+	// Runs the previous process did not finish (kill -9, crash, shutdown)
+	// are marked interrupted and run again now.
+	interrupted, err := st.MarkInterrupted(ctx, time.Now())
+	if err != nil {
+		return report.ExitError, err
+	}
+
+	if o.Once {
+		return d.once(ctx, cfg)
+	}
+
+	srv, err := server.New(server.Options{
+		Store:       st,
+		Workspaces:  d.workspaceInfo,
+		Trigger:     func(name string) error { return sched.Trigger(name, "manual") },
+		UnknownErr:  schedule.ErrUnknownJob,
+		BusyErr:     schedule.ErrBusy,
+		Ready:       func() error { return nil },
+		Gatherer:    reg,
+		TokenFile:   cfg.Server.TokenFile,
+		ExternalURL: cfg.Server.ExternalURL,
+		Logger:      o.Logger,
+	})
+	if err != nil {
+		return report.ExitError, err
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return sched.Run(gctx) })
+	g.Go(func() error { return srv.Run(gctx, cfg.Server.Listen) })
+	g.Go(func() error { d.reloadLoop(gctx, o.ConfigPath, o.ReloadInterval); return nil })
+	g.Go(func() error { d.pruneLoop(gctx); return nil })
+	seen := map[string]bool{}
+	for _, r := range interrupted {
+		if seen[r.Workspace] {
+			continue
+		}
+		seen[r.Workspace] = true
+		o.Logger.Info("re-running interrupted run", "workspace", r.Workspace, "run_id", r.ID)
+		if err := sched.Trigger(r.Workspace, "rerun"); err != nil && !errors.Is(err, schedule.ErrUnknownJob) {
+			o.Logger.Warn("re-run not queued", "workspace", r.Workspace, "err", err)
+		}
+	}
+	// A workspace never checked runs now rather than at its first slot (an
+	// @daily workspace would otherwise be unknown for up to a day).
+	for _, w := range cfg.Workspaces {
+		if _, known := d.states[w.Name]; known || seen[w.Name] {
+			continue
+		}
+		if err := sched.Trigger(w.Name, "initial"); err != nil {
+			o.Logger.Warn("initial run not queued", "workspace", w.Name, "err", err)
+		}
+	}
+	o.Logger.Info("driftwatch daemon started", "workspaces", len(cfg.Workspaces), "listen", cfg.Server.Listen,
+		"store", cfg.Store.Path, "max_concurrent_runs", cfg.MaxConcurrentRuns)
+	if err := g.Wait(); err != nil {
+		return report.ExitError, err
+	}
+	o.Logger.Info("driftwatch daemon stopped")
+	return 0, nil
+}
+
+// once runs every workspace once through the scheduler's queue (so the
+// concurrency cap holds), records the runs and returns the audit exit code.
+func (d *daemon) once(ctx context.Context, cfg *config.Config) (int, error) {
+	var results []drift.Result
+	var mu sync.Mutex
+	done := make(chan struct{}, len(cfg.Workspaces))
+	d.onResult = func(r drift.Result) {
+		mu.Lock()
+		results = append(results, r)
+		mu.Unlock()
+		done <- struct{}{}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = d.sched.Run(ctx) }()
+	start := time.Now()
+	for _, w := range cfg.Workspaces {
+		if err := d.sched.Trigger(w.Name, "once"); err != nil {
+			cancel()
+			wg.Wait()
+			return report.ExitError, err
+		}
+	}
+	for range cfg.Workspaces {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
+	interrupted := ctx.Err() != nil
+	cancel()
+	wg.Wait()
+	if interrupted {
+		return report.ExitError, errors.New("interrupted")
+	}
+	rep := report.New(start, time.Now(), results)
+	return rep.ExitCode(), nil
+}
+
+// runOne is the scheduler's job: one run of one workspace, recorded in the
+// store. A run cut short by shutdown is left "running" in the store, so the
+// next start marks it interrupted and runs it again.
+func (d *daemon) runOne(ctx context.Context, name, trigger string) {
+	t, ok := (*d.targets.Load())[name]
+	if !ok {
+		return // removed by a reload while queued
+	}
+	t.Request.RunID = newRunID()
+	log := d.log.With("workspace", name, "run_id", t.Request.RunID)
+	run := store.Run{ID: t.Request.RunID, Workspace: name, Trigger: trigger, StartedAt: time.Now().UTC(), Status: store.RunRunning}
+	if err := d.store.StartRun(ctx, run); err != nil {
+		log.Error("store: start run", "err", err)
+		return
+	}
+	log.Info("run started", "trigger", trigger)
+	res := d.auditor.Check(ctx, t)
+	if ctx.Err() != nil {
+		log.Info("run interrupted by shutdown; it will be re-run at the next start")
+		return
+	}
+	run.FinishedAt = res.Started.Add(res.Duration).UTC()
+	run.Status, run.Error, run.Tool, run.Findings, run.Phases = res.Status, res.Error, res.Tool, res.Findings, res.Phases
+	// Record even if the daemon is stopping: the result is already paid for.
+	_, after, err := d.store.FinishRun(context.WithoutCancel(ctx), run)
+	if err != nil {
+		log.Error("store: finish run", "err", err)
+		return
+	}
+	d.mu.Lock()
+	d.states[name] = after
+	d.mu.Unlock()
+	total := drift.Phase{Name: "total", Duration: res.Duration}
+	d.metrics.RunFinished(res.Status, append(res.Phases, total))
+	if d.onResult != nil {
+		d.onResult(res)
+	}
+}
+
+// snapshot feeds the per-workspace metrics: configured workspaces only.
+func (d *daemon) snapshot() []metrics.WorkspaceSnapshot {
+	cfg := d.cfg.Load()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]metrics.WorkspaceSnapshot, 0, len(cfg.Workspaces))
+	for _, w := range cfg.Workspaces {
+		s, ok := d.states[w.Name]
+		snap := metrics.WorkspaceSnapshot{Name: w.Name, Status: "unknown"}
+		if ok {
+			snap.Status, snap.Counts = s.Status, drift.CountFindings(s.Findings)
+			snap.LastRunAt, snap.LastSuccessAt = s.LastRunAt, s.LastSuccessAt
+		}
+		out = append(out, snap)
+	}
+	return out
+}
+
+func (d *daemon) workspaceInfo() []server.WorkspaceInfo {
+	cfg := d.cfg.Load()
+	out := make([]server.WorkspaceInfo, 0, len(cfg.Workspaces))
+	for _, w := range cfg.Workspaces {
+		next, _ := d.sched.Next(w.Name)
+		out = append(out, server.WorkspaceInfo{Name: w.Name, Owner: w.Owner, Schedule: w.Schedule, Labels: w.Labels, NextRun: next})
+	}
+	return out
+}
+
+// reloadLoop applies a changed config on SIGHUP or when the file changes:
+// a valid new config replaces the old one, an invalid one is logged and the
+// old one stays. Listen address and store path need a restart.
+func (d *daemon) reloadLoop(ctx context.Context, path string, every time.Duration) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	last := modTime(path)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			d.log.Info("SIGHUP: reloading config", "file", path)
+		case <-t.C:
+			m := modTime(path)
+			if m.Equal(last) {
+				continue
+			}
+			d.log.Info("config file changed: reloading", "file", path)
+		}
+		last = modTime(path)
+		d.reload(path)
+	}
+}
+
+func (d *daemon) reload(path string) {
+	cfg, err := config.LoadFile(path)
+	if err == nil {
+		var targets map[string]audit.Target
+		if targets, err = targetMap(cfg); err == nil {
+			if err = d.sched.SetJobs(jobs(cfg)); err == nil {
+				old := d.cfg.Swap(cfg)
+				d.targets.Store(&targets)
+				if old.Server != cfg.Server || old.Store.Path != cfg.Store.Path || old.MaxConcurrentRuns != cfg.MaxConcurrentRuns || old.Defaults.Jitter != cfg.Defaults.Jitter {
+					d.log.Warn("server, store, max_concurrent_runs and jitter changes take effect after a restart")
+				}
+				d.log.Info("config reloaded", "workspaces", len(cfg.Workspaces))
+				return
+			}
+		}
+	}
+	d.log.Error("config reload failed; keeping the previous config", "err", err.Error())
+}
+
+func modTime(path string) time.Time {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+// pruneLoop applies run retention hourly.
+func (d *daemon) pruneLoop(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		cfg := d.cfg.Load()
+		var olderThan time.Time
+		if cfg.Store.MaxAge > 0 {
+			olderThan = time.Now().Add(-time.Duration(cfg.Store.MaxAge))
+		}
+		if n, err := d.store.Prune(ctx, cfg.Store.KeepRuns, olderThan); err != nil && ctx.Err() == nil {
+			d.log.Warn("store: prune", "err", err)
+		} else if n > 0 {
+			d.log.Info("store: pruned old runs", "runs", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func targetMap(cfg *config.Config) (map[string]audit.Target, error) {
+	ts, err := Targets(cfg, Filter{})
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]audit.Target, len(ts))
+	for _, t := range ts {
+		m[t.Name] = t
+	}
+	return m, nil
+}
+
+func jobs(cfg *config.Config) []schedule.Job {
+	out := make([]schedule.Job, 0, len(cfg.Workspaces))
+	for _, w := range cfg.Workspaces {
+		out = append(out, schedule.Job{Name: w.Name, Spec: w.Schedule})
+	}
+	return out
+}

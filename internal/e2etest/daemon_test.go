@@ -1,0 +1,429 @@
+package e2etest
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// daemonProc is a real `driftwatch daemon` process on a random local port.
+type daemonProc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	base   string
+	logs   *syncBuffer
+	exited chan struct{}
+	code   int
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// startDaemon starts the daemon and waits until /readyz answers 200.
+func startDaemon(t *testing.T, cfg, listen string, extraArgs ...string) *daemonProc {
+	t.Helper()
+	d := &daemonProc{t: t, base: "http://" + listen, logs: &syncBuffer{}, exited: make(chan struct{})}
+	d.cmd = exec.Command(driftwatchBin, append([]string{"daemon", "--config", cfg, "--log-level", "debug"}, extraArgs...)...)
+	d.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	d.cmd.Stdout = d.logs
+	d.cmd.Stderr = d.logs
+	require.NoError(t, d.cmd.Start())
+	go func() {
+		err := d.cmd.Wait()
+		d.code = 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			d.code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				d.code = -int(ws.Signal())
+			}
+		}
+		close(d.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-d.exited:
+		default:
+			_ = d.cmd.Process.Kill()
+			<-d.exited
+		}
+		if t.Failed() {
+			t.Logf("daemon logs:\n%s", d.logs.String())
+		}
+	})
+	d.eventually("daemon ready", 20*time.Second, func() bool {
+		resp, err := http.Get(d.base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return d
+}
+
+func (d *daemonProc) eventually(what string, within time.Duration, cond func() bool) {
+	d.t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		select {
+		case <-d.exited:
+			d.t.Fatalf("daemon exited (code %d) while waiting for %s", d.code, what)
+		default:
+		}
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	d.t.Fatalf("timed out after %s waiting for %s", within, what)
+}
+
+// signal sends sig and waits for the process to exit.
+func (d *daemonProc) stop(sig syscall.Signal, within time.Duration) int {
+	d.t.Helper()
+	require.NoError(d.t, d.cmd.Process.Signal(sig))
+	select {
+	case <-d.exited:
+		return d.code
+	case <-time.After(within):
+		d.t.Fatalf("daemon did not exit within %s after %v", within, sig)
+	}
+	return 0
+}
+
+type apiWorkspace struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Counts struct {
+		Drift, Pending, Forbidden int
+	} `json:"counts"`
+	Error     string `json:"error"`
+	LastRunID string `json:"last_run_id"`
+}
+
+func (d *daemonProc) workspaces() map[string]apiWorkspace {
+	d.t.Helper()
+	var body struct {
+		Workspaces []apiWorkspace `json:"workspaces"`
+	}
+	d.getJSON("/api/v1/workspaces", &body)
+	out := map[string]apiWorkspace{}
+	for _, w := range body.Workspaces {
+		out[w.Name] = w
+	}
+	return out
+}
+
+type apiRun struct {
+	ID      string `json:"id"`
+	Status  string `json:"status"`
+	Trigger string `json:"trigger"`
+	Error   string `json:"error"`
+}
+
+func (d *daemonProc) runs(ws string) []apiRun {
+	d.t.Helper()
+	var body struct {
+		Runs []apiRun `json:"runs"`
+	}
+	d.getJSON("/api/v1/workspaces/"+ws+"/runs", &body)
+	return body.Runs
+}
+
+func (d *daemonProc) getJSON(path string, v any) {
+	d.t.Helper()
+	resp, err := http.Get(d.base + path)
+	require.NoError(d.t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	require.Equal(d.t, 200, resp.StatusCode, "%s: %s", path, b)
+	require.NoError(d.t, json.Unmarshal(b, v), string(b))
+}
+
+func (d *daemonProc) post(path, token string) int {
+	d.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, d.base+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(d.t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// metric returns the value of one exposition line (name{labels}).
+func (d *daemonProc) metric(series string) float64 {
+	d.t.Helper()
+	resp, err := http.Get(d.base + "/metrics")
+	require.NoError(d.t, err)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			require.NoError(d.t, err)
+			return f
+		}
+	}
+	return -1
+}
+
+// tfProcesses counts Terraform/OpenTofu processes whose cwd is under dir.
+func tfProcesses(dir string) int {
+	n := 0
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", p.Name(), "cwd"))
+		if err != nil || !strings.HasPrefix(cwd, dir) {
+			continue
+		}
+		exe, _ := os.Readlink(filepath.Join("/proc", p.Name(), "exe"))
+		if b := filepath.Base(exe); b == "terraform" || b == "tofu" {
+			n++
+		}
+	}
+	return n
+}
+
+const slowWorkspace = `terraform {
+  required_providers {
+    dwtest = { source = "driftwatch/dwtest" }
+  }
+}
+data "dwtest_sleep" "slow" {
+  duration = "%s"
+}
+`
+
+// TestDaemon drives a real daemon process over its HTTP API: scheduled runs,
+// the concurrency cap, skipped overlaps, run-now auth, metrics, reload
+// (good and bad), and a clean SIGTERM mid-plan.
+func TestDaemon(t *testing.T) {
+	bins, cli := tools(t)
+	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
+	require.NoError(t, os.MkdirAll(filepath.Join(e.root, "out"), 0o755))
+
+	drifted := e.workspace(t, "drifted", map[string]string{"main.tf": providers + `
+resource "dwtest_file" "a" {
+  filename = "@ROOT@/out/a.txt"
+  content  = "v1"
+}
+`})
+	e.apply(t, drifted)
+	require.NoError(t, os.WriteFile(filepath.Join(e.root, "out", "a.txt"), []byte("hand edit"), 0o644))
+	clean := e.workspace(t, "clean", map[string]string{"main.tf": `resource "terraform_data" "x" { input = 1 }`})
+	e.apply(t, clean)
+	for _, n := range []string{"slow1", "slow2", "slow3"} {
+		e.workspace(t, n, map[string]string{"main.tf": fmt.Sprintf(slowWorkspace, "3s")})
+	}
+	token := "dw-api-token-CANARY-12ab"
+	tokenFile := filepath.Join(e.root, "api-token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
+	listen := freePort(t)
+	workspaces := func(extra string) string {
+		return fmt.Sprintf(`
+server: { listen: "%s", token_file: %s }
+store: { path: %s }
+max_concurrent_runs: 2
+allow_sub_minute_schedules: true
+defaults:
+  schedule: "@every 2s"
+workspaces:
+  - name: drifted
+    source: { path: ./drifted }
+  - name: slow1
+    source: { path: ./slow1 }
+  - name: slow2
+    source: { path: ./slow2 }
+  - name: slow3
+    source: { path: ./slow3 }
+%s`, listen, tokenFile, filepath.Join(e.root, "data", "driftwatch.db"), extra)
+	}
+	cfg := e.config(t, workspaces(`  - name: clean
+    source: { path: ./clean }
+    schedule: "@hourly"
+`))
+	d := startDaemon(t, cfg, listen)
+
+	// Watch the number of Terraform processes for the whole test.
+	var maxProcs int
+	var mu sync.Mutex
+	stopWatch := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stopWatch:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			n := tfProcesses(e.workDir())
+			mu.Lock()
+			maxProcs = max(maxProcs, n)
+			mu.Unlock()
+		}
+	}()
+
+	// Never-run workspaces run at start; @every 2s keeps them going.
+	d.eventually("drift and clean recorded", 60*time.Second, func() bool {
+		ws := d.workspaces()
+		return ws["drifted"].Status == "drift" && ws["clean"].Status == "clean" && ws["slow1"].Status == "clean"
+	})
+	ws := d.workspaces()
+	require.Equal(t, 1, ws["drifted"].Counts.Drift)
+	d.eventually("scheduled re-runs of drifted", 30*time.Second, func() bool { return len(d.runs("drifted")) >= 3 })
+	for _, r := range d.runs("drifted") {
+		if r.Status != "running" {
+			require.Equal(t, "drift", r.Status)
+		}
+	}
+	// slow* take 3s on a 2s schedule behind a cap of 2: slots are skipped.
+	d.eventually("skipped slots counted", 30*time.Second, func() bool {
+		return d.metric(`driftwatch_runs_skipped_total{workspace="slow1"}`) >= 1
+	})
+	require.Equal(t, 1.0, d.metric(`driftwatch_workspace_status{status="drift",workspace="drifted"}`))
+	require.Equal(t, 1.0, d.metric(`driftwatch_workspace_findings{kind="drift",workspace="drifted"}`))
+	require.Greater(t, d.metric(`driftwatch_workspace_last_success_timestamp_seconds{workspace="clean"}`), 1e9)
+
+	// Run now: refused without the token, queued with it.
+	cleanRuns := len(d.runs("clean"))
+	require.Equal(t, http.StatusUnauthorized, d.post("/api/v1/workspaces/clean/runs", ""))
+	require.Equal(t, http.StatusUnauthorized, d.post("/api/v1/workspaces/clean/runs", "wrong"))
+	require.Equal(t, http.StatusNotFound, d.post("/api/v1/workspaces/nope/runs", token))
+	require.Equal(t, http.StatusAccepted, d.post("/api/v1/workspaces/clean/runs", token))
+	d.eventually("manual run recorded", 30*time.Second, func() bool {
+		runs := d.runs("clean")
+		return len(runs) > cleanRuns && runs[0].Trigger == "manual" && runs[0].Status == "clean"
+	})
+
+	// Reload: a valid config replaces the inventory (clean removed, added added).
+	added := e.workspace(t, "added", map[string]string{"main.tf": `resource "terraform_data" "y" { input = 2 }`})
+	e.apply(t, added)
+	require.NoError(t, os.WriteFile(cfg, []byte(strings.Replace(mustRead(t, cfg), "  - name: clean\n    source: { path: ./clean }\n", "  - name: added\n    source: { path: ./added }\n", 1)), 0o644))
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGHUP))
+	d.eventually("reloaded inventory", 30*time.Second, func() bool {
+		ws := d.workspaces()
+		_, hasClean := ws["clean"]
+		return !hasClean && ws["added"].Status == "clean"
+	})
+	// An invalid config is refused and the running one stays.
+	require.NoError(t, os.WriteFile(cfg, []byte(mustRead(t, cfg)+"  - name: Bad_Name\n    bogus: 1\n"), 0o644))
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGHUP))
+	d.eventually("reload failure logged", 15*time.Second, func() bool { return strings.Contains(d.logs.String(), "config reload failed") })
+	require.Contains(t, d.workspaces(), "added")
+	require.Regexp(t, regexp.MustCompile(`unknown key \\"bogus\\"`), d.logs.String())
+
+	mu.Lock()
+	require.LessOrEqual(t, maxProcs, 2, "max_concurrent_runs holds")
+	require.GreaterOrEqual(t, maxProcs, 1)
+	mu.Unlock()
+
+	// SIGTERM mid-plan: exits 0 promptly, no Terraform left behind.
+	d.eventually("a slow plan running", 30*time.Second, func() bool { return tfProcesses(e.workDir()) > 0 })
+	code := d.stop(syscall.SIGTERM, 30*time.Second)
+	close(stopWatch)
+	require.Equal(t, 0, code, d.logs.String())
+	require.Zero(t, tfProcesses(e.workDir()))
+	require.NotContains(t, d.logs.String(), token, "the API token never reaches the logs")
+	for _, line := range strings.Split(strings.TrimSpace(d.logs.String()), "\n") {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &v), "every log line is JSON: %q", line)
+		if v["msg"] == "run started" {
+			require.NotEmpty(t, v["workspace"])
+			require.NotEmpty(t, v["run_id"])
+		}
+	}
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// TestDaemonKill9Restart: a daemon killed with SIGKILL mid-run keeps its
+// history; the restarted daemon marks the run interrupted and runs the
+// workspace again.
+func TestDaemonKill9Restart(t *testing.T) {
+	bins, cli := tools(t)
+	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
+	fast := e.workspace(t, "fast", map[string]string{"main.tf": `resource "terraform_data" "x" { input = 1 }`})
+	e.apply(t, fast)
+	e.workspace(t, "slow", map[string]string{"main.tf": fmt.Sprintf(slowWorkspace, "8s")})
+	listen := freePort(t)
+	cfg := e.config(t, fmt.Sprintf(`
+server: { listen: "%s" }
+store: { path: %s }
+workspaces:
+  - name: fast
+    source: { path: ./fast }
+  - name: slow
+    source: { path: ./slow }
+`, listen, filepath.Join(e.root, "data", "driftwatch.db")))
+	d := startDaemon(t, cfg, listen)
+	d.eventually("fast finished, slow running", 60*time.Second, func() bool {
+		ws := d.workspaces()
+		runs := d.runs("slow")
+		return ws["fast"].Status == "clean" && len(runs) == 1 && runs[0].Status == "running" && tfProcesses(e.workDir()) > 0
+	})
+	interruptedID := d.runs("slow")[0].ID
+	fastRun := d.runs("fast")[0].ID
+	require.Equal(t, -int(syscall.SIGKILL), d.stop(syscall.SIGKILL, 10*time.Second))
+
+	d2 := startDaemon(t, cfg, listen)
+	require.Equal(t, fastRun, d2.runs("fast")[0].ID, "history survives kill -9")
+	require.Len(t, d2.runs("fast"), 1, "a finished workspace is not re-run")
+	d2.eventually("slow re-run finished", 60*time.Second, func() bool {
+		runs := d2.runs("slow")
+		return len(runs) == 2 && runs[0].Status == "clean"
+	})
+	runs := d2.runs("slow")
+	require.Equal(t, "rerun", runs[0].Trigger)
+	require.Equal(t, interruptedID, runs[1].ID)
+	require.Equal(t, "interrupted", runs[1].Status)
+	require.Equal(t, 0, d2.stop(syscall.SIGTERM, 30*time.Second))
+	require.Zero(t, tfProcesses(e.workDir()), "no orphan Terraform after kill -9 and restart")
+}

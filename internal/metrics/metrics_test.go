@@ -1,0 +1,270 @@
+package metrics
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+)
+
+const workspaceHelp = `
+# HELP driftwatch_workspace_findings Counted findings of each workspace's latest successful run, by kind (drift, pending, forbidden).
+# TYPE driftwatch_workspace_findings gauge
+# HELP driftwatch_workspace_last_run_timestamp_seconds Unix time the workspace's last finished run started (0 if it never ran).
+# TYPE driftwatch_workspace_last_run_timestamp_seconds gauge
+# HELP driftwatch_workspace_last_success_timestamp_seconds Unix time the workspace's last non-errored run finished (0 if it never succeeded).
+# TYPE driftwatch_workspace_last_success_timestamp_seconds gauge
+# HELP driftwatch_workspace_status Current status of each configured workspace: 1 for its status, 0 for the others (unknown before its first run).
+# TYPE driftwatch_workspace_status gauge
+`
+
+var workspaceNames = []string{
+	"driftwatch_workspace_status",
+	"driftwatch_workspace_findings",
+	"driftwatch_workspace_last_run_timestamp_seconds",
+	"driftwatch_workspace_last_success_timestamp_seconds",
+}
+
+// snapshots is a concurrency-safe, settable snapshot source.
+type snapshots struct {
+	mu sync.Mutex
+	ws []WorkspaceSnapshot
+}
+
+func (s *snapshots) set(ws ...WorkspaceSnapshot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ws = ws
+}
+
+func (s *snapshots) get() []WorkspaceSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]WorkspaceSnapshot(nil), s.ws...)
+}
+
+func TestWorkspaceGauges(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	src := &snapshots{}
+	New(reg, src.get)
+	src.set(
+		WorkspaceSnapshot{
+			Name:          "net",
+			Status:        drift.StatusDrift,
+			Counts:        drift.Counts{Drift: 2, Pending: 1, Noise: 7},
+			LastRunAt:     time.Unix(1767225600, 0),
+			LastSuccessAt: time.Unix(1767225660, 500_000_000),
+		},
+		WorkspaceSnapshot{
+			Name:      "db",
+			Status:    drift.StatusErrored,
+			Counts:    drift.Counts{Forbidden: 3},
+			LastRunAt: time.Unix(1767225700, 0),
+		},
+		WorkspaceSnapshot{Name: "new"},
+	)
+
+	want := workspaceHelp + `
+driftwatch_workspace_findings{kind="drift",workspace="db"} 0
+driftwatch_workspace_findings{kind="drift",workspace="net"} 2
+driftwatch_workspace_findings{kind="drift",workspace="new"} 0
+driftwatch_workspace_findings{kind="forbidden",workspace="db"} 3
+driftwatch_workspace_findings{kind="forbidden",workspace="net"} 0
+driftwatch_workspace_findings{kind="forbidden",workspace="new"} 0
+driftwatch_workspace_findings{kind="pending",workspace="db"} 0
+driftwatch_workspace_findings{kind="pending",workspace="net"} 1
+driftwatch_workspace_findings{kind="pending",workspace="new"} 0
+driftwatch_workspace_last_run_timestamp_seconds{workspace="db"} 1.7672257e+09
+driftwatch_workspace_last_run_timestamp_seconds{workspace="net"} 1.7672256e+09
+driftwatch_workspace_last_run_timestamp_seconds{workspace="new"} 0
+driftwatch_workspace_last_success_timestamp_seconds{workspace="db"} 0
+driftwatch_workspace_last_success_timestamp_seconds{workspace="net"} 1.7672256605e+09
+driftwatch_workspace_last_success_timestamp_seconds{workspace="new"} 0
+driftwatch_workspace_status{status="clean",workspace="db"} 0
+driftwatch_workspace_status{status="clean",workspace="net"} 0
+driftwatch_workspace_status{status="clean",workspace="new"} 0
+driftwatch_workspace_status{status="drift",workspace="db"} 0
+driftwatch_workspace_status{status="drift",workspace="net"} 1
+driftwatch_workspace_status{status="drift",workspace="new"} 0
+driftwatch_workspace_status{status="errored",workspace="db"} 1
+driftwatch_workspace_status{status="errored",workspace="net"} 0
+driftwatch_workspace_status{status="errored",workspace="new"} 0
+driftwatch_workspace_status{status="forbidden",workspace="db"} 0
+driftwatch_workspace_status{status="forbidden",workspace="net"} 0
+driftwatch_workspace_status{status="forbidden",workspace="new"} 0
+driftwatch_workspace_status{status="pending",workspace="db"} 0
+driftwatch_workspace_status{status="pending",workspace="net"} 0
+driftwatch_workspace_status{status="pending",workspace="new"} 0
+driftwatch_workspace_status{status="unknown",workspace="db"} 0
+driftwatch_workspace_status{status="unknown",workspace="net"} 0
+driftwatch_workspace_status{status="unknown",workspace="new"} 1
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), workspaceNames...))
+}
+
+func TestWorkspaceRemovedLeavesNoSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	src := &snapshots{}
+	New(reg, src.get)
+	src.set(WorkspaceSnapshot{Name: "a", Status: drift.StatusClean}, WorkspaceSnapshot{Name: "b", Status: drift.StatusClean})
+	n, err := testutil.GatherAndCount(reg, "driftwatch_workspace_status")
+	require.NoError(t, err)
+	require.Equal(t, 12, n)
+
+	// The config was reloaded without b.
+	src.set(WorkspaceSnapshot{Name: "a", Status: drift.StatusPending, Counts: drift.Counts{Pending: 1}})
+	want := `
+# HELP driftwatch_workspace_status Current status of each configured workspace: 1 for its status, 0 for the others (unknown before its first run).
+# TYPE driftwatch_workspace_status gauge
+driftwatch_workspace_status{status="clean",workspace="a"} 0
+driftwatch_workspace_status{status="drift",workspace="a"} 0
+driftwatch_workspace_status{status="errored",workspace="a"} 0
+driftwatch_workspace_status{status="forbidden",workspace="a"} 0
+driftwatch_workspace_status{status="pending",workspace="a"} 1
+driftwatch_workspace_status{status="unknown",workspace="a"} 0
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "driftwatch_workspace_status"))
+
+	src.set()
+	n, err = testutil.GatherAndCount(reg, workspaceNames...)
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+func TestStatusNotAVerdictIsUnknown(t *testing.T) {
+	for _, s := range []drift.Status{"", "running", "interrupted", "bogus"} {
+		t.Run(string(s), func(t *testing.T) {
+			require.Equal(t, StatusUnknown, exportedStatus(s))
+		})
+	}
+	for _, s := range statuses[:5] {
+		t.Run(string(s), func(t *testing.T) {
+			require.Equal(t, s, exportedStatus(s))
+		})
+	}
+}
+
+func TestRunFinished(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, nil)
+	m.RunFinished(drift.StatusDrift, []drift.Phase{
+		{Name: "source", Duration: 50 * time.Millisecond},
+		{Name: "init", Duration: 2 * time.Second},
+		{Name: "plan", Duration: 40 * time.Second},
+		{Name: "show", Duration: 700 * time.Millisecond},
+		{Name: "classify", Duration: 250 * time.Millisecond},
+	})
+	// An errored run that failed in init: only the phases it reached.
+	m.RunFinished(drift.StatusErrored, []drift.Phase{
+		{Name: "source", Duration: 200 * time.Millisecond},
+		{Name: "init", Duration: 31 * time.Minute},
+	})
+
+	want := `
+# HELP driftwatch_runs_total Finished workspace runs, by result (clean, pending, drift, forbidden, errored).
+# TYPE driftwatch_runs_total counter
+driftwatch_runs_total{result="clean"} 0
+driftwatch_runs_total{result="drift"} 1
+driftwatch_runs_total{result="errored"} 1
+driftwatch_runs_total{result="forbidden"} 0
+driftwatch_runs_total{result="pending"} 0
+# HELP driftwatch_run_duration_seconds Duration of finished runs, by phase (source, init, plan, show, classify) and in total.
+# TYPE driftwatch_run_duration_seconds histogram
+` + histogram("classify", 0.25, 1, 0.25) +
+		histogram("init", 1862, 2, 2, 1860) +
+		histogram("plan", 40, 1, 40) +
+		histogram("show", 0.7, 1, 0.7) +
+		histogram("source", 0.25, 2, 0.05, 0.2) +
+		histogram("total", 1903.2, 2, 43, 1860.2)
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"driftwatch_runs_total", "driftwatch_run_duration_seconds"))
+}
+
+// histogram renders the exposition of one phase's histogram with the
+// given sum, count and observations (to fill the buckets).
+func histogram(phase string, sum float64, count int, obs ...float64) string {
+	var b strings.Builder
+	for _, le := range DurationBuckets {
+		n := 0
+		for _, o := range obs {
+			if o <= le {
+				n++
+			}
+		}
+		b.WriteString("driftwatch_run_duration_seconds_bucket{phase=\"" + phase + "\",le=\"" + formatFloat(le) + "\"} " + formatFloat(float64(n)) + "\n")
+	}
+	b.WriteString("driftwatch_run_duration_seconds_bucket{phase=\"" + phase + "\",le=\"+Inf\"} " + formatFloat(float64(count)) + "\n")
+	b.WriteString("driftwatch_run_duration_seconds_sum{phase=\"" + phase + "\"} " + formatFloat(sum) + "\n")
+	b.WriteString("driftwatch_run_duration_seconds_count{phase=\"" + phase + "\"} " + formatFloat(float64(count)) + "\n")
+	return b.String()
+}
+
+func TestRunFinishedWithoutPhases(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, nil)
+	m.RunFinished(drift.StatusErrored, nil)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.runs.WithLabelValues("errored")))
+	n, err := testutil.GatherAndCount(reg, "driftwatch_run_duration_seconds")
+	require.NoError(t, err)
+	require.Zero(t, n, "a run with no phases observes no duration")
+}
+
+func TestSkippedAndQueue(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, nil)
+	m.Skipped("net")
+	m.Skipped("net")
+	m.Skipped("db")
+	m.SetQueue(5, 2)
+	m.SetQueue(3, 4)
+
+	want := `
+# HELP driftwatch_active_runs Runs in progress.
+# TYPE driftwatch_active_runs gauge
+driftwatch_active_runs 4
+# HELP driftwatch_queue_depth Runs waiting for a free slot under the concurrency cap.
+# TYPE driftwatch_queue_depth gauge
+driftwatch_queue_depth 3
+# HELP driftwatch_runs_skipped_total Scheduled runs skipped because the workspace's previous run was still going.
+# TYPE driftwatch_runs_skipped_total counter
+driftwatch_runs_skipped_total{workspace="db"} 1
+driftwatch_runs_skipped_total{workspace="net"} 2
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"driftwatch_active_runs", "driftwatch_queue_depth", "driftwatch_runs_skipped_total"))
+}
+
+func TestNoRegistererRegistersNothing(t *testing.T) {
+	m := New(nil, func() []WorkspaceSnapshot { return []WorkspaceSnapshot{{Name: "a"}} })
+	m.RunFinished(drift.StatusClean, []drift.Phase{{Name: "plan", Duration: time.Second}})
+	m.Skipped("a")
+	m.SetQueue(1, 1)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.runs.WithLabelValues("clean")))
+}
+
+func TestDuplicateRegistrationPanics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	New(reg, nil)
+	require.Panics(t, func() { New(reg, nil) })
+}
+
+func TestLint(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, func() []WorkspaceSnapshot { return []WorkspaceSnapshot{{Name: "a"}} })
+	m.RunFinished(drift.StatusClean, []drift.Phase{{Name: "plan", Duration: time.Second}})
+	m.Skipped("a")
+	problems, err := testutil.GatherAndLint(reg)
+	require.NoError(t, err)
+	require.Empty(t, problems)
+}
+
+func formatFloat(f float64) string {
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}

@@ -1,0 +1,4 @@
+package schedule
+
+// Internals exposed to the external test package.
+var JitterOffset = jitterOffset

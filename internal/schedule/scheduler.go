@@ -1,0 +1,552 @@
+package schedule
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Triggers passed to Options.Run.
+const (
+	TriggerSchedule = "schedule" // a slot of the job's schedule came due
+	TriggerManual   = "manual"   // Trigger was called with an empty trigger
+)
+
+// maxSleep bounds how long the loop sleeps on one timer. Go timers measure
+// monotonic time, which stops while the host is suspended and ignores wall
+// clock steps; waking at least once a minute keeps slots on the wall clock.
+const maxSleep = time.Minute
+
+var (
+	// ErrUnknownJob is returned by Trigger for a name not in the current
+	// job set.
+	ErrUnknownJob = errors.New("unknown job")
+	// ErrBusy is returned by Trigger when the job is already queued or
+	// running.
+	ErrBusy = errors.New("job is already queued or running")
+	// errLooping is returned by a second concurrent Run.
+	errLooping = errors.New("driftwatch/schedule: Run is already running")
+)
+
+// Job is one scheduled unit of work: in driftwatch, one workspace.
+type Job struct {
+	Name string // unique; passed to Options.Run and used for jitter
+	Spec string // see ParseSpec
+}
+
+// Options configures a Scheduler. Run and Logger are required.
+type Options struct {
+	// MaxConcurrent is the global cap on simultaneously running jobs (>= 1).
+	MaxConcurrent int
+	// Jitter is the size of the window job offsets are spread over: each
+	// slot of a job runs hash(name) mod Jitter after the slot (see doc.go).
+	// Zero disables jitter.
+	Jitter time.Duration
+	// Clock defaults to RealClock.
+	Clock Clock
+	// Location is where specs without a CRON_TZ= prefix are evaluated.
+	// It defaults to time.Local.
+	Location *time.Location
+	// AllowSubMinute lets "@every" go down to one second. For tests.
+	AllowSubMinute bool
+	// Logger receives panics at error level, missed slots at warn level and
+	// schedule changes and runs at info and debug level.
+	Logger *slog.Logger
+
+	// Run executes one run and blocks until it is done. trigger is
+	// TriggerSchedule or what Trigger was given. ctx is cancelled when the
+	// Scheduler's Run is stopped; Run should then return promptly. A panic is
+	// recovered and logged.
+	Run func(ctx context.Context, name, trigger string)
+	// OnSkip, if set, is called when a slot comes while the job is still
+	// queued or running; that slot is dropped.
+	OnSkip func(name string)
+	// OnQueue, if set, is called with the queue depth and the number of
+	// running jobs whenever either changes.
+	//
+	// OnSkip and OnQueue are called with the scheduler's lock held, in the
+	// order the changes happen: they must be quick (set a gauge, bump a
+	// counter) and must not call the Scheduler.
+	OnQueue func(queued, active int)
+}
+
+// Stats is a snapshot of the scheduler's counters.
+type Stats struct {
+	Queued  int    // jobs waiting for a concurrency slot
+	Active  int    // runs in progress
+	Skipped uint64 // slots dropped because the job was queued or running
+}
+
+type jobState uint8
+
+const (
+	stateIdle jobState = iota
+	stateQueued
+	stateRunning
+)
+
+// entry is the scheduler's record of one job. All fields except name and
+// offset are guarded by Scheduler.mu.
+type entry struct {
+	name   string
+	offset time.Duration // jitter, fixed for the name
+	seq    uint64        // order of first appearance; breaks due-time ties
+
+	spec  string
+	sched cron.Schedule
+	slot  time.Time // nominal time of the next slot; zero if none
+	due   time.Time // slot + offset: when the slot is dispatched
+	index int       // position in Scheduler.due; -1 when not in it
+
+	state   jobState
+	trigger string // trigger of the queued or running run
+	removed bool   // dropped by SetJobs while running; deleted when it ends
+}
+
+// Scheduler runs jobs on their schedules under a global concurrency cap,
+// never two runs of one job at a time. Create it with New, load jobs with
+// SetJobs and call Run. All methods are safe for concurrent use.
+type Scheduler struct {
+	clock          Clock
+	loc            *time.Location
+	logger         *slog.Logger
+	run            func(ctx context.Context, name, trigger string)
+	onSkip         func(name string)
+	onQueue        func(queued, active int)
+	max            int
+	jitter         time.Duration
+	allowSubMinute bool
+	wake           chan struct{} // pokes the loop after SetJobs and Trigger
+
+	mu      sync.Mutex
+	jobs    map[string]*entry
+	due     dueHeap  // scheduled entries, earliest due first
+	queue   []*entry // FIFO of entries waiting for a slot
+	active  int
+	skipped uint64
+	seq     uint64
+	looping bool
+	lastQ   int // last values passed to OnQueue
+	lastA   int
+}
+
+// New validates o and returns an idle Scheduler with no jobs.
+func New(o Options) (*Scheduler, error) {
+	var errs []error
+	if o.Run == nil {
+		errs = append(errs, errors.New("driftwatch/schedule: Options.Run is required"))
+	}
+	if o.Logger == nil {
+		errs = append(errs, errors.New("driftwatch/schedule: Options.Logger is required"))
+	}
+	if o.MaxConcurrent < 1 {
+		errs = append(errs, fmt.Errorf("driftwatch/schedule: Options.MaxConcurrent must be at least 1, got %d", o.MaxConcurrent))
+	}
+	if o.Jitter < 0 {
+		errs = append(errs, fmt.Errorf("driftwatch/schedule: Options.Jitter must not be negative, got %s", o.Jitter))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if o.Clock == nil {
+		o.Clock = RealClock{}
+	}
+	if o.Location == nil {
+		o.Location = time.Local
+	}
+	return &Scheduler{
+		clock:          o.Clock,
+		loc:            o.Location,
+		logger:         o.Logger,
+		run:            o.Run,
+		onSkip:         o.OnSkip,
+		onQueue:        o.OnQueue,
+		max:            o.MaxConcurrent,
+		jitter:         o.Jitter,
+		allowSubMinute: o.AllowSubMinute,
+		wake:           make(chan struct{}, 1),
+		jobs:           make(map[string]*entry),
+	}, nil
+}
+
+// now reads the clock without its monotonic reading (slots are wall-clock
+// instants, and robfig's results carry none) in the default location.
+func (s *Scheduler) now() time.Time {
+	return s.clock.Now().Round(0).In(s.loc)
+}
+
+// SetJobs replaces the job set. Every spec is validated first; on any error
+// nothing changes and the joined error names each bad job. Otherwise added
+// jobs are scheduled from now, removed jobs are unscheduled (and dropped from
+// the queue; a run in progress finishes normally), jobs whose Spec string is
+// unchanged keep their next time, and jobs with a new Spec are rescheduled
+// from now. A job keeps its "one run at a time" guard across a change or a
+// remove-and-re-add.
+func (s *Scheduler) SetJobs(jobs []Job) error {
+	scheds := make([]cron.Schedule, len(jobs))
+	seen := make(map[string]struct{}, len(jobs))
+	var errs []error
+	for i, j := range jobs {
+		if j.Name == "" {
+			errs = append(errs, fmt.Errorf("jobs[%d]: empty name", i))
+			continue
+		}
+		if _, dup := seen[j.Name]; dup {
+			errs = append(errs, fmt.Errorf("job %q: duplicate name", j.Name))
+			continue
+		}
+		seen[j.Name] = struct{}{}
+		sched, err := parseSpec(j.Spec, s.allowSubMinute)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %q: %w", j.Name, err))
+			continue
+		}
+		scheds[i] = sched
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+
+	now := s.now()
+	var added, changed, removed int
+	s.mu.Lock()
+	for i, j := range jobs {
+		e, ok := s.jobs[j.Name]
+		switch {
+		case !ok:
+			e = &entry{name: j.Name, offset: jitterOffset(j.Name, s.jitter), seq: s.seq, index: -1}
+			s.seq++
+			s.jobs[j.Name] = e
+			added++
+		case e.removed:
+			added++
+		case e.spec == j.Spec:
+			continue
+		default:
+			changed++
+		}
+		e.removed = false
+		e.spec, e.sched = j.Spec, scheds[i]
+		e.slot = e.sched.Next(now)
+		s.reschedLocked(e)
+	}
+	for name, e := range s.jobs {
+		if _, keep := seen[name]; keep || e.removed {
+			continue
+		}
+		removed++
+		if e.index >= 0 {
+			heap.Remove(&s.due, e.index)
+		}
+		e.slot, e.due = time.Time{}, time.Time{}
+		switch e.state {
+		case stateRunning:
+			e.removed = true
+		case stateQueued:
+			s.dequeueLocked(e)
+			delete(s.jobs, name)
+			s.logger.Info("queued run dropped: job removed", "job", name, "trigger", e.trigger)
+		default:
+			delete(s.jobs, name)
+		}
+	}
+	s.notifyQueueLocked()
+	total := len(s.jobs)
+	s.mu.Unlock()
+	s.poke()
+	s.logger.Info("schedule updated", "jobs", total, "added", added, "changed", changed, "removed", removed)
+	return nil
+}
+
+// reschedLocked sets e.due from e.slot and places e in the due heap, or takes
+// it out if it has no next slot.
+func (s *Scheduler) reschedLocked(e *entry) {
+	if e.slot.IsZero() {
+		e.due = time.Time{}
+		if e.index >= 0 {
+			heap.Remove(&s.due, e.index)
+		}
+		s.logger.Warn("job has no further slots", "job", e.name, "spec", e.spec)
+		return
+	}
+	e.due = e.slot.Add(e.offset)
+	if e.index >= 0 {
+		heap.Fix(&s.due, e.index)
+	} else {
+		heap.Push(&s.due, e)
+	}
+}
+
+// Trigger queues a run of the job now, behind the concurrency cap and any
+// jobs already queued. An empty trigger means TriggerManual. It returns an
+// error wrapping ErrUnknownJob or ErrBusy. The run starts once Run is
+// running.
+func (s *Scheduler) Trigger(name, trigger string) error {
+	if trigger == "" {
+		trigger = TriggerManual
+	}
+	s.mu.Lock()
+	e, ok := s.jobs[name]
+	switch {
+	case !ok || e.removed:
+		s.mu.Unlock()
+		return fmt.Errorf("job %q: %w", name, ErrUnknownJob)
+	case e.state != stateIdle:
+		s.mu.Unlock()
+		return fmt.Errorf("job %q: %w", name, ErrBusy)
+	}
+	s.enqueueLocked(e, trigger)
+	s.notifyQueueLocked()
+	s.mu.Unlock()
+	s.poke()
+	return nil
+}
+
+// Next returns when the job's next scheduled slot will be dispatched, jitter
+// included. It returns false for an unknown job or one with no further slot.
+func (s *Scheduler) Next(name string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.jobs[name]
+	if !ok || e.removed || e.due.IsZero() {
+		return time.Time{}, false
+	}
+	return e.due, true
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Scheduler) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Queued: len(s.queue), Active: s.active, Skipped: s.skipped}
+}
+
+// Run dispatches due jobs until ctx is done. Slots are handled in due-time
+// order (ties in the order jobs first appeared in SetJobs) and go through
+// one FIFO queue, shared with Trigger, that starts at most MaxConcurrent runs
+// at a time. When ctx is done Run stops dispatching, the ctx given to
+// running Options.Run calls is cancelled (it is derived from ctx), and Run
+// waits for them to return before returning nil. Jobs still queued stay
+// queued for a later Run. Only one Run may be active at a time.
+func (s *Scheduler) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.looping {
+		s.mu.Unlock()
+		return errLooping
+	}
+	s.looping = true
+	s.mu.Unlock()
+
+	var wg sync.WaitGroup
+	var timer Timer
+	var armed time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		st := s.Stats()
+		if st.Active > 0 {
+			s.logger.Info("scheduler stopping: waiting for running jobs", "active", st.Active, "queued", st.Queued)
+		}
+		wg.Wait()
+		s.mu.Lock()
+		s.looping = false
+		s.mu.Unlock()
+	}()
+
+	for {
+		s.mu.Lock()
+		now := s.now()
+		s.fireDueLocked(now)
+		s.dispatchLocked(ctx, &wg)
+		wakeAt := now.Add(maxSleep)
+		if len(s.due) > 0 && s.due[0].due.Before(wakeAt) {
+			wakeAt = s.due[0].due
+		}
+		s.mu.Unlock()
+
+		if timer == nil || !armed.Equal(wakeAt) {
+			if timer != nil {
+				timer.Stop()
+			}
+			timer, armed = s.clock.NewTimerAt(wakeAt), wakeAt
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C():
+			timer = nil
+		case <-s.wake:
+		}
+	}
+}
+
+// fireDueLocked handles every slot that is due at now, earliest first: an
+// idle job is queued, a queued or running one skips the slot. The next slot
+// is computed from the slot itself, not from now, so schedules do not drift
+// with dispatch latency. If the loop woke so late that the following slot
+// is also past (host suspended, clock stepped), the job runs once and the
+// missed slots are not replayed.
+func (s *Scheduler) fireDueLocked(now time.Time) {
+	var late int
+	var lateBy time.Duration
+	for len(s.due) > 0 && !s.due[0].due.After(now) {
+		e := s.due[0]
+		if e.state == stateIdle {
+			s.enqueueLocked(e, TriggerSchedule)
+		} else {
+			s.skipped++
+			if s.onSkip != nil {
+				s.onSkip(e.name)
+			}
+			s.logger.Info("slot skipped: previous run still queued or running", "job", e.name, "slot", e.slot)
+		}
+		next := e.sched.Next(e.slot)
+		if !next.IsZero() && !next.Add(e.offset).After(now) {
+			late++
+			lateBy = max(lateBy, now.Sub(e.due))
+			next = e.sched.Next(now.Add(-e.offset))
+		}
+		e.slot = next
+		s.reschedLocked(e)
+	}
+	if late > 0 {
+		s.logger.Warn("scheduler woke late; missed slots are not replayed", "jobs", late, "late_by", lateBy)
+	}
+	// No OnQueue here: the caller dispatches next and reports the result,
+	// so a burst of due jobs is not reported as all queued.
+}
+
+// dispatchLocked starts queued runs while there is capacity.
+func (s *Scheduler) dispatchLocked(ctx context.Context, wg *sync.WaitGroup) {
+	for s.active < s.max && len(s.queue) > 0 && ctx.Err() == nil {
+		e := s.popLocked()
+		wg.Go(func() { s.worker(ctx, e) })
+	}
+	s.notifyQueueLocked()
+}
+
+// worker executes e, then keeps taking queued jobs while there are any, so
+// a finishing run hands its capacity to the next job without a round trip
+// through the loop.
+func (s *Scheduler) worker(ctx context.Context, e *entry) {
+	for e != nil {
+		s.execute(ctx, e.name, e.trigger)
+		s.mu.Lock()
+		s.active--
+		e.state = stateIdle
+		if e.removed && s.jobs[e.name] == e {
+			delete(s.jobs, e.name)
+		}
+		e = nil
+		if len(s.queue) > 0 && ctx.Err() == nil {
+			e = s.popLocked()
+		}
+		s.notifyQueueLocked()
+		s.mu.Unlock()
+	}
+}
+
+// execute calls Options.Run, recovering a panic so that one broken run
+// neither kills the daemon nor unschedules the job.
+func (s *Scheduler) execute(ctx context.Context, name, trigger string) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger.Error("run panicked", "job", name, "trigger", trigger, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	verbose := s.logger.Enabled(ctx, slog.LevelDebug)
+	var start time.Time
+	if verbose {
+		start = s.clock.Now()
+		s.logger.Debug("run started", "job", name, "trigger", trigger)
+	}
+	s.run(ctx, name, trigger)
+	if verbose {
+		s.logger.Debug("run finished", "job", name, "trigger", trigger, "duration", s.clock.Now().Sub(start))
+	}
+}
+
+func (s *Scheduler) enqueueLocked(e *entry, trigger string) {
+	e.state, e.trigger = stateQueued, trigger
+	s.queue = append(s.queue, e)
+}
+
+// popLocked moves the head of the queue to running. The caller has checked
+// that the queue is not empty.
+func (s *Scheduler) popLocked() *entry {
+	e := s.queue[0]
+	s.queue[0] = nil
+	s.queue = s.queue[1:]
+	e.state = stateRunning
+	s.active++
+	return e
+}
+
+func (s *Scheduler) dequeueLocked(e *entry) {
+	for i, q := range s.queue {
+		if q == e {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			break
+		}
+	}
+	e.state = stateIdle
+}
+
+func (s *Scheduler) notifyQueueLocked() {
+	q, a := len(s.queue), s.active
+	if q == s.lastQ && a == s.lastA {
+		return
+	}
+	s.lastQ, s.lastA = q, a
+	if s.onQueue != nil {
+		s.onQueue(q, a)
+	}
+}
+
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dueHeap orders entries by due time, then by seq.
+type dueHeap []*entry
+
+func (h dueHeap) Len() int { return len(h) }
+
+func (h dueHeap) Less(i, j int) bool {
+	if !h[i].due.Equal(h[j].due) {
+		return h[i].due.Before(h[j].due)
+	}
+	return h[i].seq < h[j].seq
+}
+
+func (h dueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index = i
+	h[j].index = j
+}
+
+func (h *dueHeap) Push(x any) {
+	e := x.(*entry)
+	e.index = len(*h)
+	*h = append(*h, e)
+}
+
+func (h *dueHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	e.index = -1
+	*h = old[:len(old)-1]
+	return e
+}

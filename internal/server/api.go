@@ -1,0 +1,158 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/driftwatch/driftwatch/internal/store"
+)
+
+// Run listing limits.
+const (
+	DefaultRunsLimit = 50
+	MaxRunsLimit     = 500
+)
+
+func (s *Server) apiWorkspaces(w http.ResponseWriter, r *http.Request) {
+	vs, err := s.workspaces(r.Context())
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	out := make([]apiWorkspace, 0, len(vs))
+	for _, v := range vs {
+		out = append(out, s.toAPIWorkspace(v))
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Workspaces []apiWorkspace `json:"workspaces"`
+	}{out})
+}
+
+func (s *Server) apiWorkspace(w http.ResponseWriter, r *http.Request) {
+	v, err := s.workspace(r.Context(), r.PathValue("name"))
+	switch {
+	case errors.Is(err, errNotConfigured):
+		writeError(w, http.StatusNotFound, "unknown workspace")
+		return
+	case err != nil:
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, apiWorkspaceDetail{
+		apiWorkspace: s.toAPIWorkspace(v),
+		Findings:     toAPIFindings(v.State.Findings),
+	})
+}
+
+// parseLimit reads ?limit=N: default DefaultRunsLimit, capped at
+// MaxRunsLimit, an error if it is not a positive integer.
+func parseLimit(q string) (int, error) {
+	if q == "" {
+		return DefaultRunsLimit, nil
+	}
+	n, err := strconv.Atoi(q)
+	if err != nil || n < 1 {
+		return 0, errors.New("limit must be a positive integer")
+	}
+	return min(n, MaxRunsLimit), nil
+}
+
+func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	limit, err := parseLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if _, ok := s.configured(name); !ok {
+		writeError(w, http.StatusNotFound, "unknown workspace")
+		return
+	}
+	runs, err := s.o.Store.Runs(r.Context(), name, limit)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	out := make([]apiRun, 0, len(runs))
+	for _, run := range runs {
+		out = append(out, toAPIRun(run))
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Workspace string   `json:"workspace"`
+		Runs      []apiRun `json:"runs"`
+	}{name, out})
+}
+
+func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
+	run, err := s.o.Store.Run(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, "unknown run")
+		return
+	case err != nil:
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toAPIRunDetail(run))
+}
+
+func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request) {
+	if !s.authorize(w, r) {
+		return
+	}
+	name := r.PathValue("name")
+	if _, ok := s.configured(name); !ok {
+		writeError(w, http.StatusNotFound, "unknown workspace")
+		return
+	}
+	err := s.o.Trigger(name)
+	switch {
+	case err == nil:
+	case errors.Is(err, s.o.UnknownErr):
+		writeError(w, http.StatusNotFound, "unknown workspace")
+		return
+	case errors.Is(err, s.o.BusyErr):
+		writeError(w, http.StatusConflict, "a run of this workspace is already queued or running")
+		return
+	default:
+		s.internalError(w, r, err)
+		return
+	}
+	s.o.Logger.Info("run triggered through the api", "workspace", name)
+	w.Header().Set("Location", s.prefix+"/api/v1/workspaces/"+url.PathEscape(name)+"/runs")
+	writeJSON(w, http.StatusAccepted, struct {
+		Workspace string `json:"workspace"`
+		Status    string `json:"status"`
+	}{name, "queued"})
+}
+
+// internalError logs err and answers 500 without details: store errors
+// can name files and drivers that are none of the client's business.
+func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error) {
+	s.o.Logger.Error("http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	writeError(w, http.StatusInternalServerError, "internal error (see the driftwatch log)")
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		// Every value written here is built from plain strings, numbers and
+		// times; a marshalling failure is a programming error.
+		code = http.StatusInternalServerError
+		b = []byte(`{"error": "internal error: encode response"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, struct {
+		Error string `json:"error"`
+	}{msg})
+}

@@ -1,0 +1,268 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/store"
+)
+
+// testNow is the fixed clock of every test: 3 am, when on-call looks.
+var testNow = time.Date(2026, 3, 14, 3, 0, 0, 0, time.UTC)
+
+var (
+	errUnknown = errors.New("scheduler: unknown workspace")
+	errBusy    = errors.New("scheduler: workspace busy")
+)
+
+const testToken = "s3cr3t-t0ken-value"
+
+// fixture fills st with one workspace per status and returns the
+// configured workspaces (new-service has never run).
+func fixture(st *fakeStore) []WorkspaceInfo {
+	ago := func(d time.Duration) time.Time { return testNow.Add(-d) }
+	st.setState(store.WorkspaceState{
+		Workspace: "prod-network", Status: drift.StatusDrift, Since: ago(3 * time.Hour),
+		LastRunID: "run-net-3", LastRunAt: ago(10 * time.Minute), LastSuccessAt: ago(8 * time.Minute),
+		Fingerprint: "fp-net",
+		Findings: []drift.Finding{
+			{Kind: drift.KindPending, Address: "aws_instance.bastion", Type: "aws_instance", Action: "update", Attributes: []string{"tags.Owner"}},
+			{Kind: drift.KindDrift, Address: "aws_security_group.web", Type: "aws_security_group", Action: "update", Attributes: []string{"ingress", "egress[0].cidr_blocks"}},
+			{Kind: drift.KindDrift, Address: "aws_route53_record.api", Type: "aws_route53_record", Action: "update", Attributes: []string{"ttl"}},
+			{Kind: drift.KindNoise, Address: "data.aws_ami.ubuntu", Type: "aws_ami", Action: "read"},
+			{Kind: drift.KindDrift, Address: "aws_autoscaling_group.web", Type: "aws_autoscaling_group", Action: "update", Attributes: []string{"desired_capacity"}, Ignored: true},
+		},
+	})
+	st.setState(store.WorkspaceState{
+		Workspace: "prod-k8s", Status: drift.StatusForbidden, Since: ago(26 * time.Hour),
+		LastRunID: "run-k8s-1", LastRunAt: ago(40 * time.Minute), LastSuccessAt: ago(38 * time.Minute),
+		Findings: []drift.Finding{
+			{Kind: drift.KindForbidden, Address: `kubernetes_deployment.api["default"]`, Type: "kubernetes_deployment", Action: "create", SeenIn: []string{"config", "plan"}},
+			{Kind: drift.KindDrift, Address: "helm_release.ingress", Type: "helm_release", Action: "update", Attributes: []string{"values"}},
+		},
+	})
+	st.setState(store.WorkspaceState{
+		Workspace: "billing-db", Status: drift.StatusErrored, Since: ago(90 * time.Minute),
+		LastRunID: "run-db-9", LastRunAt: ago(5 * time.Minute), LastSuccessAt: ago(50 * time.Hour),
+		Error:             "init: backend: AccessDenied: assume role arn:aws:iam::123456789012:role/terraform failed",
+		ConsecutiveErrors: 3,
+		Findings: []drift.Finding{
+			{Kind: drift.KindPending, Address: "aws_db_instance.main", Type: "aws_db_instance", Action: "update", Attributes: []string{"engine_version"}},
+		},
+	})
+	st.setState(store.WorkspaceState{
+		Workspace: "staging-web", Status: drift.StatusClean, Since: ago(9 * 24 * time.Hour),
+		LastRunID: "run-stg-1", LastRunAt: ago(20 * time.Minute), LastSuccessAt: ago(19 * time.Minute),
+	})
+	st.setState(store.WorkspaceState{
+		Workspace: "sandbox", Status: drift.StatusPending, Since: ago(2 * time.Hour),
+		LastRunID: "run-sbx-1", LastRunAt: ago(30 * time.Minute), LastSuccessAt: ago(29 * time.Minute),
+		Findings: []drift.Finding{
+			{Kind: drift.KindPending, Address: "aws_s3_bucket.scratch", Type: "aws_s3_bucket", Action: "create"},
+		},
+	})
+	// State of a workspace since removed from the config: never shown.
+	st.setState(store.WorkspaceState{Workspace: "retired", Status: drift.StatusDrift, LastRunAt: ago(time.Hour)})
+
+	st.addRun(store.Run{
+		ID: "run-net-1", Workspace: "prod-network", Trigger: "schedule", Status: drift.StatusClean,
+		StartedAt: ago(4 * time.Hour), FinishedAt: ago(4*time.Hour - 95*time.Second), Tool: "terraform 1.11.4",
+	})
+	st.addRun(store.Run{
+		ID: "run-net-2", Workspace: "prod-network", Trigger: "schedule", Status: drift.StatusErrored,
+		StartedAt: ago(3*time.Hour + 30*time.Minute), FinishedAt: ago(3*time.Hour + 29*time.Minute),
+		Error: "plan: timeout after 30m0s", Tool: "terraform 1.11.4",
+		Phases: []drift.Phase{{Name: "source", Duration: 120 * time.Millisecond}},
+	})
+	st.addRun(store.Run{
+		ID: "run-net-3", Workspace: "prod-network", Trigger: "manual", Status: drift.StatusDrift,
+		StartedAt: ago(10 * time.Minute), FinishedAt: ago(8 * time.Minute), Tool: "terraform 1.11.4",
+		Findings: st.states["prod-network"].Findings,
+		Phases: []drift.Phase{
+			{Name: "source", Duration: 250 * time.Millisecond},
+			{Name: "init", Duration: 3 * time.Second},
+			{Name: "plan", Duration: 115 * time.Second},
+			{Name: "show", Duration: 1500 * time.Millisecond},
+			{Name: "classify", Duration: 2 * time.Millisecond},
+		},
+	})
+	st.addRun(store.Run{
+		ID: "run-net-4", Workspace: "prod-network", Trigger: "schedule", Status: store.RunRunning,
+		StartedAt: ago(30 * time.Second),
+	})
+
+	return []WorkspaceInfo{
+		{Name: "prod-network", Owner: "team-net", Schedule: "*/30 * * * *", Labels: map[string]string{"env": "prod", "tier": "network"}, NextRun: testNow.Add(20 * time.Minute)},
+		{Name: "prod-k8s", Owner: "team-platform", Schedule: "@hourly", Labels: map[string]string{"env": "prod"}, NextRun: testNow.Add(20 * time.Minute)},
+		{Name: "billing-db", Owner: "team-billing", Schedule: "@hourly", NextRun: testNow.Add(55 * time.Minute)},
+		{Name: "staging-web", Owner: "team-web", Schedule: "@hourly", Labels: map[string]string{"env": "staging"}, NextRun: testNow.Add(40 * time.Minute)},
+		{Name: "sandbox", Schedule: "@daily", NextRun: testNow.Add(21 * time.Hour)},
+		{Name: "new-service", Owner: "team-web", Schedule: "@hourly"},
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// harness is a Server over the fixture with recording fakes for the
+// scheduler and readiness.
+type harness struct {
+	store *fakeStore
+	logs  *syncBuffer
+	reg   *prometheus.Registry
+
+	mu         sync.Mutex
+	workspaces []WorkspaceInfo
+	triggered  []string
+	triggerErr error
+	readyErr   error
+}
+
+func (h *harness) setWorkspaces(ws []WorkspaceInfo) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.workspaces = ws
+}
+
+func (h *harness) setTriggerErr(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.triggerErr = err
+}
+
+func (h *harness) setReadyErr(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.readyErr = err
+}
+
+func (h *harness) triggeredNames() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.triggered...)
+}
+
+// options returns Options wired to h; mutate before New.
+func (h *harness) options() Options {
+	return Options{
+		Store: h.store,
+		Workspaces: func() []WorkspaceInfo {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return append([]WorkspaceInfo(nil), h.workspaces...)
+		},
+		Trigger: func(name string) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.triggerErr != nil {
+				return h.triggerErr
+			}
+			h.triggered = append(h.triggered, name)
+			return nil
+		},
+		Ready: func() error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return h.readyErr
+		},
+		Gatherer:   h.reg,
+		Logger:     slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		UnknownErr: errUnknown,
+		BusyErr:    errBusy,
+		Now:        func() time.Time { return testNow },
+	}
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	st := newFakeStore()
+	h := &harness{store: st, logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
+	h.workspaces = fixture(st)
+	return h
+}
+
+// serve starts the server from o on a real 127.0.0.1 listener.
+func serve(t *testing.T, o Options) *httptest.Server {
+	t.Helper()
+	s, err := New(o)
+	require.NoError(t, err)
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// writeToken writes a token file and returns its path.
+func writeToken(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+// do sends a request and returns the status, headers and body.
+func do(t *testing.T, method, url string, header map[string]string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, nil)
+	require.NoError(t, err)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func get(t *testing.T, url string) (int, http.Header, string) {
+	t.Helper()
+	return do(t, http.MethodGet, url, nil)
+}
+
+// requireJSON asserts a JSON response with exactly the body want.
+func requireJSON(t *testing.T, wantCode int, want string, code int, h http.Header, body string) {
+	t.Helper()
+	require.Equal(t, wantCode, code, body)
+	require.Equal(t, "application/json", h.Get("Content-Type"))
+	require.JSONEq(t, want, body)
+}
+
+// withoutStyle drops the inline stylesheet from a dumped DOM, so that a
+// failed assertion prints the content, not the CSS.
+func withoutStyle(dom string) string {
+	i, j := strings.Index(dom, "<style>"), strings.Index(dom, "</style>")
+	if i < 0 || j < i {
+		return dom
+	}
+	return dom[:i] + dom[j+len("</style>"):]
+}

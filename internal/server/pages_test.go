@@ -1,0 +1,271 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/store"
+)
+
+func TestStatusPage(t *testing.T) {
+	h := newHarness(t)
+	ts := serve(t, h.options())
+	code, hdr, body := get(t, ts.URL+"/")
+	body = withoutStyle(body)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "text/html; charset=utf-8", hdr.Get("Content-Type"))
+	csp := hdr.Get("Content-Security-Policy")
+	require.Contains(t, csp, "default-src 'none'")
+	require.Contains(t, csp, "style-src 'sha256-")
+	require.NotContains(t, csp, "script-src")
+	require.Equal(t, "nosniff", hdr.Get("X-Content-Type-Options"))
+
+	require.Contains(t, body, "<title>driftwatch: 3 of 6 need attention</title>")
+	require.Contains(t, body, `<meta http-equiv="refresh" content="30">`)
+	require.NotContains(t, body, "<script")
+	require.NotContains(t, body, "retired", "workspaces no longer configured are not shown")
+	for _, s := range []string{"errored", "forbidden", "drift", "pending", "clean", "unknown"} {
+		require.Contains(t, body, `<span class="dot s-`+s+`"></span><b>1</b> `+s+`</span>`)
+	}
+	// Severity order, then name.
+	last := -1
+	for _, name := range []string{"billing-db", "prod-k8s", "prod-network", "sandbox", "staging-web", "new-service"} {
+		i := strings.Index(body, `id="ws-`+name+`"`)
+		require.Greater(t, i, last, name)
+		last = i
+	}
+	require.Contains(t, body, `<time datetime="2026-03-14T00:00:00Z" title="2026-03-14 00:00:00 UTC">3h ago</time>`)
+	require.Contains(t, body, `<time datetime="2026-03-14T01:30:00Z" title="2026-03-14 01:30:00 UTC">1h 30m ago</time>`)
+	require.Contains(t, body, `<span class="muted">never</span>`)
+	require.Contains(t, body, `<a href="/workspaces/prod-network">prod-network</a>`)
+	require.Contains(t, body, `<span class="label">tier=network</span>`)
+	require.Contains(t, body, `<td class="err">init: backend: AccessDenied`)
+}
+
+func TestStatusPageOverdue(t *testing.T) {
+	h := newHarness(t)
+	h.setWorkspaces([]WorkspaceInfo{{Name: "stuck", NextRun: testNow.Add(-40 * time.Minute)}, {Name: "waiting", NextRun: testNow.Add(-2 * time.Minute)}})
+	ts := serve(t, h.options())
+	_, _, body := get(t, ts.URL+"/")
+	require.Contains(t, body, `<time class="late" datetime="2026-03-14T02:20:00Z" title="2026-03-14 02:20:00 UTC">overdue 40m ago</time>`)
+	require.Contains(t, body, `<time datetime="2026-03-14T02:58:00Z" title="2026-03-14 02:58:00 UTC">2m ago</time>`)
+}
+
+func TestStatusSummary(t *testing.T) {
+	ws := func(ss ...drift.Status) []workspaceView {
+		var out []workspaceView
+		for _, s := range ss {
+			out = append(out, workspaceView{Status: s})
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		vs      []workspaceView
+		verdict string
+		tone    string
+	}{
+		{"none", nil, "No workspaces", "warn"},
+		{"all clean", ws(drift.StatusClean, drift.StatusClean), "All 2 clean", ""},
+		{"pending", ws(drift.StatusClean, drift.StatusPending), "No drift · 1 with pending changes", "warn"},
+		{"unchecked", ws(drift.StatusClean, StatusUnknown), "No drift · 1 not checked yet", "warn"},
+		{"bad", ws(drift.StatusErrored, drift.StatusDrift, drift.StatusPending, drift.StatusClean), "2 of 4 need attention", "bad"},
+		{"forbidden", ws(drift.StatusForbidden), "1 of 1 need attention", "bad"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			items, verdict, tone := statusSummary(tt.vs)
+			require.Equal(t, tt.verdict, verdict)
+			require.Equal(t, tt.tone, tone)
+			require.Len(t, items, 6)
+		})
+	}
+}
+
+func TestPagesEscape(t *testing.T) {
+	const evil = `<script>alert("x")</script>`
+	h := newHarness(t)
+	st := h.store
+	st.setState(store.WorkspaceState{
+		Workspace: "evil", Status: drift.StatusErrored, Error: "plan: " + evil,
+		Findings: []drift.Finding{{Kind: drift.KindDrift, Address: `aws_instance.x["` + evil + `"]`, Type: "aws_instance",
+			Action: "update", Attributes: []string{"tags." + evil}}},
+	})
+	st.addRun(store.Run{ID: "evil-1", Workspace: "evil", Trigger: evil, Status: drift.StatusErrored, StartedAt: testNow, Error: evil})
+	// A name that is no DNS label reaches the server only through a bug
+	// elsewhere (config validates names); it is escaped all the same.
+	st.setState(store.WorkspaceState{Workspace: evil, Status: drift.StatusDrift})
+	h.setWorkspaces([]WorkspaceInfo{
+		{Name: "evil", Owner: evil, Schedule: evil, Labels: map[string]string{evil: evil}},
+		{Name: evil, Owner: evil},
+	})
+	ts := serve(t, h.options())
+
+	for _, path := range []string{"/", "/workspaces/evil", "/workspaces/%3Cscript%3Ealert%28%22x%22%29%3C%2Fscript%3E", "/workspaces/" + "%3Cscript%3E"} {
+		t.Run(path, func(t *testing.T) {
+			_, hdr, body := get(t, ts.URL+path)
+			require.Equal(t, "text/html; charset=utf-8", hdr.Get("Content-Type"))
+			require.NotContains(t, body, "<script")
+			require.NotContains(t, strings.ToLower(body), "<script")
+		})
+	}
+	_, _, body := get(t, ts.URL+"/workspaces/evil")
+	require.Contains(t, body, `&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;`)
+	_, _, body = get(t, ts.URL+"/")
+	require.Contains(t, body, `<td class="owner">&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;</td>`)
+	require.Contains(t, body, `href="/workspaces/%3Cscript%3Ealert%28%22x%22%29%3C%2Fscript%3E"`)
+}
+
+func TestWorkspacePage(t *testing.T) {
+	h := newHarness(t)
+	ts := serve(t, h.options())
+	code, hdr, body := get(t, ts.URL+"/workspaces/prod-network")
+	body = withoutStyle(body)
+	require.Equal(t, http.StatusOK, code)
+	require.NotEmpty(t, hdr.Get("Content-Security-Policy"))
+	for _, want := range []string{
+		"<title>driftwatch: prod-network (drift)</title>",
+		`<h1>prod-network <span class="badge s-drift">drift</span></h1>`,
+		"2 drift · 1 pending · 0 forbidden · 1 noise",
+		`<td class="addr mono">aws_security_group.web</td>`,
+		`<code>ingress</code><code>egress[0].cidr_blocks</code>`,
+		`<span class="badge s-drift">drift</span> <span class="muted small">ignored</span>`,
+		`<td class="num">2m 00s</td>`,
+		`<td class="num">—</td>`, // the running run
+		`<td class="err">plan: timeout after 30m0s</td>`,
+		`curl -X POST -H "Authorization: Bearer $DRIFTWATCH_TOKEN" ` + ts.URL + `/api/v1/workspaces/prod-network/runs`,
+	} {
+		require.Contains(t, body, want)
+	}
+	// Runs newest first.
+	require.Less(t, strings.Index(body, "s-running"), strings.Index(body, "2m 00s"))
+
+	t.Run("errored keeps the last findings", func(t *testing.T) {
+		_, _, body := get(t, ts.URL+"/workspaces/billing-db")
+		require.Contains(t, body, `<div class="errorbox"><strong>Last run failed:</strong> init: backend: AccessDenied`)
+		require.Contains(t, body, "these findings are from the last successful run")
+		require.Contains(t, body, "aws_db_instance.main")
+		require.Contains(t, body, "No runs recorded.")
+	})
+	t.Run("never ran", func(t *testing.T) {
+		_, _, body := get(t, ts.URL+"/workspaces/new-service")
+		require.Contains(t, body, "No run has finished yet.")
+		require.Contains(t, body, `<span class="badge s-unknown">unknown</span>`)
+	})
+	t.Run("clean", func(t *testing.T) {
+		_, _, body := get(t, ts.URL+"/workspaces/staging-web")
+		require.Contains(t, body, "No findings: the infrastructure matches the code.")
+	})
+	t.Run("unknown", func(t *testing.T) {
+		code, hdr, body := get(t, ts.URL+"/workspaces/nope")
+		require.Equal(t, http.StatusNotFound, code)
+		require.Equal(t, "text/html; charset=utf-8", hdr.Get("Content-Type"))
+		require.Contains(t, body, "<h1>Unknown workspace</h1>")
+		require.Contains(t, body, "No workspace called &#34;nope&#34; is configured.")
+	})
+}
+
+func TestRelTime(t *testing.T) {
+	tests := []struct {
+		d    time.Duration // now - t
+		want string
+	}{
+		{0, "just now"},
+		{9 * time.Second, "just now"},
+		{-5 * time.Second, "now"},
+		{45 * time.Second, "45s ago"},
+		{12*time.Minute + 30*time.Second, "12m ago"},
+		{-20 * time.Minute, "in 20m"},
+		{3 * time.Hour, "3h ago"},
+		{90 * time.Minute, "1h 30m ago"},
+		{-(2*time.Hour + 5*time.Minute), "in 2h 5m"},
+		{11*time.Hour + 30*time.Minute, "11h ago"},
+		{47 * time.Hour, "47h ago"},
+		{50 * time.Hour, "2d ago"},
+		{59 * 24 * time.Hour, "59d ago"},
+		{61 * 24 * time.Hour, "2026-01-12"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			require.Equal(t, tt.want, relTime(testNow, testNow.Add(-tt.d)))
+		})
+	}
+	require.Empty(t, relTime(testNow, time.Time{}))
+}
+
+func TestFmtDuration(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{850 * time.Millisecond, "850ms"},
+		{42*time.Second + 400*time.Millisecond, "42s"},
+		{3*time.Minute + 5*time.Second, "3m 05s"},
+		{59*time.Minute + 59*time.Second + 600*time.Millisecond, "60m 00s"},
+		{62*time.Minute + 10*time.Second, "1h 02m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			require.Equal(t, tt.want, fmtDuration(tt.d))
+		})
+	}
+}
+
+func TestServeAndShutdown(t *testing.T) {
+	h := newHarness(t)
+	s, err := New(h.options())
+	require.NoError(t, err)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+
+	code, _, body := get(t, "http://"+ln.Addr().String()+"/healthz")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "ok\n", body)
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(ShutdownTimeout + 5*time.Second):
+		t.Fatal("Serve did not return after its context was cancelled")
+	}
+	_, err = net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+	require.Error(t, err, "the listener is closed")
+}
+
+func TestRun(t *testing.T) {
+	h := newHarness(t)
+	s, err := New(h.options())
+	require.NoError(t, err)
+
+	t.Run("returns nil when the context ends", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx, "127.0.0.1:0") }()
+		require.Eventually(t, func() bool { return strings.Contains(h.logs.String(), "http server listening") }, 5*time.Second, 10*time.Millisecond)
+		cancel()
+		require.NoError(t, <-done)
+	})
+	t.Run("listen error", func(t *testing.T) {
+		var lc net.ListenConfig
+		ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		err = s.Run(t.Context(), ln.Addr().String())
+		require.ErrorContains(t, err, `listen on "`+ln.Addr().String()+`": `)
+		var opErr *net.OpError
+		require.True(t, errors.As(err, &opErr))
+	})
+}

@@ -1,0 +1,273 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/driftwatch/driftwatch/internal/store"
+)
+
+// ShutdownTimeout bounds how long Run waits for in-flight requests once
+// its context is done.
+const ShutdownTimeout = 10 * time.Second
+
+// WorkspaceInfo is one configured workspace, as the server shows it.
+type WorkspaceInfo struct {
+	Name     string
+	Owner    string
+	Schedule string
+	Labels   map[string]string
+	NextRun  time.Time // zero: not scheduled
+}
+
+// Options configures a Server.
+type Options struct {
+	// Injected dependencies (required).
+
+	// Store is read, never written.
+	Store store.Store
+	// Workspaces returns the configured workspaces. It is called on every
+	// request, so a reloaded config shows at once. It must be safe for
+	// concurrent use.
+	Workspaces func() []WorkspaceInfo
+	// Trigger queues a run of the named workspace now. Errors matching
+	// UnknownErr (errors.Is) answer 404 and BusyErr 409; others 500.
+	Trigger func(name string) error
+	// Ready returns nil when the daemon is ready to serve, or the reason
+	// it is not.
+	Ready    func() error
+	Gatherer prometheus.Gatherer
+	Logger   *slog.Logger
+
+	// Optional.
+
+	// UnknownErr and BusyErr are the scheduler's sentinel errors that
+	// Trigger returns for an unknown workspace and a workspace whose run is
+	// already queued or running.
+	UnknownErr error
+	BusyErr    error
+	// TokenFile holds the bearer token for mutating endpoints. It is read
+	// on every mutating request, so a rotated token applies at once. ""
+	// disables mutating endpoints (403); they are never open.
+	TokenFile string
+	// ExternalURL is the URL the server is reached at, e.g.
+	// "https://drift.example.com/driftwatch". Its path prefixes the status
+	// page's links and it makes the "url" of API workspaces absolute.
+	ExternalURL string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Server serves driftwatch's HTTP endpoints.
+type Server struct {
+	o       Options
+	base    string // absolute external URL without trailing slash, or ""
+	prefix  string // path of base, without trailing slash, or ""
+	handler http.Handler
+	pages   *pages
+}
+
+// New validates o and builds a Server.
+func New(o Options) (*Server, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Server{o: o}
+	if o.ExternalURL != "" {
+		u, err := url.Parse(o.ExternalURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("driftwatch/server: Options.ExternalURL %q must be an absolute http(s) URL without query or fragment", o.ExternalURL)
+		}
+		s.base = strings.TrimSuffix(u.String(), "/")
+		s.prefix = strings.TrimSuffix(u.EscapedPath(), "/")
+	}
+	if o.TokenFile != "" {
+		// Fail at startup on a token that can never work; the file is still
+		// read on every request so that rotation needs no restart.
+		if _, err := readToken(o.TokenFile); err != nil {
+			return nil, fmt.Errorf("driftwatch/server: Options.TokenFile: %w", err)
+		}
+	}
+	p, err := newPages(s.prefix)
+	if err != nil {
+		return nil, fmt.Errorf("driftwatch/server: %w", err)
+	}
+	s.pages = p
+	s.handler = s.routes()
+	return s, nil
+}
+
+// validate turns embedder misconfiguration into a clear error at New time
+// rather than a nil-pointer panic on the first request.
+func (o Options) validate() error {
+	var errs []error
+	for _, f := range []struct {
+		name    string
+		missing bool
+	}{
+		{"Store", o.Store == nil},
+		{"Workspaces", o.Workspaces == nil},
+		{"Trigger", o.Trigger == nil},
+		{"Ready", o.Ready == nil},
+		{"Gatherer", o.Gatherer == nil},
+		{"Logger", o.Logger == nil},
+	} {
+		if f.missing {
+			errs = append(errs, fmt.Errorf("driftwatch/server: Options.%s is required", f.name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
+	mux.HandleFunc("GET /api/v1/workspaces", s.apiWorkspaces)
+	mux.HandleFunc("GET /api/v1/workspaces/{name}", s.apiWorkspace)
+	mux.HandleFunc("GET /api/v1/workspaces/{name}/runs", s.apiRuns)
+	mux.HandleFunc("POST /api/v1/workspaces/{name}/runs", s.apiTrigger)
+	mux.HandleFunc("GET /api/v1/runs/{id}", s.apiRun)
+	mux.HandleFunc("GET /{$}", s.statusPage)
+	mux.HandleFunc("GET /workspaces/{name}", s.workspacePage)
+	return s.accessLog(mux)
+}
+
+// Handler returns the server's handler, with access logging.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Run listens on addr and serves until ctx is done, then shuts down
+// gracefully (waiting up to ShutdownTimeout) and returns nil. It returns
+// an error if it cannot listen or serving fails.
+func (s *Server) Run(ctx context.Context, addr string) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %q: %w", addr, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is Run on a listener the caller opened; it closes ln.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelWarn),
+	}
+	s.o.Logger.Info("http server listening", "addr", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve http on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), ShutdownTimeout,
+		fmt.Errorf("http shutdown took longer than %s", ShutdownTimeout))
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.o.Logger.Warn("http server did not shut down gracefully", "err", err)
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve http on %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeText(w, http.StatusOK, "ok\n")
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if err := s.o.Ready(); err != nil {
+		writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
+		return
+	}
+	writeText(w, http.StatusOK, "ok\n")
+}
+
+func writeText(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(body))
+}
+
+// quietPaths are logged at debug level: probes and scrapes would drown
+// the access log at info.
+var quietPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
+// accessLog logs one line per request: method, path (never the query
+// string, which could carry anything), status, bytes and duration. Headers,
+// and so the Authorization header, are never logged.
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := s.o.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		level := slog.LevelInfo
+		if quietPaths[r.URL.Path] && rec.status < 500 {
+			level = slog.LevelDebug
+		}
+		s.o.Logger.LogAttrs(r.Context(), level, "http request",
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", rec.status),
+			slog.Int64("bytes", rec.bytes),
+			slog.Duration("duration", s.o.Now().Sub(start)),
+		)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer
+// (promhttp flushes through it).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

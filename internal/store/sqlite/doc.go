@@ -1,0 +1,23 @@
+// Package sqlite implements store.Store in one embedded SQLite database file,
+// through the pure-Go driver modernc.org/sqlite (no cgo: the binary stays
+// static).
+//
+// It owns the file's life cycle: creating it (directory 0700, file 0600),
+// refusing files it must not touch (not SQLite, another program's database,
+// a schema from a newer driftwatch) without writing a byte to them, the
+// versioned schema migrations, and the durability settings. The database
+// runs in WAL mode with synchronous=FULL: a write is on disk when the method
+// returns, so neither kill -9 nor a node losing power can take back a
+// committed run; at most the run in flight is lost, and MarkInterrupted
+// finds it at the next start.
+//
+// All writes go through a single connection, so FinishRun's
+// read-modify-write of a workspace's state is serialised without retry
+// loops; reads use a separate read-only pool and, thanks to WAL, never wait
+// for a write. Other processes may open the same file (busy_timeout and
+// BEGIN IMMEDIATE serialise them), but one process should hold one Store per
+// file: Open reads the file's header with a plain descriptor, and closing a
+// descriptor drops every POSIX lock the process holds on that file.
+//
+// It must not import audit, notify or runner.
+package sqlite

@@ -1,0 +1,459 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/store"
+)
+
+// InterruptedError is the Error MarkInterrupted gives the runs it finds.
+const InterruptedError = "driftwatch stopped during the run"
+
+const runColumns = `id, workspace, "trigger", started_at, finished_at, status, error, tool, findings, phases`
+
+const stateColumns = `workspace, status, since, last_run_id, last_run_at, last_success_at, fingerprint, findings, error, consecutive_errors`
+
+// StartRun records r as running. Status and FinishedAt are ignored; ID,
+// Workspace and StartedAt are required, and the ID must be new.
+func (s *Store) StartRun(ctx context.Context, r store.Run) error {
+	if err := checkStart(r); err != nil {
+		return fmt.Errorf("start run %q: %w", r.ID, err)
+	}
+	started, err := nanos(r.StartedAt)
+	if err != nil {
+		return fmt.Errorf("start run %q: started_at: %w", r.ID, err)
+	}
+	findings, phases, err := encodeRun(r)
+	if err != nil {
+		return fmt.Errorf("start run %q: %w", r.ID, err)
+	}
+	_, err = s.w.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)`,
+		r.ID, r.Workspace, r.Trigger, started, string(store.RunRunning), r.Error, r.Tool, findings, phases)
+	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) {
+		return fmt.Errorf("start run %q: a run with this id already exists", r.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("start run %q: %w", r.ID, err)
+	}
+	return nil
+}
+
+func checkStart(r store.Run) error {
+	switch {
+	case r.ID == "":
+		return errors.New("id is required")
+	case r.Workspace == "":
+		return errors.New("workspace is required")
+	case r.StartedAt.IsZero():
+		return errors.New("started_at is required")
+	}
+	return nil
+}
+
+// FinishRun records the outcome of a running run and updates its
+// workspace's state, in one transaction. The outcome is r's FinishedAt
+// (required), Status (a drift status: clean, pending, drift, forbidden or
+// errored), Error, Tool, Findings and Phases; the run's workspace, trigger
+// and start come from StartRun, and r.Workspace, if set, must match. An
+// unknown ID is store.ErrNotFound; a run that is no longer running (finished
+// or interrupted) is an error.
+func (s *Store) FinishRun(ctx context.Context, r store.Run) (before, after store.WorkspaceState, err error) {
+	if r.Status.Severity() < 0 {
+		return before, after, fmt.Errorf("finish run %q: status %q is not a finished status", r.ID, r.Status)
+	}
+	if r.FinishedAt.IsZero() {
+		return before, after, fmt.Errorf("finish run %q: finished_at is required", r.ID)
+	}
+	finished, err := nanos(r.FinishedAt)
+	if err != nil {
+		return before, after, fmt.Errorf("finish run %q: finished_at: %w", r.ID, err)
+	}
+	findings, phases, err := encodeRun(r)
+	if err != nil {
+		return before, after, fmt.Errorf("finish run %q: %w", r.ID, err)
+	}
+
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return before, after, fmt.Errorf("finish run %q: %w", r.ID, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+
+	cur, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, r.ID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return before, after, fmt.Errorf("finish run %q: %w", r.ID, store.ErrNotFound)
+	}
+	if err != nil {
+		return before, after, fmt.Errorf("finish run %q: %w", r.ID, err)
+	}
+	if cur.Status != store.RunRunning {
+		return before, after, fmt.Errorf("finish run %q: run is %s, not running", r.ID, cur.Status)
+	}
+	if r.Workspace != "" && r.Workspace != cur.Workspace {
+		return before, after, fmt.Errorf("finish run %q: workspace %q does not match the started run's %q", r.ID, r.Workspace, cur.Workspace)
+	}
+
+	before, err = scanState(tx.QueryRowContext(ctx, `SELECT `+stateColumns+` FROM workspace_state WHERE workspace = ?`, cur.Workspace))
+	if errors.Is(err, sql.ErrNoRows) {
+		before, err = store.WorkspaceState{Workspace: cur.Workspace}, nil
+	}
+	if err != nil {
+		return store.WorkspaceState{}, after, fmt.Errorf("finish run %q: workspace %q: %w", r.ID, cur.Workspace, err)
+	}
+
+	done := cur
+	done.FinishedAt = r.FinishedAt.UTC()
+	done.Status = r.Status
+	done.Error = r.Error
+	done.Tool = r.Tool
+	done.Findings = r.Findings
+	done.Phases = r.Phases
+	after = nextState(before, done)
+
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET finished_at = ?, status = ?, error = ?, tool = ?, findings = ?, phases = ? WHERE id = ?`,
+		finished, string(r.Status), r.Error, r.Tool, findings, phases, r.ID); err != nil {
+		return store.WorkspaceState{}, store.WorkspaceState{}, fmt.Errorf("finish run %q: %w", r.ID, err)
+	}
+	if err := upsertState(ctx, tx, after); err != nil {
+		return store.WorkspaceState{}, store.WorkspaceState{}, fmt.Errorf("finish run %q: workspace %q: %w", r.ID, cur.Workspace, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return store.WorkspaceState{}, store.WorkspaceState{}, fmt.Errorf("finish run %q: %w", r.ID, err)
+	}
+	return before, after, nil
+}
+
+// nextState is the state after run finished, given the state before it (the
+// zero state, Workspace set, for a workspace's first run). Since moves only
+// when the status changes; an errored run says nothing about drift, so it
+// keeps the last successful run's findings, fingerprint and LastSuccessAt.
+func nextState(before store.WorkspaceState, run store.Run) store.WorkspaceState {
+	after := before
+	after.Findings = cloneFindings(before.Findings)
+	after.Workspace = run.Workspace
+	after.Status = run.Status
+	if before.Status != run.Status {
+		after.Since = run.FinishedAt.UTC()
+	}
+	after.LastRunID = run.ID
+	after.LastRunAt = run.StartedAt.UTC()
+	if run.Status == drift.StatusErrored {
+		after.Error = run.Error
+		after.ConsecutiveErrors = before.ConsecutiveErrors + 1
+		return after
+	}
+	after.Findings = cloneFindings(run.Findings)
+	after.Fingerprint = drift.Fingerprint(run.Workspace, run.Findings)
+	after.LastSuccessAt = run.FinishedAt.UTC()
+	after.Error = ""
+	after.ConsecutiveErrors = 0
+	return after
+}
+
+// cloneFindings copies fs deeply enough that the caller's slices and the
+// returned state never alias (nil stays nil, empty stays empty).
+func cloneFindings(fs []drift.Finding) []drift.Finding {
+	out := slices.Clone(fs)
+	for i := range out {
+		out[i].Attributes = slices.Clone(out[i].Attributes)
+		out[i].SeenIn = slices.Clone(out[i].SeenIn)
+	}
+	return out
+}
+
+func upsertState(ctx context.Context, tx *sql.Tx, st store.WorkspaceState) error {
+	since, err := nanos(st.Since)
+	if err != nil {
+		return fmt.Errorf("since: %w", err)
+	}
+	lastRun, err := nanos(st.LastRunAt)
+	if err != nil {
+		return fmt.Errorf("last_run_at: %w", err)
+	}
+	lastSuccess, err := nanos(st.LastSuccessAt)
+	if err != nil {
+		return fmt.Errorf("last_success_at: %w", err)
+	}
+	findings, err := json.Marshal(st.Findings)
+	if err != nil {
+		return fmt.Errorf("encode findings: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO workspace_state (`+stateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (workspace) DO UPDATE SET
+	status = excluded.status,
+	since = excluded.since,
+	last_run_id = excluded.last_run_id,
+	last_run_at = excluded.last_run_at,
+	last_success_at = excluded.last_success_at,
+	fingerprint = excluded.fingerprint,
+	findings = excluded.findings,
+	error = excluded.error,
+	consecutive_errors = excluded.consecutive_errors`,
+		st.Workspace, string(st.Status), since, st.LastRunID, lastRun, lastSuccess, st.Fingerprint, string(findings), st.Error, st.ConsecutiveErrors)
+	return err
+}
+
+// MarkInterrupted turns every running run into interrupted, finished at at
+// with Error InterruptedError, and returns them oldest first. Workspace
+// states are left alone: an interrupted run says nothing about drift.
+func (s *Store) MarkInterrupted(ctx context.Context, at time.Time) ([]store.Run, error) {
+	if at.IsZero() {
+		return nil, errors.New("mark interrupted: time is required")
+	}
+	finished, err := nanos(at)
+	if err != nil {
+		return nil, fmt.Errorf("mark interrupted: %w", err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mark interrupted: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE status = ? ORDER BY started_at, id`, string(store.RunRunning))
+	if err != nil {
+		return nil, fmt.Errorf("mark interrupted: %w", err)
+	}
+	runs, err := collectRuns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("mark interrupted: %w", err)
+	}
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE status = ?`,
+		string(store.RunInterrupted), finished, InterruptedError, string(store.RunRunning))
+	if err != nil {
+		return nil, fmt.Errorf("mark interrupted: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(runs)) {
+		// Cannot happen while this transaction holds the write lock.
+		return nil, fmt.Errorf("mark interrupted: updated %d runs, found %d (%v)", n, len(runs), err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("mark interrupted: %w", err)
+	}
+	for i := range runs {
+		runs[i].Status = store.RunInterrupted
+		runs[i].FinishedAt = at.UTC()
+		runs[i].Error = InterruptedError
+	}
+	return runs, nil
+}
+
+// Run returns one run; an unknown id is store.ErrNotFound.
+func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Run{}, fmt.Errorf("run %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("run %q: %w", id, err)
+	}
+	return r, nil
+}
+
+// Runs lists a workspace's runs, newest start first (ties by id), at most
+// limit of them (0: all). A workspace without runs has an empty list.
+func (s *Store) Runs(ctx context.Context, workspace string, limit int) ([]store.Run, error) {
+	if limit < 0 {
+		return nil, fmt.Errorf("runs of %q: negative limit %d", workspace, limit)
+	}
+	n := int64(limit)
+	if limit == 0 {
+		n = -1 // SQLite: no limit
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE workspace = ? ORDER BY started_at DESC, id DESC LIMIT ?`, workspace, n)
+	if err != nil {
+		return nil, fmt.Errorf("runs of %q: %w", workspace, err)
+	}
+	runs, err := collectRuns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("runs of %q: %w", workspace, err)
+	}
+	return runs, nil
+}
+
+// Workspace returns one workspace's state; a workspace that has never
+// finished a run is store.ErrNotFound.
+func (s *Store) Workspace(ctx context.Context, name string) (store.WorkspaceState, error) {
+	st, err := scanState(s.r.QueryRowContext(ctx, `SELECT `+stateColumns+` FROM workspace_state WHERE workspace = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.WorkspaceState{}, fmt.Errorf("workspace %q: %w", name, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.WorkspaceState{}, fmt.Errorf("workspace %q: %w", name, err)
+	}
+	return st, nil
+}
+
+// Workspaces lists every workspace that has state, ordered by name (byte
+// order).
+func (s *Store) Workspaces(ctx context.Context) ([]store.WorkspaceState, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+stateColumns+` FROM workspace_state ORDER BY workspace`)
+	if err != nil {
+		return nil, fmt.Errorf("workspaces: %w", err)
+	}
+	defer rows.Close()
+	var out []store.WorkspaceState
+	for rows.Next() {
+		st, err := scanState(rows)
+		if err != nil {
+			return nil, fmt.Errorf("workspaces: %w", err)
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("workspaces: %w", err)
+	}
+	return out, nil
+}
+
+// Prune deletes finished runs (finished or interrupted; never running ones)
+// that are beyond the newest keep finished runs of their workspace, by
+// start, or that finished before olderThan. keep 0 sets no count limit and
+// a zero olderThan no age limit, so Prune(ctx, 0, time.Time{}) deletes
+// nothing. The run a workspace state points at is never deleted. It returns
+// how many runs it deleted.
+func (s *Store) Prune(ctx context.Context, keep int, olderThan time.Time) (int, error) {
+	if keep < 0 {
+		return 0, fmt.Errorf("prune: negative keep %d", keep)
+	}
+	var cutoff sql.NullInt64
+	if !olderThan.IsZero() {
+		var err error
+		if cutoff, err = nanos(olderThan); err != nil {
+			return 0, fmt.Errorf("prune: %w", err)
+		}
+	}
+	res, err := s.w.ExecContext(ctx, `
+DELETE FROM runs WHERE id IN (
+	SELECT id FROM (
+		SELECT id, finished_at,
+			row_number() OVER (PARTITION BY workspace ORDER BY started_at DESC, id DESC) AS newest
+		FROM runs
+		WHERE finished_at IS NOT NULL
+	)
+	WHERE (?1 > 0 AND newest > ?1) OR (?2 IS NOT NULL AND finished_at < ?2)
+)
+AND id NOT IN (SELECT last_run_id FROM workspace_state)`, keep, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
+	return int(n), nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(sc scanner) (store.Run, error) {
+	var (
+		r                store.Run
+		status           string
+		started          int64
+		finished         sql.NullInt64
+		findings, phases string
+	)
+	if err := sc.Scan(&r.ID, &r.Workspace, &r.Trigger, &started, &finished, &status, &r.Error, &r.Tool, &findings, &phases); err != nil {
+		return store.Run{}, err
+	}
+	r.Status = drift.Status(status)
+	r.StartedAt = fromNanos(sql.NullInt64{Int64: started, Valid: true})
+	r.FinishedAt = fromNanos(finished)
+	if err := json.Unmarshal([]byte(findings), &r.Findings); err != nil {
+		return store.Run{}, fmt.Errorf("run %q: decode findings: %w", r.ID, err)
+	}
+	if err := json.Unmarshal([]byte(phases), &r.Phases); err != nil {
+		return store.Run{}, fmt.Errorf("run %q: decode phases: %w", r.ID, err)
+	}
+	return r, nil
+}
+
+func collectRuns(rows *sql.Rows) ([]store.Run, error) {
+	defer rows.Close()
+	var out []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func scanState(sc scanner) (store.WorkspaceState, error) {
+	var (
+		st               store.WorkspaceState
+		status, findings string
+		since, lastRun   int64
+		lastSuccess      sql.NullInt64
+	)
+	if err := sc.Scan(&st.Workspace, &status, &since, &st.LastRunID, &lastRun, &lastSuccess, &st.Fingerprint, &findings, &st.Error, &st.ConsecutiveErrors); err != nil {
+		return store.WorkspaceState{}, err
+	}
+	st.Status = drift.Status(status)
+	st.Since = fromNanos(sql.NullInt64{Int64: since, Valid: true})
+	st.LastRunAt = fromNanos(sql.NullInt64{Int64: lastRun, Valid: true})
+	st.LastSuccessAt = fromNanos(lastSuccess)
+	if err := json.Unmarshal([]byte(findings), &st.Findings); err != nil {
+		return store.WorkspaceState{}, fmt.Errorf("workspace %q: decode findings: %w", st.Workspace, err)
+	}
+	return st, nil
+}
+
+func encodeRun(r store.Run) (findings, phases string, err error) {
+	f, err := json.Marshal(r.Findings)
+	if err != nil {
+		return "", "", fmt.Errorf("encode findings: %w", err)
+	}
+	p, err := json.Marshal(r.Phases)
+	if err != nil {
+		return "", "", fmt.Errorf("encode phases: %w", err)
+	}
+	return string(f), string(p), nil
+}
+
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// nanos encodes t as unix nanoseconds; the zero time is NULL. Times outside
+// 1677-09-21..2262-04-11 (what int64 nanoseconds can hold) are refused
+// rather than wrapped.
+func nanos(t time.Time) (sql.NullInt64, error) {
+	if t.IsZero() {
+		return sql.NullInt64{}, nil
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		return sql.NullInt64{}, fmt.Errorf("time %s is out of range", t.Format(time.RFC3339Nano))
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}, nil
+}
+
+// fromNanos decodes nanos; times come back in UTC (compare with Equal).
+func fromNanos(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
+
+func isConstraint(err error, code int) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == code
+}

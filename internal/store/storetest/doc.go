@@ -1,0 +1,9 @@
+// Package storetest is the behavioural contract of store.Store as a reusable
+// test suite: Conformance runs it against any implementation, given a
+// function that opens an empty store. It checks state transitions and the
+// meaning of Since, errored runs keeping findings, listing order and limits,
+// store.ErrNotFound, MarkInterrupted, Prune's rules and concurrent use.
+//
+// It imports only store, drift and test libraries; implementation-specific
+// checks (files, processes, crashes) stay in the implementation's own tests.
+package storetest
