@@ -1,11 +1,17 @@
 // Package bench holds driftwatch's performance benchmarks, measured side by
 // side in one run so that results are ratios on the same machine (DESIGN.md
-// section 9). It has no production code; everything is in _test.go files.
+// section 9). It has no production code; everything is in _test.go files:
 //
-//	go test -run '^$' -bench . -benchtime 5x ./bench
+//   - plan_test.go (with genplan_test.go): parse and classify a generated
+//     ~50 MB plan JSON with internal/planparse + internal/policy versus
+//     json.Unmarshal into tfjson.Plan: time, allocation, MB/s, and peak RSS
+//     measured in child processes (this test binary re-executed; its
+//     TestMain dispatches on DRIFTWATCH_BENCH_CHILD).
+//   - audit_test.go: driftwatch audit versus raw plan time and a naive
+//     sequential shell loop, with real Terraform.
+//   - schedule_test.go: internal/schedule's own overhead.
 //
-// plan_test.go: parsing and classifying a generated ~50 MB plan JSON with
-// internal/planparse + internal/policy versus json.Unmarshal into
-// tfjson.Plan (time, allocation, throughput, and peak RSS in child
-// processes).
+// Run them with make bench, or:
+//
+//	go test -run '^$' -bench . -benchmem ./bench
 package bench

@@ -157,16 +157,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 			o.Logger.Warn("re-run not queued", "workspace", r.Workspace, "err", err)
 		}
 	}
-	// A workspace never checked runs now rather than at its first slot (an
-	// @daily workspace would otherwise be unknown for up to a day).
-	for _, w := range cfg.Workspaces {
-		if _, known := d.states[w.Name]; known || seen[w.Name] {
-			continue
-		}
-		if err := sched.Trigger(w.Name, "initial"); err != nil {
-			o.Logger.Warn("initial run not queued", "workspace", w.Name, "err", err)
-		}
-	}
+	d.runNew(cfg)
 	o.Logger.Info("driftwatch daemon started", "workspaces", len(cfg.Workspaces), "listen", cfg.Server.Listen,
 		"store", cfg.Store.Path, "max_concurrent_runs", cfg.MaxConcurrentRuns)
 	if err := g.Wait(); err != nil {
@@ -323,11 +314,32 @@ func (d *daemon) reload(path string) {
 					d.log.Warn("server, store, max_concurrent_runs and jitter changes take effect after a restart")
 				}
 				d.log.Info("config reloaded", "workspaces", len(cfg.Workspaces))
+				d.runNew(cfg)
 				return
 			}
 		}
 	}
 	d.log.Error("config reload failed; keeping the previous config", "err", err.Error())
+}
+
+// runNew queues a run of every workspace that has never been checked,
+// rather than waiting for its first slot (an @daily workspace would
+// otherwise stay unknown for up to a day).
+func (d *daemon) runNew(cfg *config.Config) {
+	d.mu.Lock()
+	var names []string
+	for _, w := range cfg.Workspaces {
+		if _, known := d.states[w.Name]; !known {
+			names = append(names, w.Name)
+		}
+	}
+	d.mu.Unlock()
+	for _, n := range names {
+		// ErrBusy: already queued (e.g. an interrupted run being re-run).
+		if err := d.sched.Trigger(n, "initial"); err != nil && !errors.Is(err, schedule.ErrBusy) {
+			d.log.Warn("initial run not queued", "workspace", n, "err", err)
+		}
+	}
 }
 
 func modTime(path string) time.Time {

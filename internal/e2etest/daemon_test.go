@@ -208,24 +208,41 @@ func (d *daemonProc) metric(series string) float64 {
 	return -1
 }
 
-// tfProcesses counts Terraform/OpenTofu processes whose cwd is under dir.
+func describeTF(dir string) string {
+	var out []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		cwd, err := os.Readlink(filepath.Join("/proc", p.Name(), "cwd"))
+		if err != nil || !strings.HasPrefix(cwd, dir) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		out = append(out, p.Name()+" "+cwd+" "+strings.ReplaceAll(string(cmd), "\x00", " "))
+	}
+	return strings.Join(out, "\n")
+}
+
+// tfProcesses counts the runs under dir that have a live Terraform/OpenTofu
+// process: distinct run directories, since a process that is forking a
+// provider briefly shows up twice.
 func tfProcesses(dir string) int {
-	n := 0
+	runs := map[string]bool{}
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		if _, err := strconv.Atoi(p.Name()); err != nil {
 			continue
 		}
 		cwd, err := os.Readlink(filepath.Join("/proc", p.Name(), "cwd"))
-		if err != nil || !strings.HasPrefix(cwd, dir) {
+		rel, rerr := filepath.Rel(dir, cwd)
+		if err != nil || rerr != nil || strings.HasPrefix(rel, "..") {
 			continue
 		}
 		exe, _ := os.Readlink(filepath.Join("/proc", p.Name(), "exe"))
 		if b := filepath.Base(exe); b == "terraform" || b == "tofu" {
-			n++
+			runs[strings.Split(rel, string(filepath.Separator))[0]] = true
 		}
 	}
-	return n
+	return len(runs)
 }
 
 const slowWorkspace = `terraform {
@@ -290,6 +307,7 @@ workspaces:
 
 	// Watch the number of Terraform processes for the whole test.
 	var maxProcs int
+	var maxDetail string
 	var mu sync.Mutex
 	stopWatch := make(chan struct{})
 	go func() {
@@ -301,7 +319,10 @@ workspaces:
 			}
 			n := tfProcesses(e.workDir())
 			mu.Lock()
-			maxProcs = max(maxProcs, n)
+			if n > maxProcs {
+				maxProcs = n
+				maxDetail = describeTF(e.workDir())
+			}
 			mu.Unlock()
 		}
 	}()
@@ -356,7 +377,7 @@ workspaces:
 	require.Regexp(t, regexp.MustCompile(`unknown key \\"bogus\\"`), d.logs.String())
 
 	mu.Lock()
-	require.LessOrEqual(t, maxProcs, 2, "max_concurrent_runs holds")
+	require.LessOrEqual(t, maxProcs, 2, "max_concurrent_runs holds: %s", maxDetail)
 	require.GreaterOrEqual(t, maxProcs, 1)
 	mu.Unlock()
 

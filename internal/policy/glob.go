@@ -8,13 +8,16 @@ import (
 // Glob is a compiled shell-style pattern matched against a whole string
 // (anchored at both ends):
 //
-//   - any run of characters, including none and including '.', '[', '"'
-//     ?        exactly one character
-//     [abc]    one character from the set; ranges like [a-z]; [!abc] or [^abc]
-//     negate; a ']' first in the set is literal
-//     \c       the character c literally (also inside [...])
+//	syntax   matches
+//	*        any run of characters, including none and '.', '[' and '"'
+//	?        exactly one character
+//	[abc]    one character of the set; ranges as in [a-z]; [!abc] and
+//	         [^abc] negate; a ']' first in the set is literal
+//	\c       the character c literally (also inside [...])
 //
-// Characters are Unicode code points. The zero Glob matches only "".
+// Characters are Unicode code points. The zero Glob matches only "". To
+// match an attribute path with a map key, escape the bracket:
+// tags\["k.x"\] or tags\[*\].
 type Glob struct {
 	pattern string
 	toks    []token

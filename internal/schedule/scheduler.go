@@ -466,11 +466,11 @@ func (s *Scheduler) execute(ctx context.Context, name, trigger string) {
 	var start time.Time
 	if verbose {
 		start = s.clock.Now()
-		s.logger.Debug("run started", "job", name, "trigger", trigger)
+		s.logger.Debug("job dispatched", "job", name, "trigger", trigger)
 	}
 	s.run(ctx, name, trigger)
 	if verbose {
-		s.logger.Debug("run finished", "job", name, "trigger", trigger, "duration", s.clock.Now().Sub(start))
+		s.logger.Debug("job returned", "job", name, "trigger", trigger, "duration", s.clock.Now().Sub(start))
 	}
 }
 

@@ -72,11 +72,11 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		return nil, fmt.Errorf("store %s: %w", abs, err)
 	}
 	logger = logger.With("store", abs)
-	if !created {
-		if fi, err := os.Stat(abs); err == nil && fi.Mode().Perm()&0o077 != 0 {
-			// Not fixed silently: whoever made it readable may have a reason.
-			logger.Warn("store file is readable by group or others", "mode", fi.Mode().Perm().String())
-		}
+	if created {
+		logger.Info("created store file")
+	} else if fi, err := os.Stat(abs); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		// Not fixed silently: whoever made it readable may have a reason.
+		logger.Warn("store file is readable by group or others", "mode", fi.Mode().Perm().String())
 	}
 
 	s := &Store{path: abs, logger: logger}
@@ -127,9 +127,9 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	s.w = w
-	// One connection, kept open for the Store's lifetime: all writes are
-	// serialised by database/sql, and the connection's pragmas never need
-	// to be re-established.
+	// One connection, kept open for the Store's lifetime: database/sql
+	// queues every write for it. Its pragmas are in the DSN, so a
+	// replacement connection (after a driver.ErrBadConn) gets them too.
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
