@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # make run: copy configs/examples to a scratch dir, apply every workspace
-# with real Terraform, change things behind Terraform's back, then audit.
+# with real Terraform, change things behind Terraform's back, print a
+# one-shot audit, then run the daemon on it (status page on
+# http://127.0.0.1:8080) until Ctrl-C. MODE=audit stops after the audit.
 set -euo pipefail
 bin=$(realpath "$1")
+mode=${MODE:-daemon}
 root=$(cd "$(dirname "$0")/.." && pwd)
 T=${DRIFTWATCH_TOOLS:-$HOME/.cache/driftwatch}
 source "$T/tools.env"
@@ -27,5 +30,10 @@ set +e
 (cd "$work" && "$bin" audit --config driftwatch.yaml)
 code=$?
 set -e
-echo "==> exit code $code (0 clean, 2 drift/pending/forbidden, 1 error); scratch dir: $work"
+echo "==> audit exit code $code (0 clean, 2 drift/pending/forbidden, 1 error)"
 [ "$code" -ne 1 ]
+[ "$mode" = audit ] && exit 0
+
+echo "==> driftwatch daemon --config $work/driftwatch.yaml"
+echo "    status page: http://127.0.0.1:8080   API: /api/v1/workspaces   metrics: /metrics   (Ctrl-C stops)"
+cd "$work" && exec "$bin" daemon --config driftwatch.yaml --log-format text

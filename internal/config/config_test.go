@@ -47,7 +47,7 @@ func TestLoadValid(t *testing.T) {
 // Every invalid config maps to the exact error a user sees: file, line, key.
 func TestLoadInvalid(t *testing.T) {
 	cases := map[string]string{
-		"unknown-key":      `invalid-unknown-key.yaml:4: workspaces[0].scheduel: unknown key "scheduel" (known keys: name, source, binary, workspace, var_files, vars, env, secret_env_files, backend_config, timeout, owner, labels, ignore, forbidden)`,
+		"unknown-key":      `invalid-unknown-key.yaml:4: workspaces[0].scheduel: unknown key "scheduel" (did you mean "schedule"?)`,
 		"duplicate-name":   `invalid-duplicate-name.yaml:4: workspaces[1].name: duplicate workspace name "network" (first defined at invalid-duplicate-name.yaml:2: workspaces[0].name)`,
 		"bad-duration":     `invalid-bad-duration.yaml:2: defaults.timeout: invalid duration "10 minutes" (use a positive Go duration such as 90s, 10m, 1h30m)`,
 		"bad-glob":         `invalid-bad-glob.yaml:5: workspaces[0].ignore[0].address: invalid glob "aws_instance.[a": `,
@@ -77,6 +77,11 @@ func TestLoadInvalid(t *testing.T) {
 func TestInvalidCasesCovered(t *testing.T) {
 	files, _ := filepath.Glob("testdata/invalid-*.yaml")
 	require.Len(t, files, 13)
+}
+
+func TestUnknownKeyListsKnownKeys(t *testing.T) {
+	_, err := Load("/tmp/x.yaml", []byte("terraform:\n  nonsense: 1\n"))
+	require.EqualError(t, err, `/tmp/x.yaml:2: terraform.nonsense: unknown key "nonsense" (known keys: binary, cli_config_file, plugin_cache_dir, work_dir, git_cache_dir, kill_grace)`)
 }
 
 func TestLoadCollectsAllErrors(t *testing.T) {

@@ -100,7 +100,11 @@ func (p *positions) check(node *yaml.Node, t reflect.Type, path string) []error 
 			seen[k.Value] = k.Line
 			ft, ok := fields[k.Value]
 			if !ok {
-				errs = append(errs, fmt.Errorf("%s:%d: %s: unknown key %q (known keys: %s)", p.file, k.Line, displayPath(sub), k.Value, strings.Join(names, ", ")))
+				hint := fmt.Sprintf("known keys: %s", strings.Join(names, ", "))
+				if s := closest(k.Value, names); s != "" {
+					hint = fmt.Sprintf("did you mean %q?", s)
+				}
+				errs = append(errs, fmt.Errorf("%s:%d: %s: unknown key %q (%s)", p.file, k.Line, displayPath(sub), k.Value, hint))
 				continue
 			}
 			p.lines[sub] = k.Line
@@ -214,4 +218,48 @@ func decodeStrict(file string, node *yaml.Node, out any) (*positions, error) {
 		return p, fmt.Errorf("%s: %w", file, err)
 	}
 	return p, nil
+}
+
+// closest returns the name within edit distance 2 of key, if exactly one
+// name is nearest.
+func closest(key string, names []string) string {
+	best, bestD, ties := "", 3, 0
+	for _, n := range names {
+		d := editDistance(key, n)
+		switch {
+		case d < bestD:
+			best, bestD, ties = n, d, 0
+		case d == bestD:
+			ties++
+		}
+	}
+	if ties > 0 {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Damerau (optimal string alignment) distance.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
