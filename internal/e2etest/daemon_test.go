@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/browsertest"
 )
 
 // daemonProc is a real `driftwatch daemon` process on a random local port.
@@ -347,6 +349,19 @@ workspaces:
 	require.Equal(t, 1.0, d.metric(`driftwatch_workspace_status{status="drift",workspace="drifted"}`))
 	require.Equal(t, 1.0, d.metric(`driftwatch_workspace_findings{kind="drift",workspace="drifted"}`))
 	require.Greater(t, d.metric(`driftwatch_workspace_last_success_timestamp_seconds{workspace="clean"}`), 1e9)
+
+	// The status page, rendered by a real browser against the real daemon.
+	chromium := browsertest.Chromium(t)
+	dom := browsertest.Run(t, chromium, d.base+"/", "--dump-dom")
+	require.Contains(t, dom, "drifted")
+	require.Regexp(t, `(?s)drifted.*slow1`, dom, "worst first: drift before clean")
+	dom = browsertest.Run(t, chromium, d.base+"/workspaces/drifted", "--dump-dom")
+	require.Contains(t, dom, "dwtest_file.a")
+	require.Contains(t, dom, "content")
+	require.NotContains(t, dom, "hand edit", "no attribute value on the page")
+	shot := filepath.Join(browsertest.ArtifactDir(t), "daemon-status-page.png")
+	browsertest.Run(t, chromium, d.base+"/", "--screenshot="+shot, "--window-size=1280,900")
+	browsertest.RequirePNG(t, shot, browsertest.DriftOrange)
 
 	// Run now: refused without the token, queued with it.
 	cleanRuns := len(d.runs("clean"))
