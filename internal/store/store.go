@@ -85,3 +85,90 @@ type Store interface {
 	Prune(ctx context.Context, keep int, olderThan time.Time) (int, error)
 	Close() error
 }
+
+// IncidentState is whether an incident is open.
+type IncidentState string
+
+// Incident states.
+const (
+	IncidentPending  IncidentState = "pending"  // observed, not yet confirmed (confirm_after)
+	IncidentOpen     IncidentState = "open"     // notified
+	IncidentResolved IncidentState = "resolved" // closed; a new observation opens a new one
+)
+
+// Incident is the stored lifecycle of one incident: a workspace and class
+// (drift, forbidden, errored). Key is stable for the pair.
+type Incident struct {
+	Key       string
+	Workspace string
+	Class     string
+	State     IncidentState
+	// Observations counts consecutive runs that saw it (confirm_after).
+	Observations int
+	OpenedAt     time.Time // first observation
+	NotifiedAt   time.Time // last message enqueued (renotify_after)
+	ResolvedAt   time.Time
+	Fingerprint  string          // fingerprint of the findings last notified
+	Findings     []drift.Finding // findings last notified (for deltas)
+	Severity     string
+}
+
+// OutboxMessage is one notification for one notifier, persisted before it
+// is sent. Payload is the notifier-neutral message (JSON of notify.Message).
+type OutboxMessage struct {
+	ID          string // unique per (message, notifier)
+	Notifier    string
+	IncidentKey string
+	Payload     []byte
+	CreatedAt   time.Time
+	Attempts    int
+	NextAttempt time.Time
+	LastError   string // redacted by the notifier before it gets here
+	DeliveredAt time.Time
+	// Dead marks a message given up on (a permanent error); it stays for
+	// inspection and no longer blocks later messages of its incident.
+	Dead bool
+}
+
+// Outcome is what the pipeline decides after a run: the incidents to write
+// and the messages to enqueue, computed from the workspace state before and
+// after the run and the workspace's current incidents.
+type Outcome func(before, after WorkspaceState, incidents []Incident) (changed []Incident, enqueue []OutboxMessage)
+
+// AlertStore persists incidents, the notification outbox and each
+// notifier's per-incident state (e.g. a Slack parent message ts).
+type AlertStore interface {
+	// FinishRunWithOutcome is FinishRun plus, in the same transaction, the
+	// incident changes and outbox messages decide computes: a crash leaves
+	// either the run without its consequences or all of them, never half.
+	FinishRunWithOutcome(ctx context.Context, r Run, decide Outcome) (before, after WorkspaceState, err error)
+	// Incidents lists a workspace's incidents (all states), or every open
+	// or pending incident when workspace is "".
+	Incidents(ctx context.Context, workspace string) ([]Incident, error)
+	// DueMessages returns undelivered, not dead messages whose NextAttempt
+	// is at or before now and that are the oldest undelivered message of
+	// their (notifier, incident) pair, so each incident's messages are
+	// delivered in order; oldest first, at most limit.
+	DueMessages(ctx context.Context, now time.Time, limit int) ([]OutboxMessage, error)
+	// MarkDelivered records a delivery and the notifier's new state for the
+	// incident, atomically.
+	MarkDelivered(ctx context.Context, id string, at time.Time, notifierState []byte) error
+	// MarkFailed records a failed attempt: Attempts+1, LastError, and the
+	// next attempt time, or Dead.
+	MarkFailed(ctx context.Context, id string, lastError string, next time.Time, dead bool) error
+	// NotifierState returns what a notifier stored for an incident (nil if nothing).
+	NotifierState(ctx context.Context, notifier, incidentKey string) ([]byte, error)
+	// SaveNotifierState stores it at once (a Slack parent ts right after
+	// chat.postMessage, before thread replies).
+	SaveNotifierState(ctx context.Context, notifier, incidentKey string, state []byte) error
+	// OutboxStats counts undelivered (pending) and dead messages per notifier.
+	OutboxStats(ctx context.Context) (map[string]OutboxCounts, error)
+}
+
+// OutboxCounts are per-notifier outbox totals.
+type OutboxCounts struct {
+	Pending, Dead int
+	// LastError of the most recent failed attempt, for the status page.
+	LastError string
+	OldestPending time.Time
+}

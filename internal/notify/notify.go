@@ -1,0 +1,136 @@
+// Package notify is the seam between incidents and the systems that page
+// people: the Message a notifier delivers, the Notifier interface every
+// vendor package implements (slack, opsgenie, webhook), and the error type
+// that tells the outbox whether and when to retry. Messages carry no
+// attribute values: findings are addresses, actions and attribute paths.
+// Vendor packages never import each other, the store or the config.
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+)
+
+// Event is what happened to an incident.
+type Event string
+
+// Incident events.
+const (
+	EventOpen     Event = "open"     // first observation (after confirm_after)
+	EventUpdate   Event = "update"   // the findings fingerprint changed
+	EventResolve  Event = "resolve"  // a clean (or recovered) run
+	EventRenotify Event = "renotify" // still open after renotify_after
+)
+
+// Class is the kind of incident; a workspace has at most one open incident
+// per class.
+type Class string
+
+// Incident classes.
+const (
+	ClassDrift     Class = "drift"     // drift (and pending changes if the workspace opts in)
+	ClassForbidden Class = "forbidden" // GitOps-owned resource types managed by Terraform
+	ClassErrored   Class = "errored"   // errored_after consecutive failed runs
+)
+
+// Severity of an incident, highest first. OpsGenie maps it to P1..P5.
+type Severity string
+
+// Severities.
+const (
+	SeverityCritical Severity = "critical"
+	SeverityHigh     Severity = "high"
+	SeverityModerate Severity = "moderate"
+	SeverityLow      Severity = "low"
+	SeverityInfo     Severity = "info"
+)
+
+// ParseSeverity validates s.
+func ParseSeverity(s string) (Severity, error) {
+	switch v := Severity(s); v {
+	case SeverityCritical, SeverityHigh, SeverityModerate, SeverityLow, SeverityInfo:
+		return v, nil
+	}
+	return "", fmt.Errorf("unknown severity %q (use critical, high, moderate, low or info)", s)
+}
+
+// Incident is the value-free description of one incident at the time of a
+// message.
+type Incident struct {
+	// Key is stable for a workspace and class: [a-z0-9-], no "/", usable as
+	// an OpsGenie alias and a Slack metadata key.
+	Key       string
+	Workspace string
+	Class     Class
+	Severity  Severity
+	Owner     string
+	Team      string // responder team from the route (OpsGenie)
+	Labels    map[string]string
+	// Since is when the incident opened (first observation).
+	Since    time.Time
+	Findings []drift.Finding // counted findings only, sorted
+	Counts   drift.Counts
+	Error    string // one-line reason, errored class only
+	RunID    string // the run that caused this message
+	URL      string // the workspace's status page, if server.external_url is set
+}
+
+// Delta is what changed since the previous message of an open incident.
+type Delta struct {
+	Added   []drift.Finding
+	Removed []drift.Finding
+	Changed []drift.Finding // same address, different attributes/action
+}
+
+// Message is one notification to deliver. ID is unique per message and
+// stable across retries, so notifiers can make delivery idempotent.
+type Message struct {
+	ID       string
+	Event    Event
+	Incident Incident
+	Delta    *Delta // EventUpdate only
+	At       time.Time
+}
+
+// Notifier delivers messages to one destination.
+type Notifier interface {
+	// Name is the configured instance name (e.g. "slack-oncall").
+	Name() string
+	// Notify delivers m. state is what this notifier stored for the
+	// incident after its previous delivery (nil at first), e.g. the Slack
+	// parent message's channel and ts; the returned state replaces it.
+	// saveState persists state immediately, before Notify returns, for
+	// notifiers that must record a side effect (a Slack parent ts) before
+	// doing more work that could fail. Errors are retried only if they are
+	// (or wrap) a *RetryableError.
+	Notify(ctx context.Context, m Message, state []byte, saveState func([]byte) error) (newState []byte, err error)
+}
+
+// RetryableError marks a transient failure: network errors, 5xx, 429.
+// After, if set, is the server's Retry-After.
+type RetryableError struct {
+	Err   error
+	After time.Duration
+}
+
+func (e *RetryableError) Error() string { return e.Err.Error() }
+func (e *RetryableError) Unwrap() error { return e.Err }
+
+// Retryable wraps err as retryable after d (0: the outbox's backoff).
+func Retryable(err error, after time.Duration) error {
+	return &RetryableError{Err: err, After: after}
+}
+
+// IsRetryable reports whether err should be retried and after how long the
+// server asked to wait (0 if it did not say).
+func IsRetryable(err error) (bool, time.Duration) {
+	var re *RetryableError
+	if errors.As(err, &re) {
+		return true, re.After
+	}
+	return false, 0
+}
