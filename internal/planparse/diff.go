@@ -28,7 +28,37 @@ func attributePaths(before, after, afterUnknown, beforeSensitive, afterSensitive
 		d.unknown(afterUnknown, beforeSensitive, afterSensitive)
 	}
 	slices.Sort(d.out)
-	return slices.Compact(d.out)
+	return dropDescendants(slices.Compact(d.out))
+}
+
+// dropDescendants removes paths under another reported path: when a whole
+// attribute is reported (e.g. "output", now unknown) its former children
+// ("output.app") add nothing.
+func dropDescendants(paths []string) []string {
+	set := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		set[p] = true
+	}
+	out := paths[:0]
+	for _, p := range paths {
+		if !hasReportedParent(p, set) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// hasReportedParent reports whether a proper prefix of p that ends at a
+// path step ("a" of "a.b" or "a[0]") is in set. Quoted map keys may hold
+// '.' or '[', which only makes this drop a path whose parent-looking
+// prefix was itself reported: harmless.
+func hasReportedParent(p string, set map[string]bool) bool {
+	for i := 1; i < len(p); i++ {
+		if (p[i] == '.' || p[i] == '[') && set[p[:i]] {
+			return true
+		}
+	}
+	return false
 }
 
 // maxPathDepth bounds how deep the walks descend. Real attribute paths are

@@ -1,6 +1,7 @@
 package planparse
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,4 +168,12 @@ func TestAttributePathsDeep(t *testing.T) {
 	require.Equal(t, []string{want}, got)
 	require.True(t, equalNorm(nest("null"), nest("null"), 0))
 	require.False(t, equalNorm(nest("1"), nest("2"), 0))
+}
+
+func TestDropDescendants(t *testing.T) {
+	got := dropDescendants([]string{"output", "output-x", "output.app", "output[0]", "tags", "tags_all.env", `tags["a.b"]`})
+	want := []string{"output", "output-x", "tags", "tags_all.env"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
 }

@@ -1,0 +1,34 @@
+// Package incident decides the alert lifecycle of a workspace: which
+// incidents open, change, re-notify and resolve after a run, and which
+// notifiers each message goes to. It is pure code: no I/O, no clock (time
+// is an argument), no randomness (IDs come from an injected func), so every
+// transition is a table test.
+//
+// # Lifecycle
+//
+// A workspace has at most one incident per class (notify.ClassDrift,
+// ClassForbidden, ClassErrored), stored as one store.Incident row under a
+// stable Key that is reused when the incident re-opens, so an OpsGenie alias
+// or a Slack parent message follows the same workspace and class forever.
+//
+//	           observed                     confirm_after reached
+//	(none) ─────────────▶ pending ────────────────────────────────▶ open
+//	resolved               │  clean run: resolved silently          │ changed fingerprint: update
+//	                       ▼                                        │ unchanged: nothing, or renotify
+//	                    resolved ◀──────────────────────────────────┘ clean run: resolve
+//
+// Drift and forbidden incidents move only on successful runs: an errored run
+// says nothing about drift, so it leaves them exactly as they are. The
+// errored incident follows the workspace's consecutive-error count instead:
+// pending below errored_after, open at it, resolved by the next run that is
+// not errored.
+//
+// Decide returns the changed rows and the notify.Messages; Enqueue turns the
+// messages into one store.OutboxMessage per routed notifier (Routes), with
+// the route's severity and team applied. The caller writes both in the same
+// transaction as the run (store.AlertStore.FinishRunWithOutcome), so a crash
+// never leaves an incident changed without its notification or the reverse.
+//
+// This package imports only notify, store (for its plain data types) and
+// drift; it must not import anything that does I/O.
+package incident
