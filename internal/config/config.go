@@ -49,9 +49,12 @@ type Config struct {
 	// MaxConcurrentRuns caps the daemon's simultaneous runs (default 4).
 	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
 	// AllowSubMinuteSchedules permits "@every" below one minute (demos, tests).
-	AllowSubMinuteSchedules bool        `yaml:"allow_sub_minute_schedules"`
-	Defaults                Defaults    `yaml:"defaults"`
-	Workspaces              []Workspace `yaml:"workspaces"`
+	AllowSubMinuteSchedules bool `yaml:"allow_sub_minute_schedules"`
+	// Notifiers are the named alert destinations; Alerts routes incidents to them.
+	Notifiers  []Notifier  `yaml:"notifiers"`
+	Alerts     Alerts      `yaml:"alerts"`
+	Defaults   Defaults    `yaml:"defaults"`
+	Workspaces []Workspace `yaml:"workspaces"`
 
 	// File is the absolute path the config was loaded from.
 	File string `yaml:"-"`
@@ -96,6 +99,85 @@ type Store struct {
 	MaxAge Duration `yaml:"max_age"`
 }
 
+// Notifier is one named alert destination. Secrets come from files.
+type Notifier struct {
+	Name string `yaml:"name"`
+	// Type is slack, opsgenie or webhook.
+	Type     string          `yaml:"type"`
+	Slack    *SlackConfig    `yaml:"slack"`
+	OpsGenie *OpsGenieConfig `yaml:"opsgenie"`
+	Webhook  *WebhookConfig  `yaml:"webhook"`
+	// Timeout bounds one delivery attempt (default 30s).
+	Timeout Duration `yaml:"timeout"`
+}
+
+// SlackConfig: bot mode (token_file + channel: one message per incident,
+// updated in place, changes in its thread) or webhook mode (webhook_url_file:
+// one message per transition).
+type SlackConfig struct {
+	Mode           string `yaml:"mode"`
+	TokenFile      string `yaml:"token_file"`
+	Channel        string `yaml:"channel"`
+	WebhookURLFile string `yaml:"webhook_url_file"`
+	// APIURL overrides https://slack.com/api/ (tests, proxies).
+	APIURL string `yaml:"api_url"`
+}
+
+// OpsGenieConfig is an OpsGenie API integration.
+type OpsGenieConfig struct {
+	APIKeyFile string `yaml:"api_key_file"`
+	// Region is us (default) or eu.
+	Region string `yaml:"region"`
+	// APIURL overrides the region's API URL (tests, proxies).
+	APIURL string `yaml:"api_url"`
+}
+
+// WebhookConfig is a generic signed JSON webhook.
+type WebhookConfig struct {
+	URLFile    string            `yaml:"url_file"`
+	SecretFile string            `yaml:"secret_file"`
+	Headers    map[string]string `yaml:"headers"`
+}
+
+// Alerts configures incidents and their routing.
+type Alerts struct {
+	// DefaultNotifiers receive incidents no route matches.
+	DefaultNotifiers []string `yaml:"default_notifiers"`
+	AlertPolicy      `yaml:",inline"`
+	Routes           []Route `yaml:"routes"`
+}
+
+// AlertPolicy can be set in alerts and overridden per workspace.
+type AlertPolicy struct {
+	// IncludePending makes pending (unapplied) changes part of the drift incident.
+	IncludePending *bool `yaml:"include_pending"`
+	// ConfirmAfter consecutive observations open an incident (default 1).
+	ConfirmAfter int `yaml:"confirm_after"`
+	// ErroredAfter consecutive errored runs open an errored incident (default 3).
+	ErroredAfter int `yaml:"errored_after"`
+	// RenotifyAfter re-sends an unchanged open incident (default: never).
+	RenotifyAfter Duration `yaml:"renotify_after"`
+	// Severity per class: drift, forbidden, errored.
+	Severity map[string]string `yaml:"severity"`
+}
+
+// Route sends matching workspaces' incidents to notifiers.
+type Route struct {
+	Match     RouteMatch        `yaml:"match"`
+	Notifiers []string          `yaml:"notifiers"`
+	Severity  map[string]string `yaml:"severity"`
+	// Team is the responder team (OpsGenie).
+	Team string `yaml:"team"`
+	// Continue evaluates the next routes too (default: first match wins).
+	Continue bool `yaml:"continue"`
+}
+
+// RouteMatch selects workspaces by name globs and labels (all must match).
+type RouteMatch struct {
+	Workspaces []string          `yaml:"workspaces"`
+	Labels     map[string]string `yaml:"labels"`
+}
+
 // Daemon defaults.
 const (
 	DefaultListen            = "127.0.0.1:8080"
@@ -130,6 +212,7 @@ type Workspace struct {
 	BackendConfig  []string          `yaml:"backend_config"`
 	Timeout        Duration          `yaml:"timeout"`
 	Schedule       string            `yaml:"schedule"`
+	Alerts         *AlertPolicy      `yaml:"alerts"`
 	Owner          string            `yaml:"owner"`
 	Labels         map[string]string `yaml:"labels"`
 	Ignore         []Ignore          `yaml:"ignore"`
@@ -383,6 +466,7 @@ func (c *Config) validate(pos *positions) error {
 		}
 	}
 
+	errs = append(errs, c.validateAlerts(pos)...)
 	first := map[string]string{}
 	for i := range c.Workspaces {
 		w := &c.Workspaces[i]
@@ -506,6 +590,9 @@ func (w *Workspace) validate(c *Config) []error {
 				add(fmt.Sprintf("%s.attributes[%d]", k, j), "invalid glob %q: %v", a, err)
 			}
 		}
+	}
+	if w.Alerts != nil {
+		errs = append(errs, w.Alerts.validate(w.pos, w.prefix+".alerts")...)
 	}
 	if w.Forbidden != nil {
 		for i, f := range *w.Forbidden {

@@ -29,6 +29,14 @@ func TestLoadValid(t *testing.T) {
 	require.True(t, rules.Forbidden[1].Match("helm_release"))
 	require.Len(t, rules.Ignore, 1)
 
+	pol := cfg.EffectiveAlertPolicy(net)
+	require.True(t, *pol.IncludePending)
+	require.Equal(t, 2, pol.ConfirmAfter, "workspace override")
+	require.Equal(t, 2, pol.ErroredAfter, "daemon-wide setting")
+	require.Equal(t, "critical", pol.Severity["forbidden"])
+	require.Equal(t, filepath.Join(dir, "slack-token"), cfg.Notifiers[0].Slack.TokenFile)
+	require.Equal(t, "bot", cfg.Notifiers[0].Slack.Mode)
+
 	legacy := cfg.Workspaces[1]
 	require.Equal(t, "envs/prod", legacy.Source.Git.Path)
 	require.Equal(t, 30*time.Second, legacy.EffectiveTimeout(cfg.Defaults))
@@ -60,6 +68,9 @@ func TestLoadInvalid(t *testing.T) {
 		"wrong-type":       `invalid-wrong-type.yaml:2: workspaces: expected a list, got a mapping`,
 		"missing-var-file": `invalid-missing-var-file.yaml:4: workspaces[0].var_files[0]: stat net/staging.tfvars: no such file or directory`,
 		"syntax":           `invalid-syntax.yaml:1: did not find expected '-' indicator`,
+		"unknown-notifier": `invalid-unknown-notifier.yaml:8: alerts.routes[0].notifiers[0]: unknown notifier "slack-oncal"`,
+		"bad-severity":     `invalid-bad-severity.yaml:2: alerts.severity.drift: unknown severity "urgent" (use critical, high, moderate, low or info)`,
+		"slack-no-channel": `invalid-slack-no-channel.yaml:4: notifiers[0].slack.channel: required in bot mode`,
 	}
 	dir, _ := filepath.Abs("testdata")
 	for name, want := range cases {
@@ -76,7 +87,7 @@ func TestLoadInvalid(t *testing.T) {
 // Every invalid case has a testdata file and vice versa.
 func TestInvalidCasesCovered(t *testing.T) {
 	files, _ := filepath.Glob("testdata/invalid-*.yaml")
-	require.Len(t, files, 13)
+	require.Len(t, files, 16)
 }
 
 func TestUnknownKeyListsKnownKeys(t *testing.T) {

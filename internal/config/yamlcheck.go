@@ -79,15 +79,7 @@ func (p *positions) check(node *yaml.Node, t reflect.Type, path string) []error 
 		}
 		fields := map[string]reflect.Type{}
 		var names []string
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if name == "" || name == "-" {
-				continue
-			}
-			fields[name] = f.Type
-			names = append(names, name)
-		}
+		collectFields(t, fields, &names)
 		var errs []error
 		seen := map[string]int{}
 		for i := 0; i+1 < len(node.Content); i += 2 {
@@ -163,6 +155,24 @@ func (p *positions) check(node *yaml.Node, t reflect.Type, path string) []error 
 		}
 	}
 	return nil
+}
+
+// collectFields lists the YAML keys of struct type t, descending into
+// `yaml:",inline"` fields.
+func collectFields(t reflect.Type, fields map[string]reflect.Type, names *[]string) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if opts == "inline" && f.Type.Kind() == reflect.Struct {
+			collectFields(f.Type, fields, names)
+			continue
+		}
+		if name == "" || name == "-" {
+			continue
+		}
+		fields[name] = f.Type
+		*names = append(*names, name)
+	}
 }
 
 func joinPath(path, key string) string {

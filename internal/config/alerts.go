@@ -1,0 +1,217 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/driftwatch/driftwatch/internal/notify"
+)
+
+// Alert defaults.
+const (
+	DefaultConfirmAfter   = 1
+	DefaultErroredAfter   = 3
+	notifierNameMaxLength = 63
+)
+
+var alertClasses = map[string]bool{"drift": true, "forbidden": true, "errored": true}
+
+// validateAlerts checks notifiers, alert policy and routes.
+func (c *Config) validateAlerts(pos *positions) []error {
+	var errs []error
+	add := func(key, format string, args ...any) { errs = append(errs, pos.errorf(key, format, args...)) }
+	dir := filepath.Dir(c.File)
+
+	names := map[string]bool{}
+	for i := range c.Notifiers {
+		n := &c.Notifiers[i]
+		key := fmt.Sprintf("notifiers[%d]", i)
+		switch {
+		case n.Name == "":
+			add(key+".name", "required")
+		case !dnsLabel.MatchString(n.Name):
+			add(key+".name", "%q is not a DNS label (lowercase letters, digits and '-')", n.Name)
+		case names[n.Name]:
+			add(key+".name", "duplicate notifier name %q", n.Name)
+		}
+		names[n.Name] = true
+		set := 0
+		for _, b := range []bool{n.Slack != nil, n.OpsGenie != nil, n.Webhook != nil} {
+			if b {
+				set++
+			}
+		}
+		if set > 1 {
+			add(key, "set only the block of its type (%s)", n.Type)
+		}
+		file := func(sub, p string) string {
+			if p == "" {
+				add(key+"."+sub, "required")
+				return p
+			}
+			p = absFrom(dir, p)
+			if _, err := os.Stat(p); err != nil {
+				add(key+"."+sub, "%v", err)
+			}
+			return p
+		}
+		switch n.Type {
+		case "slack":
+			s := n.Slack
+			if s == nil {
+				add(key+".slack", "required for type slack")
+				continue
+			}
+			switch s.Mode {
+			case "", "bot":
+				s.Mode = "bot"
+				s.TokenFile = file("slack.token_file", s.TokenFile)
+				if s.Channel == "" {
+					add(key+".slack.channel", "required in bot mode")
+				}
+				if s.WebhookURLFile != "" {
+					add(key+".slack.webhook_url_file", "only in webhook mode")
+				}
+			case "webhook":
+				s.WebhookURLFile = file("slack.webhook_url_file", s.WebhookURLFile)
+				if s.TokenFile != "" {
+					add(key+".slack.token_file", "only in bot mode")
+				}
+			default:
+				add(key+".slack.mode", "unknown mode %q (use bot or webhook)", s.Mode)
+			}
+			checkURL(s.APIURL, key+".slack.api_url", add)
+		case "opsgenie":
+			o := n.OpsGenie
+			if o == nil {
+				add(key+".opsgenie", "required for type opsgenie")
+				continue
+			}
+			o.APIKeyFile = file("opsgenie.api_key_file", o.APIKeyFile)
+			switch o.Region {
+			case "":
+				o.Region = "us"
+			case "us", "eu":
+			default:
+				add(key+".opsgenie.region", "unknown region %q (use us or eu)", o.Region)
+			}
+			checkURL(o.APIURL, key+".opsgenie.api_url", add)
+		case "webhook":
+			w := n.Webhook
+			if w == nil {
+				add(key+".webhook", "required for type webhook")
+				continue
+			}
+			w.URLFile = file("webhook.url_file", w.URLFile)
+			w.SecretFile = file("webhook.secret_file", w.SecretFile)
+		case "":
+			add(key+".type", "required (slack, opsgenie or webhook)")
+		default:
+			add(key+".type", "unknown type %q (use slack, opsgenie or webhook)", n.Type)
+		}
+	}
+
+	known := func(k string, list []string) {
+		for j, n := range list {
+			if !names[n] {
+				add(fmt.Sprintf("%s[%d]", k, j), "unknown notifier %q", n)
+			}
+		}
+	}
+	a := &c.Alerts
+	known("alerts.default_notifiers", a.DefaultNotifiers)
+	errs = append(errs, a.AlertPolicy.validate(pos, "alerts")...)
+	for i, r := range a.Routes {
+		key := fmt.Sprintf("alerts.routes[%d]", i)
+		if len(r.Notifiers) == 0 {
+			add(key+".notifiers", "required")
+		}
+		known(key+".notifiers", r.Notifiers)
+		for j, g := range r.Match.Workspaces {
+			if _, err := path.Match(g, ""); err != nil {
+				add(fmt.Sprintf("%s.match.workspaces[%d]", key, j), "invalid glob %q: %v", g, err)
+			}
+		}
+		errs = append(errs, checkSeverities(pos, key+".severity", r.Severity)...)
+	}
+	return errs
+}
+
+func (p *AlertPolicy) validate(pos *positions, key string) []error {
+	var errs []error
+	if p.ConfirmAfter < 0 {
+		errs = append(errs, pos.errorf(key+".confirm_after", "must not be negative"))
+	}
+	if p.ErroredAfter < 0 {
+		errs = append(errs, pos.errorf(key+".errored_after", "must not be negative"))
+	}
+	return append(errs, checkSeverities(pos, key+".severity", p.Severity)...)
+}
+
+func checkSeverities(pos *positions, key string, m map[string]string) []error {
+	var errs []error
+	for class, sev := range m {
+		if !alertClasses[class] {
+			errs = append(errs, pos.errorf(key+"."+class, "unknown class %q (use drift, forbidden or errored)", class))
+		}
+		if _, err := notify.ParseSeverity(sev); err != nil {
+			errs = append(errs, pos.errorf(key+"."+class, "%v", err))
+		}
+	}
+	return errs
+}
+
+func checkURL(u, key string, add func(key, format string, args ...any)) {
+	if u == "" {
+		return
+	}
+	if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+		add(key, "not an http(s) URL")
+	} else if pu.User != nil {
+		add(key, "credentials in the URL are not allowed")
+	}
+}
+
+// EffectiveAlertPolicy merges alerts (daemon-wide) with the workspace's
+// overrides and applies defaults.
+func (c *Config) EffectiveAlertPolicy(w Workspace) AlertPolicy {
+	p := c.Alerts.AlertPolicy
+	if o := w.Alerts; o != nil {
+		if o.IncludePending != nil {
+			p.IncludePending = o.IncludePending
+		}
+		if o.ConfirmAfter > 0 {
+			p.ConfirmAfter = o.ConfirmAfter
+		}
+		if o.ErroredAfter > 0 {
+			p.ErroredAfter = o.ErroredAfter
+		}
+		if o.RenotifyAfter > 0 {
+			p.RenotifyAfter = o.RenotifyAfter
+		}
+		if len(o.Severity) > 0 {
+			sev := map[string]string{}
+			for k, v := range p.Severity {
+				sev[k] = v
+			}
+			for k, v := range o.Severity {
+				sev[k] = v
+			}
+			p.Severity = sev
+		}
+	}
+	if p.ConfirmAfter == 0 {
+		p.ConfirmAfter = DefaultConfirmAfter
+	}
+	if p.ErroredAfter == 0 {
+		p.ErroredAfter = DefaultErroredAfter
+	}
+	if p.IncludePending == nil {
+		f := false
+		p.IncludePending = &f
+	}
+	return p
+}
