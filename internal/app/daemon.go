@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/metrics"
+	"github.com/driftwatch/driftwatch/internal/outbox"
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/schedule"
@@ -45,7 +47,9 @@ type daemon struct {
 	log     *slog.Logger
 	cfg     atomic.Pointer[config.Config]
 	targets atomic.Pointer[map[string]audit.Target]
-	store   store.Store
+	store   *sqlite.Store
+	alerts  atomic.Pointer[map[string]alertPlan]
+	outbox  *outbox.Dispatcher
 	sched   *schedule.Scheduler
 	metrics *metrics.Metrics
 	auditor *audit.Auditor
@@ -84,6 +88,8 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	d := &daemon{log: o.Logger, store: st, states: map[string]store.WorkspaceState{}}
 	d.cfg.Store(cfg)
 	d.targets.Store(&targets)
+	plans := alertPlans(cfg)
+	d.alerts.Store(&plans)
 	d.auditor = &audit.Auditor{Runner: local.New(o.Logger), Logger: o.Logger}
 	states, err := st.Workspaces(ctx)
 	if err != nil {
@@ -96,6 +102,18 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.metrics = metrics.New(reg, d.snapshot)
+
+	notifiers, err := buildNotifiers(cfg, o.Logger)
+	if err != nil {
+		return report.ExitError, err
+	}
+	d.outbox, err = outbox.New(outbox.Options{
+		Store: st, Notifiers: notifiers, Logger: o.Logger,
+		OnResult: d.metrics.NotificationResult, OnPending: d.metrics.SetNotificationsPending,
+	})
+	if err != nil {
+		return report.ExitError, err
+	}
 
 	sched, err := schedule.New(schedule.Options{
 		MaxConcurrent:  cfg.MaxConcurrentRuns,
@@ -143,6 +161,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return sched.Run(gctx) })
+	g.Go(func() error { return d.outbox.Run(gctx) })
 	g.Go(func() error { return srv.Run(gctx, cfg.Server.Listen) })
 	g.Go(func() error { d.reloadLoop(gctx, o.ConfigPath, o.ReloadInterval); return nil })
 	g.Go(func() error { d.pruneLoop(gctx); return nil })
@@ -181,8 +200,9 @@ func (d *daemon) once(ctx context.Context, cfg *config.Config) (int, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); _ = d.sched.Run(ctx) }()
+	go func() { defer wg.Done(); _ = d.outbox.Run(ctx) }()
 	start := time.Now()
 	for _, w := range cfg.Workspaces {
 		if err := d.sched.Trigger(w.Name, "once"); err != nil {
@@ -197,6 +217,7 @@ func (d *daemon) once(ctx context.Context, cfg *config.Config) (int, error) {
 		case <-ctx.Done():
 		}
 	}
+	d.drainOutbox(ctx, 2*time.Minute)
 	interrupted := ctx.Err() != nil
 	cancel()
 	wg.Wait()
@@ -205,6 +226,31 @@ func (d *daemon) once(ctx context.Context, cfg *config.Config) (int, error) {
 	}
 	rep := report.New(start, time.Now(), results)
 	return rep.ExitCode(), nil
+}
+
+// drainOutbox waits (at most max) until no notification is pending, so a
+// --once run delivers its alerts before it exits. Undelivered ones stay in
+// the store for the next start.
+func (d *daemon) drainOutbox(ctx context.Context, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		stats, err := d.store.OutboxStats(ctx)
+		if err != nil {
+			return
+		}
+		pending := 0
+		for _, c := range stats {
+			pending += c.Pending
+		}
+		if pending == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	d.log.Warn("notifications still pending at exit; they are delivered at the next start")
 }
 
 // runOne is the scheduler's job: one run of one workspace, recorded in the
@@ -230,12 +276,16 @@ func (d *daemon) runOne(ctx context.Context, name, trigger string) {
 	}
 	run.FinishedAt = res.Started.Add(res.Duration).UTC()
 	run.Status, run.Error, run.Tool, run.Findings, run.Phases = res.Status, res.Error, res.Tool, res.Findings, res.Phases
-	// Record even if the daemon is stopping: the result is already paid for.
-	_, after, err := d.store.FinishRun(context.WithoutCancel(ctx), run)
+	// Record even if the daemon is stopping: the result is already paid
+	// for. Incident changes and their notifications are written in the same
+	// transaction, so a crash can lose neither.
+	plan := (*d.alerts.Load())[name]
+	_, after, err := d.store.FinishRunWithOutcome(context.WithoutCancel(ctx), run, plan.outcome(time.Now().UTC(), run.ID))
 	if err != nil {
 		log.Error("store: finish run", "err", err)
 		return
 	}
+	d.outbox.Wake()
 	d.mu.Lock()
 	d.states[name] = after
 	d.mu.Unlock()
@@ -308,8 +358,18 @@ func (d *daemon) reload(path string) {
 		var targets map[string]audit.Target
 		if targets, err = targetMap(cfg); err == nil {
 			if err = d.sched.SetJobs(jobs(cfg)); err == nil {
+				if !reflect.DeepEqual(d.cfg.Load().Notifiers, cfg.Notifiers) {
+					notifiers, nerr := buildNotifiers(cfg, d.log)
+					if nerr != nil {
+						d.log.Error("config reload: notifiers; keeping the previous ones", "err", nerr.Error())
+					} else {
+						d.outbox.SetNotifiers(notifiers)
+					}
+				}
+				plans := alertPlans(cfg)
 				old := d.cfg.Swap(cfg)
 				d.targets.Store(&targets)
+				d.alerts.Store(&plans)
 				if old.Server != cfg.Server || old.Store.Path != cfg.Store.Path || old.MaxConcurrentRuns != cfg.MaxConcurrentRuns || old.Defaults.Jitter != cfg.Defaults.Jitter {
 					d.log.Warn("server, store, max_concurrent_runs and jitter changes take effect after a restart")
 				}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
 )
@@ -16,6 +17,8 @@ const (
 	DefaultErroredAfter   = 3
 	notifierNameMaxLength = 63
 )
+
+var slackChannelID = regexp.MustCompile(`^[CGD][A-Z0-9]{6,}$`)
 
 var alertClasses = map[string]bool{"drift": true, "forbidden": true, "errored": true}
 
@@ -44,6 +47,12 @@ func (c *Config) validateAlerts(pos *positions) []error {
 				set++
 			}
 		}
+		if n.CAFile != "" {
+			n.CAFile = absFrom(dir, n.CAFile)
+			if _, err := os.Stat(n.CAFile); err != nil {
+				add(key+".ca_file", "%v", err)
+			}
+		}
 		if set > 1 {
 			add(key, "set only the block of its type (%s)", n.Type)
 		}
@@ -69,8 +78,11 @@ func (c *Config) validateAlerts(pos *positions) []error {
 			case "", "bot":
 				s.Mode = "bot"
 				s.TokenFile = file("slack.token_file", s.TokenFile)
-				if s.Channel == "" {
+				switch {
+				case s.Channel == "":
 					add(key+".slack.channel", "required in bot mode")
+				case !slackChannelID.MatchString(s.Channel):
+					add(key+".slack.channel", "%q must be a channel ID such as C0123456789, not a name: IDs survive renames, and driftwatch finds its incident messages again by ID", s.Channel)
 				}
 				if s.WebhookURLFile != "" {
 					add(key+".slack.webhook_url_file", "only in webhook mode")

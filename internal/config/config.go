@@ -107,8 +107,10 @@ type Notifier struct {
 	Slack    *SlackConfig    `yaml:"slack"`
 	OpsGenie *OpsGenieConfig `yaml:"opsgenie"`
 	Webhook  *WebhookConfig  `yaml:"webhook"`
-	// Timeout bounds one delivery attempt (default 30s).
+	// Timeout bounds one HTTP request of a delivery (default 10s).
 	Timeout Duration `yaml:"timeout"`
+	// CAFile adds PEM certificates to trust (private CAs, TLS proxies).
+	CAFile string `yaml:"ca_file"`
 }
 
 // SlackConfig: bot mode (token_file + channel: one message per incident,

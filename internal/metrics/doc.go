@@ -5,7 +5,9 @@
 // configured workspace at scrape time, so a workspace removed from the
 // config disappears from the next scrape instead of lingering as a stale
 // series. Run counters, run-phase histograms and queue gauges are updated
-// by the scheduler and the audit pipeline through methods on Metrics.
+// by the scheduler and the audit pipeline through methods on Metrics;
+// notification counters and the outbox's pending gauge by the outbox
+// dispatcher (NotificationResult, SetNotificationsPending).
 //
 // Nothing here is package-level state: New registers on the Registerer it
 // is given, so tests use a fresh prometheus.NewRegistry each.

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,7 +50,25 @@ type Metrics struct {
 	skipped  *prometheus.CounterVec
 	queued   prometheus.Gauge
 	active   prometheus.Gauge
+
+	notifications *prometheus.CounterVec
+	pending       *prometheus.GaugeVec
+	// pendingMu guards pendingNames, the notifiers the pending gauge has a
+	// series for, so SetNotificationsPending deletes exactly the absent ones
+	// instead of resetting the vector (a scrape between a Reset and the Sets
+	// would see every notifier vanish).
+	pendingMu    sync.Mutex
+	pendingNames map[string]bool
 }
+
+// Notification results, the result label of driftwatch_notifications_total.
+const (
+	NotificationDelivered = "delivered" // the notifier accepted the message
+	NotificationRetry     = "retry"     // a transient failure; it will be retried
+	NotificationFailed    = "failed"    // a permanent failure; the message is dead
+)
+
+var notificationResults = []string{NotificationDelivered, NotificationRetry, NotificationFailed}
 
 // New registers driftwatch's metrics on reg. snapshot is called on every
 // scrape to produce the per-workspace gauges; it must be safe for
@@ -81,6 +100,15 @@ func New(reg prometheus.Registerer, snapshot func() []WorkspaceSnapshot) *Metric
 			Name: "driftwatch_active_runs",
 			Help: "Runs in progress.",
 		}),
+		notifications: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_notifications_total",
+			Help: "Notification delivery attempts, by notifier and result (delivered, retry, failed).",
+		}, []string{"notifier", "result"}),
+		pending: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftwatch_notifications_pending",
+			Help: "Notifications in the outbox not yet delivered (and not given up on), by notifier.",
+		}, []string{"notifier"}),
+		pendingNames: map[string]bool{},
 	}
 	// Every result starts at zero so that rate() and increase() see the
 	// first run of each kind.
@@ -120,4 +148,35 @@ func (m *Metrics) Skipped(workspace string) {
 func (m *Metrics) SetQueue(queued, active int) {
 	m.queued.Set(float64(queued))
 	m.active.Set(float64(active))
+}
+
+// NotificationResult counts one delivery attempt of notifier with its result:
+// NotificationDelivered, NotificationRetry or NotificationFailed.
+func (m *Metrics) NotificationResult(notifier, result string) {
+	m.notifications.WithLabelValues(notifier, result).Inc()
+}
+
+// SetNotificationsPending sets the number of undelivered outbox messages per
+// notifier. Notifiers absent from pending lose their series (a notifier
+// removed from the config disappears); list configured notifiers with 0 to
+// keep theirs. Every listed notifier's result counters are created at 0, so
+// that rate() and increase() see its first delivery.
+func (m *Metrics) SetNotificationsPending(pending map[string]int) {
+	m.pendingMu.Lock()
+	defer m.pendingMu.Unlock()
+	for name := range m.pendingNames {
+		if _, ok := pending[name]; !ok {
+			m.pending.DeleteLabelValues(name)
+			delete(m.pendingNames, name)
+		}
+	}
+	for name, n := range pending {
+		m.pending.WithLabelValues(name).Set(float64(n))
+		if !m.pendingNames[name] {
+			m.pendingNames[name] = true
+			for _, r := range notificationResults {
+				m.notifications.WithLabelValues(name, r)
+			}
+		}
+	}
 }

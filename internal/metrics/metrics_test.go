@@ -246,6 +246,9 @@ func TestNoRegistererRegistersNothing(t *testing.T) {
 	m.RunFinished(drift.StatusClean, []drift.Phase{{Name: "plan", Duration: time.Second}})
 	m.Skipped("a")
 	m.SetQueue(1, 1)
+	m.NotificationResult("slack", NotificationDelivered)
+	m.SetNotificationsPending(map[string]int{"slack": 1})
+	m.SetNotificationsPending(nil)
 	require.Equal(t, 1.0, testutil.ToFloat64(m.runs.WithLabelValues("clean")))
 }
 
@@ -260,9 +263,75 @@ func TestLint(t *testing.T) {
 	m := New(reg, func() []WorkspaceSnapshot { return []WorkspaceSnapshot{{Name: "a"}} })
 	m.RunFinished(drift.StatusClean, []drift.Phase{{Name: "plan", Duration: time.Second}})
 	m.Skipped("a")
+	m.SetNotificationsPending(map[string]int{"slack": 2})
+	m.NotificationResult("slack", NotificationRetry)
 	problems, err := testutil.GatherAndLint(reg)
 	require.NoError(t, err)
 	require.Empty(t, problems)
+}
+
+func TestNotifications(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, nil)
+	names := []string{"driftwatch_notifications_total", "driftwatch_notifications_pending"}
+	n, err := testutil.GatherAndCount(reg, names...)
+	require.NoError(t, err)
+	require.Zero(t, n, "no notifier, no series")
+
+	m.SetNotificationsPending(map[string]int{"slack-oncall": 3, "opsgenie": 0})
+	m.NotificationResult("slack-oncall", NotificationDelivered)
+	m.NotificationResult("slack-oncall", NotificationDelivered)
+	m.NotificationResult("slack-oncall", NotificationRetry)
+	m.NotificationResult("opsgenie", NotificationFailed)
+	// A notifier removed from the config still has messages dying in the
+	// outbox: counted, though it has no pending gauge.
+	m.NotificationResult("webhook-old", NotificationFailed)
+	want := `
+# HELP driftwatch_notifications_pending Notifications in the outbox not yet delivered (and not given up on), by notifier.
+# TYPE driftwatch_notifications_pending gauge
+driftwatch_notifications_pending{notifier="opsgenie"} 0
+driftwatch_notifications_pending{notifier="slack-oncall"} 3
+# HELP driftwatch_notifications_total Notification delivery attempts, by notifier and result (delivered, retry, failed).
+# TYPE driftwatch_notifications_total counter
+driftwatch_notifications_total{notifier="opsgenie",result="delivered"} 0
+driftwatch_notifications_total{notifier="opsgenie",result="failed"} 1
+driftwatch_notifications_total{notifier="opsgenie",result="retry"} 0
+driftwatch_notifications_total{notifier="slack-oncall",result="delivered"} 2
+driftwatch_notifications_total{notifier="slack-oncall",result="failed"} 0
+driftwatch_notifications_total{notifier="slack-oncall",result="retry"} 1
+driftwatch_notifications_total{notifier="webhook-old",result="failed"} 1
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), names...))
+
+	// opsgenie was removed from the config: its gauge goes, its counters stay.
+	m.SetNotificationsPending(map[string]int{"slack-oncall": 1})
+	want = `
+# HELP driftwatch_notifications_pending Notifications in the outbox not yet delivered (and not given up on), by notifier.
+# TYPE driftwatch_notifications_pending gauge
+driftwatch_notifications_pending{notifier="slack-oncall"} 1
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "driftwatch_notifications_pending"))
+
+	m.SetNotificationsPending(nil)
+	n, err = testutil.GatherAndCount(reg, "driftwatch_notifications_pending")
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+func TestNotificationsConcurrent(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, nil)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 100 {
+				m.NotificationResult("slack", NotificationDelivered)
+				m.SetNotificationsPending(map[string]int{"slack": j, strconv.Itoa(i % 2): 1})
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, 800.0, testutil.ToFloat64(m.notifications.WithLabelValues("slack", NotificationDelivered)))
 }
 
 func formatFloat(f float64) string {

@@ -169,6 +169,6 @@ type AlertStore interface {
 type OutboxCounts struct {
 	Pending, Dead int
 	// LastError of the most recent failed attempt, for the status page.
-	LastError string
+	LastError     string
 	OldestPending time.Time
 }

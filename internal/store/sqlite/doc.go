@@ -1,6 +1,7 @@
-// Package sqlite implements store.Store in one embedded SQLite database file,
-// through the pure-Go driver modernc.org/sqlite (no cgo: the binary stays
-// static).
+// Package sqlite implements store.Store and store.AlertStore (incidents,
+// the notification outbox, notifiers' per-incident state) in one embedded
+// SQLite database file, through the pure-Go driver modernc.org/sqlite (no
+// cgo: the binary stays static).
 //
 // It owns the file's life cycle: creating it (directory 0700, file 0600),
 // refusing files it must not touch (not SQLite, another program's database,
@@ -12,9 +13,9 @@
 // finds it at the next start.
 //
 // All writes go through a single connection, so FinishRun's
-// read-modify-write of a workspace's state is serialised without retry
-// loops; reads use a separate read-only pool and, thanks to WAL, never wait
-// for a write. Other processes may open the same file (busy_timeout and
+// read-modify-write of a workspace's state (and FinishRunWithOutcome's of
+// its incidents) is serialised without retry loops; reads use a separate
+// read-only pool and, thanks to WAL, never wait for a write. Other processes may open the same file (busy_timeout and
 // BEGIN IMMEDIATE serialise them), but one process should hold one Store per
 // file: Open reads the file's header with a plain descriptor, and closing a
 // descriptor drops every POSIX lock the process holds on that file.

@@ -58,6 +58,82 @@ CREATE TABLE workspace_state (
 -- Lets the foreign key check a deleted run without scanning every state.
 CREATE INDEX workspace_state_last_run ON workspace_state (last_run_id);
 `,
+
+	// 2: incidents, the notification outbox and notifiers' per-incident
+	// state (store.AlertStore). Only new tables: the runs and states of a
+	// version-1 file are untouched.
+	`
+-- One row per incident key. The key is stable for a workspace and class,
+-- so a resolved incident's row is reused when the class comes back.
+CREATE TABLE incidents (
+	key          TEXT PRIMARY KEY,
+	workspace    TEXT NOT NULL,
+	class        TEXT NOT NULL,
+	state        TEXT NOT NULL CHECK (state IN ('pending', 'open', 'resolved')),
+	observations INTEGER NOT NULL,
+	opened_at    INTEGER,
+	notified_at  INTEGER,
+	resolved_at  INTEGER,
+	fingerprint  TEXT NOT NULL,
+	findings     TEXT NOT NULL CHECK (json_valid(findings)),
+	severity     TEXT NOT NULL
+) STRICT;
+
+-- Incidents(workspace) and FinishRunWithOutcome's read.
+CREATE INDEX incidents_workspace ON incidents (workspace, key);
+-- Incidents(""): the few live incidents, not the resolved history.
+CREATE INDEX incidents_live ON incidents (workspace, key) WHERE state <> 'resolved';
+
+-- One row per (message, notifier). seq is the enqueue order (max + 1 at
+-- insert, under the write lock): "older" in DueMessages means a smaller
+-- seq, whatever created_at says. A message is pending while delivered_at is
+-- NULL and dead is 0. failed_seq orders failed attempts per notifier (for
+-- OutboxStats' last error; MarkFailed is given no time).
+CREATE TABLE outbox (
+	id           TEXT PRIMARY KEY,
+	seq          INTEGER NOT NULL UNIQUE,
+	notifier     TEXT NOT NULL,
+	incident_key TEXT NOT NULL,
+	payload      BLOB NOT NULL,
+	created_at   INTEGER NOT NULL,
+	attempts     INTEGER NOT NULL DEFAULT 0,
+	next_attempt INTEGER NOT NULL,
+	last_error   TEXT NOT NULL DEFAULT '',
+	failed_seq   INTEGER,
+	delivered_at INTEGER,
+	dead         INTEGER NOT NULL DEFAULT 0 CHECK (dead IN (0, 1))
+) STRICT;
+
+-- DueMessages: the oldest pending message of each (notifier, incident)
+-- queue, and whether an older one exists. Partial: delivered history does
+-- not slow the queue down.
+CREATE INDEX outbox_pending ON outbox (notifier, incident_key, seq)
+	WHERE delivered_at IS NULL AND dead = 0;
+-- DueMessages' scan in enqueue order over pending messages only.
+CREATE INDEX outbox_pending_seq ON outbox (seq, next_attempt)
+	WHERE delivered_at IS NULL AND dead = 0;
+-- Prune: delivered messages per notifier, newest first.
+CREATE INDEX outbox_delivered ON outbox (notifier, delivered_at, seq)
+	WHERE delivered_at IS NOT NULL;
+-- MarkFailed's next failed_seq and OutboxStats' last error per notifier.
+CREATE INDEX outbox_failed ON outbox (notifier, failed_seq)
+	WHERE failed_seq IS NOT NULL;
+-- Prune: is a resolved incident's queue empty?
+CREATE INDEX outbox_incident ON outbox (incident_key)
+	WHERE delivered_at IS NULL AND dead = 0;
+
+-- What a notifier keeps per incident (a Slack parent message ts).
+CREATE TABLE notifier_state (
+	notifier     TEXT NOT NULL,
+	incident_key TEXT NOT NULL,
+	state        BLOB NOT NULL,
+	updated_at   INTEGER NOT NULL,
+	PRIMARY KEY (notifier, incident_key)
+) STRICT, WITHOUT ROWID;
+
+-- Prune: the states of a deleted incident, whatever the notifier.
+CREATE INDEX notifier_state_incident ON notifier_state (incident_key);
+`,
 }
 
 // migrate applies the missing migrations, one transaction each. The version
@@ -84,13 +160,13 @@ func (s *Store) migrateOne(ctx context.Context) (done bool, err error) {
 		return false, fmt.Errorf("migrate: read schema version: %w", err)
 	}
 	switch {
-	case version > int64(len(migrations)):
-		return false, newerSchemaError(version)
-	case version == int64(len(migrations)):
+	case version > int64(len(s.migrations)):
+		return false, newerSchemaError(version, len(s.migrations))
+	case version == int64(len(s.migrations)):
 		return true, nil
 	}
 	next := version + 1
-	if _, err := tx.ExecContext(ctx, migrations[version]); err != nil {
+	if _, err := tx.ExecContext(ctx, s.migrations[version]); err != nil {
 		return false, fmt.Errorf("migrate to schema version %d: %w", next, err)
 	}
 	// PRAGMA takes no bind parameters; next is an integer we computed.

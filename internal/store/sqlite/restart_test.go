@@ -87,7 +87,44 @@ func helper(mode string) error {
 		return err
 	}
 
+	// One run whose outcome counts it on the workspace's incident and
+	// enqueues a message per notifier (IDs "<run>/<notifier>").
+	outboxOne := func(i int) error {
+		r := store.Run{ID: fmt.Sprintf("%s-%06d", prefix, i), Workspace: workspace, Trigger: "schedule", StartedAt: time.Now()}
+		if err := s.StartRun(ctx, r); err != nil {
+			return err
+		}
+		r.Status, r.FinishedAt = drift.StatusDrift, time.Now()
+		r.Findings = []drift.Finding{{Kind: drift.KindDrift, Address: fmt.Sprintf("null_resource.n%d", i%3), Action: "update"}}
+		if _, _, err := s.FinishRunWithOutcome(ctx, r, outboxDecide(r.ID)); err != nil {
+			return err
+		}
+		_, err := os.Stdout.WriteString(committedLine + r.ID + "\n")
+		return err
+	}
+
 	switch mode {
+	case "outbox-loop":
+		for i := 0; ; i++ {
+			if err := outboxOne(i); err != nil {
+				return err
+			}
+		}
+	case "outbox-block":
+		for i := range count {
+			if err := outboxOne(i); err != nil {
+				return err
+			}
+		}
+		r := store.Run{ID: fmt.Sprintf("%s-%06d", prefix, count), Workspace: workspace, Trigger: "schedule", StartedAt: time.Now()}
+		if err := s.StartRun(ctx, r); err != nil {
+			return err
+		}
+		if _, err := os.Stdout.WriteString(startedLine + r.ID + "\n"); err != nil {
+			return err
+		}
+		time.Sleep(time.Hour) // until SIGKILL
+		return errors.New("not killed")
 	case "exit":
 		for i := range count {
 			if err := runOne(i); err != nil {
@@ -370,4 +407,159 @@ func ids(runs []store.Run) []string {
 		out = append(out, r.ID)
 	}
 	return out
+}
+
+// outboxNotifiers are the notifiers the outbox helper enqueues for.
+var outboxNotifiers = []string{"n1", "n2"}
+
+// outboxDecide counts run on the workspace's incident and enqueues one
+// message per notifier for it.
+func outboxDecide(runID string) store.Outcome {
+	return func(_, after store.WorkspaceState, incidents []store.Incident) ([]store.Incident, []store.OutboxMessage) {
+		in := store.Incident{Key: "dw-drift-" + after.Workspace, Workspace: after.Workspace, Class: "drift",
+			State: store.IncidentOpen, OpenedAt: after.LastSuccessAt}
+		for _, cur := range incidents {
+			if cur.Key == in.Key {
+				in = cur
+			}
+		}
+		in.Observations++
+		in.NotifiedAt = after.LastSuccessAt
+		var msgs []store.OutboxMessage
+		for _, n := range outboxNotifiers {
+			msgs = append(msgs, store.OutboxMessage{ID: runID + "/" + n, Notifier: n, IncidentKey: in.Key,
+				Payload: fmt.Appendf(nil, `{"run":%q,"observation":%d}`, runID, in.Observations)})
+		}
+		return []store.Incident{in}, msgs
+	}
+}
+
+// checkOutbox checks, after a crash, that the workspace's finished runs and
+// their messages agree: each finished run's messages are in the outbox once,
+// undelivered, with no attempts, due in order; no message exists without
+// its run; the incident counted each finished run once. It delivers every
+// message and returns the finished runs, oldest first.
+func checkOutbox(t *testing.T, s *sqlite.Store, workspace string) []string {
+	t.Helper()
+	ctx := t.Context()
+	runs, err := s.Runs(ctx, workspace, 0)
+	require.NoError(t, err)
+	var finished []string
+	for _, r := range runs {
+		if r.Status != store.RunRunning && r.Status != store.RunInterrupted {
+			finished = append(finished, r.ID)
+		}
+	}
+	slices.Sort(finished)
+
+	key := "dw-drift-" + workspace
+	incs, err := s.Incidents(ctx, workspace)
+	require.NoError(t, err)
+	require.Len(t, incs, 1)
+	require.Equal(t, len(finished), incs[0].Observations, "the incident did not count each finished run once")
+
+	stats, err := s.OutboxStats(ctx)
+	require.NoError(t, err)
+	for _, n := range outboxNotifiers {
+		require.Equal(t, len(finished), stats[n].Pending, "%s: pending messages", n)
+		require.Zero(t, stats[n].Dead)
+	}
+
+	// Deliver everything the way the outbox would, checking each message
+	// once, in order per notifier.
+	now := time.Now()
+	seen := map[string]bool{}
+	got := map[string][]string{}
+	for {
+		msgs, err := s.DueMessages(ctx, now, 0)
+		require.NoError(t, err)
+		if len(msgs) == 0 {
+			break
+		}
+		require.LessOrEqual(t, len(msgs), len(outboxNotifiers), "one head per (notifier, incident)")
+		for _, m := range msgs {
+			require.False(t, seen[m.ID], "message %s came back after delivery", m.ID)
+			seen[m.ID] = true
+			require.Equal(t, key, m.IncidentKey)
+			require.Zero(t, m.Attempts, m.ID)
+			require.Empty(t, m.LastError, m.ID)
+			require.True(t, m.DeliveredAt.IsZero(), m.ID)
+			require.False(t, m.Dead, m.ID)
+			require.False(t, m.NextAttempt.After(now), m.ID)
+			run, notifier, ok := strings.Cut(m.ID, "/")
+			require.True(t, ok, m.ID)
+			require.Equal(t, m.Notifier, notifier)
+			got[notifier] = append(got[notifier], run)
+			require.NoError(t, s.MarkDelivered(ctx, m.ID, now, []byte(m.ID)))
+		}
+	}
+	for _, n := range outboxNotifiers {
+		require.Equal(t, finished, got[n], "%s: the messages delivered are not exactly the finished runs', in order", n)
+	}
+	return finished
+}
+
+func TestRestartOutboxAfterKillDuringRun(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "driftwatch.db")
+	c := startChild(t, "outbox-block", path, "ob", 4)
+	c.waitFirst(t)
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.lines) == 5
+	}, time.Minute, 5*time.Millisecond)
+	c.kill(t)
+	committed := c.reported(t, committedLine)
+	require.Equal(t, []string{"ob-000000", "ob-000001", "ob-000002", "ob-000003"}, committed)
+
+	s := openStore(t, path)
+	interrupted, err := s.MarkInterrupted(ctx, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, []string{"ob-000004"}, ids(interrupted))
+	require.Equal(t, committed, checkOutbox(t, s, "ws-ob"))
+	_, err = s.Run(ctx, "ob-000004")
+	require.NoError(t, err)
+	require.ErrorIs(t, s.MarkDelivered(ctx, "ob-000004/n1", time.Now(), nil), store.ErrNotFound, "the in-flight run enqueued nothing")
+}
+
+func TestRestartOutboxAfterRandomKills(t *testing.T) {
+	ctx := t.Context()
+	const iterations = 8
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rnd := rand.New(rand.NewPCG(seed, seed))
+	path := filepath.Join(t.TempDir(), "driftwatch.db")
+
+	for it := range iterations {
+		prefix := fmt.Sprintf("ox%02d", it)
+		c := startChild(t, "outbox-loop", path, prefix, 0)
+		c.waitFirst(t)
+		delay := time.Duration(rnd.Int64N(int64(150 * time.Millisecond)))
+		time.Sleep(delay)
+		c.kill(t)
+		committed := c.reported(t, committedLine)
+		t.Logf("iteration %d: killed %s after the first commit, %d runs reported committed", it, delay, len(committed))
+		require.NotEmpty(t, committed)
+
+		db := rawDB(t, path)
+		var check string
+		require.NoError(t, db.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&check))
+		require.Equal(t, "ok", check)
+		require.NoError(t, db.Close())
+
+		s, err := sqlite.Open(ctx, path, testLogger(t))
+		require.NoError(t, err)
+		_, err = s.MarkInterrupted(ctx, time.Now())
+		require.NoError(t, err)
+		finished := checkOutbox(t, s, "ws-"+prefix)
+		// Every reported run is there; at most one more finished unreported.
+		require.Equal(t, committed, finished[:len(committed)])
+		require.LessOrEqual(t, len(finished), len(committed)+1)
+		// Earlier iterations' messages, all delivered, stay delivered.
+		due, err := s.DueMessages(ctx, time.Now().Add(time.Hour), 0)
+		require.NoError(t, err)
+		require.Empty(t, due)
+		require.NoError(t, s.Close())
+	}
 }

@@ -69,6 +69,13 @@ func checkStart(r store.Run) error {
 // unknown ID is store.ErrNotFound; a run that is no longer running (finished
 // or interrupted) is an error.
 func (s *Store) FinishRun(ctx context.Context, r store.Run) (before, after store.WorkspaceState, err error) {
+	return s.finishRun(ctx, r, nil)
+}
+
+// finishRun is FinishRun and, when decide is not nil, FinishRunWithOutcome:
+// the run's outcome, the workspace's new state and decide's consequences are
+// written in one transaction, or nothing is.
+func (s *Store) finishRun(ctx context.Context, r store.Run, decide store.Outcome) (before, after store.WorkspaceState, err error) {
 	if r.Status.Severity() < 0 {
 		return before, after, fmt.Errorf("finish run %q: status %q is not a finished status", r.ID, r.Status)
 	}
@@ -127,6 +134,11 @@ func (s *Store) FinishRun(ctx context.Context, r store.Run) (before, after store
 	}
 	if err := upsertState(ctx, tx, after); err != nil {
 		return store.WorkspaceState{}, store.WorkspaceState{}, fmt.Errorf("finish run %q: workspace %q: %w", r.ID, cur.Workspace, err)
+	}
+	if decide != nil {
+		if err := s.applyOutcome(ctx, tx, done, before, after, decide); err != nil {
+			return store.WorkspaceState{}, store.WorkspaceState{}, fmt.Errorf("finish run %q: %w", r.ID, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return store.WorkspaceState{}, store.WorkspaceState{}, fmt.Errorf("finish run %q: %w", r.ID, err)
@@ -323,8 +335,13 @@ func (s *Store) Workspaces(ctx context.Context) ([]store.WorkspaceState, error) 
 // that are beyond the newest keep finished runs of their workspace, by
 // start, or that finished before olderThan. keep 0 sets no count limit and
 // a zero olderThan no age limit, so Prune(ctx, 0, time.Time{}) deletes
-// nothing. The run a workspace state points at is never deleted. It returns
+// no runs. The run a workspace state points at is never deleted. It returns
 // how many runs it deleted.
+//
+// In the same transaction it trims the alert tables (see pruneAlerts):
+// delivered outbox messages beyond the newest 1000 per notifier or
+// delivered before olderThan, and incidents resolved before olderThan. Those
+// deletions are logged, not counted in the result, which keeps meaning runs.
 func (s *Store) Prune(ctx context.Context, keep int, olderThan time.Time) (int, error) {
 	if keep < 0 {
 		return 0, fmt.Errorf("prune: negative keep %d", keep)
@@ -336,7 +353,12 @@ func (s *Store) Prune(ctx context.Context, keep int, olderThan time.Time) (int, 
 			return 0, fmt.Errorf("prune: %w", err)
 		}
 	}
-	res, err := s.w.ExecContext(ctx, `
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	res, err := tx.ExecContext(ctx, `
 DELETE FROM runs WHERE id IN (
 	SELECT id FROM (
 		SELECT id, finished_at,
@@ -353,6 +375,17 @@ AND id NOT IN (SELECT last_run_id FROM workspace_state)`, keep, cutoff)
 	n, err := res.RowsAffected()
 	if err != nil {
 		return 0, fmt.Errorf("prune: %w", err)
+	}
+	pruned, err := s.pruneAlerts(ctx, tx, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
+	if pruned.messages > 0 || pruned.incidents > 0 {
+		s.logger.Info("pruned delivered notifications and resolved incidents",
+			"messages", pruned.messages, "incidents", pruned.incidents, "notifier_states", pruned.states)
 	}
 	return int(n), nil
 }

@@ -34,13 +34,25 @@ const readConns = 4
 // sqliteMagic opens every SQLite 3 database file.
 var sqliteMagic = []byte("SQLite format 3\x00")
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store      = (*Store)(nil)
+	_ store.AlertStore = (*Store)(nil)
+)
 
-// Store is a store.Store backed by one SQLite file. Its methods are safe for
-// concurrent use.
+// keepDelivered is how many delivered outbox messages Prune keeps per
+// notifier, whatever their age.
+const keepDelivered = 1000
+
+// Store is a store.Store and a store.AlertStore backed by one SQLite file.
+// Its methods are safe for concurrent use.
 type Store struct {
 	path   string
 	logger *slog.Logger
+	// migrations is the package's migrations; tests open older schemas
+	// with a prefix of it.
+	migrations []string
+	// keepDelivered is keepDelivered; tests lower it.
+	keepDelivered int
 	// w is the only connection that writes: database/sql queues callers for
 	// it, so transactions never contend inside this process.
 	w *sql.DB
@@ -57,6 +69,11 @@ type Store struct {
 // a SQLite database that is not driftwatch's, and one whose schema was
 // written by a newer driftwatch; every error names the file.
 func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error) {
+	return openStore(ctx, path, logger, migrations)
+}
+
+// openStore is Open with the schema versions it may apply.
+func openStore(ctx context.Context, path string, logger *slog.Logger, migrations []string) (*Store, error) {
 	if logger == nil {
 		return nil, errors.New("sqlite: logger is required")
 	}
@@ -79,7 +96,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		logger.Warn("store file is readable by group or others", "mode", fi.Mode().Perm().String())
 	}
 
-	s := &Store{path: abs, logger: logger}
+	s := &Store{path: abs, logger: logger, migrations: migrations, keepDelivered: keepDelivered}
 	if err := s.open(ctx); err != nil {
 		_ = s.closeDBs() // the open error is the one that matters
 		return nil, fmt.Errorf("store %s: %w", abs, explain(err))
@@ -192,14 +209,14 @@ func (s *Store) check(ctx context.Context) error {
 	default:
 		return fmt.Errorf("not a driftwatch database (application_id %#x, user_version %d, %d schema objects)", appID, version, objects)
 	}
-	if version > int64(len(migrations)) {
-		return newerSchemaError(version)
+	if version > int64(len(s.migrations)) {
+		return newerSchemaError(version, len(s.migrations))
 	}
 	return nil
 }
 
-func newerSchemaError(version int64) error {
-	return fmt.Errorf("schema version %d was created by a newer driftwatch; this binary knows versions up to %d", version, len(migrations))
+func newerSchemaError(version int64, known int) error {
+	return fmt.Errorf("schema version %d was created by a newer driftwatch; this binary knows versions up to %d", version, known)
 }
 
 // quickCheck catches a damaged file at startup rather than at the first

@@ -56,6 +56,12 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestAlertConformance(t *testing.T) {
+	storetest.AlertConformance(t, func(t *testing.T) storetest.AlertStore {
+		return openStore(t, filepath.Join(t.TempDir(), "driftwatch.db"))
+	})
+}
+
 func TestOpenCreatesPrivateFiles(t *testing.T) {
 	ctx := t.Context()
 	base := t.TempDir()
@@ -275,7 +281,7 @@ func TestOpenMigratesOnce(t *testing.T) {
 		tables = append(tables, n)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"runs", "workspace_state"}, tables)
+	require.Equal(t, []string{"incidents", "notifier_state", "outbox", "runs", "workspace_state"}, tables)
 }
 
 func TestTimesOutOfRange(t *testing.T) {

@@ -3,6 +3,10 @@
 // function that opens an empty store. It checks state transitions and the
 // meaning of Since, errored runs keeping findings, listing order and limits,
 // store.ErrNotFound, MarkInterrupted, Prune's rules and concurrent use.
+// AlertConformance does the same for store.AlertStore: FinishRunWithOutcome's
+// single transaction, the outbox's per-incident order, retries and dead
+// messages, idempotent delivery, notifier state, OutboxStats, Prune of the
+// alert tables and concurrent producers and deliverers.
 //
 // It imports only store, drift and test libraries; implementation-specific
 // checks (files, processes, crashes) stay in the implementation's own tests.

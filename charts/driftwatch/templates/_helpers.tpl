@@ -1,0 +1,106 @@
+{{/* Chart name, overridable with nameOverride. */}}
+{{- define "driftwatch.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name of every resource: fullnameOverride, else "<release>-<name>" (just
+the release name when it already contains the chart name). Truncated to 63
+characters because some name fields are DNS labels.
+*/}}
+{{- define "driftwatch.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Chart name and version, for the helm.sh/chart label. */}}
+{{- define "driftwatch.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels of every resource. */}}
+{{- define "driftwatch.labels" -}}
+helm.sh/chart: {{ include "driftwatch.chart" . }}
+{{ include "driftwatch.selectorLabels" . }}
+app.kubernetes.io/version: {{ (default .Chart.AppVersion .Values.image.tag) | trunc 63 | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Selector labels: stable across upgrades (a Deployment's selector is immutable). */}}
+{{- define "driftwatch.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "driftwatch.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Name of the daemon's ServiceAccount. */}}
+{{- define "driftwatch.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "driftwatch.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* Name of the run pods' ServiceAccount. */}}
+{{- define "driftwatch.runServiceAccountName" -}}
+{{- if .Values.runner.serviceAccount.create }}
+{{- default (printf "%s-run" (include "driftwatch.fullname" .) | trunc 63 | trimSuffix "-") .Values.runner.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.runner.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* Namespace of the per-run Jobs. */}}
+{{- define "driftwatch.runNamespace" -}}
+{{- default .Release.Namespace .Values.runner.namespace }}
+{{- end }}
+
+{{/* Name of the leader election Lease. */}}
+{{- define "driftwatch.leaseName" -}}
+{{- default (printf "%s-leader" (include "driftwatch.fullname" .) | trunc 63 | trimSuffix "-") .Values.leaderElection.leaseName }}
+{{- end }}
+
+{{/* Image reference; the tag defaults to the chart's appVersion. */}}
+{{- define "driftwatch.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* Name of the PVC holding the database. */}}
+{{- define "driftwatch.claimName" -}}
+{{- default (include "driftwatch.fullname" .) .Values.persistence.existingClaim }}
+{{- end }}
+
+{{/*
+Guards the schema also states: `helm template | kubectl apply` and
+`--skip-schema-validation` bypass values.schema.json, so the templates check
+what would make a broken release.
+*/}}
+{{- define "driftwatch.validate" -}}
+{{- if and (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
+{{- fail "replicaCount > 1 requires leaderElection.enabled=true: driftwatch's scheduler is a singleton, and two leaderless replicas would run every workspace twice" }}
+{{- end }}
+{{- if lt (int .Values.replicaCount) 0 }}
+{{- fail "replicaCount must not be negative" }}
+{{- end }}
+{{- $kg := toString (dig "terraform" "kill_grace" "10s" (.Values.config | default dict)) }}
+{{- $re := "^(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?$" }}
+{{- if and $kg (regexMatch $re $kg) }}
+{{- $secs := add (mul (atoi (regexReplaceAll $re $kg "${1}")) 3600) (mul (atoi (regexReplaceAll $re $kg "${2}")) 60) (atoi (regexReplaceAll $re $kg "${3}")) }}
+{{- if le (int .Values.terminationGracePeriodSeconds) (int $secs) }}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must exceed config.terraform.kill_grace (%s): Terraform would be killed before it can release its locks" (int .Values.terminationGracePeriodSeconds) $kg) }}
+{{- end }}
+{{- end }}
+{{- range $key, $_ := .Values.secrets }}
+{{- if not (has $key (list "slack" "opsgenie" "git" "cloud")) }}
+{{- fail (printf "secrets.%s: unknown key (use slack, opsgenie, git or cloud)" $key) }}
+{{- end }}
+{{- end }}
+{{- end }}

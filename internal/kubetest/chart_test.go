@@ -1,0 +1,585 @@
+//go:build linux
+
+package kubetest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/driftwatch/driftwatch/internal/config"
+)
+
+const (
+	chartRelease   = "driftwatch"
+	chartNamespace = "driftwatch"
+	ciRunNamespace = "driftwatch-runs" // runner.namespace in ci/ci-values.yaml
+)
+
+// chartDir is charts/driftwatch, from this package's directory.
+func chartDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.Abs(filepath.Join("..", "..", "charts", "driftwatch"))
+	require.NoError(t, err)
+	return d
+}
+
+func ciValues(t *testing.T) string { return filepath.Join(chartDir(t), "ci", "ci-values.yaml") }
+
+// helm runs the provisioned helm with a private HOME and helm directories.
+func helm(t *testing.T, args ...string) (stdout string, err error) {
+	t.Helper()
+	bin := filepath.Join(BinDir(t), "helm")
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), errors.New("helm " + strings.Join(args, " ") + ": " + err.Error() + "\n" + errOut.String() + out.String())
+	}
+	return out.String(), nil
+}
+
+// template renders the chart as release "driftwatch" in namespace
+// "driftwatch" with extra helm arguments (-f, --set).
+func template(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	return helm(t, append([]string{"template", chartRelease, chartDir(t), "--namespace", chartNamespace}, args...)...)
+}
+
+// manifests is a rendered chart: every document, typed where client-go's
+// scheme knows the kind, keyed "Kind/namespace/name".
+type manifests map[string]runtime.Object
+
+func mustTemplate(t *testing.T, args ...string) (string, manifests) {
+	t.Helper()
+	out, err := template(t, args...)
+	require.NoError(t, err)
+	m := manifests{}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(out)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		j, err := utilyaml.ToJSON(doc)
+		require.NoError(t, err)
+		if string(bytes.TrimSpace(j)) == "null" {
+			continue // empty document
+		}
+		require.NoError(t, json.Unmarshal(j, &meta))
+		key := meta.Kind + "/" + meta.Metadata.Namespace + "/" + meta.Metadata.Name
+		require.NotContains(t, m, key, "rendered twice")
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if runtime.IsNotRegisteredError(err) {
+			obj = &runtime.Unknown{Raw: j}
+		} else {
+			require.NoError(t, err, "decode %s", key)
+		}
+		m[key] = obj
+	}
+	return out, m
+}
+
+func get[T runtime.Object](t *testing.T, m manifests, key string) T {
+	t.Helper()
+	obj, ok := m[key]
+	require.True(t, ok, "%s not rendered; have %v", key, keys(m))
+	v, ok := obj.(T)
+	require.True(t, ok, "%s is a %T", key, obj)
+	return v
+}
+
+func keys(m manifests) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func TestChartLint(t *testing.T) {
+	for name, args := range map[string][]string{
+		"default": nil,
+		"ci":      {"-f", ciValues(t)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, err := helm(t, append([]string{"lint", "--strict", chartDir(t), "--namespace", chartNamespace}, args...)...)
+			require.NoError(t, err)
+			assert.Contains(t, out, "0 chart(s) failed")
+		})
+	}
+}
+
+// TestChartDefaults checks what the default values render: the sandbox of
+// the daemon pod, the single replica, the config driftwatch will load.
+func TestChartDefaults(t *testing.T) {
+	_, m := mustTemplate(t)
+	assert.ElementsMatch(t, []string{
+		"ConfigMap/driftwatch/driftwatch",
+		"Deployment/driftwatch/driftwatch",
+		"PersistentVolumeClaim/driftwatch/driftwatch",
+		"Role/driftwatch/driftwatch",
+		"RoleBinding/driftwatch/driftwatch",
+		"Service/driftwatch/driftwatch",
+		"ServiceAccount/driftwatch/driftwatch",
+		"ServiceAccount/driftwatch/driftwatch-run",
+	}, keys(m))
+
+	d := get[*appsv1.Deployment](t, m, "Deployment/driftwatch/driftwatch")
+	require.NotNil(t, d.Spec.Replicas)
+	assert.EqualValues(t, 1, *d.Spec.Replicas)
+	assert.Equal(t, appsv1.RecreateDeploymentStrategyType, d.Spec.Strategy.Type)
+	pod := d.Spec.Template.Spec
+	assert.Equal(t, "driftwatch", pod.ServiceAccountName)
+	require.NotNil(t, pod.TerminationGracePeriodSeconds)
+	assert.EqualValues(t, 60, *pod.TerminationGracePeriodSeconds)
+	assert.NotEmpty(t, d.Spec.Template.Annotations["checksum/config"])
+
+	psc := pod.SecurityContext
+	require.NotNil(t, psc)
+	assert.Equal(t, ptrTo(true), psc.RunAsNonRoot)
+	assert.Equal(t, ptrTo[int64](65532), psc.RunAsUser)
+	require.NotNil(t, psc.SeccompProfile)
+	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, psc.SeccompProfile.Type)
+
+	require.Len(t, pod.Containers, 1)
+	c := pod.Containers[0]
+	assert.Equal(t, "ghcr.io/driftwatch/driftwatch:"+chartAppVersion(t), c.Image)
+	assert.Equal(t, []string{"daemon", "--config", "/etc/driftwatch/driftwatch.yaml", "--log-level", "info", "--log-format", "json"}, c.Args)
+	sc := c.SecurityContext
+	require.NotNil(t, sc)
+	assert.Equal(t, ptrTo(false), sc.AllowPrivilegeEscalation)
+	assert.Equal(t, ptrTo(true), sc.ReadOnlyRootFilesystem)
+	require.NotNil(t, sc.Capabilities)
+	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+	assert.Empty(t, sc.Capabilities.Add)
+	assert.Nil(t, sc.Privileged)
+
+	require.NotNil(t, c.LivenessProbe)
+	require.NotNil(t, c.LivenessProbe.HTTPGet)
+	assert.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
+	require.NotNil(t, c.ReadinessProbe)
+	require.NotNil(t, c.ReadinessProbe.HTTPGet)
+	assert.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+	require.Len(t, c.Ports, 1)
+	assert.EqualValues(t, 8080, c.Ports[0].ContainerPort)
+
+	mounts := map[string]corev1.VolumeMount{}
+	for _, vm := range c.VolumeMounts {
+		mounts[vm.MountPath] = vm
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		vols[v.Name] = v
+	}
+	require.Contains(t, mounts, "/tmp")
+	require.NotNil(t, vols[mounts["/tmp"].Name].EmptyDir, "/tmp is an emptyDir")
+	require.Contains(t, mounts, "/var/lib/driftwatch")
+	data := vols[mounts["/var/lib/driftwatch"].Name]
+	require.NotNil(t, data.PersistentVolumeClaim)
+	assert.Equal(t, "driftwatch", data.PersistentVolumeClaim.ClaimName)
+	require.Contains(t, mounts, "/etc/driftwatch")
+	assert.True(t, mounts["/etc/driftwatch"].ReadOnly)
+	for _, vm := range c.VolumeMounts {
+		assert.NotContains(t, vm.MountPath, "/var/run/secrets/driftwatch", "no secrets configured")
+	}
+
+	// The run pods' ServiceAccount never gets a token.
+	runSA := get[*corev1.ServiceAccount](t, m, "ServiceAccount/driftwatch/driftwatch-run")
+	assert.Equal(t, ptrTo(false), runSA.AutomountServiceAccountToken)
+
+	// The config is one driftwatch's strict loader accepts, listening on all
+	// interfaces, with the database on the data volume.
+	cm := get[*corev1.ConfigMap](t, m, "ConfigMap/driftwatch/driftwatch")
+	cfg, err := config.Load("/etc/driftwatch/driftwatch.yaml", []byte(cm.Data["driftwatch.yaml"]))
+	require.NoError(t, err)
+	assert.Equal(t, "0.0.0.0:8080", cfg.Server.Listen)
+	assert.True(t, strings.HasPrefix(cfg.Store.Path, "/var/lib/driftwatch/"), cfg.Store.Path)
+	assert.Less(t, time.Duration(cfg.Terraform.KillGrace), time.Duration(*pod.TerminationGracePeriodSeconds)*time.Second)
+
+	// A config change changes the checksum, so the pod restarts.
+	_, m2 := mustTemplate(t, "--set", "config.max_concurrent_runs=2")
+	d2 := get[*appsv1.Deployment](t, m2, "Deployment/driftwatch/driftwatch")
+	assert.NotEqual(t, d.Spec.Template.Annotations["checksum/config"], d2.Spec.Template.Annotations["checksum/config"])
+}
+
+// TestChartFull checks the optional features of ci/ci-values.yaml: Secrets
+// as read-only files, RBAC in the run namespace and for the Lease, the
+// NetworkPolicy and ServiceMonitor.
+func TestChartFull(t *testing.T) {
+	_, m := mustTemplate(t, "-f", ciValues(t))
+	for _, k := range []string{
+		"NetworkPolicy/driftwatch/driftwatch-ci",
+		"ServiceMonitor/driftwatch/driftwatch-ci",
+		"ServiceAccount/driftwatch-runs/driftwatch-plan",
+		"Role/driftwatch/driftwatch-ci-leader-election",
+	} {
+		assert.Contains(t, m, k)
+	}
+	d := get[*appsv1.Deployment](t, m, "Deployment/driftwatch/driftwatch-ci")
+	assert.EqualValues(t, 2, *d.Spec.Replicas)
+	pod := d.Spec.Template.Spec
+	assert.Equal(t, "driftwatch-daemon", pod.ServiceAccountName)
+	c := pod.Containers[0]
+	assert.Equal(t, "registry.example.com/platform/driftwatch:v0.1.0-ci", c.Image)
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	assert.Equal(t, "driftwatch-runs", env["DRIFTWATCH_RUN_NAMESPACE"])
+	assert.Equal(t, "driftwatch-plan", env["DRIFTWATCH_RUN_SERVICE_ACCOUNT"])
+	assert.Equal(t, "true", env["DRIFTWATCH_LEADER_ELECTION"])
+	assert.Equal(t, "driftwatch-ci-lock", env["DRIFTWATCH_LEASE_NAME"])
+
+	vols := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		vols[v.Name] = v
+	}
+	for _, name := range []string{"slack", "opsgenie", "git", "cloud"} {
+		var mount *corev1.VolumeMount
+		for i, vm := range c.VolumeMounts {
+			if vm.MountPath == "/var/run/secrets/driftwatch/"+name {
+				mount = &c.VolumeMounts[i]
+			}
+		}
+		if assert.NotNil(t, mount, name) {
+			assert.True(t, mount.ReadOnly, name)
+			s := vols[mount.Name].Secret
+			if assert.NotNil(t, s, name) {
+				assert.Equal(t, "driftwatch-"+name, s.SecretName)
+				assert.Equal(t, ptrTo[int32](0o440), s.DefaultMode)
+			}
+		}
+	}
+
+	role := get[*rbacv1.Role](t, m, "Role/driftwatch-runs/driftwatch-ci")
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "get", "delete"}},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}, role.Rules)
+	rb := get[*rbacv1.RoleBinding](t, m, "RoleBinding/driftwatch-runs/driftwatch-ci")
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "driftwatch-daemon", Namespace: chartNamespace}}, rb.Subjects)
+
+	// driftwatch's strict loader accepts the config; only the secret files
+	// (mounted in the real pod) are missing here.
+	cm := get[*corev1.ConfigMap](t, m, "ConfigMap/driftwatch/driftwatch-ci")
+	_, err := config.Load("/etc/driftwatch/driftwatch.yaml", []byte(cm.Data["driftwatch.yaml"]))
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			assert.True(t, strings.Contains(line, "/var/run/secrets/driftwatch/") && strings.Contains(line, "no such file"),
+				"config error other than a missing secret file: %s", line)
+		}
+	}
+}
+
+// TestChartRejects checks what must not render: the schema catches typos
+// and wrong types, the templates catch unsafe combinations (also when the
+// schema is skipped, as with `helm template | kubectl apply`).
+func TestChartRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"two replicas without leader election", []string{"--set", "replicaCount=2"}, "replicaCount > 1 requires leaderElection.enabled=true"},
+		{"same, schema skipped", []string{"--set", "replicaCount=2", "--skip-schema-validation"}, "replicaCount > 1 requires leaderElection.enabled=true"},
+		{"unknown top-level key", []string{"--set", "replicas=2"}, "additional properties 'replicas' not allowed"},
+		{"unknown nested key", []string{"--set", "persistence.sise=2Gi"}, "additional properties 'sise' not allowed"},
+		{"unknown config key", []string{"--set", "config.listen=0.0.0.0:9090"}, "additional properties 'listen' not allowed"},
+		{"unknown secret", []string{"--set", "secrets.aws=creds"}, "additional properties 'aws' not allowed"},
+		{"wrong type", []string{"--set", "replicaCount=one"}, "replicaCount"},
+		{"bad log level", []string{"--set", "logLevel=verbose"}, "logLevel"},
+		{"grace shorter than kill_grace", []string{"--set", "terminationGracePeriodSeconds=10"}, "must exceed config.terraform.kill_grace"},
+		{"grace shorter than kill_grace in minutes", []string{"--set", "config.terraform.kill_grace=2m"}, "must exceed config.terraform.kill_grace (2m)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := template(t, tc.args...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	// Allowed: more replicas with leader election.
+	_, err := template(t, "--set", "replicaCount=3", "--set", "leaderElection.enabled=true")
+	require.NoError(t, err)
+}
+
+// TestChartServerSideDryRun validates both renderings with the real API
+// server (schemas of every kind, the ServiceMonitor CRD's too), in
+// namespaces that warn on anything short of the "restricted" Pod Security
+// level.
+func TestChartServerSideDryRun(t *testing.T) {
+	c := Start(t)
+	ctx := t.Context()
+	restricted := map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+		"pod-security.kubernetes.io/warn":    "restricted",
+	}
+	require.NoError(t, c.CreateNamespace(ctx, chartNamespace, restricted))
+	require.NoError(t, c.CreateNamespace(ctx, ciRunNamespace, restricted))
+	_, err := c.Kubectl("apply", "--server-side", "-f", filepath.Join("testdata", "servicemonitors.monitoring.coreos.com.yaml"))
+	require.NoError(t, err)
+	_, err = c.Kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com")
+	require.NoError(t, err)
+
+	for name, args := range map[string][]string{
+		"default": nil,
+		"ci":      {"-f", ciValues(t)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			manifest, m := mustTemplate(t, args...)
+			cmd := c.KubectlCmd(ctx, "apply", "--dry-run=server", "-o", "name", "-f", "-")
+			cmd.Stdin = strings.NewReader(manifest)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			require.NoError(t, cmd.Run(), "kubectl apply --dry-run=server:\n%s", stderr.String())
+			assert.Len(t, strings.Fields(stdout.String()), len(m), stdout.String())
+			// Pod Security warns about Deployments whose pods it would refuse.
+			assert.NotContains(t, stderr.String(), "PodSecurity")
+			assert.NotContains(t, stderr.String(), "Warning")
+		})
+	}
+}
+
+// TestChartRBAC installs the full chart for real and asks the API server's
+// RBAC authorizer what the daemon and the run pods may do.
+func TestChartRBAC(t *testing.T) {
+	c := Start(t)
+	ctx := t.Context()
+	require.NoError(t, c.CreateNamespace(ctx, chartNamespace, nil))
+	require.NoError(t, c.CreateNamespace(ctx, ciRunNamespace, nil))
+	_, err := c.Kubectl("apply", "--server-side", "-f", filepath.Join("testdata", "servicemonitors.monitoring.coreos.com.yaml"))
+	require.NoError(t, err)
+	_, err = c.Kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com")
+	require.NoError(t, err)
+	// Never --wait: without a kubelet nothing becomes ready.
+	out, err := helm(t, "install", chartRelease, chartDir(t), "--namespace", chartNamespace,
+		"--kubeconfig", c.Kubeconfig, "-f", ciValues(t))
+	require.NoError(t, err)
+	assert.Contains(t, out, "STATUS: deployed")
+	assert.Contains(t, out, "driftwatch-runs as ServiceAccount driftwatch-plan") // NOTES.txt
+
+	daemon := "system:serviceaccount:" + chartNamespace + ":driftwatch-daemon"
+	run := "system:serviceaccount:" + ciRunNamespace + ":driftwatch-plan"
+	for _, tc := range []struct {
+		as, ns, verb, resource string
+		allowed                bool
+	}{
+		{daemon, ciRunNamespace, "create", "jobs.batch", true},
+		{daemon, ciRunNamespace, "watch", "jobs.batch", true},
+		{daemon, ciRunNamespace, "delete", "jobs.batch", true},
+		{daemon, ciRunNamespace, "update", "jobs.batch", false},
+		{daemon, ciRunNamespace, "patch", "jobs.batch", false},
+		{daemon, ciRunNamespace, "list", "pods", true},
+		{daemon, ciRunNamespace, "create", "pods", false},
+		{daemon, ciRunNamespace, "update", "pods/status", false},
+		{daemon, ciRunNamespace, "get", "pods/log", false},
+		{daemon, ciRunNamespace, "create", "secrets", true},
+		{daemon, ciRunNamespace, "delete", "secrets", true},
+		{daemon, ciRunNamespace, "list", "secrets", false},
+		{daemon, ciRunNamespace, "create", "events", true},
+		{daemon, chartNamespace, "create", "jobs.batch", false}, // only in the run namespace
+		{daemon, chartNamespace, "get", "secrets", false},
+		{daemon, chartNamespace, "create", "leases.coordination.k8s.io", true},
+		{daemon, chartNamespace, "get", "leases.coordination.k8s.io/driftwatch-ci-lock", true},
+		{daemon, chartNamespace, "update", "leases.coordination.k8s.io/driftwatch-ci-lock", true},
+		{daemon, chartNamespace, "update", "leases.coordination.k8s.io/other", false},
+		{daemon, chartNamespace, "delete", "leases.coordination.k8s.io/driftwatch-ci-lock", false},
+		{daemon, ciRunNamespace, "get", "leases.coordination.k8s.io/driftwatch-ci-lock", false},
+		{run, ciRunNamespace, "get", "pods", false},
+		{run, ciRunNamespace, "get", "secrets", false},
+		{run, ciRunNamespace, "list", "jobs.batch", false},
+	} {
+		out, err := c.Kubectl("auth", "can-i", tc.verb, tc.resource, "-n", tc.ns, "--as", tc.as)
+		// can-i exits 1 for "no".
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			require.NoError(t, err)
+		}
+		assert.Equal(t, tc.allowed, strings.TrimSpace(out) == "yes", "%s: can-i %s %s -n %s: %s", tc.as, tc.verb, tc.resource, tc.ns, strings.TrimSpace(out))
+	}
+
+	// Uninstall keeps the PVC (the run history).
+	_, err = helm(t, "uninstall", chartRelease, "--namespace", chartNamespace, "--kubeconfig", c.Kubeconfig)
+	require.NoError(t, err)
+	out, err = c.Kubectl("get", "pvc", "-n", chartNamespace, "-o", "name")
+	require.NoError(t, err)
+	assert.Equal(t, "persistentvolumeclaim/driftwatch-ci", strings.TrimSpace(out))
+}
+
+// TestChartDocs checks values.yaml, values.schema.json and README.md agree:
+// every documented value is in README.md, every value key is in the schema,
+// and the schema's config keys are driftwatch's config keys.
+func TestChartDocs(t *testing.T) {
+	dir := chartDir(t)
+	valuesYAML, err := os.ReadFile(filepath.Join(dir, "values.yaml"))
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	var values map[string]any
+	require.NoError(t, yaml.Unmarshal(valuesYAML, &values))
+
+	// Top-level keys, and every key documented with `# --`, are in README.md.
+	for k := range values {
+		assert.Contains(t, string(readme), "`"+k, "README.md does not mention value %s", k)
+	}
+	for _, p := range documentedPaths(t, valuesYAML) {
+		assert.Contains(t, string(readme), "| `"+p+"` |", "README.md has no row for %s", p)
+	}
+
+	// Every key of values.yaml (and of ci-values.yaml) is declared by the
+	// schema, as far as the schema is strict.
+	schemaJSON, err := os.ReadFile(filepath.Join(dir, "values.schema.json"))
+	require.NoError(t, err)
+	var schema map[string]any
+	require.NoError(t, json.Unmarshal(schemaJSON, &schema))
+	assert.Equal(t, false, schema["additionalProperties"], "the schema's top level must reject unknown keys")
+	checkSchemaKeys(t, "", schema, values)
+	ciYAML, err := os.ReadFile(ciValues(t))
+	require.NoError(t, err)
+	var ci map[string]any
+	require.NoError(t, yaml.Unmarshal(ciYAML, &ci))
+	checkSchemaKeys(t, "", schema, ci)
+	// ci/ci-values.yaml turns every feature on; it leaves only the sandbox and
+	// probes at their defaults, so the server-side dry run checks those too.
+	for k := range values {
+		switch k {
+		case "podSecurityContext", "securityContext", "livenessProbe", "readinessProbe":
+			continue
+		}
+		_, ok := ci[k]
+		assert.True(t, ok, "ci/ci-values.yaml should set %s", k)
+	}
+
+	// config's keys follow internal/config.Config: a new config key needs
+	// its line in values.schema.json (properties.config.properties).
+	cfgSchema := schema["properties"].(map[string]any)["config"].(map[string]any)
+	var schemaKeys []string
+	for k := range cfgSchema["properties"].(map[string]any) {
+		schemaKeys = append(schemaKeys, k)
+	}
+	var cfgKeys []string
+	ty := reflect.TypeFor[config.Config]()
+	for i := range ty.NumField() {
+		tag, _, _ := strings.Cut(ty.Field(i).Tag.Get("yaml"), ",")
+		if tag != "" && tag != "-" {
+			cfgKeys = append(cfgKeys, tag)
+		}
+	}
+	assert.ElementsMatch(t, cfgKeys, schemaKeys, "values.schema.json properties.config.properties vs internal/config.Config")
+}
+
+// documentedPaths returns the dotted paths of values.yaml keys that carry a
+// `# --` comment.
+func documentedPaths(t *testing.T, data []byte) []string {
+	t.Helper()
+	keyLine := regexp.MustCompile(`^(\s*)([A-Za-z0-9_]+):`)
+	type level struct {
+		indent int
+		key    string
+	}
+	var stack []level
+	var paths []string
+	documented := false
+	for _, line := range strings.Split(string(data), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "# --") {
+			documented = true
+			continue
+		}
+		m := keyLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		indent := len(m[1])
+		for len(stack) > 0 && stack[len(stack)-1].indent >= indent {
+			stack = stack[:len(stack)-1]
+		}
+		stack = append(stack, level{indent, m[2]})
+		if documented {
+			var parts []string
+			for _, l := range stack {
+				parts = append(parts, l.key)
+			}
+			paths = append(paths, strings.Join(parts, "."))
+		}
+		documented = false
+	}
+	require.NotEmpty(t, paths)
+	return paths
+}
+
+// checkSchemaKeys walks values along the schema: under an object schema with
+// additionalProperties false, every key must be a declared property.
+func checkSchemaKeys(t *testing.T, path string, schema map[string]any, v any) {
+	t.Helper()
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	props, _ := schema["properties"].(map[string]any)
+	strict := schema["additionalProperties"] == false
+	for k, sub := range obj {
+		p := strings.TrimPrefix(path+"."+k, ".")
+		ps, ok := props[k].(map[string]any)
+		if !ok {
+			assert.False(t, strict, "values key %s is not in values.schema.json", p)
+			continue
+		}
+		checkSchemaKeys(t, p, ps, sub)
+	}
+}
+
+func chartAppVersion(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(chartDir(t), "Chart.yaml"))
+	require.NoError(t, err)
+	var c struct {
+		AppVersion string `yaml:"appVersion"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &c))
+	require.NotEmpty(t, c.AppVersion)
+	return c.AppVersion
+}

@@ -1,0 +1,19 @@
+//go:build linux
+
+// Package kubetest runs a real Kubernetes control plane for tests: Debian's
+// etcd, kube-apiserver and kube-controller-manager (Job, TTL, garbage
+// collector, service account and namespace controllers) built from the Go
+// module proxy by hack/provision-k8s.sh, all on 127.0.0.1 and stopped by PID
+// when the test ends. There is no kubelet and no scheduler: PlayKubelet lets
+// a test play the kubelet for the pods of one namespace, so the real Job
+// controller completes or fails Jobs. It also holds the tests of the Helm
+// chart (charts/driftwatch), rendered by the provisioned helm and validated
+// server-side by the real API server.
+//
+// The binaries come from DRIFTWATCH_KUBE_BIN_DIR (the KUBE_BIN_DIR line of
+// hack/provision-k8s.sh). Without it tests skip, unless DRIFTWATCH_E2E=1
+// (make test, CI) turns that into a failure.
+//
+// Only tests import this package. It must not import driftwatch's own
+// packages other than internal/config, so any package may use it in tests.
+package kubetest

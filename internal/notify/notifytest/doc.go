@@ -1,0 +1,21 @@
+// Package notifytest holds what notifier tests share: local servers that
+// speak each vendor's protocol (OpsGenie's Alert API v2, a signed-webhook
+// receiver, Slack's Web API), failure injection for the cases a real
+// service cannot produce on demand, and Conformance, the checks every
+// notify.Notifier must pass.
+//
+// The servers are real HTTP(S) servers on 127.0.0.1 (httptest), so the
+// notifiers' real clients, SDKs and TLS stacks run in tests; they record
+// every request for exact assertions. The fakes are stricter than the
+// services where that catches bugs (OpsGenie's field limits are errors
+// here, where the service truncates silently) and say so in their docs.
+//
+// Conformance checks: a message is delivered; status codes are classified
+// (429 with Retry-After, 500 and 503 retryable; 400, 401 and 403
+// permanent); a server that echoes the notifier's secrets in an error body
+// gets none of them into the error; a network failure is retryable and
+// the notifier recovers when the server is back; a cancelled or expired
+// context returns promptly.
+//
+// Only tests import this package.
+package notifytest

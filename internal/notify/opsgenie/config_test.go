@@ -1,0 +1,87 @@
+package opsgenie
+
+import (
+	"testing"
+	"time"
+
+	"github.com/opsgenie/opsgenie-go-sdk-v2/client"
+	"github.com/stretchr/testify/require"
+)
+
+func TestConfigValidate(t *testing.T) {
+	valid := Config{Name: "og", APIKeyFile: "/run/secrets/og"}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{name: "valid", edit: func(*Config) {}},
+		{name: "eu", edit: func(c *Config) { c.Region = "eu" }},
+		{name: "api url", edit: func(c *Config) { c.APIURL = "api.opsgenie-proxy.corp:8443" }},
+		{name: "loopback", edit: func(c *Config) { c.APIURL = "127.0.0.1:8080" }},
+		{name: "responders", edit: func(c *Config) {
+			c.Responders = []Responder{{Type: "team", Name: "sre"}, {Type: "user", Name: "a@b.c"}}
+		}},
+		{name: "empty", edit: func(c *Config) { *c = Config{} }, want: "name is required\napi_key_file is required"},
+		{name: "region", edit: func(c *Config) { c.Region = "apac" }, want: `region "apac": use us or eu`},
+		{name: "region and url", edit: func(c *Config) { c.Region, c.APIURL = "eu", "api.example.com" }, want: "at most one of region & api_url must be configured"},
+		{name: "plain http host", edit: func(c *Config) { c.APIURL = "opsgenie-proxy.corp" }, want: `api_url "opsgenie-proxy.corp": host must contain "api" or be a loopback address: the OpsGenie SDK sends the API key over plain http to any other host`},
+		{name: "negative timeout", edit: func(c *Config) { c.Timeout = -time.Second }, want: "timeout -1s: must not be negative"},
+		{name: "responder", edit: func(c *Config) { c.Responders = []Responder{{Type: "group"}} }, want: "responders[0].type \"group\": use team, user, escalation or schedule\nresponders[0].name is required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid
+			tc.edit(&c)
+			err := c.Validate()
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+func TestAPIHost(t *testing.T) {
+	for _, tc := range []struct {
+		in, want, err string
+	}{
+		{in: "api.eu.opsgenie.com", want: "api.eu.opsgenie.com"},
+		{in: "https://api.eu.opsgenie.com/", want: "api.eu.opsgenie.com"},
+		{in: "api.example.com:8443", want: "api.example.com:8443"},
+		{in: "127.0.0.1:9000", want: "127.0.0.1:9000"},
+		{in: "[::1]:9000", want: "[::1]:9000"},
+		{in: "localhost:9000", want: "localhost:9000"},
+		{in: "http://api.opsgenie.com", err: `api_url "http://api.opsgenie.com": scheme must be https`},
+		{in: "https://127.0.0.1:9000", err: `api_url "https://127.0.0.1:9000": the SDK speaks plain http to hosts without "api"; write a loopback address as host:port`},
+		{in: "https://api.atlassian.com/jsm/ops/integration", err: `api_url "https://api.atlassian.com/jsm/ops/integration": only a host and port are allowed (the SDK cannot use a path)`},
+		{in: "api.atlassian.com/jsm", err: `api_url "api.atlassian.com/jsm": want host[:port]`},
+		{in: "10.0.0.8:80", err: `api_url "10.0.0.8:80": host must contain "api" or be a loopback address: the OpsGenie SDK sends the API key over plain http to any other host`},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := apiHost(tc.in)
+			if tc.err != "" {
+				require.EqualError(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestConfigAPIURL(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want client.ApiUrl
+	}{
+		{Config{}, client.API_URL},
+		{Config{Region: "us"}, client.API_URL},
+		{Config{Region: "eu"}, client.API_URL_EU},
+		{Config{APIURL: "api.example.com"}, "api.example.com"},
+	} {
+		got, err := tc.cfg.apiURL()
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got)
+	}
+}

@@ -1,0 +1,363 @@
+package opsgenie
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/opsgenie/opsgenie-go-sdk-v2/alert"
+	"github.com/opsgenie/opsgenie-go-sdk-v2/client"
+
+	"github.com/driftwatch/driftwatch/internal/notify"
+)
+
+// Notifier delivers messages to OpsGenie. It implements notify.Notifier.
+type Notifier struct {
+	name       string
+	logger     *slog.Logger
+	key        string
+	responders []Responder
+	cli        *alert.Client
+	tr         *callTransport
+
+	// callMu serialises SDK calls, so the transport knows whose call a
+	// request belongs to.
+	callMu sync.Mutex
+
+	// polls are the waits before each request-status poll after a create.
+	polls []time.Duration
+}
+
+var _ notify.Notifier = (*Notifier)(nil)
+
+// defaultPolls: OpsGenie usually processes a request within a second;
+// about 3.5 s in all keeps a Notify call short when it does not.
+var defaultPolls = []time.Duration{200 * time.Millisecond, 300 * time.Millisecond, 1 * time.Second, 2 * time.Second}
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	hc *http.Client
+}
+
+// WithHTTPClient makes the notifier send through hc's transport (a proxy,
+// a private CA, a test server). hc is copied: the SDK sets the copy's
+// Timeout, and its transport is wrapped.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(o *options) { o.hc = hc }
+}
+
+// New validates cfg, reads the API key file and builds the SDK client.
+// It does no network I/O.
+func New(cfg Config, logger *slog.Logger, opts ...Option) (*Notifier, error) {
+	if logger == nil {
+		return nil, errors.New("opsgenie: logger is required")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("opsgenie %q: %w", cfg.Name, err)
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	raw, err := os.ReadFile(cfg.APIKeyFile)
+	if err != nil {
+		// The *PathError names the file, not its content.
+		return nil, fmt.Errorf("opsgenie %q: api_key_file: %w", cfg.Name, err)
+	}
+	key := strings.TrimSpace(string(raw))
+	if key == "" {
+		return nil, fmt.Errorf("opsgenie %q: api_key_file %q is empty", cfg.Name, cfg.APIKeyFile)
+	}
+	if strings.ContainsAny(key, " \t\r\n") {
+		return nil, fmt.Errorf("opsgenie %q: api_key_file %q: the key must be one line without spaces", cfg.Name, cfg.APIKeyFile)
+	}
+	apiURL, err := cfg.apiURL()
+	if err != nil {
+		return nil, fmt.Errorf("opsgenie %q: %w", cfg.Name, err)
+	}
+
+	hc := &http.Client{}
+	if o.hc != nil {
+		c := *o.hc
+		hc = &c
+	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	tr := &callTransport{base: base}
+	hc.Transport = tr
+
+	n := &Notifier{
+		name:       cfg.Name,
+		logger:     logger.With("notifier", cfg.Name),
+		key:        key,
+		responders: cfg.Responders,
+		tr:         tr,
+		polls:      defaultPolls,
+	}
+	cli, err := alert.NewClient(&client.Config{
+		ApiKey:         key,
+		OpsGenieAPIURL: apiURL,
+		HttpClient:     hc,
+		RequestTimeout: cfg.timeout(),
+		// 0 would mean the default of 4 retries; with RetryPolicy never
+		// retrying, the count does not matter (see doc.go).
+		RetryCount:  1,
+		RetryPolicy: func(context.Context, *http.Response, error) (bool, error) { return false, nil },
+		Logger:      sdkLogger(n.logger, n.redact),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opsgenie %q: %s", cfg.Name, n.redact(err.Error()))
+	}
+	n.cli = cli
+	return n, nil
+}
+
+// Name implements notify.Notifier.
+func (n *Notifier) Name() string { return n.name }
+
+// state is what the notifier keeps per incident between messages.
+type state struct {
+	Priority alert.Priority `json:"priority,omitempty"`
+	AlertID  string         `json:"alert_id,omitempty"`
+}
+
+// Notify implements notify.Notifier.
+func (n *Notifier) Notify(ctx context.Context, m notify.Message, prev []byte, _ func([]byte) error) ([]byte, error) {
+	if !validAlias(m.Incident.Key) {
+		return prev, fmt.Errorf("opsgenie %s: incident key %q cannot be an alias (want [A-Za-z0-9._-], at most %d characters)", n.name, m.Incident.Key, maxAlias)
+	}
+	var st state
+	if len(prev) > 0 {
+		// A state we cannot read is treated as none: the worst outcome is
+		// one redundant priority update.
+		if err := json.Unmarshal(prev, &st); err != nil {
+			n.logger.Warn("ignoring unreadable notifier state", "incident", m.Incident.Key, "err", err)
+			st = state{}
+		}
+	}
+	var err error
+	switch m.Event {
+	case notify.EventOpen, notify.EventRenotify:
+		st, err = n.open(ctx, m, st)
+	case notify.EventUpdate:
+		st, err = n.update(ctx, m, st)
+	case notify.EventResolve:
+		if err = n.resolve(ctx, m); err == nil {
+			return nil, nil
+		}
+	default:
+		return prev, fmt.Errorf("opsgenie %s: unknown event %q", n.name, m.Event)
+	}
+	if err != nil {
+		return prev, err
+	}
+	out, err := json.Marshal(st)
+	if err != nil {
+		return prev, fmt.Errorf("opsgenie %s: state: %w", n.name, err)
+	}
+	return out, nil
+}
+
+func (n *Notifier) open(ctx context.Context, m notify.Message, st state) (state, error) {
+	req := buildCreate(m, n.responders)
+	var res *alert.AsyncAlertResult
+	if err := n.exec(ctx, "create alert", m.Incident.Key, func() (err error) {
+		res, err = n.cli.Create(ctx, req)
+		return err
+	}); err != nil {
+		return st, err
+	}
+	id, err := n.awaitCreate(ctx, m.Incident.Key, res.RequestId)
+	if err != nil {
+		return st, err
+	}
+	if id != "" {
+		st.AlertID = id
+	}
+	// A renotify on an open alert is de-duplicated: the create did not
+	// change its priority.
+	if m.Event == notify.EventRenotify && st.Priority != "" && st.Priority != req.Priority {
+		if err := n.setPriority(ctx, m); err != nil {
+			return st, err
+		}
+	}
+	st.Priority = req.Priority
+	return st, nil
+}
+
+func (n *Notifier) update(ctx context.Context, m notify.Message, st state) (state, error) {
+	// Idempotent first, so a retry after a failed note does not need it.
+	if want := priority(m.Incident.Severity); st.Priority != want {
+		if err := n.setPriority(ctx, m); err != nil {
+			return st, err
+		}
+		st.Priority = want
+	}
+	req := buildNote(m)
+	err := n.exec(ctx, "add note to alert", m.Incident.Key, func() error {
+		_, err := n.cli.AddNote(ctx, req)
+		return err
+	})
+	return st, err
+}
+
+func (n *Notifier) setPriority(ctx context.Context, m notify.Message) error {
+	req := buildPriority(m)
+	return n.exec(ctx, "update priority of alert", m.Incident.Key, func() error {
+		_, err := n.cli.UpdatePriority(ctx, req)
+		return err
+	})
+}
+
+func (n *Notifier) resolve(ctx context.Context, m notify.Message) error {
+	req := buildClose(m)
+	return n.exec(ctx, "close alert", m.Incident.Key, func() error {
+		_, err := n.cli.Close(ctx, req)
+		return err
+	})
+}
+
+// awaitCreate polls the status of an accepted create. The 202 was the
+// delivery: only a processed failure is an error; a status still missing
+// after the last poll, a failed poll or a done ctx count as delivered.
+func (n *Notifier) awaitCreate(ctx context.Context, alias, requestID string) (alertID string, err error) {
+	if requestID == "" {
+		return "", nil
+	}
+	for _, wait := range n.polls {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", nil
+		case <-t.C:
+		}
+		var st *alert.RequestStatusResult
+		err := n.exec(ctx, "request status of alert", alias, func() (err error) {
+			st, err = n.cli.GetRequestStatus(ctx, &alert.GetRequestStatusRequest{RequestId: requestID})
+			return err
+		})
+		if err != nil {
+			if isNotProcessed(err) {
+				continue
+			}
+			n.logger.Debug("create accepted, request status unknown", "incident", alias, "err", err)
+			return "", nil
+		}
+		if !st.IsSuccess {
+			return "", fmt.Errorf("opsgenie %s: create alert %q: request %s failed: %s", n.name, alias, requestID, n.redact(truncate(oneLine(st.Status), 300)))
+		}
+		return st.AlertID, nil
+	}
+	n.logger.Debug("create accepted, not processed yet", "incident", alias, "polls", len(n.polls))
+	return "", nil
+}
+
+// exec runs one SDK call. The SDK ignores ctx, so the call runs in a
+// goroutine and exec returns when ctx is done; the transport also aborts
+// the call's requests then. Errors come back classified and redacted.
+func (n *Notifier) exec(ctx context.Context, op, alias string, fn func() error) error {
+	type result struct {
+		sent bool
+		ra   time.Duration
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n.callMu.Lock()
+		defer n.callMu.Unlock()
+		if ctx.Err() != nil {
+			done <- result{err: ctx.Err()}
+			return
+		}
+		c := &call{ctx: ctx}
+		n.tr.set(c)
+		err := fn()
+		n.tr.set(nil)
+		sent, ra := c.done()
+		done <- result{sent, ra, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		select {
+		case r = <-done: // finished at the same time: keep its result
+		default:
+			return notify.Retryable(fmt.Errorf("opsgenie %s: %s %q: %w", n.name, op, alias, context.Cause(ctx)), 0)
+		}
+	}
+	if r.err == nil {
+		return nil
+	}
+	return n.classify(ctx, op, alias, r.sent, r.ra, r.err)
+}
+
+// classify turns an SDK error into a redacted error that tells the outbox
+// whether to retry. SDK errors are never wrapped: their text may carry
+// what the server echoed.
+func (n *Notifier) classify(ctx context.Context, op, alias string, sent bool, ra time.Duration, err error) error {
+	if ctx.Err() != nil {
+		return notify.Retryable(fmt.Errorf("opsgenie %s: %s %q: %w", n.name, op, alias, context.Cause(ctx)), 0)
+	}
+	var apiErr *client.ApiError
+	if errors.As(err, &apiErr) {
+		e := &APIError{StatusCode: apiErr.StatusCode, Type: apiErr.ErrorHeader, Message: n.redact(truncate(oneLine(apiErr.Message), 300))}
+		wrapped := fmt.Errorf("opsgenie %s: %s %q: %w", n.name, op, alias, e)
+		switch s := apiErr.StatusCode; {
+		case s == http.StatusTooManyRequests, s == http.StatusRequestTimeout, s >= 500:
+			return notify.Retryable(wrapped, ra)
+		}
+		return wrapped
+	}
+	msg := n.redact(truncate(err.Error(), 500))
+	if !sent {
+		// Refused before any request went out: validation, not transport.
+		return fmt.Errorf("opsgenie %s: %s %q: %s", n.name, op, alias, msg)
+	}
+	// Transport failure, timeout or an unreadable response.
+	return notify.Retryable(fmt.Errorf("opsgenie %s: %s %q: %s", n.name, op, alias, msg), 0)
+}
+
+// APIError is an error response from OpsGenie, redacted.
+type APIError struct {
+	StatusCode int
+	Type       string // the X-Opsgenie-Errortype header, if any
+	Message    string
+}
+
+// Error implements error.
+func (e *APIError) Error() string {
+	s := fmt.Sprintf("status %d", e.StatusCode)
+	if e.Type != "" {
+		s += " (" + e.Type + ")"
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+func isNotProcessed(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.StatusCode == http.StatusNotFound && e.Type == "RequestNotProcessed"
+}
+
+// redact removes the API key from s.
+func (n *Notifier) redact(s string) string {
+	if n.key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, n.key, "[REDACTED]")
+}

@@ -1,0 +1,492 @@
+package opsgenie
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
+)
+
+// fastPolls keeps request-status polling short in tests.
+var fastPolls = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}
+
+func newTestNotifier(t *testing.T, srv *notifytest.OpsGenieServer, logger *slog.Logger) *Notifier {
+	t.Helper()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	n, err := New(Config{Name: "opsgenie-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, logger, WithHTTPClient(srv.HTTPClient()))
+	require.NoError(t, err)
+	n.polls = fastPolls
+	return n
+}
+
+func send(t *testing.T, n *Notifier, m notify.Message, state []byte) ([]byte, error) {
+	t.Helper()
+	return n.Notify(t.Context(), m, state, func([]byte) error {
+		t.Fatal("opsgenie must not need saveState")
+		return nil
+	})
+}
+
+// req is the part of a recorded request the tests assert exactly.
+type req struct {
+	Method, Path, Query string
+	Body                map[string]any
+}
+
+func requests(t *testing.T, srv *notifytest.OpsGenieServer) []req {
+	t.Helper()
+	var out []req
+	for _, r := range srv.Requests() {
+		out = append(out, req{r.Method, r.Path, r.Query, r.JSON(t)})
+	}
+	return out
+}
+
+// jsonOf round-trips v, so expectations compare like decoded bodies.
+func jsonOf(t *testing.T, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	return m
+}
+
+const alias = "drift-prod-network-3f9a2c"
+
+func TestLifecycle(t *testing.T) {
+	srv := notifytest.NewOpsGenieServer(t)
+	n := newTestNotifier(t, srv, nil)
+
+	open := notifytest.SampleMessage(notify.EventOpen)
+	state, err := send(t, n, open, nil)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"priority":"P2","alert_id":"alert-0002"}`, string(state))
+
+	update := notifytest.SampleMessage(notify.EventUpdate)
+	update.Incident.Severity = notify.SeverityCritical
+	state, err = send(t, n, update, state)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"priority":"P1","alert_id":"alert-0002"}`, string(state))
+
+	// Same severity again: a note only.
+	state, err = send(t, n, update, state)
+	require.NoError(t, err)
+
+	state, err = send(t, n, notifytest.SampleMessage(notify.EventResolve), state)
+	require.NoError(t, err)
+	require.Nil(t, state)
+
+	note := "Findings changed in prod/network (run run-0042), now 1 drifted, 1 pending, 0 forbidden.\nAdded:\n+ pending create aws_s3_bucket.logs"
+	require.Equal(t, []req{
+		{"POST", "/v2/alerts", "", jsonOf(t, map[string]any{
+			"message": "Terraform drift in prod/network: 1 drifted, 1 pending",
+			"alias":   alias,
+			"description": "Workspace: prod/network\nClass: drift, severity: high\nSince: 2026-11-03T09:00:00Z\nRun: run-0042\n" +
+				"Owner: network-team\nStatus page: https://driftwatch.example.com/workspaces/prod%2Fnetwork\n\n" +
+				"Findings (1 drifted, 1 pending, 0 forbidden):\n- drift update aws_security_group.web: ingress, tags.Name\n- pending create aws_s3_bucket.logs",
+			// The SDK's broken `json:"username, omitempty"` tag always sends username.
+			"responders": []any{map[string]any{"type": "team", "name": "platform", "username": ""}},
+			"tags":       []string{"driftwatch", "drift", "prod/network", "env:prod", "tier:core"},
+			"details": map[string]string{
+				"incident_key": alias, "workspace": "prod/network", "class": "drift", "severity": "high",
+				"drift": "1", "pending": "1", "forbidden": "0", "run_id": "run-0042",
+				"status_page": "https://driftwatch.example.com/workspaces/prod%2Fnetwork",
+				"owner":       "network-team", "team": "platform", "since": "2026-11-03T09:00:00Z",
+			},
+			"entity": "prod/network", "source": "driftwatch", "priority": "P2",
+		})},
+		{"GET", "/v2/alerts/requests/req-0001", "", nil},
+		// The SDK also sends its untagged IdentifierType/IdentifierValue fields.
+		{"PUT", "/v2/alerts/" + alias + "/priority", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": alias, "priority": "P1",
+		})},
+		{"POST", "/v2/alerts/" + alias + "/notes", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": alias, "source": "driftwatch", "note": note,
+		})},
+		{"POST", "/v2/alerts/" + alias + "/notes", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": alias, "source": "driftwatch", "note": note,
+		})},
+		{"POST", "/v2/alerts/" + alias + "/close", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": alias, "source": "driftwatch",
+			"note": "Resolved: prod/network matches its Terraform configuration again (run run-0042).",
+		})},
+	}, requests(t, srv))
+
+	for _, r := range srv.Requests() {
+		require.Equal(t, "GenieKey "+srv.APIKey, r.Header.Get("Authorization"))
+	}
+	alerts := srv.Alerts()
+	require.Len(t, alerts, 1)
+	a := alerts[0]
+	require.Equal(t, "closed", a.Status)
+	require.Equal(t, "P1", a.Priority)
+	require.Equal(t, 1, a.Count)
+	require.Equal(t, []string{note, note}, a.Notes)
+	require.Equal(t, "Resolved: prod/network matches its Terraform configuration again (run run-0042).", a.CloseNote)
+
+	// The incident re-opens under the same key: a new alert.
+	_, err = send(t, n, open, nil)
+	require.NoError(t, err)
+	require.Len(t, srv.Alerts(), 2)
+	got, ok := srv.Alert(alias)
+	require.True(t, ok)
+	require.Equal(t, "open", got.Status)
+}
+
+func TestResendOpenCreatesNoSecondAlert(t *testing.T) {
+	srv := notifytest.NewOpsGenieServer(t)
+	n := newTestNotifier(t, srv, nil)
+	open := notifytest.SampleMessage(notify.EventOpen)
+
+	_, err := send(t, n, open, nil)
+	require.NoError(t, err)
+	// The outbox resends (a crash before MarkDelivered): no state, same message.
+	state, err := send(t, n, open, nil)
+	require.NoError(t, err)
+	// Renotify while open: de-duplicated too, with a note.
+	state, err = send(t, n, notifytest.SampleMessage(notify.EventRenotify), state)
+	require.NoError(t, err)
+
+	alerts := srv.Alerts()
+	require.Len(t, alerts, 1)
+	require.Equal(t, 3, alerts[0].Count)
+	require.Equal(t, "open", alerts[0].Status)
+	require.Equal(t, []string{"Still open since 2026-11-03T09:00:00Z (re-notification, run run-0042)."}, alerts[0].Notes)
+	require.JSONEq(t, `{"priority":"P2","alert_id":"alert-0002"}`, string(state))
+
+	// A renotify whose severity differs from the alert's updates the priority.
+	re := notifytest.SampleMessage(notify.EventRenotify)
+	re.Incident.Severity = notify.SeverityLow
+	state, err = send(t, n, re, state)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"priority":"P4","alert_id":"alert-0002"}`, string(state))
+	a, _ := srv.Alert(alias)
+	require.Equal(t, "P4", a.Priority)
+	require.Len(t, srv.Alerts(), 1)
+}
+
+func TestRetryAfter(t *testing.T) {
+	srv := notifytest.NewOpsGenieServer(t)
+	n := newTestNotifier(t, srv, nil)
+	srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: "30", Body: `{"message":"You are making too many requests!","took":0.001,"requestId":"r"}`})
+
+	start := time.Now()
+	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.Less(t, time.Since(start), 2*time.Second, "the SDK must not wait out Retry-After itself")
+	retry, after := notify.IsRetryable(err)
+	require.True(t, retry)
+	require.Equal(t, 30*time.Second, after)
+	require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": status 429: You are making too many requests!`)
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, 429, apiErr.StatusCode)
+	require.Len(t, srv.Requests(), 1, "no SDK-internal retry")
+
+	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.NoError(t, err)
+	require.Len(t, srv.Alerts(), 1)
+}
+
+func TestNoInternalRetries(t *testing.T) {
+	for _, status := range []int{500, 502, 503} {
+		srv := notifytest.NewOpsGenieServer(t)
+		n := newTestNotifier(t, srv, nil)
+		srv.FailNext(notifytest.Failure{Status: status})
+		_, err := send(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
+		retry, _ := notify.IsRetryable(err)
+		require.True(t, retry, "%d", status)
+		require.Len(t, srv.Requests(), 1, "%d", status)
+	}
+}
+
+func TestServerDownThenUp(t *testing.T) {
+	srv := notifytest.NewOpsGenieServer(t)
+	n := newTestNotifier(t, srv, nil)
+	open := notifytest.SampleMessage(notify.EventOpen)
+
+	srv.Down()
+	_, err := send(t, n, open, nil)
+	require.Error(t, err)
+	retry, after := notify.IsRetryable(err)
+	require.True(t, retry)
+	require.Zero(t, after)
+	require.Empty(t, srv.Alerts())
+
+	srv.Up()
+	state, err := send(t, n, open, nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, state)
+	require.Len(t, srv.Alerts(), 1)
+}
+
+func TestRequestStatus(t *testing.T) {
+	t.Run("processed after two polls", func(t *testing.T) {
+		srv := notifytest.NewOpsGenieServer(t)
+		n := newTestNotifier(t, srv, nil)
+		srv.SetPendingPolls(2)
+		state, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"priority":"P2","alert_id":"alert-0002"}`, string(state))
+		require.Len(t, srv.Requests(), 4) // create + 3 polls
+	})
+
+	t.Run("not processed yet counts as delivered", func(t *testing.T) {
+		srv := notifytest.NewOpsGenieServer(t)
+		n := newTestNotifier(t, srv, nil)
+		srv.SetPendingPolls(100)
+		state, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"priority":"P2"}`, string(state))
+		require.Len(t, srv.Requests(), 1+len(fastPolls))
+	})
+
+	t.Run("failed poll counts as delivered", func(t *testing.T) {
+		srv := notifytest.NewOpsGenieServer(t)
+		n := newTestNotifier(t, srv, nil)
+		srv.SetPendingPolls(1)
+		// The create passes, the first poll is refused.
+		srv.FailNext(notifytest.Failure{Status: 202, Body: `{"result":"Request will be processed","took":0.1,"requestId":"x"}`})
+		srv.FailNext(notifytest.Failure{Status: 503})
+		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		require.NoError(t, err)
+	})
+
+	t.Run("processed failure is permanent", func(t *testing.T) {
+		srv := notifytest.NewOpsGenieServer(t)
+		n := newTestNotifier(t, srv, nil)
+		srv.FailNextProcessing("Team [platform] does not exist")
+		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": request req-0001 failed: Team [platform] does not exist`)
+		retry, _ := notify.IsRetryable(err)
+		require.False(t, retry)
+	})
+
+	t.Run("context done while polling counts as delivered", func(t *testing.T) {
+		srv := notifytest.NewOpsGenieServer(t)
+		n := newTestNotifier(t, srv, nil)
+		n.polls = []time.Duration{time.Minute}
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		_, err := n.Notify(ctx, notifytest.SampleMessage(notify.EventOpen), nil, nil)
+		require.NoError(t, err)
+		require.Len(t, srv.Alerts(), 1)
+	})
+}
+
+func TestAbandonedCallIsAbortedOnTheWire(t *testing.T) {
+	srv := notifytest.NewOpsGenieServer(t)
+	n := newTestNotifier(t, srv, nil)
+	srv.FailNext(notifytest.Failure{Status: 500, Delay: time.Minute})
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	_, err := n.Notify(ctx, notifytest.SampleMessage(notify.EventOpen), nil, nil)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	// Calls are serialised: the next one would wait for the hung one (up to
+	// Timeout, 5 s here) unless the transport cancelled it.
+	start := time.Now()
+	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 2*time.Second)
+}
+
+func TestPermanentErrors(t *testing.T) {
+	srv := notifytest.NewOpsGenieServer(t)
+	n := newTestNotifier(t, srv, nil)
+
+	t.Run("alias unusable in a path", func(t *testing.T) {
+		m := notifytest.SampleMessage(notify.EventOpen)
+		m.Incident.Key = "drift/prod/network"
+		_, err := send(t, n, m, nil)
+		require.EqualError(t, err, `opsgenie opsgenie-oncall: incident key "drift/prod/network" cannot be an alias (want [A-Za-z0-9._-], at most 512 characters)`)
+		retry, _ := notify.IsRetryable(err)
+		require.False(t, retry)
+	})
+	t.Run("unknown event", func(t *testing.T) {
+		m := notifytest.SampleMessage(notify.EventOpen)
+		m.Event = "snooze"
+		_, err := send(t, n, m, []byte(`{"priority":"P2"}`))
+		require.EqualError(t, err, `opsgenie opsgenie-oncall: unknown event "snooze"`)
+	})
+	t.Run("refused before sending", func(t *testing.T) {
+		err := n.classify(t.Context(), "create alert", alias, false, 0, errors.New("message can not be empty"))
+		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": message can not be empty`)
+		retry, _ := notify.IsRetryable(err)
+		require.False(t, retry)
+	})
+	t.Run("422", func(t *testing.T) {
+		srv.FailNext(notifytest.Failure{Status: 422, Body: `{"message":"Request body is not processable. Please check the errors.","errors":{"message":"Message can not be empty."},"took":0.0,"requestId":"r"}`})
+		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": status 422: Request body is not processable. Please check the errors.`)
+		retry, _ := notify.IsRetryable(err)
+		require.False(t, retry)
+	})
+	t.Run("unreadable state is ignored", func(t *testing.T) {
+		state, err := send(t, n, notifytest.SampleMessage(notify.EventUpdate), []byte("{"))
+		require.NoError(t, err)
+		require.JSONEq(t, `{"priority":"P2"}`, string(state))
+	})
+}
+
+func TestCanaryAbsentEverywhere(t *testing.T) {
+	srv := notifytest.NewOpsGenieServer(t)
+	logger, logs := notifytest.CaptureLogger()
+	n := newTestNotifier(t, srv, logger)
+	secrets := srv.Secrets()
+	var errs []error
+	var states [][]byte
+	run := func(ev notify.Event, state []byte) []byte {
+		st, err := send(t, n, notifytest.SampleMessage(ev), state)
+		errs = append(errs, err)
+		states = append(states, st)
+		return st
+	}
+
+	st := run(notify.EventOpen, nil)
+	echo := `{"message":"invalid key ` + srv.APIKey + `","errors":{"key":"GenieKey ` + srv.APIKey + `"},"took":0.0,"requestId":"r"}`
+	srv.FailNext(notifytest.Failure{Status: 500, Body: echo})
+	run(notify.EventUpdate, st)
+	srv.FailNext(notifytest.Failure{Status: 401, Body: echo})
+	run(notify.EventUpdate, st)
+	srv.FailNext(notifytest.Failure{Status: 422, Body: echo})
+	run(notify.EventOpen, nil)
+	srv.FailNext(notifytest.Failure{Status: 200, Body: "not json " + srv.APIKey})
+	run(notify.EventOpen, nil)
+	srv.FailNextProcessing("bad key " + srv.APIKey)
+	run(notify.EventOpen, nil)
+	srv.Down()
+	run(notify.EventResolve, st)
+	srv.Up()
+	st = run(notify.EventUpdate, st)
+	run(notify.EventResolve, st)
+
+	var failed int
+	for _, err := range errs {
+		if err != nil {
+			failed++
+		}
+		notifytest.RequireNoSecrets(t, err, secrets)
+	}
+	require.Equal(t, 6, failed)
+	for _, s := range states {
+		notifytest.RequireNoSecretsIn(t, string(s), secrets)
+	}
+	out := logs()
+	require.Contains(t, out, "opsgenie sdk", "the SDK's lines go to slog")
+	require.Contains(t, out, "[REDACTED]", "the SDK logged the echoed key, redacted")
+	notifytest.RequireNoSecretsIn(t, out, secrets)
+
+	// On the wire the key is in the Authorization header only.
+	for _, r := range srv.Requests() {
+		notifytest.RequireNoSecretsIn(t, r.Path+"?"+r.Query+string(r.Body), secrets)
+		h := r.Header.Clone()
+		h.Del("Authorization")
+		notifytest.RequireNoSecretsIn(t, strings.Join(flatten(h), "\n"), secrets)
+	}
+}
+
+func flatten(h map[string][]string) []string {
+	var out []string
+	for k, vs := range h {
+		out = append(out, k+": "+strings.Join(vs, ","))
+	}
+	return out
+}
+
+func TestNew(t *testing.T) {
+	dir := t.TempDir()
+	key := notifytest.Canary("og-key")
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	logger := slog.New(slog.DiscardHandler)
+	good := write("good", key+"\n")
+
+	_, err := New(Config{Name: "og", APIKeyFile: good}, nil)
+	require.EqualError(t, err, "opsgenie: logger is required")
+
+	_, err = New(Config{Name: "og"}, logger)
+	require.EqualError(t, err, `opsgenie "og": api_key_file is required`)
+
+	_, err = New(Config{Name: "og", APIKeyFile: filepath.Join(dir, "missing")}, logger)
+	require.ErrorIs(t, err, os.ErrNotExist)
+
+	_, err = New(Config{Name: "og", APIKeyFile: write("empty", " \n")}, logger)
+	require.EqualError(t, err, `opsgenie "og": api_key_file "`+filepath.Join(dir, "empty")+`" is empty`)
+
+	_, err = New(Config{Name: "og", APIKeyFile: write("two", key+"\n"+key+"\n")}, logger)
+	require.EqualError(t, err, `opsgenie "og": api_key_file "`+filepath.Join(dir, "two")+`": the key must be one line without spaces`)
+	notifytest.RequireNoSecrets(t, err, []string{key})
+
+	n, err := New(Config{Name: "og", APIKeyFile: good, Region: "eu"}, logger)
+	require.NoError(t, err)
+	require.Equal(t, "og", n.Name())
+	require.Equal(t, key, n.key)
+}
+
+func TestConcurrentNotify(t *testing.T) {
+	srv := notifytest.NewOpsGenieServer(t)
+	n := newTestNotifier(t, srv, nil)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			m := notifytest.SampleMessage(notify.EventOpen)
+			m.Incident.Key = fmt.Sprintf("drift-ws-%d", i)
+			_, errs[i] = n.Notify(t.Context(), m, nil, nil)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, srv.Alerts(), len(errs))
+}
+
+// A loopback api_url is allowed, and the SDK speaks plain http to it.
+func TestLoopbackPlainHTTP(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"result":"Request will be processed","took":0.1,"requestId":"r1"}`))
+	}))
+	t.Cleanup(plain.Close)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("k"), 0o600))
+	n, err := New(Config{Name: "og", APIKeyFile: keyFile, APIURL: strings.TrimPrefix(plain.URL, "http://")}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	_, err = n.Notify(t.Context(), notifytest.SampleMessage(notify.EventResolve), nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"POST /v2/alerts/" + alias + "/close?identifierType=alias"}, got)
+}
+
+func TestConformance(t *testing.T) {
+	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
+		srv := notifytest.NewOpsGenieServer(t)
+		return newTestNotifier(t, srv, nil), srv
+	})
+}

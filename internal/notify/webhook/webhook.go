@@ -1,0 +1,238 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/notify"
+)
+
+// minSecret is the shortest signing key accepted, in bytes.
+const minSecret = 16
+
+// Notifier posts signed JSON to one endpoint. It implements
+// notify.Notifier.
+type Notifier struct {
+	name    string
+	url     string
+	secret  []byte
+	headers map[string]string
+	timeout time.Duration
+	hc      *http.Client
+	// redactions are the secret strings to remove from error texts,
+	// longest first.
+	redactions []string
+	// now is the clock for signature timestamps (a test seam).
+	now func() time.Time
+}
+
+var _ notify.Notifier = (*Notifier)(nil)
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	hc *http.Client
+}
+
+// WithHTTPClient makes the notifier send through hc's transport (a proxy,
+// a private CA, a test server). hc is copied; redirects are never
+// followed, whatever hc says.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(o *options) { o.hc = hc }
+}
+
+// New validates cfg and reads the URL and secret files. It does no
+// network I/O.
+func New(cfg Config, logger *slog.Logger, opts ...Option) (*Notifier, error) {
+	if logger == nil {
+		return nil, errors.New("webhook: logger is required")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("webhook %q: %w", cfg.Name, err)
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	rawURL, err := readSecret(cfg.URLFile)
+	if err != nil {
+		return nil, fmt.Errorf("webhook %q: url_file: %w", cfg.Name, err)
+	}
+	// url.Parse errors quote the URL: say what is wrong without it.
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" {
+		return nil, fmt.Errorf("webhook %q: url_file %q: want an absolute http(s) URL without a fragment", cfg.Name, cfg.URLFile)
+	}
+	secret, err := readSecret(cfg.SecretFile)
+	if err != nil {
+		return nil, fmt.Errorf("webhook %q: secret_file: %w", cfg.Name, err)
+	}
+	if len(secret) < minSecret {
+		return nil, fmt.Errorf("webhook %q: secret_file %q: the key must be at least %d bytes", cfg.Name, cfg.SecretFile, minSecret)
+	}
+
+	hc := &http.Client{}
+	if o.hc != nil {
+		c := *o.hc
+		hc = &c
+	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+	n := &Notifier{
+		name:    cfg.Name,
+		url:     rawURL,
+		secret:  []byte(secret),
+		headers: cfg.Headers,
+		timeout: cfg.timeout(),
+		hc:      hc,
+		now:     time.Now,
+	}
+	n.redactions = redactions(u, secret, cfg.Headers)
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		logger.Warn("webhook url uses plain http: payload and signature travel unencrypted", "notifier", cfg.Name)
+	}
+	return n, nil
+}
+
+func readSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err // a *PathError: names the file, not its content
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("%q is empty", path)
+	}
+	return s, nil
+}
+
+// Name implements notify.Notifier.
+func (n *Notifier) Name() string { return n.name }
+
+// Notify implements notify.Notifier. Webhooks keep no per-incident state:
+// state is returned unchanged.
+func (n *Notifier) Notify(ctx context.Context, m notify.Message, state []byte, _ func([]byte) error) ([]byte, error) {
+	body, err := buildPayload(m)
+	if err != nil {
+		return state, fmt.Errorf("webhook %s: %w", n.name, err)
+	}
+	if ctx.Err() != nil {
+		return state, notify.Retryable(fmt.Errorf("webhook %s: deliver %s: %w", n.name, m.ID, context.Cause(ctx)), 0)
+	}
+	actx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, n.url, bytes.NewReader(body))
+	if err != nil {
+		return state, fmt.Errorf("webhook %s: deliver %s: build request: %s", n.name, m.ID, n.redact(err.Error()))
+	}
+	req.Header = buildHeaders(m, n.secret, body, n.now(), n.headers)
+
+	resp, err := n.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return state, notify.Retryable(fmt.Errorf("webhook %s: deliver %s: %w", n.name, m.ID, context.Cause(ctx)), 0)
+		}
+		return state, notify.Retryable(fmt.Errorf("webhook %s: deliver %s: %s", n.name, m.ID, n.transportError(err)), 0)
+	}
+	// Drain a little so the connection can be reused; never quote it.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+
+	code := resp.StatusCode
+	switch {
+	case code >= 200 && code < 300:
+		return state, nil
+	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code >= 500:
+		return state, notify.Retryable(fmt.Errorf("webhook %s: deliver %s: status %d", n.name, m.ID, code),
+			parseRetryAfter(resp.Header.Get("Retry-After"), n.now()))
+	case code >= 300 && code < 400:
+		return state, fmt.Errorf("webhook %s: deliver %s: status %d: redirects are not followed", n.name, m.ID, code)
+	}
+	return state, fmt.Errorf("webhook %s: deliver %s: status %d", n.name, m.ID, code)
+}
+
+// transportError describes err without the URL that *url.Error quotes.
+func (n *Notifier) transportError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout after " + n.timeout.String()
+	}
+	return n.redact(err.Error())
+}
+
+// redactions lists what must never be shown: the URL and its parts that
+// can carry a token, the secret, and the header values.
+func redactions(u *url.URL, secret string, headers map[string]string) []string {
+	r := []string{u.String(), secret}
+	if p := u.EscapedPath(); len(p) > 1 {
+		r = append(r, p, u.Path)
+	}
+	if u.RawQuery != "" {
+		r = append(r, u.RawQuery)
+	}
+	if pw, ok := u.User.Password(); ok {
+		r = append(r, pw)
+	}
+	if u.User != nil {
+		r = append(r, u.User.String())
+	}
+	for _, v := range headers {
+		if len(v) >= 4 {
+			r = append(r, v)
+		}
+	}
+	r = slices.DeleteFunc(r, func(s string) bool { return s == "" || s == "/" })
+	slices.SortFunc(r, func(a, b string) int { return len(b) - len(a) })
+	return r
+}
+
+func (n *Notifier) redact(s string) string {
+	for _, r := range n.redactions {
+		s = strings.ReplaceAll(s, r, "[REDACTED]")
+	}
+	return s
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date; 0 if absent or
+// unparsable.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil {
+		if s < 0 {
+			return 0
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d.Round(time.Second)
+		}
+	}
+	return 0
+}

@@ -1,0 +1,595 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/driftwatch/driftwatch/internal/store"
+)
+
+// This file implements store.AlertStore. The interface's comments are the
+// contract; these are the choices this implementation makes where they are
+// silent:
+//
+//   - "Older" and "oldest" in the outbox mean enqueued earlier: each message
+//     gets a sequence number when it is inserted (the order of decide's
+//     enqueue slice within one FinishRunWithOutcome, commit order across
+//     calls). CreatedAt is stored and returned but orders nothing, so a
+//     clock that steps back cannot reorder an incident's messages.
+//   - A message is pending while it is neither delivered nor dead.
+//     Delivered and dead are final: MarkFailed on a delivered message and
+//     MarkDelivered on a delivered one change nothing; a dead message stays
+//     dead whatever a later MarkFailed says. MarkDelivered on a dead message
+//     (a late success) records the delivery.
+//   - Notifier state replaces: MarkDelivered and SaveNotifierState store
+//     exactly the bytes given, and an empty or nil state deletes the row, so
+//     NotifierState is nil again (a notifier can forget an incident).
+//   - Prune (store.Store) also trims these tables; see pruneAlerts.
+
+const incidentColumns = `key, workspace, class, state, observations, opened_at, notified_at, resolved_at, fingerprint, findings, severity`
+
+const outboxColumns = `id, notifier, incident_key, payload, created_at, attempts, next_attempt, last_error, delivered_at, dead`
+
+// pendingOutbox is the condition of a pending message: neither delivered nor
+// dead. The partial indexes of migration 2 use the same expression, which
+// SQLite requires to match them.
+const pendingOutbox = `delivered_at IS NULL AND dead = 0`
+
+// FinishRunWithOutcome is FinishRun plus, in the same write transaction,
+// decide's consequences: it reads the workspace's incidents (every state),
+// calls decide(before, after, incidents), upserts the incidents decide
+// returns and enqueues its messages. If anything fails, including decide
+// panicking, nothing is written: the run stays running and can be finished
+// again. A nil decide makes it FinishRun.
+//
+// decide runs while this Store's only write connection and the database's
+// write lock are held: it must be quick and must not call this Store's
+// write methods (they would wait for the connection decide holds, for
+// ever). Reads are allowed and see the database as it was before this
+// transaction. before and after are copies: changing them does not change
+// what FinishRunWithOutcome returns.
+//
+// What decide returns is checked, and any violation is an error that rolls
+// everything back:
+//   - every incident has a Key, Class and State (pending, open or
+//     resolved), belongs to the run's workspace (an empty Workspace is
+//     taken as the run's), and appears once; a key stored for another
+//     workspace is refused rather than moved;
+//   - every message has an ID that is neither repeated nor already in the
+//     outbox, a Notifier, a non-empty Payload and an IncidentKey that names
+//     one of the workspace's incidents (stored, or returned by this decide).
+//     A zero CreatedAt becomes the run's FinishedAt and a zero NextAttempt
+//     becomes CreatedAt (due at once); Attempts, LastError, DeliveredAt and
+//     Dead are ignored: a new message is pending with no attempts.
+func (s *Store) FinishRunWithOutcome(ctx context.Context, r store.Run, decide store.Outcome) (before, after store.WorkspaceState, err error) {
+	return s.finishRun(ctx, r, decide)
+}
+
+// applyOutcome is FinishRunWithOutcome's part of the transaction, after
+// the run and the state are written.
+func (s *Store) applyOutcome(ctx context.Context, tx *sql.Tx, run store.Run, before, after store.WorkspaceState, decide store.Outcome) error {
+	ws := run.Workspace
+	rows, err := tx.QueryContext(ctx, `SELECT `+incidentColumns+` FROM incidents WHERE workspace = ? ORDER BY key`, ws)
+	if err != nil {
+		return fmt.Errorf("incidents of %q: %w", ws, err)
+	}
+	incidents, err := collectIncidents(rows)
+	if err != nil {
+		return fmt.Errorf("incidents of %q: %w", ws, err)
+	}
+	known := make(map[string]bool, len(incidents))
+	for _, in := range incidents {
+		known[in.Key] = true
+	}
+
+	changed, enqueue, err := s.callDecide(decide, cloneState(before), cloneState(after), incidents)
+	if err != nil {
+		return err
+	}
+
+	seen := make(map[string]bool, len(changed))
+	for _, in := range changed {
+		if in.Workspace == "" {
+			in.Workspace = ws
+		}
+		if err := checkIncident(in, ws); err != nil {
+			return fmt.Errorf("decide: incident %q: %w", in.Key, err)
+		}
+		if seen[in.Key] {
+			return fmt.Errorf("decide: incident %q is returned twice", in.Key)
+		}
+		seen[in.Key] = true
+		if err := upsertIncident(ctx, tx, in); err != nil {
+			return fmt.Errorf("decide: incident %q: %w", in.Key, err)
+		}
+		known[in.Key] = true
+	}
+
+	ids := make(map[string]bool, len(enqueue))
+	for _, m := range enqueue {
+		if err := checkMessage(m, known); err != nil {
+			return fmt.Errorf("decide: message %q: %w", m.ID, err)
+		}
+		if ids[m.ID] {
+			return fmt.Errorf("decide: message %q is enqueued twice", m.ID)
+		}
+		ids[m.ID] = true
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = run.FinishedAt
+		}
+		if m.NextAttempt.IsZero() {
+			m.NextAttempt = m.CreatedAt
+		}
+		if err := insertMessage(ctx, tx, m); err != nil {
+			return fmt.Errorf("decide: message %q: %w", m.ID, err)
+		}
+	}
+	return nil
+}
+
+// callDecide calls decide, turning a panic into an error (and a log line
+// with the stack, which the error would make unreadable).
+func (s *Store) callDecide(decide store.Outcome, before, after store.WorkspaceState, incidents []store.Incident) (changed []store.Incident, enqueue []store.OutboxMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.logger.Error("decide panicked; the run's transaction is rolled back",
+				"workspace", after.Workspace, "run", after.LastRunID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			changed, enqueue, err = nil, nil, fmt.Errorf("decide panicked: %v", p)
+		}
+	}()
+	changed, enqueue = decide(before, after, incidents)
+	return changed, enqueue, nil
+}
+
+func checkIncident(in store.Incident, workspace string) error {
+	switch {
+	case in.Key == "":
+		return errors.New("key is required")
+	case in.Workspace != workspace:
+		return fmt.Errorf("belongs to workspace %q, not the run's %q", in.Workspace, workspace)
+	case in.Class == "":
+		return errors.New("class is required")
+	}
+	switch in.State {
+	case store.IncidentPending, store.IncidentOpen, store.IncidentResolved:
+		return nil
+	}
+	return fmt.Errorf("unknown state %q", in.State)
+}
+
+func checkMessage(m store.OutboxMessage, incidents map[string]bool) error {
+	switch {
+	case m.ID == "":
+		return errors.New("id is required")
+	case m.Notifier == "":
+		return errors.New("notifier is required")
+	case len(m.Payload) == 0:
+		return errors.New("payload is required")
+	case m.IncidentKey == "":
+		return errors.New("incident key is required")
+	case !incidents[m.IncidentKey]:
+		return fmt.Errorf("incident %q is not one of the workspace's incidents", m.IncidentKey)
+	}
+	return nil
+}
+
+func upsertIncident(ctx context.Context, tx *sql.Tx, in store.Incident) error {
+	var times [3]sql.NullInt64
+	for i, t := range []time.Time{in.OpenedAt, in.NotifiedAt, in.ResolvedAt} {
+		var err error
+		if times[i], err = nanos(t); err != nil {
+			return err
+		}
+	}
+	findings, err := json.Marshal(in.Findings)
+	if err != nil {
+		return fmt.Errorf("encode findings: %w", err)
+	}
+	// The WHERE makes a key of another workspace a no-op, found below,
+	// rather than moving the incident.
+	res, err := tx.ExecContext(ctx, `INSERT INTO incidents (`+incidentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (key) DO UPDATE SET
+	class = excluded.class,
+	state = excluded.state,
+	observations = excluded.observations,
+	opened_at = excluded.opened_at,
+	notified_at = excluded.notified_at,
+	resolved_at = excluded.resolved_at,
+	fingerprint = excluded.fingerprint,
+	findings = excluded.findings,
+	severity = excluded.severity
+WHERE incidents.workspace = excluded.workspace`,
+		in.Key, in.Workspace, in.Class, string(in.State), in.Observations, times[0], times[1], times[2], in.Fingerprint, string(findings), in.Severity)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		var other string
+		if err := tx.QueryRowContext(ctx, `SELECT workspace FROM incidents WHERE key = ?`, in.Key).Scan(&other); err != nil {
+			return err
+		}
+		return fmt.Errorf("the key belongs to an incident of workspace %q", other)
+	}
+	return nil
+}
+
+func insertMessage(ctx context.Context, tx *sql.Tx, m store.OutboxMessage) error {
+	created, err := nanos(m.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("created_at: %w", err)
+	}
+	next, err := nanos(m.NextAttempt)
+	if err != nil {
+		return fmt.Errorf("next_attempt: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (id, seq, notifier, incident_key, payload, created_at, next_attempt)
+VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM outbox), ?, ?, ?, ?, ?)`,
+		m.ID, m.Notifier, m.IncidentKey, m.Payload, created, next)
+	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) {
+		return errors.New("a message with this id is already in the outbox")
+	}
+	return err
+}
+
+// cloneState copies st so that decide cannot change the caller's copy.
+func cloneState(st store.WorkspaceState) store.WorkspaceState {
+	st.Findings = cloneFindings(st.Findings)
+	return st
+}
+
+// Incidents lists a workspace's incidents in every state, or, for
+// workspace "", the pending and open incidents of every workspace; ordered
+// by workspace, then key. An unknown workspace has none (not an error).
+func (s *Store) Incidents(ctx context.Context, workspace string) ([]store.Incident, error) {
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if workspace == "" {
+		rows, err = s.r.QueryContext(ctx, `SELECT `+incidentColumns+` FROM incidents WHERE state <> 'resolved' ORDER BY workspace, key`)
+	} else {
+		rows, err = s.r.QueryContext(ctx, `SELECT `+incidentColumns+` FROM incidents WHERE workspace = ? ORDER BY key`, workspace)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("incidents of %q: %w", workspace, err)
+	}
+	out, err := collectIncidents(rows)
+	if err != nil {
+		return nil, fmt.Errorf("incidents of %q: %w", workspace, err)
+	}
+	return out, nil
+}
+
+func collectIncidents(rows *sql.Rows) ([]store.Incident, error) {
+	defer rows.Close()
+	var out []store.Incident
+	for rows.Next() {
+		var (
+			in                         store.Incident
+			state, findings            string
+			opened, notified, resolved sql.NullInt64
+		)
+		if err := rows.Scan(&in.Key, &in.Workspace, &in.Class, &state, &in.Observations, &opened, &notified, &resolved, &in.Fingerprint, &findings, &in.Severity); err != nil {
+			return nil, err
+		}
+		in.State = store.IncidentState(state)
+		in.OpenedAt, in.NotifiedAt, in.ResolvedAt = fromNanos(opened), fromNanos(notified), fromNanos(resolved)
+		if err := json.Unmarshal([]byte(findings), &in.Findings); err != nil {
+			return nil, fmt.Errorf("incident %q: decode findings: %w", in.Key, err)
+		}
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}
+
+// DueMessages returns pending messages whose NextAttempt is at or before
+// now and which are the oldest pending message of their (notifier,
+// incident key) queue, oldest first, at most limit (0: all; now is
+// required). A message waiting for its retry time therefore holds back the
+// rest of its queue, and a dead one no longer does. With one deliverer per
+// notifier, each incident's messages reach it in enqueue order; two
+// deliverers of one notifier may both get the same head (MarkDelivered
+// tolerates the second).
+func (s *Store) DueMessages(ctx context.Context, now time.Time, limit int) ([]store.OutboxMessage, error) {
+	if limit < 0 {
+		return nil, fmt.Errorf("due messages: negative limit %d", limit)
+	}
+	at, err := nanos(now)
+	if err != nil {
+		return nil, fmt.Errorf("due messages: %w", err)
+	}
+	if !at.Valid {
+		return nil, errors.New("due messages: time is required")
+	}
+	n := int64(limit)
+	if limit == 0 {
+		n = -1 // SQLite: no limit
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+outboxColumns+` FROM outbox AS o
+WHERE `+pendingOutbox+` AND next_attempt <= ?1
+AND NOT EXISTS (
+	SELECT 1 FROM outbox AS p
+	WHERE p.notifier = o.notifier AND p.incident_key = o.incident_key AND p.seq < o.seq
+	AND p.delivered_at IS NULL AND p.dead = 0
+)
+ORDER BY seq
+LIMIT ?2`, at, n)
+	if err != nil {
+		return nil, fmt.Errorf("due messages: %w", err)
+	}
+	defer rows.Close()
+	var out []store.OutboxMessage
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("due messages: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("due messages: %w", err)
+	}
+	return out, nil
+}
+
+func scanMessage(sc scanner) (store.OutboxMessage, error) {
+	var (
+		m             store.OutboxMessage
+		created, next int64
+		delivered     sql.NullInt64
+		dead          int64
+	)
+	if err := sc.Scan(&m.ID, &m.Notifier, &m.IncidentKey, &m.Payload, &created, &m.Attempts, &next, &m.LastError, &delivered, &dead); err != nil {
+		return store.OutboxMessage{}, err
+	}
+	m.CreatedAt = fromNanos(sql.NullInt64{Int64: created, Valid: true})
+	m.NextAttempt = fromNanos(sql.NullInt64{Int64: next, Valid: true})
+	m.DeliveredAt = fromNanos(delivered)
+	m.Dead = dead != 0
+	return m, nil
+}
+
+// messageStatus reads what MarkDelivered and MarkFailed need of a message
+// inside their transaction; an unknown id is store.ErrNotFound.
+func messageStatus(ctx context.Context, tx *sql.Tx, id string) (notifier, incidentKey string, delivered bool, err error) {
+	var at sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT notifier, incident_key, delivered_at FROM outbox WHERE id = ?`, id).Scan(&notifier, &incidentKey, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, store.ErrNotFound
+	}
+	return notifier, incidentKey, at.Valid, err
+}
+
+// MarkDelivered records that message id was delivered at at and replaces
+// its notifier's state for its incident with notifierState (nil or empty:
+// deletes it), in one transaction. An unknown id (never enqueued, or pruned)
+// is store.ErrNotFound. A message already delivered is left as it is,
+// delivery time and notifier state included, and the call succeeds: a
+// repeated MarkDelivered (a retry after a lost reply, or a second worker)
+// must not put back an older state over a newer one.
+func (s *Store) MarkDelivered(ctx context.Context, id string, at time.Time, notifierState []byte) error {
+	if at.IsZero() {
+		return fmt.Errorf("mark delivered %q: time is required", id)
+	}
+	when, err := nanos(at)
+	if err != nil {
+		return fmt.Errorf("mark delivered %q: %w", id, err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("mark delivered %q: %w", id, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	notifier, key, delivered, err := messageStatus(ctx, tx, id)
+	if err != nil {
+		return fmt.Errorf("mark delivered %q: %w", id, err)
+	}
+	if delivered {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET delivered_at = ?, dead = 0 WHERE id = ?`, when, id); err != nil {
+		return fmt.Errorf("mark delivered %q: %w", id, err)
+	}
+	if err := saveState(ctx, tx, notifier, key, notifierState, when); err != nil {
+		return fmt.Errorf("mark delivered %q: %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("mark delivered %q: %w", id, err)
+	}
+	return nil
+}
+
+// MarkFailed records a failed attempt of message id: Attempts+1 and
+// LastError, then either dead (next is ignored) or a retry at next, which
+// is required then. An unknown id is store.ErrNotFound. A delivered message
+// is left as it is and the call succeeds (a late report of a duplicate
+// attempt); a dead message stays dead, though the attempt is counted.
+func (s *Store) MarkFailed(ctx context.Context, id string, lastError string, next time.Time, dead bool) error {
+	if !dead && next.IsZero() {
+		return fmt.Errorf("mark failed %q: next attempt time is required unless dead", id)
+	}
+	at, err := nanos(next)
+	if err != nil {
+		return fmt.Errorf("mark failed %q: next attempt: %w", id, err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("mark failed %q: %w", id, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	notifier, _, delivered, err := messageStatus(ctx, tx, id)
+	if err != nil {
+		return fmt.Errorf("mark failed %q: %w", id, err)
+	}
+	if delivered {
+		return nil
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE outbox SET
+	attempts = attempts + 1,
+	last_error = ?1,
+	next_attempt = CASE WHEN ?2 THEN next_attempt ELSE ?3 END,
+	dead = max(dead, ?2),
+	failed_seq = (SELECT coalesce(max(failed_seq), 0) + 1 FROM outbox WHERE notifier = ?4 AND failed_seq IS NOT NULL)
+WHERE id = ?5`, lastError, dead, at, notifier, id)
+	if err != nil {
+		return fmt.Errorf("mark failed %q: %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("mark failed %q: %w", id, err)
+	}
+	return nil
+}
+
+// NotifierState returns what notifier stored for incidentKey, or nil if
+// nothing (never stored, stored empty, or pruned with its incident).
+func (s *Store) NotifierState(ctx context.Context, notifier, incidentKey string) ([]byte, error) {
+	var state []byte
+	err := s.r.QueryRowContext(ctx, `SELECT state FROM notifier_state WHERE notifier = ? AND incident_key = ?`, notifier, incidentKey).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("notifier state %s/%s: %w", notifier, incidentKey, err)
+	}
+	return state, nil
+}
+
+// SaveNotifierState replaces what notifier stores for incidentKey (nil or
+// empty: deletes it), durably, at once. The row's updated_at, kept for a
+// person reading the file, is the wall clock here (the interface passes no
+// time) and the delivery time in MarkDelivered.
+func (s *Store) SaveNotifierState(ctx context.Context, notifier, incidentKey string, state []byte) error {
+	if notifier == "" || incidentKey == "" {
+		return fmt.Errorf("save notifier state %s/%s: notifier and incident key are required", notifier, incidentKey)
+	}
+	now, err := nanos(time.Now())
+	if err != nil {
+		return fmt.Errorf("save notifier state %s/%s: %w", notifier, incidentKey, err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("save notifier state %s/%s: %w", notifier, incidentKey, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := saveState(ctx, tx, notifier, incidentKey, state, now); err != nil {
+		return fmt.Errorf("save notifier state %s/%s: %w", notifier, incidentKey, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("save notifier state %s/%s: %w", notifier, incidentKey, err)
+	}
+	return nil
+}
+
+func saveState(ctx context.Context, tx *sql.Tx, notifier, incidentKey string, state []byte, at sql.NullInt64) error {
+	if len(state) == 0 {
+		_, err := tx.ExecContext(ctx, `DELETE FROM notifier_state WHERE notifier = ? AND incident_key = ?`, notifier, incidentKey)
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO notifier_state (notifier, incident_key, state, updated_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (notifier, incident_key) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`,
+		notifier, incidentKey, state, at)
+	return err
+}
+
+// OutboxStats returns, for every notifier with a message in the outbox
+// (pending, dead or delivered and not yet pruned), its pending and dead
+// counts, the CreatedAt of its oldest pending message (zero if none), and
+// the LastError of its most recent failed attempt, whichever message that
+// was and whether or not it was delivered since (so a recovered notifier
+// shows Pending 0 with its last error). A notifier with no messages left is
+// absent.
+func (s *Store) OutboxStats(ctx context.Context) (map[string]store.OutboxCounts, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT o.notifier,
+	sum(o.delivered_at IS NULL AND o.dead = 0),
+	sum(o.delivered_at IS NULL AND o.dead = 1),
+	min(CASE WHEN o.delivered_at IS NULL AND o.dead = 0 THEN o.created_at END),
+	coalesce((SELECT f.last_error FROM outbox AS f
+		WHERE f.notifier = o.notifier AND f.failed_seq IS NOT NULL
+		ORDER BY f.failed_seq DESC LIMIT 1), '')
+FROM outbox AS o
+GROUP BY o.notifier`)
+	if err != nil {
+		return nil, fmt.Errorf("outbox stats: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]store.OutboxCounts{}
+	for rows.Next() {
+		var (
+			notifier string
+			c        store.OutboxCounts
+			oldest   sql.NullInt64
+		)
+		if err := rows.Scan(&notifier, &c.Pending, &c.Dead, &oldest, &c.LastError); err != nil {
+			return nil, fmt.Errorf("outbox stats: %w", err)
+		}
+		c.OldestPending = fromNanos(oldest)
+		out[notifier] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox stats: %w", err)
+	}
+	return out, nil
+}
+
+type prunedAlerts struct{ messages, incidents, states int64 }
+
+// pruneAlerts is Prune's part for the alert tables, in its transaction:
+//
+//   - Delivered messages are deleted when they are beyond the newest
+//     s.keepDelivered delivered messages of their notifier (by delivery
+//     time), or were delivered before cutoff (if set). Pending and dead
+//     messages are never deleted: a dead one stays for inspection.
+//   - Incidents resolved before cutoff (if set) are deleted, with every
+//     notifier's state for them, once no pending message of theirs is left
+//     (its delivery may still need that state). Their rows are small, but a
+//     workspace removed from the configuration would otherwise keep them
+//     for ever; a class that comes back after that opens a fresh incident,
+//     which is what a resolved row would have given too. Open and pending
+//     incidents are never deleted. Without a cutoff no incident is.
+func (s *Store) pruneAlerts(ctx context.Context, tx *sql.Tx, cutoff sql.NullInt64) (prunedAlerts, error) {
+	var p prunedAlerts
+	res, err := tx.ExecContext(ctx, `
+DELETE FROM outbox WHERE id IN (
+	SELECT id FROM (
+		SELECT id, delivered_at,
+			row_number() OVER (PARTITION BY notifier ORDER BY delivered_at DESC, seq DESC) AS newest
+		FROM outbox
+		WHERE delivered_at IS NOT NULL
+	)
+	WHERE newest > ?1 OR (?2 IS NOT NULL AND delivered_at < ?2)
+)`, s.keepDelivered, cutoff)
+	if err != nil {
+		return p, fmt.Errorf("outbox: %w", err)
+	}
+	if p.messages, err = res.RowsAffected(); err != nil {
+		return p, fmt.Errorf("outbox: %w", err)
+	}
+	if !cutoff.Valid {
+		return p, nil
+	}
+	const stale = `SELECT key FROM incidents AS i
+WHERE state = 'resolved' AND resolved_at < ?1
+AND NOT EXISTS (SELECT 1 FROM outbox WHERE incident_key = i.key AND ` + pendingOutbox + `)`
+	if res, err = tx.ExecContext(ctx, `DELETE FROM notifier_state WHERE incident_key IN (`+stale+`)`, cutoff); err != nil {
+		return p, fmt.Errorf("notifier state: %w", err)
+	}
+	if p.states, err = res.RowsAffected(); err != nil {
+		return p, fmt.Errorf("notifier state: %w", err)
+	}
+	if res, err = tx.ExecContext(ctx, `DELETE FROM incidents WHERE key IN (`+stale+`)`, cutoff); err != nil {
+		return p, fmt.Errorf("incidents: %w", err)
+	}
+	if p.incidents, err = res.RowsAffected(); err != nil {
+		return p, fmt.Errorf("incidents: %w", err)
+	}
+	return p, nil
+}
