@@ -105,8 +105,10 @@ func (c *Config) validateAlerts(pos *positions) []error {
 			o.APIKeyFile = file("opsgenie.api_key_file", o.APIKeyFile)
 			switch o.Region {
 			case "":
-				o.Region = "us"
 			case "us", "eu":
+				if o.APIURL != "" {
+					add(key+".opsgenie.region", "set region or api_url, not both")
+				}
 			default:
 				add(key+".opsgenie.region", "unknown region %q (use us or eu)", o.Region)
 			}

@@ -60,11 +60,17 @@ func freePort(t *testing.T) string {
 }
 
 // startDaemon starts the daemon and waits until /readyz answers 200.
-func startDaemon(t *testing.T, cfg, listen string, extraArgs ...string) *daemonProc {
+func startDaemon(t *testing.T, cfg, listen string) *daemonProc {
+	t.Helper()
+	return startDaemonEnv(t, cfg, listen, nil)
+}
+
+// startDaemonEnv is startDaemon with extra environment variables.
+func startDaemonEnv(t *testing.T, cfg, listen string, env []string) *daemonProc {
 	t.Helper()
 	d := &daemonProc{t: t, base: "http://" + listen, logs: &syncBuffer{}, exited: make(chan struct{})}
-	d.cmd = exec.Command(driftwatchBin, append([]string{"daemon", "--config", cfg, "--log-level", "debug"}, extraArgs...)...)
-	d.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	d.cmd = exec.Command(driftwatchBin, "daemon", "--config", cfg, "--log-level", "debug")
+	d.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	d.cmd.Stdout = d.logs
 	d.cmd.Stderr = d.logs
 	require.NoError(t, d.cmd.Start())

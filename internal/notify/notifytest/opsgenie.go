@@ -2,6 +2,7 @@ package notifytest
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -145,6 +146,10 @@ func (s *OpsGenieServer) APIURL() string { return OpsGenieAPIURL }
 // HTTPClient trusts the server's certificate and routes example.com and
 // its subdomains (so APIURL) to it.
 func (s *OpsGenieServer) HTTPClient() *http.Client { return s.srv.Client() }
+
+// Certificate is the server's TLS certificate (the httptest one shared by
+// every TLS server here), for a ca_file.
+func (s *OpsGenieServer) Certificate() *x509.Certificate { return s.srv.Certificate() }
 
 // URL is the server's real address (https://127.0.0.1:port).
 func (s *OpsGenieServer) URL() string { return s.srv.URL }
