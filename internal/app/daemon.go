@@ -154,6 +154,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		TokenFile:   cfg.Server.TokenFile,
 		ExternalURL: cfg.Server.ExternalURL,
 		Logger:      o.Logger,
+		Notifiers:   d.notifierStatus,
 	})
 	if err != nil {
 		return report.ExitError, err
@@ -294,6 +295,26 @@ func (d *daemon) runOne(ctx context.Context, name, trigger string) {
 	if d.onResult != nil {
 		d.onResult(res)
 	}
+}
+
+// notifierStatus reports the outbox per configured notifier.
+func (d *daemon) notifierStatus(ctx context.Context) ([]server.NotifierStatus, error) {
+	stats, err := d.store.OutboxStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := d.cfg.Load()
+	out := make([]server.NotifierStatus, 0, len(cfg.Notifiers))
+	for _, n := range cfg.Notifiers {
+		c := stats[n.Name]
+		ns := server.NotifierStatus{Name: n.Name, Pending: c.Pending, Dead: c.Dead, LastError: c.LastError}
+		if !c.OldestPending.IsZero() {
+			t := c.OldestPending
+			ns.OldestPending = &t
+		}
+		out = append(out, ns)
+	}
+	return out, nil
 }
 
 // snapshot feeds the per-workspace metrics: configured workspaces only.

@@ -3,8 +3,10 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -134,6 +136,31 @@ func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request) {
 func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error) {
 	s.o.Logger.Error("http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	writeError(w, http.StatusInternalServerError, "internal error (see the driftwatch log)")
+}
+
+func (s *Server) apiNotifiers(w http.ResponseWriter, r *http.Request) {
+	ns, err := s.notifiers(r)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"notifiers": ns})
+}
+
+// notifiers returns the notifier health, sorted, never nil.
+func (s *Server) notifiers(r *http.Request) ([]NotifierStatus, error) {
+	if s.o.Notifiers == nil {
+		return []NotifierStatus{}, nil
+	}
+	ns, err := s.o.Notifiers(r.Context())
+	if err != nil {
+		return nil, fmt.Errorf("notifiers: %w", err)
+	}
+	if ns == nil {
+		ns = []NotifierStatus{}
+	}
+	sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
+	return ns, nil
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -362,4 +364,40 @@ func TestUnknownPaths(t *testing.T) {
 			require.Equal(t, tt.want, code)
 		})
 	}
+}
+
+func TestNotifiers(t *testing.T) {
+	h := newHarness(t)
+	o := h.options()
+	ts := serve(t, o)
+	code, _, body := get(t, ts.URL+"/api/v1/notifiers")
+	require.Equal(t, http.StatusOK, code)
+	require.JSONEq(t, `{"notifiers":[]}`, body, "no notifiers configured")
+
+	now := o.Now()
+	old := now.Add(-20 * time.Minute)
+	o.Notifiers = func(context.Context) ([]NotifierStatus, error) {
+		return []NotifierStatus{
+			{Name: "slack-oncall", Pending: 3, LastError: "slack: ratelimited", OldestPending: &old},
+			{Name: "hook"},
+		}, nil
+	}
+	o.Handlers = map[string]http.Handler{"POST /internal/v1/ping": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+	})}
+	ts = serve(t, o)
+	code, _, body = get(t, ts.URL+"/api/v1/notifiers")
+	require.Equal(t, http.StatusOK, code)
+	require.JSONEq(t, `{"notifiers":[
+	  {"name":"hook","pending":0,"dead":0,"last_error":"","oldest_pending":null},
+	  {"name":"slack-oncall","pending":3,"dead":0,"last_error":"slack: ratelimited","oldest_pending":"`+old.UTC().Format(time.RFC3339Nano)+`"}]}`, body)
+
+	code, _, page := get(t, ts.URL+"/")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, page, `id="notifier-slack-oncall"`)
+	require.Regexp(t, `(?s)id="notifier-slack-oncall".*failing.*slack: ratelimited`, page, "a notifier stuck for 20m is flagged")
+	require.NotRegexp(t, `(?s)id="notifier-hook"[^/]*failing`, page)
+
+	code, _, _ = do(t, http.MethodPost, ts.URL+"/internal/v1/ping", nil)
+	require.Equal(t, http.StatusTeapot, code, "extra handlers are mounted")
 }

@@ -47,6 +47,7 @@ func newPages(prefix string) (*pages, error) {
 		"wsPath":      func(name string) string { return workspacePath(prefix, name) },
 		"count":       func(kind string, n int) countArg { return countArg{kind, n} },
 		"when":        func(now, t time.Time, zero string) whenArg { return whenArg{now, t, zero} },
+		"deref":       func(t *time.Time) time.Time { return *t },
 	}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html")
 	if err != nil {
@@ -102,10 +103,17 @@ type summaryItem struct {
 
 type statusPageData struct {
 	page
+	Notifiers  []notifierView
 	Verdict    string
 	Tone       string // "bad", "warn" or "" (all clean)
 	Summary    []summaryItem
 	Workspaces []workspaceView
+}
+
+// notifierView is a notifier's row on the status page.
+type notifierView struct {
+	NotifierStatus
+	Failing bool
 }
 
 type workspacePageData struct {
@@ -156,11 +164,21 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sortBySeverity(vs)
+	ns, err := s.notifiers(r)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	now := s.o.Now()
+	var nvs []notifierView
+	for _, n := range ns {
+		nvs = append(nvs, notifierView{NotifierStatus: n, Failing: n.Failing(now)})
+	}
 	items, verdict, tone := statusSummary(vs)
 	title := "driftwatch: " + verdict
 	s.render(w, r, http.StatusOK, s.pages.status, statusPageData{
 		page:    s.newPage(title, true),
-		Verdict: verdict, Tone: tone, Summary: items, Workspaces: vs,
+		Verdict: verdict, Tone: tone, Summary: items, Workspaces: vs, Notifiers: nvs,
 	})
 }
 

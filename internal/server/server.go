@@ -66,6 +66,30 @@ type Options struct {
 	ExternalURL string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Notifiers reports the alert outbox per notifier, for the status page
+	// and GET /api/v1/notifiers (nil: no notifiers section).
+	Notifiers func(ctx context.Context) ([]NotifierStatus, error)
+	// Handlers are extra routes (ServeMux patterns), e.g. the endpoint
+	// Kubernetes run pods post their results to.
+	Handlers map[string]http.Handler
+}
+
+// NotifierStatus is the delivery health of one notifier.
+type NotifierStatus struct {
+	Name string `json:"name"`
+	// Pending counts undelivered messages, Dead those given up on.
+	Pending int `json:"pending"`
+	Dead    int `json:"dead"`
+	// LastError is the most recent failed attempt's (redacted) error.
+	LastError string `json:"last_error"`
+	// OldestPending is when the oldest undelivered message was created.
+	OldestPending *time.Time `json:"oldest_pending"`
+}
+
+// Failing reports whether the notifier needs attention: a message given
+// up on, or one waiting for more than five minutes.
+func (n NotifierStatus) Failing(now time.Time) bool {
+	return n.Dead > 0 || (n.OldestPending != nil && now.Sub(*n.OldestPending) > 5*time.Minute)
 }
 
 // Server serves driftwatch's HTTP endpoints.
@@ -145,6 +169,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/workspaces/{name}/runs", s.apiRuns)
 	mux.HandleFunc("POST /api/v1/workspaces/{name}/runs", s.apiTrigger)
 	mux.HandleFunc("GET /api/v1/runs/{id}", s.apiRun)
+	mux.HandleFunc("GET /api/v1/notifiers", s.apiNotifiers)
+	for pattern, h := range s.o.Handlers {
+		mux.Handle(pattern, h)
+	}
 	mux.HandleFunc("GET /{$}", s.statusPage)
 	mux.HandleFunc("GET /workspaces/{name}", s.workspacePage)
 	return s.accessLog(mux)
