@@ -84,7 +84,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "driftwatch: invalid config:\n%v\n", err)
 		return report.ExitError
 	}
-	if _, err := app.Targets(cfg, app.Filter{}); err != nil {
+	if err := app.Validate(cfg, slog.New(slog.DiscardHandler)); err != nil {
 		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
 		return report.ExitError
 	}

@@ -157,6 +157,17 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 	return report.New(start, time.Now(), results), nil
 }
 
+// Validate checks what `driftwatch validate` can check beyond the config
+// file itself without running anything: targets and policy rules, and every
+// notifier's constructor (secret files readable and well-formed).
+func Validate(cfg *config.Config, logger *slog.Logger) error {
+	if _, err := Targets(cfg, Filter{}); err != nil {
+		return err
+	}
+	_, err := buildNotifiers(cfg, logger)
+	return err
+}
+
 // WorkspaceNames lists the config's workspace names, sorted (for validate).
 func WorkspaceNames(cfg *config.Config) []string {
 	var n []string
