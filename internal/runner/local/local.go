@@ -184,28 +184,37 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 
 // init runs terraform init. It runs Terraform directly rather than through
 // tfexec, whose Init always spends an extra `version -json` process per run
-// (~10% of a small workspace's run). With a shared plugin cache, inits are
-// serialised (in-process mutex plus a file lock for other processes):
-// Terraform's cache is not safe under concurrent init (terraform#31964).
-// Plans stay concurrent.
+// (~10% of a small workspace's run).
+//
+// The shared plugin cache is used only for workspaces that commit a
+// .terraform.lock.hcl. Without one, Terraform cannot verify a cached
+// provider, so it installs from the source and rewrites the cache entry in
+// place, while other runs' plans execute that very file through their
+// symlinks: a torn binary, "Required plugins are not installed"
+// (terraform#31964 and its read/write twin). With a lock file, init only
+// writes entries that are absent, so: a workspace whose lock file was
+// already installed through the cache (a marker per binary and lock file)
+// only reads and runs in parallel; a cold one takes an exclusive lock
+// (in-process mutex plus a file lock for other processes). Plans never
+// write the cache and always run in parallel.
 func (r *Runner) init(ctx context.Context, c *command, req runner.Request) error {
 	args := []string{"init", "-no-color", "-input=false", "-upgrade=false"}
 	for _, b := range req.BackendConfig {
 		args = append(args, "-backend-config="+b)
 	}
-	if req.PluginCacheDir == "" {
+	lock, err := os.ReadFile(filepath.Join(c.dir, ".terraform.lock.hcl"))
+	if req.PluginCacheDir == "" || err != nil {
 		return c.run(ctx, io.Discard, args...)
 	}
-	// A workspace whose dependency lock file was already installed through
-	// this cache only reads from it: no lock needed, so warm inits run in
-	// parallel. Without a lock file, init may write, so it always locks.
-	warm := ""
-	if b, err := os.ReadFile(filepath.Join(c.dir, ".terraform.lock.hcl")); err == nil {
-		sum := sha256.Sum256(append([]byte(c.bin+"\x00"), b...))
-		warm = filepath.Join(req.PluginCacheDir, ".driftwatch-warm", hex.EncodeToString(sum[:]))
-		if _, err := os.Stat(warm); err == nil {
-			return c.run(ctx, io.Discard, args...)
-		}
+	if err := os.MkdirAll(req.PluginCacheDir, 0o755); err != nil {
+		return err
+	}
+	cached := *c
+	cached.env = append(append([]string(nil), c.env...), "TF_PLUGIN_CACHE_DIR="+req.PluginCacheDir)
+	sum := sha256.Sum256(append([]byte(c.bin+"\x00"), lock...))
+	warm := filepath.Join(req.PluginCacheDir, ".driftwatch-warm", hex.EncodeToString(sum[:]))
+	if _, err := os.Stat(warm); err == nil {
+		return cached.run(ctx, io.Discard, args...)
 	}
 	r.initMu.Lock()
 	defer r.initMu.Unlock()
@@ -214,13 +223,11 @@ func (r *Runner) init(ctx context.Context, c *command, req runner.Request) error
 		return err
 	}
 	defer unlock()
-	if err := c.run(ctx, io.Discard, args...); err != nil {
+	if err := cached.run(ctx, io.Discard, args...); err != nil {
 		return err
 	}
-	if warm != "" {
-		if os.MkdirAll(filepath.Dir(warm), 0o755) == nil {
-			_ = os.WriteFile(warm, nil, 0o644)
-		}
+	if os.MkdirAll(filepath.Dir(warm), 0o755) == nil {
+		_ = os.WriteFile(warm, nil, 0o644)
 	}
 	return nil
 }
@@ -353,12 +360,6 @@ func buildEnv(req runner.Request, tmp, marker string) (secrets []string, env map
 	}
 	if cliConfig != "" {
 		env["TF_CLI_CONFIG_FILE"] = cliConfig
-	}
-	if req.PluginCacheDir != "" {
-		if err := os.MkdirAll(req.PluginCacheDir, 0o755); err != nil {
-			return nil, nil, err
-		}
-		env["TF_PLUGIN_CACHE_DIR"] = req.PluginCacheDir
 	}
 	return secrets, env, nil
 }

@@ -1,0 +1,90 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/driftwatch/driftwatch/internal/runner"
+)
+
+// Adopted is a run whose Job was already running when Adopt looked: started
+// by a previous daemon (or earlier by this one). Its pod holds the result
+// token; the Receiver was re-armed with the hash from the Job's annotation.
+type Adopted struct {
+	Workspace string
+	// RunID is the run the Job was started for: the app records the
+	// outcome under it (the store has it as running).
+	RunID   string
+	Job     string
+	Created time.Time
+	f       *flight
+}
+
+// Wait awaits the adopted run's outcome, as Run would. When ctx ends and
+// no one else awaits it, its Job is deleted.
+func (a *Adopted) Wait(ctx context.Context) (runner.Result, error) {
+	if !a.f.join() {
+		<-a.f.done
+		return a.f.res, a.f.err
+	}
+	return a.f.wait(ctx)
+}
+
+// Adopt lists the namespace's active run Jobs and awaits each, so their
+// results are received instead of duplicated: call it once at start (after
+// Watch has begun, before scheduling) and Wait on each, recording the
+// outcome under Adopted.RunID. Until an Adopted run ends, a Run for its
+// workspace with another run id is refused with a *BusyError. Calling
+// Adopt again returns the runs still awaited, adopting any new ones.
+func (r *Runner) Adopt(ctx context.Context) ([]*Adopted, error) {
+	if err := r.waitSynced(ctx); err != nil {
+		return nil, err
+	}
+	list, err := r.cs.BatchV1().Jobs(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector()})
+	if err != nil {
+		return nil, fmt.Errorf("adopt: list jobs: %w", err)
+	}
+	byWS := map[string]bool{}
+	var out []*Adopted
+	for i := range list.Items {
+		j := &list.Items[i]
+		ws := j.Annotations[AnnotationWorkspace]
+		if ws == "" || byWS[ws] {
+			continue
+		}
+		active := activeJobs(list.Items, ws)
+		if len(active) == 0 {
+			continue
+		}
+		byWS[ws] = true
+		// Two active Jobs for one workspace can only come from outside this
+		// daemon's rules (e.g. two daemons without leader election): await
+		// the oldest; the others finish on their own.
+		for _, extra := range active[1:] {
+			r.log.Warn("more than one active job for a workspace; awaiting the oldest",
+				"workspace", ws, "job", extra.Name, "awaited", active[0].Name)
+		}
+		f := r.adoptJob(ws, active[0])
+		out = append(out, &Adopted{Workspace: ws, RunID: f.runID, Job: f.name, Created: f.createdAt, f: f})
+	}
+	return out, nil
+}
+
+// adoptJob returns the flight for j, tracking it if this daemon does not yet.
+func (r *Runner) adoptJob(ws string, j *batchv1.Job) *flight {
+	l := r.wsLock(ws)
+	l.Lock()
+	defer l.Unlock()
+	r.mu.Lock()
+	f := r.byJob[j.Name]
+	r.mu.Unlock()
+	if f != nil {
+		return f
+	}
+	r.log.Info("adopting running job", "workspace", ws, "run_id", j.Annotations[AnnotationRunID], "job", j.Name)
+	return r.track(j, 0)
+}

@@ -1,0 +1,382 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/remote"
+)
+
+// resultGrace is how long a Complete Job's result may trail the Job's
+// status: the pod posts before it exits, so it is normally there already.
+const resultGrace = 10 * time.Second
+
+// flight is one awaited Job, shared by every caller waiting for it. Its
+// loop is the only place an outcome is decided: the delivered result, the
+// Job's failure (from the informers), the Job's disappearance, or the end of
+// its context (all waiters gone: delete the Job; Watch stopped: leave it).
+type flight struct {
+	r         *Runner
+	name      string
+	uid       types.UID
+	workspace string
+	runID     string
+	createdAt time.Time
+	expires   time.Time // zero if unknown
+	memLimit  string
+	results   <-chan remote.Result // nil if the Receiver could not be armed
+	kick      chan struct{}
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	log       *slog.Logger
+
+	mu       sync.Mutex
+	waiters  int
+	finished bool
+	pod      podState
+
+	seen bool // the Job was in the informer cache once (loop only)
+
+	done chan struct{} // closed after res and err are set
+	res  runner.Result
+	err  error
+}
+
+// podState is what the pods of a Job told about its failure.
+type podState struct {
+	// fatal is a reason the pod will never start (image pull, container
+	// config): the Job would only fail at its deadline, so the run ends now.
+	fatal string
+	// failure describes the last failed pod (exit code, OOM, eviction).
+	failure string
+}
+
+type admission int
+
+const (
+	admitJoined admission = iota
+	admitBusy
+	admitFinishing
+)
+
+// admit lets a caller for runID wait on f.
+func (f *flight) admit(runID string) admission {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.finished:
+		return admitFinishing
+	case f.runID != runID:
+		return admitBusy
+	}
+	f.waiters++
+	return admitJoined
+}
+
+// join adds a waiter whatever the run id (Adopted.Wait).
+func (f *flight) join() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.finished {
+		return false
+	}
+	f.waiters++
+	return true
+}
+
+func (f *flight) poke() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns the flight's outcome, or leaves when ctx ends; the last
+// waiter to leave an unfinished flight deletes its Job (and waits for that).
+func (f *flight) wait(ctx context.Context) (runner.Result, error) {
+	select {
+	case <-f.done:
+		return f.res, f.err
+	case <-ctx.Done():
+	}
+	cause := context.Cause(ctx)
+	f.mu.Lock()
+	f.waiters--
+	last := f.waiters == 0 && !f.finished
+	f.mu.Unlock()
+	if last {
+		f.cancel(fmt.Errorf("%w: %w", errAbandoned, cause))
+		<-f.done
+	}
+	return runner.Result{}, &runner.Error{Phase: "job", Reason: cause.Error(), Err: cause}
+}
+
+func (f *flight) loop() {
+	var grace <-chan time.Time
+	var safety <-chan time.Time
+	if !f.expires.IsZero() {
+		// The Job's deadline fails it before this; this covers a Job
+		// controller that is down.
+		t := time.NewTimer(time.Until(f.expires.Add(time.Minute)))
+		defer t.Stop()
+		safety = t.C
+	}
+	for {
+		select {
+		case res := <-f.results:
+			out, err := res.Unpack()
+			f.finish(out, err)
+			return
+		case <-f.kick:
+			if f.evaluate(&grace) {
+				return
+			}
+		case <-grace:
+			f.finish(runner.Result{}, &runner.Error{Phase: "job",
+				Reason: "job completed without delivering a result (was it delivered to another daemon?)"})
+			return
+		case <-safety:
+			f.r.deleteJob(f.name, f.uid)
+			f.finish(runner.Result{}, &runner.Error{Phase: "job",
+				Reason: "no result and no job outcome by the run's deadline; job deleted", Err: runner.ErrTimeout})
+			return
+		case <-f.ctx.Done():
+			cause := context.Cause(f.ctx)
+			if errors.Is(cause, errAbandoned) {
+				f.r.deleteJob(f.name, f.uid)
+			}
+			f.finish(runner.Result{}, &runner.Error{Phase: "job", Reason: cause.Error(), Err: cause})
+			return
+		}
+	}
+}
+
+// evaluate looks at the Job and its pods in the informer caches and
+// decides, if it can. It arms grace when the Job completed but its result
+// has not arrived yet.
+func (f *flight) evaluate(grace *<-chan time.Time) bool {
+	ns := f.r.cfg.Namespace
+	job, err := f.r.jobs.Jobs(ns).Get(f.name)
+	if err == nil && f.uid != "" && job.UID != f.uid {
+		err = apierrors.NewNotFound(batchv1.Resource("jobs"), f.name) // a namesake, not ours
+	}
+	if err != nil {
+		if apierrors.IsNotFound(err) && f.seen {
+			f.finish(runner.Result{}, &runner.Error{Phase: "job",
+				Reason: fmt.Sprintf("job %s was deleted before its pod delivered a result", f.name)})
+			return true
+		}
+		return false // not in the cache yet
+	}
+	f.seen = true
+	if f.uid == "" {
+		f.uid = job.UID
+	}
+	pods, _ := f.r.pods.Pods(ns).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: f.name}))
+	for _, p := range pods {
+		f.notePod(p)
+	}
+	f.mu.Lock()
+	st := f.pod
+	f.mu.Unlock()
+
+	done, cond := jobFinished(job)
+	if done || st.fatal != "" {
+		// A result racing the Job's end wins.
+		select {
+		case res := <-f.results:
+			out, err := res.Unpack()
+			f.finish(out, err)
+			return true
+		default:
+		}
+	}
+	if !done {
+		if st.fatal != "" {
+			f.r.deleteJob(f.name, f.uid)
+			f.finish(runner.Result{}, &runner.Error{Phase: "job", Reason: st.fatal})
+			return true
+		}
+		return false
+	}
+	if cond.Type == batchv1.JobComplete {
+		if *grace == nil {
+			*grace = time.After(resultGrace)
+		}
+		return false
+	}
+	f.finish(runner.Result{}, jobFailure(job, cond, st))
+	return true
+}
+
+// jobFailure explains a Failed Job: the deadline, else what its pod said,
+// else the Job's condition.
+func jobFailure(job *batchv1.Job, cond *batchv1.JobCondition, st podState) error {
+	if cond.Reason == batchv1.JobReasonDeadlineExceeded {
+		deadline := ""
+		if d := job.Spec.ActiveDeadlineSeconds; d != nil {
+			deadline = " after " + (time.Duration(*d) * time.Second).String()
+		}
+		return &runner.Error{Phase: "job", Reason: "run timed out: job deadline exceeded" + deadline,
+			Err: errors.Join(runner.ErrTimeout, errors.New(cond.Message))}
+	}
+	if st.failure != "" {
+		return &runner.Error{Phase: "job", Reason: st.failure, Err: fmt.Errorf("job failed: %s", cond.Reason)}
+	}
+	return &runner.Error{Phase: "job", Reason: oneLine(fmt.Sprintf("job failed: %s: %s", cond.Reason, cond.Message), 300)}
+}
+
+// fatalWaiting are container waiting reasons that will not resolve by
+// themselves in a run's lifetime.
+var fatalWaiting = map[string]string{
+	"ErrImagePull":               "image pull failed",
+	"ImagePullBackOff":           "image pull failed",
+	"InvalidImageName":           "invalid image name",
+	"ErrImageNeverPull":          "image not present and pull policy is Never",
+	"CreateContainerConfigError": "container configuration error",
+}
+
+// notePod records what pod p says about the run's failure.
+func (f *flight) notePod(p *corev1.Pod) {
+	var fatal, failure string
+	disrupted := false
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			disrupted = true // replaced by the Job controller, not a failure
+		}
+	}
+	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		if w := cs.State.Waiting; w != nil {
+			if what, ok := fatalWaiting[w.Reason]; ok {
+				fatal = oneLine(fmt.Sprintf("pod %s: %s (%s): %s", p.Name, what, w.Reason, w.Message), 300)
+			}
+		}
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && !disrupted {
+			failure = describeTermination(p.Name, t, f.memLimit)
+		}
+	}
+	if failure == "" && !disrupted && p.Status.Phase == corev1.PodFailed && p.Status.Reason != "" {
+		failure = oneLine(fmt.Sprintf("pod %s failed: %s: %s", p.Name, p.Status.Reason, p.Status.Message), 300)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fatal != "" {
+		f.pod.fatal = fatal
+	}
+	if failure != "" {
+		f.pod.failure = failure
+	}
+}
+
+func describeTermination(pod string, t *corev1.ContainerStateTerminated, memLimit string) string {
+	if t.Reason == "OOMKilled" {
+		s := fmt.Sprintf("pod %s OOMKilled (exit code %d): the run exceeded its memory limit", pod, t.ExitCode)
+		if memLimit != "" && memLimit != "0" {
+			s += " of " + memLimit
+		}
+		return s
+	}
+	s := fmt.Sprintf("pod %s failed: exit code %d", pod, t.ExitCode)
+	if t.Reason != "" && t.Reason != "Error" {
+		s += " (" + t.Reason + ")"
+	}
+	if msg := lastLine(t.Message); msg != "" {
+		s += ": " + msg
+	}
+	return oneLine(s, 400)
+}
+
+// lastLine is the last non-empty line of a termination message (with
+// FallbackToLogsOnError, the tail of the log: main's error comes last).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n-3] + "..."
+	}
+	return s
+}
+
+// finish records the outcome, stops awaiting the result and wakes waiters.
+func (f *flight) finish(res runner.Result, err error) {
+	f.mu.Lock()
+	f.finished = true
+	f.mu.Unlock()
+	f.res, f.err = res, err
+	if f.results != nil {
+		f.r.recv.Forget(f.runID)
+	}
+	f.r.untrack(f)
+	f.cancel(nil)
+	if err != nil {
+		f.log.Warn("run job failed", "err", err)
+	} else {
+		f.log.Info("run result received", "exit_code", res.ExitCode)
+	}
+	f.r.event(f, err)
+	close(f.done)
+}
+
+// event records the outcome on the Job, if configured. Best effort: an
+// Event is for people running kubectl describe, never for driftwatch.
+func (r *Runner) event(f *flight, runErr error) {
+	if !r.cfg.Events || f.uid == "" {
+		return
+	}
+	typ, reason, msg := corev1.EventTypeNormal, "RunSucceeded", "result delivered"
+	if runErr != nil {
+		typ, reason, msg = corev1.EventTypeWarning, "RunFailed", oneLine(runErr.Error(), 1000)
+		if errors.Is(runErr, errAbandoned) || errors.Is(runErr, context.Canceled) {
+			reason = "RunCanceled"
+		}
+	}
+	now := metav1.NewTime(r.now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      f.name + "." + strconv.FormatInt(now.UnixNano(), 16),
+			Namespace: r.cfg.Namespace,
+			Labels:    map[string]string{LabelManagedBy: ManagedBy},
+		},
+		InvolvedObject: corev1.ObjectReference{
+			APIVersion: "batch/v1", Kind: "Job", Namespace: r.cfg.Namespace, Name: f.name, UID: f.uid,
+		},
+		Reason:              reason,
+		Message:             msg,
+		Type:                typ,
+		Source:              corev1.EventSource{Component: "driftwatch"},
+		ReportingController: "driftwatch.io/runner",
+		ReportingInstance:   "driftwatch",
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := r.cs.CoreV1().Events(r.cfg.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		r.log.Debug("record run event", "job", f.name, "err", err)
+	}
+}

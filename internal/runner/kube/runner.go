@@ -1,0 +1,452 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/remote"
+)
+
+// Options are the Runner's dependencies.
+type Options struct {
+	// Client talks to the cluster (RBAC in Config.Namespace: jobs create,
+	// get, list, watch, delete; pods get, list, watch; secrets create;
+	// events create if Config.Events).
+	Client kubernetes.Interface
+	// Receiver is the daemon's result endpoint (mounted by the app on
+	// remote.Route); the Runner arms it for each run.
+	Receiver *remote.Receiver
+	Config   Config
+	Logger   *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Runner runs each workspace run as a Job; see the package doc.
+type Runner struct {
+	cfg  Config
+	cs   kubernetes.Interface
+	recv *remote.Receiver
+	log  *slog.Logger
+	now  func() time.Time
+
+	synced  chan struct{} // closed once Watch's caches have synced
+	stopped chan struct{} // closed when Watch returns
+	jobs    batchlisters.JobLister
+	pods    corelisters.PodLister
+
+	mu      sync.Mutex
+	watched bool
+	byJob   map[string]*flight // job name -> its flight
+	byWS    map[string]*flight // workspace -> its flight
+	wsLocks map[string]*sync.Mutex
+}
+
+// ErrBusy is matched (errors.Is) by a *BusyError.
+var ErrBusy = errors.New("workspace already has an active run")
+
+// BusyError refuses a run of a workspace while this daemon awaits another
+// run of it: at most one active Job per workspace.
+type BusyError struct {
+	Workspace, RunID, Job string
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("workspace %q already has an active run %s (job %s); at most one run per workspace at a time",
+		e.Workspace, e.RunID, e.Job)
+}
+
+// Is makes errors.Is(err, ErrBusy) true.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
+// errStopped ends runs awaited when Watch returns; their Jobs are left for
+// the next daemon to adopt.
+var errStopped = errors.New("kubernetes runner stopped")
+
+// errAbandoned ends a run whose every waiter left (its context ended); its
+// Job is deleted.
+var errAbandoned = errors.New("run abandoned")
+
+// New validates the configuration and returns a Runner. Call Watch before
+// (or while) running.
+func New(o Options) (*Runner, error) {
+	switch {
+	case o.Client == nil:
+		return nil, errors.New("driftwatch/runner/kube: Options.Client is required")
+	case o.Receiver == nil:
+		return nil, errors.New("driftwatch/runner/kube: Options.Receiver is required")
+	case o.Logger == nil:
+		return nil, errors.New("driftwatch/runner/kube: Options.Logger is required")
+	}
+	if err := o.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("kubernetes runner: %w", err)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Runner{
+		cfg:     o.Config.withDefaults(),
+		cs:      o.Client,
+		recv:    o.Receiver,
+		log:     o.Logger,
+		now:     o.Now,
+		synced:  make(chan struct{}),
+		stopped: make(chan struct{}),
+		byJob:   map[string]*flight{},
+		byWS:    map[string]*flight{},
+		wsLocks: map[string]*sync.Mutex{},
+	}, nil
+}
+
+// Watch runs the Job and Pod informers of Config.Namespace (one list and one
+// watch each, filtered by the managed-by label: no per-Job polling) until
+// ctx ends. Runs wait for its caches. When it returns, runs still awaited
+// end with an error and their Jobs are left running for the next daemon to
+// adopt. Call it once.
+func (r *Runner) Watch(ctx context.Context) error {
+	r.mu.Lock()
+	if r.watched {
+		r.mu.Unlock()
+		return errors.New("kubernetes runner: Watch called twice")
+	}
+	r.watched = true
+	r.mu.Unlock()
+	defer close(r.stopped)
+
+	factory := informers.NewSharedInformerFactoryWithOptions(r.cs, 0,
+		informers.WithNamespace(r.cfg.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector() }))
+	jobInf := factory.Batch().V1().Jobs()
+	podInf := factory.Core().V1().Pods()
+	if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { r.onJob(obj) },
+		UpdateFunc: func(_, obj any) { r.onJob(obj) },
+		DeleteFunc: func(obj any) { r.onJob(obj) },
+	}); err != nil {
+		return fmt.Errorf("kubernetes runner: %w", err)
+	}
+	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { r.onPod(obj) },
+		UpdateFunc: func(_, obj any) { r.onPod(obj) },
+		DeleteFunc: func(obj any) { r.onPod(obj) },
+	}); err != nil {
+		return fmt.Errorf("kubernetes runner: %w", err)
+	}
+	r.jobs, r.pods = jobInf.Lister(), podInf.Lister()
+	factory.StartWithContext(ctx)
+	defer factory.Shutdown()
+	if err := factory.WaitForCacheSyncWithContext(ctx).AsError(); err != nil {
+		if ctx.Err() != nil {
+			r.stopFlights()
+			return nil
+		}
+		return fmt.Errorf("kubernetes runner: sync caches: %w", err)
+	}
+	close(r.synced)
+	r.log.Info("kubernetes runner watching", "namespace", r.cfg.Namespace)
+	<-ctx.Done()
+	r.stopFlights()
+	return nil
+}
+
+func (r *Runner) stopFlights() {
+	r.mu.Lock()
+	fs := make([]*flight, 0, len(r.byJob))
+	for _, f := range r.byJob {
+		fs = append(fs, f)
+	}
+	r.mu.Unlock()
+	for _, f := range fs {
+		f.cancel(errStopped)
+	}
+	for _, f := range fs {
+		<-f.done
+	}
+}
+
+func (r *Runner) waitSynced(ctx context.Context) error {
+	select {
+	case <-r.synced:
+		return nil
+	case <-r.stopped:
+		return errStopped
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the kubernetes runner's caches: %w", context.Cause(ctx))
+	}
+}
+
+// Run runs req as a Job and returns its result: the one its pod delivers,
+// or an error for a Job that fails (deadline, OOM, image pull, pod exit)
+// or is deleted. If this daemon already awaits a run of the workspace, a
+// Run for the same run id joins it and any other is refused with a
+// *BusyError. A Job of the workspace left running by a previous daemon is
+// adopted: awaited instead of starting another. When ctx ends before the
+// outcome and no one else awaits the run, its Job is deleted (background
+// propagation, so its pod goes too).
+func (r *Runner) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+	if err := r.waitSynced(ctx); err != nil {
+		return runner.Result{}, &runner.Error{Phase: "submit", Reason: err.Error(), Err: err}
+	}
+	f, err := r.start(ctx, req)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	return f.wait(ctx)
+}
+
+func (r *Runner) wsLock(ws string) *sync.Mutex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.wsLocks[ws]
+	if !ok {
+		l = &sync.Mutex{}
+		r.wsLocks[ws] = l
+	}
+	return l
+}
+
+// start finds or creates the run's flight (with this caller as a waiter).
+// The per-workspace lock makes "check, then create" atomic in this daemon;
+// leader election makes this daemon the only one creating.
+func (r *Runner) start(ctx context.Context, req runner.Request) (*flight, error) {
+	submitErr := func(what string, err error) error {
+		return &runner.Error{Phase: "submit", Reason: fmt.Sprintf("%s: %v", what, err), Err: err}
+	}
+	p, err := prepare(r.cfg, req, r.now())
+	if err != nil {
+		return nil, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
+	}
+	l := r.wsLock(req.Workspace)
+	l.Lock()
+	defer l.Unlock()
+
+	r.mu.Lock()
+	f := r.byWS[req.Workspace]
+	r.mu.Unlock()
+	if f != nil {
+		switch f.admit(req.RunID) {
+		case admitJoined:
+			return f, nil
+		case admitBusy:
+			busy := &BusyError{Workspace: req.Workspace, RunID: f.runID, Job: f.name}
+			return nil, &runner.Error{Phase: "submit", Reason: busy.Error(), Err: busy}
+		case admitFinishing: // its Job is done: this run may start
+		}
+	}
+
+	jobs := r.cs.BatchV1().Jobs(r.cfg.Namespace)
+	list, err := jobs.List(ctx, metav1.ListOptions{LabelSelector: WorkspaceSelector(req.Workspace)})
+	if err != nil {
+		return nil, submitErr("list jobs", err)
+	}
+	if active := activeJobs(list.Items, req.Workspace); len(active) > 0 {
+		j := active[0]
+		r.log.Warn("adopting the workspace's running job instead of starting another",
+			"workspace", req.Workspace, "run_id", req.RunID, "job", j.Name, "job_run_id", j.Annotations[AnnotationRunID])
+		return r.track(j, 1), nil
+	}
+
+	token, hash := remote.NewToken()
+	results, err := r.recv.Expect(req.RunID, hash, p.spec.ExpiresAt)
+	if err != nil {
+		return nil, submitErr("arm result receiver", err)
+	}
+	created, err := jobs.Create(ctx, buildJob(r.cfg, p, hash), metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// The same run was submitted before (a retry, a restart): adopt
+		// that Job; its pod holds that submission's token.
+		r.recv.Forget(req.RunID)
+		existing, gerr := jobs.Get(ctx, p.name, metav1.GetOptions{})
+		if gerr != nil {
+			return nil, submitErr("get existing job", gerr)
+		}
+		r.log.Info("job of this run exists already; adopting it", "workspace", req.Workspace, "run_id", req.RunID, "job", p.name)
+		return r.track(existing, 1), nil
+	}
+	if err != nil {
+		r.recv.Forget(req.RunID)
+		return nil, submitErr("create job", err)
+	}
+	secret, err := buildSecret(created, p.spec, token)
+	if err == nil {
+		_, err = r.cs.CoreV1().Secrets(r.cfg.Namespace).Create(ctx, secret, metav1.CreateOptions{})
+	}
+	if err != nil {
+		r.recv.Forget(req.RunID)
+		r.deleteJob(created.Name, created.UID)
+		return nil, submitErr("create run secret", err)
+	}
+	r.log.Info("job created", "workspace", req.Workspace, "run_id", req.RunID, "job", created.Name,
+		"deadline", p.deadline)
+	return r.trackArmed(created, results, 1), nil
+}
+
+// activeJobs returns the workspace's unfinished Jobs, oldest first.
+func activeJobs(items []batchv1.Job, workspace string) []*batchv1.Job {
+	var out []*batchv1.Job
+	for i := range items {
+		j := &items[i]
+		if j.Annotations[AnnotationWorkspace] != workspace || j.DeletionTimestamp != nil {
+			continue
+		}
+		if done, _ := jobFinished(j); done {
+			continue
+		}
+		out = append(out, j)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		ta, tb := out[a].CreationTimestamp, out[b].CreationTimestamp
+		if !ta.Equal(&tb) {
+			return ta.Before(&tb)
+		}
+		return out[a].Name < out[b].Name
+	})
+	return out
+}
+
+// jobFinished reports whether the Job has a true Complete or Failed
+// condition, and which.
+func jobFinished(j *batchv1.Job) (bool, *batchv1.JobCondition) {
+	for i := range j.Status.Conditions {
+		c := &j.Status.Conditions[i]
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true, c
+		}
+	}
+	return false, nil
+}
+
+// track starts awaiting an existing Job, re-arming the Receiver with the
+// token hash from its annotation.
+func (r *Runner) track(j *batchv1.Job, waiters int) *flight {
+	runID := j.Annotations[AnnotationRunID]
+	var results <-chan remote.Result
+	hash, herr := remote.ParseHash(j.Annotations[AnnotationTokenHash])
+	expires, terr := time.Parse(time.RFC3339, j.Annotations[AnnotationExpiresAt])
+	switch {
+	case runID == "" || herr != nil || terr != nil:
+		r.log.Warn("job lacks driftwatch's run annotations; only its failure can be observed",
+			"job", j.Name, "err", errors.Join(herr, terr))
+	default:
+		ch, err := r.recv.Expect(runID, hash, expires)
+		if err != nil {
+			r.log.Warn("cannot arm the result receiver for an adopted job", "job", j.Name, "err", err)
+		}
+		results = ch
+	}
+	return r.trackArmed(j, results, waiters)
+}
+
+// trackArmed registers and starts a flight; the caller holds the
+// workspace's lock.
+func (r *Runner) trackArmed(j *batchv1.Job, results <-chan remote.Result, waiters int) *flight {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	f := &flight{
+		r:         r,
+		name:      j.Name,
+		uid:       j.UID,
+		workspace: j.Annotations[AnnotationWorkspace],
+		runID:     j.Annotations[AnnotationRunID],
+		createdAt: j.CreationTimestamp.Time,
+		results:   results,
+		kick:      make(chan struct{}, 1),
+		ctx:       ctx,
+		cancel:    cancel,
+		waiters:   waiters,
+		done:      make(chan struct{}),
+		log:       r.log.With("workspace", j.Annotations[AnnotationWorkspace], "run_id", j.Annotations[AnnotationRunID], "job", j.Name),
+	}
+	if f.workspace == "" {
+		f.workspace = j.Labels[LabelWorkspace]
+	}
+	if t, err := time.Parse(time.RFC3339, j.Annotations[AnnotationExpiresAt]); err == nil {
+		f.expires = t
+	}
+	if limits := j.Spec.Template.Spec.Containers; len(limits) > 0 {
+		f.memLimit = limits[0].Resources.Limits.Memory().String()
+	}
+	r.mu.Lock()
+	r.byJob[f.name] = f
+	r.byWS[f.workspace] = f
+	r.mu.Unlock()
+	f.poke()
+	go f.loop()
+	return f
+}
+
+func (r *Runner) untrack(f *flight) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byJob[f.name] == f {
+		delete(r.byJob, f.name)
+	}
+	if r.byWS[f.workspace] == f {
+		delete(r.byWS, f.workspace)
+	}
+}
+
+func (r *Runner) flightFor(job string) *flight {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byJob[job]
+}
+
+func (r *Runner) onJob(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if j, ok := obj.(*batchv1.Job); ok {
+		if f := r.flightFor(j.Name); f != nil {
+			f.poke()
+		}
+	}
+}
+
+func (r *Runner) onPod(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if f := r.flightFor(p.Labels[batchv1.JobNameLabel]); f != nil {
+		// The pod may be gone by the time the flight looks (the Job
+		// controller deletes pods past the deadline): note its state now.
+		f.notePod(p)
+		f.poke()
+	}
+}
+
+// deleteJob deletes a run's Job and, through background propagation, its
+// pod and Secret (batch/v1 Jobs orphan their pods by default).
+func (r *Runner) deleteJob(name string, uid types.UID) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opts := metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}
+	if uid != "" {
+		opts.Preconditions = metav1.NewUIDPreconditions(string(uid))
+	}
+	err := r.cs.BatchV1().Jobs(r.cfg.Namespace).Delete(ctx, name, opts)
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		r.log.Error("delete job", "job", name, "err", err)
+	}
+}

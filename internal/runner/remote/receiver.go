@@ -1,0 +1,265 @@
+package remote
+
+import (
+	"compress/gzip"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Route is the ServeMux pattern the app mounts the Receiver on. The Receiver
+// reads the run id from the {id} wildcard.
+const Route = "POST /internal/v1/runs/{id}/result"
+
+// ResultPath returns the path of runID's result endpoint (Route's path).
+func ResultPath(runID string) string {
+	return "/internal/v1/runs/" + url.PathEscape(runID) + "/result"
+}
+
+// DefaultMaxBodyBytes bounds a result, compressed and decompressed: a parsed
+// plan of 10,000 resources is a few MB of addresses and paths.
+const DefaultMaxBodyBytes = 16 << 20
+
+// tombstoneTTL is how long a finished run's entry outlives its deadline, so
+// that a replay gets a clear 409/410 rather than 404.
+const tombstoneTTL = time.Hour
+
+// ReceiverOptions configures a Receiver.
+type ReceiverOptions struct {
+	// MaxBodyBytes bounds a result body, before and after gzip
+	// (default DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger records refused deliveries (default: discard).
+	Logger *slog.Logger
+}
+
+// Receiver is the daemon's end of result delivery: an http.Handler for
+// Route that hands each run's result to the channel Expect returned.
+type Receiver struct {
+	maxBody int64
+	now     func() time.Time
+	log     *slog.Logger
+
+	mu   sync.Mutex
+	runs map[string]*expectation
+}
+
+type expectation struct {
+	hash    [32]byte
+	expires time.Time
+	ch      chan Result // buffered 1; nil once forgotten
+	used    bool        // a result was accepted with this token
+}
+
+// NewReceiver returns an empty Receiver.
+func NewReceiver(o ReceiverOptions) *Receiver {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Receiver{maxBody: o.MaxBodyBytes, now: o.Now, log: o.Logger, runs: map[string]*expectation{}}
+}
+
+// ErrAlreadyExpected is returned by Expect for a run that is awaited already.
+var ErrAlreadyExpected = errors.New("run is already awaiting its result")
+
+// Expect arms the Receiver for runID: one result authenticated by the token
+// whose hash is given, until expires. The result arrives on the returned
+// channel (buffered, so delivery never waits for the reader). Call Forget
+// when the run no longer waits. Re-arming a forgotten run with the same hash
+// keeps it single use: a token that delivered once never delivers again.
+func (r *Receiver) Expect(runID string, hash [32]byte, expires time.Time) (<-chan Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.purgeLocked()
+	if e, ok := r.runs[runID]; ok {
+		if e.ch != nil {
+			return nil, fmt.Errorf("run %s: %w", runID, ErrAlreadyExpected)
+		}
+		used := e.used && e.hash == hash
+		e.hash, e.expires, e.ch, e.used = hash, expires, make(chan Result, 1), used
+		return e.ch, nil
+	}
+	e := &expectation{hash: hash, expires: expires, ch: make(chan Result, 1)}
+	r.runs[runID] = e
+	return e.ch, nil
+}
+
+// Forget stops awaiting runID. Its entry stays until an hour after its
+// deadline, so a late or replayed delivery is refused as such (410, 409).
+func (r *Receiver) Forget(runID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.runs[runID]; ok {
+		e.ch = nil
+	}
+}
+
+// purgeLocked drops forgotten entries past their tombstone time.
+func (r *Receiver) purgeLocked() {
+	now := r.now()
+	for id, e := range r.runs {
+		if e.ch == nil && now.After(e.expires.Add(tombstoneTTL)) {
+			delete(r.runs, id)
+		}
+	}
+}
+
+// ServeHTTP accepts one run's result. Status codes: 204 accepted, 401 no
+// bearer token, 403 wrong token, 404 unknown run, 409 already delivered, 410
+// deadline passed or no longer awaited, 413 too large, 415 not JSON or an
+// unknown encoding, 400 malformed.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	runID := req.PathValue("id")
+	log := r.log.With("run_id", runID, "remote_addr", req.RemoteAddr)
+	refuse := func(code int, msg string) {
+		log.Warn("run result refused", "status", code, "reason", msg)
+		http.Error(w, msg, code)
+	}
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		refuse(http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	token, ok := bearer(req.Header.Get("Authorization"))
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="driftwatch-run"`)
+		refuse(http.StatusUnauthorized, "bearer token required")
+		return
+	}
+	hash := HashToken(token)
+
+	r.mu.Lock()
+	e, known := r.runs[runID]
+	var want [32]byte
+	var used, awaited bool
+	var expires time.Time
+	if known {
+		want, used, awaited, expires = e.hash, e.used, e.ch != nil, e.expires
+	}
+	r.mu.Unlock()
+
+	switch {
+	case runID == "" || !known:
+		refuse(http.StatusNotFound, "unknown run")
+		return
+	case subtle.ConstantTimeCompare(hash[:], want[:]) != 1:
+		refuse(http.StatusForbidden, "invalid token")
+		return
+	case used:
+		refuse(http.StatusConflict, "result already delivered")
+		return
+	case r.now().After(expires):
+		refuse(http.StatusGone, "run deadline passed")
+		return
+	case !awaited:
+		refuse(http.StatusGone, "run no longer awaits a result")
+		return
+	}
+
+	res, code, err := r.decode(w, req, runID)
+	if err != nil {
+		refuse(code, err.Error())
+		return
+	}
+
+	r.mu.Lock()
+	e, known = r.runs[runID]
+	switch {
+	case !known || e.hash != want:
+		r.mu.Unlock()
+		refuse(http.StatusGone, "run no longer awaits a result")
+		return
+	case e.used:
+		r.mu.Unlock()
+		refuse(http.StatusConflict, "result already delivered")
+		return
+	case e.ch == nil:
+		r.mu.Unlock()
+		refuse(http.StatusGone, "run no longer awaits a result")
+		return
+	}
+	e.used = true
+	e.ch <- res // never blocks: buffered 1 and used guards it
+	r.mu.Unlock()
+	log.Debug("run result accepted", "failed", res.Error != nil)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// decode reads the body: JSON, identity or gzip, bounded before and after
+// decompression.
+func (r *Receiver) decode(w http.ResponseWriter, req *http.Request, runID string) (Result, int, error) {
+	if ct := req.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return Result{}, http.StatusUnsupportedMediaType, errors.New("content type must be application/json")
+		}
+	}
+	if req.ContentLength > r.maxBody {
+		return Result{}, http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than %d bytes", r.maxBody)
+	}
+	body := http.MaxBytesReader(w, req.Body, r.maxBody)
+	var in io.Reader = body
+	switch enc := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return Result{}, statusFor(err), fmt.Errorf("gzip: %w", err)
+		}
+		defer zr.Close()
+		in = zr
+	default:
+		return Result{}, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q not supported", enc)
+	}
+	// Read whole (bounded) before decoding, so a too-large body is told
+	// apart from a malformed one.
+	b, err := io.ReadAll(io.LimitReader(in, r.maxBody+1))
+	if err != nil {
+		return Result{}, statusFor(err), fmt.Errorf("read body: %w", err)
+	}
+	if int64(len(b)) > r.maxBody {
+		return Result{}, http.StatusRequestEntityTooLarge, fmt.Errorf("decompressed body larger than %d bytes", r.maxBody)
+	}
+	var res Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return Result{}, http.StatusBadRequest, fmt.Errorf("decode result: %w", err)
+	}
+	if err := res.validate(runID); err != nil {
+		return Result{}, http.StatusBadRequest, err
+	}
+	return res, 0, nil
+}
+
+func statusFor(err error) int {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
+}
+
+// bearer extracts the token of an "Authorization: Bearer <token>" header.
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
