@@ -7,6 +7,7 @@ SHELL := /bin/bash
 # outside the checkout, keyed by version, so fresh clones reuse them.
 export DRIFTWATCH_TOOLS ?= $(HOME)/.cache/driftwatch
 TOOLS_ENV := $(DRIFTWATCH_TOOLS)/tools.env
+KUBE_ENV  := $(DRIFTWATCH_TOOLS)/kube.env
 GO        ?= go
 BIN       := bin/driftwatch
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -22,6 +23,13 @@ tools:
 	@bash hack/provision.sh | tail -n 2 | sed -E 's/^([A-Z_]+)=(.*)$$/\1="\2"/' > $(TOOLS_ENV).tmp
 	@grep -q '^TF_BINARIES=' $(TOOLS_ENV).tmp && mv $(TOOLS_ENV).tmp $(TOOLS_ENV)
 	@cat $(TOOLS_ENV)
+
+#? kube-tools: etcd (Debian), kube-apiserver, kube-controller-manager and helm built from the Go module proxy (idempotent)
+kube-tools:
+	@mkdir -p $(DRIFTWATCH_TOOLS)
+	@bash hack/provision-k8s.sh | tail -n 1 | sed -E 's/^([A-Z_]+)=(.*)$$/\1="\2"/' > $(KUBE_ENV).tmp
+	@grep -q '^KUBE_BIN_DIR=' $(KUBE_ENV).tmp && mv $(KUBE_ENV).tmp $(KUBE_ENV)
+	@cat $(KUBE_ENV)
 
 #? deps: install the Debian packages the tests need (chromium, git), if missing
 deps:
@@ -46,9 +54,10 @@ lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 #? test: provision tools, lint, and run every test (unit + end-to-end) with -race
-test: deps tools lint
-	@source $(TOOLS_ENV); \
+test: deps tools kube-tools lint
+	@source $(TOOLS_ENV); source $(KUBE_ENV); \
 	DRIFTWATCH_E2E=1 DRIFTWATCH_TF_BINARIES="$$TF_BINARIES" DRIFTWATCH_TF_CLI_CONFIG="$$TF_CLI_CONFIG" \
+	DRIFTWATCH_KUBE_BIN_DIR="$$KUBE_BIN_DIR" \
 	  $(GO) test -race -count=1 -timeout 40m ./...
 
 #? testdata: regenerate the plan JSON fixtures from real Terraform
@@ -66,4 +75,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
-.PHONY: help deps tools build run lint test testdata bench fuzz
+.PHONY: help deps tools kube-tools build run lint test testdata bench fuzz

@@ -129,7 +129,7 @@ kube_files=()
 for c in "${kube_cmds[@]}"; do kube_files+=("$OUT/$c"); done
 kube_key="$KUBE_VERSION $SAMPLE_APISERVER_VERSION $GOVER $KUBE_LDFLAGS ${kube_cmds[*]}"
 if ! stamp_ok kube "$kube_key" "${kube_files[@]}"; then
-	log "building ${kube_cmds[*]} $KUBE_VERSION (~8 min cold on 2 cores)..."
+	log "building ${kube_cmds[*]} $KUBE_VERSION (~8-15 min cold on 2 cores)..."
 	start=$SECONDS
 	w=$K/wrapper-$KUBE_VERSION # kept: a second run resolves nothing from the network
 	mkdir -p "$w"
@@ -178,12 +178,25 @@ fi
 	die "$OUT/kube-apiserver does not report $KUBE_VERSION"
 
 # --- helm ---------------------------------------------------------------------------
-helm_key="$HELM_VERSION $GOVER"
+# Stamped like helm's own Makefile: its version, and the Kubernetes version of
+# its client-go as the default .Capabilities.KubeVersion (unstamped it is
+# v1.20, below the chart's kubeVersion) and for lint's deprecation checks.
+helm_key="$HELM_VERSION $GOVER v2"
 if ! stamp_ok helm "$helm_key" "$OUT/helm"; then
 	log "building helm $HELM_VERSION (~2.5 min cold)..."
 	start=$SECONDS
+	helm_gomod=$(cd "$K/tmp" && go mod download -json "helm.sh/helm/v3@$HELM_VERSION" |
+		sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+	[[ -n $helm_gomod && -f $helm_gomod ]] || die "go mod download helm.sh/helm/v3@$HELM_VERSION gave no go.mod"
+	k8s_minor=$(sed -n 's#^[[:space:]]*k8s\.io/client-go v0\.\([0-9]*\)\..*#\1#p' "$helm_gomod" | head -n1)
+	[[ -n $k8s_minor ]] || die "no k8s.io/client-go requirement in $helm_gomod"
+	helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+	helm_ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+	for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+		helm_ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$k8s_minor"
+	done
 	mkdir -p "$K/tmp/gobin"
-	(cd "$K/tmp" && GOBIN=$K/tmp/gobin go install -trimpath "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2) ||
+	(cd "$K/tmp" && GOBIN=$K/tmp/gobin go install -trimpath -ldflags "$helm_ldflags" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2) ||
 		die "go install helm@$HELM_VERSION failed"
 	mv -f "$K/tmp/gobin/helm" "$OUT/helm"
 	stamp_set helm "$helm_key"

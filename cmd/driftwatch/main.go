@@ -103,6 +103,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "table", "report format: "+strings.Join(report.Formats, ", "))
 	output := fs.String("output", "", "write the report to this file instead of stdout")
 	logLevel := fs.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
+	strict := fs.Bool("strict", false, "exit 2 on state-backend findings too")
 	if err := fs.Parse(args); err != nil {
 		return report.ExitError
 	}
@@ -148,7 +149,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "driftwatch: write report: %v\n", err)
 		return report.ExitError
 	}
-	return rep.ExitCode()
+	return rep.ExitCode(*strict)
 }
 
 func daemonCmd(args []string, stderr io.Writer) int {

@@ -79,6 +79,7 @@ func Targets(cfg *config.Config, f Filter) ([]audit.Target, error) {
 			WorkDir:        cfg.Terraform.WorkDir,
 			GitCacheDir:    cfg.Terraform.GitCacheDir,
 			KillGrace:      time.Duration(cfg.Terraform.KillGrace),
+			Backend:        cfg.EffectiveBackendPolicy(w),
 		}
 		if g := w.Source.Git; g != nil {
 			req.Source.Git = &runner.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}

@@ -226,7 +226,7 @@ func (d *daemon) once(ctx context.Context, cfg *config.Config) (int, error) {
 		return report.ExitError, errors.New("interrupted")
 	}
 	rep := report.New(start, time.Now(), results)
-	return rep.ExitCode(), nil
+	return rep.ExitCode(false), nil
 }
 
 // drainOutbox waits (at most max) until no notification is pending, so a

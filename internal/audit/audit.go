@@ -56,6 +56,7 @@ func (a *Auditor) Check(ctx context.Context, t Target) drift.Result {
 	if err != nil {
 		res.Status = drift.StatusErrored
 		res.Error = reason(err)
+		res.Findings = out.Backend // static, still true when Terraform fails
 		log.Warn("run errored", "err", res.Error, "duration", res.Duration)
 		return res
 	}
@@ -68,6 +69,9 @@ func (a *Auditor) Check(ctx context.Context, t Target) drift.Result {
 	res.Findings = policy.Classify(out.Plan, t.Rules)
 	res.Phases = append(res.Phases, drift.Phase{Name: "classify", Duration: now().Sub(classifyStart)})
 	res.Status = drift.StatusOf(res.Findings)
+	// Hygiene findings are listed but never change the status.
+	res.Findings = append(res.Findings, out.Backend...)
+	drift.SortFindings(res.Findings)
 	c := drift.CountFindings(res.Findings)
 	log.Info("run finished", "status", res.Status, "drift", c.Drift, "pending", c.Pending,
 		"forbidden", c.Forbidden, "exit_code", out.ExitCode, "duration", res.Duration)

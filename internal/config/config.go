@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 )
@@ -180,6 +181,38 @@ type RouteMatch struct {
 	Labels     map[string]string `yaml:"labels"`
 }
 
+// BackendPolicy configures the state-backend hygiene checks (findings of
+// kind backend). Unset keys take the defaults' value, then the built-in one.
+type BackendPolicy struct {
+	// Enabled turns the checks on (default true).
+	Enabled *bool `yaml:"enabled"`
+	// AllowLocal accepts local state (default: only for workspaces labelled env=dev).
+	AllowLocal *bool `yaml:"allow_local"`
+	// RequireEncryption: s3 encrypt, https for http backends (default true).
+	RequireEncryption *bool `yaml:"require_encryption"`
+	// RequireLocking: s3 use_lockfile/dynamodb_table, http lock_address (default true).
+	RequireLocking *bool `yaml:"require_locking"`
+}
+
+// EffectiveBackendPolicy merges the workspace's backend_policy over
+// defaults.backend_policy over the built-in defaults.
+func (c *Config) EffectiveBackendPolicy(w Workspace) backend.Policy {
+	p := backend.DefaultPolicy()
+	p.AllowLocal = w.Labels["env"] == "dev"
+	for _, bp := range []*BackendPolicy{c.Defaults.BackendPolicy, w.BackendPolicy} {
+		if bp == nil {
+			continue
+		}
+		for dst, src := range map[*bool]*bool{&p.Enabled: bp.Enabled, &p.AllowLocal: bp.AllowLocal,
+			&p.RequireEncryption: bp.RequireEncryption, &p.RequireLocking: bp.RequireLocking} {
+			if src != nil {
+				*dst = *src
+			}
+		}
+	}
+	return p
+}
+
 // Daemon defaults.
 const (
 	DefaultListen            = "127.0.0.1:8080"
@@ -194,11 +227,13 @@ type Defaults struct {
 	Schedule string `yaml:"schedule"`
 	// Jitter spreads scheduled runs over up to this long, by a stable hash
 	// of the workspace name (default 0).
-	Jitter    Duration          `yaml:"jitter"`
-	Timeout   Duration          `yaml:"timeout"`
-	Forbidden []string          `yaml:"forbidden"`
-	Env       map[string]string `yaml:"env"`
-	Labels    map[string]string `yaml:"labels"`
+	Jitter    Duration `yaml:"jitter"`
+	Timeout   Duration `yaml:"timeout"`
+	Forbidden []string `yaml:"forbidden"`
+	// BackendPolicy is the default state-backend hygiene policy.
+	BackendPolicy *BackendPolicy    `yaml:"backend_policy"`
+	Env           map[string]string `yaml:"env"`
+	Labels        map[string]string `yaml:"labels"`
 }
 
 // Workspace is one Terraform root module (and Terraform workspace) to check.
@@ -215,6 +250,7 @@ type Workspace struct {
 	Timeout        Duration          `yaml:"timeout"`
 	Schedule       string            `yaml:"schedule"`
 	Alerts         *AlertPolicy      `yaml:"alerts"`
+	BackendPolicy  *BackendPolicy    `yaml:"backend_policy"`
 	Owner          string            `yaml:"owner"`
 	Labels         map[string]string `yaml:"labels"`
 	Ignore         []Ignore          `yaml:"ignore"`

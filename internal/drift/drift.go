@@ -20,6 +20,10 @@ const (
 	KindPending   Kind = "pending"   // planned change with no drift behind it
 	KindForbidden Kind = "forbidden" // a resource type owned by GitOps, not Terraform
 	KindNoise     Kind = "noise"     // data-source reads, output-only changes, null/empty churn
+	// KindBackend is a state-backend hygiene finding (unencrypted or
+	// unlocked state, world-readable state files). It never changes a
+	// workspace's status, which answers "does reality match the code?".
+	KindBackend Kind = "backend"
 )
 
 // Status is the verdict for one workspace run.
@@ -71,6 +75,8 @@ type Finding struct {
 	// Ignored is set when an ignore rule silenced this finding; ignored
 	// findings are listed but do not change the status.
 	Ignored bool `json:"ignored,omitempty"`
+	// Detail is a one-line, value-free explanation (backend findings).
+	Detail string `json:"detail,omitempty"`
 }
 
 // Counts tallies findings that count towards status (noise and ignored
@@ -80,6 +86,8 @@ type Counts struct {
 	Pending   int `json:"pending"`
 	Forbidden int `json:"forbidden"`
 	Noise     int `json:"noise"`
+	// Hygiene counts backend findings (they never change the status).
+	Hygiene int `json:"hygiene"`
 }
 
 // CountFindings tallies fs.
@@ -98,6 +106,8 @@ func CountFindings(fs []Finding) Counts {
 			c.Forbidden++
 		case KindNoise:
 			c.Noise++
+		case KindBackend:
+			c.Hygiene++
 		}
 	}
 	return c
@@ -120,7 +130,7 @@ func StatusOf(fs []Finding) Status {
 
 // SortFindings orders findings by kind severity, then address.
 func SortFindings(fs []Finding) {
-	rank := map[Kind]int{KindForbidden: 0, KindDrift: 1, KindPending: 2, KindNoise: 3}
+	rank := map[Kind]int{KindForbidden: 0, KindDrift: 1, KindPending: 2, KindBackend: 3, KindNoise: 4}
 	sort.SliceStable(fs, func(i, j int) bool {
 		if fs[i].Kind != fs[j].Kind {
 			return rank[fs[i].Kind] < rank[fs[j].Kind]
@@ -157,7 +167,7 @@ type Phase struct {
 func Fingerprint(workspace string, fs []Finding) string {
 	var keys []string
 	for _, f := range fs {
-		if f.Ignored || f.Kind == KindNoise {
+		if f.Ignored || f.Kind == KindNoise || f.Kind == KindBackend {
 			continue
 		}
 		attrs := append([]string(nil), f.Attributes...)

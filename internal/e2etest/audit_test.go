@@ -209,6 +209,18 @@ workspaces:
 		st, msg, fs := rep.ws(t, "clean")
 		require.Equal(t, drift.StatusClean, st, msg)
 		require.Empty(t, counted(fs))
+		// Local state outside a dev workspace, in a file Terraform made
+		// world-readable: two hygiene findings, status still clean.
+		var hygiene []drift.Finding
+		for _, f := range fs {
+			if f.Kind == drift.KindBackend {
+				hygiene = append(hygiene, f)
+			}
+		}
+		require.Len(t, hygiene, 2, "%+v", fs)
+		require.Equal(t, "backend.local", hygiene[0].Address)
+		require.NotEmpty(t, hygiene[0].Detail)
+		require.Equal(t, 10, rep.Summary.Hygiene)
 
 		st, _, fs = rep.ws(t, "content")
 		require.Equal(t, drift.StatusDrift, st)
@@ -256,7 +268,7 @@ workspaces:
 
 		st, _, fs = rep.ws(t, "ignored")
 		require.Equal(t, drift.StatusClean, st, "an ignore rule silences the drift")
-		require.Len(t, fs, 1)
+		require.Equal(t, "dwtest_file.scaled", fs[0].Address)
 		require.True(t, fs[0].Ignored)
 
 		st, msg, _ = rep.ws(t, "invalid")
@@ -294,6 +306,9 @@ workspaces:
 		require.Len(t, rep.Workspaces, 3)
 		r = driftwatch(t, nil, "audit", "--config", cfg, "--workspace", "clean,ignored")
 		require.Equal(t, 0, r.code, r.stdout+r.stderr)
+		require.Contains(t, r.stdout, "backend.local")
+		r = driftwatch(t, nil, "audit", "--config", cfg, "--workspace", "clean,ignored", "--strict")
+		require.Equal(t, 2, r.code, "--strict fails on state-backend findings")
 
 		// Terraform never wrote into the user's directories, and every run
 		// directory was removed.

@@ -139,7 +139,7 @@ type jsonReport struct {
 	StartedAt  string `json:"started_at"`
 	FinishedAt string `json:"finished_at"`
 	Summary    struct {
-		Clean, Drift, Pending, Forbidden, Errored int
+		Clean, Drift, Pending, Forbidden, Errored, Hygiene int
 	} `json:"summary"`
 	Workspaces []struct {
 		Name       string            `json:"name"`
@@ -173,11 +173,11 @@ func (r jsonReport) ws(t *testing.T, name string) (status drift.Status, errMsg s
 	return "", "", nil
 }
 
-// counted drops noise and ignored findings.
+// counted drops noise, ignored and backend-hygiene findings.
 func counted(fs []drift.Finding) []drift.Finding {
 	var out []drift.Finding
 	for _, f := range fs {
-		if f.Kind != drift.KindNoise && !f.Ignored {
+		if f.Kind != drift.KindNoise && f.Kind != drift.KindBackend && !f.Ignored {
 			out = append(out, f)
 		}
 	}

@@ -23,8 +23,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -271,6 +273,7 @@ func TestChartFull(t *testing.T) {
 	assert.Equal(t, "driftwatch-plan", env["DRIFTWATCH_RUN_SERVICE_ACCOUNT"])
 	assert.Equal(t, "true", env["DRIFTWATCH_LEADER_ELECTION"])
 	assert.Equal(t, "driftwatch-ci-lock", env["DRIFTWATCH_LEASE_NAME"])
+	assert.Equal(t, "http://driftwatch-ci.driftwatch.svc:8080", env["DRIFTWATCH_CALLBACK_URL"])
 
 	vols := map[string]corev1.Volume{}
 	for _, v := range pod.Volumes {
@@ -298,7 +301,7 @@ func TestChartFull(t *testing.T) {
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "get", "delete"}},
-		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	}, role.Rules)
 	rb := get[*rbacv1.RoleBinding](t, m, "RoleBinding/driftwatch-runs/driftwatch-ci")
 	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "driftwatch-daemon", Namespace: chartNamespace}}, rb.Subjects)
@@ -333,6 +336,7 @@ func TestChartRejects(t *testing.T) {
 		{"wrong type", []string{"--set", "replicaCount=one"}, "replicaCount"},
 		{"bad log level", []string{"--set", "logLevel=verbose"}, "logLevel"},
 		{"grace shorter than kill_grace", []string{"--set", "terminationGracePeriodSeconds=10"}, "must exceed config.terraform.kill_grace"},
+		{"daemon on loopback", []string{"--set", "config.server.listen=127.0.0.1:8080"}, "config.server.listen must be"},
 		{"grace shorter than kill_grace in minutes", []string{"--set", "config.terraform.kill_grace=2m"}, "must exceed config.terraform.kill_grace (2m)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -344,6 +348,10 @@ func TestChartRejects(t *testing.T) {
 	// Allowed: more replicas with leader election.
 	_, err := template(t, "--set", "replicaCount=3", "--set", "leaderElection.enabled=true")
 	require.NoError(t, err)
+	// The container port follows config.server.listen.
+	_, m := mustTemplate(t, "--set", "config.server.listen=:9090")
+	d := get[*appsv1.Deployment](t, m, "Deployment/driftwatch/driftwatch")
+	assert.EqualValues(t, 9090, d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort)
 }
 
 // TestChartServerSideDryRun validates both renderings with the real API
@@ -359,10 +367,7 @@ func TestChartServerSideDryRun(t *testing.T) {
 	}
 	require.NoError(t, c.CreateNamespace(ctx, chartNamespace, restricted))
 	require.NoError(t, c.CreateNamespace(ctx, ciRunNamespace, restricted))
-	_, err := c.Kubectl("apply", "--server-side", "-f", filepath.Join("testdata", "servicemonitors.monitoring.coreos.com.yaml"))
-	require.NoError(t, err)
-	_, err = c.Kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com")
-	require.NoError(t, err)
+	installServiceMonitorCRD(t, c)
 
 	for name, args := range map[string][]string{
 		"default": nil,
@@ -370,17 +375,38 @@ func TestChartServerSideDryRun(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			manifest, m := mustTemplate(t, args...)
-			cmd := c.KubectlCmd(ctx, "apply", "--dry-run=server", "-o", "name", "-f", "-")
-			cmd.Stdin = strings.NewReader(manifest)
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			require.NoError(t, cmd.Run(), "kubectl apply --dry-run=server:\n%s", stderr.String())
-			assert.Len(t, strings.Fields(stdout.String()), len(m), stdout.String())
+			stdout, stderr := dryRun(t, c, manifest)
+			assert.Len(t, strings.Fields(stdout), len(m), stdout)
 			// Pod Security warns about Deployments whose pods it would refuse.
-			assert.NotContains(t, stderr.String(), "PodSecurity")
-			assert.NotContains(t, stderr.String(), "Warning")
+			assert.NotContains(t, stderr, "PodSecurity")
+			assert.NotContains(t, stderr, "Warning")
 		})
 	}
+	// The warning check above is not vacuous: a root container is reported.
+	manifest, _ := mustTemplate(t, "--set", "podSecurityContext.runAsNonRoot=false", "--set", "securityContext.runAsNonRoot=false")
+	_, stderr := dryRun(t, c, manifest)
+	assert.Contains(t, stderr, `would violate PodSecurity "restricted:latest"`)
+}
+
+// installServiceMonitorCRD installs prometheus-operator's real
+// ServiceMonitor CRD, so the chart's ServiceMonitor is validated against it.
+func installServiceMonitorCRD(t *testing.T, c *Cluster) {
+	t.Helper()
+	_, err := c.Kubectl("apply", "--server-side", "-f", filepath.Join("testdata", "servicemonitors.monitoring.coreos.com.yaml"))
+	require.NoError(t, err)
+	_, err = c.Kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com")
+	require.NoError(t, err)
+}
+
+// dryRun validates manifest with `kubectl apply --dry-run=server`.
+func dryRun(t *testing.T, c *Cluster, manifest string) (stdout, stderr string) {
+	t.Helper()
+	cmd := c.KubectlCmd(t.Context(), "apply", "--dry-run=server", "-o", "name", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	require.NoError(t, cmd.Run(), "kubectl apply --dry-run=server:\n%s", errOut.String())
+	return out.String(), errOut.String()
 }
 
 // TestChartRBAC installs the full chart for real and asks the API server's
@@ -390,10 +416,7 @@ func TestChartRBAC(t *testing.T) {
 	ctx := t.Context()
 	require.NoError(t, c.CreateNamespace(ctx, chartNamespace, nil))
 	require.NoError(t, c.CreateNamespace(ctx, ciRunNamespace, nil))
-	_, err := c.Kubectl("apply", "--server-side", "-f", filepath.Join("testdata", "servicemonitors.monitoring.coreos.com.yaml"))
-	require.NoError(t, err)
-	_, err = c.Kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com")
-	require.NoError(t, err)
+	installServiceMonitorCRD(t, c)
 	// Never --wait: without a kubelet nothing becomes ready.
 	out, err := helm(t, "install", chartRelease, chartDir(t), "--namespace", chartNamespace,
 		"--kubeconfig", c.Kubeconfig, "-f", ciValues(t))
@@ -401,44 +424,63 @@ func TestChartRBAC(t *testing.T) {
 	assert.Contains(t, out, "STATUS: deployed")
 	assert.Contains(t, out, "driftwatch-runs as ServiceAccount driftwatch-plan") // NOTES.txt
 
-	daemon := "system:serviceaccount:" + chartNamespace + ":driftwatch-daemon"
-	run := "system:serviceaccount:" + ciRunNamespace + ":driftwatch-plan"
+	// SubjectAccessReviews ask the RBAC authorizer exactly (kubectl auth
+	// can-i would read "pods/log" as the pod named "log").
+	cs, err := c.Clientset()
+	require.NoError(t, err)
+	daemon := saUser{chartNamespace, "driftwatch-daemon"}
+	run := saUser{ciRunNamespace, "driftwatch-plan"}
 	for _, tc := range []struct {
-		as, ns, verb, resource string
-		allowed                bool
+		as                                  saUser
+		ns, verb, group, resource, sub, obj string
+		allowed                             bool
 	}{
-		{daemon, ciRunNamespace, "create", "jobs.batch", true},
-		{daemon, ciRunNamespace, "watch", "jobs.batch", true},
-		{daemon, ciRunNamespace, "delete", "jobs.batch", true},
-		{daemon, ciRunNamespace, "update", "jobs.batch", false},
-		{daemon, ciRunNamespace, "patch", "jobs.batch", false},
-		{daemon, ciRunNamespace, "list", "pods", true},
-		{daemon, ciRunNamespace, "create", "pods", false},
-		{daemon, ciRunNamespace, "update", "pods/status", false},
-		{daemon, ciRunNamespace, "get", "pods/log", false},
-		{daemon, ciRunNamespace, "create", "secrets", true},
-		{daemon, ciRunNamespace, "delete", "secrets", true},
-		{daemon, ciRunNamespace, "list", "secrets", false},
-		{daemon, ciRunNamespace, "create", "events", true},
-		{daemon, chartNamespace, "create", "jobs.batch", false}, // only in the run namespace
-		{daemon, chartNamespace, "get", "secrets", false},
-		{daemon, chartNamespace, "create", "leases.coordination.k8s.io", true},
-		{daemon, chartNamespace, "get", "leases.coordination.k8s.io/driftwatch-ci-lock", true},
-		{daemon, chartNamespace, "update", "leases.coordination.k8s.io/driftwatch-ci-lock", true},
-		{daemon, chartNamespace, "update", "leases.coordination.k8s.io/other", false},
-		{daemon, chartNamespace, "delete", "leases.coordination.k8s.io/driftwatch-ci-lock", false},
-		{daemon, ciRunNamespace, "get", "leases.coordination.k8s.io/driftwatch-ci-lock", false},
-		{run, ciRunNamespace, "get", "pods", false},
-		{run, ciRunNamespace, "get", "secrets", false},
-		{run, ciRunNamespace, "list", "jobs.batch", false},
+		{daemon, ciRunNamespace, "create", "batch", "jobs", "", "", true},
+		{daemon, ciRunNamespace, "get", "batch", "jobs", "", "", true},
+		{daemon, ciRunNamespace, "list", "batch", "jobs", "", "", true},
+		{daemon, ciRunNamespace, "watch", "batch", "jobs", "", "", true},
+		{daemon, ciRunNamespace, "delete", "batch", "jobs", "", "", true},
+		{daemon, ciRunNamespace, "update", "batch", "jobs", "", "", false},
+		{daemon, ciRunNamespace, "patch", "batch", "jobs", "", "", false},
+		{daemon, ciRunNamespace, "deletecollection", "batch", "jobs", "", "", false},
+		{daemon, ciRunNamespace, "list", "", "pods", "", "", true},
+		{daemon, ciRunNamespace, "create", "", "pods", "", "", false},
+		{daemon, ciRunNamespace, "delete", "", "pods", "", "", false},
+		{daemon, ciRunNamespace, "update", "", "pods", "status", "", false},
+		{daemon, ciRunNamespace, "get", "", "pods", "log", "", false},
+		{daemon, ciRunNamespace, "create", "", "pods", "exec", "", false},
+		{daemon, ciRunNamespace, "create", "", "secrets", "", "", true},
+		{daemon, ciRunNamespace, "get", "", "secrets", "", "", true},
+		{daemon, ciRunNamespace, "delete", "", "secrets", "", "", true},
+		{daemon, ciRunNamespace, "list", "", "secrets", "", "", false},
+		{daemon, ciRunNamespace, "update", "", "secrets", "", "", false},
+		{daemon, ciRunNamespace, "create", "", "events", "", "", true},
+		{daemon, ciRunNamespace, "patch", "", "events", "", "", false},
+		{daemon, ciRunNamespace, "create", "", "configmaps", "", "", false},
+		{daemon, chartNamespace, "create", "batch", "jobs", "", "", false}, // only in the run namespace
+		{daemon, chartNamespace, "get", "", "secrets", "", "", false},
+		{daemon, chartNamespace, "create", "coordination.k8s.io", "leases", "", "", true},
+		{daemon, chartNamespace, "get", "coordination.k8s.io", "leases", "", "driftwatch-ci-lock", true},
+		{daemon, chartNamespace, "update", "coordination.k8s.io", "leases", "", "driftwatch-ci-lock", true},
+		{daemon, chartNamespace, "update", "coordination.k8s.io", "leases", "", "other", false},
+		{daemon, chartNamespace, "delete", "coordination.k8s.io", "leases", "", "driftwatch-ci-lock", false},
+		{daemon, chartNamespace, "list", "coordination.k8s.io", "leases", "", "", false},
+		{daemon, ciRunNamespace, "get", "coordination.k8s.io", "leases", "", "driftwatch-ci-lock", false},
+		{run, ciRunNamespace, "get", "", "pods", "", "", false},
+		{run, ciRunNamespace, "get", "", "secrets", "", "", false},
+		{run, ciRunNamespace, "list", "batch", "jobs", "", "", false},
 	} {
-		out, err := c.Kubectl("auth", "can-i", tc.verb, tc.resource, "-n", tc.ns, "--as", tc.as)
-		// can-i exits 1 for "no".
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			require.NoError(t, err)
-		}
-		assert.Equal(t, tc.allowed, strings.TrimSpace(out) == "yes", "%s: can-i %s %s -n %s: %s", tc.as, tc.verb, tc.resource, tc.ns, strings.TrimSpace(out))
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   tc.as.user(),
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + tc.as.ns, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: tc.ns, Verb: tc.verb, Group: tc.group, Resource: tc.resource, Subresource: tc.sub, Name: tc.obj,
+			},
+		}}
+		res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, tc.allowed, res.Status.Allowed, "%s may %s %s.%s/%s %s in %s (%s)",
+			tc.as.user(), tc.verb, tc.resource, tc.group, tc.sub, tc.obj, tc.ns, res.Status.Reason)
 	}
 
 	// Uninstall keeps the PVC (the run history).
@@ -571,6 +613,10 @@ func checkSchemaKeys(t *testing.T, path string, schema map[string]any, v any) {
 		checkSchemaKeys(t, p, ps, sub)
 	}
 }
+
+type saUser struct{ ns, name string }
+
+func (u saUser) user() string { return "system:serviceaccount:" + u.ns + ":" + u.name }
 
 func chartAppVersion(t *testing.T) string {
 	t.Helper()

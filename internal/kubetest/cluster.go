@@ -245,7 +245,7 @@ func start(t testing.TB, bin string) (_ *Cluster, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	t.Logf("kubetest: control plane at %s ready in %s (logs in %s)", c.Server, time.Since(began).Round(time.Millisecond), c.dir)
+	t.Logf("kubetest: control plane at %s ready in %s (logs in %s until the test ends; shown if it fails)", c.Server, time.Since(began).Round(time.Millisecond), c.dir)
 	return c, nil
 }
 

@@ -43,6 +43,9 @@ type Summary struct {
 	Pending   int `json:"pending"`
 	Forbidden int `json:"forbidden"`
 	Errored   int `json:"errored"`
+	// Hygiene counts workspaces with state-backend findings (kind backend),
+	// whatever their status.
+	Hygiene int `json:"hygiene"`
 }
 
 // Workspace is one workspace's entry in the report.
@@ -73,6 +76,9 @@ func New(started, finished time.Time, results []drift.Result) *Report {
 			Name: res.Workspace, Status: res.Status, DurationMS: res.Duration.Milliseconds(),
 			Error: res.Error, Labels: res.Labels, Tool: res.Tool, Findings: fs,
 		})
+		if drift.CountFindings(fs).Hygiene > 0 {
+			r.Summary.Hygiene++
+		}
 		switch res.Status {
 		case drift.StatusClean:
 			r.Summary.Clean++
@@ -90,12 +96,14 @@ func New(started, finished time.Time, results []drift.Result) *Report {
 }
 
 // ExitCode is 1 if any workspace errored, else 2 if any has drift, pending
-// changes or forbidden resources, else 0.
-func (r *Report) ExitCode() int {
+// changes or forbidden resources (or, when strict, backend findings), else 0.
+func (r *Report) ExitCode(strict bool) int {
 	switch {
 	case r.Summary.Errored > 0:
 		return ExitError
 	case r.Summary.Drift+r.Summary.Pending+r.Summary.Forbidden > 0:
+		return ExitChanges
+	case strict && r.Summary.Hygiene > 0:
 		return ExitChanges
 	}
 	return ExitClean
@@ -131,7 +139,20 @@ func counted(fs []drift.Finding) []drift.Finding {
 	return out
 }
 
+func withoutKind(fs []drift.Finding, k drift.Kind) []drift.Finding {
+	var out []drift.Finding
+	for _, f := range fs {
+		if f.Kind != k {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func attrs(f drift.Finding) string {
+	if f.Detail != "" {
+		return f.Detail
+	}
 	if len(f.SeenIn) > 0 && len(f.Attributes) == 0 {
 		return "in " + strings.Join(f.SeenIn, ", ")
 	}
@@ -170,8 +191,8 @@ func writeTable(w io.Writer, r *Report) error {
 		return err
 	}
 	s := r.Summary
-	_, err := fmt.Fprintf(w, "\n%d workspaces: %d clean, %d drift, %d pending, %d forbidden, %d errored\n",
-		len(r.Workspaces), s.Clean, s.Drift, s.Pending, s.Forbidden, s.Errored)
+	_, err := fmt.Fprintf(w, "\n%d workspaces: %d clean, %d drift, %d pending, %d forbidden, %d errored; %d with state-backend findings\n",
+		len(r.Workspaces), s.Clean, s.Drift, s.Pending, s.Forbidden, s.Errored, s.Hygiene)
 	return err
 }
 
@@ -185,8 +206,8 @@ func writeMarkdown(w io.Writer, r *Report) error {
 	s := r.Summary
 	var b strings.Builder
 	icon := map[drift.Status]string{drift.StatusClean: "✅", drift.StatusPending: "🕓", drift.StatusDrift: "⚠️", drift.StatusForbidden: "⛔", drift.StatusErrored: "❌"}
-	fmt.Fprintf(&b, "## driftwatch audit\n\n%d workspaces: **%d drift**, **%d forbidden**, %d pending, %d errored, %d clean.\n\n",
-		len(r.Workspaces), s.Drift, s.Forbidden, s.Pending, s.Errored, s.Clean)
+	fmt.Fprintf(&b, "## driftwatch audit\n\n%d workspaces: **%d drift**, **%d forbidden**, %d pending, %d errored, %d clean; %d with state-backend findings.\n\n",
+		len(r.Workspaces), s.Drift, s.Forbidden, s.Pending, s.Errored, s.Clean, s.Hygiene)
 	b.WriteString("| Workspace | Status | Drift | Pending | Forbidden | Duration | Detail |\n|---|---|---:|---:|---:|---:|---|\n")
 	for _, ws := range r.Workspaces {
 		c := drift.CountFindings(ws.Findings)
@@ -248,7 +269,7 @@ func writeJUnit(w io.Writer, r *Report) error {
 	out := junitSuites{Name: "driftwatch", Time: secs(r.FinishedAt.Sub(r.StartedAt).Milliseconds())}
 	for _, ws := range r.Workspaces {
 		s := junitSuite{Name: ws.Name, Time: secs(ws.DurationMS)}
-		switch fs := counted(ws.Findings); {
+		switch fs := withoutKind(counted(ws.Findings), drift.KindBackend); {
 		case ws.Status == drift.StatusErrored:
 			s.Cases = append(s.Cases, junitCase{Name: "plan", Classname: ws.Name, Time: s.Time,
 				Error: &junitMessage{Message: ws.Error, Type: "errored", Body: ws.Error}})

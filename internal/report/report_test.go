@@ -31,13 +31,16 @@ func sample() *Report {
 func TestSummaryAndExitCode(t *testing.T) {
 	r := sample()
 	require.Equal(t, Summary{Clean: 1, Drift: 1, Forbidden: 1, Errored: 1}, r.Summary)
-	require.Equal(t, ExitError, r.ExitCode(), "errored wins over drift")
+	require.Equal(t, ExitError, r.ExitCode(false), "errored wins over drift")
 	r.Summary.Errored = 0
-	require.Equal(t, ExitChanges, r.ExitCode())
+	require.Equal(t, ExitChanges, r.ExitCode(false))
 	r.Summary = Summary{Clean: 3}
-	require.Equal(t, ExitClean, r.ExitCode())
+	require.Equal(t, ExitClean, r.ExitCode(false))
+	r.Summary = Summary{Clean: 3, Hygiene: 1}
+	require.Equal(t, ExitClean, r.ExitCode(false), "backend findings never fail an audit by default")
+	require.Equal(t, ExitChanges, r.ExitCode(true), "--strict")
 	r.Summary = Summary{Pending: 1}
-	require.Equal(t, ExitChanges, r.ExitCode(), "pending changes exit 2")
+	require.Equal(t, ExitChanges, r.ExitCode(false), "pending changes exit 2")
 }
 
 func TestJSONContract(t *testing.T) {
@@ -86,7 +89,7 @@ func TestTable(t *testing.T) {
 	out := b.String()
 	require.Contains(t, out, "WORKSPACE")
 	require.Regexp(t, `network +drift +1 +0 +0 +1.2s +1 noise`, out)
-	require.Contains(t, out, "4 workspaces: 1 clean, 1 drift, 0 pending, 1 forbidden, 1 errored")
+	require.Contains(t, out, "4 workspaces: 1 clean, 1 drift, 0 pending, 1 forbidden, 1 errored; 0 with state-backend findings")
 	require.Regexp(t, `k8s +forbidden +none +helm_release.x +in state`, out)
 	require.Error(t, Write(&b, "yaml", sample()))
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/planparse"
 )
@@ -44,6 +45,8 @@ type Request struct {
 	WorkDir        string
 	GitCacheDir    string
 	KillGrace      time.Duration
+	// Backend is the state-backend hygiene policy (Enabled false: no check).
+	Backend backend.Policy
 }
 
 // Source is a local directory or a git repository.
@@ -67,6 +70,9 @@ type Result struct {
 	Tool   string
 	Commit string // resolved git commit for git sources
 	Phases []drift.Phase
+	// Backend holds state-backend hygiene findings (kind backend) from a
+	// static read of the root module's backend block.
+	Backend []drift.Finding
 }
 
 // ErrTimeout is the cause of a run that exceeded its timeout.

@@ -73,6 +73,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
+{{/* config.server.listen ("" when unset). */}}
+{{- define "driftwatch.listen" -}}
+{{- toString (dig "server" "listen" "" (.Values.config | default dict)) }}
+{{- end }}
+
+{{/* The container port: the port of config.server.listen. */}}
+{{- define "driftwatch.port" -}}
+{{- include "driftwatch.listen" . | splitList ":" | last }}
+{{- end }}
+
 {{/* Name of the PVC holding the database. */}}
 {{- define "driftwatch.claimName" -}}
 {{- default (include "driftwatch.fullname" .) .Values.persistence.existingClaim }}
@@ -89,6 +99,10 @@ what would make a broken release.
 {{- end }}
 {{- if lt (int .Values.replicaCount) 0 }}
 {{- fail "replicaCount must not be negative" }}
+{{- end }}
+{{- $listen := include "driftwatch.listen" . }}
+{{- if not (regexMatch "^(0\\.0\\.0\\.0|\\[::\\])?:[0-9]+$" $listen) }}
+{{- fail (printf "config.server.listen must be \"0.0.0.0:<port>\", \"[::]:<port>\" or \":<port>\", not %q: the Service and probes reach the daemon from outside the pod (driftwatch's own default is 127.0.0.1:8080)" $listen) }}
 {{- end }}
 {{- $kg := toString (dig "terraform" "kill_grace" "10s" (.Values.config | default dict)) }}
 {{- $re := "^(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?$" }}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 
+	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/runner"
@@ -111,6 +112,13 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 		return res, &runner.Error{Phase: "source", Reason: red.apply(err.Error()), Err: err}
 	}
 	res.Commit = commit
+	// A static read, before Terraform writes anything into the copy. An
+	// unreadable backend block is left to init, which reports it properly.
+	if fs, err := backend.Check(moduleDir, req.BackendConfig, req.Backend); err == nil {
+		res.Backend = fs
+	} else {
+		r.Logger.Debug("backend check skipped", "workspace", req.Workspace, "err", red.apply(err.Error()))
+	}
 	phase("source")
 
 	bin, err := resolveBinary(req.Binary, env["PATH"])

@@ -1,0 +1,166 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+)
+
+// Policy selects the checks for one workspace. The zero value checks
+// nothing; DefaultPolicy is what a workspace gets unless its configuration
+// says otherwise.
+type Policy struct {
+	// Enabled turns the check on; when false, Check reads nothing.
+	Enabled bool
+	// AllowLocal accepts local state (e.g. a workspace labelled dev). The
+	// state-file permission check still applies.
+	AllowLocal bool
+	// RequireEncryption reports backends that store or send state
+	// unencrypted (s3 encrypt, http over plain http).
+	RequireEncryption bool
+	// RequireLocking reports backends without state locking.
+	RequireLocking bool
+}
+
+// DefaultPolicy returns the policy of a workspace with no backend_policy:
+// every check on, local state not allowed.
+func DefaultPolicy() Policy {
+	return Policy{Enabled: true, RequireEncryption: true, RequireLocking: true}
+}
+
+// Check reads the effective backend of the root module in dir (the backend
+// or cloud block of its *.tf and *.tf.json files, with backendConfig
+// entries, "key=value" or a file path relative to dir, applied on top) and
+// returns its findings under p. It evaluates literals only (never variables
+// or functions), copies no value into a finding or error, and never
+// touches the network. Invalid HCL is an error naming the file and line.
+func Check(dir string, backendConfig []string, p Policy) ([]drift.Finding, error) {
+	is, err := check(dir, backendConfig, p)
+	if err != nil {
+		return nil, err
+	}
+	var out []drift.Finding
+	for _, i := range is {
+		out = append(out, i.finding())
+	}
+	return out, nil
+}
+
+// check is Check before the issues become findings: the I/O steps (read
+// the module, read backend_config files, stat local state files) around the
+// pure effectiveBackend, mergeConfig and issues.
+func check(dir string, backendConfig []string, p Policy) ([]issue, error) {
+	if !p.Enabled {
+		return nil, nil
+	}
+	files, err := readModule(dir)
+	if err != nil {
+		return nil, err
+	}
+	c, err := effectiveBackend(files)
+	if err != nil {
+		return nil, err
+	}
+	c, err = mergeConfig(c, backendConfig, func(name string) ([]byte, error) {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(dir, name)
+		}
+		src, err := os.ReadFile(name)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			// Not echoed: an entry without "=" may be a mistyped secret.
+			err = fmt.Errorf("read file: %w", pe.Err)
+		}
+		return src, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var states []stateFile
+	if c.typ == "local" {
+		states = localStates(dir, c)
+	}
+	return issues(c, states, p), nil
+}
+
+// readModule reads the Terraform configuration files of dir in name order,
+// skipping the files Terraform ignores (dot files and editor backups).
+func readModule(dir string) ([]source, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read module: %w", err)
+	}
+	var out []source
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".tf") && !strings.HasSuffix(name, ".tf.json") {
+			continue
+		}
+		if strings.HasPrefix(name, ".") || strings.HasSuffix(name, "~") || (strings.HasPrefix(name, "#") && strings.HasSuffix(name, "#")) {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if fi, err := os.Stat(path); err != nil || fi.IsDir() {
+			continue
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read module: %w", err)
+		}
+		out = append(out, source{name: name, src: src})
+	}
+	return out, nil
+}
+
+// localStates returns the existing state files of a local backend and their
+// modes: the default workspace's file (path, default terraform.tfstate) and
+// the other workspaces' files (workspace_dir/NAME/terraform.tfstate,
+// default workspace_dir terraform.tfstate.d), each with its .backup. A path
+// whose value is not a literal is skipped, and so is a file that cannot be
+// stat'ed. Only modes are read, never contents.
+func localStates(dir string, c config) []stateFile {
+	if runtime.GOOS == "windows" {
+		return nil // no Unix permission bits
+	}
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	var out []stateFile
+	stat := func(attr, path string) {
+		for _, p := range []string{path, path + ".backup"} {
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+				out = append(out, stateFile{attr: attr, mode: fi.Mode()})
+			}
+		}
+	}
+	if path, pr := c.str("path"); pr != unknown {
+		if pr == unset || path == "" {
+			path = "terraform.tfstate"
+		}
+		stat("path", abs(path))
+	}
+	if wd, pr := c.str("workspace_dir"); pr != unknown {
+		if pr == unset || wd == "" {
+			wd = "terraform.tfstate.d"
+		}
+		workspaces, err := os.ReadDir(abs(wd))
+		if err != nil {
+			return out // no other workspace yet, or unreadable: nothing to stat
+		}
+		for _, w := range workspaces {
+			if w.IsDir() {
+				stat("workspace_dir", filepath.Join(abs(wd), w.Name(), "terraform.tfstate"))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,56 @@
+// Package backend audits the state-backend hygiene of a Terraform root
+// module: where its state lives, whether that storage is encrypted and
+// locked, and whether a local state file is readable by other users. It
+// produces drift.Finding values of kind "backend" (drift.KindBackend).
+//
+// The effective backend is read statically: every *.tf and *.tf.json file of
+// the root module (override files last, replacing the block like Terraform
+// does), the `terraform { backend "TYPE" { ... } }` or `cloud { ... }` block,
+// then the workspace's backend_config entries ("key=value", or a path,
+// relative to the module directory, to an HCL file of key = value) on top,
+// later entries winning. Attribute values are evaluated without variables
+// or functions: anything that is not a literal (var.x, local.y, lower(...),
+// "${...}" in JSON) is unknown, and an unknown attribute never yields a
+// finding. Nothing here touches the network or runs Terraform.
+//
+// Values never leave the package: findings carry attribute names only, and
+// errors carry file names, positions and HCL diagnostic summaries (never
+// their details, which may quote source text). Credentials in the block or
+// in backend_config (access_key, secret_key, token, password, conn_str, ...)
+// are read only as far as the parser goes and are never copied anywhere.
+//
+// Findings, all with Action "none", Address "backend.TYPE" and Type TYPE;
+// the Attributes name what to change, and a one-line reason is computed for
+// each, in drift.Finding.Detail:
+//
+//	local (no backend block, or backend "local"), unless Policy.AllowLocal:
+//	  [backend]                    state on one disk, no locking across machines, no encryption
+//	local, a state file or its .backup readable by group/other (mode & 0o044):
+//	  [path]                       the default workspace's state (path, terraform.tfstate)
+//	  [workspace_dir]              other workspaces' state (terraform.tfstate.d/NAME/)
+//	s3 without encrypt = true (RequireEncryption):
+//	  [encrypt]
+//	s3 without use_lockfile = true and without a dynamodb_table (RequireLocking):
+//	  [dynamodb_table use_lockfile]
+//	http without lock_address (RequireLocking):
+//	  [lock_address]
+//	http with address, lock_address or unlock_address over plain http:// (RequireEncryption):
+//	  the offending attribute names
+//	http with skip_cert_verification = true (RequireEncryption):
+//	  [skip_cert_verification]
+//	consul with lock = false (RequireLocking; the default is true):
+//	  [lock]
+//
+// Backends that are clean by construction: gcs and azurerm (encrypted at
+// rest by the cloud provider, locking built in), pg (advisory locks),
+// kubernetes (Lease locks), remote and cloud (HCP Terraform / Enterprise).
+// Any other backend type is unknown here and yields no finding. Consul's
+// scheme is not checked: the backend usually talks to a local agent.
+//
+// The state-file check reads file modes only (never contents) and looks at
+// the file, not its parent directories. Backend findings do not change a
+// workspace's status; the caller counts them separately.
+//
+// This package may import drift and HCL; it must not import runner, config,
+// store, notify or app, and must never open a network connection.
+package backend

@@ -1,0 +1,9 @@
+terraform {
+  cloud {
+    organization = "corp"
+    token        = "CANARY-CLOUD-TOKEN-0b0b"
+    workspaces {
+      name = "app"
+    }
+  }
+}

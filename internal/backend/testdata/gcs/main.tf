@@ -1,0 +1,6 @@
+terraform {
+  backend "gcs" {
+    bucket = "corp-tfstate"
+    prefix = "app"
+  }
+}

@@ -1,0 +1,6 @@
+terraform {
+  backend "kubernetes" {
+    secret_suffix = "app"
+    config_path   = "~/.kube/config"
+  }
+}

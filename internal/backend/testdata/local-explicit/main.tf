@@ -1,0 +1,5 @@
+terraform {
+  backend "local" {}
+}
+
+resource "terraform_data" "x" {}

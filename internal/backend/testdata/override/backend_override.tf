@@ -1,0 +1,5 @@
+terraform {
+  backend "gcs" {
+    bucket = "corp-tfstate"
+  }
+}

@@ -1,0 +1,4 @@
+# Partial configuration: everything comes from backend_config.
+terraform {
+  backend "s3" {}
+}

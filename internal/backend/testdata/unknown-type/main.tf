@@ -1,0 +1,5 @@
+terraform {
+  backend "oss" {
+    bucket = "corp-tfstate"
+  }
+}
