@@ -109,28 +109,28 @@ const wantWorkspacesJSON = `{"workspaces": [
   {"name": "billing-db", "owner": "team-billing", "labels": {}, "schedule": "@hourly", "status": "errored",
    "since": "2026-03-14T01:30:00Z", "last_run_at": "2026-03-14T02:55:00Z", "last_success_at": "2026-03-12T01:00:00Z",
    "next_run": "2026-03-14T03:55:00Z", "last_run_id": "run-db-9", "consecutive_errors": 3,
-   "counts": {"drift": 0, "pending": 1, "forbidden": 0, "noise": 0},
+   "counts": {"drift": 0, "pending": 1, "forbidden": 0, "noise": 0, "hygiene": 0},
    "error": "init: backend: AccessDenied: assume role arn:aws:iam::123456789012:role/terraform failed",
    "url": "/workspaces/billing-db"},
   {"name": "new-service", "owner": "team-web", "labels": {}, "schedule": "@hourly", "status": "unknown",
    "since": null, "last_run_at": null, "last_success_at": null, "next_run": null, "last_run_id": "", "consecutive_errors": 0,
-   "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0}, "error": "", "url": "/workspaces/new-service"},
+   "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0, "hygiene": 0}, "error": "", "url": "/workspaces/new-service"},
   {"name": "prod-k8s", "owner": "team-platform", "labels": {"env": "prod"}, "schedule": "@hourly", "status": "forbidden",
    "since": "2026-03-13T01:00:00Z", "last_run_at": "2026-03-14T02:20:00Z", "last_success_at": "2026-03-14T02:22:00Z",
    "next_run": "2026-03-14T03:20:00Z", "last_run_id": "run-k8s-1", "consecutive_errors": 0,
-   "counts": {"drift": 1, "pending": 0, "forbidden": 1, "noise": 0}, "error": "", "url": "/workspaces/prod-k8s"},
+   "counts": {"drift": 1, "pending": 0, "forbidden": 1, "noise": 0, "hygiene": 0}, "error": "", "url": "/workspaces/prod-k8s"},
   {"name": "prod-network", "owner": "team-net", "labels": {"env": "prod", "tier": "network"}, "schedule": "*/30 * * * *", "status": "drift",
    "since": "2026-03-14T00:00:00Z", "last_run_at": "2026-03-14T02:50:00Z", "last_success_at": "2026-03-14T02:52:00Z",
    "next_run": "2026-03-14T03:20:00Z", "last_run_id": "run-net-3", "consecutive_errors": 0,
-   "counts": {"drift": 2, "pending": 1, "forbidden": 0, "noise": 1}, "error": "", "url": "/workspaces/prod-network"},
+   "counts": {"drift": 2, "pending": 1, "forbidden": 0, "noise": 1, "hygiene": 0}, "error": "", "url": "/workspaces/prod-network"},
   {"name": "sandbox", "owner": "", "labels": {}, "schedule": "@daily", "status": "pending",
    "since": "2026-03-14T01:00:00Z", "last_run_at": "2026-03-14T02:30:00Z", "last_success_at": "2026-03-14T02:31:00Z",
    "next_run": "2026-03-15T00:00:00Z", "last_run_id": "run-sbx-1", "consecutive_errors": 0,
-   "counts": {"drift": 0, "pending": 1, "forbidden": 0, "noise": 0}, "error": "", "url": "/workspaces/sandbox"},
+   "counts": {"drift": 0, "pending": 1, "forbidden": 0, "noise": 0, "hygiene": 0}, "error": "", "url": "/workspaces/sandbox"},
   {"name": "staging-web", "owner": "team-web", "labels": {"env": "staging"}, "schedule": "@hourly", "status": "clean",
    "since": "2026-03-05T03:00:00Z", "last_run_at": "2026-03-14T02:40:00Z", "last_success_at": "2026-03-14T02:41:00Z",
    "next_run": "2026-03-14T03:40:00Z", "last_run_id": "run-stg-1", "consecutive_errors": 0,
-   "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0}, "error": "", "url": "/workspaces/staging-web"}
+   "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0, "hygiene": 0}, "error": "", "url": "/workspaces/staging-web"}
 ]}`
 
 func TestListWorkspaces(t *testing.T) {
@@ -146,7 +146,7 @@ func TestListWorkspaces(t *testing.T) {
 		requireJSON(t, http.StatusOK, `{"workspaces": [
 		  {"name": "retired", "owner": "", "labels": {}, "schedule": "", "status": "drift",
 		   "since": null, "last_run_at": "2026-03-14T02:00:00Z", "last_success_at": null, "next_run": null,
-		   "last_run_id": "", "consecutive_errors": 0, "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0},
+		   "last_run_id": "", "consecutive_errors": 0, "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0, "hygiene": 0},
 		   "error": "", "url": "/workspaces/retired"}]}`, code, hdr, body)
 	})
 	t.Run("no workspaces", func(t *testing.T) {
@@ -184,7 +184,7 @@ func TestGetWorkspace(t *testing.T) {
 		  "name": "prod-network", "owner": "team-net", "labels": {"env": "prod", "tier": "network"}, "schedule": "*/30 * * * *",
 		  "status": "drift", "since": "2026-03-14T00:00:00Z", "last_run_at": "2026-03-14T02:50:00Z",
 		  "last_success_at": "2026-03-14T02:52:00Z", "next_run": "2026-03-14T03:20:00Z", "last_run_id": "run-net-3",
-		  "consecutive_errors": 0, "counts": {"drift": 2, "pending": 1, "forbidden": 0, "noise": 1}, "error": "",
+		  "consecutive_errors": 0, "counts": {"drift": 2, "pending": 1, "forbidden": 0, "noise": 1, "hygiene": 0}, "error": "",
 		  "url": "/workspaces/prod-network",
 		  "findings": [
 		    {"kind": "drift", "address": "aws_autoscaling_group.web", "type": "aws_autoscaling_group", "action": "update",
@@ -202,7 +202,7 @@ func TestGetWorkspace(t *testing.T) {
 		  "name": "prod-k8s", "owner": "team-platform", "labels": {"env": "prod"}, "schedule": "@hourly",
 		  "status": "forbidden", "since": "2026-03-13T01:00:00Z", "last_run_at": "2026-03-14T02:20:00Z",
 		  "last_success_at": "2026-03-14T02:22:00Z", "next_run": "2026-03-14T03:20:00Z", "last_run_id": "run-k8s-1",
-		  "consecutive_errors": 0, "counts": {"drift": 1, "pending": 0, "forbidden": 1, "noise": 0}, "error": "",
+		  "consecutive_errors": 0, "counts": {"drift": 1, "pending": 0, "forbidden": 1, "noise": 0, "hygiene": 0}, "error": "",
 		  "url": "/workspaces/prod-k8s",
 		  "findings": [
 		    {"kind": "forbidden", "address": "kubernetes_deployment.api[\"default\"]", "type": "kubernetes_deployment",
@@ -213,7 +213,7 @@ func TestGetWorkspace(t *testing.T) {
 		{"never ran", "/api/v1/workspaces/new-service", http.StatusOK, `{
 		  "name": "new-service", "owner": "team-web", "labels": {}, "schedule": "@hourly", "status": "unknown",
 		  "since": null, "last_run_at": null, "last_success_at": null, "next_run": null, "last_run_id": "",
-		  "consecutive_errors": 0, "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0}, "error": "",
+		  "consecutive_errors": 0, "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0, "hygiene": 0}, "error": "",
 		  "url": "/workspaces/new-service", "findings": []}`},
 		{"unknown", "/api/v1/workspaces/nope", http.StatusNotFound, `{"error": "unknown workspace"}`},
 		{"stored but no longer configured", "/api/v1/workspaces/retired", http.StatusNotFound, `{"error": "unknown workspace"}`},
@@ -229,16 +229,16 @@ func TestGetWorkspace(t *testing.T) {
 const (
 	wantRun4 = `{"id": "run-net-4", "workspace": "prod-network", "trigger": "schedule", "status": "running",
 	  "started_at": "2026-03-14T02:59:30Z", "finished_at": null, "duration_seconds": null, "error": "", "tool": "",
-	  "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0}}`
+	  "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0, "hygiene": 0}}`
 	wantRun3 = `{"id": "run-net-3", "workspace": "prod-network", "trigger": "manual", "status": "drift",
 	  "started_at": "2026-03-14T02:50:00Z", "finished_at": "2026-03-14T02:52:00Z", "duration_seconds": 120,
-	  "error": "", "tool": "terraform 1.11.4", "counts": {"drift": 2, "pending": 1, "forbidden": 0, "noise": 1}}`
+	  "error": "", "tool": "terraform 1.11.4", "counts": {"drift": 2, "pending": 1, "forbidden": 0, "noise": 1, "hygiene": 0}}`
 	wantRun2 = `{"id": "run-net-2", "workspace": "prod-network", "trigger": "schedule", "status": "errored",
 	  "started_at": "2026-03-13T23:30:00Z", "finished_at": "2026-03-13T23:31:00Z", "duration_seconds": 60,
-	  "error": "plan: timeout after 30m0s", "tool": "terraform 1.11.4", "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0}}`
+	  "error": "plan: timeout after 30m0s", "tool": "terraform 1.11.4", "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0, "hygiene": 0}}`
 	wantRun1 = `{"id": "run-net-1", "workspace": "prod-network", "trigger": "schedule", "status": "clean",
 	  "started_at": "2026-03-13T23:00:00Z", "finished_at": "2026-03-13T23:01:35Z", "duration_seconds": 95,
-	  "error": "", "tool": "terraform 1.11.4", "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0}}`
+	  "error": "", "tool": "terraform 1.11.4", "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0, "hygiene": 0}}`
 )
 
 func TestListRuns(t *testing.T) {
@@ -291,7 +291,7 @@ func TestGetRun(t *testing.T) {
 		{"finished", "run-net-3", http.StatusOK, `{"id": "run-net-3", "workspace": "prod-network", "trigger": "manual",
 		  "status": "drift", "started_at": "2026-03-14T02:50:00Z", "finished_at": "2026-03-14T02:52:00Z",
 		  "duration_seconds": 120, "error": "", "tool": "terraform 1.11.4",
-		  "counts": {"drift": 2, "pending": 1, "forbidden": 0, "noise": 1},
+		  "counts": {"drift": 2, "pending": 1, "forbidden": 0, "noise": 1, "hygiene": 0},
 		  "findings": [
 		    {"kind": "drift", "address": "aws_autoscaling_group.web", "type": "aws_autoscaling_group", "action": "update",
 		     "attributes": ["desired_capacity"], "seen_in": [], "ignored": true},
@@ -311,7 +311,7 @@ func TestGetRun(t *testing.T) {
 		  ]}`},
 		{"running", "run-net-4", http.StatusOK, `{"id": "run-net-4", "workspace": "prod-network", "trigger": "schedule",
 		  "status": "running", "started_at": "2026-03-14T02:59:30Z", "finished_at": null, "duration_seconds": null,
-		  "error": "", "tool": "", "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0},
+		  "error": "", "tool": "", "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0, "hygiene": 0},
 		  "findings": [], "phases": []}`},
 		{"unknown", "run-nope", http.StatusNotFound, `{"error": "unknown run"}`},
 	}

@@ -21,7 +21,7 @@ func whSign(secret, ts, body string) string {
 
 func TestWebhookServer(t *testing.T) {
 	s := NewWebhookServer(t, "whsec-0123456789abcdef")
-	body := `{"version":1,"id":"m1","event":"open","incident":{"key":"k","workspace":"w","class":"drift","severity":"high","owner":"","team":"","labels":{},"since":"2026-11-03T09:00:00Z","counts":{"drift":1,"pending":0,"forbidden":0,"noise":0},"findings":[],"error":"","run_id":"r","url":""},"delta":null,"at":"2026-11-03T10:00:00Z"}`
+	body := `{"version":1,"id":"m1","event":"open","incident":{"key":"k","workspace":"w","class":"drift","severity":"high","owner":"","team":"","labels":{},"since":"2026-11-03T09:00:00Z","counts":{"drift":1,"pending":0,"forbidden":0,"noise":0, "hygiene": 0},"findings":[],"error":"","run_id":"r","url":""},"delta":null,"at":"2026-11-03T10:00:00Z"}`
 	post := func(path, ts, sig, id, b string) int {
 		req, err := http.NewRequestWithContext(t.Context(), "POST", strings.TrimSuffix(s.URL, s.path)+path, strings.NewReader(b))
 		require.NoError(t, err)

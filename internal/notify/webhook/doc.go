@@ -18,7 +18,7 @@
 //	    "severity": "critical" | "high" | "moderate" | "low" | "info",
 //	    "owner": "...", "team": "...", "labels": {"env": "prod"},
 //	    "since": "2026-11-03T09:00:00Z",
-//	    "counts": {"drift": 1, "pending": 1, "forbidden": 0, "noise": 0},
+//	    "counts": {"drift": 1, "pending": 1, "forbidden": 0, "noise": 0, "hygiene": 0},
 //	    "findings": [{"kind": "drift", "address": "aws_security_group.web",
 //	                  "type": "aws_security_group", "action": "update",
 //	                  "attributes": ["ingress"]}],

@@ -31,7 +31,7 @@ func TestBuildPayload(t *testing.T) {
 				"team": "platform",
 				"labels": {"env": "prod", "tier": "core"},
 				"since": "2026-11-03T09:00:00Z",
-				"counts": {"drift": 1, "pending": 1, "forbidden": 0, "noise": 0},
+				"counts": {"drift": 1, "pending": 1, "forbidden": 0, "noise": 0, "hygiene": 0},
 				"findings": [
 					{"kind": "drift", "address": "aws_security_group.web", "type": "aws_security_group", "action": "update", "attributes": ["ingress", "tags.Name"]},
 					{"kind": "pending", "address": "aws_s3_bucket.logs", "type": "aws_s3_bucket", "action": "create", "attributes": []}
@@ -55,7 +55,7 @@ func TestBuildPayload(t *testing.T) {
 		got, err := buildPayload(m)
 		require.NoError(t, err)
 		require.JSONEq(t, `{"version":1,"id":"m2","event":"open","incident":{"key":"errored-x","workspace":"x","class":"errored","severity":"low",
-			"owner":"","team":"","labels":{},"since":"0001-01-01T00:00:00Z","counts":{"drift":0,"pending":0,"forbidden":0,"noise":0},
+			"owner":"","team":"","labels":{},"since":"0001-01-01T00:00:00Z","counts":{"drift":0,"pending":0,"forbidden":0,"noise":0, "hygiene": 0},
 			"findings":[],"error":"init failed","run_id":"","url":""},"delta":null,"at":"2026-01-02T02:04:05Z"}`, string(got))
 	})
 
