@@ -9,7 +9,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -18,11 +17,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -31,15 +27,8 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/runner"
-	"github.com/driftwatch/driftwatch/internal/source"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 )
-
-// DefaultKillGrace is how long Terraform gets to stop after SIGINT.
-const DefaultKillGrace = 10 * time.Second
-
-// markerEnv tags every process of a run so the sweep can find providers and
-// provisioners that outlive Terraform.
-const markerEnv = "DRIFTWATCH_RUN_MARKER"
 
 // Runner is the local runner.
 type Runner struct {
@@ -58,18 +47,18 @@ func New(logger *slog.Logger) *Runner { return &Runner{Logger: logger} }
 func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result, err error) {
 	grace := req.KillGrace
 	if grace <= 0 {
-		grace = DefaultKillGrace
+		grace = sandbox.DefaultKillGrace
 	}
 	if req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, runner.ErrTimeout)
 		defer cancel()
 	}
-	marker := randomHex(16)
-	stopSweep := sweepOnDone(ctx, marker, grace+2*time.Second)
+	marker := sandbox.RandomHex(16)
+	stopSweep := sandbox.SweepOnDone(ctx, marker, grace+2*time.Second)
 	defer func() {
 		stopSweep()
-		killMarked(marker) // nothing of this run may outlive it
+		sandbox.KillMarked(marker) // nothing of this run may outlive it
 		if ce := context.Cause(ctx); err != nil && ce != nil {
 			// Report timeouts and cancellation as such, whatever Terraform printed.
 			var re *runner.Error
@@ -83,23 +72,17 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 		}
 	}()
 
-	base := req.WorkDir
-	if base != "" {
-		if err := os.MkdirAll(base, 0o700); err != nil {
-			return res, &runner.Error{Phase: "setup", Err: err}
-		}
-	}
-	tmp, err := os.MkdirTemp(base, "driftwatch-"+req.Workspace+"-")
+	tmp, err := sandbox.NewDir(req.WorkDir, "dw-")
 	if err != nil {
-		return res, &runner.Error{Phase: "setup", Err: err}
+		return res, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}
 	defer os.RemoveAll(tmp)
 
-	secrets, env, err := buildEnv(req, tmp, marker)
+	env, secrets, err := sandbox.BuildEnv(req, tmp, marker)
 	if err != nil {
 		return res, &runner.Error{Phase: "setup", Err: err}
 	}
-	red := newRedactor(secrets)
+	red := sandbox.NewRedactor(secrets)
 
 	start := time.Now()
 	phase := func(name string) {
@@ -107,9 +90,9 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 		start = time.Now()
 	}
 
-	moduleDir, commit, err := prepareSource(ctx, req, tmp)
+	moduleDir, commit, err := sandbox.PrepareSource(ctx, req, tmp)
 	if err != nil {
-		return res, &runner.Error{Phase: "source", Reason: red.apply(err.Error()), Err: err}
+		return res, &runner.Error{Phase: "source", Reason: red.Apply(err.Error()), Err: err}
 	}
 	res.Commit = commit
 	// A static read, before Terraform writes anything into the copy. An
@@ -117,19 +100,18 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 	if fs, err := backend.Check(moduleDir, req.BackendConfig, req.Backend); err == nil {
 		res.Backend = fs
 	} else {
-		r.Logger.Debug("backend check skipped", "workspace", req.Workspace, "err", red.apply(err.Error()))
+		r.Logger.Debug("backend check skipped", "workspace", req.Workspace, "err", red.Apply(err.Error()))
 	}
 	phase("source")
 
-	bin, err := resolveBinary(req.Binary, env["PATH"])
+	bin, err := sandbox.ResolveBinary(req.Binary, env["PATH"])
 	if err != nil {
 		return res, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}
-	stderr := newTail(16 << 10)
-	c := &command{bin: bin, dir: moduleDir, env: envList(env), grace: grace, stderr: stderr}
-	c.env = append(c.env, "TF_IN_AUTOMATION=1")
+	stderr := sandbox.NewTail(16 << 10)
+	c := &sandbox.Command{Bin: bin, Dir: moduleDir, Env: sandbox.EnvList(env), Grace: grace, Stderr: stderr}
 	fail := func(name string, err error) (runner.Result, error) {
-		return res, &runner.Error{Phase: name, Reason: red.apply(diagnosticReason(stderr.String(), err)), Err: errors.New(red.apply(firstLine(err.Error())))}
+		return res, &runner.Error{Phase: name, Reason: red.Apply(sandbox.Diagnostic(stderr.String(), err)), Err: errors.New(red.Apply(sandbox.FirstLine(err.Error())))}
 	}
 	if err := r.init(ctx, c, req); err != nil {
 		return fail("init", err)
@@ -205,33 +187,33 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 // only reads and runs in parallel; a cold one takes an exclusive lock
 // (in-process mutex plus a file lock for other processes). Plans never
 // write the cache and always run in parallel.
-func (r *Runner) init(ctx context.Context, c *command, req runner.Request) error {
+func (r *Runner) init(ctx context.Context, c *sandbox.Command, req runner.Request) error {
 	args := []string{"init", "-no-color", "-input=false", "-upgrade=false"}
 	for _, b := range req.BackendConfig {
 		args = append(args, "-backend-config="+b)
 	}
-	lock, err := os.ReadFile(filepath.Join(c.dir, ".terraform.lock.hcl"))
+	lock, err := os.ReadFile(filepath.Join(c.Dir, ".terraform.lock.hcl"))
 	if req.PluginCacheDir == "" || err != nil {
-		return c.run(ctx, io.Discard, args...)
+		return c.Run(ctx, io.Discard, args...)
 	}
 	if err := os.MkdirAll(req.PluginCacheDir, 0o755); err != nil {
 		return err
 	}
 	cached := *c
-	cached.env = append(append([]string(nil), c.env...), "TF_PLUGIN_CACHE_DIR="+req.PluginCacheDir)
-	sum := sha256.Sum256(append([]byte(c.bin+"\x00"), lock...))
+	cached.Env = append(append([]string(nil), c.Env...), "TF_PLUGIN_CACHE_DIR="+req.PluginCacheDir)
+	sum := sha256.Sum256(append([]byte(c.Bin+"\x00"), lock...))
 	warm := filepath.Join(req.PluginCacheDir, ".driftwatch-warm", hex.EncodeToString(sum[:]))
 	if _, err := os.Stat(warm); err == nil {
-		return cached.run(ctx, io.Discard, args...)
+		return cached.Run(ctx, io.Discard, args...)
 	}
 	r.initMu.Lock()
 	defer r.initMu.Unlock()
-	unlock, err := lockFile(ctx, filepath.Join(req.PluginCacheDir, ".driftwatch-init.lock"))
+	unlock, err := sandbox.LockFile(ctx, filepath.Join(req.PluginCacheDir, sandbox.InitLockName))
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := cached.run(ctx, io.Discard, args...); err != nil {
+	if err := cached.Run(ctx, io.Discard, args...); err != nil {
 		return err
 	}
 	if os.MkdirAll(filepath.Dir(warm), 0o755) == nil {
@@ -240,47 +222,11 @@ func (r *Runner) init(ctx context.Context, c *command, req runner.Request) error
 	return nil
 }
 
-// command runs the Terraform binary the way tfexec does (SIGINT on cancel,
-// then kill after the grace period, own process group, Pdeathsig) for the
-// steps that do not go through tfexec.
-type command struct {
-	bin, dir string
-	env      []string
-	grace    time.Duration
-	stderr   io.Writer
-}
-
-func (c *command) start(ctx context.Context, stdout io.Writer, args ...string) (*exec.Cmd, error) {
-	cmd := exec.CommandContext(ctx, c.bin, args...)
-	cmd.Dir = c.dir
-	cmd.Env = c.env
-	cmd.Stdout = stdout
-	cmd.Stderr = c.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = c.grace
-	return cmd, cmd.Start()
-}
-
-func (c *command) run(ctx context.Context, stdout io.Writer, args ...string) error {
-	cmd, err := c.start(ctx, stdout, args...)
-	if err != nil {
-		return err
-	}
-	if err := cmd.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		return err
-	}
-	return nil
-}
-
 // showJSON streams `show -json` straight into the plan parser: the plan JSON
 // is never buffered whole.
-func showJSON(ctx context.Context, c *command, planFile string) (*planparse.Plan, error) {
+func showJSON(ctx context.Context, c *sandbox.Command, planFile string) (*planparse.Plan, error) {
 	pr, pw := io.Pipe()
-	cmd, err := c.start(ctx, pw, "show", "-json", "-no-color", planFile)
+	cmd, err := c.Start(ctx, pw, "show", "-json", "-no-color", planFile)
 	if err != nil {
 		return nil, err
 	}
@@ -310,139 +256,23 @@ func showJSON(ctx context.Context, c *command, planFile string) (*planparse.Plan
 	return res.plan, nil
 }
 
-func prepareSource(ctx context.Context, req runner.Request, tmp string) (moduleDir, commit string, err error) {
-	dst := filepath.Join(tmp, "src")
-	if err := os.Mkdir(dst, 0o700); err != nil {
-		return "", "", err
-	}
-	if g := req.Source.Git; g != nil {
-		cache := req.GitCacheDir
-		if cache == "" {
-			cache = filepath.Join(userCacheDir(), "git")
-		}
-		return source.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}.Checkout(ctx, cache, dst)
-	}
-	if err := source.CopyTree(req.Source.Path, dst); err != nil {
-		return "", "", err
-	}
-	return dst, "", nil
-}
-
-// buildEnv returns the child's whole environment: PATH, HOME (inside the
-// work dir), what driftwatch sets, and the workspace's env and secrets. The
-// secret values are returned for redaction.
-func buildEnv(req runner.Request, tmp, marker string) (secrets []string, env map[string]string, err error) {
-	home := filepath.Join(tmp, "home")
-	if err := os.Mkdir(home, 0o700); err != nil {
-		return nil, nil, err
-	}
-	env = map[string]string{}
-	for k, v := range req.Env {
-		env[k] = v
-	}
-	for k, f := range req.SecretEnvFiles {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			// Name the variable, not the content.
-			return nil, nil, fmt.Errorf("secret_env_files %s: %w", k, err)
-		}
-		v := strings.TrimRight(string(b), "\r\n")
-		env[k] = v
-		secrets = append(secrets, v)
-	}
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
-	env["PATH"] = path
-	env["HOME"] = home
-	env["TMPDIR"] = filepath.Join(tmp)
-	env["CHECKPOINT_DISABLE"] = "1"
-	env[markerEnv] = marker
-	// Without terraform.cli_config_file, driftwatch's own TF_CLI_CONFIG_FILE
-	// is passed on (as Terraform itself would honour it); ~/.terraformrc is
-	// never read, since HOME is the sandbox.
-	cliConfig := req.CLIConfigFile
-	if cliConfig == "" {
-		cliConfig = os.Getenv("TF_CLI_CONFIG_FILE")
-	}
-	if cliConfig != "" {
-		env["TF_CLI_CONFIG_FILE"] = cliConfig
-	}
-	return secrets, env, nil
-}
-
-func envList(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k, v := range m {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
-
-// resolveBinary finds the Terraform binary: a path, a name on PATH, or
-// terraform then tofu.
-func resolveBinary(b, path string) (string, error) {
-	if strings.ContainsRune(b, os.PathSeparator) {
-		return b, nil
-	}
-	names := []string{b}
-	if b == "" {
-		names = []string{"terraform", "tofu"}
-	}
-	for _, n := range names {
-		for _, d := range filepath.SplitList(path) {
-			p := filepath.Join(d, n)
-			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-				return p, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("%s not found on PATH", strings.Join(names, " or "))
-}
-
 // toolVersion returns e.g. "terraform 1.11.4", asking each binary once per
 // process.
-func (r *Runner) toolVersion(ctx context.Context, c *command) string {
-	if v, ok := r.versions.Load(c.bin); ok {
+func (r *Runner) toolVersion(ctx context.Context, c *sandbox.Command) string {
+	if v, ok := r.versions.Load(c.Bin); ok {
 		return v.(string)
 	}
 	var out bytes.Buffer
-	if err := c.run(ctx, &out, "version", "-json"); err != nil {
-		return toolName(c.bin)
+	if err := c.Run(ctx, &out, "version", "-json"); err != nil {
+		return sandbox.ToolName(c.Bin)
 	}
 	var v struct {
 		Version string `json:"terraform_version"`
 	}
 	if json.Unmarshal(out.Bytes(), &v) != nil || v.Version == "" {
-		return toolName(c.bin)
+		return sandbox.ToolName(c.Bin)
 	}
-	name := toolName(c.bin) + " " + v.Version
-	r.versions.Store(c.bin, name)
+	name := sandbox.ToolName(c.Bin) + " " + v.Version
+	r.versions.Store(c.Bin, name)
 	return name
-}
-
-func toolName(bin string) string {
-	if strings.Contains(filepath.Base(bin), "tofu") {
-		return "tofu"
-	}
-	return "terraform"
-}
-
-func userCacheDir() string {
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "driftwatch")
-	}
-	return filepath.Join(os.TempDir(), "driftwatch-cache")
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 )
 
 // fakeTerraform writes a shell script that answers `version -json` and
@@ -115,7 +116,7 @@ func TestScrubbedEnvironment(t *testing.T) {
 	require.NotContains(t, string(b), "parent-var")
 	allowed := map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "CHECKPOINT_DISABLE": true,
 		"TF_IN_AUTOMATION": true, "TF_CLI_CONFIG_FILE": true, "APP_TOKEN": true, "AWS_REGION": true,
-		"ENV_OUT": true, markerEnv: true, "TF_APPEND_USER_AGENT": true, "PWD": true, "SHLVL": true, "_": true,
+		"ENV_OUT": true, sandbox.MarkerEnv: true, "TF_APPEND_USER_AGENT": true, "PWD": true, "SHLVL": true, "_": true,
 		"TF_LOG": true, "TF_LOG_CORE": true, "TF_LOG_PATH": true, "TF_LOG_PROVIDER": true}
 	for k := range env {
 		require.True(t, allowed[k], "unexpected variable %s in the child environment", k)
@@ -133,33 +134,4 @@ func TestSecretRedactedFromErrors(t *testing.T) {
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "CANARY-9f8e7d")
 	require.Contains(t, err.Error(), "[REDACTED]")
-}
-
-func TestDiagnosticReason(t *testing.T) {
-	cases := map[string]struct{ stderr, want string }{
-		"with location":                      {"\nError: Unsupported argument\n\n  on main.tf line 4, in resource \"x\" \"y\":\n   4:   password = \"hunter2\"\n\nAn argument named...\n", "Error: Unsupported argument (main.tf line 4)"},
-		"no location":                        {"Error: Failed to query available provider packages\n\nCould not retrieve...\n", "Error: Failed to query available provider packages"},
-		"two errors":                         {"Error: A\n\n  on a.tf line 1:\n\nError: B\n", "Error: A (a.tf line 1) (and 1 more errors)"},
-		"location belongs to the next error": {"Error: A\n\nError: B\n  on b.tf line 2:\n", "Error: A (and 1 more errors)"},
-		"boxed (tofu)":                       {"│ Error: Invalid reference\n│ \n│   on main.tf line 7:\n", "Error: Invalid reference (main.tf line 7)"},
-		"no diagnostics":                     {"something else", "exit status 1"},
-	}
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := diagnosticReason(c.stderr, errors.New("exit status 1\nstuff"))
-			require.Equal(t, c.want, got)
-			require.NotContains(t, got, "hunter2", "source snippets are never quoted")
-		})
-	}
-}
-
-func TestResolveBinary(t *testing.T) {
-	dir := t.TempDir()
-	tofu := filepath.Join(dir, "tofu")
-	require.NoError(t, os.WriteFile(tofu, []byte("#!/bin/sh\n"), 0o755))
-	got, err := resolveBinary("", dir)
-	require.NoError(t, err, "falls back to tofu when terraform is absent")
-	require.Equal(t, tofu, got)
-	_, err = resolveBinary("terraform", dir)
-	require.EqualError(t, err, "terraform not found on PATH")
 }

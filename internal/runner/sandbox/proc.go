@@ -1,8 +1,9 @@
-package local
+package sandbox
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,12 +12,12 @@ import (
 	"time"
 )
 
-// killMarked SIGKILLs every process whose environment carries this run's
+// KillMarked SIGKILLs every process whose environment carries this run's
 // marker: Terraform, its providers and provisioners, whatever process group
 // they moved to. It is Linux-only by design (reads /proc); elsewhere it is
 // a no-op and the process-group handling of tfexec is all there is.
-func killMarked(marker string) int {
-	needle := []byte(markerEnv + "=" + marker + "\x00")
+func KillMarked(marker string) int {
+	needle := []byte(MarkerEnv + "=" + marker + "\x00")
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -39,11 +40,11 @@ func killMarked(marker string) int {
 	return n
 }
 
-// sweepOnDone kills the run's processes if they are still alive `after` the
+// SweepOnDone kills the run's processes if they are still alive `after` the
 // context is done. This unblocks terraform-exec, which reads the child's
 // pipes to EOF before Wait and would otherwise hang on a grandchild that
 // inherited them.
-func sweepOnDone(ctx context.Context, marker string, after time.Duration) (stop func()) {
+func SweepOnDone(ctx context.Context, marker string, after time.Duration) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -56,15 +57,15 @@ func sweepOnDone(ctx context.Context, marker string, after time.Duration) (stop 
 		select {
 		case <-done:
 		case <-t.C:
-			killMarked(marker)
+			KillMarked(marker)
 		}
 	}()
 	return func() { close(done) }
 }
 
-// lockFile takes an exclusive flock on path, polling so that ctx can cancel
+// LockFile takes an exclusive flock on path, polling so that ctx can cancel
 // the wait.
-func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+func LockFile(ctx context.Context, path string) (unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -77,7 +78,7 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 		if err == nil {
 			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 		}
-		if err != syscall.EWOULDBLOCK {
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}

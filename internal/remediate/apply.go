@@ -1,0 +1,545 @@
+package remediate
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/planparse"
+	"github.com/driftwatch/driftwatch/internal/policy"
+	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
+)
+
+// Result is what became of one remediation.
+type Result string
+
+// Results. None closes an incident by itself: a clean detection run does.
+// After failed with Outcome.ApplyStarted, keep the incident open even when
+// detection stops reporting drift: the failed apply persisted the
+// refreshed state, so a resource it failed to re-create is then a planned
+// create with no drift behind it (pending), not drift.
+const (
+	// ResultApplied: the approved change set was applied and a fresh plan
+	// shows no drift and no change left at any approved address.
+	ResultApplied Result = "applied"
+	// ResultFailed: a step failed. If Outcome.ApplyStarted, the apply
+	// itself failed and may have changed part of the change set.
+	ResultFailed Result = "failed"
+	// ResultVerificationFailed: the apply succeeded but the verification
+	// plan could not run or still shows drift or changes at an approved
+	// address (Outcome.Residual).
+	ResultVerificationFailed Result = "verification_failed"
+	// ResultRefused: nothing was applied (Outcome.Refusals say why).
+	ResultRefused Result = "refused"
+)
+
+// Outcome of Applier.Apply. It holds addresses, actions and attribute
+// paths, never a value.
+type Outcome struct {
+	Result Result `json:"result"`
+	// Reason is one secret-free line: why it was refused or failed, or
+	// what is left after a failed verification.
+	Reason   string    `json:"reason,omitempty"`
+	Refusals []Refusal `json:"refusals,omitempty"`
+	// Before is the change set of the fresh pre-apply plan: what the apply
+	// performed (Result applied), or would have (refused on plan_changed).
+	Before ChangeSet `json:"before"`
+	// Residual lists the verification plan's drift and pending findings at
+	// approved addresses (Result verification_failed).
+	Residual []drift.Finding `json:"residual,omitempty"`
+	// ApplyStarted is set once `terraform apply` was started: from then
+	// on, infrastructure and state may have changed, even on failure.
+	ApplyStarted bool `json:"apply_started"`
+	// Tool is the binary and version, e.g. "terraform 1.11.4".
+	Tool string `json:"tool,omitempty"`
+	// Commit is the resolved commit of a git source.
+	Commit string        `json:"commit,omitempty"`
+	Phases []drift.Phase `json:"phases,omitempty"`
+}
+
+// Applier applies an approved change set to one workspace. An Applier
+// holds that workspace's rules and envelope: build one per remediation
+// (it is cheap) from the current configuration. It is safe for concurrent
+// use on different workspaces; the caller must make sure that no other
+// run of the same workspace is in flight (the scheduler's per-workspace
+// slot): Terraform's state lock guards the apply itself, but a detection
+// run (which plans without the lock) would report the apply's transient
+// state.
+type Applier struct {
+	Logger *slog.Logger
+	// Rules are the workspace's classification rules, as for detection.
+	Rules policy.Rules
+	// Envelope is the workspace's safety envelope.
+	Envelope Envelope
+	// LockTimeout is how long the plan and the apply wait for the state
+	// lock. Zero fails at once, and the remediation is refused as
+	// state_locked (someone else is applying: re-detect later).
+	LockTimeout time.Duration
+	// Paused is the global kill switch, consulted before anything runs
+	// and again right before the apply; nil means never paused. To stop an
+	// apply in flight, cancel its context: Terraform gets SIGINT and stops
+	// gracefully (the outcome is failed, ApplyStarted set).
+	Paused func() bool
+
+	// beforeApply runs right before the apply, afterApply between the
+	// apply and the verification plan (test seams).
+	beforeApply, afterApply func()
+}
+
+// Apply performs an approved remediation in one fresh sandbox, the way the
+// local runner runs a detection (0700 temp dir, copied code, scrubbed
+// environment, var files rather than -var, secrets redacted from every
+// reason):
+//
+//  1. init (serialised on the shared plugin cache, as the local runner's);
+//     refused as state_in_sandbox when the state is a file in the copy;
+//  2. plan -out WITH the state lock (never -lock=false); refused as
+//     state_locked when another operation holds it;
+//  3. show -json, streamed into planparse and a value-aware check that
+//     every planned value of a drifted resource equals its prior state
+//     (not_a_revert otherwise);
+//  4. classify the fresh plan (policy.Classify with Rules), run Evaluate,
+//     and refuse unless the fresh ChangeSet's Hash equals approved.Hash()
+//     (plan_changed: the plan changed between approval and apply);
+//  5. apply exactly that saved plan file, lock on;
+//  6. a fresh verification plan (without the lock, like detection: it
+//     changes nothing) must show no drift and no change at any approved
+//     address.
+//
+// Why a fresh plan rather than the detection run's saved plan file: the
+// local runner deletes its sandbox (and the plan file, which holds
+// secrets) when the run ends, and a Kubernetes Job's file never reaches
+// the daemon; days may pass before an approval. The hash comparison gives
+// the same guarantee as applying the approved file (the identical change
+// set: same resources, actions and attribute paths) and the revert check
+// adds the values the value-free hash cannot see. Applying the saved plan
+// of step 2 then closes the window between check and apply: Terraform
+// refuses a saved plan whose state has moved on.
+//
+// The returned error is non-nil exactly when Result is failed; it is then
+// a *runner.Error naming the phase (setup, source, init, workspace, plan,
+// show, apply) with the same one-line reason as the outcome, and it
+// matches runner.ErrTimeout or context.Canceled when that is the cause.
+func (a *Applier) Apply(ctx context.Context, req runner.Request, approved ChangeSet) (out Outcome, err error) {
+	log := a.logger().With("workspace", req.Workspace, "run_id", req.RunID)
+	defer func() {
+		attrs := []any{"result", out.Result, "reason", out.Reason, "resources", out.Before.Len(), "apply_started", out.ApplyStarted}
+		if out.Result == ResultApplied {
+			log.Info("remediation finished", attrs...)
+		} else {
+			log.Warn("remediation finished", attrs...)
+		}
+	}()
+	if approved.Len() == 0 {
+		return refused(out, Refusal{Code: CodeNothingApproved, Reason: "the approved change set is empty: nothing to apply"}), nil
+	}
+	if a.paused() {
+		return refused(out, pausedRefusal), nil
+	}
+
+	grace := req.KillGrace
+	if grace <= 0 {
+		grace = sandbox.DefaultKillGrace
+	}
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, runner.ErrTimeout)
+		defer cancel()
+	}
+	marker := sandbox.RandomHex(16)
+	stop := sandbox.SweepOnDone(ctx, marker, grace+2*time.Second)
+	defer func() {
+		stop()
+		sandbox.KillMarked(marker) // nothing of this remediation may outlive it
+	}()
+
+	s, err := a.newSession(ctx, req, marker, grace, &out)
+	if s != nil {
+		defer s.close()
+	}
+	if err != nil {
+		return s.fail(ctx, &out, err)
+	}
+	return a.run(ctx, s, approved, &out)
+}
+
+var pausedRefusal = Refusal{Code: CodePaused, Reason: "remediation is paused (global kill switch)"}
+
+func (a *Applier) logger() *slog.Logger {
+	if a.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return a.Logger
+}
+
+func (a *Applier) paused() bool { return a.Paused != nil && a.Paused() }
+
+func refused(out Outcome, rs ...Refusal) Outcome {
+	out.Result = ResultRefused
+	out.Refusals = rs
+	out.Reason = summarize(rs)
+	return out
+}
+
+// stepError is a failed step: its phase and the underlying error.
+type stepError struct {
+	phase string
+	err   error
+}
+
+func (e *stepError) Error() string { return e.phase + ": " + e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
+// session is one remediation's sandbox and Terraform handles.
+type session struct {
+	req       runner.Request
+	tmp       string
+	moduleDir string
+	env       map[string]string
+	red       sandbox.Redactor
+	stderr    *sandbox.Tail
+	tf        *tfexec.Terraform
+	show      *sandbox.Command
+	varFiles  []string
+	lockWait  string
+	phases    *[]drift.Phase
+	started   time.Time
+}
+
+// newSession prepares the sandbox: temp dir, environment, code, binary.
+// On error the returned session (if any) still needs close.
+func (a *Applier) newSession(ctx context.Context, req runner.Request, marker string, grace time.Duration, out *Outcome) (*session, error) {
+	tmp, err := sandbox.NewDir(req.WorkDir, sandboxPrefix)
+	if err != nil {
+		return nil, &stepError{"setup", err}
+	}
+	s := &session{req: req, tmp: tmp, stderr: sandbox.NewTail(16 << 10), phases: &out.Phases, started: time.Now()}
+	s.lockWait = fmt.Sprintf("%ds", int(a.LockTimeout.Round(time.Second)/time.Second))
+
+	env, secrets, err := sandbox.BuildEnv(req, tmp, marker)
+	if err != nil {
+		return s, &stepError{"setup", err}
+	}
+	s.env, s.red = env, sandbox.NewRedactor(secrets)
+
+	moduleDir, commit, err := sandbox.PrepareSource(ctx, req, tmp)
+	if err != nil {
+		return s, &stepError{"source", err}
+	}
+	s.moduleDir, out.Commit = moduleDir, commit
+	s.phase("source")
+
+	bin, err := sandbox.ResolveBinary(req.Binary, env["PATH"])
+	if err != nil {
+		return s, &stepError{"setup", err}
+	}
+	tf, err := tfexec.NewTerraform(moduleDir, bin)
+	if err != nil {
+		return s, &stepError{"setup", err}
+	}
+	if err := tf.SetEnv(env); err != nil {
+		return s, &stepError{"setup", err}
+	}
+	tf.SetStdout(io.Discard)
+	tf.SetStderr(s.stderr)
+	if err := tf.SetWaitDelay(grace); err != nil {
+		return s, &stepError{"setup", err}
+	}
+	s.tf = tf
+	s.show = &sandbox.Command{Bin: bin, Dir: moduleDir, Env: sandbox.EnvList(env), Grace: grace, Stderr: s.stderr}
+
+	for _, f := range req.VarFiles {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(moduleDir, f)
+		}
+		s.varFiles = append(s.varFiles, f)
+	}
+	if len(req.Vars) > 0 {
+		// Variables go through a file, never -var: argv is visible to
+		// every user of the machine and terraform-exec logs it.
+		f := filepath.Join(tmp, "driftwatch-vars.tfvars.json")
+		b, _ := json.Marshal(req.Vars)
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			return s, &stepError{"setup", err}
+		}
+		s.varFiles = append(s.varFiles, f)
+	}
+	out.Tool = sandbox.ToolName(bin)
+	return s, nil
+}
+
+func (s *session) close() { _ = os.RemoveAll(s.tmp) }
+
+func (s *session) phase(name string) {
+	*s.phases = append(*s.phases, drift.Phase{Name: name, Duration: time.Since(s.started)})
+	s.started = time.Now()
+}
+
+// fail turns a step error into a failed outcome and its *runner.Error.
+func (s *session) fail(ctx context.Context, out *Outcome, err error) (Outcome, error) {
+	phase := "setup"
+	var se *stepError
+	if errors.As(err, &se) {
+		phase, err = se.phase, se.err
+	}
+	var (
+		red     sandbox.Redactor
+		stderr  string
+		timeout time.Duration
+	)
+	if s != nil {
+		red, stderr, timeout = s.red, s.stderr.String(), s.req.Timeout
+	}
+	re := &runner.Error{Phase: phase, Reason: red.Apply(sandbox.Diagnostic(stderr, err)), Err: errors.New(red.Apply(sandbox.FirstLine(err.Error())))}
+	if ce := context.Cause(ctx); ce != nil {
+		// Report timeouts and cancellation as such, whatever Terraform printed.
+		re.Reason = ce.Error()
+		if errors.Is(ce, runner.ErrTimeout) {
+			re.Reason = fmt.Sprintf("%v after %s", ce, timeout)
+		}
+		re.Err = errors.Join(ce, re.Err)
+	}
+	out.Result = ResultFailed
+	out.Reason = re.Error()
+	return *out, re
+}
+
+// run performs steps 1 to 6 of Apply.
+func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *Outcome) (Outcome, error) {
+	if err := s.init(ctx); err != nil {
+		return s.fail(ctx, out, &stepError{"init", err})
+	}
+	if v, _, err := s.tf.Version(ctx, false); err == nil {
+		out.Tool += " " + v.String()
+	}
+	if w := s.req.TFWorkspace; w != "" && w != "default" {
+		s.stderr.Reset()
+		if err := s.tf.WorkspaceSelect(ctx, w); err != nil {
+			return s.fail(ctx, out, &stepError{"workspace", err})
+		}
+	}
+	why, err := stateInSandbox(s.moduleDir, s.env, s.req.TFWorkspace)
+	if err != nil {
+		return s.fail(ctx, out, &stepError{"init", err})
+	}
+	if why != "" {
+		return refused(*out, Refusal{Code: CodeStateInSandbox, Reason: "remediation needs state that outlives the sandbox: " + why}), nil
+	}
+	s.phase("init")
+
+	planFile := filepath.Join(s.tmp, "remediate.tfplan")
+	s.stderr.Reset()
+	if _, err := s.tf.Plan(ctx, s.planOptions(planFile, true)...); err != nil {
+		if isLockError(s.stderr.String()) && ctx.Err() == nil {
+			return refused(*out, Refusal{Code: CodeStateLocked, Reason: "another operation holds the state lock: nothing applied; re-detect later"}), nil
+		}
+		return s.fail(ctx, out, &stepError{"plan", err})
+	}
+	s.phase("plan")
+	plan, nr, err := s.showPlan(ctx, planFile, true)
+	if err != nil {
+		return s.fail(ctx, out, &stepError{"show", err})
+	}
+	s.phase("show")
+
+	findings := policy.Classify(plan, a.Rules)
+	cs, refusals := Evaluate(a.Envelope, findings, plan)
+	out.Before = cs
+	for _, addr := range sortedKeys(nr) {
+		if _, ok := cs.Lookup(addr); ok {
+			refusals = append(refusals, Refusal{Code: CodeNotARevert, Address: addr, Reason: fmt.Sprintf(
+				"%s: the apply would set %s to a value other than the last applied one: a configuration change, not a drift revert",
+				addr, strings.Join(nr[addr], ", "))})
+		}
+	}
+	if diff := DescribeDiff(approved, cs); diff != "" {
+		refusals = append([]Refusal{{Code: CodePlanChanged, Reason: "the plan changed since approval (" + diff + "): nothing applied; re-detect"}}, refusals...)
+	}
+	if len(refusals) > 0 {
+		return refused(*out, refusals...), nil
+	}
+	if a.paused() {
+		return refused(*out, pausedRefusal), nil
+	}
+
+	if a.beforeApply != nil {
+		a.beforeApply()
+	}
+	out.ApplyStarted = true
+	s.stderr.Reset()
+	if err := s.tf.Apply(ctx, s.applyOptions(planFile)...); err != nil {
+		if ctx.Err() == nil {
+			switch stderr := s.stderr.String(); {
+			case isLockError(stderr):
+				out.ApplyStarted = false
+				return refused(*out, Refusal{Code: CodeStateLocked, Reason: "another operation took the state lock before the apply: nothing applied; re-detect later"}), nil
+			case strings.Contains(stderr, "Saved plan is stale"):
+				out.ApplyStarted = false
+				return refused(*out, Refusal{Code: CodePlanChanged, Reason: "the state changed between plan and apply (saved plan is stale): nothing applied; re-detect"}), nil
+			}
+		}
+		return s.fail(ctx, out, &stepError{"apply", err})
+	}
+	s.phase("apply")
+	if a.afterApply != nil {
+		a.afterApply()
+	}
+	return a.verify(ctx, s, cs, out)
+}
+
+// verify runs the verification plan and checks the approved addresses.
+func (a *Applier) verify(ctx context.Context, s *session, approved ChangeSet, out *Outcome) (Outcome, error) {
+	failed := func(reason string) (Outcome, error) {
+		out.Result = ResultVerificationFailed
+		out.Reason = reason
+		if ce := context.Cause(ctx); ce != nil {
+			out.Reason = "verify: " + ce.Error()
+		}
+		return *out, nil
+	}
+	verifyFile := filepath.Join(s.tmp, "verify.tfplan")
+	s.stderr.Reset()
+	if _, err := s.tf.Plan(ctx, s.planOptions(verifyFile, false)...); err != nil {
+		return failed("verify: plan: " + s.red.Apply(sandbox.Diagnostic(s.stderr.String(), err)))
+	}
+	plan, _, err := s.showPlan(ctx, verifyFile, false)
+	if err != nil {
+		return failed("verify: show: " + s.red.Apply(sandbox.Diagnostic(s.stderr.String(), err)))
+	}
+	s.phase("verify")
+	if plan.Errored {
+		return failed("verify: terraform reported an errored plan")
+	}
+	out.Residual = residual(policy.Classify(plan, a.Rules), approved.Addresses())
+	if len(out.Residual) > 0 {
+		var items []string
+		for _, f := range out.Residual {
+			items = append(items, fmt.Sprintf("%s (%s %s)", f.Address, f.Kind, f.Action))
+		}
+		return failed("still not converged after apply: " + strings.Join(items, ", "))
+	}
+	out.Result = ResultApplied
+	return *out, nil
+}
+
+// residual returns the counted drift and pending findings at addrs.
+func residual(findings []drift.Finding, addrs []string) []drift.Finding {
+	var out []drift.Finding
+	for _, f := range findings {
+		if f.Ignored || (f.Kind != drift.KindDrift && f.Kind != drift.KindPending) {
+			continue
+		}
+		if slices.Contains(addrs, f.Address) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// init runs terraform init. It does not use the shared plugin cache: an
+// apply is rare, and correctness beats the seconds a cache would save
+// (see the local runner for the cache's hazards).
+func (s *session) init(ctx context.Context) error {
+	opts := []tfexec.InitOption{tfexec.Upgrade(false)}
+	for _, b := range s.req.BackendConfig {
+		opts = append(opts, tfexec.BackendConfig(b))
+	}
+	s.stderr.Reset()
+	return s.tf.Init(ctx, opts...)
+}
+
+// planOptions builds the plan's flags: -out, the lock as asked, var files
+// (never -var), refresh on.
+func (s *session) planOptions(out string, lock bool) []tfexec.PlanOption {
+	opts := []tfexec.PlanOption{tfexec.Out(out), tfexec.Lock(lock), tfexec.Refresh(true)}
+	if lock {
+		opts = append(opts, tfexec.LockTimeout(s.lockWait))
+	}
+	for _, f := range s.varFiles {
+		opts = append(opts, tfexec.VarFile(f))
+	}
+	return opts
+}
+
+// applyOptions applies exactly the saved plan, lock on. Variables are in
+// the plan file: Terraform rejects var files with a saved plan.
+func (s *session) applyOptions(planFile string) []tfexec.ApplyOption {
+	return []tfexec.ApplyOption{tfexec.DirOrPlan(planFile), tfexec.Lock(true), tfexec.LockTimeout(s.lockWait)}
+}
+
+// showPlan streams `show -json` into planparse and, if revert is set, into
+// the revert check as well; the plan JSON is never buffered whole.
+func (s *session) showPlan(ctx context.Context, planFile string, revert bool) (*planparse.Plan, map[string][]string, error) {
+	s.stderr.Reset()
+	type result struct {
+		plan *planparse.Plan
+		nr   map[string][]string
+		err  error
+	}
+	var writers []io.Writer
+	var pipes []*io.PipeWriter
+	results := make(chan result, 2)
+	consume := func(fn func(io.Reader) result) {
+		pr, pw := io.Pipe()
+		writers, pipes = append(writers, pw), append(pipes, pw)
+		go func() {
+			res := fn(bufio.NewReaderSize(pr, 1<<20))
+			// Drain whatever is left so show never blocks on a full pipe.
+			_, _ = io.Copy(io.Discard, pr)
+			results <- res
+		}()
+	}
+	consume(func(r io.Reader) result {
+		p, err := planparse.Parse(r)
+		return result{plan: p, err: err}
+	})
+	if revert {
+		consume(func(r io.Reader) result {
+			nr, err := notReverted(r)
+			return result{nr: nr, err: err}
+		})
+	}
+	cmd, err := s.show.Start(ctx, io.MultiWriter(writers...), "show", "-json", "-no-color", planFile)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	for _, pw := range pipes {
+		pw.Close()
+	}
+	var plan *planparse.Plan
+	var nr map[string][]string
+	var perr error
+	for range pipes {
+		r := <-results
+		if r.plan != nil {
+			plan = r.plan
+		}
+		if r.nr != nil {
+			nr = r.nr
+		}
+		perr = errors.Join(perr, r.err)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, context.Cause(ctx)
+		}
+		return nil, nil, err
+	}
+	if perr != nil {
+		return nil, nil, fmt.Errorf("parse plan json: %w", perr)
+	}
+	return plan, nr, nil
+}

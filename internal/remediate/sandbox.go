@@ -1,0 +1,71 @@
+package remediate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// sandboxPrefix names a remediation's run directory under the work dir.
+const sandboxPrefix = "dwr-"
+
+// stateInSandbox reports why the workspace's state would live inside the
+// sandbox's copy of the code, or "" when it lives elsewhere. The local
+// runner copies a path source with whatever terraform.tfstate it holds;
+// detection may read that copy, but an apply would write the new state
+// into a directory deleted right after, losing it (a re-created resource
+// would be orphaned). The backend as initialised is recorded in
+// DATA_DIR/terraform.tfstate; without that file there is no backend block,
+// i.e. the implicit local backend in the working directory.
+func stateInSandbox(moduleDir string, env map[string]string, tfWorkspace string) (string, error) {
+	dataDir := env["TF_DATA_DIR"]
+	if dataDir == "" {
+		dataDir = ".terraform"
+	}
+	if !filepath.IsAbs(dataDir) {
+		dataDir = filepath.Join(moduleDir, dataDir)
+	}
+	b, err := os.ReadFile(filepath.Join(dataDir, "terraform.tfstate"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "the workspace has no backend block: its state is a local file in the copied source", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read backend config: %w", err)
+	}
+	var bs struct {
+		Backend *struct {
+			Type   string `json:"type"`
+			Config struct {
+				Path         *string `json:"path"`
+				WorkspaceDir *string `json:"workspace_dir"`
+			} `json:"config"`
+		} `json:"backend"`
+	}
+	if err := json.Unmarshal(b, &bs); err != nil {
+		return "", fmt.Errorf("parse backend config: %w", err)
+	}
+	if bs.Backend == nil || bs.Backend.Type != "local" {
+		return "", nil
+	}
+	notAbs := func(p *string) bool { return p == nil || !filepath.IsAbs(*p) }
+	if tfWorkspace == "" || tfWorkspace == "default" {
+		if notAbs(bs.Backend.Config.Path) {
+			return `the local backend's path is relative: its state is a file in the copied source (give backend "local" an absolute path, or use a remote backend)`, nil
+		}
+		return "", nil
+	}
+	if notAbs(bs.Backend.Config.WorkspaceDir) {
+		return `the local backend's workspace_dir is relative: the workspace's state is a file in the copied source (give it an absolute workspace_dir, or use a remote backend)`, nil
+	}
+	return "", nil
+}
+
+// isLockError reports whether Terraform's stderr says the state lock is
+// held by someone else (Terraform and OpenTofu word it the same).
+func isLockError(stderr string) bool {
+	return strings.Contains(stderr, "Error acquiring the state lock")
+}

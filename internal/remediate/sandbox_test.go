@@ -1,0 +1,63 @@
+package remediate
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestStateInSandbox(t *testing.T) {
+	backend := func(typ, config string) string {
+		return `{"version":3,"backend":{"type":"` + typ + `","config":` + config + `,"hash":1}}`
+	}
+	cases := []struct {
+		name      string
+		file      string // .terraform/terraform.tfstate; "" = absent
+		dataDir   string // TF_DATA_DIR
+		workspace string
+		inSandbox bool
+	}{
+		{name: "no backend block", inSandbox: true},
+		{name: "local, relative path", file: backend("local", `{"path":"state/terraform.tfstate","workspace_dir":null}`), inSandbox: true},
+		{name: "local, default path", file: backend("local", `{"path":null,"workspace_dir":null}`), inSandbox: true},
+		{name: "local, absolute path", file: backend("local", `{"path":"/srv/state/ws.tfstate","workspace_dir":null}`)},
+		{name: "local, absolute path, other workspace, relative dir", file: backend("local", `{"path":"/srv/state/ws.tfstate","workspace_dir":null}`), workspace: "staging", inSandbox: true},
+		{name: "local, absolute workspace_dir", file: backend("local", `{"path":null,"workspace_dir":"/srv/state/ws.d"}`), workspace: "staging"},
+		{name: "remote backend", file: backend("s3", `{"bucket":"b","key":"k"}`)},
+		{name: "TF_DATA_DIR elsewhere", file: backend("local", `{"path":"/srv/x.tfstate"}`), dataDir: "data"},
+		{name: "TF_DATA_DIR without backend", dataDir: "data", inSandbox: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			env := map[string]string{}
+			dataDir := filepath.Join(dir, ".terraform")
+			if tc.dataDir != "" {
+				env["TF_DATA_DIR"] = tc.dataDir
+				dataDir = filepath.Join(dir, tc.dataDir)
+			}
+			if tc.file != "" {
+				require.NoError(t, os.MkdirAll(dataDir, 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(dataDir, "terraform.tfstate"), []byte(tc.file), 0o644))
+			}
+			why, err := stateInSandbox(dir, env, tc.workspace)
+			require.NoError(t, err)
+			require.Equal(t, tc.inSandbox, why != "", why)
+		})
+	}
+
+	t.Run("unreadable backend config", func(t *testing.T) {
+		dir := t.TempDir()
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, ".terraform"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ".terraform", "terraform.tfstate"), []byte("{"), 0o644))
+		_, err := stateInSandbox(dir, nil, "")
+		require.Error(t, err)
+	})
+}
+
+func TestIsLockError(t *testing.T) {
+	require.True(t, isLockError("\nError: Error acquiring the state lock\n\nError message: resource temporarily unavailable"))
+	require.False(t, isLockError("Error: Cannot write file"))
+}

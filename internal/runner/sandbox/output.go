@@ -1,0 +1,105 @@
+package sandbox
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Tail keeps the last max bytes written to it.
+type Tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+// NewTail returns a Tail of max bytes.
+func NewTail(max int) *Tail { return &Tail{max: max} }
+
+func (t *Tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *Tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// Reset forgets what was written: each step's diagnostics are its own.
+func (t *Tail) Reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = t.buf[:0]
+}
+
+// Redactor replaces known secret values in text.
+type Redactor []string
+
+// NewRedactor redacts secrets (values shorter than 4 bytes would shred
+// ordinary text and are left alone), longest first.
+func NewRedactor(secrets []string) Redactor {
+	var r Redactor
+	for _, v := range secrets {
+		if len(v) >= 4 {
+			r = append(r, v)
+		}
+	}
+	sort.Slice(r, func(i, j int) bool { return len(r[i]) > len(r[j]) })
+	return r
+}
+
+// Apply returns text with every secret replaced by [REDACTED].
+func (r Redactor) Apply(text string) string {
+	for _, v := range r {
+		text = strings.ReplaceAll(text, v, "[REDACTED]")
+	}
+	return text
+}
+
+var (
+	diagError = regexp.MustCompile(`(?m)^(?:│\s*)?Error: (.+)$`)
+	diagWith  = regexp.MustCompile(`(?m)^(?:│\s*)?\s*with ([^,\s]+),`)
+	diagAt    = regexp.MustCompile(`(?m)^(?:│\s*)?\s*on (\S+) line (\d+)`)
+)
+
+// Diagnostic extracts a one-line reason from Terraform's stderr: the first
+// "Error:" summary and, when they belong to it, the resource it is about
+// ("with ADDRESS,") and its "on FILE line N" location. Detail paragraphs
+// and source snippets are left out: they can quote values.
+func Diagnostic(stderr string, err error) string {
+	m := diagError.FindStringSubmatchIndex(stderr)
+	if m == nil {
+		if err != nil {
+			return FirstLine(err.Error())
+		}
+		return "failed"
+	}
+	reason := "Error: " + strings.TrimSpace(stderr[m[2]:m[3]])
+	rest := stderr[m[1]:]
+	if next := diagError.FindStringIndex(rest); next != nil {
+		rest = rest[:next[0]]
+	}
+	var where []string
+	if w := diagWith.FindStringSubmatch(rest); w != nil {
+		where = append(where, w[1])
+	}
+	if at := diagAt.FindStringSubmatch(rest); at != nil {
+		where = append(where, at[1]+" line "+at[2])
+	}
+	if len(where) > 0 {
+		reason += " (" + strings.Join(where, ", ") + ")"
+	}
+	if n := len(diagError.FindAllStringIndex(stderr, -1)); n > 1 {
+		reason += " (and " + strconv.Itoa(n-1) + " more errors)"
+	}
+	return reason
+}

@@ -1,0 +1,233 @@
+// Package sandbox holds what every place that runs Terraform on a
+// workspace shares (the local runner's detection runs and remediation's
+// applies): the 0700 run directory, the scrubbed environment, the copied or
+// checked-out source, Terraform as a well-behaved subprocess (own process
+// group, SIGINT then kill), the marker that lets a sweep kill every process
+// of a run, bounded and redacted output, and one-line diagnostics.
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/source"
+)
+
+// MarkerEnv tags every process of a run so a sweep can find providers and
+// provisioners that outlive Terraform, whatever process group they moved to.
+const MarkerEnv = "DRIFTWATCH_RUN_MARKER"
+
+// InitLockName is the file under the plugin cache dir that serialises cold
+// `terraform init`s across processes (terraform#31964).
+const InitLockName = ".driftwatch-init.lock"
+
+// DefaultKillGrace is how long Terraform gets to stop after SIGINT.
+const DefaultKillGrace = 10 * time.Second
+
+// socketPathMax bounds the run directory's path. Providers (go-plugin)
+// listen on a unix socket in TMPDIR, which is the run directory, and Linux
+// limits a socket path to 108 bytes: past it the provider exits and
+// Terraform says only "Unrecognized remote plugin message". go-plugin names
+// its socket TMPDIR/plugin<digits>: 20 bytes are kept for that.
+const socketPathMax = 88
+
+// NewDir makes a fresh 0700 run directory under base (the OS temp dir if
+// empty). Its name is short on purpose (see socketPathMax); the workspace
+// is in the logs, not the path.
+func NewDir(base, prefix string) (string, error) {
+	if base != "" {
+		if err := os.MkdirAll(base, 0o700); err != nil {
+			return "", err
+		}
+	}
+	dir, err := os.MkdirTemp(base, prefix)
+	if err != nil {
+		return "", err
+	}
+	if len(dir) > socketPathMax {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("work dir %q is too long (%d bytes; providers' unix sockets need it under %d): set terraform.work_dir to a shorter path", dir, len(dir), socketPathMax)
+	}
+	return dir, nil
+}
+
+// BuildEnv returns the child's whole environment: PATH, HOME and TMPDIR
+// inside the run directory, CHECKPOINT_DISABLE, the run marker,
+// TF_CLI_CONFIG_FILE (the configured one, else driftwatch's own), and the
+// workspace's env and secrets; nothing else of the daemon's environment.
+// The secret values are returned for redaction.
+func BuildEnv(req runner.Request, dir, marker string) (env map[string]string, secrets []string, err error) {
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return nil, nil, err
+	}
+	env = map[string]string{}
+	for k, v := range req.Env {
+		env[k] = v
+	}
+	for _, k := range sortedKeys(req.SecretEnvFiles) {
+		b, err := os.ReadFile(req.SecretEnvFiles[k])
+		if err != nil {
+			// Name the variable, never the content.
+			return nil, nil, fmt.Errorf("secret_env_files %s: %w", k, err)
+		}
+		v := strings.TrimRight(string(b), "\r\n")
+		env[k] = v
+		secrets = append(secrets, v)
+	}
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env["PATH"] = path
+	env["HOME"] = home
+	env["TMPDIR"] = dir
+	env["CHECKPOINT_DISABLE"] = "1"
+	env[MarkerEnv] = marker
+	cliConfig := req.CLIConfigFile
+	if cliConfig == "" {
+		cliConfig = os.Getenv("TF_CLI_CONFIG_FILE")
+	}
+	if cliConfig != "" {
+		env["TF_CLI_CONFIG_FILE"] = cliConfig
+	}
+	return env, secrets, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// EnvList turns env into exec.Cmd.Env form, sorted, with TF_IN_AUTOMATION
+// set as terraform-exec sets it for the commands it runs.
+func EnvList(env map[string]string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, k := range sortedKeys(env) {
+		out = append(out, k+"="+env[k])
+	}
+	return append(out, "TF_IN_AUTOMATION=1")
+}
+
+// PrepareSource copies (a path) or checks out (git) the workspace's code
+// into dir/src, so Terraform never writes into the user's directory.
+func PrepareSource(ctx context.Context, req runner.Request, dir string) (moduleDir, commit string, err error) {
+	dst := filepath.Join(dir, "src")
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		return "", "", err
+	}
+	if g := req.Source.Git; g != nil {
+		cache := req.GitCacheDir
+		if cache == "" {
+			cache = filepath.Join(userCacheDir(), "git")
+		}
+		return source.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}.Checkout(ctx, cache, dst)
+	}
+	if err := source.CopyTree(req.Source.Path, dst); err != nil {
+		return "", "", err
+	}
+	return dst, "", nil
+}
+
+func userCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "driftwatch")
+	}
+	return filepath.Join(os.TempDir(), "driftwatch-cache")
+}
+
+// ResolveBinary finds the Terraform binary: a path, a name on PATH, or
+// terraform then tofu.
+func ResolveBinary(b, path string) (string, error) {
+	if strings.ContainsRune(b, os.PathSeparator) {
+		return b, nil
+	}
+	names := []string{b}
+	if b == "" {
+		names = []string{"terraform", "tofu"}
+	}
+	for _, n := range names {
+		for _, d := range filepath.SplitList(path) {
+			p := filepath.Join(d, n)
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				return p, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s not found on PATH", strings.Join(names, " or "))
+}
+
+// ToolName is "tofu" or "terraform", from the binary's name.
+func ToolName(bin string) string {
+	if strings.Contains(filepath.Base(bin), "tofu") {
+		return "tofu"
+	}
+	return "terraform"
+}
+
+// Command runs the Terraform binary the way terraform-exec does (own
+// process group, Pdeathsig, SIGINT on cancel, then a kill after the grace
+// period), for the steps that do not go through terraform-exec.
+type Command struct {
+	Bin, Dir string
+	Env      []string
+	Grace    time.Duration
+	Stderr   io.Writer
+}
+
+// Start starts Terraform with args, its stdout going to stdout.
+func (c *Command) Start(ctx context.Context, stdout io.Writer, args ...string) (*exec.Cmd, error) {
+	cmd := exec.CommandContext(ctx, c.Bin, args...)
+	cmd.Dir = c.Dir
+	cmd.Env = c.Env
+	cmd.Stdout = stdout
+	cmd.Stderr = c.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = c.Grace
+	return cmd, cmd.Start()
+}
+
+// Run runs Terraform with args to completion; a cancelled or timed-out
+// context is returned as its cause.
+func (c *Command) Run(ctx context.Context, stdout io.Writer, args ...string) error {
+	cmd, err := c.Start(ctx, stdout, args...)
+	if err != nil {
+		return err
+	}
+	if err := cmd.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return err
+	}
+	return nil
+}
+
+// RandomHex returns n random bytes, hex encoded (run markers, IDs).
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// FirstLine is the first line of s, trimmed.
+func FirstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}

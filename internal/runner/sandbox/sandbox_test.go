@@ -1,0 +1,137 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/runner"
+)
+
+func TestDiagnostic(t *testing.T) {
+	cases := map[string]struct{ stderr, want string }{
+		"with location":                      {"\nError: Unsupported argument\n\n  on main.tf line 4, in resource \"x\" \"y\":\n   4:   password = \"hunter2\"\n\nAn argument named...\n", "Error: Unsupported argument (main.tf line 4)"},
+		"no location":                        {"Error: Failed to query available provider packages\n\nCould not retrieve...\n", "Error: Failed to query available provider packages"},
+		"two errors":                         {"Error: A\n\n  on a.tf line 1:\n\nError: B\n", "Error: A (a.tf line 1) (and 1 more errors)"},
+		"location belongs to the next error": {"Error: A\n\nError: B\n  on b.tf line 2:\n", "Error: A (and 1 more errors)"},
+		"boxed (tofu)":                       {"│ Error: Invalid reference\n│ \n│   on main.tf line 7:\n", "Error: Invalid reference (main.tf line 7)"},
+		"no diagnostics":                     {"something else", "exit status 1"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Diagnostic(c.stderr, errors.New("exit status 1\nstuff"))
+			require.Equal(t, c.want, got)
+			require.NotContains(t, got, "hunter2", "source snippets are never quoted")
+		})
+	}
+}
+
+func TestResolveBinary(t *testing.T) {
+	dir := t.TempDir()
+	tofu := filepath.Join(dir, "tofu")
+	require.NoError(t, os.WriteFile(tofu, []byte("#!/bin/sh\n"), 0o755))
+	got, err := ResolveBinary("", dir)
+	require.NoError(t, err, "falls back to tofu when terraform is absent")
+	require.Equal(t, tofu, got)
+	_, err = ResolveBinary("terraform", dir)
+	require.EqualError(t, err, "terraform not found on PATH")
+}
+
+func TestNewDirRefusesLongPaths(t *testing.T) {
+	short := t.TempDir()
+	if len(short) > 40 {
+		short = os.TempDir()
+	}
+	d, err := NewDir(short, "dw-")
+	require.NoError(t, err)
+	fi, err := os.Stat(d)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	require.NoError(t, os.RemoveAll(d))
+
+	long := filepath.Join(t.TempDir(), strings.Repeat("x", 100))
+	_, err = NewDir(long, "dw-")
+	require.ErrorContains(t, err, "set terraform.work_dir to a shorter path")
+}
+
+func TestRedactor(t *testing.T) {
+	r := NewRedactor([]string{"abc", "s3cr3t", "s3cr3t-longer"})
+	require.Equal(t, "x [REDACTED] [REDACTED] abc", r.Apply("x s3cr3t-longer s3cr3t abc"))
+}
+
+func TestTail(t *testing.T) {
+	tl := NewTail(5)
+	_, _ = tl.Write([]byte("hello world"))
+	require.Equal(t, "world", tl.String())
+	tl.Reset()
+	require.Empty(t, tl.String())
+}
+
+func TestDiagnosticWithResource(t *testing.T) {
+	applyErr := `dwtest_file.b: Creating...
+
+Error: Cannot write file
+
+  with dwtest_file.b,
+  on main.tf line 11, in resource "dwtest_file" "b":
+  11: resource "dwtest_file" "b" {
+
+mkdir /tmp/out/sub: file exists
+`
+	boxed := "╷\n│ Error: Invalid reference\n│ \n│   on main.tf line 3:\n│    3:   x = secret-canary\n╵\n╷\n│ Error: Second\n╵\n"
+	cases := map[string]struct {
+		stderr string
+		err    error
+		want   string
+	}{
+		"apply error with resource and location": {stderr: applyErr, want: "Error: Cannot write file (dwtest_file.b, main.tf line 11)"},
+		"boxed, several errors":                  {stderr: boxed, want: "Error: Invalid reference (main.tf line 3) (and 1 more errors)"},
+		"location of a later error is not taken": {stderr: "Error: First\n\nError: Second\n  on b.tf line 2:\n", want: "Error: First (and 1 more errors)"},
+		"no diagnostic":                          {stderr: "something odd", err: errors.New("exit status 1\nmore"), want: "exit status 1"},
+		"nothing at all":                         {want: "failed"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Diagnostic(tc.stderr, tc.err)
+			require.Equal(t, tc.want, got)
+			require.NotContains(t, got, "canary")
+		})
+	}
+}
+
+func TestBuildEnvIsScrubbed(t *testing.T) {
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "daemon-canary")
+	t.Setenv("TF_CLI_ARGS_plan", "-lock=false")
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(secret, []byte("s3cr3t-token\n"), 0o600))
+	req := runner.Request{
+		Env:            map[string]string{"APP_MODE": "prod"},
+		SecretEnvFiles: map[string]string{"APP_TOKEN": secret},
+		CLIConfigFile:  "/etc/tfrc",
+		PluginCacheDir: filepath.Join(dir, "cache"),
+	}
+	env, secrets, err := BuildEnv(req, dir, "m1")
+	require.NoError(t, err)
+	require.Equal(t, []string{"s3cr3t-token"}, secrets)
+	require.Equal(t, map[string]string{
+		"APP_MODE":           "prod",
+		"APP_TOKEN":          "s3cr3t-token",
+		"PATH":               os.Getenv("PATH"),
+		"HOME":               filepath.Join(dir, "home"),
+		"TMPDIR":             dir,
+		"CHECKPOINT_DISABLE": "1",
+		MarkerEnv:            "m1",
+		"TF_CLI_CONFIG_FILE": "/etc/tfrc",
+	}, env)
+	list := EnvList(env)
+	require.Contains(t, list, "TF_IN_AUTOMATION=1")
+	require.NotContains(t, strings.Join(list, "\n"), "daemon-canary")
+
+	_, _, err = BuildEnv(runner.Request{SecretEnvFiles: map[string]string{"GONE": filepath.Join(dir, "missing")}}, t.TempDir(), "m")
+	require.ErrorContains(t, err, "secret_env_files GONE")
+}
