@@ -31,6 +31,8 @@ Usage:
   driftwatch daemon   --config FILE     run always-on: scheduler, store, status page, API, metrics
   driftwatch validate --config FILE     check the config and inventory, run nothing
   driftwatch audit    --config FILE     run every workspace once and report
+  driftwatch approve  ID --token-file F approve a pending remediation (--server URL, default http://127.0.0.1:8080)
+  driftwatch reject   ID --token-file F reject a pending or approved remediation
   driftwatch version                    print the version
 
 Run "driftwatch COMMAND -h" for a command's flags.
@@ -49,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return auditCmd(args[1:], stdout, stderr)
 	case "daemon":
 		return daemonCmd(args[1:], stderr)
+	case "approve", "reject":
+		return decideCmd(args[0], args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "driftwatch %s (%s)\n", version.Version, version.Commit)
 		return 0

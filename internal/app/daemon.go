@@ -53,6 +53,7 @@ type daemon struct {
 	sched   *schedule.Scheduler
 	metrics *metrics.Metrics
 	auditor *audit.Auditor
+	rem     *remediator
 
 	mu     sync.Mutex
 	states map[string]store.WorkspaceState // cache of the store's workspace state
@@ -102,6 +103,9 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.metrics = metrics.New(reg, d.snapshot)
+	if d.rem, err = newRemediator(ctx, d, metrics.NewRemediations(reg)); err != nil {
+		return report.ExitError, err
+	}
 
 	notifiers, err := buildNotifiers(cfg, o.Logger)
 	if err != nil {
@@ -155,6 +159,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		ExternalURL: cfg.Server.ExternalURL,
 		Logger:      o.Logger,
 		Notifiers:   d.notifierStatus,
+		Remediation: remediationControl{d.rem},
 	})
 	if err != nil {
 		return report.ExitError, err
@@ -166,6 +171,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	g.Go(func() error { return srv.Run(gctx, cfg.Server.Listen) })
 	g.Go(func() error { d.reloadLoop(gctx, o.ConfigPath, o.ReloadInterval); return nil })
 	g.Go(func() error { d.pruneLoop(gctx); return nil })
+	g.Go(func() error { d.rem.loop(gctx); return nil })
 	seen := map[string]bool{}
 	for _, r := range interrupted {
 		if seen[r.Workspace] {
@@ -258,6 +264,15 @@ func (d *daemon) drainOutbox(ctx context.Context, max time.Duration) {
 // store. A run cut short by shutdown is left "running" in the store, so the
 // next start marks it interrupted and runs it again.
 func (d *daemon) runOne(ctx context.Context, name, trigger string) {
+	if trigger == triggerRemediate {
+		d.rem.apply(ctx, name)
+		return
+	}
+	d.detect(ctx, name, trigger)
+}
+
+// detect is one detection run of one workspace (runOne's body).
+func (d *daemon) detect(ctx context.Context, name, trigger string) {
 	t, ok := (*d.targets.Load())[name]
 	if !ok {
 		return // removed by a reload while queued
@@ -270,7 +285,7 @@ func (d *daemon) runOne(ctx context.Context, name, trigger string) {
 		return
 	}
 	log.Info("run started", "trigger", trigger)
-	res := d.auditor.Check(ctx, t)
+	res, tfPlan := d.auditor.CheckPlan(ctx, t)
 	if ctx.Err() != nil {
 		log.Info("run interrupted by shutdown; it will be re-run at the next start")
 		return
@@ -290,6 +305,7 @@ func (d *daemon) runOne(ctx context.Context, name, trigger string) {
 	d.mu.Lock()
 	d.states[name] = after
 	d.mu.Unlock()
+	d.rem.afterDetect(ctx, t, run.ID, res, tfPlan)
 	total := drift.Phase{Name: "total", Duration: res.Duration}
 	d.metrics.RunFinished(res.Status, append(res.Phases, total))
 	if d.onResult != nil {

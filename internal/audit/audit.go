@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/runner"
 )
@@ -43,6 +44,14 @@ type Auditor struct {
 // Check runs one target end to end. It never returns an error: a failed run
 // is a result with status errored and a one-line, secret-free reason.
 func (a *Auditor) Check(ctx context.Context, t Target) drift.Result {
+	res, _ := a.CheckPlan(ctx, t)
+	return res
+}
+
+// CheckPlan is Check that also returns the run's value-free plan (nil
+// when the run errored), for callers that evaluate it further (the
+// daemon's remediation envelope).
+func (a *Auditor) CheckPlan(ctx context.Context, t Target) (drift.Result, *planparse.Plan) {
 	now := a.Now
 	if now == nil {
 		now = time.Now
@@ -58,12 +67,12 @@ func (a *Auditor) Check(ctx context.Context, t Target) drift.Result {
 		res.Error = reason(err)
 		res.Findings = out.Backend // static, still true when Terraform fails
 		log.Warn("run errored", "err", res.Error, "duration", res.Duration)
-		return res
+		return res, nil
 	}
 	if out.Plan.Errored {
 		res.Status = drift.StatusErrored
 		res.Error = "plan: terraform reported an errored plan"
-		return res
+		return res, nil
 	}
 	classifyStart := now()
 	res.Findings = policy.Classify(out.Plan, t.Rules)
@@ -75,7 +84,7 @@ func (a *Auditor) Check(ctx context.Context, t Target) drift.Result {
 	c := drift.CountFindings(res.Findings)
 	log.Info("run finished", "status", res.Status, "drift", c.Drift, "pending", c.Pending,
 		"forbidden", c.Forbidden, "exit_code", out.ExitCode, "duration", res.Duration)
-	return res
+	return res, out.Plan
 }
 
 // reason turns a run error into the one line shown to users.

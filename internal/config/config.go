@@ -52,10 +52,12 @@ type Config struct {
 	// AllowSubMinuteSchedules permits "@every" below one minute (demos, tests).
 	AllowSubMinuteSchedules bool `yaml:"allow_sub_minute_schedules"`
 	// Notifiers are the named alert destinations; Alerts routes incidents to them.
-	Notifiers  []Notifier  `yaml:"notifiers"`
-	Alerts     Alerts      `yaml:"alerts"`
-	Defaults   Defaults    `yaml:"defaults"`
-	Workspaces []Workspace `yaml:"workspaces"`
+	Notifiers []Notifier `yaml:"notifiers"`
+	Alerts    Alerts     `yaml:"alerts"`
+	// Remediation is the daemon-wide remediation switch.
+	Remediation RemediationSwitch `yaml:"remediation"`
+	Defaults    Defaults          `yaml:"defaults"`
+	Workspaces  []Workspace       `yaml:"workspaces"`
 
 	// File is the absolute path the config was loaded from.
 	File string `yaml:"-"`
@@ -234,6 +236,8 @@ type Defaults struct {
 	BackendPolicy *BackendPolicy    `yaml:"backend_policy"`
 	Env           map[string]string `yaml:"env"`
 	Labels        map[string]string `yaml:"labels"`
+	// Remediation is the default remediation policy of every workspace.
+	Remediation *Remediation `yaml:"remediation"`
 }
 
 // Workspace is one Terraform root module (and Terraform workspace) to check.
@@ -257,6 +261,8 @@ type Workspace struct {
 	// Forbidden replaces defaults.forbidden for this workspace when set
 	// (an empty list allows every type).
 	Forbidden *[]string `yaml:"forbidden"`
+	// Remediation overrides defaults.remediation for this workspace.
+	Remediation *Remediation `yaml:"remediation"`
 
 	pos    *positions
 	prefix string // key path of this workspace, e.g. "workspaces[2]"
@@ -505,6 +511,7 @@ func (c *Config) validate(pos *positions) error {
 	}
 
 	errs = append(errs, c.validateAlerts(pos)...)
+	errs = append(errs, c.validateRemediation(pos)...)
 	first := map[string]string{}
 	for i := range c.Workspaces {
 		w := &c.Workspaces[i]
@@ -632,6 +639,7 @@ func (w *Workspace) validate(c *Config) []error {
 	if w.Alerts != nil {
 		errs = append(errs, w.Alerts.validate(w.pos, w.prefix+".alerts")...)
 	}
+	errs = append(errs, w.Remediation.validate(w.pos, w.prefix+".remediation")...)
 	if w.Forbidden != nil {
 		for i, f := range *w.Forbidden {
 			if _, err := policy.CompileGlob(f); err != nil {

@@ -72,6 +72,8 @@ type Options struct {
 	// Handlers are extra routes (ServeMux patterns), e.g. the endpoint
 	// Kubernetes run pods post their results to.
 	Handlers map[string]http.Handler
+	// Remediation serves the remediation API (nil: no such routes).
+	Remediation RemediationControl
 }
 
 // NotifierStatus is the delivery health of one notifier.
@@ -170,6 +172,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/v1/workspaces/{name}/runs", s.apiTrigger)
 	mux.HandleFunc("GET /api/v1/runs/{id}", s.apiRun)
 	mux.HandleFunc("GET /api/v1/notifiers", s.apiNotifiers)
+	if s.o.Remediation != nil {
+		s.remediationRoutes(mux)
+	}
 	for pattern, h := range s.o.Handlers {
 		mux.Handle(pattern, h)
 	}

@@ -134,6 +134,42 @@ CREATE TABLE notifier_state (
 -- Prune: the states of a deleted incident, whatever the notifier.
 CREATE INDEX notifier_state_incident ON notifier_state (incident_key);
 `,
+
+	// 3: remediations (store.RemediationStore) and daemon-wide settings
+	// (the remediation pause flag). Only new tables.
+	`
+CREATE TABLE remediations (
+	id              TEXT PRIMARY KEY,
+	workspace       TEXT NOT NULL,
+	detect_run_id   TEXT NOT NULL,
+	apply_run_id    TEXT NOT NULL DEFAULT '',
+	"commit"        TEXT NOT NULL,
+	mode            TEXT NOT NULL,
+	change_set      TEXT NOT NULL CHECK (json_valid(change_set)),
+	change_set_hash TEXT NOT NULL,
+	refusals        TEXT NOT NULL CHECK (json_valid(refusals)),
+	state           TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'rejected', 'expired', 'running',
+		'applied', 'failed', 'verification_failed', 'refused')),
+	reason          TEXT NOT NULL,
+	created_at      INTEGER NOT NULL,
+	expires_at      INTEGER,
+	decided_at      INTEGER,
+	decided_by      TEXT NOT NULL DEFAULT '',
+	finished_at     INTEGER,
+	outcome         TEXT NOT NULL DEFAULT 'null' CHECK (json_valid(outcome)),
+	seq             INTEGER NOT NULL UNIQUE
+) STRICT;
+
+-- Remediations(workspace): newest first.
+CREATE INDEX remediations_workspace ON remediations (workspace, seq);
+-- ExpireRemediations and the apply loop: the few live ones.
+CREATE INDEX remediations_live ON remediations (state, seq) WHERE state IN ('pending', 'approved', 'running');
+
+CREATE TABLE settings (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+`,
 }
 
 // migrate applies the missing migrations, one transaction each. The version

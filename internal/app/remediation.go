@@ -1,0 +1,383 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/audit"
+	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/metrics"
+	"github.com/driftwatch/driftwatch/internal/planparse"
+	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/schedule"
+	"github.com/driftwatch/driftwatch/internal/server"
+	"github.com/driftwatch/driftwatch/internal/store"
+)
+
+// triggerRemediate is the scheduler trigger (and run trigger) of an apply:
+// going through the scheduler gives it the workspace's slot, so no other
+// run of the workspace is in flight while it applies.
+const triggerRemediate = "remediate"
+
+// triggerVerify is the detection run queued right after an apply.
+const triggerVerify = "verify"
+
+// remediator wires internal/remediate into the daemon: it records what
+// detection runs propose, owns approval, expiry and the kill switch, and
+// applies approved change sets in the workspace's scheduler slot.
+type remediator struct {
+	d       *daemon
+	log     *slog.Logger
+	paused  atomic.Bool // persisted pause flag (POST /api/v1/remediation/pause)
+	metrics *metrics.Remediations
+	kick    chan struct{}
+}
+
+func newRemediator(ctx context.Context, d *daemon, m *metrics.Remediations) (*remediator, error) {
+	rm := &remediator{d: d, log: d.log.With("component", "remediation"), metrics: m, kick: make(chan struct{}, 1)}
+	p, err := d.store.RemediationPaused(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rm.paused.Store(p)
+	interrupted, err := d.store.InterruptRemediations(ctx, time.Now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range interrupted {
+		rm.log.Warn("remediation interrupted by a restart: marked failed", "workspace", r.Workspace, "remediation", r.ID)
+		rm.metrics.Finished(string(store.RemediationFailed))
+	}
+	return rm, nil
+}
+
+// stopped reports whether the kill switch is on (config or API).
+func (rm *remediator) stopped() bool {
+	return !rm.d.cfg.Load().Remediation.On() || rm.paused.Load()
+}
+
+func (rm *remediator) wake() {
+	select {
+	case rm.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (rm *remediator) workspace(name string) (config.Workspace, bool) {
+	cfg := rm.d.cfg.Load()
+	for _, w := range cfg.Workspaces {
+		if w.Name == name {
+			return w, true
+		}
+	}
+	return config.Workspace{}, false
+}
+
+func (rm *remediator) policy(name string) (config.RemediationPolicy, bool) {
+	w, ok := rm.workspace(name)
+	if !ok {
+		return config.RemediationPolicy{}, false
+	}
+	return rm.d.cfg.Load().EffectiveRemediation(w), true
+}
+
+func refusalCodes(raw json.RawMessage) string {
+	var rs []remediate.Refusal
+	_ = json.Unmarshal(raw, &rs)
+	codes := make([]string, 0, len(rs))
+	for _, r := range rs {
+		codes = append(codes, r.Code+"@"+r.Address)
+	}
+	slices.Sort(codes)
+	return strings.Join(codes, ",")
+}
+
+func summarizeRefusals(rs []remediate.Refusal) string {
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		parts = append(parts, r.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// afterDetect evaluates the envelope on a finished detection run and
+// records a remediation for a drifted workspace whose mode is not off.
+func (rm *remediator) afterDetect(ctx context.Context, t audit.Target, runID string, res drift.Result, plan *planparse.Plan) {
+	pol, ok := rm.policy(t.Name)
+	if !ok || pol.Mode == config.RemediationOff || res.Status == drift.StatusErrored || drift.CountFindings(res.Findings).Drift == 0 {
+		return
+	}
+	log := rm.log.With("workspace", t.Name, "run_id", runID)
+	var findings []drift.Finding
+	for _, f := range res.Findings {
+		if f.Kind != drift.KindBackend {
+			findings = append(findings, f)
+		}
+	}
+	cs, refusals := remediate.Evaluate(pol.Envelope, findings, plan)
+	csJSON, err := json.Marshal(cs)
+	if err != nil {
+		log.Error("remediation: encode change set", "err", err)
+		return
+	}
+	if refusals == nil {
+		refusals = []remediate.Refusal{}
+	}
+	refJSON, _ := json.Marshal(refusals)
+	now := time.Now().UTC()
+	r := store.Remediation{
+		ID: newRunID(), Workspace: t.Name, DetectRunID: runID, Mode: pol.Mode,
+		ChangeSet: csJSON, ChangeSetHash: cs.Hash(), Refusals: refJSON, CreatedAt: now,
+	}
+	switch {
+	case len(refusals) > 0:
+		r.State, r.Reason = store.RemediationRefused, summarizeRefusals(refusals)
+	case pol.Mode == config.RemediationAuto:
+		r.State, r.DecidedAt, r.DecidedBy = store.RemediationApproved, now, "auto"
+	default:
+		r.State, r.ExpiresAt = store.RemediationPending, now.Add(pol.ApprovalTTL)
+	}
+
+	// One remediation per change set: a detection every few minutes must
+	// not pile up proposals, re-propose a rejected one, or retry a failed
+	// apply (a person looks at it first).
+	ctx = context.WithoutCancel(ctx)
+	prev, err := rm.d.store.Remediations(ctx, t.Name, 1)
+	if err != nil {
+		log.Error("remediation: read previous", "err", err)
+		return
+	}
+	if len(prev) == 1 {
+		p := prev[0]
+		same := p.ChangeSetHash == r.ChangeSetHash
+		switch p.State {
+		case store.RemediationPending:
+			if same && r.State != store.RemediationRefused {
+				return
+			}
+			// The drift changed (or is now refused): the pending proposal
+			// no longer describes it.
+			if _, err := rm.d.store.TransitionRemediation(ctx, p.ID, []store.RemediationState{store.RemediationPending},
+				store.Transition{State: store.RemediationExpired, At: now, By: "superseded", Reason: "superseded by remediation " + r.ID}); err == nil {
+				rm.metrics.Finished(string(store.RemediationExpired))
+			}
+		case store.RemediationApproved, store.RemediationRunning:
+			return // its apply re-plans and compares hashes itself
+		case store.RemediationRejected, store.RemediationFailed, store.RemediationVerificationFailed:
+			if same {
+				return
+			}
+		case store.RemediationRefused:
+			if same && refusalCodes(p.Refusals) == refusalCodes(refJSON) {
+				return
+			}
+		}
+	}
+	if err := rm.d.store.CreateRemediation(ctx, r); err != nil {
+		log.Error("remediation: store", "err", err)
+		return
+	}
+	log.Info("remediation proposed", "remediation", r.ID, "state", r.State, "mode", r.Mode, "resources", cs.Len(), "reason", r.Reason)
+	if r.State == store.RemediationRefused {
+		rm.metrics.Finished(string(store.RemediationRefused))
+	}
+	if r.State == store.RemediationApproved {
+		rm.wake()
+	}
+}
+
+// loop expires pending remediations and queues approved ones into their
+// workspace's scheduler slot (retrying while the workspace is busy),
+// unless the kill switch is on.
+func (rm *remediator) loop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		now := time.Now().UTC()
+		if exp, err := rm.d.store.ExpireRemediations(ctx, now); err != nil {
+			if ctx.Err() == nil {
+				rm.log.Warn("expire remediations", "err", err)
+			}
+		} else {
+			for _, r := range exp {
+				rm.log.Info("remediation expired unapproved", "workspace", r.Workspace, "remediation", r.ID)
+				rm.metrics.Finished(string(store.RemediationExpired))
+			}
+		}
+		if !rm.stopped() {
+			rm.queueApproved(ctx, now)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-rm.kick:
+		}
+	}
+}
+
+func (rm *remediator) queueApproved(ctx context.Context, now time.Time) {
+	rs, err := rm.d.store.Remediations(ctx, "", 200)
+	if err != nil {
+		return
+	}
+	queued := map[string]bool{}
+	for _, r := range rs {
+		if r.State != store.RemediationApproved || queued[r.Workspace] {
+			continue
+		}
+		queued[r.Workspace] = true
+		err := rm.d.sched.Trigger(r.Workspace, triggerRemediate)
+		switch {
+		case err == nil, errors.Is(err, schedule.ErrBusy):
+		case errors.Is(err, schedule.ErrUnknownJob):
+			_, _ = rm.d.store.TransitionRemediation(ctx, r.ID, []store.RemediationState{store.RemediationApproved},
+				store.Transition{State: store.RemediationRefused, At: now, Reason: "the workspace is no longer configured"})
+			rm.metrics.Finished(string(store.RemediationRefused))
+		default:
+			rm.log.Warn("remediation not queued", "workspace", r.Workspace, "err", err)
+		}
+	}
+}
+
+// apply runs in the workspace's scheduler slot: it applies the oldest
+// approved remediation of the workspace, records the outcome (on the
+// remediation and as a run with trigger "remediate"), then runs a fresh
+// detection so the workspace's state and incidents follow.
+func (rm *remediator) apply(ctx context.Context, name string) {
+	if rm.stopped() {
+		return // stays approved; queued again on resume
+	}
+	rs, err := rm.d.store.Remediations(ctx, name, 50)
+	if err != nil {
+		rm.log.Error("remediation: list", "workspace", name, "err", err)
+		return
+	}
+	var r store.Remediation
+	for _, x := range rs {
+		if x.State == store.RemediationApproved {
+			r = x // oldest approved: the list is newest first
+		}
+	}
+	if r.ID == "" {
+		return
+	}
+	t, ok := (*rm.d.targets.Load())[name]
+	pol, pok := rm.policy(name)
+	if !ok || !pok {
+		return
+	}
+	t.Request.RunID = newRunID()
+	log := rm.log.With("workspace", name, "remediation", r.ID, "run_id", t.Request.RunID)
+	now := time.Now().UTC()
+	wctx := context.WithoutCancel(ctx)
+	if _, err := rm.d.store.TransitionRemediation(wctx, r.ID, []store.RemediationState{store.RemediationApproved},
+		store.Transition{State: store.RemediationRunning, At: now, ApplyRunID: t.Request.RunID}); err != nil {
+		log.Warn("remediation: not started", "err", err)
+		return
+	}
+	run := store.Run{ID: t.Request.RunID, Workspace: name, Trigger: triggerRemediate, StartedAt: now, Status: store.RunRunning}
+	if err := rm.d.store.StartRun(wctx, run); err != nil {
+		log.Error("store: start run", "err", err)
+	}
+	var approved remediate.ChangeSet
+	out := remediate.Outcome{}
+	if err := json.Unmarshal(r.ChangeSet, &approved); err != nil {
+		out = remediate.Outcome{Result: remediate.ResultRefused, Reason: "stored change set unreadable: " + err.Error()}
+	} else {
+		a := &remediate.Applier{Logger: rm.log, Rules: t.Rules, Envelope: pol.Envelope, LockTimeout: pol.LockTimeout, Paused: rm.stopped}
+		log.Info("remediation apply started", "resources", approved.Len(), "change_set_hash", r.ChangeSetHash)
+		out, _ = a.Apply(ctx, t.Request, approved)
+	}
+	fin := time.Now().UTC()
+	outJSON, _ := json.Marshal(out)
+	run.FinishedAt, run.Status, run.Error, run.Tool, run.Phases = fin, drift.Status(out.Result), out.Reason, out.Tool, out.Phases
+	run.Findings = out.Residual
+	if err := rm.d.store.FinishRunOnly(wctx, run); err != nil {
+		log.Error("store: finish remediation run", "err", err)
+	}
+	if _, err := rm.d.store.TransitionRemediation(wctx, r.ID, []store.RemediationState{store.RemediationRunning},
+		store.Transition{State: store.RemediationState(out.Result), At: fin, Reason: out.Reason, Outcome: outJSON}); err != nil {
+		log.Error("store: finish remediation", "err", err)
+	}
+	rm.metrics.Finished(string(out.Result))
+	if out.Result == remediate.ResultRefused && slices.ContainsFunc(out.Refusals, func(x remediate.Refusal) bool { return x.Code == remediate.CodePaused }) {
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	// A fresh detection in the same slot: it resolves the incident after
+	// a successful revert, and keeps it open after a failed one.
+	rm.d.detect(ctx, name, triggerVerify)
+}
+
+// control implements server.RemediationControl.
+type remediationControl struct{ rm *remediator }
+
+var _ server.RemediationControl = remediationControl{}
+
+func (c remediationControl) List(ctx context.Context, workspace string) ([]store.Remediation, error) {
+	return c.rm.d.store.Remediations(ctx, workspace, 200)
+}
+
+func (c remediationControl) Get(ctx context.Context, id string) (store.Remediation, error) {
+	return c.rm.d.store.Remediation(ctx, id)
+}
+
+func (c remediationControl) Approve(ctx context.Context, id, hash string) (store.Remediation, error) {
+	st := c.rm.d.store
+	r, err := st.Remediation(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	if hash != "" && hash != r.ChangeSetHash {
+		return r, server.ErrHashMismatch
+	}
+	now := time.Now().UTC()
+	if r.State == store.RemediationPending && !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt) {
+		if _, err := st.ExpireRemediations(ctx, now); err != nil {
+			return r, err
+		}
+		return r, fmt.Errorf("remediation %q: %w: it expired at %s", id, store.ErrConflict, r.ExpiresAt.Format(time.RFC3339))
+	}
+	out, err := st.TransitionRemediation(ctx, id, []store.RemediationState{store.RemediationPending},
+		store.Transition{State: store.RemediationApproved, At: now, By: "api"})
+	if err == nil {
+		c.rm.log.Info("remediation approved", "workspace", out.Workspace, "remediation", id)
+		c.rm.wake()
+	}
+	return out, err
+}
+
+func (c remediationControl) Reject(ctx context.Context, id string) (store.Remediation, error) {
+	out, err := c.rm.d.store.TransitionRemediation(ctx, id, []store.RemediationState{store.RemediationPending, store.RemediationApproved},
+		store.Transition{State: store.RemediationRejected, At: time.Now().UTC(), By: "api", Reason: "rejected"})
+	if err == nil {
+		c.rm.log.Info("remediation rejected", "workspace", out.Workspace, "remediation", id)
+		c.rm.metrics.Finished(string(store.RemediationRejected))
+	}
+	return out, err
+}
+
+func (c remediationControl) Status(context.Context) (enabled, paused bool, err error) {
+	return c.rm.d.cfg.Load().Remediation.On(), c.rm.paused.Load(), nil
+}
+
+func (c remediationControl) SetPaused(ctx context.Context, paused bool) error {
+	if err := c.rm.d.store.SetRemediationPaused(ctx, paused); err != nil {
+		return err
+	}
+	c.rm.paused.Store(paused)
+	c.rm.log.Warn("remediation kill switch", "paused", paused)
+	c.rm.wake()
+	return nil
+}

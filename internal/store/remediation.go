@@ -1,0 +1,111 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// ErrConflict is returned when a remediation is not in a state that allows
+// the requested transition (e.g. approving one that already expired).
+var ErrConflict = errors.New("conflict")
+
+// RemediationState is where a remediation is in its lifecycle.
+type RemediationState string
+
+// Remediation states. pending waits for approval (approve mode); approved
+// waits for its workspace's slot (auto mode starts here); running is being
+// applied; the rest are final.
+const (
+	RemediationPending            RemediationState = "pending"
+	RemediationApproved           RemediationState = "approved"
+	RemediationRejected           RemediationState = "rejected"
+	RemediationExpired            RemediationState = "expired"
+	RemediationRunning            RemediationState = "running"
+	RemediationApplied            RemediationState = "applied"
+	RemediationFailed             RemediationState = "failed"
+	RemediationVerificationFailed RemediationState = "verification_failed"
+	RemediationRefused            RemediationState = "refused"
+)
+
+// Final reports whether s is a final state.
+func (s RemediationState) Final() bool {
+	switch s {
+	case RemediationPending, RemediationApproved, RemediationRunning:
+		return false
+	}
+	return true
+}
+
+// Remediation is one proposed, approved or performed revert of a
+// workspace's drift. ChangeSet, Refusals and Outcome are JSON documents of
+// the remediate package's types (the store does not interpret them); they
+// hold addresses, actions and attribute paths, never a value.
+type Remediation struct {
+	ID          string
+	Workspace   string
+	DetectRunID string // the detection run that proposed it
+	ApplyRunID  string // the run (trigger "remediate") that applied it, if any
+	Commit      string
+	Mode        string // approve or auto
+	// ChangeSet is the approved change set (remediate.ChangeSet), and
+	// ChangeSetHash its Hash: an approval is given for this hash.
+	ChangeSet     json.RawMessage
+	ChangeSetHash string
+	// Refusals (remediate.Refusal list) of the envelope at detection.
+	Refusals   json.RawMessage
+	State      RemediationState
+	Reason     string // one line: why it is in its state (refused, failed, expired, ...)
+	CreatedAt  time.Time
+	ExpiresAt  time.Time // pending only: when it expires unapproved (zero: never)
+	DecidedAt  time.Time // approved, rejected or expired
+	DecidedBy  string    // "api", "auto", "expiry"
+	FinishedAt time.Time
+	// Outcome is the remediate.Outcome of the apply (JSON), if it ran.
+	Outcome json.RawMessage
+}
+
+// RemediationStore persists remediations and the global pause flag.
+type RemediationStore interface {
+	// CreateRemediation stores a new remediation (ID must be new).
+	CreateRemediation(ctx context.Context, r Remediation) error
+	// Remediation returns one (ErrNotFound if unknown).
+	Remediation(ctx context.Context, id string) (Remediation, error)
+	// Remediations lists a workspace's (or, with "", every workspace's)
+	// remediations, newest first, at most limit (0: all).
+	Remediations(ctx context.Context, workspace string, limit int) ([]Remediation, error)
+	// TransitionRemediation moves a remediation from one of the states in
+	// from to the state to, setting Reason, DecidedAt/DecidedBy (when
+	// decided is true) or FinishedAt (final states reached from running),
+	// and, if not nil, Outcome and ApplyRunID. It returns the updated
+	// remediation, ErrNotFound, or ErrConflict (wrapped) when its state is
+	// not in from: the check and the write are one transaction.
+	TransitionRemediation(ctx context.Context, id string, from []RemediationState, to Transition) (Remediation, error)
+	// ExpireRemediations moves every pending remediation whose ExpiresAt is
+	// at or before now to expired and returns them.
+	ExpireRemediations(ctx context.Context, now time.Time) ([]Remediation, error)
+	// InterruptRemediations marks every running remediation failed (the
+	// process died during its apply) and returns them.
+	InterruptRemediations(ctx context.Context, at time.Time) ([]Remediation, error)
+	// RemediationPaused reads the persisted global pause flag.
+	RemediationPaused(ctx context.Context) (bool, error)
+	// SetRemediationPaused persists it.
+	SetRemediationPaused(ctx context.Context, paused bool) error
+	// FinishRunOnly records the outcome of a started run without touching
+	// the workspace's state or incidents (a remediation's run: its status
+	// is the remediation result, e.g. "applied").
+	FinishRunOnly(ctx context.Context, r Run) error
+}
+
+// Transition is a state change of a remediation.
+type Transition struct {
+	State RemediationState
+	At    time.Time
+	// By, if set, records who decided (approved, rejected, expired).
+	By     string
+	Reason string
+	// Outcome and ApplyRunID, if set, are stored too.
+	Outcome    json.RawMessage
+	ApplyRunID string
+}
