@@ -56,7 +56,7 @@ func (r *Runner) Adopt(ctx context.Context) ([]*Adopted, error) {
 		if ws == "" || byWS[ws] {
 			continue
 		}
-		active := activeJobs(list.Items, ws)
+		active := activeJobs(list.Items, ws, r.isConsumed)
 		if len(active) == 0 {
 			continue
 		}

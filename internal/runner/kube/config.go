@@ -98,7 +98,7 @@ type Resources struct {
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate checks the configuration; errors name the config key.
-func (c *Config) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.Namespace == "" {

@@ -113,6 +113,11 @@ func (f *flight) wait(ctx context.Context) (runner.Result, error) {
 		return f.res, f.err
 	case <-ctx.Done():
 	}
+	select {
+	case <-f.done: // decided meanwhile: take it
+		return f.res, f.err
+	default:
+	}
 	cause := context.Cause(ctx)
 	f.mu.Lock()
 	f.waiters--
@@ -323,6 +328,10 @@ func oneLine(s string, n int) string {
 
 // finish records the outcome, stops awaiting the result and wakes waiters.
 func (f *flight) finish(res runner.Result, err error) {
+	// Untrack (and mark the Job consumed) before refusing new waiters, so
+	// a Run racing this either joins the flight or never sees its Job as
+	// adoptable.
+	f.r.untrack(f, !errors.Is(err, ErrStopped))
 	f.mu.Lock()
 	f.finished = true
 	f.mu.Unlock()
@@ -330,7 +339,6 @@ func (f *flight) finish(res runner.Result, err error) {
 	if f.results != nil {
 		f.r.recv.Forget(f.runID)
 	}
-	f.r.untrack(f)
 	f.cancel(nil)
 	if err != nil {
 		f.log.Warn("run job failed", "err", err)

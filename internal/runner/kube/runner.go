@@ -25,6 +25,8 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
 )
 
+var _ runner.Runner = (*Runner)(nil)
+
 // Options are the Runner's dependencies.
 type Options struct {
 	// Client talks to the cluster (RBAC in Config.Namespace: jobs create,
@@ -53,11 +55,16 @@ type Runner struct {
 	jobs    batchlisters.JobLister
 	pods    corelisters.PodLister
 
-	mu      sync.Mutex
-	watched bool
-	byJob   map[string]*flight // job name -> its flight
-	byWS    map[string]*flight // workspace -> its flight
-	wsLocks map[string]*sync.Mutex
+	mu       sync.Mutex
+	watched  bool
+	stopping bool               // Watch is returning: new flights end at once
+	byJob    map[string]*flight // job name -> its flight
+	byWS     map[string]*flight // workspace -> its flight
+	wsLocks  map[string]*sync.Mutex
+	// consumed holds the Jobs whose outcome this daemon has taken (until
+	// when to remember them): such a Job may still look active for a
+	// moment (its pod exits after delivering) but is never adopted.
+	consumed map[string]time.Time
 }
 
 // ErrBusy is matched (errors.Is) by a *BusyError.
@@ -77,9 +84,10 @@ func (e *BusyError) Error() string {
 // Is makes errors.Is(err, ErrBusy) true.
 func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 
-// errStopped ends runs awaited when Watch returns; their Jobs are left for
-// the next daemon to adopt.
-var errStopped = errors.New("kubernetes runner stopped")
+// ErrStopped is in the error of every run still awaited when Watch
+// returns: the run was interrupted, not failed, and its Job is left running
+// for the next daemon to adopt.
+var ErrStopped = errors.New("kubernetes runner stopped")
 
 // errAbandoned ends a run whose every waiter left (its context ended); its
 // Job is deleted.
@@ -103,16 +111,17 @@ func New(o Options) (*Runner, error) {
 		o.Now = time.Now
 	}
 	return &Runner{
-		cfg:     o.Config.withDefaults(),
-		cs:      o.Client,
-		recv:    o.Receiver,
-		log:     o.Logger,
-		now:     o.Now,
-		synced:  make(chan struct{}),
-		stopped: make(chan struct{}),
-		byJob:   map[string]*flight{},
-		byWS:    map[string]*flight{},
-		wsLocks: map[string]*sync.Mutex{},
+		cfg:      o.Config.withDefaults(),
+		cs:       o.Client,
+		recv:     o.Receiver,
+		log:      o.Logger,
+		now:      o.Now,
+		synced:   make(chan struct{}),
+		stopped:  make(chan struct{}),
+		byJob:    map[string]*flight{},
+		byWS:     map[string]*flight{},
+		wsLocks:  map[string]*sync.Mutex{},
+		consumed: map[string]time.Time{},
 	}, nil
 }
 
@@ -169,13 +178,14 @@ func (r *Runner) Watch(ctx context.Context) error {
 
 func (r *Runner) stopFlights() {
 	r.mu.Lock()
+	r.stopping = true
 	fs := make([]*flight, 0, len(r.byJob))
 	for _, f := range r.byJob {
 		fs = append(fs, f)
 	}
 	r.mu.Unlock()
 	for _, f := range fs {
-		f.cancel(errStopped)
+		f.cancel(ErrStopped)
 	}
 	for _, f := range fs {
 		<-f.done
@@ -187,7 +197,7 @@ func (r *Runner) waitSynced(ctx context.Context) error {
 	case <-r.synced:
 		return nil
 	case <-r.stopped:
-		return errStopped
+		return ErrStopped
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the kubernetes runner's caches: %w", context.Cause(ctx))
 	}
@@ -257,7 +267,7 @@ func (r *Runner) start(ctx context.Context, req runner.Request) (*flight, error)
 	if err != nil {
 		return nil, submitErr("list jobs", err)
 	}
-	if active := activeJobs(list.Items, req.Workspace); len(active) > 0 {
+	if active := activeJobs(list.Items, req.Workspace, r.isConsumed); len(active) > 0 {
 		j := active[0]
 		r.log.Warn("adopting the workspace's running job instead of starting another",
 			"workspace", req.Workspace, "run_id", req.RunID, "job", j.Name, "job_run_id", j.Annotations[AnnotationRunID])
@@ -274,6 +284,10 @@ func (r *Runner) start(ctx context.Context, req runner.Request) (*flight, error)
 		// The same run was submitted before (a retry, a restart): adopt
 		// that Job; its pod holds that submission's token.
 		r.recv.Forget(req.RunID)
+		if r.isConsumed(p.name) {
+			err := fmt.Errorf("run %s already finished (job %s)", req.RunID, p.name)
+			return nil, &runner.Error{Phase: "submit", Reason: err.Error(), Err: err}
+		}
 		existing, gerr := jobs.Get(ctx, p.name, metav1.GetOptions{})
 		if gerr != nil {
 			return nil, submitErr("get existing job", gerr)
@@ -283,6 +297,11 @@ func (r *Runner) start(ctx context.Context, req runner.Request) (*flight, error)
 	}
 	if err != nil {
 		r.recv.Forget(req.RunID)
+		if ctx.Err() != nil {
+			// The request may have reached the server: a Job without its
+			// Secret would wait for it until its deadline.
+			r.deleteJob(p.name, "")
+		}
 		return nil, submitErr("create job", err)
 	}
 	secret, err := buildSecret(created, p.spec, token)
@@ -299,12 +318,13 @@ func (r *Runner) start(ctx context.Context, req runner.Request) (*flight, error)
 	return r.trackArmed(created, results, 1), nil
 }
 
-// activeJobs returns the workspace's unfinished Jobs, oldest first.
-func activeJobs(items []batchv1.Job, workspace string) []*batchv1.Job {
+// activeJobs returns the workspace's unfinished Jobs, oldest first,
+// leaving out those whose outcome was consumed already.
+func activeJobs(items []batchv1.Job, workspace string, consumed func(name string) bool) []*batchv1.Job {
 	var out []*batchv1.Job
 	for i := range items {
 		j := &items[i]
-		if j.Annotations[AnnotationWorkspace] != workspace || j.DeletionTimestamp != nil {
+		if j.Annotations[AnnotationWorkspace] != workspace || j.DeletionTimestamp != nil || consumed(j.Name) {
 			continue
 		}
 		if done, _ := jobFinished(j); done {
@@ -386,21 +406,48 @@ func (r *Runner) trackArmed(j *batchv1.Job, results <-chan remote.Result, waiter
 	r.mu.Lock()
 	r.byJob[f.name] = f
 	r.byWS[f.workspace] = f
+	if r.stopping {
+		// Watch stopped while this run was being submitted: no informer
+		// will report on it; leave its Job for the next daemon.
+		f.cancel(ErrStopped)
+	}
 	r.mu.Unlock()
 	f.poke()
 	go f.loop()
 	return f
 }
 
-func (r *Runner) untrack(f *flight) {
+// untrack forgets a finished flight; consumed marks its Job as done with.
+func (r *Runner) untrack(f *flight, consumed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now := r.now()
+	for name, until := range r.consumed {
+		if now.After(until) {
+			delete(r.consumed, name)
+		}
+	}
+	if consumed {
+		// Past this, the Job has finished or been deleted for sure.
+		until := f.expires
+		if until.IsZero() {
+			until = now.Add(r.cfg.DefaultTimeout)
+		}
+		r.consumed[f.name] = until.Add(time.Hour)
+	}
 	if r.byJob[f.name] == f {
 		delete(r.byJob, f.name)
 	}
 	if r.byWS[f.workspace] == f {
 		delete(r.byWS, f.workspace)
 	}
+}
+
+func (r *Runner) isConsumed(job string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.consumed[job]
+	return ok
 }
 
 func (r *Runner) flightFor(job string) *flight {

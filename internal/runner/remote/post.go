@@ -77,6 +77,11 @@ func (p *Poster) Post(ctx context.Context, url, token string, res Result) error 
 		if errors.As(err, &se) && !retryable(se.Code) {
 			return err
 		}
+		if ctx.Err() != nil && last != nil {
+			// This attempt was cut short by ctx: the previous answer says
+			// more about why delivery failed.
+			err = last
+		}
 		last = err
 		d := wait/2 + rand.N(wait/2+1) // jitter in [wait/2, wait]
 		if retryAfter > 0 {

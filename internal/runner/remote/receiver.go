@@ -129,7 +129,13 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	runID := req.PathValue("id")
 	log := r.log.With("run_id", runID, "remote_addr", req.RemoteAddr)
 	refuse := func(code int, msg string) {
-		log.Warn("run result refused", "status", code, "reason", msg)
+		// A bad credential is worth a warning; the rest happens in normal
+		// operation (a pod retrying while the daemon restarts, a late post).
+		level := slog.LevelInfo
+		if code == http.StatusUnauthorized || code == http.StatusForbidden {
+			level = slog.LevelWarn
+		}
+		log.Log(req.Context(), level, "run result refused", "status", code, "reason", msg)
 		http.Error(w, msg, code)
 	}
 	if req.Method != http.MethodPost {
