@@ -150,21 +150,8 @@ func (a *Applier) Apply(ctx context.Context, req runner.Request, approved Change
 		return refused(out, pausedRefusal), nil
 	}
 
-	grace := req.KillGrace
-	if grace <= 0 {
-		grace = sandbox.DefaultKillGrace
-	}
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, runner.ErrTimeout)
-		defer cancel()
-	}
-	marker := sandbox.RandomHex(16)
-	stop := sandbox.SweepOnDone(ctx, marker, grace+2*time.Second)
-	defer func() {
-		stop()
-		sandbox.KillMarked(marker) // nothing of this remediation may outlive it
-	}()
+	ctx, marker, grace, end := sandbox.Begin(ctx, req)
+	defer end()
 
 	s, err := a.newSession(ctx, req, marker, grace, &out)
 	if s != nil {

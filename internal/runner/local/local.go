@@ -45,21 +45,11 @@ func New(logger *slog.Logger) *Runner { return &Runner{Logger: logger} }
 
 // Run executes init, plan and show for req.
 func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result, err error) {
-	grace := req.KillGrace
-	if grace <= 0 {
-		grace = sandbox.DefaultKillGrace
-	}
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, runner.ErrTimeout)
-		defer cancel()
-	}
-	marker := sandbox.RandomHex(16)
-	stopSweep := sandbox.SweepOnDone(ctx, marker, grace+2*time.Second)
+	ctx, marker, grace, end := sandbox.Begin(ctx, req)
 	defer func() {
-		stopSweep()
-		sandbox.KillMarked(marker) // nothing of this run may outlive it
-		if ce := context.Cause(ctx); err != nil && ce != nil {
+		ce := context.Cause(ctx) // before end(), which cancels ctx
+		end()
+		if err != nil && ce != nil {
 			// Report timeouts and cancellation as such, whatever Terraform printed.
 			var re *runner.Error
 			if errors.As(err, &re) && !errors.Is(re.Err, ce) {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/driftwatch/driftwatch/internal/runner"
 )
 
 // KillMarked SIGKILLs every process whose environment carries this run's
@@ -88,5 +90,28 @@ func LockFile(ctx context.Context, path string) (unlock func(), err error) {
 			return nil, context.Cause(ctx)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// Begin starts a run's lifetime: the kill grace (req.KillGrace or
+// DefaultKillGrace), the run's timeout as a context cause
+// (runner.ErrTimeout), and a fresh marker whose processes are swept after
+// grace once ctx is done and, at the latest, by end. Call end exactly once
+// when the run is over.
+func Begin(ctx context.Context, req runner.Request) (runCtx context.Context, marker string, grace time.Duration, end func()) {
+	grace = req.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	cancel := context.CancelFunc(func() {})
+	if req.Timeout > 0 {
+		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, runner.ErrTimeout)
+	}
+	marker = RandomHex(16)
+	stop := SweepOnDone(ctx, marker, grace+2*time.Second)
+	return ctx, marker, grace, func() {
+		stop()
+		KillMarked(marker) // nothing of the run may outlive it
+		cancel()
 	}
 }
