@@ -33,6 +33,7 @@ Usage:
   driftwatch audit    --config FILE     run every workspace once and report
   driftwatch approve  ID --token-file F approve a pending remediation (--server URL, default http://127.0.0.1:8080)
   driftwatch reject   ID --token-file F reject a pending or approved remediation
+  driftwatch runner   --spec FILE       run one run in a Kubernetes Job's pod (started by the daemon)
   driftwatch version                    print the version
 
 Run "driftwatch COMMAND -h" for a command's flags.
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return daemonCmd(args[1:], stderr)
 	case "approve", "reject":
 		return decideCmd(args[0], args[1:], stdout, stderr)
+	case "runner":
+		return runnerCmd(args[1:], stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "driftwatch %s (%s)\n", version.Version, version.Commit)
 		return 0

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"reflect"
@@ -23,7 +24,9 @@ import (
 	"github.com/driftwatch/driftwatch/internal/metrics"
 	"github.com/driftwatch/driftwatch/internal/outbox"
 	"github.com/driftwatch/driftwatch/internal/report"
+	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
+	"github.com/driftwatch/driftwatch/internal/runner/remote"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -57,6 +60,15 @@ type daemon struct {
 
 	mu     sync.Mutex
 	states map[string]store.WorkspaceState // cache of the store's workspace state
+	// adopted holds the workspaces whose adopted Job (kubernetes mode) is
+	// still awaited: their scheduled runs are skipped, manual ones refused.
+	adopted map[string]bool
+
+	// kube is the kubernetes runner mode (nil: local).
+	kube *kubeRuntime
+	// stopping is set before the kubernetes runner's Watch is stopped: runs
+	// ending then were interrupted, not failed.
+	stopping atomic.Bool
 
 	// onResult, if set, is told every recorded result (daemon --once).
 	onResult func(drift.Result)
@@ -86,12 +98,21 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	}
 	defer st.Close()
 
-	d := &daemon{log: o.Logger, store: st, states: map[string]store.WorkspaceState{}}
+	d := &daemon{log: o.Logger, store: st, states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}}
 	d.cfg.Store(cfg)
 	d.targets.Store(&targets)
 	plans := alertPlans(cfg)
 	d.alerts.Store(&plans)
 	d.auditor = &audit.Auditor{Runner: local.New(o.Logger), Logger: o.Logger}
+	if cfg.Runner.Mode == config.RunnerModeKubernetes {
+		if o.Once {
+			return report.ExitError, errors.New("daemon --once runs locally: it needs runner.mode local (or use `driftwatch audit`)")
+		}
+		if d.kube, err = newKubeRuntime(cfg, o.Logger); err != nil {
+			return report.ExitError, err
+		}
+		d.auditor = &audit.Auditor{Runner: d.kube.runner, Logger: o.Logger}
+	}
 	states, err := st.Workspaces(ctx)
 	if err != nil {
 		return report.ExitError, err
@@ -136,21 +157,24 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		return report.ExitError, err
 	}
 
-	// Runs the previous process did not finish (kill -9, crash, shutdown)
-	// are marked interrupted and run again now.
-	interrupted, err := st.MarkInterrupted(ctx, time.Now())
-	if err != nil {
-		return report.ExitError, err
-	}
-
 	if o.Once {
+		// Runs the previous process did not finish are marked interrupted.
+		if _, err := st.MarkInterrupted(ctx, time.Now()); err != nil {
+			return report.ExitError, err
+		}
 		return d.once(ctx, cfg)
 	}
 
+	var handlers map[string]http.Handler
+	if d.kube != nil {
+		// Run pods authenticate with their per-run token, not the API token.
+		handlers = map[string]http.Handler{remote.Route: d.kube.recv}
+	}
 	srv, err := server.New(server.Options{
 		Store:       st,
 		Workspaces:  d.workspaceInfo,
-		Trigger:     func(name string) error { return sched.Trigger(name, "manual") },
+		Trigger:     d.trigger,
+		Handlers:    handlers,
 		UnknownErr:  schedule.ErrUnknownJob,
 		BusyErr:     schedule.ErrBusy,
 		Ready:       func() error { return nil },
@@ -166,31 +190,107 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return sched.Run(gctx) })
 	g.Go(func() error { return d.outbox.Run(gctx) })
 	g.Go(func() error { return srv.Run(gctx, cfg.Server.Listen) })
 	g.Go(func() error { d.reloadLoop(gctx, o.ConfigPath, o.ReloadInterval); return nil })
 	g.Go(func() error { d.pruneLoop(gctx); return nil })
-	g.Go(func() error { d.rem.loop(gctx); return nil })
-	seen := map[string]bool{}
-	for _, r := range interrupted {
-		if seen[r.Workspace] {
-			continue
-		}
-		seen[r.Workspace] = true
-		o.Logger.Info("re-running interrupted run", "workspace", r.Workspace, "run_id", r.ID)
-		if err := sched.Trigger(r.Workspace, "rerun"); err != nil && !errors.Is(err, schedule.ErrUnknownJob) {
-			o.Logger.Warn("re-run not queued", "workspace", r.Workspace, "err", err)
-		}
+	if le := cfg.Runner.LeaderElection; d.kube != nil && le.Enabled {
+		// Only the Lease holder schedules and runs; losing the Lease ends
+		// the process (after stopping scheduling) so that it campaigns
+		// again from a clean state.
+		g.Go(func() error { return d.campaign(gctx, le, cfg.Runner.LeaseNamespace(), d.lead) })
+	} else {
+		g.Go(func() error { return d.lead(gctx) })
 	}
-	d.runNew(cfg)
 	o.Logger.Info("driftwatch daemon started", "workspaces", len(cfg.Workspaces), "listen", cfg.Server.Listen,
-		"store", cfg.Store.Path, "max_concurrent_runs", cfg.MaxConcurrentRuns)
+		"store", cfg.Store.Path, "max_concurrent_runs", cfg.MaxConcurrentRuns, "runner", d.runnerMode())
 	if err := g.Wait(); err != nil {
 		return report.ExitError, err
 	}
 	o.Logger.Info("driftwatch daemon stopped")
 	return 0, nil
+}
+
+func (d *daemon) runnerMode() string {
+	if d.kube != nil {
+		return config.RunnerModeKubernetes
+	}
+	return config.RunnerModeLocal
+}
+
+// lead is the daemon's scheduling side, run while it may schedule (always,
+// or while it holds the Lease): runs interrupted by a previous process are
+// marked and re-run, Jobs a previous daemon left running are adopted, and
+// the scheduler runs until ctx ends. On the way out scheduling stops first;
+// in kubernetes mode Watch is then stopped (awaited runs end with
+// kube.ErrStopped and their Jobs keep running for the next daemon to
+// adopt) before the runs are cancelled.
+func (d *daemon) lead(ctx context.Context) error {
+	// Runs the previous process did not finish (kill -9, crash, shutdown)
+	// are marked interrupted and run again now (unless their Job is
+	// adopted: its outcome is recorded when it ends).
+	interrupted, err := d.store.MarkInterrupted(ctx, time.Now())
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	runCtx := gctx
+	if d.kube != nil {
+		watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(gctx))
+		defer stopWatch()
+		watchDone := make(chan error, 1)
+		go func() { watchDone <- d.kube.runner.Watch(watchCtx) }()
+		actx, cancel := context.WithTimeout(gctx, 2*time.Minute)
+		adopted, err := d.kube.runner.Adopt(actx)
+		cancel()
+		if err != nil {
+			stopWatch()
+			<-watchDone
+			return fmt.Errorf("kubernetes runner: adopt running jobs: %w", err)
+		}
+		d.mu.Lock()
+		for _, a := range adopted {
+			d.adopted[a.Workspace] = true
+		}
+		d.mu.Unlock()
+		rctx, cancelRuns := context.WithCancel(context.WithoutCancel(gctx))
+		runCtx = rctx
+		g.Go(func() error {
+			var err error
+			select {
+			case <-gctx.Done():
+				d.stopping.Store(true) // no run starts from here on
+				stopWatch()
+				<-watchDone
+			case err = <-watchDone:
+				d.stopping.Store(true)
+				err = fmt.Errorf("kubernetes runner stopped: %w", err)
+			}
+			cancelRuns()
+			return err
+		})
+		for _, a := range adopted {
+			g.Go(func() error { d.awaitAdopted(runCtx, a); return nil })
+		}
+	}
+	g.Go(func() error { return d.sched.Run(runCtx) })
+	g.Go(func() error { d.rem.loop(gctx); return nil })
+	seen := map[string]bool{}
+	for _, r := range interrupted {
+		d.mu.Lock()
+		skip := seen[r.Workspace] || d.adopted[r.Workspace]
+		d.mu.Unlock()
+		if skip {
+			continue
+		}
+		seen[r.Workspace] = true
+		d.log.Info("re-running interrupted run", "workspace", r.Workspace, "run_id", r.ID)
+		if err := d.sched.Trigger(r.Workspace, "rerun"); err != nil && !errors.Is(err, schedule.ErrUnknownJob) {
+			d.log.Warn("re-run not queued", "workspace", r.Workspace, "err", err)
+		}
+	}
+	d.runNew(d.cfg.Load())
+	return g.Wait()
 }
 
 // once runs every workspace once through the scheduler's queue (so the
@@ -273,6 +373,43 @@ func (d *daemon) runOne(ctx context.Context, name, trigger string) {
 
 // detect is one detection run of one workspace (runOne's body).
 func (d *daemon) detect(ctx context.Context, name, trigger string) {
+	d.mu.Lock()
+	busy := d.adopted[name]
+	d.mu.Unlock()
+	if busy {
+		d.log.Info("run skipped: an adopted Job of the workspace is still running", "workspace", name, "trigger", trigger)
+		return
+	}
+	d.detectWith(ctx, name, trigger, d.auditor)
+}
+
+// awaitAdopted records the outcome of a Job a previous daemon started. The
+// store marked that run interrupted at start, so the outcome is recorded as
+// a new run with trigger "adopted" (the Job's run id is logged with it).
+func (d *daemon) awaitAdopted(ctx context.Context, a *kube.Adopted) {
+	d.log.Info("awaiting adopted job", "workspace", a.Workspace, "adopted_run_id", a.RunID, "job", a.Job)
+	d.detectWith(ctx, a.Workspace, "adopted", &audit.Auditor{Runner: adoptedRunner{a}, Logger: d.log})
+	d.mu.Lock()
+	delete(d.adopted, a.Workspace)
+	d.mu.Unlock()
+}
+
+// trigger is the API's manual trigger: 409 while an adopted Job of the
+// workspace runs.
+func (d *daemon) trigger(name string) error {
+	d.mu.Lock()
+	busy := d.adopted[name]
+	d.mu.Unlock()
+	if busy {
+		return fmt.Errorf("%w (adopted kubernetes job still running)", schedule.ErrBusy)
+	}
+	return d.sched.Trigger(name, "manual")
+}
+
+func (d *daemon) detectWith(ctx context.Context, name, trigger string, auditor *audit.Auditor) {
+	if d.stopping.Load() {
+		return // shutting down or lost the Lease: start nothing
+	}
 	t, ok := (*d.targets.Load())[name]
 	if !ok {
 		return // removed by a reload while queued
@@ -285,8 +422,10 @@ func (d *daemon) detect(ctx context.Context, name, trigger string) {
 		return
 	}
 	log.Info("run started", "trigger", trigger)
-	res, tfPlan := d.auditor.CheckPlan(ctx, t)
-	if ctx.Err() != nil {
+	res, tfPlan := auditor.CheckPlan(ctx, t)
+	if ctx.Err() != nil || d.stopping.Load() {
+		// Kubernetes mode: the Job keeps running and the next daemon
+		// adopts it.
 		log.Info("run interrupted by shutdown; it will be re-run at the next start")
 		return
 	}

@@ -58,6 +58,8 @@ type Config struct {
 	Remediation RemediationSwitch `yaml:"remediation"`
 	Defaults    Defaults          `yaml:"defaults"`
 	Workspaces  []Workspace       `yaml:"workspaces"`
+	// Runner selects where runs execute (runner.go).
+	Runner Runner `yaml:"runner"`
 
 	// File is the absolute path the config was loaded from.
 	File string `yaml:"-"`
@@ -512,6 +514,7 @@ func (c *Config) validate(pos *positions) error {
 
 	errs = append(errs, c.validateAlerts(pos)...)
 	errs = append(errs, c.validateRemediation(pos)...)
+	errs = append(errs, c.validateRunner(pos)...)
 	first := map[string]string{}
 	for i := range c.Workspaces {
 		w := &c.Workspaces[i]

@@ -239,6 +239,14 @@ func TestChartDefaults(t *testing.T) {
 	assert.Equal(t, "0.0.0.0:8080", cfg.Server.Listen)
 	assert.True(t, strings.HasPrefix(cfg.Store.Path, "/var/lib/driftwatch/"), cfg.Store.Path)
 	assert.Less(t, time.Duration(cfg.Terraform.KillGrace), time.Duration(*pod.TerminationGracePeriodSeconds)*time.Second)
+	assert.Equal(t, config.RunnerModeKubernetes, cfg.Runner.Mode, "the chart runs every plan as a Job")
+	if assert.NotNil(t, cfg.Runner.Kubernetes) {
+		assert.Equal(t, chartNamespace, cfg.Runner.Kubernetes.Namespace)
+		assert.Equal(t, "driftwatch-run", cfg.Runner.Kubernetes.ServiceAccount)
+		assert.Equal(t, "http://driftwatch.driftwatch.svc:8080", cfg.Runner.Kubernetes.CallbackURL)
+		assert.Empty(t, cfg.Runner.Kubernetes.Kubeconfig, "in-cluster")
+	}
+	assert.False(t, cfg.Runner.LeaderElection.Enabled)
 
 	// A config change changes the checksum, so the pod restarts.
 	_, m2 := mustTemplate(t, "--set", "config.max_concurrent_runs=2")
@@ -265,15 +273,6 @@ func TestChartFull(t *testing.T) {
 	assert.Equal(t, "driftwatch-daemon", pod.ServiceAccountName)
 	c := pod.Containers[0]
 	assert.Equal(t, "registry.example.com/platform/driftwatch:v0.1.0-ci", c.Image)
-	env := map[string]string{}
-	for _, e := range c.Env {
-		env[e.Name] = e.Value
-	}
-	assert.Equal(t, "driftwatch-runs", env["DRIFTWATCH_RUN_NAMESPACE"])
-	assert.Equal(t, "driftwatch-plan", env["DRIFTWATCH_RUN_SERVICE_ACCOUNT"])
-	assert.Equal(t, "true", env["DRIFTWATCH_LEADER_ELECTION"])
-	assert.Equal(t, "driftwatch-ci-lock", env["DRIFTWATCH_LEASE_NAME"])
-	assert.Equal(t, "http://driftwatch-ci.driftwatch.svc:8080", env["DRIFTWATCH_CALLBACK_URL"])
 
 	vols := map[string]corev1.Volume{}
 	for _, v := range pod.Volumes {
@@ -316,6 +315,20 @@ func TestChartFull(t *testing.T) {
 				"config error other than a missing secret file: %s", line)
 		}
 	}
+	// The runner block is generated from the chart's values.
+	var rendered struct {
+		Runner config.Runner `yaml:"runner"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(cm.Data["driftwatch.yaml"]), &rendered))
+	r := rendered.Runner
+	assert.Equal(t, config.RunnerModeKubernetes, r.Mode)
+	if assert.NotNil(t, r.Kubernetes) {
+		assert.Equal(t, "driftwatch-runs", r.Kubernetes.Namespace)
+		assert.Equal(t, "driftwatch-plan", r.Kubernetes.ServiceAccount)
+		assert.Equal(t, "registry.example.com/platform/driftwatch:v0.1.0-ci", r.Kubernetes.Image)
+		assert.Equal(t, "http://driftwatch-ci.driftwatch.svc:8080", r.Kubernetes.CallbackURL)
+	}
+	assert.Equal(t, config.LeaderElection{Enabled: true, LeaseName: "driftwatch-ci-lock", Namespace: chartNamespace}, r.LeaderElection)
 }
 
 // TestChartRejects checks what must not render: the schema catches typos

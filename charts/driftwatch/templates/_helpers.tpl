@@ -118,3 +118,29 @@ what would make a broken release.
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* The config file: .Values.config with the generated runner block. */}}
+{{- define "driftwatch.config" -}}
+{{- $cfg := deepCopy (.Values.config | default dict) }}
+{{- $user := deepCopy (get $cfg "runner" | default dict) }}
+{{- $pullSecrets := list }}
+{{- range .Values.imagePullSecrets }}
+{{- $pullSecrets = append $pullSecrets .name }}
+{{- end }}
+{{- $kube := dict
+  "namespace" (include "driftwatch.runNamespace" .)
+  "image" (include "driftwatch.image" .)
+  "image_pull_policy" .Values.image.pullPolicy
+  "service_account" (include "driftwatch.runServiceAccountName" .)
+  "callback_url" (printf "http://%s.%s.svc:%v" (include "driftwatch.fullname" .) .Release.Namespace .Values.service.port)
+  "events" true }}
+{{- if $pullSecrets }}
+{{- $_ := set $kube "image_pull_secrets" $pullSecrets }}
+{{- end }}
+{{- $gen := dict "mode" "kubernetes" "kubernetes" $kube }}
+{{- if .Values.leaderElection.enabled }}
+{{- $_ := set $gen "leader_election" (dict "enabled" true "lease_name" (include "driftwatch.leaseName" .) "namespace" .Release.Namespace) }}
+{{- end }}
+{{- $_ := set $cfg "runner" (mergeOverwrite $gen $user) }}
+{{- toYaml $cfg }}
+{{- end }}

@@ -1,0 +1,67 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/kube"
+	"github.com/driftwatch/driftwatch/internal/runner/remote"
+)
+
+// kubeRuntime is the kubernetes runner mode's parts: the runner, the result
+// Receiver (mounted on remote.Route) and the client (leader election).
+type kubeRuntime struct {
+	runner *kube.Runner
+	recv   *remote.Receiver
+	client kubernetes.Interface
+}
+
+// kubeClient connects to the cluster: the kubeconfig file if set, else the
+// in-cluster service account.
+func kubeClient(path string) (kubernetes.Interface, error) {
+	var rc *rest.Config
+	var err error
+	if path != "" {
+		rc, err = clientcmd.BuildConfigFromFlags("", path)
+	} else {
+		rc, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes runner: client config: %w", err)
+	}
+	rc.UserAgent = "driftwatch"
+	return kubernetes.NewForConfig(rc)
+}
+
+func newKubeRuntime(cfg *config.Config, log *slog.Logger) (*kubeRuntime, error) {
+	k := cfg.Runner.Kubernetes
+	if k == nil {
+		return nil, errors.New("kubernetes runner: runner.kubernetes is required")
+	}
+	cs, err := kubeClient(k.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	recv := remote.NewReceiver(remote.ReceiverOptions{Logger: log})
+	r, err := kube.New(kube.Options{Client: cs, Receiver: recv, Config: k.Kube(), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return &kubeRuntime{runner: r, recv: recv, client: cs}, nil
+}
+
+// adoptedRunner is a runner.Runner whose one run is an adopted Job: the
+// auditor classifies its result like any other run's.
+type adoptedRunner struct{ a *kube.Adopted }
+
+func (r adoptedRunner) Run(ctx context.Context, _ runner.Request) (runner.Result, error) {
+	return r.a.Wait(ctx)
+}

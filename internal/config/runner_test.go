@@ -1,0 +1,76 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/runner/kube"
+)
+
+func TestRunnerKubernetes(t *testing.T) {
+	net := mustAbs(t, "testdata/net")
+	cfg, err := Load("/etc/dw/driftwatch.yaml", []byte(`
+workspaces:
+  - name: a
+    source: { path: `+net+` }
+runner:
+  mode: kubernetes
+  kubernetes:
+    kubeconfig: kube/config
+    namespace: runs
+    image: ghcr.io/driftwatch/driftwatch:v1
+    image_pull_policy: Always
+    image_pull_secrets: [regcred]
+    command: [/bin/driftwatch]
+    service_account: plan
+    callback_url: http://driftwatch.dw.svc:8080
+    resources: { requests: { cpu: 100m }, limits: { memory: 1Gi } }
+    default_timeout: 30m
+    startup_allowance: 1m
+    ttl_after_finished: 2h
+    cli_config_file: /etc/tf/cli.tfrc
+    events: true
+    workspaces:
+      a:
+        secret_env: { AWS_SECRET_ACCESS_KEY: { secret: aws, key: secret } }
+        git_credentials: { secret: git, key: token }
+        resources: { limits: { memory: 4Gi } }
+  leader_election: { enabled: true, lease_name: dw, lease_duration: 6s, renew_deadline: 4s, retry_period: 1s }
+`))
+	require.NoError(t, err)
+	require.Equal(t, "/etc/dw/kube/config", cfg.Runner.Kubernetes.Kubeconfig)
+	k := cfg.Runner.Kubernetes.Kube()
+	require.NoError(t, k.Validate())
+	require.Equal(t, "runs", k.Namespace)
+	require.Equal(t, 30*time.Minute, k.DefaultTimeout)
+	require.Equal(t, kube.SecretKeyRef{Name: "aws", Key: "secret"}, k.Workspaces["a"].SecretEnv["AWS_SECRET_ACCESS_KEY"])
+	require.Equal(t, &kube.SecretKeyRef{Name: "git", Key: "token"}, k.Workspaces["a"].GitCredentials)
+	require.Equal(t, "runs", cfg.Runner.LeaseNamespace())
+	lease, renew, retry := cfg.Runner.LeaderElection.Timings()
+	require.Equal(t, []time.Duration{6 * time.Second, 4 * time.Second, time.Second}, []time.Duration{lease, renew, retry})
+}
+
+func TestRunnerInvalid(t *testing.T) {
+	net := mustAbs(t, "testdata/net")
+	ws := "workspaces:\n  - name: a\n    source: { path: " + net + " }\n"
+	cases := map[string]struct{ yaml, want string }{
+		"mode":     {"runner: { mode: pods }\n", `x.yaml:1: runner.mode: unknown mode "pods" (use local or kubernetes)`},
+		"no block": {"runner: { mode: kubernetes }\n", `runner.kubernetes: required when runner.mode is kubernetes`},
+		"required": {"runner:\n  mode: kubernetes\n  kubernetes: { image: x }\n", `x.yaml:3: runner.kubernetes.namespace: is required`},
+		"unknown ws": {"runner:\n  mode: kubernetes\n  kubernetes:\n    namespace: r\n    image: x\n    callback_url: http://d:8080\n    workspaces: { b: {} }\n",
+			`runner.kubernetes.workspaces.b: no workspace "b" is configured`},
+		"unknown key": {"runner:\n  mode: kubernetes\n  kubernetes: { namespace: r, image: x, callback_url: 'http://d:8080', nope: 1 }\n", `runner.kubernetes.nope`},
+		"le local":    {"runner: { leader_election: { enabled: true, lease_name: x } }\n", `runner.leader_election.enabled: leader election needs runner.mode kubernetes`},
+		"le timings": {"runner:\n  mode: kubernetes\n  kubernetes: { namespace: r, image: x, callback_url: 'http://d:8080' }\n  leader_election: { enabled: true, lease_name: x, lease_duration: 5s, renew_deadline: 6s }\n",
+			`runner.leader_election.renew_deadline: must be shorter than lease_duration (5s)`},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Load("/tmp/x.yaml", []byte(c.yaml+ws))
+			require.Error(t, err)
+			require.Contains(t, err.Error(), c.want)
+		})
+	}
+}

@@ -1,0 +1,369 @@
+package e2etest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/driftwatch/driftwatch/internal/kubetest"
+	"github.com/driftwatch/driftwatch/internal/runner/kube"
+	"github.com/driftwatch/driftwatch/internal/runner/remote"
+)
+
+// TestKubeDaemon runs the real daemon in kubernetes mode against a real
+// control plane: each run is a Job, and the test plays the kubelet by
+// running the pod's command (the real `driftwatch runner`) as a local
+// process with the run Secret's files materialised.
+func TestKubeDaemon(t *testing.T) {
+	k := startKubeEnv(t)
+	cs, ctx, ns := k.cs, context.Background(), k.ns
+	listen := freePort(t)
+	k.e.workspace(t, "broken", map[string]string{"main.tf": `resource "terraform_data" "x" { input = 1 }`})
+	k.extraWorkspaces = "  - name: broken\n    source: { path: ./broken }"
+	cfg := k.config(t, "driftwatch.yaml", listen, "data", "")
+	pods := k.pods
+	began := time.Now()
+	d := startDaemon(t, cfg, listen)
+	d.eventually("drift recorded through a Job", 3*time.Minute, func() bool {
+		return d.workspaces()["drifted"].Status == "drift"
+	})
+	t.Logf("daemon start to drift recorded through a Job: %s", time.Since(began).Round(time.Millisecond))
+	ws := d.workspaces()["drifted"]
+	require.Equal(t, 1, ws.Counts.Drift)
+	var run struct {
+		Status   string `json:"status"`
+		Tool     string `json:"tool"`
+		Findings []struct {
+			Kind, Address, Type string
+			Attributes          []string
+		} `json:"findings"`
+	}
+	d.getJSON("/api/v1/runs/"+ws.LastRunID, &run)
+	require.Equal(t, "drift", run.Status)
+	var found bool
+	for _, f := range run.Findings {
+		if f.Address == "dwtest_file.a" && f.Kind == "drift" {
+			found = true
+			require.Contains(t, f.Attributes, "content")
+		}
+	}
+	require.True(t, found, "finding dwtest_file.a (drift): %+v", run.Findings)
+	select {
+	case <-pods:
+	default:
+		t.Fatal("no run pod was played")
+	}
+
+	// A pod that exits non-zero fails its Job; the run is errored with the
+	// pod's story.
+	d.eventually("broken recorded as errored", time.Minute, func() bool {
+		return d.workspaces()["broken"].Status == "errored"
+	})
+	t.Logf("failed pod reported as: %s", d.workspaces()["broken"].Error)
+	require.Contains(t, d.workspaces()["broken"].Error, "boom: provider crashed")
+	require.Contains(t, d.workspaces()["broken"].Error, "3")
+
+	// The Job: labelled, sandboxed, Complete.
+	var job batchv1.Job
+	d.eventually("job complete", time.Minute, func() bool {
+		jobs, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{
+			LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy + "," + kube.LabelWorkspace + "=drifted",
+		})
+		require.NoError(t, err)
+		require.Len(t, jobs.Items, 1)
+		job = jobs.Items[0]
+		for _, c := range job.Status.Conditions {
+			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+	require.Equal(t, ws.LastRunID, job.Annotations[kube.AnnotationRunID])
+	require.Equal(t, "drifted", job.Labels[kube.LabelWorkspace])
+	require.NotEmpty(t, job.Labels[kube.LabelRunID])
+	pod := job.Spec.Template.Spec
+	require.False(t, *pod.AutomountServiceAccountToken)
+	require.True(t, *pod.SecurityContext.RunAsNonRoot)
+	require.True(t, *pod.Containers[0].SecurityContext.ReadOnlyRootFilesystem)
+
+	// A manual trigger needs the API token, which this config has not: the
+	// run pods' endpoint is outside the API's auth. A forged result is refused.
+	require.Equal(t, 403, d.post(remote.ResultPath(ws.LastRunID), "forged"))
+
+	code := d.stop(syscall.SIGTERM, 30*time.Second)
+	require.Equal(t, 0, code, d.logs.String())
+}
+
+// kubeEnv is a control plane with a played kubelet and a drifted workspace.
+type kubeEnv struct {
+	e       *tfEnv
+	cluster *kubetest.Cluster
+	cs      kubernetes.Interface
+	ns      string
+	pods    chan string
+	// extraWorkspaces is appended to the config's workspaces list.
+	extraWorkspaces string
+	// gate, if set before a pod starts, holds the pod until it is closed.
+	gate atomic.Pointer[chan struct{}]
+}
+
+func startKubeEnv(t *testing.T) *kubeEnv {
+	bins, cli := tools(t)
+	cluster := kubetest.Start(t)
+	cs, err := cluster.Clientset()
+	require.NoError(t, err)
+	k := &kubeEnv{cluster: cluster, cs: cs, ns: "driftwatch-runs", pods: make(chan string, 64)}
+	require.NoError(t, cluster.CreateNamespace(context.Background(), k.ns, map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+	}))
+	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
+	k.e = e
+	require.NoError(t, os.MkdirAll(filepath.Join(e.root, "out"), 0o755))
+	drifted := e.workspace(t, "drifted", map[string]string{"main.tf": providers + `
+resource "dwtest_file" "a" {
+  filename = "@ROOT@/out/a.txt"
+  content  = "v1"
+}
+`})
+	e.apply(t, drifted)
+	require.NoError(t, os.WriteFile(filepath.Join(e.root, "out", "a.txt"), []byte("hand edit"), 0o644))
+	cluster.PlayKubelet(t, k.ns, func(ctx context.Context, pod *corev1.Pod) (int, string) {
+		k.pods <- pod.Name
+		if pod.Labels[kube.LabelWorkspace] == "broken" {
+			// A pod that dies: the Job fails and the daemon says why.
+			return 3, "boom: provider crashed"
+		}
+		if g := k.gate.Load(); g != nil {
+			select {
+			case <-*g:
+			case <-ctx.Done():
+				return 137, "killed"
+			}
+		}
+		return playPod(ctx, t, cluster, pod)
+	})
+	return k
+}
+
+// config writes a kubernetes-mode config named file, with its store under
+// dataDir and extra appended under runner:.
+func (k *kubeEnv) config(t *testing.T, file, listen, dataDir, extraRunner string) string {
+	e := k.e
+	p := e.config(t, fmt.Sprintf(`
+server: { listen: "%s" }
+store: { path: %s }
+defaults:
+  schedule: "@hourly"
+workspaces:
+  - name: drifted
+    source: { path: ./drifted }
+%s
+runner:
+  mode: kubernetes
+  kubernetes:
+    kubeconfig: %s
+    namespace: %s
+    image: driftwatch:e2e
+    command: [%s]
+    callback_url: http://%s
+    cli_config_file: %s
+    default_timeout: 5m
+    startup_allowance: 1m
+    ttl_after_finished: 1h
+%s`, listen, filepath.Join(e.root, dataDir, "driftwatch.db"), k.extraWorkspaces, k.cluster.Kubeconfig, k.ns, driftwatchBin, listen, e.cliConfig, extraRunner))
+	if file == "driftwatch.yaml" {
+		return p
+	}
+	q := filepath.Join(e.root, file)
+	require.NoError(t, os.Rename(p, q))
+	return q
+}
+
+// playPod materialises the pod's run Secret in a temp dir, rewrites the
+// spec's in-pod paths to it and runs the container's command (the real
+// driftwatch binary) with the container's env.
+func playPod(ctx context.Context, t *testing.T, cluster *kubetest.Cluster, pod *corev1.Pod) (int, string) {
+	cs, err := cluster.Clientset()
+	if err != nil {
+		return 1, err.Error()
+	}
+	jobName := pod.Labels["batch.kubernetes.io/job-name"]
+	if jobName == "" {
+		jobName = pod.Labels["job-name"]
+	}
+	// The Secret is created right after the Job: wait for it as the kubelet would.
+	var secret *corev1.Secret
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		secret, err = cs.CoreV1().Secrets(pod.Namespace).Get(ctx, jobName, metav1.GetOptions{})
+		if err == nil {
+			break
+		}
+		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+			return 1, "secret: " + err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	dir, err := os.MkdirTemp("", "dw-pod-")
+	if err != nil {
+		return 1, err.Error()
+	}
+	defer os.RemoveAll(dir)
+	for _, sub := range []string{"run", "work", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return 1, err.Error()
+		}
+	}
+	spec, err := remote.DecodeSpec(bytes.NewReader(secret.Data["spec.json"]))
+	if err != nil {
+		return 1, "spec: " + err.Error()
+	}
+	tokenFile := filepath.Join(dir, "run", "token")
+	if err := os.WriteFile(tokenFile, secret.Data["token"], 0o400); err != nil {
+		return 1, err.Error()
+	}
+	spec.TokenFile = tokenFile
+	spec.WorkDir = filepath.Join(dir, "work")
+	spec.GitCacheDir = filepath.Join(dir, "work", "git")
+	for k, p := range spec.SecretEnvFiles {
+		spec.SecretEnvFiles[k] = filepath.Join(dir, "secrets", filepath.Base(p))
+	}
+	b, err := spec.Encode()
+	if err != nil {
+		return 1, err.Error()
+	}
+	specFile := filepath.Join(dir, "run", "spec.json")
+	if err := os.WriteFile(specFile, b, 0o400); err != nil {
+		return 1, err.Error()
+	}
+
+	c := pod.Spec.Containers[0]
+	argv := append(append([]string{}, c.Command...), c.Args...)
+	for i, a := range argv {
+		if a == kube.SpecPath {
+			argv[i] = specFile
+		}
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for _, ev := range c.Env {
+		v := ev.Value
+		if v == kube.TmpDir {
+			v = filepath.Join(dir, "tmp")
+		}
+		cmd.Env = append(cmd.Env, ev.Name+"="+v)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	t.Logf("pod %s: %v\n%s", pod.Name, err, out.String())
+	if ee, ok := err.(*exec.ExitError); ok {
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		return ee.ExitCode(), lines[len(lines)-1]
+	}
+	if err != nil {
+		return 1, err.Error()
+	}
+	return 0, ""
+}
+
+// TestKubeLeaderElection runs two daemons campaigning for one Lease: only
+// the leader runs (the standby records nothing), and killing the leader
+// (kill -9: no release) hands over to the standby within the lease duration.
+func TestKubeLeaderElection(t *testing.T) {
+	k := startKubeEnv(t)
+	ctx := context.Background()
+	le := `  leader_election:
+    enabled: true
+    lease_name: driftwatch-e2e
+    lease_duration: 4s
+    renew_deadline: 3s
+    retry_period: 500ms
+`
+	listenA, listenB := freePort(t), freePort(t)
+	a := startDaemon(t, k.config(t, "a.yaml", listenA, "data-a", le), listenA)
+	a.eventually("a leads", 30*time.Second, func() bool { return strings.Contains(a.logs.String(), "leader election: leading") })
+	b := startDaemon(t, k.config(t, "b.yaml", listenB, "data-b", le), listenB)
+	a.eventually("drift recorded by the leader", 3*time.Minute, func() bool { return a.workspaces()["drifted"].Status == "drift" })
+	b.eventually("b stands by", 30*time.Second, func() bool { return strings.Contains(b.logs.String(), "leader election: standby") })
+	require.Empty(t, b.runs("drifted"), "the standby runs nothing")
+	require.NotContains(t, b.logs.String(), "leader election: leading")
+
+	killed := time.Now()
+	require.NoError(t, a.cmd.Process.Kill())
+	<-a.exited
+	b.eventually("b takes over and records drift", 2*time.Minute, func() bool { return b.workspaces()["drifted"].Status == "drift" })
+	t.Logf("leader killed to drift recorded by the new leader: %s", time.Since(killed).Round(time.Millisecond))
+	runs := b.runs("drifted")
+	require.Len(t, runs, 1)
+	jobs, err := k.cs.BatchV1().Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelWorkspace + "=drifted"})
+	require.NoError(t, err)
+	require.Len(t, jobs.Items, 2, "one Job per leader's run")
+
+	code := b.stop(syscall.SIGTERM, 30*time.Second)
+	require.Equal(t, 0, code, b.logs.String())
+	lease, err := k.cs.CoordinationV1().Leases(k.ns).Get(ctx, "driftwatch-e2e", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Empty(t, ptrStr(lease.Spec.HolderIdentity), "released on graceful shutdown")
+}
+
+func ptrStr(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// TestKubeDaemonRestartAdopts stops the daemon gracefully while its Job's
+// pod is still running: the Job is left running, and the next daemon adopts
+// it (no second Job) and records the result the pod delivers.
+func TestKubeDaemonRestartAdopts(t *testing.T) {
+	k := startKubeEnv(t)
+	ctx := context.Background()
+	gate := make(chan struct{})
+	k.gate.Store(&gate)
+	listen := freePort(t)
+	cfg := k.config(t, "driftwatch.yaml", listen, "data", "")
+	d := startDaemon(t, cfg, listen)
+	var podName string
+	select {
+	case podName = <-k.pods:
+	case <-time.After(time.Minute):
+		t.Fatal("no run pod started")
+	}
+	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second), d.logs.String())
+	jobs, err := k.cs.BatchV1().Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelWorkspace + "=drifted"})
+	require.NoError(t, err)
+	require.Len(t, jobs.Items, 1)
+	require.Nil(t, jobs.Items[0].DeletionTimestamp, "a graceful stop leaves the Job for the next daemon")
+
+	d2 := startDaemon(t, cfg, listen)
+	d2.eventually("job adopted", 30*time.Second, func() bool { return strings.Contains(d2.logs.String(), "awaiting adopted job") })
+	close(gate)
+	d2.eventually("adopted result recorded", 2*time.Minute, func() bool { return d2.workspaces()["drifted"].Status == "drift" })
+	runs := d2.runs("drifted")
+	var triggers []string
+	for _, r := range runs {
+		triggers = append(triggers, r.Trigger+"/"+r.Status)
+	}
+	require.ElementsMatch(t, []string{"adopted/drift", "initial/interrupted"}, triggers)
+	jobs, err = k.cs.BatchV1().Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelWorkspace + "=drifted"})
+	require.NoError(t, err)
+	require.Len(t, jobs.Items, 1, "adopted, not duplicated (pod %s)", podName)
+	require.Equal(t, 0, d2.stop(syscall.SIGTERM, 30*time.Second), d2.logs.String())
+}
