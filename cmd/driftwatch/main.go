@@ -33,6 +33,8 @@ Usage:
   driftwatch audit    --config FILE     run every workspace once and report
   driftwatch approve  ID --token-file F approve a pending remediation (--server URL, default http://127.0.0.1:8080)
   driftwatch reject   ID --token-file F reject a pending or approved remediation
+  driftwatch logs     RUN_ID [--follow] print a run's Terraform log from a running daemon (--server URL)
+  driftwatch cancel   RUN_ID --token-file F  stop a running run (Terraform gets SIGINT, then is killed)
   driftwatch runner   --spec FILE       run one run in a Kubernetes Job's pod (started by the daemon)
   driftwatch version                    print the version
 
@@ -56,6 +58,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return decideCmd(args[0], args[1:], stdout, stderr)
 	case "runner":
 		return runnerCmd(args[1:], stderr)
+	case "logs":
+		return logsCmd(args[1:], stdout, stderr)
+	case "cancel":
+		return cancelCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "driftwatch %s (%s)\n", version.Version, version.Commit)
 		return 0

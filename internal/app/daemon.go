@@ -24,6 +24,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/metrics"
 	"github.com/driftwatch/driftwatch/internal/outbox"
 	"github.com/driftwatch/driftwatch/internal/report"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
@@ -63,6 +64,8 @@ type daemon struct {
 	// adopted holds the workspaces whose adopted Job (kubernetes mode) is
 	// still awaited: their scheduled runs are skipped, manual ones refused.
 	adopted map[string]bool
+	// runs registers in-flight runs: their live log and cancel function.
+	runs *runlog.Registry
 
 	// kube is the kubernetes runner mode (nil: local).
 	kube *kubeRuntime
@@ -98,7 +101,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	}
 	defer st.Close()
 
-	d := &daemon{log: o.Logger, store: st, states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}}
+	d := &daemon{log: o.Logger, store: st, states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}, runs: runlog.NewRegistry()}
 	d.cfg.Store(cfg)
 	d.targets.Store(&targets)
 	plans := alertPlans(cfg)
@@ -171,19 +174,23 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		handlers = map[string]http.Handler{remote.Route: d.kube.recv}
 	}
 	srv, err := server.New(server.Options{
-		Store:       st,
-		Workspaces:  d.workspaceInfo,
-		Trigger:     d.trigger,
-		Handlers:    handlers,
-		UnknownErr:  schedule.ErrUnknownJob,
-		BusyErr:     schedule.ErrBusy,
-		Ready:       func() error { return nil },
-		Gatherer:    reg,
-		TokenFile:   cfg.Server.TokenFile,
-		ExternalURL: cfg.Server.ExternalURL,
-		Logger:      o.Logger,
-		Notifiers:   d.notifierStatus,
-		Remediation: remediationControl{d.rem},
+		Store:         st,
+		Workspaces:    d.workspaceInfo,
+		Trigger:       d.trigger,
+		Handlers:      handlers,
+		UnknownErr:    schedule.ErrUnknownJob,
+		BusyErr:       schedule.ErrBusy,
+		Ready:         func() error { return nil },
+		Gatherer:      reg,
+		TokenFile:     cfg.Server.TokenFile,
+		ExternalURL:   cfg.Server.ExternalURL,
+		Logger:        o.Logger,
+		Notifiers:     d.notifierStatus,
+		Remediation:   remediationControl{d.rem},
+		LiveLog:       d.runs.Live,
+		Logs:          st,
+		Cancel:        d.runs.Cancel,
+		NotRunningErr: runlog.ErrNotRunning,
 	})
 	if err != nil {
 		return report.ExitError, err
@@ -422,7 +429,26 @@ func (d *daemon) detectWith(ctx context.Context, name, trigger string, auditor *
 		return
 	}
 	log.Info("run started", "trigger", trigger)
-	res, tfPlan := auditor.CheckPlan(ctx, t)
+	// The run's own log (redacted by the runner; head and tail kept) and a
+	// cancel function for POST /api/v1/runs/{id}/cancel.
+	runLog := runlog.New(runLogMax, nil)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	d.runs.Add(run.ID, runLog, cancel)
+	defer d.runs.Remove(run.ID)
+	t.Request.Log = runLog
+	res, tfPlan := auditor.CheckPlan(runCtx, t)
+	if errors.Is(context.Cause(runCtx), runlog.ErrCancelled) && ctx.Err() == nil {
+		// Cancelled: neither clean nor errored; state and incidents stay.
+		run.FinishedAt = time.Now().UTC()
+		run.Status, run.Error, run.Tool, run.Phases = store.RunCancelled, "cancelled by request", res.Tool, res.Phases
+		if err := d.store.FinishRunOnly(context.WithoutCancel(ctx), run); err != nil {
+			log.Error("store: finish cancelled run", "err", err)
+		}
+		d.saveRunLog(ctx, log, run.ID, runLog, store.RunCancelled)
+		log.Info("run cancelled")
+		return
+	}
 	if ctx.Err() != nil || d.stopping.Load() {
 		// Kubernetes mode: the Job keeps running and the next daemon
 		// adopts it.
@@ -441,6 +467,7 @@ func (d *daemon) detectWith(ctx context.Context, name, trigger string, auditor *
 		return
 	}
 	d.outbox.Wake()
+	d.saveRunLog(ctx, log, run.ID, runLog, run.Status)
 	d.mu.Lock()
 	d.states[name] = after
 	d.mu.Unlock()
@@ -450,6 +477,18 @@ func (d *daemon) detectWith(ctx context.Context, name, trigger string, auditor *
 	if d.onResult != nil {
 		d.onResult(res)
 	}
+}
+
+// runLogMax bounds a stored run log (head and tail kept).
+const runLogMax = 1 << 20
+
+// saveRunLog stores a finished run's log and ends its live followers with
+// the verdict: stored first, so a reader finds it in one place or the other.
+func (d *daemon) saveRunLog(ctx context.Context, log *slog.Logger, runID string, l *runlog.Log, verdict drift.Status) {
+	if err := d.store.SaveRunLog(context.WithoutCancel(ctx), runID, l.Bytes()); err != nil {
+		log.Warn("store: save run log", "err", err)
+	}
+	l.Close(string(verdict))
 }
 
 // notifierStatus reports the outbox per configured notifier.

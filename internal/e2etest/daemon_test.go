@@ -469,3 +469,81 @@ workspaces:
 	require.Equal(t, 0, d2.stop(syscall.SIGTERM, 30*time.Second))
 	require.Zero(t, tfProcesses(e.workDir()), "no orphan Terraform after kill -9 and restart")
 }
+
+// TestDaemonLogsAndCancel follows a slow plan's log live over SSE, cancels
+// the run through the API, and checks the run ends cancelled with no
+// Terraform left, its stored log redacted.
+func TestDaemonLogsAndCancel(t *testing.T) {
+	bins, cli := tools(t)
+	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
+	e.workspace(t, "slow", map[string]string{"main.tf": fmt.Sprintf(slowWorkspace, "60s") + `
+variable "marker" { type = string }
+resource "terraform_data" "m" {
+  input = var.marker
+}
+`})
+	token := "dw-api-token-logs-77"
+	tokenFile := filepath.Join(e.root, "api-token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
+	listen := freePort(t)
+	cfg := e.config(t, fmt.Sprintf(`
+server: { listen: "%s", token_file: %s }
+store: { path: %s }
+workspaces:
+  - name: slow
+    source: { path: ./slow }
+    vars: { marker: "CANARY-var-in-log-9d1" }
+`, listen, tokenFile, filepath.Join(e.root, "data", "dw.db")))
+	d := startDaemon(t, cfg, listen)
+	var runID string
+	d.eventually("slow run started", 60*time.Second, func() bool {
+		runs := d.runs("slow")
+		if len(runs) == 1 && runs[0].Status == "running" {
+			runID = runs[0].ID
+			return true
+		}
+		return false
+	})
+
+	req, _ := http.NewRequest(http.MethodGet, d.base+"/api/v1/runs/"+runID+"/logs", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, "text/event-stream", strings.Split(resp.Header.Get("Content-Type"), ";")[0])
+	sc := bufio.NewScanner(resp.Body)
+	var seen []string
+	for sc.Scan() {
+		seen = append(seen, sc.Text())
+		if strings.Contains(sc.Text(), "== plan ==") {
+			break
+		}
+	}
+	require.Contains(t, strings.Join(seen, "\n"), "== init ==")
+	require.Equal(t, "running", d.runs("slow")[0].Status, "lines arrive while the run is still going")
+
+	require.Equal(t, http.StatusUnauthorized, d.post("/api/v1/runs/"+runID+"/cancel", ""))
+	require.Equal(t, http.StatusAccepted, d.post("/api/v1/runs/"+runID+"/cancel", token))
+	var end string
+	for sc.Scan() {
+		seen = append(seen, sc.Text())
+		if sc.Text() == "event: end" && sc.Scan() {
+			end = sc.Text()
+			break
+		}
+	}
+	require.Equal(t, `data: {"status":"cancelled"}`, end)
+	d.eventually("run recorded cancelled", 30*time.Second, func() bool {
+		r := d.runs("slow")
+		return len(r) == 1 && r[0].Status == "cancelled"
+	})
+	require.Zero(t, tfProcesses(e.workDir()), "no Terraform left after cancel")
+	require.Equal(t, "unknown", d.workspaces()["slow"].Status, "a cancelled run changes no state")
+
+	stored := d.getText("/api/v1/runs/" + runID + "/logs")
+	require.Contains(t, stored, "== plan ==")
+	all := strings.Join(seen, "\n") + stored
+	require.NotContains(t, all, "CANARY-var-in-log-9d1")
+	require.Equal(t, http.StatusConflict, d.post("/api/v1/runs/"+runID+"/cancel", token), "not running any more")
+	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second))
+}

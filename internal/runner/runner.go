@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/backend"
@@ -47,6 +48,12 @@ type Request struct {
 	KillGrace      time.Duration
 	// Backend is the state-backend hygiene policy (Enabled false: no check).
 	Backend backend.Policy
+	// Log, if set, receives the run's Terraform output (init, workspace,
+	// plan: stdout and stderr, -no-color; show: stderr only, never the plan
+	// JSON) as complete lines under "== phase ==" headers, redacted by the
+	// runner (secret env values, Vars values) before they are written. It
+	// must be safe for concurrent use (runlog.Log is). Never serialised.
+	Log io.Writer `json:"-"`
 }
 
 // Source is a local directory or a git repository.

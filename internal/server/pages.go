@@ -24,8 +24,8 @@ const pageRunsLimit = 20
 
 // pages holds the parsed page templates and the stylesheet.
 type pages struct {
-	status, workspace, message *template.Template
-	css                        template.CSS
+	status, workspace, message, run *template.Template
+	css                             template.CSS
 	// csp allows exactly the inline stylesheet and nothing else: no
 	// scripts, no external loads, no framing.
 	csp string
@@ -45,6 +45,7 @@ func newPages(prefix string) (*pages, error) {
 		"join":        strings.Join,
 		"runDuration": fmtRunDuration,
 		"wsPath":      func(name string) string { return workspacePath(prefix, name) },
+		"runPath":     func(id string) string { return runPath(prefix, id) },
 		"count":       func(kind string, n int) countArg { return countArg{kind, n} },
 		"when":        func(now, t time.Time, zero string) whenArg { return whenArg{now, t, zero} },
 		"deref":       func(t *time.Time) time.Time { return *t },
@@ -65,6 +66,7 @@ func newPages(prefix string) (*pages, error) {
 		{&p.status, "status.html"},
 		{&p.workspace, "workspace.html"},
 		{&p.message, "message.html"},
+		{&p.run, "run.html"},
 	} {
 		l, err := layout.Clone()
 		if err != nil {
@@ -94,6 +96,8 @@ type page struct {
 	Prefix  string
 	Now     time.Time
 	Refresh bool
+	// RefreshEvery overrides the 30 s refresh period (seconds; 0: 30).
+	RefreshEvery int
 }
 
 type summaryItem struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -74,6 +75,19 @@ type Options struct {
 	Handlers map[string]http.Handler
 	// Remediation serves the remediation API (nil: no such routes).
 	Remediation RemediationControl
+
+	// LiveLog returns the log of a run in flight, or nil when the run is
+	// not in flight here (finished, unknown, or run by another replica).
+	// It must be safe for concurrent use. nil: no live logs.
+	LiveLog func(runID string) *runlog.Log
+	// Logs holds finished runs' logs (nil: none are served).
+	Logs store.LogStore
+	// Cancel stops a queued or running run (runlog.Registry.Cancel).
+	// Errors matching UnknownErr or store.ErrNotFound answer 404;
+	// NotRunningErr (runlog.ErrNotRunning) answers 409 for a run the store
+	// knows and 404 otherwise; others 500. nil: 501.
+	Cancel        func(runID string) error
+	NotRunningErr error
 }
 
 // NotifierStatus is the delivery health of one notifier.
@@ -172,6 +186,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/v1/workspaces/{name}/runs", s.apiTrigger)
 	mux.HandleFunc("GET /api/v1/runs/{id}", s.apiRun)
 	mux.HandleFunc("GET /api/v1/notifiers", s.apiNotifiers)
+	mux.HandleFunc("GET /api/v1/runs/{id}/logs", s.apiRunLogs)
+	mux.HandleFunc("POST /api/v1/runs/{id}/cancel", s.apiCancel)
 	if s.o.Remediation != nil {
 		s.remediationRoutes(mux)
 	}
@@ -180,6 +196,7 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.HandleFunc("GET /{$}", s.statusPage)
 	mux.HandleFunc("GET /workspaces/{name}", s.workspacePage)
+	mux.HandleFunc("GET /runs/{id}", s.runPage)
 	return s.accessLog(mux)
 }
 

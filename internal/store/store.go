@@ -21,6 +21,9 @@ const (
 	RunRunning drift.Status = "running"
 	// RunInterrupted marks a run the process died during (found at startup).
 	RunInterrupted drift.Status = "interrupted"
+	// RunCancelled marks a run stopped on request: neither clean nor
+	// errored, it changes no workspace state and no incident.
+	RunCancelled drift.Status = "cancelled"
 )
 
 // Run is one execution of one workspace.
@@ -171,4 +174,13 @@ type OutboxCounts struct {
 	// LastError of the most recent failed attempt, for the status page.
 	LastError     string
 	OldestPending time.Time
+}
+
+// LogStore keeps each run's bounded, redacted Terraform output. A run's log
+// is deleted with the run (Prune).
+type LogStore interface {
+	// SaveRunLog stores (or replaces) the log of an existing run.
+	SaveRunLog(ctx context.Context, runID string, log []byte) error
+	// RunLog returns it; ErrNotFound when the run has no stored log.
+	RunLog(ctx context.Context, runID string) ([]byte, error)
 }

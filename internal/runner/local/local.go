@@ -73,6 +73,8 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 		return res, &runner.Error{Phase: "setup", Err: err}
 	}
 	red := sandbox.NewRedactor(secrets)
+	logs := newRunLog(req.Log, logRedactor(secrets, req.Vars))
+	defer logs.flush()
 
 	start := time.Now()
 	phase := func(name string) {
@@ -99,11 +101,13 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 		return res, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}
 	stderr := sandbox.NewTail(16 << 10)
-	c := &sandbox.Command{Bin: bin, Dir: moduleDir, Env: sandbox.EnvList(env), Grace: grace, Stderr: stderr}
+	c := &sandbox.Command{Bin: bin, Dir: moduleDir, Env: sandbox.EnvList(env), Grace: grace, Stderr: logs.tee(stderr)}
 	fail := func(name string, err error) (runner.Result, error) {
+		logs.flush()
 		return res, &runner.Error{Phase: name, Reason: red.Apply(sandbox.Diagnostic(stderr.String(), err)), Err: errors.New(red.Apply(sandbox.FirstLine(err.Error())))}
 	}
-	if err := r.init(ctx, c, req); err != nil {
+	logs.header("init")
+	if err := r.init(ctx, c, req, logs.stdout()); err != nil {
 		return fail("init", err)
 	}
 	res.Tool = r.toolVersion(ctx, c)
@@ -116,11 +120,12 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 	if err := tf.SetEnv(env); err != nil {
 		return res, &runner.Error{Phase: "setup", Err: err}
 	}
-	tf.SetStdout(io.Discard)
-	tf.SetStderr(stderr)
+	tf.SetStdout(logs.stdout())
+	tf.SetStderr(logs.tee(stderr))
 	tf.SetWaitDelay(grace)
 
 	if req.TFWorkspace != "" && req.TFWorkspace != "default" {
+		logs.header("workspace")
 		if err := tf.WorkspaceSelect(ctx, req.TFWorkspace); err != nil {
 			return fail("workspace", err)
 		}
@@ -144,6 +149,7 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 		}
 		opts = append(opts, tfexec.VarFile(f))
 	}
+	logs.header("plan")
 	changed, err := tf.Plan(ctx, opts...)
 	if err != nil {
 		return fail("plan", err)
@@ -153,6 +159,9 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 	}
 	phase("plan")
 
+	// show's stdout is the plan JSON, with every value: it goes to the
+	// parser only; its stderr (diagnostics) goes to the log.
+	logs.header("show")
 	plan, err := showJSON(ctx, c, planFile)
 	if err != nil {
 		return fail("show", err)
@@ -177,14 +186,14 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 // only reads and runs in parallel; a cold one takes an exclusive lock
 // (in-process mutex plus a file lock for other processes). Plans never
 // write the cache and always run in parallel.
-func (r *Runner) init(ctx context.Context, c *sandbox.Command, req runner.Request) error {
+func (r *Runner) init(ctx context.Context, c *sandbox.Command, req runner.Request, stdout io.Writer) error {
 	args := []string{"init", "-no-color", "-input=false", "-upgrade=false"}
 	for _, b := range req.BackendConfig {
 		args = append(args, "-backend-config="+b)
 	}
 	lock, err := os.ReadFile(filepath.Join(c.Dir, ".terraform.lock.hcl"))
 	if req.PluginCacheDir == "" || err != nil {
-		return c.Run(ctx, io.Discard, args...)
+		return c.Run(ctx, stdout, args...)
 	}
 	if err := os.MkdirAll(req.PluginCacheDir, 0o755); err != nil {
 		return err
@@ -194,7 +203,7 @@ func (r *Runner) init(ctx context.Context, c *sandbox.Command, req runner.Reques
 	sum := sha256.Sum256(append([]byte(c.Bin+"\x00"), lock...))
 	warm := filepath.Join(req.PluginCacheDir, ".driftwatch-warm", hex.EncodeToString(sum[:]))
 	if _, err := os.Stat(warm); err == nil {
-		return cached.Run(ctx, io.Discard, args...)
+		return cached.Run(ctx, stdout, args...)
 	}
 	r.initMu.Lock()
 	defer r.initMu.Unlock()
@@ -203,7 +212,7 @@ func (r *Runner) init(ctx context.Context, c *sandbox.Command, req runner.Reques
 		return err
 	}
 	defer unlock()
-	if err := cached.Run(ctx, io.Discard, args...); err != nil {
+	if err := cached.Run(ctx, stdout, args...); err != nil {
 		return err
 	}
 	if os.MkdirAll(filepath.Dir(warm), 0o755) == nil {

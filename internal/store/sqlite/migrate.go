@@ -170,6 +170,15 @@ CREATE TABLE settings (
 	value TEXT NOT NULL
 ) STRICT, WITHOUT ROWID;
 `,
+
+	// 4: run logs (store.LogStore), deleted with their run by the foreign
+	// key. Only a new table.
+	`
+CREATE TABLE run_logs (
+	run_id TEXT PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+	log    BLOB NOT NULL
+) STRICT, WITHOUT ROWID;
+`,
 }
 
 // migrate applies the missing migrations, one transaction each. The version

@@ -1,0 +1,152 @@
+package local
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/runlog"
+	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
+)
+
+// realTools returns the provisioned Terraform/OpenTofu binaries and CLI
+// config (`make tools`); a plain `go test` without them skips, `make test`
+// (DRIFTWATCH_E2E=1) fails.
+func realTools(t *testing.T) ([]string, string) {
+	t.Helper()
+	bins := strings.Fields(os.Getenv("DRIFTWATCH_TF_BINARIES"))
+	cli := os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
+	if len(bins) == 0 || cli == "" {
+		if os.Getenv("DRIFTWATCH_E2E") == "1" {
+			t.Fatal("DRIFTWATCH_TF_BINARIES / DRIFTWATCH_TF_CLI_CONFIG not set: run `make test`")
+		}
+		t.Skip("Terraform not provisioned; run `make test`")
+	}
+	return bins, cli
+}
+
+const (
+	varCanary = "CANARY-var-7f3a9c"
+	envCanary = "CANARY-env-b41d02"
+)
+
+func TestRunLogRealTerraform(t *testing.T) {
+	bins, cli := realTools(t)
+	for _, bin := range bins {
+		t.Run(filepath.Base(bin), func(t *testing.T) {
+			t.Parallel()
+			t.Run("redacted", func(t *testing.T) {
+				src := t.TempDir()
+				require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(`
+variable "token" { type = string }
+variable "pw" {
+  type      = string
+  sensitive = true
+}
+resource "terraform_data" "pw" { input = var.pw }
+resource "terraform_data" "x" {
+  # The env canary is written literally: Terraform reads no arbitrary env
+  # var, and whatever prints a secret env value (a provider's error, say),
+  # the redactor matches the value, not its source.
+  input = "token=${var.token} env=`+envCanary+` plain=visible-value"
+}
+`), 0o644))
+				// A var file's values are not redacted by driftwatch; a
+				// sensitive variable is hidden by Terraform itself.
+				require.NoError(t, os.WriteFile(filepath.Join(src, "secret.tfvars"), []byte(`pw = "CANARY-sensitive-5e6f"`), 0o644))
+				secret := filepath.Join(t.TempDir(), "secret")
+				require.NoError(t, os.WriteFile(secret, []byte(envCanary+"\n"), 0o600))
+				l := runlog.New(1<<20, nil)
+				req := runner.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src},
+					WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: time.Second, CLIConfigFile: cli,
+					Vars:           map[string]string{"token": varCanary},
+					VarFiles:       []string{"secret.tfvars"},
+					SecretEnvFiles: map[string]string{"DW_TEST_SECRET": secret},
+					Log:            l}
+				res, err := testRunner().Run(t.Context(), req)
+				require.NoError(t, err)
+				require.Equal(t, 2, res.ExitCode)
+				l.Close("pending")
+				log := string(l.Bytes())
+				t.Log(log)
+				for _, h := range []string{"== init ==", "== plan ==", "== show =="} {
+					require.Contains(t, log, h+"\n")
+				}
+				require.Less(t, strings.Index(log, "== init =="), strings.Index(log, "== plan =="))
+				require.Contains(t, log, "terraform_data.x will be created")
+				require.Contains(t, log, "token=[REDACTED] env=[REDACTED] plain=visible-value")
+				require.Contains(t, log, "(sensitive value)")
+				require.NotContains(t, log, "CANARY")
+				require.NotContains(t, log, "format_version", "show -json output never reaches the log")
+				require.NotContains(t, log, "\x1b[", "-no-color")
+			})
+			t.Run("failing", func(t *testing.T) {
+				src := t.TempDir()
+				require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(`
+resource "terraform_data" "x" {
+  bogus = 1
+}
+`), 0o644))
+				l := runlog.New(1<<20, nil)
+				req := runner.Request{RunID: "r2", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src},
+					WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: time.Second, CLIConfigFile: cli, Log: l}
+				_, err := testRunner().Run(t.Context(), req)
+				require.Error(t, err)
+				l.Close("errored")
+				log := string(l.Bytes())
+				t.Log(log)
+				require.Contains(t, log, "Error: Unsupported argument")
+				require.Contains(t, log, "main.tf line 3")
+			})
+		})
+	}
+}
+
+// lineWriter keeps stdout and stderr lines apart and redacts a secret
+// split across writes.
+func TestLineWriter(t *testing.T) {
+	l := runlog.New(1<<20, nil)
+	rl := newRunLog(l, logRedactor([]string{"topsecret"}, map[string]string{"v": "varvalue", "short": "ab"}))
+	rl.header("plan")
+	_, _ = rl.stdout().Write([]byte("out top"))
+	_, _ = rl.tee(sandbox.NewTail(1024)).Write([]byte("err varv"))
+	_, _ = rl.stdout().Write([]byte("secret done\nab "))
+	_, _ = rl.tee(sandbox.NewTail(1024)).Write([]byte("alue\n"))
+	rl.flush()
+	require.Equal(t, "== plan ==\nout [REDACTED] done\nerr [REDACTED]\nab \n", string(l.Bytes()))
+
+	// Without a log nothing is written and nothing breaks.
+	none := newRunLog(nil, nil)
+	none.header("init")
+	_, _ = none.stdout().Write([]byte("x\n"))
+	none.flush()
+}
+
+func TestLineWriterConcurrent(t *testing.T) {
+	l := runlog.New(1<<20, nil)
+	rl := newRunLog(l, logRedactor([]string{"topsecret"}, nil))
+	var wg sync.WaitGroup
+	for _, w := range []func() []byte{func() []byte { return []byte("o topsecret\n") }, func() []byte { return []byte("e topsecret\n") }} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := rl.stdout()
+			if w()[0] == 'e' {
+				out = rl.tee(sandbox.NewTail(1024))
+			}
+			for range 200 {
+				_, _ = out.Write(w())
+			}
+		}()
+	}
+	wg.Wait()
+	for _, s := range l.Lines() {
+		require.Contains(t, []string{"o [REDACTED]", "e [REDACTED]"}, s)
+	}
+}
