@@ -431,7 +431,7 @@ func (d *daemon) detectWith(ctx context.Context, name, trigger string, auditor *
 	log.Info("run started", "trigger", trigger)
 	// The run's own log (redacted by the runner; head and tail kept) and a
 	// cancel function for POST /api/v1/runs/{id}/cancel.
-	runLog := runlog.New(runLogMax, nil)
+	runLog := runlog.New(d.cfg.Load().Store.MaxLogBytes, nil)
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	d.runs.Add(run.ID, runLog, cancel)
@@ -478,9 +478,6 @@ func (d *daemon) detectWith(ctx context.Context, name, trigger string, auditor *
 		d.onResult(res)
 	}
 }
-
-// runLogMax bounds a stored run log (head and tail kept).
-const runLogMax = 1 << 20
 
 // saveRunLog stores a finished run's log and ends its live followers with
 // the verdict: stored first, so a reader finds it in one place or the other.

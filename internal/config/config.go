@@ -102,6 +102,9 @@ type Store struct {
 	KeepRuns int `yaml:"keep_runs"`
 	// MaxAge drops runs older than this (default 0: no age limit).
 	MaxAge Duration `yaml:"max_age"`
+	// MaxLogBytes bounds each run's stored log: its head and tail are kept
+	// (default 1 MiB).
+	MaxLogBytes int `yaml:"max_log_bytes"`
 }
 
 // Notifier is one named alert destination. Secrets come from files.
@@ -222,6 +225,7 @@ const (
 	DefaultListen            = "127.0.0.1:8080"
 	DefaultMaxConcurrentRuns = 4
 	DefaultKeepRuns          = 200
+	DefaultMaxLogBytes       = 1 << 20
 	DefaultSchedule          = "@hourly"
 )
 
@@ -475,6 +479,12 @@ func (c *Config) validate(pos *positions) error {
 	c.Store.Path = absFrom(dir, c.Store.Path)
 	if c.Store.Path == "" {
 		c.Store.Path = filepath.Join(userDataDir(), "driftwatch.db")
+	}
+	switch {
+	case c.Store.MaxLogBytes == 0:
+		c.Store.MaxLogBytes = DefaultMaxLogBytes
+	case c.Store.MaxLogBytes < 4096:
+		add(pos.errorf("store.max_log_bytes", "must be at least 4096"))
 	}
 	switch {
 	case c.Store.KeepRuns == 0:
