@@ -437,6 +437,18 @@ func (d *daemon) detectWith(ctx context.Context, name, trigger string, auditor *
 	d.runs.Add(run.ID, runLog, cancel)
 	defer d.runs.Remove(run.ID)
 	t.Request.Log = runLog
+	defer func() {
+		// A bug must not leave the run "running" and its log followers
+		// waiting forever: record it errored, then let the scheduler's
+		// recovery log the panic.
+		if p := recover(); p != nil {
+			run.FinishedAt = time.Now().UTC()
+			run.Status, run.Error = drift.StatusErrored, "internal error: the run panicked (see the daemon log)"
+			_ = d.store.FinishRunOnly(context.WithoutCancel(ctx), run)
+			d.saveRunLog(ctx, log, run.ID, runLog, drift.StatusErrored)
+			panic(p)
+		}
+	}()
 	res, tfPlan := auditor.CheckPlan(runCtx, t)
 	if errors.Is(context.Cause(runCtx), runlog.ErrCancelled) && ctx.Err() == nil {
 		// Cancelled: neither clean nor errored; state and incidents stay.

@@ -2,6 +2,7 @@ package e2etest
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -505,7 +506,13 @@ workspaces:
 		return false
 	})
 
-	req, _ := http.NewRequest(http.MethodGet, d.base+"/api/v1/runs/"+runID+"/logs", nil)
+	// Never hang: if the stream stalls, dump the daemon's goroutines into
+	// its log (printed on failure) and fail.
+	sseCtx, stopSSE := context.WithTimeout(t.Context(), 90*time.Second)
+	defer stopSSE()
+	stall := time.AfterFunc(85*time.Second, func() { _ = d.cmd.Process.Signal(syscall.SIGQUIT) })
+	defer stall.Stop()
+	req, _ := http.NewRequestWithContext(sseCtx, http.MethodGet, d.base+"/api/v1/runs/"+runID+"/logs", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
@@ -532,6 +539,7 @@ workspaces:
 			break
 		}
 	}
+	require.NoError(t, sseCtx.Err(), "the log stream stalled")
 	require.Equal(t, `data: {"status":"cancelled"}`, end)
 	d.eventually("run recorded cancelled", 30*time.Second, func() bool {
 		r := d.runs("slow")

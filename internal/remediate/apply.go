@@ -290,7 +290,7 @@ func (s *session) fail(ctx context.Context, out *Outcome, err error) (Outcome, e
 	if s != nil {
 		red, stderr, timeout = s.red, s.stderr.String(), s.req.Timeout
 	}
-	re := &runner.Error{Phase: phase, Reason: red.Apply(sandbox.Diagnostic(stderr, err)), Err: errors.New(red.Apply(sandbox.FirstLine(err.Error())))}
+	re := &runner.Error{Phase: phase, Reason: red.Apply(sandbox.Diagnostic(stderr, err)), Err: errors.New(red.Apply(sandbox.FirstLine(sandbox.ErrorText(err))))}
 	if ce := context.Cause(ctx); ce != nil {
 		// Report timeouts and cancellation as such, whatever Terraform printed.
 		re.Reason = ce.Error()

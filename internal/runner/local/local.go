@@ -104,7 +104,7 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 	c := &sandbox.Command{Bin: bin, Dir: moduleDir, Env: sandbox.EnvList(env), Grace: grace, Stderr: logs.tee(stderr)}
 	fail := func(name string, err error) (runner.Result, error) {
 		logs.flush()
-		return res, &runner.Error{Phase: name, Reason: red.Apply(sandbox.Diagnostic(stderr.String(), err)), Err: errors.New(red.Apply(sandbox.FirstLine(err.Error())))}
+		return res, &runner.Error{Phase: name, Reason: red.Apply(sandbox.Diagnostic(stderr.String(), err)), Err: errors.New(red.Apply(sandbox.FirstLine(sandbox.ErrorText(err))))}
 	}
 	logs.header("init")
 	if err := r.init(ctx, c, req, logs.stdout()); err != nil {

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"context"
+	"errors"
 	"regexp"
 	"sort"
 	"strconv"
@@ -79,7 +81,7 @@ func Diagnostic(stderr string, err error) string {
 	m := diagError.FindStringSubmatchIndex(stderr)
 	if m == nil {
 		if err != nil {
-			return FirstLine(err.Error())
+			return FirstLine(ErrorText(err))
 		}
 		return "failed"
 	}
@@ -102,4 +104,25 @@ func Diagnostic(stderr string, err error) string {
 		reason += " (and " + strconv.Itoa(n-1) + " more errors)"
 	}
 	return reason
+}
+
+// ErrorText is err.Error(), safe for terraform-exec's errors: after a
+// cancelled command whose process exited cleanly, tfexec returns a cmdErr
+// wrapping a nil error, and its Error method panics (terraform-exec
+// v0.26.0 errors.go:70). A run must never die of its own error message.
+func ErrorText(err error) (text string) {
+	if err == nil {
+		return ""
+	}
+	defer func() {
+		if recover() != nil {
+			text = "terraform stopped"
+			if errors.Is(err, context.DeadlineExceeded) {
+				text = "terraform stopped: " + context.DeadlineExceeded.Error()
+			} else if errors.Is(err, context.Canceled) {
+				text = "terraform stopped: " + context.Canceled.Error()
+			}
+		}
+	}()
+	return err.Error()
 }

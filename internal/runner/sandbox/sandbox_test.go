@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -134,4 +135,18 @@ func TestBuildEnvIsScrubbed(t *testing.T) {
 
 	_, _, err = BuildEnv(runner.Request{SecretEnvFiles: map[string]string{"GONE": filepath.Join(dir, "missing")}}, t.TempDir(), "m")
 	require.ErrorContains(t, err, "secret_env_files GONE")
+}
+
+// nilErr mimics terraform-exec's cmdErr after a cancelled command: an
+// error whose Error method panics on a nil field.
+type nilErr struct{ err error }
+
+func (e nilErr) Error() string        { return e.err.Error() }
+func (e nilErr) Is(target error) bool { return target == context.Canceled }
+
+func TestErrorTextSurvivesPanickingErrors(t *testing.T) {
+	require.Equal(t, "terraform stopped: context canceled", ErrorText(nilErr{}))
+	require.Equal(t, "terraform stopped: context canceled", Diagnostic("", nilErr{}))
+	require.Equal(t, "boom", ErrorText(errors.New("boom")))
+	require.Empty(t, ErrorText(nil))
 }
