@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/tftest"
+
 	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 )
 
@@ -65,7 +67,7 @@ func connectProxy(t *testing.T, target string) string {
 // resolved when the drift is reverted; delivered exactly once across an
 // outage and a daemon restart; no secret anywhere.
 func TestAlerts(t *testing.T) {
-	bins, cli := tools(t)
+	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	out := filepath.Join(e.root, "out")
 	require.NoError(t, os.MkdirAll(out, 0o755))

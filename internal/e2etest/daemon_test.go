@@ -21,6 +21,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/tftest"
+
 	"github.com/driftwatch/driftwatch/internal/browsertest"
 )
 
@@ -268,7 +270,7 @@ data "dwtest_sleep" "slow" {
 // the concurrency cap, skipped overlaps, run-now auth, metrics, reload
 // (good and bad), and a clean SIGTERM mid-plan.
 func TestDaemon(t *testing.T) {
-	bins, cli := tools(t)
+	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	require.NoError(t, os.MkdirAll(filepath.Join(e.root, "out"), 0o755))
 
@@ -431,7 +433,7 @@ func mustRead(t *testing.T, p string) string {
 // history; the restarted daemon marks the run interrupted and runs the
 // workspace again.
 func TestDaemonKill9Restart(t *testing.T) {
-	bins, cli := tools(t)
+	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	fast := e.workspace(t, "fast", map[string]string{"main.tf": `resource "terraform_data" "x" { input = 1 }`})
 	e.apply(t, fast)
@@ -475,7 +477,7 @@ workspaces:
 // the run through the API, and checks the run ends cancelled with no
 // Terraform left, its stored log redacted.
 func TestDaemonLogsAndCancel(t *testing.T) {
-	bins, cli := tools(t)
+	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	e.workspace(t, "slow", map[string]string{"main.tf": fmt.Sprintf(slowWorkspace, "60s") + `
 variable "marker" { type = string }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
 var driftwatchBin string
@@ -33,25 +34,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// tools returns the Terraform/OpenTofu binaries and CLI config that `make
-// tools` provisioned. Under `make test` (DRIFTWATCH_E2E=1) missing tools
-// fail the test; a plain `go test` skips.
-func tools(t *testing.T) (bins []string, cliConfig string) {
-	t.Helper()
-	bins = strings.Fields(os.Getenv("DRIFTWATCH_TF_BINARIES"))
-	cliConfig = os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
-	if len(bins) == 0 || cliConfig == "" {
-		if os.Getenv("DRIFTWATCH_E2E") == "1" {
-			t.Fatal("DRIFTWATCH_TF_BINARIES / DRIFTWATCH_TF_CLI_CONFIG not set: run `make test`")
-		}
-		t.Skip("end-to-end tools not provisioned; run `make test`")
-	}
-	return bins, cliConfig
-}
-
 // forEachTool runs fn as a subtest per available binary (terraform, tofu).
 func forEachTool(t *testing.T, fn func(t *testing.T, env *tfEnv)) {
-	bins, cli := tools(t)
+	bins, cli := tftest.Tools(t)
 	for _, b := range bins {
 		t.Run(filepath.Base(b), func(t *testing.T) {
 			fn(t, &tfEnv{bin: b, cliConfig: cli, root: t.TempDir()})

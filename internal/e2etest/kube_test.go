@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/tftest"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,7 +126,7 @@ type kubeEnv struct {
 }
 
 func startKubeEnv(t *testing.T) *kubeEnv {
-	bins, cli := tools(t)
+	bins, cli := tftest.Tools(t)
 	cluster := kubetest.Start(t)
 	cs, err := cluster.Clientset()
 	require.NoError(t, err)

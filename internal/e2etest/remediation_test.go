@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
 // remediationWorkspace keeps its state outside the code (remediation
@@ -77,7 +79,7 @@ func (d *daemonProc) waitRemediation(ws string, within time.Duration, states ...
 // hand are refused with their reasons; the kill switch holds an approved
 // apply until resumed, across the persisted flag.
 func TestRemediation(t *testing.T) {
-	bins, cli := tools(t)
+	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	out := filepath.Join(e.root, "out")
 	require.NoError(t, os.MkdirAll(out, 0o755))

@@ -19,6 +19,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
+	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
 // These tests run real Terraform (and OpenTofu, where built) with the
@@ -45,22 +46,9 @@ const providersLocalState = `terraform {
 }
 `
 
-func tools(t *testing.T) (bins []string, cliConfig string) {
-	t.Helper()
-	bins = strings.Fields(os.Getenv("DRIFTWATCH_TF_BINARIES"))
-	cliConfig = os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
-	if len(bins) == 0 || cliConfig == "" {
-		if os.Getenv("DRIFTWATCH_E2E") == "1" {
-			t.Fatal("DRIFTWATCH_TF_BINARIES / DRIFTWATCH_TF_CLI_CONFIG not set: run `make test`")
-		}
-		t.Skip("Terraform test tools not provisioned; run `make test`")
-	}
-	return bins, cliConfig
-}
-
 // forEachTool runs fn as a parallel subtest per binary (terraform, tofu).
 func forEachTool(t *testing.T, fn func(t *testing.T, e *tfEnv)) {
-	bins, cli := tools(t)
+	bins, cli := tftest.Tools(t)
 	for _, b := range bins {
 		t.Run(filepath.Base(b), func(t *testing.T) {
 			t.Parallel()

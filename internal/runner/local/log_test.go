@@ -13,23 +13,8 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
+	"github.com/driftwatch/driftwatch/internal/tftest"
 )
-
-// realTools returns the provisioned Terraform/OpenTofu binaries and CLI
-// config (`make tools`); a plain `go test` without them skips, `make test`
-// (DRIFTWATCH_E2E=1) fails.
-func realTools(t *testing.T) ([]string, string) {
-	t.Helper()
-	bins := strings.Fields(os.Getenv("DRIFTWATCH_TF_BINARIES"))
-	cli := os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
-	if len(bins) == 0 || cli == "" {
-		if os.Getenv("DRIFTWATCH_E2E") == "1" {
-			t.Fatal("DRIFTWATCH_TF_BINARIES / DRIFTWATCH_TF_CLI_CONFIG not set: run `make test`")
-		}
-		t.Skip("Terraform not provisioned; run `make test`")
-	}
-	return bins, cli
-}
 
 const (
 	varCanary = "CANARY-var-7f3a9c"
@@ -37,7 +22,7 @@ const (
 )
 
 func TestRunLogRealTerraform(t *testing.T) {
-	bins, cli := realTools(t)
+	bins, cli := tftest.Tools(t)
 	for _, bin := range bins {
 		t.Run(filepath.Base(bin), func(t *testing.T) {
 			t.Parallel()

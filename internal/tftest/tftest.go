@@ -1,0 +1,26 @@
+// Package tftest finds the Terraform/OpenTofu binaries and the offline CLI
+// config that `make tools` provisions, for tests that run real Terraform.
+// Under `make test` (DRIFTWATCH_E2E=1) a missing tool fails the test; a
+// plain `go test` on a machine without them skips. Only tests import it.
+package tftest
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// Tools returns the provisioned binaries (terraform and, where built, tofu)
+// and the CLI config pointing at the provider mirror.
+func Tools(t testing.TB) (bins []string, cliConfig string) {
+	t.Helper()
+	bins = strings.Fields(os.Getenv("DRIFTWATCH_TF_BINARIES"))
+	cliConfig = os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
+	if len(bins) == 0 || cliConfig == "" {
+		if os.Getenv("DRIFTWATCH_E2E") == "1" {
+			t.Fatal("DRIFTWATCH_TF_BINARIES / DRIFTWATCH_TF_CLI_CONFIG not set: run `make test`")
+		}
+		t.Skip("Terraform test tools not provisioned; run `make test`")
+	}
+	return bins, cliConfig
+}
