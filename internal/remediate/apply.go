@@ -227,6 +227,7 @@ func (a *Applier) newSession(ctx context.Context, req runner.Request, marker str
 		return s, &stepError{"source", err}
 	}
 	s.moduleDir, out.Commit = moduleDir, commit
+	s.red = sandbox.NewRedactor(append(secrets, sandbox.SensitiveValues(moduleDir, req.VarFiles, req.Vars, req.Env)...))
 	s.phase("source")
 
 	bin, err := sandbox.ResolveBinary(req.Binary, env["PATH"])

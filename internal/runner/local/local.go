@@ -73,8 +73,6 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 		return res, &runner.Error{Phase: "setup", Err: err}
 	}
 	red := sandbox.NewRedactor(secrets)
-	logs := newRunLog(req.Log, logRedactor(secrets, req.Vars))
-	defer logs.flush()
 
 	start := time.Now()
 	phase := func(name string) {
@@ -86,6 +84,12 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 	if err != nil {
 		return res, &runner.Error{Phase: "source", Reason: red.Apply(err.Error()), Err: err}
 	}
+	// Values of variables declared sensitive (var files, vars, TF_VAR_)
+	// are redacted too: a provider's error message prints them verbatim.
+	secrets = append(secrets, sandbox.SensitiveValues(moduleDir, req.VarFiles, req.Vars, req.Env)...)
+	red = sandbox.NewRedactor(secrets)
+	logs := newRunLog(req.Log, logRedactor(secrets, req.Vars))
+	defer logs.flush()
 	res.Commit = commit
 	// A static read, before Terraform writes anything into the copy. An
 	// unreadable backend block is left to init, which reports it properly.

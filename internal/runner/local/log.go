@@ -3,29 +3,27 @@ package local
 import (
 	"bytes"
 	"io"
-	"sort"
 	"sync"
 
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 )
 
-// logRedactor redacts the secret env values and the values of the
+// logRedactor redacts the secrets (secret env values, values of variables
+// declared sensitive: sandbox.SensitiveValues) and the values of the
 // workspace's vars from run logs.
 //
-// Limits: a value from a var file, or a variable Terraform derives, is not
-// known here and is not redacted (Terraform itself prints values of
-// variables declared sensitive as "(sensitive value)"); values shorter than
-// 4 bytes are left alone (they would shred ordinary text); a secret that
-// spans a line break is not matched, since redaction is per line. Vars
-// values are redacted whether or not they are sensitive: a log cannot tell,
-// and a region name shown as [REDACTED] is the cheaper mistake.
+// Limits: a value Terraform derives (a sensitive output of a data source,
+// a computed attribute) is not known here (Terraform itself prints such
+// values as "(sensitive value)"); values shorter than 4 bytes are left
+// alone (they would shred ordinary text); a secret that spans a line break
+// is not matched, since redaction is per line. Vars values are redacted
+// whether or not they are sensitive: a region name shown as [REDACTED] is
+// the cheaper mistake.
 func logRedactor(secrets []string, vars map[string]string) sandbox.Redactor {
 	all := append([]string(nil), secrets...)
 	for _, v := range vars {
 		all = append(all, v)
 	}
-	// Longest first, so a secret containing another is replaced whole.
-	sort.SliceStable(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
 	return sandbox.NewRedactor(all)
 }
 

@@ -42,8 +42,8 @@ resource "terraform_data" "x" {
   input = "token=${var.token} env=`+envCanary+` plain=visible-value"
 }
 `), 0o644))
-				// A var file's values are not redacted by driftwatch; a
-				// sensitive variable is hidden by Terraform itself.
+				// pw is sensitive: Terraform shows "(sensitive value)", and
+				// driftwatch would redact the value if anything printed it.
 				require.NoError(t, os.WriteFile(filepath.Join(src, "secret.tfvars"), []byte(`pw = "CANARY-sensitive-5e6f"`), 0o644))
 				secret := filepath.Join(t.TempDir(), "secret")
 				require.NoError(t, os.WriteFile(secret, []byte(envCanary+"\n"), 0o600))
@@ -70,6 +70,42 @@ resource "terraform_data" "x" {
 				require.NotContains(t, log, "CANARY")
 				require.NotContains(t, log, "format_version", "show -json output never reaches the log")
 				require.NotContains(t, log, "\x1b[", "-no-color")
+			})
+			t.Run("sensitive-varfile", func(t *testing.T) {
+				// Terraform hides a sensitive variable in its own output,
+				// but a provider's error message prints it verbatim.
+				src := t.TempDir()
+				require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(`
+variable "pw" {
+  type      = string
+  sensitive = true
+}
+variable "nested" {
+  type      = map(list(string))
+  sensitive = true
+}
+variable "plain" { type = string }
+data "local_file" "x" {
+  filename = "/nonexistent-dw/${var.pw}/${var.nested["k"][0]}/${var.plain}"
+}
+`), 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join(src, "secret.tfvars"), []byte(`pw = "CANARY-file-5e6f"`+"\nplain = \"visible-plain\"\n"), 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join(src, "x.auto.tfvars.json"), []byte(`{"nested": {"k": ["CANARY-auto-91ab"]}}`), 0o644))
+				l := runlog.New(1<<20, nil)
+				req := runner.Request{RunID: "r3", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src},
+					WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: time.Second, CLIConfigFile: cli,
+					VarFiles: []string{"secret.tfvars"}, Log: l}
+				_, err := testRunner().Run(t.Context(), req)
+				require.Error(t, err)
+				l.Close("errored")
+				log := string(l.Bytes())
+				t.Log(log)
+				require.Contains(t, log, "/nonexistent-dw/[REDACTED]/[REDACTED]/visible-plain", "the provider's error, redacted")
+				require.NotContains(t, log, "CANARY")
+				require.NotContains(t, err.Error(), "CANARY")
+				var re *runner.Error
+				require.ErrorAs(t, err, &re)
+				require.NotContains(t, re.Reason, "CANARY")
 			})
 			t.Run("failing", func(t *testing.T) {
 				src := t.TempDir()
