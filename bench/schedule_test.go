@@ -42,7 +42,7 @@ func BenchmarkScheduler1000(b *testing.B) {
 		Clock:         clk,
 		Location:      time.UTC,
 		Logger:        slog.New(slog.DiscardHandler),
-		Run:           func(context.Context, string, string) { runs.Add(1) },
+		Run:           func(context.Context, schedule.QueuedRun) { runs.Add(1) },
 	})
 	if err != nil {
 		b.Fatal(err)

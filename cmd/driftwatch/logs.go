@@ -142,7 +142,9 @@ func printEvents(r io.Reader, w io.Writer) (string, error) {
 	return "", errors.New("the stream ended before the run did (daemon restarted?)")
 }
 
-// cancelCmd is `driftwatch cancel RUN_ID [--server URL] --token-file FILE`.
+// cancelCmd is `driftwatch cancel RUN_ID [--server URL] --token-file FILE`:
+// a queued run is cancelled at once, a running one is asked to stop (it is
+// recorded cancelled once Terraform has stopped or its Job is deleted).
 func cancelCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -178,6 +180,17 @@ func cancelCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "driftwatch: cancel %s: %s\n", id, apiError(resp))
 		return report.ExitError
 	}
-	fmt.Fprintf(stdout, "run %s: cancelling\n", id)
+	var out struct {
+		Status string `json:"status"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
+		fmt.Fprintf(stderr, "driftwatch: cancel %s: bad response: %v\n", id, err)
+		return report.ExitError
+	}
+	if out.Status == "cancelled" {
+		fmt.Fprintf(stdout, "run %s: cancelled (it was queued and never started)\n", id)
+		return 0
+	}
+	fmt.Fprintf(stdout, "run %s: %s\n", id, out.Status)
 	return 0
 }

@@ -52,13 +52,13 @@ func TestLogsFollowRealServer(t *testing.T) {
 	srv, err := server.New(server.Options{
 		Store:      st,
 		Workspaces: func() []server.WorkspaceInfo { return []server.WorkspaceInfo{{Name: "net"}} },
-		Trigger:    func(string) error { return nil },
+		Trigger:    func(string) (string, error) { return "", nil },
 		Ready:      func() error { return nil },
 		Gatherer:   prometheus.NewRegistry(),
 		Logger:     logger,
 		LiveLog:    reg.Live,
 		Logs:       st,
-		Cancel:     reg.Cancel, NotRunningErr: runlog.ErrNotRunning,
+		Cancel:     func(id string) (bool, error) { return false, reg.Cancel(id) }, NotRunningErr: runlog.ErrNotRunning,
 	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())

@@ -53,6 +53,9 @@ func logsServer(t *testing.T, release <-chan struct{}) *httptest.Server {
 		case "live":
 			w.WriteHeader(http.StatusAccepted)
 			fmt.Fprint(w, `{"run": "live", "status": "cancelling"}`)
+		case "waiting":
+			w.WriteHeader(http.StatusAccepted)
+			fmt.Fprint(w, `{"run": "waiting", "status": "cancelled"}`)
 		case "r1":
 			w.WriteHeader(http.StatusConflict)
 			fmt.Fprint(w, `{"error": "the run is not queued or running"}`)
@@ -125,6 +128,9 @@ func TestCancelCmd(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, 0, cancelCmd([]string{"live", "--server", ts.URL, "--token-file", tok}, &out, &errb), errb.String())
 	require.Equal(t, "run live: cancelling\n", out.String())
+	out.Reset()
+	require.Equal(t, 0, cancelCmd([]string{"waiting", "--server", ts.URL, "--token-file", tok}, &out, &errb), errb.String())
+	require.Equal(t, "run waiting: cancelled (it was queued and never started)\n", out.String())
 
 	for _, c := range []struct{ id, file, want string }{
 		{"r1", tok, "409 Conflict: the run is not queued or running"},

@@ -34,7 +34,7 @@ Usage:
   driftwatch approve  ID --token-file F approve a pending remediation (--server URL, default http://127.0.0.1:8080)
   driftwatch reject   ID --token-file F reject a pending or approved remediation
   driftwatch logs     RUN_ID [--follow] print a run's Terraform log from a running daemon (--server URL)
-  driftwatch cancel   RUN_ID --token-file F  stop a running run (Terraform gets SIGINT, then is killed)
+  driftwatch cancel   RUN_ID --token-file F  cancel a queued run, or stop a running one (SIGINT / Job deleted)
   driftwatch runner   --spec FILE       run one run in a Kubernetes Job's pod (started by the daemon)
   driftwatch version                    print the version
 

@@ -17,8 +17,9 @@ import (
 
 // runnerCmd is `driftwatch runner --spec PATH`: the command of a run Job's
 // pod (runner.mode kubernetes). It runs the spec's run with the local runner
-// and delivers the result to the daemon; it exits 1 only when the spec is
-// unusable or the result could not be delivered.
+// (or, for a remediation Job, applies the approved change set with
+// remediate.Applier) and delivers the result to the daemon; it exits 1 only
+// when the spec is unusable or the result could not be delivered.
 func runnerCmd(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -33,7 +34,7 @@ func runnerCmd(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if err := remote.RunInPod(ctx, *spec, local.New(logger)); err != nil {
+	if err := remote.RunInPod(ctx, *spec, local.New(logger), remote.Apply(logger)); err != nil {
 		fmt.Fprintln(stderr, err)
 		return report.ExitError
 	}

@@ -6,8 +6,6 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +19,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
+	"github.com/driftwatch/driftwatch/internal/schedule"
 )
 
 // Filter selects workspaces for an audit.
@@ -113,11 +112,7 @@ func ParseLabels(sel []string) (map[string]string, error) {
 	return out, nil
 }
 
-func newRunID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+func newRunID() string { return schedule.NewRunID() }
 
 // AuditOptions configures a one-shot audit.
 type AuditOptions struct {

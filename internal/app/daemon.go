@@ -64,8 +64,12 @@ type daemon struct {
 	// adopted holds the workspaces whose adopted Job (kubernetes mode) is
 	// still awaited: their scheduled runs are skipped, manual ones refused.
 	adopted map[string]bool
-	// runs registers in-flight runs: their live log and cancel function.
+	// runs registers queued and running runs: their live log and cancel
+	// function.
 	runs *runlog.Registry
+	// queueMu orders recording a queued run (queued) before any cancel of
+	// it is recorded (cancel).
+	queueMu sync.Mutex
 
 	// kube is the kubernetes runner mode (nil: local).
 	kube *kubeRuntime
@@ -143,15 +147,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		return report.ExitError, err
 	}
 
-	sched, err := schedule.New(schedule.Options{
-		MaxConcurrent:  cfg.MaxConcurrentRuns,
-		Jitter:         time.Duration(cfg.Defaults.Jitter),
-		AllowSubMinute: cfg.AllowSubMinuteSchedules,
-		Logger:         o.Logger,
-		Run:            d.runOne,
-		OnSkip:         d.metrics.Skipped,
-		OnQueue:        d.metrics.SetQueue,
-	})
+	sched, err := schedule.New(d.schedOptions(cfg))
 	if err != nil {
 		return report.ExitError, err
 	}
@@ -189,7 +185,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		Remediation:   remediationControl{d.rem},
 		LiveLog:       d.runs.Live,
 		Logs:          st,
-		Cancel:        d.runs.Cancel,
+		Cancel:        d.cancel,
 		NotRunningErr: runlog.ErrNotRunning,
 	})
 	if err != nil {
@@ -216,6 +212,24 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	}
 	o.Logger.Info("driftwatch daemon stopped")
 	return 0, nil
+}
+
+// schedOptions wires the scheduler to the daemon: runs are recorded when
+// queued (queued) and run by runOne.
+func (d *daemon) schedOptions(cfg *config.Config) schedule.Options {
+	return schedule.Options{
+		MaxConcurrent:  cfg.MaxConcurrentRuns,
+		Jitter:         time.Duration(cfg.Defaults.Jitter),
+		AllowSubMinute: cfg.AllowSubMinuteSchedules,
+		Logger:         d.log,
+		Run:            d.runOne,
+		OnEnqueue:      d.queued,
+		OnDrop: func(r schedule.QueuedRun) {
+			d.dropQueued(context.Background(), r, "the workspace was removed from the config while the run was queued")
+		},
+		OnSkip:  d.metrics.Skipped,
+		OnQueue: d.metrics.SetQueue,
+	}
 }
 
 func (d *daemon) runnerMode() string {
@@ -370,24 +384,113 @@ func (d *daemon) drainOutbox(ctx context.Context, max time.Duration) {
 // runOne is the scheduler's job: one run of one workspace, recorded in the
 // store. A run cut short by shutdown is left "running" in the store, so the
 // next start marks it interrupted and runs it again.
-func (d *daemon) runOne(ctx context.Context, name, trigger string) {
-	if trigger == triggerRemediate {
-		d.rem.apply(ctx, name)
+func (d *daemon) runOne(ctx context.Context, r schedule.QueuedRun) {
+	if r.Trigger == triggerRemediate {
+		d.rem.apply(ctx, r.Name)
 		return
 	}
-	d.detect(ctx, name, trigger)
+	d.detectRun(ctx, r)
 }
 
-// detect is one detection run of one workspace (runOne's body).
-func (d *daemon) detect(ctx context.Context, name, trigger string) {
-	d.mu.Lock()
-	busy := d.adopted[name]
-	d.mu.Unlock()
-	if busy {
-		d.log.Info("run skipped: an adopted Job of the workspace is still running", "workspace", name, "trigger", trigger)
+// queued records a run the scheduler queued (OnEnqueue): in the registry,
+// with a live log that says it waits, and in the store as queued, so that
+// it can be looked up, followed and cancelled before it starts. Remediation
+// applies are not recorded here: apply records its run when it starts, and
+// a waiting apply is an approved remediation (rejecting it stops it).
+func (d *daemon) queued(r schedule.QueuedRun) {
+	if r.Trigger == triggerRemediate {
 		return
 	}
-	d.detectWith(ctx, name, trigger, d.auditor)
+	d.queueMu.Lock()
+	defer d.queueMu.Unlock()
+	l := runlog.New(d.cfg.Load().Store.MaxLogBytes, nil)
+	l.Printf("== queued (trigger %s): waiting for a run slot ==", r.Trigger)
+	d.runs.Add(r.ID, l, nil)
+	run := store.Run{ID: r.ID, Workspace: r.Name, Trigger: r.Trigger, StartedAt: r.QueuedAt.UTC(), Status: store.RunQueued}
+	if err := d.store.QueueRun(context.Background(), run); err != nil {
+		d.log.Error("store: queue run", "workspace", r.Name, "run_id", r.ID, "err", err)
+	}
+}
+
+// dropQueued records a queued run that ends without starting as cancelled,
+// with the reason, and ends its log. A run that is not queued (it started,
+// or was cancelled already) is left alone.
+func (d *daemon) dropQueued(ctx context.Context, r schedule.QueuedRun, reason string) {
+	if r.ID == "" || r.Trigger == triggerRemediate {
+		return // not a queued run (see queued)
+	}
+	log := d.log.With("workspace", r.Name, "run_id", r.ID)
+	run := store.Run{ID: r.ID, Workspace: r.Name, Trigger: r.Trigger, StartedAt: r.QueuedAt.UTC(),
+		FinishedAt: time.Now().UTC(), Status: store.RunCancelled, Error: reason}
+	if err := d.store.FinishQueuedRun(context.WithoutCancel(ctx), run); err != nil {
+		log.Warn("store: finish queued run", "err", err)
+		return
+	}
+	l := d.runs.Live(r.ID)
+	if l == nil { // queued's registration was lost: the log is this line
+		l = runlog.New(d.cfg.Load().Store.MaxLogBytes, nil)
+	}
+	l.Printf("== cancelled while queued: %s ==", reason)
+	d.saveRunLog(ctx, log, r.ID, l, store.RunCancelled)
+	d.runs.Remove(r.ID)
+	log.Info("queued run cancelled; it never started", "reason", reason)
+}
+
+// skipQueued forgets a queued run that is skipped like a slot that comes
+// while its workspace is busy: such a slot is no run, so its record is
+// deleted and it is counted as a skipped slot.
+func (d *daemon) skipQueued(ctx context.Context, r schedule.QueuedRun) {
+	d.metrics.Skipped(r.Name)
+	if r.ID == "" {
+		return
+	}
+	if err := d.store.DeleteQueuedRun(context.WithoutCancel(ctx), r.ID); err != nil {
+		d.log.Warn("store: delete skipped queued run", "workspace", r.Name, "run_id", r.ID, "err", err)
+	}
+	if l := d.runs.Live(r.ID); l != nil {
+		l.Close("skipped")
+	}
+	d.runs.Remove(r.ID)
+}
+
+// cancel is the API's cancel. A queued run leaves the queue and is
+// recorded cancelled at once (true). A running one (scheduled, or not:
+// an adopted Job's, a remediation's verification) has its ctx cancelled
+// with runlog.ErrCancelled: the runner stops Terraform or deletes the Job,
+// and detectWith records it cancelled.
+func (d *daemon) cancel(id string) (queued bool, err error) {
+	d.queueMu.Lock()
+	defer d.queueMu.Unlock()
+	r, queued, err := d.sched.Cancel(id, runlog.ErrCancelled)
+	switch {
+	case errors.Is(err, schedule.ErrNoSuchRun):
+		return false, d.runs.Cancel(id)
+	case err != nil:
+		return false, err
+	case queued:
+		d.dropQueued(context.Background(), r, "cancelled by request")
+	}
+	return queued, nil
+}
+
+// detect is a detection run outside the queue (the verification after a
+// remediation, in the remediation's slot).
+func (d *daemon) detect(ctx context.Context, name, trigger string) {
+	d.detectRun(ctx, schedule.QueuedRun{Name: name, Trigger: trigger})
+}
+
+// detectRun is one detection run of one workspace: r is the queued run (no
+// ID: not queued).
+func (d *daemon) detectRun(ctx context.Context, r schedule.QueuedRun) {
+	d.mu.Lock()
+	busy := d.adopted[r.Name]
+	d.mu.Unlock()
+	if busy {
+		d.log.Info("run skipped: an adopted Job of the workspace is still running", "workspace", r.Name, "trigger", r.Trigger, "run_id", r.ID)
+		d.skipQueued(ctx, r)
+		return
+	}
+	d.detectWith(ctx, r, d.auditor)
 }
 
 // awaitAdopted records the outcome of a Job a previous daemon started. The
@@ -395,43 +498,69 @@ func (d *daemon) detect(ctx context.Context, name, trigger string) {
 // a new run with trigger "adopted" (the Job's run id is logged with it).
 func (d *daemon) awaitAdopted(ctx context.Context, a *kube.Adopted) {
 	d.log.Info("awaiting adopted job", "workspace", a.Workspace, "adopted_run_id", a.RunID, "job", a.Job)
-	d.detectWith(ctx, a.Workspace, "adopted", &audit.Auditor{Runner: adoptedRunner{a}, Logger: d.log})
+	d.detectWith(ctx, schedule.QueuedRun{Name: a.Workspace, Trigger: "adopted"}, &audit.Auditor{Runner: adoptedRunner{a: a, d: d}, Logger: d.log})
 	d.mu.Lock()
 	delete(d.adopted, a.Workspace)
 	d.mu.Unlock()
 }
 
-// trigger is the API's manual trigger: 409 while an adopted Job of the
-// workspace runs.
-func (d *daemon) trigger(name string) error {
+// trigger is the API's manual trigger: it returns the queued run's id, or
+// ErrBusy (409) while an adopted Job of the workspace runs.
+func (d *daemon) trigger(name string) (string, error) {
 	d.mu.Lock()
 	busy := d.adopted[name]
 	d.mu.Unlock()
 	if busy {
-		return fmt.Errorf("%w (adopted kubernetes job still running)", schedule.ErrBusy)
+		return "", fmt.Errorf("%w (adopted kubernetes job still running)", schedule.ErrBusy)
 	}
-	return d.sched.Trigger(name, "manual")
+	r, err := d.sched.Queue(name, schedule.TriggerManual)
+	return r.ID, err
 }
 
-func (d *daemon) detectWith(ctx context.Context, name, trigger string, auditor *audit.Auditor) {
+// detectWith runs and records one detection run: the queued run r (its
+// record and live log exist), or a new run when r has no ID.
+func (d *daemon) detectWith(ctx context.Context, r schedule.QueuedRun, auditor *audit.Auditor) {
 	if d.stopping.Load() {
-		return // shutting down or lost the Lease: start nothing
+		// Shutting down or lost the Lease: start nothing. A queued run's
+		// record is marked interrupted (and re-run) at the next start.
+		return
 	}
+	name, trigger := r.Name, r.Trigger
 	t, ok := (*d.targets.Load())[name]
 	if !ok {
-		return // removed by a reload while queued
+		d.dropQueued(ctx, r, "the workspace was removed from the config while the run was queued")
+		return
 	}
-	t.Request.RunID = newRunID()
+	if errors.Is(context.Cause(ctx), runlog.ErrCancelled) {
+		// Cancelled just as the scheduler dispatched it: start nothing.
+		d.dropQueued(ctx, r, "cancelled by request")
+		return
+	}
+	t.Request.RunID = r.ID
+	if r.ID == "" {
+		t.Request.RunID = newRunID()
+	}
 	log := d.log.With("workspace", name, "run_id", t.Request.RunID)
+	// The run's own log (redacted by the runner; head and tail kept),
+	// created when it was queued, and a cancel function for POST
+	// /api/v1/runs/{id}/cancel.
+	runLog := d.runs.Live(t.Request.RunID)
+	if runLog == nil {
+		runLog = runlog.New(d.cfg.Load().Store.MaxLogBytes, nil)
+	}
 	run := store.Run{ID: t.Request.RunID, Workspace: name, Trigger: trigger, StartedAt: time.Now().UTC(), Status: store.RunRunning}
-	if err := d.store.StartRun(ctx, run); err != nil {
+	// Recorded even if a cancel arrives meanwhile: the run then ends at
+	// once, recorded cancelled.
+	if err := d.store.StartQueuedRun(context.WithoutCancel(ctx), run); err != nil {
 		log.Error("store: start run", "err", err)
+		runLog.Close(string(drift.StatusErrored))
+		d.runs.Remove(run.ID)
 		return
 	}
 	log.Info("run started", "trigger", trigger)
-	// The run's own log (redacted by the runner; head and tail kept) and a
-	// cancel function for POST /api/v1/runs/{id}/cancel.
-	runLog := runlog.New(d.cfg.Load().Store.MaxLogBytes, nil)
+	if r.ID != "" {
+		runLog.Printf("== started after %s in the queue ==", run.StartedAt.Sub(r.QueuedAt).Round(time.Millisecond))
+	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	d.runs.Add(run.ID, runLog, cancel)
@@ -450,7 +579,7 @@ func (d *daemon) detectWith(ctx context.Context, name, trigger string, auditor *
 		}
 	}()
 	res, tfPlan := auditor.CheckPlan(runCtx, t)
-	if errors.Is(context.Cause(runCtx), runlog.ErrCancelled) && ctx.Err() == nil {
+	if errors.Is(context.Cause(runCtx), runlog.ErrCancelled) {
 		// Cancelled: neither clean nor errored; state and incidents stay.
 		run.FinishedAt = time.Now().UTC()
 		run.Status, run.Error, run.Tool, run.Phases = store.RunCancelled, "cancelled by request", res.Tool, res.Phases

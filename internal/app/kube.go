@@ -59,9 +59,22 @@ func newKubeRuntime(cfg *config.Config, log *slog.Logger) (*kubeRuntime, error) 
 }
 
 // adoptedRunner is a runner.Runner whose one run is an adopted Job: the
-// auditor classifies its result like any other run's.
-type adoptedRunner struct{ a *kube.Adopted }
+// auditor classifies its result like any other run's. An adopted
+// remediation Job is awaited (never deleted: stopping an apply half way is
+// worse than letting it end), its outcome recorded on its remediation, and
+// the run is then a fresh detection Job: the verification that a local
+// apply is followed by.
+type adoptedRunner struct {
+	a *kube.Adopted
+	d *daemon
+}
 
-func (r adoptedRunner) Run(ctx context.Context, _ runner.Request) (runner.Result, error) {
-	return r.a.Wait(ctx)
+func (r adoptedRunner) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+	if !r.a.Remediation {
+		return r.a.Wait(ctx)
+	}
+	if err := r.d.rem.awaitAdopted(ctx, r.a); err != nil {
+		return runner.Result{}, err
+	}
+	return r.d.kube.runner.Run(ctx, req)
 }

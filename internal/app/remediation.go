@@ -17,6 +17,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/metrics"
 	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -181,7 +182,7 @@ func (rm *remediator) afterDetect(ctx context.Context, t audit.Target, runID str
 			}
 		}
 	}
-	if err := rm.d.store.CreateRemediation(ctx, r); err != nil {
+	if err := rm.createAnnounced(ctx, r); err != nil {
 		log.Error("remediation: store", "err", err)
 		return
 	}
@@ -294,8 +295,16 @@ func (rm *remediator) apply(ctx context.Context, name string) {
 		out = remediate.Outcome{Result: remediate.ResultRefused, Reason: "stored change set unreadable: " + err.Error()}
 	} else {
 		a := &remediate.Applier{Logger: rm.log, Rules: t.Rules, Envelope: pol.Envelope, LockTimeout: pol.LockTimeout, Paused: rm.stopped}
-		log.Info("remediation apply started", "resources", approved.Len(), "change_set_hash", r.ChangeSetHash)
-		out, _ = a.Apply(ctx, t.Request, approved)
+		log.Info("remediation apply started", "resources", approved.Len(), "change_set_hash", r.ChangeSetHash, "runner", rm.d.runnerMode())
+		var err error
+		out, err = rm.d.remediationApplier().Remediate(ctx, a, t.Request, approved)
+		if errors.Is(err, kube.ErrStopped) {
+			// Shutdown: the Job keeps applying. The next start marks
+			// this remediation interrupted, then awaits the Job and
+			// records its outcome (remediator.awaitAdopted).
+			log.Info("remediation interrupted by shutdown; its Job is left running for the next daemon to await")
+			return
+		}
 	}
 	fin := time.Now().UTC()
 	outJSON, _ := json.Marshal(out)
@@ -304,7 +313,7 @@ func (rm *remediator) apply(ctx context.Context, name string) {
 	if err := rm.d.store.FinishRunOnly(wctx, run); err != nil {
 		log.Error("store: finish remediation run", "err", err)
 	}
-	if _, err := rm.d.store.TransitionRemediation(wctx, r.ID, []store.RemediationState{store.RemediationRunning},
+	if _, err := rm.transitionAnnounced(wctx, r.ID, []store.RemediationState{store.RemediationRunning},
 		store.Transition{State: store.RemediationState(out.Result), At: fin, Reason: out.Reason, Outcome: outJSON}); err != nil {
 		log.Error("store: finish remediation", "err", err)
 	}

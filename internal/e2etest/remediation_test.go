@@ -3,6 +3,9 @@ package e2etest
 import (
 	"encoding/json"
 	"fmt"
+	"html"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,18 +32,21 @@ resource "dwtest_file" "a" {
 }
 %[2]s`
 
+type apiRefusal struct {
+	Code    string `json:"code"`
+	Address string `json:"address"`
+	Reason  string `json:"reason"`
+}
+
 type apiRemediation struct {
-	ID            string `json:"id"`
-	Workspace     string `json:"workspace"`
-	State         string `json:"state"`
-	Reason        string `json:"reason"`
-	ChangeSetHash string `json:"change_set_hash"`
-	Refusals      []struct {
-		Code    string `json:"code"`
-		Address string `json:"address"`
-	} `json:"refusals"`
-	ApplyRunID string          `json:"apply_run_id"`
-	Outcome    json.RawMessage `json:"outcome"`
+	ID            string          `json:"id"`
+	Workspace     string          `json:"workspace"`
+	State         string          `json:"state"`
+	Reason        string          `json:"reason"`
+	ChangeSetHash string          `json:"change_set_hash"`
+	Refusals      []apiRefusal    `json:"refusals"`
+	ApplyRunID    string          `json:"apply_run_id"`
+	Outcome       json.RawMessage `json:"outcome"`
 }
 
 func (d *daemonProc) remediations(ws string) []apiRemediation {
@@ -50,6 +56,31 @@ func (d *daemonProc) remediations(ws string) []apiRemediation {
 	}
 	d.getJSON("/api/v1/remediations?workspace="+ws, &body)
 	return body.Remediations
+}
+
+// page GETs a status page and returns its HTML.
+func (d *daemonProc) page(path string) string {
+	d.t.Helper()
+	resp, err := http.Get(d.base + path)
+	require.NoError(d.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(d.t, err)
+	require.Equal(d.t, 200, resp.StatusCode, "%s: %s", path, b)
+	require.Equal(d.t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"))
+	return string(b)
+}
+
+// refusal returns the refusal of r with code, failing the test without one.
+func (r apiRemediation) refusal(t *testing.T, code string) apiRefusal {
+	t.Helper()
+	for _, x := range r.Refusals {
+		if x.Code == code {
+			return x
+		}
+	}
+	t.Fatalf("remediation %s has no %s refusal: %+v", r.ID, code, r.Refusals)
+	return apiRefusal{}
 }
 
 // remediation waits for the newest remediation of ws to be in one of states.
@@ -90,8 +121,17 @@ func TestRemediation(t *testing.T) {
   content  = "chart: ingress-nginx"
 }
 `,
+		"toomany": `resource "dwtest_file" "b" {
+  filename = "@ROOT@/out/toomany-b.txt"
+  content  = "v1"
+}
+resource "dwtest_file" "c" {
+  filename = "@ROOT@/out/toomany-c.txt"
+  content  = "v1"
+}
+`,
 	}
-	names := []string{"auto", "approve", "reject", "expire", "forbidden", "deleted", "paused"}
+	names := []string{"auto", "approve", "reject", "expire", "forbidden", "deleted", "paused", "toomany", "pendingcfg"}
 	dirs := map[string]string{}
 	for _, n := range names {
 		dirs[n] = e.workspace(t, n, map[string]string{"main.tf": fmt.Sprintf(remediationWorkspace, n, extra[n])})
@@ -105,6 +145,16 @@ func TestRemediation(t *testing.T) {
 			require.NoError(t, os.WriteFile(file(n), []byte("hand edit"), 0o644))
 		}
 	}
+	// toomany: three drifted resources, max_resources 2.
+	for _, n := range []string{"toomany-b", "toomany-c"} {
+		require.NoError(t, os.WriteFile(file(n), []byte("hand edit"), 0o644))
+	}
+	// pendingcfg: drift plus a configuration change nobody applied.
+	e.workspace(t, "pendingcfg", map[string]string{"main.tf": fmt.Sprintf(remediationWorkspace, "pendingcfg", `resource "dwtest_file" "b" {
+  filename = "@ROOT@/out/pendingcfg-b.txt"
+  content  = "unreviewed"
+}
+`)})
 	token := "dw-remediation-token"
 	tokenFile := filepath.Join(e.root, "api-token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
@@ -124,7 +174,7 @@ workspaces:
 `, listen, tokenFile, filepath.Join(e.root, "dw.db"))+
 		ws("auto", "auto", "")+ws("approve", "approve", "")+ws("reject", "approve", "")+
 		ws("expire", "approve", ", approval_ttl: 2s")+ws("forbidden", "auto", "")+ws("deleted", "auto", "")+
-		ws("paused", "approve", ""))
+		ws("paused", "approve", "")+ws("toomany", "auto", ", max_resources: 2")+ws("pendingcfg", "auto", ""))
 	start := time.Now()
 	d := startDaemon(t, cfg, listen)
 
@@ -153,6 +203,26 @@ workspaces:
 	require.Equal(t, "hand edit", mustRead(t, file("forbidden")))
 	require.NoFileExists(t, file("deleted"))
 
+	// Too many resources: three drifted, max_resources 2; nothing applied.
+	r = d.waitRemediation("toomany", 30*time.Second, "refused")
+	tooMany := r.refusal(t, "too_many_resources")
+	require.Equal(t, "the apply would change 3 resources; remediation.max_resources is 2", tooMany.Reason)
+	require.Contains(t, r.Reason, tooMany.Reason)
+	for _, n := range []string{"toomany", "toomany-b", "toomany-c"} {
+		require.Equal(t, "hand edit", mustRead(t, file(n)), n)
+	}
+	requireRefusedOnPages(t, d, r, tooMany)
+
+	// Pending configuration: a remediation never deploys unreviewed code,
+	// not even alongside drift it could revert; nothing applied.
+	r = d.waitRemediation("pendingcfg", 30*time.Second, "refused")
+	pending := r.refusal(t, "pending")
+	require.Equal(t, "dwtest_file.b", pending.Address)
+	require.Contains(t, pending.Reason, "unapplied configuration")
+	require.Equal(t, "hand edit", mustRead(t, file("pendingcfg")))
+	require.NoFileExists(t, file("pendingcfg-b"))
+	requireRefusedOnPages(t, d, r, pending)
+
 	// expire: a 2s approval_ttl passes; approving afterwards is refused.
 	exp := d.waitRemediation("expire", 30*time.Second, "pending")
 	d.eventually("expired", 15*time.Second, func() bool {
@@ -176,6 +246,9 @@ workspaces:
 	require.True(t, status.Enabled)
 	require.True(t, status.Paused)
 	require.Equal(t, 200, d.post("/api/v1/remediations/"+pend.ID+"/approve", token))
+	overview := d.page("/")
+	require.Contains(t, overview, `<span class="badge s-pending">paused</span>`)
+	require.Contains(t, overview, `<span class="chip"><b>1</b> approved, waiting</span>`)
 
 	// approve: waits for the approval, given with the CLI.
 	appr := d.waitRemediation("approve", 30*time.Second, "pending")
@@ -185,6 +258,14 @@ workspaces:
 	d.getJSON("/api/v1/remediations/"+appr.ID, &again)
 	require.Equal(t, "pending", again.State)
 	require.Len(t, d.remediations("approve"), 1, "one proposal per change set")
+
+	// What the approver sees: the pending approval on the overview, and the
+	// change set and the command that approves exactly it.
+	require.Contains(t, d.page("/"), `<a href="/remediations/`+appr.ID+`" title="remediation `+appr.ID+`: change set and commands">`)
+	rp := d.page("/remediations/" + appr.ID)
+	require.Contains(t, rp, `<tr><td class="nowrap">update</td><td class="addr mono">dwtest_file.a</td><td><span class="attrs"><code>content</code></span></td></tr>`)
+	require.Contains(t, rp, "driftwatch approve "+appr.ID+" --hash "+appr.ChangeSetHash+" --server "+d.base)
+	require.NotContains(t, rp, "hand edit", "no value on the page")
 
 	var x apiRemediation
 	d.getJSON("/api/v1/remediations/"+pend.ID, &x)
@@ -198,6 +279,10 @@ workspaces:
 	r = d.waitRemediation("approve", 60*time.Second, "applied", "failed", "verification_failed", "refused")
 	require.Equal(t, "applied", r.State, "%+v %s", r, r.Outcome)
 	require.Equal(t, "v1", mustRead(t, file("approve")))
+	row := d.page("/workspaces/approve")
+	require.Contains(t, row, `<span class="badge s-applied">applied</span>`)
+	require.Contains(t, row, `<a href="/runs/`+r.ApplyRunID+`">apply</a>`)
+	require.Contains(t, d.page("/runs/"+r.ApplyRunID), `This run applied remediation <a class="mono" href="/remediations/`+r.ID+`">`+r.ID+`</a> <span class="badge s-applied">applied</span>`)
 	r = d.waitRemediation("paused", 60*time.Second, "applied", "failed", "verification_failed", "refused")
 	require.Equal(t, "applied", r.State, "%+v %s", r, r.Outcome)
 	require.Equal(t, "v1", mustRead(t, file("paused")))
@@ -213,4 +298,17 @@ workspaces:
 	require.GreaterOrEqual(t, d.metric(`driftwatch_remediations_total{result="rejected"}`), 1.0)
 	require.GreaterOrEqual(t, d.metric(`driftwatch_remediations_total{result="expired"}`), 1.0)
 	t.Logf("done after %s", time.Since(start))
+}
+
+// requireRefusedOnPages checks that the workspace page and the
+// remediation's page show the refusal in plain words.
+func requireRefusedOnPages(t *testing.T, d *daemonProc, r apiRemediation, x apiRefusal) {
+	t.Helper()
+	ws := d.page("/workspaces/" + r.Workspace)
+	require.Contains(t, ws, `<tr class="s-row-refused" id="rem-`+r.ID+`">`)
+	require.Contains(t, ws, `<span class="badge s-refused">refused</span>`)
+	require.Contains(t, ws, "<li>"+html.EscapeString(x.Reason)+` <span class="label">`+x.Code+"</span></li>")
+	rp := d.page("/remediations/" + r.ID)
+	require.Contains(t, rp, `<td class="nowrap"><span class="label">`+x.Code+`</span></td><td class="addr mono">`+html.EscapeString(x.Address)+`</td><td>`+html.EscapeString(x.Reason)+`</td>`)
+	require.NotContains(t, rp, "driftwatch approve", "a refused remediation cannot be approved")
 }

@@ -29,6 +29,13 @@
 // transaction as the run (store.AlertStore.FinishRunWithOutcome), so a crash
 // never leaves an incident changed without its notification or the reverse.
 //
+// Remediation announces a remediation on the workspace's open drift
+// incident (and nothing without one): a failed apply raises the incident's
+// stored severity one step, which its later messages keep until it
+// resolves; while raised, the incident also counts pending findings. The
+// caller writes it in the remediation's transaction
+// (store.RemediationStore.TransitionRemediationWithAlert).
+//
 // This package imports only notify, store (for its plain data types) and
 // drift; it must not import anything that does I/O.
 package incident

@@ -139,7 +139,12 @@ func Decide(now time.Time, runID string, p Policy, before, after store.Workspace
 		case errored:
 			continue // an error says nothing about drift
 		default:
-			next, m = d.findings(cur, c, classFindings(after.Findings, c, p.IncludePending))
+			// A failed apply can turn drift into a planned create (the
+			// refreshed state no longer has the resource): an escalated
+			// incident counts pending findings too, so it stays open
+			// until the workspace is clean.
+			pending := p.IncludePending || (cur != nil && cur.State == store.IncidentOpen && escalation(*cur, p, c) > 0)
+			next, m = d.findings(cur, c, classFindings(after.Findings, c, pending))
 		}
 		if next != nil {
 			changed = append(changed, *next)
@@ -271,7 +276,7 @@ func (d *decider) findings(cur *store.Incident, c notify.Class, fs []drift.Findi
 		delta := Diff(cur.Findings, fs)
 		cur.Fingerprint, cur.Findings = fp, fs
 		cur.NotifiedAt = d.now
-		cur.Severity = string(d.p.severity(c))
+		cur.Severity = string(effectiveSeverity(*cur, d.p, c)) // a raise lasts until the incident resolves
 		return cur, d.message(notify.EventUpdate, *cur, c, fs, "", &delta)
 	}
 	return d.renotify(cur, c, fs, "")
@@ -316,6 +321,7 @@ func (d *decider) clear(cur *store.Incident, c notify.Class) (*store.Incident, *
 		cur.ResolvedAt = d.now
 		cur.NotifiedAt = d.now
 		cur.Observations = 0
+		cur.Severity = string(d.p.severity(c)) // a failed remediation's raise ends here
 		errText := ""
 		if c == notify.ClassErrored {
 			errText = d.before.Error // the error that had the incident open
@@ -350,7 +356,8 @@ func (d *decider) message(ev notify.Event, in store.Incident, c notify.Class, fs
 			Key:       in.Key,
 			Workspace: d.after.Workspace,
 			Class:     c,
-			Severity:  d.p.severity(c),
+			Severity:  effectiveSeverity(in, d.p, c),
+			Escalated: escalation(in, d.p, c),
 			Owner:     d.p.Owner,
 			Team:      d.p.Team,
 			Labels:    maps.Clone(d.p.Labels),

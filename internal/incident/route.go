@@ -107,7 +107,9 @@ func Routes(routes []Route, defaultNotifiers []string, workspace string, labels 
 }
 
 // Enqueue turns Decide's messages into outbox rows, one per message and
-// target, with the target's severity and team applied. The payload is the
+// target, with the target's severity and team applied. A route's severity
+// override is raised by the incident's escalation, so a failed remediation
+// raises every target one step from what it pages at. The payload is the
 // JSON of the notify.Message (what outbox.Dispatcher decodes); the row ID is
 // "<message id>/<notifier>", so it is unique per message and notifier and
 // stable across retries. Every row is due at now.
@@ -117,7 +119,7 @@ func Enqueue(now time.Time, msgs []notify.Message, targets []Target) ([]store.Ou
 		for _, t := range targets {
 			mm := m
 			if s, ok := t.Severity[m.Incident.Class]; ok && s != "" {
-				mm.Incident.Severity = s
+				mm.Incident.Severity = Raise(s, m.Incident.Escalated)
 			}
 			if t.Team != "" {
 				mm.Incident.Team = t.Team

@@ -24,6 +24,9 @@ const (
 	EventUpdate   Event = "update"   // the findings fingerprint changed
 	EventResolve  Event = "resolve"  // a clean (or recovered) run
 	EventRenotify Event = "renotify" // still open after renotify_after
+	// EventRemediation reports a remediation of the workspace's drift on
+	// its open drift incident; Message.Remediation says what happened.
+	EventRemediation Event = "remediation"
 )
 
 // Class is the kind of incident; a workspace has at most one open incident
@@ -77,6 +80,10 @@ type Incident struct {
 	Error    string // one-line reason, errored class only
 	RunID    string // the run that caused this message
 	URL      string // the workspace's status page, if server.external_url is set
+	// Escalated is how many steps failed remediations raised Severity
+	// above the policy's (0: not raised). It lasts until the incident
+	// resolves.
+	Escalated int
 }
 
 // Delta is what changed since the previous message of an open incident.
@@ -93,7 +100,52 @@ type Message struct {
 	Event    Event
 	Incident Incident
 	Delta    *Delta // EventUpdate only
-	At       time.Time
+	// Remediation is set on EventRemediation only.
+	Remediation *Remediation
+	At          time.Time
+}
+
+// RemediationResult is what a remediation message reports.
+type RemediationResult string
+
+// Remediation results. Proposals: awaiting_approval (mode approve: a person
+// approves with `driftwatch approve ID`), approved (mode auto: it applies
+// now), refused (the safety envelope refused it; Reason says why).
+// Outcomes of an apply: applied, failed, verification_failed, refused
+// (nothing applied, e.g. the plan changed since approval).
+const (
+	RemediationAwaitingApproval   RemediationResult = "awaiting_approval"
+	RemediationApproved           RemediationResult = "approved"
+	RemediationApplied            RemediationResult = "applied"
+	RemediationFailed             RemediationResult = "failed"
+	RemediationVerificationFailed RemediationResult = "verification_failed"
+	RemediationRefused            RemediationResult = "refused"
+)
+
+// Failed reports whether r is a failed apply (failed or
+// verification_failed): such a message raises the incident's severity.
+func (r RemediationResult) Failed() bool {
+	return r == RemediationFailed || r == RemediationVerificationFailed
+}
+
+// Remediation is the value-free description of a remediation in a
+// message: addresses and counts, never an attribute value.
+type Remediation struct {
+	ID     string
+	Mode   string // approve or auto
+	Result RemediationResult
+	// Reason is one line: why it was refused or failed, or what is left
+	// after a failed verification.
+	Reason string
+	// Resources is how many resources the change set reverts.
+	Resources int
+	// ApplyRunID is the run (trigger "remediate") that applied it, if any.
+	ApplyRunID string
+	// ExpiresAt is when an awaiting_approval remediation expires (zero:
+	// never).
+	ExpiresAt time.Time
+	// URL is the apply run's page, if server.external_url is set.
+	URL string
 }
 
 // Notifier delivers messages to one destination.

@@ -31,8 +31,10 @@ type entry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{runs: map[string]*entry{}} }
 
-// Add registers a queued or running run. cancel is called with
-// ErrCancelled by Cancel; log may be nil until the run starts (SetLog).
+// Add registers a queued or running run, or replaces its registration.
+// cancel is called with ErrCancelled by Cancel; it is nil for a run that
+// is cancelled elsewhere (a queued run: by the scheduler). log may be nil
+// until the run starts (SetLog).
 func (r *Registry) Add(id string, log *Log, cancel context.CancelCauseFunc) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -59,18 +61,16 @@ func (r *Registry) Live(id string) *Log {
 }
 
 // Cancel cancels a registered run with cause ErrCancelled; it returns
-// ErrNotRunning for a run that is not registered. Cancelling twice is
-// harmless.
+// ErrNotRunning for a run that is not registered or has no cancel
+// function. Cancelling twice is harmless.
 func (r *Registry) Cancel(id string) error {
 	r.mu.Lock()
 	e, ok := r.runs[id]
 	r.mu.Unlock()
-	if !ok {
+	if !ok || e.cancel == nil {
 		return ErrNotRunning
 	}
-	if e.cancel != nil {
-		e.cancel(ErrCancelled)
-	}
+	e.cancel(ErrCancelled)
 	return nil
 }
 

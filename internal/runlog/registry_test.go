@@ -25,6 +25,10 @@ func TestRegistry(t *testing.T) {
 	require.ErrorIs(t, context.Cause(ctx), runlog.ErrCancelled)
 	require.NoError(t, reg.Cancel("r1"), "twice is harmless")
 
+	reg.Add("q1", runlog.New(1024, nil), nil) // queued: cancelled by the scheduler
+	require.ErrorIs(t, reg.Cancel("q1"), runlog.ErrNotRunning)
+	require.NotNil(t, reg.Live("q1"), "its log is live")
+
 	reg.Remove("r1")
 	require.Nil(t, reg.Live("r1"))
 	require.ErrorIs(t, reg.Cancel("r1"), runlog.ErrNotRunning)

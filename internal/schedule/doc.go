@@ -43,6 +43,15 @@
 // not run later. So a job whose run takes longer than its interval runs
 // back to back at slot boundaries, never concurrently.
 //
+// # Runs and cancellation
+//
+// Every run gets its id (QueuedRun.ID) when it is queued, by a slot or by
+// Queue, so it can be named before it starts. Options.OnEnqueue hears of it
+// before it can start (the caller records it), and Cancel takes a queued
+// run out of the queue (Run is never called for it) or cancels a running
+// run's ctx with a cause. Cancel is atomic with dispatch: a run is either
+// removed before Run is called or its ctx is cancelled, never neither.
+//
 // # Missed slots
 //
 // Missed slots are never replayed. Nothing is persisted, so slots that fell

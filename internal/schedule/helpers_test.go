@@ -24,8 +24,14 @@ func quote(s string) string { return strconv.Quote(s) }
 
 // call is one invocation of Options.Run.
 type call struct {
-	name, trigger string
-	at            time.Time // fake time when the run started
+	name, trigger, id string
+	at                time.Time // fake time when the run started
+}
+
+// withoutID is c with the (random) run id blanked, for comparisons.
+func (c call) withoutID() call {
+	c.id = ""
+	return c
 }
 
 // harness is a Scheduler on a FakeClock whose Run records calls and, for
@@ -79,7 +85,8 @@ func newHarnessAt(t *testing.T, start time.Time, mod func(*schedule.Options)) *h
 	return h
 }
 
-func (h *harness) run(ctx context.Context, name, trigger string) {
+func (h *harness) run(ctx context.Context, r schedule.QueuedRun) {
+	name, trigger := r.Name, r.Trigger
 	h.mu.Lock()
 	h.running[name]++
 	h.total++
@@ -92,7 +99,7 @@ func (h *harness) run(ctx context.Context, name, trigger string) {
 	release := h.block[name]
 	h.mu.Unlock()
 
-	h.calls <- call{name: name, trigger: trigger, at: h.clock.Now()}
+	h.calls <- call{name: name, trigger: trigger, id: r.ID, at: h.clock.Now()}
 	if release != nil {
 		select {
 		case <-release:

@@ -24,7 +24,8 @@ func TestRealClock(t *testing.T) {
 		MaxConcurrent:  2,
 		AllowSubMinute: true,
 		Logger:         discard(),
-		Run: func(_ context.Context, name, _ string) {
+		Run: func(_ context.Context, r schedule.QueuedRun) {
+			name := r.Name
 			mu.Lock()
 			defer mu.Unlock()
 			runs[name] = append(runs[name], time.Now())

@@ -3,6 +3,8 @@ package schedule
 import (
 	"container/heap"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +33,9 @@ var (
 	// ErrBusy is returned by Trigger when the job is already queued or
 	// running.
 	ErrBusy = errors.New("job is already queued or running")
+	// ErrNoSuchRun is returned by Cancel for a run id that is neither
+	// queued nor running.
+	ErrNoSuchRun = errors.New("no queued or running run has this id")
 	// errLooping is returned by a second concurrent Run.
 	errLooping = errors.New("driftwatch/schedule: Run is already running")
 )
@@ -39,6 +44,23 @@ var (
 type Job struct {
 	Name string // unique; passed to Options.Run and used for jitter
 	Spec string // see ParseSpec
+}
+
+// QueuedRun is one run of a job, from the moment it is queued: its id is
+// assigned then (NewRunID), so it can be named (and cancelled) before it
+// starts.
+type QueuedRun struct {
+	ID       string
+	Name     string    // the job's
+	Trigger  string    // TriggerSchedule or what Queue was given
+	QueuedAt time.Time // from the scheduler's clock
+}
+
+// NewRunID returns a new random run id (16 hex digits).
+func NewRunID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // Options configures a Scheduler. Run and Logger are required.
@@ -60,11 +82,20 @@ type Options struct {
 	// schedule changes and runs at info and debug level.
 	Logger *slog.Logger
 
-	// Run executes one run and blocks until it is done. trigger is
-	// TriggerSchedule or what Trigger was given. ctx is cancelled when the
-	// Scheduler's Run is stopped; Run should then return promptly. A panic is
+	// Run executes one run and blocks until it is done. ctx is cancelled
+	// when the Scheduler's Run is stopped, or with the given cause when
+	// Cancel names the run; Run should then return promptly. A panic is
 	// recovered and logged.
-	Run func(ctx context.Context, name, trigger string)
+	Run func(ctx context.Context, r QueuedRun)
+	// OnEnqueue, if set, is told every run that is queued, before the run
+	// can start or be dropped (Run, OnDrop) and before Queue returns. It is
+	// called without the scheduler's lock, so it may do I/O (record the
+	// queued run), but the job's queue position waits for it. Cancel can
+	// remove the run while OnEnqueue is still running.
+	OnEnqueue func(r QueuedRun)
+	// OnDrop, if set, is told a queued run that SetJobs dropped because its
+	// job was removed. It is called without the lock, after OnEnqueue.
+	OnDrop func(r QueuedRun)
 	// OnSkip, if set, is called when a slot comes while the job is still
 	// queued or running; that slot is dropped.
 	OnSkip func(name string)
@@ -106,8 +137,10 @@ type entry struct {
 	index int       // position in Scheduler.due; -1 when not in it
 
 	state   jobState
-	trigger string // trigger of the queued or running run
-	removed bool   // dropped by SetJobs while running; deleted when it ends
+	run     QueuedRun               // the queued or running run
+	listed  bool                    // queued and in Scheduler.queue (OnEnqueue returned)
+	cancel  context.CancelCauseFunc // the running run's ctx (see popLocked)
+	removed bool                    // dropped by SetJobs while running; deleted when it ends
 }
 
 // Scheduler runs jobs on their schedules under a global concurrency cap,
@@ -117,7 +150,9 @@ type Scheduler struct {
 	clock          Clock
 	loc            *time.Location
 	logger         *slog.Logger
-	run            func(ctx context.Context, name, trigger string)
+	run            func(ctx context.Context, r QueuedRun)
+	onEnqueue      func(r QueuedRun)
+	onDrop         func(r QueuedRun)
 	onSkip         func(name string)
 	onQueue        func(queued, active int)
 	max            int
@@ -166,6 +201,8 @@ func New(o Options) (*Scheduler, error) {
 		loc:            o.Location,
 		logger:         o.Logger,
 		run:            o.Run,
+		onEnqueue:      o.OnEnqueue,
+		onDrop:         o.OnDrop,
 		onSkip:         o.OnSkip,
 		onQueue:        o.OnQueue,
 		max:            o.MaxConcurrent,
@@ -216,6 +253,7 @@ func (s *Scheduler) SetJobs(jobs []Job) error {
 
 	now := s.now()
 	var added, changed, removed int
+	var dropped []QueuedRun
 	s.mu.Lock()
 	for i, j := range jobs {
 		e, ok := s.jobs[j.Name]
@@ -250,9 +288,12 @@ func (s *Scheduler) SetJobs(jobs []Job) error {
 		case stateRunning:
 			e.removed = true
 		case stateQueued:
+			if e.listed {
+				dropped = append(dropped, e.run) // else listLocked reports it
+			}
 			s.dequeueLocked(e)
 			delete(s.jobs, name)
-			s.logger.Info("queued run dropped: job removed", "job", name, "trigger", e.trigger)
+			s.logger.Info("queued run dropped: job removed", "job", name, "trigger", e.run.Trigger, "run_id", e.run.ID)
 		default:
 			delete(s.jobs, name)
 		}
@@ -260,6 +301,7 @@ func (s *Scheduler) SetJobs(jobs []Job) error {
 	s.notifyQueueLocked()
 	total := len(s.jobs)
 	s.mu.Unlock()
+	s.dropped(dropped)
 	s.poke()
 	s.logger.Info("schedule updated", "jobs", total, "added", added, "changed", changed, "removed", removed)
 	return nil
@@ -284,11 +326,17 @@ func (s *Scheduler) reschedLocked(e *entry) {
 	}
 }
 
-// Trigger queues a run of the job now, behind the concurrency cap and any
-// jobs already queued. An empty trigger means TriggerManual. It returns an
-// error wrapping ErrUnknownJob or ErrBusy. The run starts once Run is
-// running.
+// Trigger is Queue for callers that do not need the run.
 func (s *Scheduler) Trigger(name, trigger string) error {
+	_, err := s.Queue(name, trigger)
+	return err
+}
+
+// Queue queues a run of the job now, behind the concurrency cap and any
+// jobs already queued, and returns it (OnEnqueue has been told). An empty
+// trigger means TriggerManual. It returns an error wrapping ErrUnknownJob
+// or ErrBusy. The run starts once Run is running.
+func (s *Scheduler) Queue(name, trigger string) (QueuedRun, error) {
 	if trigger == "" {
 		trigger = TriggerManual
 	}
@@ -297,16 +345,48 @@ func (s *Scheduler) Trigger(name, trigger string) error {
 	switch {
 	case !ok || e.removed:
 		s.mu.Unlock()
-		return fmt.Errorf("job %q: %w", name, ErrUnknownJob)
+		return QueuedRun{}, fmt.Errorf("job %q: %w", name, ErrUnknownJob)
 	case e.state != stateIdle:
 		s.mu.Unlock()
-		return fmt.Errorf("job %q: %w", name, ErrBusy)
+		return QueuedRun{}, fmt.Errorf("job %q: %w", name, ErrBusy)
 	}
-	s.enqueueLocked(e, trigger)
+	r := s.reserveLocked(e, trigger)
+	s.mu.Unlock()
+	s.announce([]QueuedRun{r})
+	s.mu.Lock()
+	dropped := s.listLocked([]*entry{e}, []QueuedRun{r})
 	s.notifyQueueLocked()
 	s.mu.Unlock()
+	s.dropped(dropped)
 	s.poke()
-	return nil
+	return r, nil
+}
+
+// Cancel cancels the queued or running run with this id. A queued run is
+// removed from the queue (Run is never called for it) and returned with
+// queued true; a running run's ctx is cancelled with cause (the run
+// decides how to stop). An id that is neither queued nor running (never
+// queued, finished, dropped) is ErrNoSuchRun.
+func (s *Scheduler) Cancel(id string, cause error) (r QueuedRun, queued bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.jobs {
+		if e.run.ID != id {
+			continue
+		}
+		switch e.state {
+		case stateQueued:
+			r = e.run
+			s.dequeueLocked(e)
+			s.notifyQueueLocked()
+			s.logger.Info("queued run cancelled", "job", e.name, "trigger", r.Trigger, "run_id", id)
+			return r, true, nil
+		case stateRunning:
+			e.cancel(cause)
+			return e.run, false, nil
+		}
+	}
+	return QueuedRun{}, false, fmt.Errorf("run %q: %w", id, ErrNoSuchRun)
 }
 
 // Next returns when the job's next scheduled slot will be dispatched, jitter
@@ -363,14 +443,21 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 	for {
 		s.mu.Lock()
+		es, rs := s.fireDueLocked(s.now())
+		if len(rs) > 0 {
+			s.mu.Unlock()
+			s.announce(rs)
+			s.mu.Lock()
+		}
+		dropped := s.listLocked(es, rs)
 		now := s.now()
-		s.fireDueLocked(now)
 		s.dispatchLocked(ctx, &wg)
 		wakeAt := now.Add(maxSleep)
 		if len(s.due) > 0 && s.due[0].due.Before(wakeAt) {
 			wakeAt = s.due[0].due
 		}
 		s.mu.Unlock()
+		s.dropped(dropped)
 
 		if timer == nil || !armed.Equal(wakeAt) {
 			if timer != nil {
@@ -389,18 +476,19 @@ func (s *Scheduler) Run(ctx context.Context) error {
 }
 
 // fireDueLocked handles every slot that is due at now, earliest first: an
-// idle job is queued, a queued or running one skips the slot. The next slot
-// is computed from the slot itself, not from now, so schedules do not drift
-// with dispatch latency. If the loop woke so late that the following slot
+// idle job is reserved (see reserveLocked) and returned with its run, a
+// queued or running one skips the slot. The next slot is computed from the
+// slot itself, not from now, so schedules do not drift with dispatch
+// latency. If the loop woke so late that the following slot
 // is also past (host suspended, clock stepped), the job runs once and the
 // missed slots are not replayed.
-func (s *Scheduler) fireDueLocked(now time.Time) {
+func (s *Scheduler) fireDueLocked(now time.Time) (es []*entry, rs []QueuedRun) {
 	var late int
 	var lateBy time.Duration
 	for len(s.due) > 0 && !s.due[0].due.After(now) {
 		e := s.due[0]
 		if e.state == stateIdle {
-			s.enqueueLocked(e, TriggerSchedule)
+			es, rs = append(es, e), append(rs, s.reserveLocked(e, TriggerSchedule))
 		} else {
 			s.skipped++
 			if s.onSkip != nil {
@@ -422,24 +510,27 @@ func (s *Scheduler) fireDueLocked(now time.Time) {
 	}
 	// No OnQueue here: the caller dispatches next and reports the result,
 	// so a burst of due jobs is not reported as all queued.
+	return es, rs
 }
 
 // dispatchLocked starts queued runs while there is capacity.
 func (s *Scheduler) dispatchLocked(ctx context.Context, wg *sync.WaitGroup) {
 	for s.active < s.max && len(s.queue) > 0 && ctx.Err() == nil {
-		e := s.popLocked()
-		wg.Go(func() { s.worker(ctx, e) })
+		e, runCtx := s.popLocked(ctx)
+		wg.Go(func() { s.worker(ctx, e, runCtx) })
 	}
 	s.notifyQueueLocked()
 }
 
-// worker executes e, then keeps taking queued jobs while there are any, so
-// a finishing run hands its capacity to the next job without a round trip
-// through the loop.
-func (s *Scheduler) worker(ctx context.Context, e *entry) {
+// worker executes e with its run's ctx (runCtx, from popLocked), then
+// keeps taking queued jobs while there are any, so a finishing run hands
+// its capacity to the next job without a round trip through the loop.
+func (s *Scheduler) worker(ctx context.Context, e *entry, runCtx context.Context) {
 	for e != nil {
-		s.execute(ctx, e.name, e.trigger)
+		s.execute(runCtx, e.run)
 		s.mu.Lock()
+		e.cancel(nil)
+		e.cancel = nil
 		s.active--
 		e.state = stateIdle
 		if e.removed && s.jobs[e.name] == e {
@@ -447,7 +538,7 @@ func (s *Scheduler) worker(ctx context.Context, e *entry) {
 		}
 		e = nil
 		if len(s.queue) > 0 && ctx.Err() == nil {
-			e = s.popLocked()
+			e, runCtx = s.popLocked(ctx)
 		}
 		s.notifyQueueLocked()
 		s.mu.Unlock()
@@ -456,40 +547,83 @@ func (s *Scheduler) worker(ctx context.Context, e *entry) {
 
 // execute calls Options.Run, recovering a panic so that one broken run
 // neither kills the daemon nor unschedules the job.
-func (s *Scheduler) execute(ctx context.Context, name, trigger string) {
+func (s *Scheduler) execute(ctx context.Context, r QueuedRun) {
 	defer func() {
-		if r := recover(); r != nil {
-			s.logger.Error("run panicked", "job", name, "trigger", trigger, "panic", r, "stack", string(debug.Stack()))
+		if p := recover(); p != nil {
+			s.logger.Error("run panicked", "job", r.Name, "trigger", r.Trigger, "run_id", r.ID, "panic", p, "stack", string(debug.Stack()))
 		}
 	}()
 	verbose := s.logger.Enabled(ctx, slog.LevelDebug)
 	var start time.Time
 	if verbose {
 		start = s.clock.Now()
-		s.logger.Debug("job dispatched", "job", name, "trigger", trigger)
+		s.logger.Debug("job dispatched", "job", r.Name, "trigger", r.Trigger, "run_id", r.ID)
 	}
-	s.run(ctx, name, trigger)
+	s.run(ctx, r)
 	if verbose {
-		s.logger.Debug("job returned", "job", name, "trigger", trigger, "duration", s.clock.Now().Sub(start))
+		s.logger.Debug("job returned", "job", r.Name, "trigger", r.Trigger, "run_id", r.ID, "duration", s.clock.Now().Sub(start))
 	}
 }
 
-func (s *Scheduler) enqueueLocked(e *entry, trigger string) {
-	e.state, e.trigger = stateQueued, trigger
-	s.queue = append(s.queue, e)
+// reserveLocked marks e queued with a new run: from here Trigger answers
+// ErrBusy, slots are skipped and Cancel finds the run, but the run joins
+// the FIFO (listLocked) once OnEnqueue has been told (announce).
+func (s *Scheduler) reserveLocked(e *entry, trigger string) QueuedRun {
+	e.state, e.listed = stateQueued, false
+	e.run = QueuedRun{ID: NewRunID(), Name: e.name, Trigger: trigger, QueuedAt: s.now()}
+	return e.run
 }
 
-// popLocked moves the head of the queue to running. The caller has checked
-// that the queue is not empty.
-func (s *Scheduler) popLocked() *entry {
+// announce tells OnEnqueue about reserved runs; the lock is not held.
+func (s *Scheduler) announce(rs []QueuedRun) {
+	if s.onEnqueue != nil {
+		for _, r := range rs {
+			s.onEnqueue(r)
+		}
+	}
+}
+
+// listLocked appends the announced runs rs (of entries es) to the FIFO if
+// they are still queued with the same run: Cancel may have removed one
+// meanwhile. It returns those SetJobs dropped meanwhile, for dropped.
+func (s *Scheduler) listLocked(es []*entry, rs []QueuedRun) (dropped []QueuedRun) {
+	for i, e := range es {
+		switch {
+		case s.jobs[e.name] != e:
+			dropped = append(dropped, rs[i])
+		case e.state == stateQueued && !e.listed && e.run.ID == rs[i].ID:
+			e.listed = true
+			s.queue = append(s.queue, e)
+		}
+	}
+	return dropped
+}
+
+// dropped tells OnDrop; the lock is not held.
+func (s *Scheduler) dropped(rs []QueuedRun) {
+	if s.onDrop != nil {
+		for _, r := range rs {
+			s.onDrop(r)
+		}
+	}
+}
+
+// popLocked moves the head of the queue to running, with a ctx of its own
+// (derived from ctx) that Cancel can cancel. The caller has checked that
+// the queue is not empty.
+func (s *Scheduler) popLocked(ctx context.Context) (*entry, context.Context) {
 	e := s.queue[0]
 	s.queue[0] = nil
 	s.queue = s.queue[1:]
-	e.state = stateRunning
+	e.state, e.listed = stateRunning, false
+	runCtx, cancel := context.WithCancelCause(ctx)
+	e.cancel = cancel
 	s.active++
-	return e
+	return e, runCtx
 }
 
+// dequeueLocked takes a queued e out of the queue (or out of its
+// reservation) and makes it idle.
 func (s *Scheduler) dequeueLocked(e *entry) {
 	for i, q := range s.queue {
 		if q == e {
@@ -497,7 +631,7 @@ func (s *Scheduler) dequeueLocked(e *entry) {
 			break
 		}
 	}
-	e.state = stateIdle
+	e.state, e.listed = stateIdle, false
 }
 
 func (s *Scheduler) notifyQueueLocked() {

@@ -16,7 +16,7 @@ import (
 )
 
 func TestNewValidates(t *testing.T) {
-	run := func(context.Context, string, string) {}
+	run := func(context.Context, schedule.QueuedRun) {}
 	logger := slog.New(slog.DiscardHandler)
 	tests := []struct {
 		name    string
@@ -62,7 +62,7 @@ func TestDueJobsRun(t *testing.T) {
 
 	h.advance(time.Minute)
 	c := h.next()
-	require.Equal(t, call{name: "half", trigger: schedule.TriggerSchedule, at: ref.Add(30 * time.Minute)}, c)
+	require.Equal(t, call{name: "half", trigger: schedule.TriggerSchedule, at: ref.Add(30 * time.Minute)}, c.withoutID())
 	h.idle()
 
 	h.advance(30 * time.Minute)
@@ -193,7 +193,7 @@ func TestOverlapWhileQueued(t *testing.T) {
 	require.Equal(t, schedule.Stats{Queued: 1, Active: 1, Skipped: 1}, h.s.Stats())
 
 	h.release("hog")
-	require.Equal(t, call{name: "minutely", trigger: schedule.TriggerSchedule, at: ref.Add(2 * time.Minute)}, h.next())
+	require.Equal(t, call{name: "minutely", trigger: schedule.TriggerSchedule, at: ref.Add(2 * time.Minute)}, h.next().withoutID())
 	h.idle()
 }
 
@@ -210,7 +210,7 @@ func TestTrigger(t *testing.T) {
 	require.NoError(t, h.s.Trigger("a", "manual"))
 	require.Equal(t, schedule.Stats{Queued: 1}, h.s.Stats())
 	h.start()
-	require.Equal(t, call{name: "a", trigger: "manual", at: ref}, h.next())
+	require.Equal(t, call{name: "a", trigger: "manual", at: ref}, h.next().withoutID())
 
 	require.NoError(t, h.s.Trigger("b", "")) // empty means manual
 	require.Equal(t, schedule.Stats{Queued: 1, Active: 1}, h.waitStats(func(st schedule.Stats) bool { return st.Queued == 1 }))
@@ -225,9 +225,9 @@ func TestTrigger(t *testing.T) {
 
 	require.NoError(t, h.s.Trigger("c", "api"))
 	h.release("a")
-	require.Equal(t, call{name: "b", trigger: schedule.TriggerManual, at: ref}, h.next())
+	require.Equal(t, call{name: "b", trigger: schedule.TriggerManual, at: ref}, h.next().withoutID())
 	h.release("b")
-	require.Equal(t, call{name: "c", trigger: "api", at: ref}, h.next())
+	require.Equal(t, call{name: "c", trigger: "api", at: ref}, h.next().withoutID())
 	h.idle()
 	total, _ := h.maxes()
 	require.Equal(t, 1, total)
@@ -327,7 +327,7 @@ func TestSetJobsWhileRunning(t *testing.T) {
 	h.release("a")
 	h.idle() // b never ran
 	h.advance(time.Minute)
-	require.Equal(t, call{name: "a", trigger: schedule.TriggerSchedule, at: ref.Add(3 * time.Minute)}, h.next())
+	require.Equal(t, call{name: "a", trigger: schedule.TriggerSchedule, at: ref.Add(3 * time.Minute)}, h.next().withoutID())
 	h.idle()
 	_, perJob := h.maxes()
 	require.Equal(t, 1, perJob)
@@ -405,8 +405,8 @@ func TestPanicRecovered(t *testing.T) {
 	h := newHarness(t, func(o *schedule.Options) {
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 		inner := o.Run
-		o.Run = func(ctx context.Context, name, trigger string) {
-			inner(ctx, name, trigger)
+		o.Run = func(ctx context.Context, r schedule.QueuedRun) {
+			inner(ctx, r)
 			mu.Lock()
 			calls++
 			first := calls == 1
@@ -453,9 +453,9 @@ func TestRunWaitsForRunningJobs(t *testing.T) {
 	h := newHarness(t, func(o *schedule.Options) {
 		o.MaxConcurrent = 1
 		inner := o.Run
-		o.Run = func(ctx context.Context, name, trigger string) {
-			inner(ctx, name, trigger)
-			if name == "long" {
+		o.Run = func(ctx context.Context, r schedule.QueuedRun) {
+			inner(ctx, r)
+			if r.Name == "long" {
 				<-ctx.Done()
 				close(cancelled)
 				<-finish // cleanup takes a while, like terraform on SIGINT

@@ -110,7 +110,7 @@ func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown workspace")
 		return
 	}
-	err := s.o.Trigger(name)
+	id, err := s.o.Trigger(name)
 	switch {
 	case err == nil:
 	case errors.Is(err, s.o.UnknownErr):
@@ -123,12 +123,13 @@ func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	s.o.Logger.Info("run triggered through the api", "workspace", name)
-	w.Header().Set("Location", s.prefix+"/api/v1/workspaces/"+url.PathEscape(name)+"/runs")
+	s.o.Logger.Info("run triggered through the api", "workspace", name, "run_id", id)
+	w.Header().Set("Location", s.prefix+"/api/v1/runs/"+url.PathEscape(id))
 	writeJSON(w, http.StatusAccepted, struct {
 		Workspace string `json:"workspace"`
+		RunID     string `json:"run_id"`
 		Status    string `json:"status"`
-	}{name, "queued"})
+	}{name, id, string(store.RunQueued)})
 }
 
 // internalError logs err and answers 500 without details: store errors

@@ -30,8 +30,10 @@ func TestTriggerAuth(t *testing.T) {
 		{"wrong token", true, "Bearer nope", http.StatusUnauthorized, `{"error": "invalid bearer token"}`},
 		{"token prefix", true, "Bearer " + testToken[:5], http.StatusUnauthorized, `{"error": "invalid bearer token"}`},
 		{"token with suffix", true, "Bearer " + testToken + "x", http.StatusUnauthorized, `{"error": "invalid bearer token"}`},
-		{"right token", true, "Bearer " + testToken, http.StatusAccepted, `{"workspace": "prod-network", "status": "queued"}`},
-		{"scheme is case-insensitive", true, "bearer " + testToken, http.StatusAccepted, `{"workspace": "prod-network", "status": "queued"}`},
+		{"right token", true, "Bearer " + testToken, http.StatusAccepted,
+			`{"workspace": "prod-network", "run_id": "run-prod-network-q1", "status": "queued"}`},
+		{"scheme is case-insensitive", true, "bearer " + testToken, http.StatusAccepted,
+			`{"workspace": "prod-network", "run_id": "run-prod-network-q1", "status": "queued"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,7 +54,7 @@ func TestTriggerAuth(t *testing.T) {
 			}
 			if tt.wantCode == http.StatusAccepted {
 				require.Equal(t, []string{"prod-network"}, h.triggeredNames())
-				require.Equal(t, "/api/v1/workspaces/prod-network/runs", rh.Get("Location"))
+				require.Equal(t, "/api/v1/runs/run-prod-network-q1", rh.Get("Location"))
 			} else {
 				require.Empty(t, h.triggeredNames(), "no run may be queued without authorization")
 			}
@@ -70,7 +72,7 @@ func TestTriggerOutcomes(t *testing.T) {
 		wantCode   int
 		want       string
 	}{
-		{"queued", "billing-db", nil, http.StatusAccepted, `{"workspace": "billing-db", "status": "queued"}`},
+		{"queued", "billing-db", nil, http.StatusAccepted, `{"workspace": "billing-db", "run_id": "run-billing-db-q1", "status": "queued"}`},
 		{"not configured", "nope", nil, http.StatusNotFound, `{"error": "unknown workspace"}`},
 		{"unknown to the scheduler", "billing-db", fmt.Errorf("trigger %q: %w", "billing-db", errUnknown), http.StatusNotFound, `{"error": "unknown workspace"}`},
 		{"busy", "billing-db", fmt.Errorf("trigger %q: %w", "billing-db", errBusy), http.StatusConflict,

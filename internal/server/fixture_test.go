@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -180,14 +181,14 @@ func (h *harness) options() Options {
 			defer h.mu.Unlock()
 			return append([]WorkspaceInfo(nil), h.workspaces...)
 		},
-		Trigger: func(name string) error {
+		Trigger: func(name string) (string, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			if h.triggerErr != nil {
-				return h.triggerErr
+				return "", h.triggerErr
 			}
 			h.triggered = append(h.triggered, name)
-			return nil
+			return fmt.Sprintf("run-%s-q%d", name, len(h.triggered)), nil
 		},
 		Ready: func() error {
 			h.mu.Lock()

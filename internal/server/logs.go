@@ -188,9 +188,10 @@ func (s *sseWriter) end(verdict string) {
 	_ = s.flush()
 }
 
-// apiCancel serves POST /api/v1/runs/{id}/cancel: 202 once the run's
-// cancellation is requested (the run ends as cancelled shortly after), 404
-// for an unknown run, 409 for a finished one.
+// apiCancel serves POST /api/v1/runs/{id}/cancel: 202 with status
+// "cancelled" for a queued run (it is out of the queue and recorded), or
+// "cancelling" once a running run's cancellation is requested (it ends as
+// cancelled shortly after); 404 for an unknown run, 409 for a finished one.
 func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r) {
 		return
@@ -200,7 +201,7 @@ func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	err := s.o.Cancel(id)
+	queued, err := s.o.Cancel(id)
 	switch {
 	case err == nil:
 	case s.o.UnknownErr != nil && errors.Is(err, s.o.UnknownErr), errors.Is(err, store.ErrNotFound):
@@ -219,12 +220,16 @@ func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	s.o.Logger.Info("run cancelled through the api", "run", id)
+	status := "cancelling"
+	if queued {
+		status = string(store.RunCancelled)
+	}
+	s.o.Logger.Info("run cancelled through the api", "run", id, "status", status)
 	w.Header().Set("Location", s.prefix+"/api/v1/runs/"+url.PathEscape(id))
 	writeJSON(w, http.StatusAccepted, struct {
 		Run    string `json:"run"`
 		Status string `json:"status"`
-	}{id, "cancelling"})
+	}{id, status})
 }
 
 type runPageData struct {
@@ -233,6 +238,8 @@ type runPageData struct {
 	Live   bool
 	HasLog bool
 	Log    string
+	// Remediation is the one the run proposed or applied, if any.
+	Remediation *remediationView
 }
 
 // runPage serves /runs/{id}: the run and its log, server-rendered; an
@@ -267,6 +274,10 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 			s.pageError(w, r, err)
 			return
 		}
+	}
+	if d.Remediation, err = s.runRemediation(r.Context(), run); err != nil {
+		s.pageError(w, r, err)
+		return
 	}
 	d.page = s.newPage("driftwatch: run "+run.ID+" ("+string(run.Status)+")", d.Live)
 	if d.Live {

@@ -59,16 +59,17 @@ func newLogHarness(t *testing.T) (*logHarness, Options) {
 	}
 	o.Logs = h.logs
 	o.NotRunningErr = errNotRunning
-	o.Cancel = func(id string) error {
+	o.Cancel = func(id string) (bool, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if _, ok := h.live[id]; ok {
-			return nil
+			r, _ := h.store.Run(context.Background(), id)
+			return r.Status == store.RunQueued, nil
 		}
 		if _, err := h.store.Run(context.Background(), id); err == nil {
-			return fmt.Errorf("cancel %s: %w", id, errNotRunning)
+			return false, fmt.Errorf("cancel %s: %w", id, errNotRunning)
 		}
-		return fmt.Errorf("cancel %s: %w", id, errUnknown)
+		return false, fmt.Errorf("cancel %s: %w", id, errUnknown)
 	}
 	o.TokenFile = writeToken(t, testToken)
 	return h, o
@@ -207,7 +208,9 @@ func TestCancel(t *testing.T) {
 	h, o := newLogHarness(t)
 	h.store.addRun(store.Run{ID: "live-1", Workspace: "prod-network", StartedAt: testNow, Status: store.RunRunning})
 	h.store.addRun(store.Run{ID: "done-1", Workspace: "prod-network", StartedAt: testNow, FinishedAt: testNow, Status: "clean"})
+	h.store.addRun(store.Run{ID: "queued-1", Workspace: "prod-network", StartedAt: testNow, Status: store.RunQueued})
 	h.live["live-1"] = runlog.New(1024, nil)
+	h.live["queued-1"] = runlog.New(1024, nil)
 	ts := serve(t, o)
 	auth := map[string]string{"Authorization": "Bearer " + testToken}
 
@@ -215,6 +218,9 @@ func TestCancel(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, code, body)
 	code, hdr, body := do(t, http.MethodPost, ts.URL+"/api/v1/runs/live-1/cancel", auth)
 	requireJSON(t, http.StatusAccepted, `{"run": "live-1", "status": "cancelling"}`, code, hdr, body)
+	require.Equal(t, "/api/v1/runs/live-1", hdr.Get("Location"))
+	code, hdr, body = do(t, http.MethodPost, ts.URL+"/api/v1/runs/queued-1/cancel", auth)
+	requireJSON(t, http.StatusAccepted, `{"run": "queued-1", "status": "cancelled"}`, code, hdr, body)
 	code, hdr, body = do(t, http.MethodPost, ts.URL+"/api/v1/runs/done-1/cancel", auth)
 	requireJSON(t, http.StatusConflict, `{"error": "the run is not queued or running"}`, code, hdr, body)
 	code, hdr, body = do(t, http.MethodPost, ts.URL+"/api/v1/runs/nope/cancel", auth)
@@ -226,16 +232,18 @@ func TestCancel(t *testing.T) {
 	require.Equal(t, http.StatusNotImplemented, code)
 }
 
-// The daemon's wiring: runlog.Registry backs LiveLog and Cancel.
+// The daemon's wiring for runs outside the scheduler's queue:
+// runlog.Registry backs LiveLog and Cancel.
 func TestCancelWithRegistry(t *testing.T) {
 	h, o := newLogHarness(t)
 	reg := runlog.NewRegistry()
-	o.LiveLog, o.Cancel, o.NotRunningErr = reg.Live, reg.Cancel, runlog.ErrNotRunning
+	o.LiveLog, o.NotRunningErr = reg.Live, runlog.ErrNotRunning
+	o.Cancel = func(id string) (bool, error) { return false, reg.Cancel(id) }
 	h.store.addRun(store.Run{ID: "live-1", Workspace: "prod-network", StartedAt: testNow, Status: store.RunRunning})
 	h.store.addRun(store.Run{ID: "done-1", Workspace: "prod-network", StartedAt: testNow, FinishedAt: testNow, Status: "clean"})
 	ctx, cancel := context.WithCancelCause(t.Context())
 	reg.Add("live-1", runlog.New(1024, nil), cancel)
-	reg.Add("queued-1", nil, func(error) {}) // queued: not in the store yet
+	reg.Add("queued-1", runlog.New(1024, nil), nil) // queued: the scheduler cancels it, not the registry
 	ts := serve(t, o)
 	auth := map[string]string{"Authorization": "Bearer " + testToken}
 
@@ -243,7 +251,7 @@ func TestCancelWithRegistry(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, code, body)
 	require.ErrorIs(t, context.Cause(ctx), runlog.ErrCancelled)
 	code, _, body = do(t, http.MethodPost, ts.URL+"/api/v1/runs/queued-1/cancel", auth)
-	require.Equal(t, http.StatusAccepted, code, body)
+	require.Equal(t, http.StatusNotFound, code, "not recorded and not cancellable here: %s", body)
 	code, _, body = do(t, http.MethodPost, ts.URL+"/api/v1/runs/done-1/cancel", auth)
 	require.Equal(t, http.StatusConflict, code, body)
 	code, _, body = do(t, http.MethodPost, ts.URL+"/api/v1/runs/nope/cancel", auth)

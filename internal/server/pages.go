@@ -24,8 +24,8 @@ const pageRunsLimit = 20
 
 // pages holds the parsed page templates and the stylesheet.
 type pages struct {
-	status, workspace, message, run *template.Template
-	css                             template.CSS
+	status, workspace, message, run, remediation *template.Template
+	css                                          template.CSS
 	// csp allows exactly the inline stylesheet and nothing else: no
 	// scripts, no external loads, no framing.
 	csp string
@@ -46,11 +46,15 @@ func newPages(prefix string) (*pages, error) {
 		"runDuration": fmtRunDuration,
 		"wsPath":      func(name string) string { return workspacePath(prefix, name) },
 		"runPath":     func(id string) string { return runPath(prefix, id) },
+		"remPath":     func(id string) string { return remediationPath(prefix, id) },
+		"stateLabel":  stateLabel,
+		"resources":   resources,
+		"rem":         func(now time.Time, r remediationView, apiBase string) remArg { return remArg{now, r, apiBase} },
 		"count":       func(kind string, n int) countArg { return countArg{kind, n} },
 		"when":        func(now, t time.Time, zero string) whenArg { return whenArg{now, t, zero} },
 		"deref":       func(t *time.Time) time.Time { return *t },
 	}
-	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html")
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/remediation_parts.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse layout: %w", err)
 	}
@@ -67,6 +71,7 @@ func newPages(prefix string) (*pages, error) {
 		{&p.workspace, "workspace.html"},
 		{&p.message, "message.html"},
 		{&p.run, "run.html"},
+		{&p.remediation, "remediation.html"},
 	} {
 		l, err := layout.Clone()
 		if err != nil {
@@ -82,6 +87,13 @@ func newPages(prefix string) (*pages, error) {
 type countArg struct {
 	Kind string
 	N    int
+}
+
+// remArg is what a remediation's parts of a page need.
+type remArg struct {
+	Now     time.Time
+	R       remediationView
+	APIBase string
 }
 
 type whenArg struct {
@@ -112,6 +124,8 @@ type statusPageData struct {
 	Tone       string // "bad", "warn" or "" (all clean)
 	Summary    []summaryItem
 	Workspaces []workspaceView
+	// Remediation is nil when the daemon has no remediation control.
+	Remediation *remediationSummary
 }
 
 // notifierView is a notifier's row on the status page.
@@ -127,6 +141,11 @@ type workspacePageData struct {
 	Runs      []store.Run
 	RunsLimit int
 	APIBase   string
+	// HasRemediation: the daemon has remediation control; Remediations
+	// are the workspace's newest.
+	HasRemediation    bool
+	Remediations      []remediationView
+	RemediationsLimit int
 }
 
 type messagePageData struct {
@@ -178,11 +197,16 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	for _, n := range ns {
 		nvs = append(nvs, notifierView{NotifierStatus: n, Failing: n.Failing(now)})
 	}
+	rem, err := s.remediationSummary(r.Context(), vs)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
 	items, verdict, tone := statusSummary(vs)
 	title := "driftwatch: " + verdict
 	s.render(w, r, http.StatusOK, s.pages.status, statusPageData{
 		page:    s.newPage(title, true),
-		Verdict: verdict, Tone: tone, Summary: items, Workspaces: vs, Notifiers: nvs,
+		Verdict: verdict, Tone: tone, Summary: items, Workspaces: vs, Notifiers: nvs, Remediation: rem,
 	})
 }
 
@@ -206,22 +230,35 @@ func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, fmt.Errorf("workspace %q: runs: %w", name, err))
 		return
 	}
-	apiBase := s.base
-	if apiBase == "" {
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		apiBase = scheme + "://" + r.Host
+	rems, err := s.remediationViews(r.Context(), name, pageRemediationsLimit)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
 	}
 	s.render(w, r, http.StatusOK, s.pages.workspace, workspacePageData{
-		page:      s.newPage("driftwatch: "+name+" ("+string(v.Status)+")", true),
-		W:         v,
-		Findings:  sortedFindings(v.State.Findings),
-		Runs:      runs,
-		RunsLimit: pageRunsLimit,
-		APIBase:   apiBase,
+		page:              s.newPage("driftwatch: "+name+" ("+string(v.Status)+")", true),
+		W:                 v,
+		Findings:          sortedFindings(v.State.Findings),
+		Runs:              runs,
+		RunsLimit:         pageRunsLimit,
+		APIBase:           s.apiBase(r),
+		HasRemediation:    s.o.Remediation != nil,
+		Remediations:      rems,
+		RemediationsLimit: pageRemediationsLimit,
 	})
+}
+
+// apiBase is the URL the API is reached at, for the commands a page
+// shows: the external URL, else the scheme and host of the request.
+func (s *Server) apiBase(r *http.Request) string {
+	if s.base != "" {
+		return s.base
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 func (s *Server) pageError(w http.ResponseWriter, r *http.Request, err error) {

@@ -75,6 +75,7 @@ func (s *Server) remediationRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/remediation", s.apiRemediationStatus)
 	mux.HandleFunc("POST /api/v1/remediation/pause", s.apiPause(true))
 	mux.HandleFunc("POST /api/v1/remediation/resume", s.apiPause(false))
+	mux.HandleFunc("GET /remediations/{id}", s.remediationPage)
 }
 
 func (s *Server) remediationError(w http.ResponseWriter, r *http.Request, err error) {

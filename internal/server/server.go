@@ -41,9 +41,10 @@ type Options struct {
 	// request, so a reloaded config shows at once. It must be safe for
 	// concurrent use.
 	Workspaces func() []WorkspaceInfo
-	// Trigger queues a run of the named workspace now. Errors matching
-	// UnknownErr (errors.Is) answer 404 and BusyErr 409; others 500.
-	Trigger func(name string) error
+	// Trigger queues a run of the named workspace now and returns its run
+	// id. Errors matching UnknownErr (errors.Is) answer 404 and BusyErr
+	// 409; others 500.
+	Trigger func(name string) (runID string, err error)
 	// Ready returns nil when the daemon is ready to serve, or the reason
 	// it is not.
 	Ready    func() error
@@ -82,11 +83,12 @@ type Options struct {
 	LiveLog func(runID string) *runlog.Log
 	// Logs holds finished runs' logs (nil: none are served).
 	Logs store.LogStore
-	// Cancel stops a queued or running run (runlog.Registry.Cancel).
-	// Errors matching UnknownErr or store.ErrNotFound answer 404;
-	// NotRunningErr (runlog.ErrNotRunning) answers 409 for a run the store
-	// knows and 404 otherwise; others 500. nil: 501.
-	Cancel        func(runID string) error
+	// Cancel stops a queued or running run: a queued one is cancelled at
+	// once (queued true), a running one is asked to stop. Errors matching
+	// UnknownErr or store.ErrNotFound answer 404; NotRunningErr
+	// (runlog.ErrNotRunning) answers 409 for a run the store knows and 404
+	// otherwise; others 500. nil: 501.
+	Cancel        func(runID string) (queued bool, err error)
 	NotRunningErr error
 }
 

@@ -92,6 +92,15 @@ type RemediationStore interface {
 	RemediationPaused(ctx context.Context) (bool, error)
 	// SetRemediationPaused persists it.
 	SetRemediationPaused(ctx context.Context, paused bool) error
+	// CreateRemediationWithAlert is CreateRemediation plus, in the same
+	// transaction, the incident changes and outbox messages alert computes
+	// for the new remediation: a crash leaves the remediation with its
+	// announcement or neither. A nil alert makes it CreateRemediation.
+	CreateRemediationWithAlert(ctx context.Context, r Remediation, alert RemediationAlert) error
+	// TransitionRemediationWithAlert is TransitionRemediation plus, in the
+	// same transaction, what alert computes for the updated remediation.
+	// A nil alert makes it TransitionRemediation.
+	TransitionRemediationWithAlert(ctx context.Context, id string, from []RemediationState, to Transition, alert RemediationAlert) (Remediation, error)
 	// FinishRunOnly records the outcome of a started run without touching
 	// the workspace's state or incidents (a remediation's run: its status
 	// is the remediation result, e.g. "applied").
@@ -109,3 +118,12 @@ type Transition struct {
 	Outcome    json.RawMessage
 	ApplyRunID string
 }
+
+// RemediationAlert computes, inside the transaction that writes a
+// remediation, how it is announced: the incidents to write (a failed apply
+// raises the drift incident's severity) and the messages to enqueue, the
+// way an Outcome does for a run. r is the remediation as written;
+// incidents are its workspace's incidents (every state). It runs with the
+// database's write lock held: it must be quick and must not call the
+// store.
+type RemediationAlert func(r Remediation, incidents []Incident) (changed []Incident, enqueue []OutboxMessage)

@@ -17,9 +17,13 @@ var ErrNotFound = errors.New("not found")
 
 // Run statuses beyond drift.Status.
 const (
+	// RunQueued marks a run waiting for a run slot; its StartedAt is when
+	// it was queued until it starts.
+	RunQueued drift.Status = "queued"
 	// RunRunning marks a run that has started and not finished.
 	RunRunning drift.Status = "running"
-	// RunInterrupted marks a run the process died during (found at startup).
+	// RunInterrupted marks a run the process died during, or before a
+	// queued run started (found at startup).
 	RunInterrupted drift.Status = "interrupted"
 	// RunCancelled marks a run stopped on request: neither clean nor
 	// errored, it changes no workspace state and no incident.
@@ -71,8 +75,8 @@ type Store interface {
 	// and after. An errored run keeps the previous findings and fingerprint
 	// (an error says nothing about drift) but sets Status errored.
 	FinishRun(ctx context.Context, r Run) (before, after WorkspaceState, err error)
-	// MarkInterrupted turns every run still marked running (the process
-	// died) into interrupted and returns them, oldest first.
+	// MarkInterrupted turns every run still marked running or queued (the
+	// process died) into interrupted and returns them, oldest first.
 	MarkInterrupted(ctx context.Context, at time.Time) ([]Run, error)
 	// Run returns one run.
 	Run(ctx context.Context, id string) (Run, error)

@@ -260,7 +260,7 @@ func Conformance(t *testing.T, newNotifier NewNotifier) {
 	t.Run("every event", func(t *testing.T) {
 		n, _ := newNotifier(t)
 		var state []byte
-		for _, ev := range []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventRenotify, notify.EventResolve} {
+		for _, ev := range []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventRemediation, notify.EventRenotify, notify.EventResolve} {
 			var err error
 			state, err = n.Notify(t.Context(), SampleMessage(ev), state, func(b []byte) error { state = b; return nil })
 			require.NoError(t, err, "event %s", ev)
@@ -341,7 +341,8 @@ func RequireNoSecretsIn(t testing.TB, s string, secrets []string) {
 }
 
 // SampleMessage is a realistic message for event: a drift incident with
-// findings (and a delta for updates). Its Key is usable as an alias.
+// findings (a delta for updates, a failed apply for remediations). Its
+// Key is usable as an alias.
 func SampleMessage(event notify.Event) notify.Message {
 	since := time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)
 	fs := []drift.Finding{
@@ -367,8 +368,17 @@ func SampleMessage(event notify.Event) notify.Message {
 		},
 		At: since.Add(time.Hour),
 	}
-	if event == notify.EventUpdate {
+	switch event {
+	case notify.EventUpdate:
 		m.Delta = &notify.Delta{Added: fs[1:]}
+	case notify.EventRemediation:
+		// A failed apply: the incident's severity is raised one step.
+		m.Incident.Severity, m.Incident.Escalated = notify.SeverityCritical, 1
+		m.Remediation = &notify.Remediation{
+			ID: "rem-0007", Mode: "auto", Result: notify.RemediationFailed,
+			Reason:    "apply: Error: Cannot write file (aws_security_group.web, main.tf line 3)",
+			Resources: 1, ApplyRunID: "run-0043", URL: "https://driftwatch.example.com/runs/run-0043",
+		}
 	}
 	return m
 }

@@ -65,7 +65,21 @@ type WebhookPayload struct {
 	Event    string          `json:"event"`
 	Incident WebhookIncident `json:"incident"`
 	Delta    *WebhookDelta   `json:"delta"`
-	At       time.Time       `json:"at"`
+	// Remediation is sent with event "remediation" only.
+	Remediation *WebhookRemediation `json:"remediation"`
+	At          time.Time           `json:"at"`
+}
+
+// WebhookRemediation is the payload's remediation.
+type WebhookRemediation struct {
+	ID         string     `json:"id"`
+	Mode       string     `json:"mode"`
+	Result     string     `json:"result"`
+	Reason     string     `json:"reason"`
+	Resources  int        `json:"resources"`
+	ApplyRunID string     `json:"apply_run_id"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	URL        string     `json:"url"`
 }
 
 // WebhookIncident is the payload's incident.
@@ -84,6 +98,7 @@ type WebhookIncident struct {
 	Error             string            `json:"error"`
 	RunID             string            `json:"run_id"`
 	URL               string            `json:"url"`
+	Escalated         int               `json:"escalated"`
 }
 
 // WebhookDelta is the payload's delta.

@@ -71,14 +71,60 @@ func buildCreate(m notify.Message, extra []Responder) *alert.CreateAlertRequest 
 	return req
 }
 
-// buildNote is the add-note request for an update message: the delta.
+// buildNote is the add-note request for an update message (the delta)
+// or a remediation message (what became of the remediation).
 func buildNote(m notify.Message) *alert.AddNoteRequest {
+	note := deltaNote(m)
+	if m.Event == notify.EventRemediation {
+		note = remediationNote(m)
+	}
 	return &alert.AddNoteRequest{
 		IdentifierType:  alert.ALIAS,
 		IdentifierValue: m.Incident.Key,
 		Source:          source,
-		Note:            deltaNote(m),
+		Note:            note,
 	}
+}
+
+// remediationNote tells what became of a remediation of the incident's
+// drift: "Remediation failed (remediation ID, run ID): reason. Priority
+// raised to P2."
+func remediationNote(m notify.Message) string {
+	r := m.Remediation
+	var what string
+	switch r.Result {
+	case notify.RemediationAwaitingApproval:
+		what = fmt.Sprintf("Remediation proposed: reverts %s; awaiting approval (driftwatch approve %s)", plural(r.Resources, "resource"), r.ID)
+		if !r.ExpiresAt.IsZero() {
+			what += " before " + r.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+	case notify.RemediationApproved:
+		what = fmt.Sprintf("Remediation approved (%s): reverting %s now", orNone(r.Mode), plural(r.Resources, "resource"))
+	case notify.RemediationApplied:
+		what = fmt.Sprintf("Remediation applied: reverted %s; a verification run follows", plural(r.Resources, "resource"))
+	case notify.RemediationFailed:
+		what = "Remediation failed"
+	case notify.RemediationVerificationFailed:
+		what = "Remediation verification failed"
+	default:
+		what = "Remediation " + string(r.Result)
+	}
+	b := newBounded(maxNote)
+	ref := "remediation " + orNone(r.ID)
+	if r.ApplyRunID != "" {
+		ref += ", run " + r.ApplyRunID
+	}
+	b.line(truncate(oneLine(what+" ("+ref+")."), maxLine))
+	if r.Reason != "" {
+		b.line(truncate("Reason: "+oneLine(r.Reason), maxLine))
+	}
+	if r.Result.Failed() {
+		b.line(fmt.Sprintf("Priority raised to %s (severity %s).", priority(m.Incident.Severity), m.Incident.Severity))
+	}
+	if r.URL != "" {
+		b.line(truncate("Run: "+r.URL, maxLine))
+	}
+	return b.String()
 }
 
 // buildPriority sets the alert's priority from the message's severity.

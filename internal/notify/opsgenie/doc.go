@@ -19,6 +19,10 @@
 //     page on de-duplication.
 //   - update: set the priority if the severity changed (idempotent, so it
 //     goes first), then add a note with the delta (not idempotent, so last).
+//   - remediation: as update, with a note saying what became of the
+//     remediation; a failed apply carries the incident's raised severity,
+//     so the priority goes up one step (PUT /v2/alerts/{alias}/priority,
+//     the SDK's UpdatePriority) before the note.
 //   - resolve: close by alias with a note.
 //
 // The per-incident state returned to the outbox is JSON

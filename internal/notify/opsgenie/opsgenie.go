@@ -152,6 +152,12 @@ func (n *Notifier) Notify(ctx context.Context, m notify.Message, prev []byte, _ 
 		st, err = n.open(ctx, m, st)
 	case notify.EventUpdate:
 		st, err = n.update(ctx, m, st)
+	case notify.EventRemediation:
+		if m.Remediation == nil {
+			return prev, fmt.Errorf("opsgenie %s: message %s: remediation event without its remediation", n.name, m.ID)
+		}
+		// A note, and a priority raised with the severity of a failed apply.
+		st, err = n.update(ctx, m, st)
 	case notify.EventResolve:
 		if err = n.resolve(ctx, m); err == nil {
 			return nil, nil

@@ -69,11 +69,16 @@ func buildWebhookBlocks(m notify.Message) []slackgo.Block {
 	if m.Event != notify.EventResolve {
 		groups = append(groups, findingGroups(m.Incident.Findings, maxFindingsListed)...)
 	}
-	return compose(statusHead(m, true, len(groups) > 0), groups, contextBlocks(m))
+	head := statusHead(m, true, len(groups) > 0)
+	if m.Event == notify.EventRemediation {
+		// What happened first, under the header; the status follows.
+		head = append([]slackgo.Block{head[0], section(remediationSection(m))}, head[1:]...)
+	}
+	return compose(head, groups, contextBlocks(m))
 }
 
-// buildThreadBlocks is the thread reply for an update, renotify or
-// resolve: what changed, not the whole status (the parent has that).
+// buildThreadBlocks is the thread reply for an update, renotify, resolve
+// or remediation: what changed, not the whole status (the parent has that).
 func buildThreadBlocks(m notify.Message) []slackgo.Block {
 	head := []slackgo.Block{section(threadSummary(m))}
 	if m.Incident.Class == notify.ClassErrored && m.Incident.Error != "" && m.Event != notify.EventResolve {
@@ -108,6 +113,8 @@ func buildText(m notify.Message) string {
 		if d := deltaSummary(m.Delta); d != "" {
 			s += ": " + d
 		}
+	case notify.EventRemediation:
+		s = fmt.Sprintf("[%s] %s: %s", inc.Severity, subject, remediationText(m))
 	default:
 		s = fmt.Sprintf("[%s] %s", inc.Severity, subject)
 		if c := countsText(inc.Counts); c != "" && inc.Class != notify.ClassErrored {
@@ -138,6 +145,8 @@ func buildThreadText(m notify.Message) string {
 			return "Findings changed: " + d
 		}
 		return "Findings changed"
+	case notify.EventRemediation:
+		return esc(truncate(remediationText(m), maxFallbackText))
 	}
 	return esc(truncate(buildText(m), maxFallbackText))
 }
@@ -183,6 +192,8 @@ func headerText(m notify.Message, withEvent bool) string {
 		suffix = " (changed)"
 	case withEvent && m.Event == notify.EventRenotify:
 		prefix += "Still open: "
+	case withEvent && m.Event == notify.EventRemediation:
+		prefix += remediationTitle(m.Remediation) + ": "
 	}
 	fixed := prefix + class + " in " + suffix
 	ws := truncate(oneLine(inc.Workspace), maxHeaderText-utf8.RuneCountInString(fixed))
@@ -196,10 +207,15 @@ func statusText(m notify.Message) string {
 		return "Resolved after " + d
 	case m.Event == notify.EventResolve:
 		return "Resolved"
-	case d != "":
-		return "Open for " + d
 	}
-	return "Open"
+	s := "Open"
+	if d != "" {
+		s = "Open for " + d
+	}
+	if m.Incident.Escalated > 0 {
+		s += " · remediation failed"
+	}
+	return s
 }
 
 func threadSummary(m notify.Message) string {
@@ -228,6 +244,8 @@ func threadSummary(m notify.Message) string {
 			s += " · now " + c
 		}
 		return s + "."
+	case notify.EventRemediation:
+		return remediationSection(m)
 	}
 	return esc(buildText(m))
 }

@@ -1,6 +1,7 @@
 // Package slack delivers driftwatch incident messages to Slack, either as a
 // bot (one parent message per incident, updated in place with chat.update,
-// changes as thread replies) or through an incoming webhook (one message per
+// changes and remediations as thread replies; a failed remediation also
+// updates the parent) or through an incoming webhook (one message per
 // transition, no state).
 //
 // It owns its Config (secrets only from files), the pure Block Kit builders

@@ -144,10 +144,17 @@ func (n *Notifier) Name() string { return n.name }
 //     place and post a thread reply (a renotify reply is also broadcast to
 //     the channel). Without a usable parent (none stored, the previous
 //     incident's, or deleted in Slack) a new parent is posted first.
+//   - EventRemediation posts a thread reply; a failed apply (failed,
+//     verification_failed) also updates the parent, which then shows the
+//     raised severity and "remediation failed". Without a usable parent it
+//     is handled like an update (a parent is posted first).
 //
 // The returned state replaces the stored one on success; on error it is
 // nil and whatever saveState stored stands.
 func (n *Notifier) Notify(ctx context.Context, m notify.Message, state []byte, saveState func([]byte) error) ([]byte, error) {
+	if m.Event == notify.EventRemediation && m.Remediation == nil {
+		return nil, fmt.Errorf("slack %s: message %s: remediation event without its remediation", n.name, m.ID)
+	}
 	if n.mode == ModeWebhook {
 		if err := n.postWebhook(ctx, m); err != nil {
 			return nil, err
@@ -179,9 +186,14 @@ func (n *Notifier) notifyBot(ctx context.Context, log *slog.Logger, m notify.Mes
 	// An open for an incident that already has a parent (same opening
 	// time) updates it rather than posting a second one.
 	if prev.sameIncident(m, m.Event == notify.EventOpen) {
-		gone, err := n.updateParent(ctx, m, prev)
-		if err != nil {
-			return nil, err
+		var gone bool
+		// A remediation leaves the parent alone unless it failed: the
+		// parent shows the incident's status, which only that changes.
+		if m.Event != notify.EventRemediation || m.Remediation.Result.Failed() {
+			var err error
+			if gone, err = n.updateParent(ctx, m, prev); err != nil {
+				return nil, err
+			}
 		}
 		if gone {
 			log.Info("parent message is gone; posting a new one", "channel", prev.Channel, "ts", prev.TS)

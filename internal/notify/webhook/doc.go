@@ -11,7 +11,7 @@
 //	{
 //	  "version": 1,
 //	  "id": "<message id>",
-//	  "event": "open" | "update" | "resolve" | "renotify",
+//	  "event": "open" | "update" | "resolve" | "renotify" | "remediation",
 //	  "incident": {
 //	    "key": "drift-prod-network-3f9a2c", "workspace": "prod/network",
 //	    "class": "drift" | "forbidden" | "errored",
@@ -23,9 +23,18 @@
 //	                  "type": "aws_security_group", "action": "update",
 //	                  "attributes": ["ingress"]}],
 //	    "findings_truncated": true,   // only when over 1000 findings
-//	    "error": "...", "run_id": "...", "url": "https://..."
+//	    "error": "...", "run_id": "...", "url": "https://...",
+//	    "escalated": 1                // only when failed remediations raised the severity
 //	  },
 //	  "delta": {"added": [...], "removed": [...], "changed": [...]} | null,
+//	  "remediation": {                // event "remediation" only
+//	    "id": "...", "mode": "approve" | "auto",
+//	    "result": "awaiting_approval" | "approved" | "applied" | "failed" |
+//	              "verification_failed" | "refused",
+//	    "reason": "...", "resources": 2, "apply_run_id": "...",
+//	    "expires_at": "2026-11-04T10:00:00Z",   // awaiting_approval only
+//	    "url": "https://.../runs/<apply run id>"
+//	  },
 //	  "at": "2026-11-03T10:00:00Z"
 //	}
 //

@@ -37,7 +37,20 @@ type payload struct {
 	Event    notify.Event `json:"event"`
 	Incident incident     `json:"incident"`
 	Delta    *delta       `json:"delta"`
-	At       time.Time    `json:"at"`
+	// Remediation is present on event "remediation" only.
+	Remediation *remediation `json:"remediation,omitempty"`
+	At          time.Time    `json:"at"`
+}
+
+type remediation struct {
+	ID         string                   `json:"id"`
+	Mode       string                   `json:"mode"`
+	Result     notify.RemediationResult `json:"result"`
+	Reason     string                   `json:"reason"`
+	Resources  int                      `json:"resources"`
+	ApplyRunID string                   `json:"apply_run_id"`
+	ExpiresAt  *time.Time               `json:"expires_at,omitempty"`
+	URL        string                   `json:"url"`
 }
 
 type incident struct {
@@ -55,6 +68,7 @@ type incident struct {
 	Error             string            `json:"error"`
 	RunID             string            `json:"run_id"`
 	URL               string            `json:"url"`
+	Escalated         int               `json:"escalated,omitempty"`
 }
 
 type delta struct {
@@ -80,9 +94,19 @@ func buildPayload(m notify.Message) ([]byte, error) {
 			Key: in.Key, Workspace: in.Workspace, Class: in.Class, Severity: in.Severity,
 			Owner: in.Owner, Team: in.Team, Labels: labels, Since: in.Since.UTC(),
 			Counts: in.Counts, Findings: fs, FindingsTruncated: cut,
-			Error: in.Error, RunID: in.RunID, URL: in.URL,
+			Error: in.Error, RunID: in.RunID, URL: in.URL, Escalated: in.Escalated,
 		},
 		At: m.At.UTC(),
+	}
+	if r := m.Remediation; r != nil {
+		p.Remediation = &remediation{
+			ID: r.ID, Mode: r.Mode, Result: r.Result, Reason: r.Reason, Resources: r.Resources,
+			ApplyRunID: r.ApplyRunID, URL: r.URL,
+		}
+		if !r.ExpiresAt.IsZero() {
+			at := r.ExpiresAt.UTC()
+			p.Remediation.ExpiresAt = &at
+		}
 	}
 	if m.Delta != nil {
 		a, cutA := findings(m.Delta.Added)

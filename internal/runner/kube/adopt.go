@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/driftwatch/driftwatch/internal/remediate"
 	"github.com/driftwatch/driftwatch/internal/runner"
 )
 
@@ -21,17 +22,51 @@ type Adopted struct {
 	RunID   string
 	Job     string
 	Created time.Time
-	f       *flight
+	// Remediation marks a remediation Job (LabelKind=KindRemediate): its
+	// pod may be applying. Await it with WaitOutcome rather than deleting
+	// it: stopping an apply half way leaves the infrastructure half
+	// reverted, while letting it finish ends in a known outcome. RunID is
+	// then the apply's run id (the remediation's apply_run_id).
+	Remediation bool
+	f           *flight
 }
 
 // Wait awaits the adopted run's outcome, as Run would. When ctx ends and
-// no one else awaits it, its Job is deleted.
+// no one else awaits it, its Job is deleted. For a Remediation Job it
+// returns an error (the Job delivers an outcome, not a plan): use
+// WaitOutcome.
 func (a *Adopted) Wait(ctx context.Context) (runner.Result, error) {
+	if a.Remediation {
+		return runner.Result{}, &runner.Error{Phase: "job", Reason: fmt.Sprintf("job %s is a remediation: it delivers an outcome, not a plan", a.Job)}
+	}
+	if err := a.await(ctx); err != nil {
+		return runner.Result{}, err
+	}
+	return a.f.res, a.f.err
+}
+
+// WaitOutcome awaits an adopted Remediation Job's outcome, as Remediate
+// would.
+func (a *Adopted) WaitOutcome(ctx context.Context) (remediate.Outcome, error) {
+	if !a.Remediation {
+		err := &runner.Error{Phase: "job", Reason: fmt.Sprintf("job %s is a detection: it delivers a plan, not an outcome", a.Job)}
+		return failedOutcome(err, false)
+	}
+	if err := a.await(ctx); err != nil {
+		return failedOutcome(err, true)
+	}
+	if a.f.outcome != nil {
+		return *a.f.outcome, a.f.err
+	}
+	return failedOutcome(a.f.err, true)
+}
+
+func (a *Adopted) await(ctx context.Context) error {
 	if !a.f.join() {
 		<-a.f.done
-		return a.f.res, a.f.err
+		return nil
 	}
-	return a.f.wait(ctx)
+	return a.f.await(ctx)
 }
 
 // Adopt lists the namespace's active run Jobs and awaits each, so their
@@ -61,15 +96,18 @@ func (r *Runner) Adopt(ctx context.Context) ([]*Adopted, error) {
 			continue
 		}
 		byWS[ws] = true
-		// Two active Jobs for one workspace can only come from outside this
-		// daemon's rules (e.g. two daemons without leader election): await
-		// the oldest; the others finish on their own.
+		// Two active Jobs for one workspace come from a detection whose pod
+		// is still exiting after delivering (then the other is its
+		// remediation, awaited first) or from outside this daemon's rules
+		// (e.g. two daemons without leader election): await the first
+		// (activeJobs' order); the others finish on their own.
 		for _, extra := range active[1:] {
-			r.log.Warn("more than one active job for a workspace; awaiting the oldest",
+			r.log.Warn("more than one active job for a workspace; awaiting one",
 				"workspace", ws, "job", extra.Name, "awaited", active[0].Name)
 		}
 		f := r.adoptJob(ws, active[0])
-		out = append(out, &Adopted{Workspace: ws, RunID: f.runID, Job: f.name, Created: f.createdAt, f: f})
+		out = append(out, &Adopted{Workspace: ws, RunID: f.runID, Job: f.name, Created: f.createdAt,
+			Remediation: f.kind == KindRemediate, f: f})
 	}
 	return out, nil
 }

@@ -29,6 +29,12 @@ const (
 	ComponentRunner = "runner"
 	LabelWorkspace  = "driftwatch.io/workspace"
 	LabelRunID      = "driftwatch.io/run-id"
+	// LabelKind says what a run Job does: KindDetect (a plan) or
+	// KindRemediate (an apply of an approved change set). A Job without it
+	// (an older build's) is a detection.
+	LabelKind     = "driftwatch.io/kind"
+	KindDetect    = "detect"
+	KindRemediate = "remediate"
 
 	AnnotationWorkspace = "driftwatch.io/workspace"
 	AnnotationRunID     = "driftwatch.io/run-id"
@@ -155,14 +161,31 @@ func WorkspaceSelector(workspace string) string {
 	return ManagedSelector() + "," + LabelWorkspace + "=" + labelValue(workspace)
 }
 
-func runLabels(workspace, runID string) map[string]string {
+func runLabels(spec remote.Spec) map[string]string {
 	return map[string]string{
 		LabelManagedBy: ManagedBy,
 		LabelName:      "driftwatch",
 		LabelComponent: ComponentRunner,
-		LabelWorkspace: labelValue(workspace),
-		LabelRunID:     labelValue(runID),
+		LabelWorkspace: labelValue(spec.Workspace),
+		LabelRunID:     labelValue(spec.RunID),
+		LabelKind:      specKind(spec),
 	}
+}
+
+// specKind is the LabelKind of a spec's Job.
+func specKind(spec remote.Spec) string {
+	if spec.Remediation != nil {
+		return KindRemediate
+	}
+	return KindDetect
+}
+
+// jobKind is the LabelKind of a Job (KindDetect if it has none).
+func jobKind(j *batchv1.Job) string {
+	if j.Labels[LabelKind] == KindRemediate {
+		return KindRemediate
+	}
+	return KindDetect
 }
 
 // prepare maps a request onto the pod: which Secret keys are mounted where,
@@ -247,8 +270,8 @@ func prepare(cfg Config, req runner.Request, now time.Time) (runPlan, error) {
 // buildJob is the run's Job: pure, from the configuration (with defaults),
 // the plan and the token's hash.
 func buildJob(cfg Config, p runPlan, tokenHash [32]byte) *batchv1.Job {
-	labels := runLabels(p.spec.Workspace, p.spec.RunID)
-	podLabels := runLabels(p.spec.Workspace, p.spec.RunID)
+	labels := runLabels(p.spec)
+	podLabels := runLabels(p.spec)
 	annotations := map[string]string{
 		AnnotationWorkspace: p.spec.Workspace,
 		AnnotationRunID:     p.spec.RunID,
@@ -386,7 +409,7 @@ func buildSecret(job *batchv1.Job, spec remote.Spec, token string) (*corev1.Secr
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      job.Name,
 			Namespace: job.Namespace,
-			Labels:    runLabels(spec.Workspace, spec.RunID),
+			Labels:    runLabels(spec),
 			Annotations: map[string]string{
 				AnnotationWorkspace: spec.Workspace,
 				AnnotationRunID:     spec.RunID,

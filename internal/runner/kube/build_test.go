@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/driftwatch/driftwatch/internal/policy"
+	"github.com/driftwatch/driftwatch/internal/remediate"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
 )
@@ -114,16 +116,26 @@ func TestSelectors(t *testing.T) {
 	require.Equal(t, "app.kubernetes.io/managed-by=driftwatch,driftwatch.io/workspace=prod-net", WorkspaceSelector("prod-net"))
 	// The selectors parse and match the labels the Job carries, and only
 	// those of its workspace.
+	spec := func(ws, runID string) remote.Spec { return remote.Spec{Workspace: ws, RunID: runID} }
 	sel, err := labels.Parse(WorkspaceSelector("prod-net"))
 	require.NoError(t, err)
-	require.True(t, sel.Matches(labels.Set(runLabels("prod-net", "r1"))))
-	require.False(t, sel.Matches(labels.Set(runLabels("prod-net-2", "r1"))))
+	require.True(t, sel.Matches(labels.Set(runLabels(spec("prod-net", "r1")))))
+	require.False(t, sel.Matches(labels.Set(runLabels(spec("prod-net-2", "r1")))))
 	sel, err = labels.Parse(WorkspaceSelector("team/app x"))
 	require.NoError(t, err)
-	require.True(t, sel.Matches(labels.Set(runLabels("team/app x", "r1"))))
+	require.True(t, sel.Matches(labels.Set(runLabels(spec("team/app x", "r1")))))
 	all, err := labels.Parse(ManagedSelector())
 	require.NoError(t, err)
-	require.True(t, all.Matches(labels.Set(runLabels("any", "r"))))
+	require.True(t, all.Matches(labels.Set(runLabels(spec("any", "r")))))
+	// A remediation Job is one of the workspace's runs too (one active Job
+	// per workspace), told apart by its kind.
+	rem := spec("prod-net", "r2")
+	rem.Remediation = &remote.Remediation{}
+	sel, err = labels.Parse(WorkspaceSelector("prod-net"))
+	require.NoError(t, err)
+	require.True(t, sel.Matches(labels.Set(runLabels(rem))))
+	require.Equal(t, KindRemediate, runLabels(rem)[LabelKind])
+	require.Equal(t, KindDetect, runLabels(spec("prod-net", "r1"))[LabelKind])
 }
 
 func TestPrepare(t *testing.T) {
@@ -245,6 +257,7 @@ func TestBuildJob(t *testing.T) {
 		"app.kubernetes.io/component":  "runner",
 		"driftwatch.io/workspace":      "prod-net",
 		"driftwatch.io/run-id":         "9f8e7d6c5b4a3921",
+		"driftwatch.io/kind":           "detect",
 	}, job.Labels)
 	require.Equal(t, job.Labels, job.Spec.Template.Labels, "pods are found by the same labels")
 	require.Equal(t, remote.FormatHash(testHash()), job.Annotations[AnnotationTokenHash])
@@ -411,3 +424,100 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// testApplier is a workspace's remediation settings as the app builds them.
+func testApplier() (*remediate.Applier, remediate.ChangeSet) {
+	a := &remediate.Applier{
+		Rules: policy.Rules{
+			Forbidden: []policy.Glob{policy.MustCompileGlob("kubernetes_*")},
+			Ignore:    []policy.IgnoreRule{{Address: policy.MustCompileGlob("aws_instance.*"), Attributes: []policy.Glob{policy.MustCompileGlob("tags.*")}}},
+		},
+		Envelope:    remediate.Envelope{AllowActions: []string{"update", "create"}, MaxResources: 3},
+		LockTimeout: 30 * time.Second,
+	}
+	cs := remediate.ChangeSet{Entries: []remediate.Entry{{Address: "aws_s3_bucket.logs", Action: "update", Attributes: []string{"tags.owner"}}}}
+	return a, cs.Normalize()
+}
+
+// TestBuildRemediationJob: a remediation Job is a run Job like any other
+// (same sandbox, deadline, lifecycle), marked by its kind, and its spec
+// carries the approved change set, rules, envelope and lock timeout.
+func TestBuildRemediationJob(t *testing.T) {
+	cfg := testConfig().withDefaults()
+	detect, err := prepare(cfg, testRequest(), testNow)
+	require.NoError(t, err)
+	p := detect
+	a, approved := testApplier()
+	p.spec.Remediation = remote.RemediationOf(a, approved)
+	job := buildJob(cfg, p, testHash())
+	plain := buildJob(cfg, detect, testHash())
+
+	require.Equal(t, KindRemediate, job.Labels[LabelKind])
+	require.Equal(t, KindRemediate, job.Spec.Template.Labels[LabelKind], "its pod is marked too")
+	require.Equal(t, KindRemediate, jobKind(job))
+	require.Equal(t, KindDetect, jobKind(plain))
+	// Apart from the kind, the same Job: the same sandbox, deadline and
+	// failure policy as a detection.
+	job.Labels[LabelKind], job.Spec.Template.Labels[LabelKind] = KindDetect, KindDetect
+	if d := cmp.Diff(plain, job); d != "" {
+		t.Fatalf("remediation job differs from a detection job beyond its kind (-detect +remediate):\n%s", d)
+	}
+
+	job.Labels[LabelKind] = KindRemediate
+	job.UID = "0b7c3a52-1111-2222-3333-444455556666"
+	sec, err := buildSecret(job, p.spec, "test-token")
+	require.NoError(t, err)
+	require.Equal(t, KindRemediate, sec.Labels[LabelKind])
+	view := sec.DeepCopy()
+	view.StringData = map[string]string{"spec.json": string(view.Data["spec.json"])}
+	view.Data = nil
+	golden(t, "secret-remediation.golden.json", view)
+	spec, err := remote.DecodeSpec(strings.NewReader(string(sec.Data["spec.json"])))
+	require.NoError(t, err)
+	globs := cmp.Comparer(func(a, b policy.Glob) bool { return a.String() == b.String() })
+	if d := cmp.Diff(p.spec, *spec, globs); d != "" {
+		t.Fatalf("spec in the secret (-want +got):\n%s", d)
+	}
+	require.Equal(t, approved.Hash(), spec.Remediation.ChangeSetHash)
+}
+
+// A Job without the kind label (an older build's) is a detection.
+func TestJobKindDefault(t *testing.T) {
+	require.Equal(t, KindDetect, jobKind(&batchv1.Job{}))
+	require.Equal(t, KindDetect, jobKind(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelKind: "other"}}}))
+}
+
+// TestActiveJobsOrder: the Job to await for a workspace is its remediation
+// Job if it has one (a restarted daemon may still see the detection that
+// preceded it as active while its pod exits), else the oldest.
+func TestActiveJobsOrder(t *testing.T) {
+	job := func(name, kind string, age time.Duration, finished bool) batchv1.Job {
+		j := batchv1.Job{ObjectMeta: metav1.ObjectMeta{
+			Name: name, CreationTimestamp: metav1.NewTime(testNow.Add(-age)),
+			Labels:      map[string]string{LabelKind: kind},
+			Annotations: map[string]string{AnnotationWorkspace: "ws"},
+		}}
+		if finished {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+		}
+		return j
+	}
+	names := func(js []*batchv1.Job) []string {
+		var out []string
+		for _, j := range js {
+			out = append(out, j.Name)
+		}
+		return out
+	}
+	none := func(string) bool { return false }
+	items := []batchv1.Job{
+		job("detect-old", KindDetect, 3*time.Minute, false),
+		job("apply", KindRemediate, time.Minute, false),
+		job("detect-new", KindDetect, 2*time.Minute, false),
+		job("apply-done", KindRemediate, 5*time.Minute, true),
+	}
+	require.Equal(t, []string{"apply", "detect-old", "detect-new"}, names(activeJobs(items, "ws", none)))
+	consumed := func(name string) bool { return name == "detect-old" }
+	require.Equal(t, []string{"detect-new"}, names(activeJobs(items[2:], "ws", consumed)))
+	require.Empty(t, activeJobs(items, "other", none))
+}

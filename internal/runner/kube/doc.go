@@ -12,9 +12,10 @@
 //   - One batch/v1 Job per run in Config.Namespace, named
 //     driftwatch-<workspace>-<10 hex of sha256(run id)> (at most 63
 //     characters: the job-name label the Job controller adds caps it), with
-//     labels app.kubernetes.io/managed-by=driftwatch, driftwatch.io/workspace
-//     and driftwatch.io/run-id (values made label-safe; the exact names are
-//     in annotations of the same keys).
+//     labels app.kubernetes.io/managed-by=driftwatch, driftwatch.io/workspace,
+//     driftwatch.io/run-id (values made label-safe; the exact names are
+//     in annotations of the same keys) and driftwatch.io/kind (detect or
+//     remediate; a Job without it is a detection).
 //   - The pod runs Config.Command + `runner --spec /etc/driftwatch/run/spec.json`
 //     in Config.Image. The spec and the result token come from a per-run
 //     Secret of the Job's name, mounted read-only at /etc/driftwatch/run.
@@ -81,6 +82,19 @@
 // creating at once is excluded by leader election (only the leader runs), not
 // by this package.
 //
+// # Remediation Jobs
+//
+// Remediate runs an approved remediation as a Job built exactly like a
+// detection's (same sandbox, mounts, deadline, failure policy, token,
+// Receiver), labelled driftwatch.io/kind=remediate, whose spec carries a
+// remote.Remediation: the approved change set and its hash, the
+// workspace's rules, envelope and lock timeout. The pod runs
+// remediate.Applier.Apply and delivers its Outcome instead of a plan. The
+// two kinds share the one-Job-per-workspace rule but never adopt each
+// other: a detection that finds a remediation Job of its workspace active
+// (or the reverse) is refused with a *BusyError, since a plan cannot stand
+// for an outcome nor the reverse.
+//
 // # Adoption after a restart
 //
 // A pod holds its token and keeps retrying delivery (404 while no daemon
@@ -99,8 +113,10 @@
 //     secrets for the daemon; this needs only what it has (list jobs).
 //
 // Adopt lists active run Jobs, re-arms the Receiver for each and returns
-// them; the app awaits each (Adopted.Wait) and records the outcome under
-// Adopted.RunID. If the app instead re-runs an interrupted run, Run adopts
+// them; the app awaits each (Adopted.Wait, or Adopted.WaitOutcome for a
+// remediation Job: it is awaited, never deleted, since stopping an apply
+// half way leaves the infrastructure half reverted) and records the
+// outcome under Adopted.RunID. If the app instead re-runs an interrupted run, Run adopts
 // the Job it finds for the workspace, so a restart never duplicates a Job
 // either way. Jobs whose outcome this daemon already took are never
 // adopted, even while their pod is still exiting.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/driftwatch/driftwatch/internal/remediate"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
 )
@@ -32,6 +33,7 @@ const resultGrace = 10 * time.Second
 type flight struct {
 	r         *Runner
 	name      string
+	kind      string // KindDetect or KindRemediate
 	uid       types.UID
 	workspace string
 	runID     string
@@ -51,9 +53,11 @@ type flight struct {
 
 	seen bool // the Job was in the informer cache once (loop only)
 
-	done chan struct{} // closed after res and err are set
+	done chan struct{} // closed after res, outcome and err are set
 	res  runner.Result
-	err  error
+	// outcome is what a remediation Job's pod delivered (nil if none).
+	outcome *remediate.Outcome
+	err     error
 }
 
 // podState is what the pods of a Job told about its failure.
@@ -105,17 +109,26 @@ func (f *flight) poke() {
 	}
 }
 
-// wait returns the flight's outcome, or leaves when ctx ends; the last
-// waiter to leave an unfinished flight deletes its Job (and waits for that).
+// wait returns the flight's outcome, or leaves when ctx ends (see await).
 func (f *flight) wait(ctx context.Context) (runner.Result, error) {
+	if err := f.await(ctx); err != nil {
+		return runner.Result{}, err
+	}
+	return f.res, f.err
+}
+
+// await returns nil once the flight is decided (res, outcome and err are
+// set), or the error of a waiter whose ctx ended first; the last waiter to
+// leave an unfinished flight deletes its Job (and waits for that).
+func (f *flight) await(ctx context.Context) error {
 	select {
 	case <-f.done:
-		return f.res, f.err
+		return nil
 	case <-ctx.Done():
 	}
 	select {
 	case <-f.done: // decided meanwhile: take it
-		return f.res, f.err
+		return nil
 	default:
 	}
 	cause := context.Cause(ctx)
@@ -127,7 +140,20 @@ func (f *flight) wait(ctx context.Context) (runner.Result, error) {
 		f.cancel(fmt.Errorf("%w: %w", errAbandoned, cause))
 		<-f.done
 	}
-	return runner.Result{}, &runner.Error{Phase: "job", Reason: cause.Error(), Err: cause}
+	return &runner.Error{Phase: "job", Reason: cause.Error(), Err: cause}
+}
+
+// deliver ends the flight with what its pod delivered: a plan, or a
+// remediation Job's outcome.
+func (f *flight) deliver(res remote.Result) {
+	if f.kind == KindRemediate {
+		out, err := res.UnpackOutcome()
+		f.outcome = &out
+		f.finish(runner.Result{}, err)
+		return
+	}
+	out, err := res.Unpack()
+	f.finish(out, err)
 }
 
 func (f *flight) loop() {
@@ -143,8 +169,7 @@ func (f *flight) loop() {
 	for {
 		select {
 		case res := <-f.results:
-			out, err := res.Unpack()
-			f.finish(out, err)
+			f.deliver(res)
 			return
 		case <-f.kick:
 			if f.evaluate(&grace) {
@@ -204,8 +229,7 @@ func (f *flight) evaluate(grace *<-chan time.Time) bool {
 		// A result racing the Job's end wins.
 		select {
 		case res := <-f.results:
-			out, err := res.Unpack()
-			f.finish(out, err)
+			f.deliver(res)
 			return true
 		default:
 		}
@@ -340,9 +364,12 @@ func (f *flight) finish(res runner.Result, err error) {
 		f.r.recv.Forget(f.runID)
 	}
 	f.cancel(nil)
-	if err != nil {
-		f.log.Warn("run job failed", "err", err)
-	} else {
+	switch {
+	case err != nil:
+		f.log.Warn("run job failed", "kind", f.kind, "err", err)
+	case f.outcome != nil:
+		f.log.Info("remediation outcome received", "result", f.outcome.Result)
+	default:
 		f.log.Info("run result received", "exit_code", res.ExitCode)
 	}
 	f.r.event(f, err)

@@ -237,6 +237,7 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 		require.Equal(t, map[string]string{
 			"app.kubernetes.io/managed-by": "driftwatch", "app.kubernetes.io/name": "driftwatch",
 			"app.kubernetes.io/component": "runner", "driftwatch.io/workspace": "ok", "driftwatch.io/run-id": "run-ok",
+			"driftwatch.io/kind": "detect",
 		}, job.Labels)
 		// The server kept every sandbox field (and defaulted nothing away).
 		ps := job.Spec.Template.Spec

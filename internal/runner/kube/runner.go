@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/driftwatch/driftwatch/internal/remediate"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
 )
@@ -215,11 +216,53 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (runner.Result, er
 	if err := r.waitSynced(ctx); err != nil {
 		return runner.Result{}, &runner.Error{Phase: "submit", Reason: err.Error(), Err: err}
 	}
-	f, err := r.start(ctx, req)
+	f, err := r.start(ctx, req, nil)
 	if err != nil {
 		return runner.Result{}, err
 	}
 	return f.wait(ctx)
+}
+
+// Remediate applies approved to req's workspace in a Job, as a.Apply would
+// in the daemon's process: the Job (labelled LabelKind=KindRemediate) runs
+// `driftwatch runner` on a spec carrying the approved change set and a's
+// rules, envelope and lock timeout; its pod runs remediate.Applier.Apply in
+// the same sandbox as a detection and delivers the Outcome through the
+// Receiver with the run's one-time token. a's kill switch (Paused) is not
+// consulted: the caller checks it before calling.
+//
+// Everything Run does holds: one Job per workspace (another run's Job of
+// the workspace makes this a *BusyError: an apply never adopts a Job it
+// did not start; and Run refuses a workspace whose remediation Job is
+// active), deadline, OOM and pod failures, cancellation
+// (ctx ends: the Job is deleted; Terraform gets SIGTERM's SIGINT and
+// stops), ErrStopped when Watch returns (the Job is left running: a
+// restarted daemon adopts and awaits it, see Adopted.Remediation).
+//
+// The returned error is non-nil exactly when the outcome is failed: the
+// pod's *runner.Error, or one with phase setup, submit or job when no
+// outcome was delivered. In that last case Outcome.ApplyStarted is set
+// unless the Job was never created: the apply may have begun.
+func (r *Runner) Remediate(ctx context.Context, a *remediate.Applier, req runner.Request, approved remediate.ChangeSet) (remediate.Outcome, error) {
+	if err := r.waitSynced(ctx); err != nil {
+		return failedOutcome(&runner.Error{Phase: "submit", Reason: err.Error(), Err: err}, false)
+	}
+	f, err := r.start(ctx, req, remote.RemediationOf(a, approved))
+	if err != nil {
+		return failedOutcome(err, false)
+	}
+	if err := f.await(ctx); err != nil {
+		return failedOutcome(err, true)
+	}
+	if f.outcome != nil {
+		return *f.outcome, f.err
+	}
+	return failedOutcome(f.err, true)
+}
+
+// failedOutcome is the outcome of a remediation Job that delivered none.
+func failedOutcome(err error, mayHaveStarted bool) (remediate.Outcome, error) {
+	return remediate.Outcome{Result: remediate.ResultFailed, Reason: err.Error(), ApplyStarted: mayHaveStarted}, err
 }
 
 func (r *Runner) wsLock(ws string) *sync.Mutex {
@@ -236,7 +279,7 @@ func (r *Runner) wsLock(ws string) *sync.Mutex {
 // start finds or creates the run's flight (with this caller as a waiter).
 // The per-workspace lock makes "check, then create" atomic in this daemon;
 // leader election makes this daemon the only one creating.
-func (r *Runner) start(ctx context.Context, req runner.Request) (*flight, error) {
+func (r *Runner) start(ctx context.Context, req runner.Request, rem *remote.Remediation) (*flight, error) {
 	submitErr := func(what string, err error) error {
 		return &runner.Error{Phase: "submit", Reason: fmt.Sprintf("%s: %v", what, err), Err: err}
 	}
@@ -244,6 +287,7 @@ func (r *Runner) start(ctx context.Context, req runner.Request) (*flight, error)
 	if err != nil {
 		return nil, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}
+	p.spec.Remediation = rem
 	l := r.wsLock(req.Workspace)
 	l.Lock()
 	defer l.Unlock()
@@ -269,6 +313,13 @@ func (r *Runner) start(ctx context.Context, req runner.Request) (*flight, error)
 	}
 	if active := activeJobs(list.Items, req.Workspace, r.isConsumed); len(active) > 0 {
 		j := active[0]
+		if jobKind(j) != specKind(p.spec) || (rem != nil && j.Annotations[AnnotationRunID] != req.RunID) {
+			// A detection cannot take an apply's outcome for its plan,
+			// nor an apply a plan for its outcome, nor an apply another
+			// apply's (its change set may differ): wait for it to end.
+			busy := &BusyError{Workspace: req.Workspace, RunID: j.Annotations[AnnotationRunID], Job: j.Name}
+			return nil, &runner.Error{Phase: "submit", Reason: busy.Error(), Err: busy}
+		}
 		r.log.Warn("adopting the workspace's running job instead of starting another",
 			"workspace", req.Workspace, "run_id", req.RunID, "job", j.Name, "job_run_id", j.Annotations[AnnotationRunID])
 		return r.track(j, 1), nil
@@ -318,8 +369,12 @@ func (r *Runner) start(ctx context.Context, req runner.Request) (*flight, error)
 	return r.trackArmed(created, results, 1), nil
 }
 
-// activeJobs returns the workspace's unfinished Jobs, oldest first,
-// leaving out those whose outcome was consumed already.
+// activeJobs returns the workspace's unfinished Jobs, leaving out those
+// whose outcome was consumed already: remediation Jobs first, then oldest
+// first. A remediation Job is the one to await: it may be applying, and it
+// is only created once the workspace's detection has delivered (whose Job
+// may still look active while its pod exits; a restarted daemon no longer
+// knows it consumed that).
 func activeJobs(items []batchv1.Job, workspace string, consumed func(name string) bool) []*batchv1.Job {
 	var out []*batchv1.Job
 	for i := range items {
@@ -333,6 +388,9 @@ func activeJobs(items []batchv1.Job, workspace string, consumed func(name string
 		out = append(out, j)
 	}
 	sort.Slice(out, func(a, b int) bool {
+		if ra, rb := jobKind(out[a]) == KindRemediate, jobKind(out[b]) == KindRemediate; ra != rb {
+			return ra
+		}
 		ta, tb := out[a].CreationTimestamp, out[b].CreationTimestamp
 		if !ta.Equal(&tb) {
 			return ta.Before(&tb)
@@ -382,6 +440,7 @@ func (r *Runner) trackArmed(j *batchv1.Job, results <-chan remote.Result, waiter
 	f := &flight{
 		r:         r,
 		name:      j.Name,
+		kind:      jobKind(j),
 		uid:       j.UID,
 		workspace: j.Annotations[AnnotationWorkspace],
 		runID:     j.Annotations[AnnotationRunID],

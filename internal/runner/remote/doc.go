@@ -25,6 +25,14 @@
 // The daemon still classifies (policy needs its rules, which the pod does not
 // have): "classified report" here means parsed and value-free, not judged.
 //
+// A remediation run is a Spec with a Remediation (the approved change set
+// and its hash, the workspace's rules, envelope and lock timeout; no value):
+// the pod runs remediate.Applier.Apply instead of a detection and delivers
+// the remediate.Outcome in Result.Outcome (value-free too), through the
+// same Receiver, token and limits. Validation keeps the kinds apart: a
+// result carries a plan or an outcome, never both, and an outcome comes
+// with an error exactly when it is failed.
+//
 // Tokens: NewToken returns 32 random bytes (base64url) and their SHA-256. The
 // token travels only in the pod's run Secret and the Authorization header;
 // the daemon keeps the hash (in memory, and in the Job's annotation so a

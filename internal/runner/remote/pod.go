@@ -8,8 +8,10 @@ import (
 )
 
 // RunInPod is `driftwatch runner --spec PATH`: it loads the spec, runs it
-// with local (the local runner, in the pod's sandbox) and delivers the
-// result, failed runs included, to the spec's callback URL.
+// with local (the local runner, in the pod's sandbox), or for a
+// remediation spec applies it with apply (Apply: remediate.Applier, in the
+// same sandbox), and delivers the result or outcome, failed runs included,
+// to the spec's callback URL.
 //
 // It returns nil once the result is delivered, whatever the run's outcome:
 // a Terraform failure is a delivered result, and the Job then completes. It
@@ -22,7 +24,7 @@ import (
 // Delivery outlives ctx: when the pod is being stopped (SIGTERM) the run is
 // cut short, but its result is still offered until the spec's deadline, as
 // long as the kubelet lets the process live.
-func RunInPod(ctx context.Context, specPath string, local runner.Runner) error {
+func RunInPod(ctx context.Context, specPath string, local runner.Runner, apply ApplyFunc) error {
 	spec, err := LoadSpec(specPath)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
@@ -31,8 +33,14 @@ func RunInPod(ctx context.Context, specPath string, local runner.Runner) error {
 	if err != nil {
 		return fmt.Errorf("runner: token: %w", err)
 	}
-	res, runErr := local.Run(ctx, spec.Request())
-	out := ResultOf(spec.RunID, res, runErr)
+	var out Result
+	if spec.Remediation != nil {
+		o, err := apply(ctx, spec.Request(), spec.Remediation)
+		out = OutcomeOf(spec.RunID, o, err)
+	} else {
+		res, err := local.Run(ctx, spec.Request())
+		out = ResultOf(spec.RunID, res, err)
+	}
 
 	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), spec.ExpiresAt)
 	defer cancel()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/planparse"
+	"github.com/driftwatch/driftwatch/internal/remediate"
 	"github.com/driftwatch/driftwatch/internal/runner"
 )
 
@@ -483,6 +484,14 @@ func TestPost(t *testing.T) {
 	})
 }
 
+// noApply is the ApplyFunc of a detection spec's test: never called.
+func noApply(t *testing.T) ApplyFunc {
+	return func(context.Context, runner.Request, *Remediation) (remediate.Outcome, error) {
+		t.Fatal("a detection spec was applied")
+		return remediate.Outcome{}, nil
+	}
+}
+
 // runnerFunc adapts a function to runner.Runner.
 type runnerFunc func(context.Context, runner.Request) (runner.Result, error)
 
@@ -524,7 +533,7 @@ func TestRunInPod(t *testing.T) {
 		err = RunInPod(t.Context(), specPath, runnerFunc(func(_ context.Context, req runner.Request) (runner.Result, error) {
 			got = req
 			return want.Result, nil
-		}))
+		}), noApply(t))
 		require.NoError(t, err)
 		require.Equal(t, runner.Request{RunID: "pod-run", Workspace: "ws", Source: runner.Source{Path: "/src"},
 			Env: map[string]string{"A": "1"}, Timeout: time.Minute, WorkDir: "/work"}, got)
@@ -540,7 +549,7 @@ func TestRunInPod(t *testing.T) {
 		require.NoError(t, err)
 		err = RunInPod(t.Context(), specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
 			return runner.Result{Tool: "terraform 1.11.4"}, &runner.Error{Phase: "init", Reason: "Error: Failed to query available provider packages"}
-		}))
+		}), noApply(t))
 		require.NoError(t, err, "a failed run that was delivered is not a pod failure")
 		res, err := (<-ch).Unpack()
 		require.EqualError(t, err, "init: Error: Failed to query available provider packages")
@@ -555,7 +564,7 @@ func TestRunInPod(t *testing.T) {
 		require.NoError(t, err)
 		err = RunInPod(t.Context(), specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
 			return okResult(t, "pod-run").Result, nil
-		}))
+		}), noApply(t))
 		require.ErrorContains(t, err, "403")
 		require.NotContains(t, err.Error(), token)
 	})
@@ -565,7 +574,7 @@ func TestRunInPod(t *testing.T) {
 		err := RunInPod(t.Context(), p, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
 			t.Fatal("ran with an invalid spec")
 			return runner.Result{}, nil
-		}))
+		}), noApply(t))
 		require.ErrorContains(t, err, "invalid spec")
 	})
 }

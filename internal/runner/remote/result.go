@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/driftwatch/driftwatch/internal/remediate"
 	"github.com/driftwatch/driftwatch/internal/runner"
 )
 
 // Result is what a remote run delivers: the runner's result and, for a
 // failed run, its error. Result is always set, because a failed run still
 // reports its tool, phases and commit (the daemon records them); Error is
-// nil for a successful run.
+// nil for a successful run. A remediation run (Spec.Remediation) delivers
+// its Outcome instead of a plan.
 type Result struct {
 	Version int    `json:"version"`
 	RunID   string `json:"run_id"`
@@ -19,6 +21,9 @@ type Result struct {
 	// attribute value ever crosses the network.
 	Result runner.Result `json:"result"`
 	Error  *Error        `json:"error,omitempty"`
+	// Outcome is a remediation run's outcome (value-free: result, reason,
+	// refusals, residual findings, phases, tool); nil for a detection.
+	Outcome *remediate.Outcome `json:"outcome,omitempty"`
 }
 
 // Error is runner.Error on the wire.
@@ -60,13 +65,20 @@ func ResultOf(runID string, res runner.Result, err error) Result {
 // Unpack returns what the remote runner returned, as runner.Run would: the
 // result and, for a failed run, a *runner.Error.
 func (r Result) Unpack() (runner.Result, error) {
+	if r.Outcome != nil {
+		return runner.Result{}, &runner.Error{Phase: "result", Reason: "remote result is a remediation outcome, not a plan"}
+	}
 	if r.Error == nil {
 		if r.Result.Plan == nil {
 			return r.Result, &runner.Error{Phase: "result", Reason: "remote result has neither a plan nor an error"}
 		}
 		return r.Result, nil
 	}
-	e := r.Error
+	return r.Result, r.Error.unpack()
+}
+
+// unpack is the *runner.Error e stands for.
+func (e *Error) unpack() error {
 	var errs []error
 	if e.Detail != "" {
 		errs = append(errs, errors.New(e.Detail))
@@ -81,7 +93,7 @@ func (r Result) Unpack() (runner.Result, error) {
 	if re.Reason == "" && re.Err == nil {
 		re.Err = errors.New("remote run failed")
 	}
-	return r.Result, re
+	return re
 }
 
 func (r *Result) validate(runID string) error {
@@ -91,11 +103,17 @@ func (r *Result) validate(runID string) error {
 	if r.RunID != runID {
 		return fmt.Errorf("result is for run %q, not %q", r.RunID, runID)
 	}
-	if r.Error == nil && r.Result.Plan == nil {
-		return errors.New("result has neither a plan nor an error")
-	}
 	if r.Error != nil && r.Error.Phase == "" {
 		return errors.New("error without a phase")
+	}
+	if r.Outcome != nil {
+		if r.Result.Plan != nil {
+			return errors.New("result has both a plan and a remediation outcome")
+		}
+		return validOutcome(r.Outcome, r.Error != nil)
+	}
+	if r.Error == nil && r.Result.Plan == nil {
+		return errors.New("result has neither a plan nor an error")
 	}
 	return nil
 }

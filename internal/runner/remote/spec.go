@@ -46,6 +46,10 @@ type Spec struct {
 	PluginCacheDir string            `json:"plugin_cache_dir,omitempty"`
 	WorkDir        string            `json:"work_dir,omitempty"`
 	GitCacheDir    string            `json:"git_cache_dir,omitempty"`
+	// Remediation, if set, makes this a remediation run: the pod applies
+	// the approved change set instead of detecting, and delivers the
+	// outcome.
+	Remediation *Remediation `json:"remediation,omitempty"`
 
 	// CallbackURL is where the result is POSTed (the Receiver's route for
 	// this run).
@@ -111,6 +115,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.ExpiresAt.IsZero() {
 		errs = append(errs, errors.New("expires_at is required"))
+	}
+	if s.Remediation != nil {
+		errs = append(errs, s.Remediation.validate())
 	}
 	return errors.Join(errs...)
 }

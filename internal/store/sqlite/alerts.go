@@ -75,25 +75,41 @@ func (s *Store) FinishRunWithOutcome(ctx context.Context, r store.Run, decide st
 // applyOutcome is FinishRunWithOutcome's part of the transaction, after
 // the run and the state are written.
 func (s *Store) applyOutcome(ctx context.Context, tx *sql.Tx, run store.Run, before, after store.WorkspaceState, decide store.Outcome) error {
-	ws := run.Workspace
+	incidents, err := workspaceIncidents(ctx, tx, run.Workspace)
+	if err != nil {
+		return err
+	}
+	changed, enqueue, err := s.callDecide(run.Workspace, "run "+after.LastRunID, func() ([]store.Incident, []store.OutboxMessage) {
+		return decide(cloneState(before), cloneState(after), incidents)
+	})
+	if err != nil {
+		return err
+	}
+	return writeConsequences(ctx, tx, run.Workspace, incidents, changed, enqueue, run.FinishedAt)
+}
+
+// workspaceIncidents reads a workspace's incidents (every state) inside tx.
+func workspaceIncidents(ctx context.Context, tx *sql.Tx, ws string) ([]store.Incident, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT `+incidentColumns+` FROM incidents WHERE workspace = ? ORDER BY key`, ws)
 	if err != nil {
-		return fmt.Errorf("incidents of %q: %w", ws, err)
+		return nil, fmt.Errorf("incidents of %q: %w", ws, err)
 	}
 	incidents, err := collectIncidents(rows)
 	if err != nil {
-		return fmt.Errorf("incidents of %q: %w", ws, err)
+		return nil, fmt.Errorf("incidents of %q: %w", ws, err)
 	}
+	return incidents, nil
+}
+
+// writeConsequences checks and writes what a decide (or a remediation's
+// alert) returned for workspace ws, whose stored incidents are incidents:
+// see FinishRunWithOutcome for the rules. A message's zero CreatedAt
+// becomes at.
+func writeConsequences(ctx context.Context, tx *sql.Tx, ws string, incidents, changed []store.Incident, enqueue []store.OutboxMessage, at time.Time) error {
 	known := make(map[string]bool, len(incidents))
 	for _, in := range incidents {
 		known[in.Key] = true
 	}
-
-	changed, enqueue, err := s.callDecide(decide, cloneState(before), cloneState(after), incidents)
-	if err != nil {
-		return err
-	}
-
 	seen := make(map[string]bool, len(changed))
 	for _, in := range changed {
 		if in.Workspace == "" {
@@ -122,7 +138,7 @@ func (s *Store) applyOutcome(ctx context.Context, tx *sql.Tx, run store.Run, bef
 		}
 		ids[m.ID] = true
 		if m.CreatedAt.IsZero() {
-			m.CreatedAt = run.FinishedAt
+			m.CreatedAt = at
 		}
 		if m.NextAttempt.IsZero() {
 			m.NextAttempt = m.CreatedAt
@@ -134,17 +150,18 @@ func (s *Store) applyOutcome(ctx context.Context, tx *sql.Tx, run store.Run, bef
 	return nil
 }
 
-// callDecide calls decide, turning a panic into an error (and a log line
-// with the stack, which the error would make unreadable).
-func (s *Store) callDecide(decide store.Outcome, before, after store.WorkspaceState, incidents []store.Incident) (changed []store.Incident, enqueue []store.OutboxMessage, err error) {
+// callDecide calls decide (a run's Outcome or a remediation's alert, for
+// what), turning a panic into an error (and a log line with the stack,
+// which the error would make unreadable).
+func (s *Store) callDecide(ws, what string, decide func() ([]store.Incident, []store.OutboxMessage)) (changed []store.Incident, enqueue []store.OutboxMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.logger.Error("decide panicked; the run's transaction is rolled back",
-				"workspace", after.Workspace, "run", after.LastRunID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			s.logger.Error("decide panicked; the transaction is rolled back",
+				"workspace", ws, "for", what, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			changed, enqueue, err = nil, nil, fmt.Errorf("decide panicked: %v", p)
 		}
 	}()
-	changed, enqueue = decide(before, after, incidents)
+	changed, enqueue = decide()
 	return changed, enqueue, nil
 }
 

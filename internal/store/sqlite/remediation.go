@@ -32,6 +32,14 @@ func jsonOr(raw json.RawMessage, def string) string {
 
 // CreateRemediation stores a new remediation.
 func (s *Store) CreateRemediation(ctx context.Context, r store.Remediation) error {
+	return s.CreateRemediationWithAlert(ctx, r, nil)
+}
+
+// CreateRemediationWithAlert stores a new remediation and, in the same
+// transaction, what alert returns for it (checked as FinishRunWithOutcome
+// checks decide's; a message's zero CreatedAt becomes the remediation's).
+// Any failure, alert panicking included, writes nothing.
+func (s *Store) CreateRemediationWithAlert(ctx context.Context, r store.Remediation, alert store.RemediationAlert) error {
 	switch {
 	case r.ID == "", r.Workspace == "":
 		return fmt.Errorf("create remediation %q: id and workspace are required", r.ID)
@@ -49,7 +57,12 @@ func (s *Store) CreateRemediation(ctx context.Context, r store.Remediation) erro
 		}
 		ts[i] = n
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO remediations (`+remediationColumns+`, seq)
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("create remediation %q: %w", r.ID, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	_, err = tx.ExecContext(ctx, `INSERT INTO remediations (`+remediationColumns+`, seq)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM remediations))`,
 		r.ID, r.Workspace, r.DetectRunID, r.ApplyRunID, r.Commit, r.Mode, jsonOr(r.ChangeSet, `{"entries":[]}`), r.ChangeSetHash,
 		jsonOr(r.Refusals, "[]"), string(r.State), r.Reason, ts[0], ts[1], ts[2], r.DecidedBy, ts[3], jsonOr(r.Outcome, "null"))
@@ -59,7 +72,32 @@ func (s *Store) CreateRemediation(ctx context.Context, r store.Remediation) erro
 	if err != nil {
 		return fmt.Errorf("create remediation %q: %w", r.ID, err)
 	}
+	if err := s.applyAlert(ctx, tx, r, r.CreatedAt, alert); err != nil {
+		return fmt.Errorf("create remediation %q: %w", r.ID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("create remediation %q: %w", r.ID, err)
+	}
 	return nil
+}
+
+// applyAlert calls alert for remediation r inside tx and writes what it
+// returns; messages without a CreatedAt are created at at.
+func (s *Store) applyAlert(ctx context.Context, tx *sql.Tx, r store.Remediation, at time.Time, alert store.RemediationAlert) error {
+	if alert == nil {
+		return nil
+	}
+	incidents, err := workspaceIncidents(ctx, tx, r.Workspace)
+	if err != nil {
+		return err
+	}
+	changed, enqueue, err := s.callDecide(r.Workspace, "remediation "+r.ID, func() ([]store.Incident, []store.OutboxMessage) {
+		return alert(r, incidents)
+	})
+	if err != nil {
+		return err
+	}
+	return writeConsequences(ctx, tx, r.Workspace, incidents, changed, enqueue, at)
 }
 
 func scanRemediation(sc scanner) (store.Remediation, error) {
@@ -134,6 +172,15 @@ func (s *Store) Remediations(ctx context.Context, workspace string, limit int) (
 
 // TransitionRemediation changes a remediation's state if it is in from.
 func (s *Store) TransitionRemediation(ctx context.Context, id string, from []store.RemediationState, to store.Transition) (store.Remediation, error) {
+	return s.TransitionRemediationWithAlert(ctx, id, from, to, nil)
+}
+
+// TransitionRemediationWithAlert is TransitionRemediation plus, in the same
+// transaction, what alert returns for the updated remediation (checked as
+// FinishRunWithOutcome checks decide's; a message's zero CreatedAt becomes
+// the transition's time). Any failure, alert panicking included, writes
+// nothing.
+func (s *Store) TransitionRemediationWithAlert(ctx context.Context, id string, from []store.RemediationState, to store.Transition, alert store.RemediationAlert) (store.Remediation, error) {
 	fail := func(err error) (store.Remediation, error) {
 		return store.Remediation{}, fmt.Errorf("remediation %q: %w", id, err)
 	}
@@ -181,6 +228,9 @@ func (s *Store) TransitionRemediation(ctx context.Context, id string, from []sto
 	}
 	out, err := scanRemediation(tx.QueryRowContext(ctx, `SELECT `+remediationColumns+` FROM remediations WHERE id = ?`, id))
 	if err != nil {
+		return fail(err)
+	}
+	if err := s.applyAlert(ctx, tx, out, to.At, alert); err != nil {
 		return fail(err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -17,8 +17,11 @@ import (
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
-// InterruptedError is the Error MarkInterrupted gives the runs it finds.
-const InterruptedError = "driftwatch stopped during the run"
+// The Error MarkInterrupted gives the running and the queued runs it finds.
+const (
+	InterruptedError       = "driftwatch stopped during the run"
+	InterruptedQueuedError = "driftwatch stopped before the queued run started"
+)
 
 const runColumns = `id, workspace, "trigger", started_at, finished_at, status, error, tool, findings, phases`
 
@@ -217,8 +220,9 @@ ON CONFLICT (workspace) DO UPDATE SET
 }
 
 // MarkInterrupted turns every running run into interrupted, finished at at
-// with Error InterruptedError, and returns them oldest first. Workspace
-// states are left alone: an interrupted run says nothing about drift.
+// with Error InterruptedError, and every queued run likewise with
+// InterruptedQueuedError, and returns them oldest first. Workspace states
+// are left alone: an interrupted run says nothing about drift.
 func (s *Store) MarkInterrupted(ctx context.Context, at time.Time) ([]store.Run, error) {
 	if at.IsZero() {
 		return nil, errors.New("mark interrupted: time is required")
@@ -232,7 +236,8 @@ func (s *Store) MarkInterrupted(ctx context.Context, at time.Time) ([]store.Run,
 		return nil, fmt.Errorf("mark interrupted: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE status = ? ORDER BY started_at, id`, string(store.RunRunning))
+	rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE status IN (?, ?) ORDER BY started_at, id`,
+		string(store.RunRunning), string(store.RunQueued))
 	if err != nil {
 		return nil, fmt.Errorf("mark interrupted: %w", err)
 	}
@@ -243,8 +248,9 @@ func (s *Store) MarkInterrupted(ctx context.Context, at time.Time) ([]store.Run,
 	if len(runs) == 0 {
 		return nil, nil
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE status = ?`,
-		string(store.RunInterrupted), finished, InterruptedError, string(store.RunRunning))
+	res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?1, finished_at = ?2,
+		error = CASE status WHEN ?4 THEN ?5 ELSE ?3 END WHERE status IN (?4, ?6)`,
+		string(store.RunInterrupted), finished, InterruptedError, string(store.RunQueued), InterruptedQueuedError, string(store.RunRunning))
 	if err != nil {
 		return nil, fmt.Errorf("mark interrupted: %w", err)
 	}
@@ -256,9 +262,12 @@ func (s *Store) MarkInterrupted(ctx context.Context, at time.Time) ([]store.Run,
 		return nil, fmt.Errorf("mark interrupted: %w", err)
 	}
 	for i := range runs {
+		runs[i].Error = InterruptedError
+		if runs[i].Status == store.RunQueued {
+			runs[i].Error = InterruptedQueuedError
+		}
 		runs[i].Status = store.RunInterrupted
 		runs[i].FinishedAt = at.UTC()
-		runs[i].Error = InterruptedError
 	}
 	return runs, nil
 }

@@ -1,0 +1,175 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/audit"
+	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/metrics"
+	"github.com/driftwatch/driftwatch/internal/runlog"
+	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/schedule"
+	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/store/sqlite"
+)
+
+// blockingRunner stands in for Terraform: a run lasts until its ctx ends.
+type blockingRunner struct {
+	mu      sync.Mutex
+	active  int
+	started map[string]bool // run ids it was asked to run
+}
+
+func (b *blockingRunner) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+	b.mu.Lock()
+	b.active++
+	b.started[req.RunID] = true
+	b.mu.Unlock()
+	<-ctx.Done()
+	b.mu.Lock()
+	b.active--
+	b.mu.Unlock()
+	return runner.Result{}, &runner.Error{Phase: "plan", Reason: context.Cause(ctx).Error(), Err: context.Cause(ctx)}
+}
+
+func (b *blockingRunner) state(id string) (active int, started bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.active, b.started[id]
+}
+
+// newQueueDaemon is the daemon's queue and run path (scheduler, store,
+// run registry) with a runner that never finishes by itself.
+func newQueueDaemon(t *testing.T) (*daemon, *blockingRunner) {
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "dw.db"), logger)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	br := &blockingRunner{started: map[string]bool{}}
+	d := &daemon{log: logger, store: st, states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}, runs: runlog.NewRegistry()}
+	cfg := &config.Config{MaxConcurrentRuns: 1}
+	d.cfg.Store(cfg)
+	targets := map[string]audit.Target{"net": {Name: "net"}, "db": {Name: "db"}}
+	d.targets.Store(&targets)
+	d.auditor = &audit.Auditor{Runner: br, Logger: logger}
+	d.metrics = metrics.New(prometheus.NewRegistry(), d.snapshot)
+	d.sched, err = schedule.New(d.schedOptions(cfg))
+	require.NoError(t, err)
+	require.NoError(t, d.sched.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}, {Name: "db", Spec: "@daily"}}))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = d.sched.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return d, br
+}
+
+// waitRun polls the store until the run has status want.
+func waitRun(t *testing.T, d *daemon, id string, want drift.Status) store.Run {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := d.store.Run(t.Context(), id)
+		if err == nil && r.Status == want {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s: want status %s, last %+v (err %v)", id, want, r, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A cancel racing the run's dispatch always ends with the run recorded
+// cancelled and no runner (Terraform) left; a run cancelled while queued
+// never reaches the runner, and its stored log says so.
+func TestCancelRacesDispatchInDaemon(t *testing.T) {
+	d, br := newQueueDaemon(t)
+	var whileQueued, whileDispatched int
+	for i := 0; i < 1000 && (i < 60 || whileQueued == 0 || whileDispatched == 0); i++ {
+		id, err := d.trigger("net")
+		require.NoError(t, err)
+		if i%2 == 1 { // else cancel at once: the dispatcher is rarely that fast
+			r, err := d.store.Run(t.Context(), id)
+			require.NoError(t, err, "the run is recorded before its id is returned")
+			require.Contains(t, []drift.Status{store.RunQueued, store.RunRunning}, r.Status)
+			for range i % 40 {
+				runtime.Gosched()
+			}
+		}
+		queued, err := d.cancel(id)
+		require.NoError(t, err)
+		got := waitRun(t, d, id, store.RunCancelled)
+		require.Eventually(t, func() bool { return d.sched.Stats().Active == 0 }, 10*time.Second, time.Millisecond, "the run never returned")
+		active, started := br.state(id)
+		require.Zero(t, active, "no runner left after cancel")
+		if queued {
+			whileQueued++
+			require.False(t, started, "a run cancelled while queued reached the runner")
+			require.Equal(t, "cancelled by request", got.Error)
+			log, err := d.store.RunLog(t.Context(), id)
+			require.NoError(t, err)
+			require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n== cancelled while queued: cancelled by request ==\n", string(log))
+		} else {
+			whileDispatched++
+		}
+		require.Nil(t, d.runs.Live(id), "the run left the registry")
+		_, err = d.cancel(id)
+		require.ErrorIs(t, err, runlog.ErrNotRunning, "finished: nothing left to cancel")
+	}
+	t.Logf("cancelled while queued: %d, while dispatched: %d", whileQueued, whileDispatched)
+	require.Positive(t, whileQueued)
+	require.Positive(t, whileDispatched)
+	st, err := d.store.Workspaces(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, st, "cancelled runs change no workspace state")
+}
+
+// A queued run waits for the slot (its record says queued, its log says
+// why), and a reload that removes its workspace records it cancelled; the
+// running run is not affected, and is cancelled through the scheduler.
+func TestQueuedRunLifecycle(t *testing.T) {
+	d, br := newQueueDaemon(t)
+	running, err := d.trigger("net")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { active, started := br.state(running); return active == 1 && started }, 10*time.Second, time.Millisecond)
+	queued, err := d.trigger("db")
+	require.NoError(t, err)
+	r := waitRun(t, d, queued, store.RunQueued)
+	require.Equal(t, "manual", r.Trigger)
+	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n", string(d.runs.Live(queued).Bytes()))
+	_, err = d.trigger("db")
+	require.ErrorIs(t, err, schedule.ErrBusy)
+
+	require.NoError(t, d.sched.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}}))
+	r = waitRun(t, d, queued, store.RunCancelled)
+	require.Equal(t, "the workspace was removed from the config while the run was queued", r.Error)
+	log, err := d.store.RunLog(t.Context(), queued)
+	require.NoError(t, err)
+	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n"+
+		"== cancelled while queued: the workspace was removed from the config while the run was queued ==\n", string(log))
+	_, started := br.state(queued)
+	require.False(t, started)
+	waitRun(t, d, running, store.RunRunning)
+
+	wasQueued, err := d.cancel(running)
+	require.NoError(t, err)
+	require.False(t, wasQueued)
+	r = waitRun(t, d, running, store.RunCancelled)
+	require.Equal(t, "cancelled by request", r.Error)
+	// The log is saved just after the status.
+	require.Eventually(t, func() bool { log, err = d.store.RunLog(t.Context(), running); return err == nil }, 10*time.Second, time.Millisecond)
+	require.Regexp(t, `^== queued \(trigger manual\): waiting for a run slot ==\n== started after [0-9.]+m?s in the queue ==\n`, string(log))
+	active, _ := br.state(running)
+	require.Zero(t, active)
+}

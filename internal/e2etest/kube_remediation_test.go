@@ -1,0 +1,197 @@
+package e2etest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/driftwatch/driftwatch/internal/runner/kube"
+	"github.com/driftwatch/driftwatch/internal/runner/remote"
+)
+
+// TestKubeRemediation reverts real drift through a remediation Job: the
+// daemon in kubernetes mode detects drift in a Job, auto-approves it,
+// and instead of applying in its own process creates a Job marked as a
+// remediation, in the same sandbox, whose pod (the real `driftwatch
+// runner`, played by the test's kubelet) re-plans with the lock, checks
+// the change-set hash, applies and verifies, and delivers the outcome with
+// its one-time token. The apply run and the verification detection are
+// recorded, the file is back to v1, the remediation is applied.
+func TestKubeRemediation(t *testing.T) {
+	k := startKubeEnv(t)
+	cs, ctx, ns := k.cs, context.Background(), k.ns
+	file := remedyWorkspace(t, k)
+	listen := freePort(t)
+	d := startDaemon(t, k.config(t, "driftwatch.yaml", listen, "data", ""), listen)
+	start := time.Now()
+
+	r := d.waitRemediation("remedy", 4*time.Minute, "applied", "failed", "verification_failed", "refused")
+	require.Equal(t, "applied", r.State, "%+v %s\n%s", r, r.Outcome, d.logs.String())
+	t.Logf("drift to reverted through a remediation Job: %s", time.Since(start).Round(time.Millisecond))
+	require.Equal(t, "v1", mustRead(t, file))
+	require.NotEmpty(t, r.ApplyRunID)
+
+	// The apply ran in a Job marked as a remediation, sandboxed like a
+	// detection, and its pod was told exactly the approved change set.
+	jobs, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: kube.WorkspaceSelector("remedy") + "," + kube.LabelKind + "=" + kube.KindRemediate,
+	})
+	require.NoError(t, err)
+	require.Len(t, jobs.Items, 1)
+	job := jobs.Items[0]
+	require.Equal(t, kube.JobName("remedy", r.ApplyRunID), job.Name)
+	require.Equal(t, r.ApplyRunID, job.Annotations[kube.AnnotationRunID])
+	require.Equal(t, kube.ManagedBy, job.Labels[kube.LabelManagedBy])
+	require.Equal(t, kube.KindRemediate, job.Spec.Template.Labels[kube.LabelKind])
+	pod := job.Spec.Template.Spec
+	require.False(t, *pod.AutomountServiceAccountToken)
+	require.True(t, *pod.SecurityContext.RunAsNonRoot)
+	c := pod.Containers[0]
+	require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
+	require.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
+	require.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
+	require.Equal(t, []string{driftwatchBin, "runner", "--spec", kube.SpecPath}, c.Command)
+	secret, err := cs.CoreV1().Secrets(ns).Get(ctx, job.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	spec, err := remote.DecodeSpec(bytes.NewReader(secret.Data["spec.json"]))
+	require.NoError(t, err)
+	require.NotNil(t, spec.Remediation)
+	require.Equal(t, r.ChangeSetHash, spec.Remediation.ChangeSetHash)
+	require.Equal(t, []string{"dwtest_file.a"}, spec.Remediation.Approved.Addresses())
+	var played bool
+	for len(k.pods) > 0 {
+		if strings.HasPrefix(<-k.pods, job.Name+"-") {
+			played = true
+		}
+	}
+	require.True(t, played, "the remediation Job's pod ran")
+	// Detection Jobs are told apart from it: the workspace's other Jobs
+	// (the detection and the verification) are detections.
+	all, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.WorkspaceSelector("remedy")})
+	require.NoError(t, err)
+	for _, j := range all.Items {
+		if j.Name != job.Name {
+			require.Equal(t, kube.KindDetect, j.Labels[kube.LabelKind], j.Name)
+		}
+	}
+
+	// The apply is recorded as a run, and the verification detection (a
+	// Job too) turns the workspace clean.
+	d.eventually("remedy clean after the verification detection", 2*time.Minute, func() bool {
+		return d.workspaces()["remedy"].Status == "clean"
+	})
+	var triggers []string
+	for _, run := range d.runs("remedy") {
+		triggers = append(triggers, run.Trigger+"/"+run.Status)
+		if run.Trigger == "remediate" {
+			require.Equal(t, r.ApplyRunID, run.ID)
+		}
+	}
+	require.ElementsMatch(t, []string{"initial/drift", "remediate/applied", "verify/clean"}, triggers)
+	require.Equal(t, 1.0, d.metric(`driftwatch_remediations_total{result="applied"}`))
+
+	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second), d.logs.String())
+}
+
+// remedyWorkspace adds the drifted workspace "remedy" (remediation mode
+// auto) to k's config and returns the file its drift is in.
+func remedyWorkspace(t *testing.T, k *kubeEnv) string {
+	e := k.e
+	// The state lives outside the run's sandbox (remediation refuses
+	// state in the throw-away copy); the played pod reaches it as a real
+	// pod would reach a remote backend.
+	require.NoError(t, os.MkdirAll(filepath.Join(e.root, "state"), 0o755))
+	dir := e.workspace(t, "remedy", map[string]string{"main.tf": fmt.Sprintf(remediationWorkspace, "remedy", "")})
+	e.apply(t, dir)
+	file := filepath.Join(e.root, "out", "remedy.txt")
+	require.NoError(t, os.WriteFile(file, []byte("hand edit"), 0o644))
+	k.extraWorkspaces = "  - name: remedy\n    source: { path: ./remedy }\n" +
+		"    backend_policy: { allow_local: true }\n    remediation: { mode: auto }"
+	return file
+}
+
+// TestKubeRemediationRestart stops the daemon gracefully while its
+// remediation Job's pod is applying: the Job is left alone (deleting it
+// would stop the apply half way), the next daemon marks the remediation
+// interrupted, awaits the Job, records the outcome the pod delivers on
+// the remediation, and runs the verification detection as the adopted run.
+func TestKubeRemediationRestart(t *testing.T) {
+	k := startKubeEnv(t)
+	file := remedyWorkspace(t, k)
+	// A kubelet of its own namespace, which holds remediation pods (and
+	// only those) until apply is closed.
+	k.ns = "driftwatch-remediation"
+	cs, ctx, ns := k.cs, context.Background(), k.ns
+	require.NoError(t, k.cluster.CreateNamespace(ctx, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}))
+	apply := make(chan struct{})
+	applying := make(chan string, 1)
+	k.cluster.PlayKubelet(t, ns, func(ctx context.Context, pod *corev1.Pod) (int, string) {
+		if pod.Labels[kube.LabelKind] == kube.KindRemediate {
+			select {
+			case applying <- pod.Name:
+			default:
+				t.Errorf("a second remediation pod: %s", pod.Name)
+			}
+			select {
+			case <-apply:
+			case <-ctx.Done():
+				return 137, "killed"
+			}
+		}
+		return playPod(ctx, t, k.cluster, pod)
+	})
+	listen := freePort(t)
+	cfg := k.config(t, "driftwatch.yaml", listen, "data", "")
+	d := startDaemon(t, cfg, listen)
+	r := d.waitRemediation("remedy", 2*time.Minute, "running", "applied", "failed", "refused")
+	require.Equal(t, "running", r.State, "%+v %s", r, r.Outcome)
+	job := kube.JobName("remedy", r.ApplyRunID)
+	select {
+	case pod := <-applying:
+		require.True(t, strings.HasPrefix(pod, job+"-"), pod)
+	case <-time.After(time.Minute):
+		t.Fatal("the remediation pod did not start")
+	}
+	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second), d.logs.String())
+	j, err := cs.BatchV1().Jobs(ns).Get(ctx, job, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Nil(t, j.DeletionTimestamp, "a graceful stop leaves the remediation Job applying")
+	require.Equal(t, "hand edit", mustRead(t, file), "the apply is still held")
+
+	d2 := startDaemon(t, cfg, listen)
+	d2.eventually("remediation marked interrupted", 30*time.Second, func() bool {
+		return d2.remediations("remedy")[0].State == "failed"
+	})
+	d2.eventually("remediation job awaited", 30*time.Second, func() bool {
+		return strings.Contains(d2.logs.String(), "awaiting the remediation job a previous daemon left running")
+	})
+	close(apply)
+	got := d2.waitRemediation("remedy", 2*time.Minute, "applied", "verification_failed", "refused")
+	require.Equal(t, "applied", got.State, "%+v %s\n%s", got, got.Outcome, d2.logs.String())
+	require.Equal(t, r.ID, got.ID, "the interrupted remediation gets the outcome")
+	require.Equal(t, "v1", mustRead(t, file))
+	d2.eventually("remedy clean after the verification detection", 2*time.Minute, func() bool {
+		return d2.workspaces()["remedy"].Status == "clean"
+	})
+	var triggers []string
+	for _, run := range d2.runs("remedy") {
+		triggers = append(triggers, run.Trigger+"/"+run.Status)
+	}
+	require.ElementsMatch(t, []string{"initial/drift", "remediate/interrupted", "adopted/clean"}, triggers)
+	jobs, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: kube.WorkspaceSelector("remedy") + "," + kube.LabelKind + "=" + kube.KindRemediate,
+	})
+	require.NoError(t, err)
+	require.Len(t, jobs.Items, 1, "awaited, not re-created")
+	require.Equal(t, 0, d2.stop(syscall.SIGTERM, 30*time.Second), d2.logs.String())
+}

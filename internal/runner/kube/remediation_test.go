@@ -1,0 +1,166 @@
+//go:build linux
+
+package kube
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/kubetest"
+	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/remote"
+)
+
+func cannedOutcome(approved remediate.ChangeSet) remediate.Outcome {
+	return remediate.Outcome{
+		Result: remediate.ResultApplied, Before: approved, ApplyStarted: true, Tool: "terraform 1.11.4",
+		Phases: []drift.Phase{{Name: "apply", Duration: time.Second}},
+	}
+}
+
+// applyPod plays a remediation pod whose apply succeeds: it checks that
+// its spec is a remediation of approved and posts cannedOutcome, after
+// release (if non-nil) is closed.
+func applyPod(t *testing.T, cs kubernetes.Interface, approved remediate.ChangeSet, release <-chan struct{}) kubetest.PodFunc {
+	return func(ctx context.Context, pod *corev1.Pod) (int, string) {
+		spec, token, err := readRun(ctx, cs, pod)
+		if err != nil {
+			return 1, err.Error()
+		}
+		if spec.Remediation == nil || spec.Remediation.ChangeSetHash != approved.Hash() {
+			t.Errorf("pod %s: not a remediation of the approved change set: %+v", pod.Name, spec.Remediation)
+			return 1, "not a remediation spec"
+		}
+		if release != nil {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return 137, ""
+			}
+		}
+		p := &remote.Poster{MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+		if err := p.Post(ctx, spec.CallbackURL, token, remote.OutcomeOf(spec.RunID, cannedOutcome(approved), nil)); err != nil {
+			return 1, "runner: " + err.Error()
+		}
+		return 0, ""
+	}
+}
+
+func TestRemediateAgainstAPIServer(t *testing.T) {
+	c := kubetest.Start(t)
+	cs, err := c.Clientset()
+	require.NoError(t, err)
+	const ns = "remediations"
+	require.NoError(t, c.CreateNamespace(t.Context(), ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}))
+	k := &kubelet{plays: map[string]kubetest.PodFunc{}}
+	c.PlayKubelet(t, ns, k.run)
+	d := newDaemon(t, cs, ns)
+	a, approved := testApplier()
+
+	t.Run("outcome delivered", func(t *testing.T) {
+		k.set("ok", applyPod(t, cs, approved, nil))
+		out, err := d.runner.Remediate(t.Context(), a, request("ok", "apply-ok"), approved)
+		require.NoError(t, err)
+		if diff := cmp.Diff(cannedOutcome(approved), out); diff != "" {
+			t.Fatalf("outcome (-want +got):\n%s", diff)
+		}
+		jobs := jobsOf(t, cs, ns, "ok")
+		require.Len(t, jobs, 1)
+		job := jobs[0]
+		require.Equal(t, JobName("ok", "apply-ok"), job.Name)
+		require.Equal(t, KindRemediate, job.Labels[LabelKind])
+		require.Equal(t, KindRemediate, job.Spec.Template.Labels[LabelKind])
+		// The sandbox the API server kept is a detection's.
+		ps := job.Spec.Template.Spec
+		require.False(t, *ps.AutomountServiceAccountToken)
+		require.True(t, *ps.Containers[0].SecurityContext.ReadOnlyRootFilesystem)
+		require.True(t, *ps.SecurityContext.RunAsNonRoot)
+		require.Equal(t, []corev1.Capability{"ALL"}, ps.Containers[0].SecurityContext.Capabilities.Drop)
+	})
+
+	t.Run("failing pod", func(t *testing.T) {
+		k.set("fail", func(context.Context, *corev1.Pod) (int, string) {
+			return 1, "runner: run apply-fail: deliver result: result refused: 400 Bad Request"
+		})
+		out, err := d.runner.Remediate(t.Context(), a, request("fail", "apply-fail"), approved)
+		var re *runner.Error
+		require.ErrorAs(t, err, &re)
+		require.Equal(t, "job", re.Phase)
+		require.Equal(t, remediate.ResultFailed, out.Result)
+		require.Regexp(t, `^job: pod driftwatch-fail-[0-9a-f]{10}-\w+ failed: exit code 1: runner: run apply-fail: deliver result: result refused: 400 Bad Request$`, out.Reason)
+		require.True(t, out.ApplyStarted, "the pod ran: the apply may have begun")
+	})
+
+	t.Run("refused before a job exists", func(t *testing.T) {
+		req := request("secrets", "apply-secrets")
+		req.SecretEnvFiles = map[string]string{"TOKEN": "/daemon/token"}
+		out, err := d.runner.Remediate(t.Context(), a, req, approved)
+		var re *runner.Error
+		require.ErrorAs(t, err, &re)
+		require.Equal(t, "setup", re.Phase)
+		require.Equal(t, remediate.ResultFailed, out.Result)
+		require.False(t, out.ApplyStarted, "no Job, no apply")
+		require.Empty(t, jobsOf(t, cs, ns, "secrets"))
+	})
+
+	t.Run("kinds never adopt each other", func(t *testing.T) {
+		release := make(chan struct{})
+		k.set("mixed", applyPod(t, cs, approved, release))
+		type result struct {
+			out remediate.Outcome
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			out, err := d.runner.Remediate(t.Context(), a, request("mixed", "apply-mixed"), approved)
+			done <- result{out, err}
+		}()
+		eventually(t, "remediation job created", func() bool { return len(jobsOf(t, cs, ns, "mixed")) == 1 })
+		// While it applies, a detection of the workspace is refused.
+		_, err := d.runner.Run(t.Context(), request("mixed", "detect-1"))
+		require.ErrorIs(t, err, ErrBusy)
+
+		// A restart: the remediation is interrupted, its Job left running.
+		d.restart()
+		r := <-done
+		require.ErrorIs(t, r.err, ErrStopped)
+		require.Equal(t, remediate.ResultFailed, r.out.Result)
+		// The new daemon does not take the apply for a detection: a run
+		// of the workspace is refused, not adopted.
+		_, err = d.runner.Run(t.Context(), request("mixed", "detect-2"))
+		require.ErrorIs(t, err, ErrBusy)
+		require.Contains(t, err.Error(), "apply-mixed")
+		// Nor for another apply, whose change set may differ.
+		out, err := d.runner.Remediate(t.Context(), a, request("mixed", "apply-other"), approved)
+		require.ErrorIs(t, err, ErrBusy)
+		require.Equal(t, remediate.ResultFailed, out.Result)
+		require.False(t, out.ApplyStarted)
+
+		adopted, err := d.runner.Adopt(t.Context())
+		require.NoError(t, err)
+		var ad *Adopted
+		for _, x := range adopted {
+			if x.Workspace == "mixed" {
+				ad = x
+			}
+		}
+		require.NotNil(t, ad, "adopted: %v", adopted)
+		require.True(t, ad.Remediation)
+		require.Equal(t, "apply-mixed", ad.RunID)
+		_, err = ad.Wait(t.Context())
+		require.ErrorContains(t, err, "is a remediation: it delivers an outcome, not a plan")
+		close(release)
+		out, err = ad.WaitOutcome(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, remediate.ResultApplied, out.Result)
+		require.Len(t, jobsOf(t, cs, ns, "mixed"), 1, "awaited, not deleted or duplicated")
+	})
+}
