@@ -28,6 +28,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -49,6 +50,7 @@ type DaemonOptions struct {
 // store, scheduler, metrics and HTTP server.
 type daemon struct {
 	log     *slog.Logger
+	owner   string // runner.Request.Owner of every run (storeOwner)
 	cfg     atomic.Pointer[config.Config]
 	targets atomic.Pointer[map[string]audit.Target]
 	store   *sqlite.Store
@@ -95,7 +97,18 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	if err != nil {
 		return report.ExitError, fmt.Errorf("invalid config:\n%w", err)
 	}
-	targets, err := targetMap(cfg)
+	unlock, err := lockStore(ctx, cfg.Store.Path)
+	if err != nil {
+		return report.ExitError, err
+	}
+	defer unlock()
+	owner := storeOwner(cfg.Store.Path)
+	if n := sandbox.KillOwned(owner); n > 0 {
+		// Providers and provisioners of runs of a daemon killed with
+		// SIGKILL (Terraform itself died with it).
+		o.Logger.Warn("killed processes left running by a previous daemon", "processes", n)
+	}
+	targets, err := targetMap(cfg, owner)
 	if err != nil {
 		return report.ExitError, err
 	}
@@ -105,7 +118,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	}
 	defer st.Close()
 
-	d := &daemon{log: o.Logger, store: st, states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}, runs: runlog.NewRegistry()}
+	d := &daemon{log: o.Logger, owner: owner, store: st, states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}, runs: runlog.NewRegistry()}
 	d.cfg.Store(cfg)
 	d.targets.Store(&targets)
 	plans := alertPlans(cfg)
@@ -709,7 +722,7 @@ func (d *daemon) reload(path string) {
 	cfg, err := config.LoadFile(path)
 	if err == nil {
 		var targets map[string]audit.Target
-		if targets, err = targetMap(cfg); err == nil {
+		if targets, err = targetMap(cfg, d.owner); err == nil {
 			if err = d.sched.SetJobs(jobs(cfg)); err == nil {
 				if !reflect.DeepEqual(d.cfg.Load().Notifiers, cfg.Notifiers) {
 					notifiers, nerr := buildNotifiers(cfg, d.log)
@@ -786,13 +799,14 @@ func (d *daemon) pruneLoop(ctx context.Context) {
 	}
 }
 
-func targetMap(cfg *config.Config) (map[string]audit.Target, error) {
+func targetMap(cfg *config.Config, owner string) (map[string]audit.Target, error) {
 	ts, err := Targets(cfg, Filter{})
 	if err != nil {
 		return nil, err
 	}
 	m := make(map[string]audit.Target, len(ts))
 	for _, t := range ts {
+		t.Request.Owner = owner
 		m[t.Name] = t
 	}
 	return m, nil

@@ -238,6 +238,17 @@ func describeTF(dir string) string {
 // provider briefly shows up twice.
 func tfProcesses(dir string) int {
 	runs := map[string]bool{}
+	eachRunProcess(dir, func(rel, exe string) {
+		if b := filepath.Base(exe); b == "terraform" || b == "tofu" {
+			runs[strings.Split(rel, string(filepath.Separator))[0]] = true
+		}
+	})
+	return len(runs)
+}
+
+// eachRunProcess calls fn with the working directory (relative to dir) and
+// executable of every process working under dir.
+func eachRunProcess(dir string, fn func(rel, exe string)) {
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		if _, err := strconv.Atoi(p.Name()); err != nil {
@@ -249,11 +260,8 @@ func tfProcesses(dir string) int {
 			continue
 		}
 		exe, _ := os.Readlink(filepath.Join("/proc", p.Name(), "exe"))
-		if b := filepath.Base(exe); b == "terraform" || b == "tofu" {
-			runs[strings.Split(rel, string(filepath.Separator))[0]] = true
-		}
+		fn(rel, exe)
 	}
-	return len(runs)
 }
 
 const slowWorkspace = `terraform {
@@ -459,6 +467,10 @@ workspaces:
 	require.Equal(t, -int(syscall.SIGKILL), d.stop(syscall.SIGKILL, 10*time.Second))
 
 	d2 := startDaemon(t, cfg, listen)
+	// A second daemon on the same store is refused before it does anything.
+	second := driftwatch(t, nil, "daemon", "--config", cfg)
+	require.Equal(t, 1, second.code)
+	require.Contains(t, second.stderr, "in use by another driftwatch daemon")
 	require.Equal(t, fastRun, d2.runs("fast")[0].ID, "history survives kill -9")
 	require.Len(t, d2.runs("fast"), 1, "a finished workspace is not re-run")
 	d2.eventually("slow re-run finished", 60*time.Second, func() bool {

@@ -48,6 +48,10 @@ type Request struct {
 	KillGrace      time.Duration
 	// Backend is the state-backend hygiene policy (Enabled false: no check).
 	Backend backend.Policy
+	// Owner, if set, tags every process of the run (sandbox.OwnerEnv) with
+	// the daemon that started it, so that a restarted daemon can kill what
+	// a killed one left behind (sandbox.KillOwned).
+	Owner string
 	// Log, if set, receives the run's Terraform output (init, workspace,
 	// plan: stdout and stderr, -no-color; show: stderr only, never the plan
 	// JSON) as complete lines under "== phase ==" headers, redacted by the

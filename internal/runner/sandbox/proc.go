@@ -19,7 +19,24 @@ import (
 // they moved to. It is Linux-only by design (reads /proc); elsewhere it is
 // a no-op and the process-group handling of tfexec is all there is.
 func KillMarked(marker string) int {
-	needle := []byte(MarkerEnv + "=" + marker + "\x00")
+	return killByEnv(MarkerEnv + "=" + marker)
+}
+
+// KillOwned SIGKILLs every process of every run of owner
+// (runner.Request.Owner): at a daemon's start, what a previous process of
+// it (killed with SIGKILL, or crashed) left behind; Terraform itself dies
+// with its parent (Pdeathsig), but its providers and provisioners do not.
+func KillOwned(owner string) int {
+	if owner == "" {
+		return 0
+	}
+	return killByEnv(OwnerEnv + "=" + owner)
+}
+
+// killByEnv SIGKILLs every other process whose environment has the entry
+// kv ("NAME=value").
+func killByEnv(kv string) int {
+	needle := []byte("\x00" + kv + "\x00")
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -32,7 +49,7 @@ func KillMarked(marker string) int {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(append(b, 0), needle) {
+		if err != nil || !bytes.Contains(append(append([]byte{0}, b...), 0), needle) {
 			continue
 		}
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {

@@ -28,6 +28,9 @@ import (
 // provisioners that outlive Terraform, whatever process group they moved to.
 const MarkerEnv = "DRIFTWATCH_RUN_MARKER"
 
+// OwnerEnv tags every process of a run with its owner (runner.Request.Owner).
+const OwnerEnv = "DRIFTWATCH_RUN_OWNER"
+
 // InitLockName is the file under the plugin cache dir that serialises cold
 // `terraform init`s across processes (terraform#31964).
 const InitLockName = ".driftwatch-init.lock"
@@ -95,6 +98,9 @@ func BuildEnv(req runner.Request, dir, marker string) (env map[string]string, se
 	env["TMPDIR"] = dir
 	env["CHECKPOINT_DISABLE"] = "1"
 	env[MarkerEnv] = marker
+	if req.Owner != "" {
+		env[OwnerEnv] = req.Owner
+	}
 	cliConfig := req.CLIConfigFile
 	if cliConfig == "" {
 		cliConfig = os.Getenv("TF_CLI_CONFIG_FILE")
