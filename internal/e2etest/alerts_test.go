@@ -61,6 +61,48 @@ func connectProxy(t *testing.T, target string) string {
 	return "http://" + ln.Addr().String()
 }
 
+// alertServers are local servers speaking Slack's, OpsGenie's (over TLS,
+// reached through a CONNECT proxy as the real one would be) and a signed
+// webhook's wire protocols, with the credential files a daemon reads.
+type alertServers struct {
+	slack *notifytest.SlackServer
+	og    *notifytest.OpsGenieServer
+	hook  *notifytest.WebhookServer
+	// notifiers is the config's notifiers: block: slack-oncall (channel
+	// C0DRIFT01), pager (OpsGenie) and hook (webhook).
+	notifiers string
+	// env is the daemon's environment (HTTPS_PROXY).
+	env []string
+}
+
+func newAlertServers(t *testing.T, e *tfEnv) *alertServers {
+	t.Helper()
+	as := &alertServers{slack: notifytest.NewSlackServer(t), og: notifytest.NewOpsGenieServer(t), hook: notifytest.NewWebhookServer(t, "")}
+	secrets := filepath.Join(e.root, "secrets")
+	require.NoError(t, os.MkdirAll(secrets, 0o700))
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(secrets, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), mode))
+		return p
+	}
+	caFile := write("ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: as.og.Certificate().Raw})), 0o644)
+	as.env = []string{"HTTPS_PROXY=" + connectProxy(t, strings.TrimPrefix(as.og.URL(), "https://"))}
+	as.notifiers = fmt.Sprintf(`notifiers:
+  - name: slack-oncall
+    type: slack
+    slack: { token_file: %s, channel: C0DRIFT01, api_url: "%s" }
+  - name: pager
+    type: opsgenie
+    opsgenie: { api_key_file: %s, api_url: "https://%s" }
+    ca_file: %s
+  - name: hook
+    type: webhook
+    webhook: { url_file: %s, secret_file: %s }
+    ca_file: %s`, write("slack-token", notifytest.SlackTestToken+"\n", 0o600), as.slack.APIURL(),
+		write("og-key", as.og.APIKey+"\n", 0o600), notifytest.OpsGenieAPIURL, caFile, as.hook.URLFile, as.hook.SecretFile, caFile)
+	return as
+}
+
 // TestAlerts drives real Terraform drift through a real daemon to local
 // servers speaking Slack's, OpsGenie's and a webhook's wire protocols: one
 // incident opened, updated when the drift changes, silent while unchanged,
@@ -94,38 +136,15 @@ resource "dwtest_file" "s" {
 	})
 	e.apply(t, ws, "-var-file=secret.tfvars")
 
-	slackSrv := notifytest.NewSlackServer(t)
-	ogSrv := notifytest.NewOpsGenieServer(t)
-	hookSrv := notifytest.NewWebhookServer(t, "")
-	secrets := filepath.Join(e.root, "secrets")
-	require.NoError(t, os.MkdirAll(secrets, 0o700))
-	write := func(name, content string) string {
-		p := filepath.Join(secrets, name)
-		require.NoError(t, os.WriteFile(p, []byte(content+"\n"), 0o600))
-		return p
-	}
-	slackToken := write("slack-token", notifytest.SlackTestToken)
-	caFile := filepath.Join(secrets, "ca.pem")
-	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ogSrv.Certificate().Raw}), 0o644))
-	proxy := connectProxy(t, strings.TrimPrefix(ogSrv.URL(), "https://"))
+	as := newAlertServers(t, e)
+	slackSrv, ogSrv, hookSrv := as.slack, as.og, as.hook
 
 	listen := freePort(t)
 	cfg := e.config(t, fmt.Sprintf(`
 server: { listen: "%s", external_url: "https://driftwatch.example.com" }
 store: { path: %s }
 allow_sub_minute_schedules: true
-notifiers:
-  - name: slack-oncall
-    type: slack
-    slack: { token_file: %s, channel: C0DRIFT01, api_url: "%s" }
-  - name: pager
-    type: opsgenie
-    opsgenie: { api_key_file: %s, api_url: "https://%s" }
-    ca_file: %s
-  - name: hook
-    type: webhook
-    webhook: { url_file: %s, secret_file: %s }
-    ca_file: %s
+%s
 alerts:
   default_notifiers: [slack-oncall, pager, hook]
   routes:
@@ -140,11 +159,9 @@ workspaces:
     owner: team-payments
     labels: { tier: prod }
     schedule: "@every 2s"
-`, listen, filepath.Join(e.root, "data", "dw.db"), slackToken, slackSrv.APIURL(), write("og-key", ogSrv.APIKey),
-		notifytest.OpsGenieAPIURL, caFile, hookSrv.URLFile, hookSrv.SecretFile, caFile))
+`, listen, filepath.Join(e.root, "data", "dw.db"), as.notifiers))
 
-	env := []string{"HTTPS_PROXY=" + proxy}
-	start := func() *daemonProc { return startDaemonEnv(t, cfg, listen, env) }
+	start := func() *daemonProc { return startDaemonEnv(t, cfg, listen, as.env) }
 	d := start()
 
 	// Clean runs open nothing.

@@ -1,7 +1,6 @@
 package e2etest
 
 import (
-	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,37 +52,15 @@ resource "dwtest_file" "b" {
 	require.NoError(t, os.RemoveAll(sub))
 	require.NoError(t, os.Symlink(filepath.Join(e.root, "nowhere"), sub))
 
-	slackSrv := notifytest.NewSlackServer(t)
-	ogSrv := notifytest.NewOpsGenieServer(t)
-	hookSrv := notifytest.NewWebhookServer(t, "")
-	secrets := filepath.Join(e.root, "secrets")
-	require.NoError(t, os.MkdirAll(secrets, 0o700))
-	write := func(name, content string) string {
-		p := filepath.Join(secrets, name)
-		require.NoError(t, os.WriteFile(p, []byte(content+"\n"), 0o600))
-		return p
-	}
-	caFile := filepath.Join(secrets, "ca.pem")
-	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ogSrv.Certificate().Raw}), 0o644))
-	proxy := connectProxy(t, strings.TrimPrefix(ogSrv.URL(), "https://"))
+	as := newAlertServers(t, e)
+	slackSrv, ogSrv, hookSrv := as.slack, as.og, as.hook
 
 	listen := freePort(t)
 	cfg := e.config(t, fmt.Sprintf(`
 server: { listen: "%s", external_url: "https://driftwatch.example.com" }
 store: { path: %s }
 allow_sub_minute_schedules: true
-notifiers:
-  - name: slack-oncall
-    type: slack
-    slack: { token_file: %s, channel: C0DRIFT01, api_url: "%s" }
-  - name: pager
-    type: opsgenie
-    opsgenie: { api_key_file: %s, api_url: "https://%s" }
-    ca_file: %s
-  - name: hook
-    type: webhook
-    webhook: { url_file: %s, secret_file: %s }
-    ca_file: %s
+%s
 alerts:
   default_notifiers: [slack-oncall, pager, hook]
 defaults:
@@ -93,9 +70,8 @@ defaults:
 workspaces:
   - { name: fixme, source: { path: ./fixme } }
   - { name: broken, source: { path: ./broken } }
-`, listen, filepath.Join(e.root, "dw.db"), write("slack-token", notifytest.SlackTestToken), slackSrv.APIURL(),
-		write("og-key", ogSrv.APIKey), notifytest.OpsGenieAPIURL, caFile, hookSrv.URLFile, hookSrv.SecretFile, caFile))
-	d := startDaemonEnv(t, cfg, listen, []string{"HTTPS_PROXY=" + proxy})
+`, listen, filepath.Join(e.root, "dw.db"), as.notifiers))
+	d := startDaemonEnv(t, cfg, listen, as.env)
 
 	hooks := func(ws string) []notifytest.WebhookPayload {
 		var outp []notifytest.WebhookPayload
