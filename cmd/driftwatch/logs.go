@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -64,29 +65,12 @@ func logsCmd(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return report.ExitError
 	}
-	u := strings.TrimSuffix(*serverURL, "/") + "/api/v1/runs/" + url.PathEscape(id) + "/logs"
-	req, err := http.NewRequest(http.MethodGet, u, nil)
+	resp, err := openLog(context.Background(), *serverURL, id, *follow)
 	if err != nil {
-		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
-		return report.ExitError
-	}
-	client := &http.Client{Timeout: time.Minute}
-	if *follow {
-		req.Header.Set("Accept", "text/event-stream")
-		client.Timeout = 0 // the stream lasts as long as the run
-	} else {
-		req.Header.Set("Accept", "text/plain")
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
+		fmt.Fprintf(stderr, "driftwatch: logs %s: %v\n", id, err)
 		return report.ExitError
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "driftwatch: logs %s: %s\n", id, apiError(resp))
-		return report.ExitError
-	}
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		if _, err := io.Copy(stdout, resp.Body); err != nil {
 			fmt.Fprintf(stderr, "driftwatch: logs %s: %v\n", id, err)
@@ -101,6 +85,33 @@ func logsCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "run %s: %s\n", id, verdict)
 	return 0
+}
+
+// openLog requests run id's log from the daemon at serverURL: with follow
+// an event stream (no client timeout: it lasts as long as the run, or ctx),
+// else text. A status other than 200 is an error naming the API's reason.
+func openLog(ctx context.Context, serverURL, id string, follow bool) (*http.Response, error) {
+	u := strings.TrimSuffix(serverURL, "/") + "/api/v1/runs/" + url.PathEscape(id) + "/logs"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{Timeout: time.Minute}
+	if follow {
+		req.Header.Set("Accept", "text/event-stream")
+		client.Timeout = 0
+	} else {
+		req.Header.Set("Accept", "text/plain")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, errors.New(apiError(resp))
+	}
+	return resp, nil
 }
 
 // printEvents copies an SSE log stream's data lines to w until the "end"

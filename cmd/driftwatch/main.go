@@ -3,6 +3,7 @@
 //	driftwatch validate --config FILE
 //	driftwatch audit    --config FILE [--workspace NAME]... [--label k=v]... [--concurrency N]
 //	                    [--format table|json|markdown|junit] [--output FILE]
+//	driftwatch run      WORKSPACE --token-file FILE [--follow | --wait] [--timeout D] [--format text|json]
 //	driftwatch version
 package main
 
@@ -35,11 +36,14 @@ Usage:
   driftwatch reject   ID --token-file F reject a pending or approved remediation
   driftwatch logs     RUN_ID [--follow] print a run's Terraform log from a running daemon (--server URL)
   driftwatch cancel   RUN_ID --token-file F  cancel a queued run, or stop a running one (SIGINT / Job deleted)
+  driftwatch run      WORKSPACE --token-file F [--follow | --wait]  queue a run on the daemon now; with
+                      --follow (log) or --wait (summary), exit with its verdict's code
   driftwatch runner   --spec FILE       run one run in a Kubernetes Job's pod (started by the daemon)
   driftwatch version                    print the version
 
 Run "driftwatch COMMAND -h" for a command's flags.
-Exit codes of audit: 0 clean, 2 drift/pending/forbidden, 1 error.
+Exit codes of audit, and of run --follow/--wait: 0 clean, 2 drift/pending/forbidden,
+1 error (for run also: cancelled, interrupted, --timeout, Ctrl-C).
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -62,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return logsCmd(args[1:], stdout, stderr)
 	case "cancel":
 		return cancelCmd(args[1:], stdout, stderr)
+	case "run":
+		return runCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "driftwatch %s (%s)\n", version.Version, version.Commit)
 		return 0

@@ -1,0 +1,425 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/report"
+	"github.com/driftwatch/driftwatch/internal/store"
+)
+
+// runPollInterval is how often `driftwatch run --wait` asks the daemon
+// whether the run has finished.
+const runPollInterval = 2 * time.Second
+
+const runUsage = "driftwatch run WORKSPACE --token-file FILE [--server URL] [--follow | --wait] [--timeout D] [--format text|json] [--strict] [--cancel-on-interrupt]"
+
+// runOptions are the flags of `driftwatch run`.
+type runOptions struct {
+	server, tokenFile, format string
+	follow, wait, strict      bool
+	cancelOnInterrupt         bool
+	timeout                   time.Duration
+}
+
+// runCmd is `driftwatch run WORKSPACE`: it queues a run of the workspace on
+// a running daemon (as POST /api/v1/workspaces/NAME/runs) and, with --follow
+// or --wait, waits for its verdict and exits with the audit exit code.
+func runCmd(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// After the first signal, a second one kills at once (e.g. while
+	// --cancel-on-interrupt asks the daemon to cancel).
+	go func() { <-ctx.Done(); stop() }()
+	return runWorkspace(ctx, args, stdout, stderr, runPollInterval)
+}
+
+// runWorkspace is runCmd; ctx is done on Ctrl-C or SIGTERM.
+func runWorkspace(ctx context.Context, args []string, stdout, stderr io.Writer, poll time.Duration) int {
+	name, o, ok := parseRunArgs(args, stderr)
+	if !ok {
+		return report.ExitError
+	}
+	tok, err := os.ReadFile(o.tokenFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
+		return report.ExitError
+	}
+	token := strings.TrimSpace(string(tok))
+	switch {
+	case token == "":
+		fmt.Fprintf(stderr, "driftwatch: token file %s is empty\n", o.tokenFile)
+		return report.ExitError
+	case strings.ContainsAny(token, "\r\n"):
+		fmt.Fprintf(stderr, "driftwatch: token file %s holds more than one line: it must hold the token alone\n", o.tokenFile)
+		return report.ExitError
+	}
+	c := &daemonClient{base: strings.TrimSuffix(o.server, "/"), token: token, poll: poll}
+
+	var queued struct {
+		Workspace string `json:"workspace"`
+		RunID     string `json:"run_id"`
+		Status    string `json:"status"`
+	}
+	if err := c.call(ctx, http.MethodPost, "/api/v1/workspaces/"+url.PathEscape(name)+"/runs", http.StatusAccepted, &queued); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "driftwatch: run %s: interrupted before the daemon answered; a run may be queued (%s/api/v1/workspaces/%s/runs lists them)\n",
+				name, redactedURL(c.base), url.PathEscape(name))
+			return report.ExitError
+		}
+		fmt.Fprintf(stderr, "driftwatch: run %s: %s\n", name, c.triggerError(ctx, name, o.tokenFile, err))
+		return report.ExitError
+	}
+	id := queued.RunID
+	page := c.runPage(ctx, name, id)
+	queuedLine := fmt.Sprintf("run %s of %s: %s%s\n", id, name, queued.Status, inParens(page))
+	if !o.follow && !o.wait {
+		if o.format == "json" {
+			return writeJSONOut(stdout, stderr, queued)
+		}
+		fmt.Fprint(stdout, queuedLine)
+		return 0
+	}
+	fmt.Fprint(stderr, queuedLine)
+
+	wctx := ctx
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeoutCause(ctx, o.timeout, errWaitTimeout)
+		defer cancel()
+	}
+	var logTo io.Writer
+	if o.follow {
+		logTo = stdout
+	}
+	res, err := c.await(wctx, id, logTo, stderr)
+	switch {
+	case ctx.Err() != nil:
+		if o.cancelOnInterrupt {
+			fmt.Fprintf(stderr, "driftwatch: interrupted: cancelling run %s\n", id)
+			cancelCmd([]string{id, "--server", o.server, "--token-file", o.tokenFile}, stderr, stderr)
+			return report.ExitError
+		}
+		fmt.Fprintf(stderr, "driftwatch: interrupted: stopped waiting; run %s goes on on the daemon (driftwatch cancel %s stops it)\n", id, id)
+		return report.ExitError
+	case errors.Is(err, errWaitTimeout):
+		fmt.Fprintf(stderr, "driftwatch: run %s of %s: not finished after %s (--timeout); it goes on on the daemon (driftwatch logs %s --follow)\n", id, name, o.timeout, id)
+		return report.ExitError
+	case err != nil:
+		fmt.Fprintf(stderr, "driftwatch: run %s of %s: %v\n", id, name, err)
+		return report.ExitError
+	}
+	code := runExitCode(res, o.strict)
+	switch {
+	case o.format == "json":
+		if jc := writeJSONOut(stdout, stderr, res.withURL(page)); jc != 0 {
+			return jc
+		}
+	case o.follow:
+		fmt.Fprintln(stderr, res.summary(name, page))
+	default:
+		fmt.Fprintln(stdout, res.summary(name, page))
+	}
+	return code
+}
+
+// parseRunArgs parses "WORKSPACE [flags]" or "[flags] WORKSPACE".
+func parseRunArgs(args []string, stderr io.Writer) (string, runOptions, bool) {
+	var o runOptions
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.server, "server", "http://127.0.0.1:8080", "URL of the driftwatch daemon")
+	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the API bearer token (server.token_file)")
+	fs.BoolVar(&o.follow, "follow", false, "stream the run's log to stdout until it ends, then print the verdict on stderr and exit with its code")
+	fs.BoolVar(&o.follow, "f", false, "short for --follow")
+	fs.BoolVar(&o.wait, "wait", false, "wait until the run ends, print a one-line summary and exit with its code")
+	fs.DurationVar(&o.timeout, "timeout", 0, "with --follow or --wait: stop waiting after this long and exit 1 (the run goes on); 0 waits as long as the run takes")
+	fs.StringVar(&o.format, "format", "text", "output: text, or json (the API's run, plus its page url)")
+	fs.BoolVar(&o.strict, "strict", false, "exit 2 on state-backend findings too")
+	fs.BoolVar(&o.cancelOnInterrupt, "cancel-on-interrupt", false, "cancel the run when interrupted (Ctrl-C, SIGTERM) while waiting; by default it goes on")
+	name, ok := runIDArgs(fs, args, stderr, runUsage)
+	if !ok {
+		return "", o, false
+	}
+	var problems []string
+	if o.tokenFile == "" {
+		problems = append(problems, "--token-file is required")
+	}
+	if o.format != "text" && o.format != "json" {
+		problems = append(problems, fmt.Sprintf("unknown format %q (use text or json)", o.format))
+	}
+	if o.format == "json" && o.follow {
+		problems = append(problems, "--format json cannot be combined with --follow, which writes the log to stdout (use --wait)")
+	}
+	if o.timeout < 0 {
+		problems = append(problems, "--timeout must not be negative")
+	}
+	if (o.timeout > 0 || o.cancelOnInterrupt || o.strict) && !o.follow && !o.wait {
+		problems = append(problems, "--timeout, --strict and --cancel-on-interrupt need --follow or --wait")
+	}
+	for _, p := range problems {
+		fmt.Fprintln(stderr, "driftwatch: "+p)
+	}
+	return name, o, len(problems) == 0
+}
+
+// errWaitTimeout is the cause of the --timeout deadline.
+var errWaitTimeout = errors.New("--timeout expired")
+
+// daemonClient calls a running daemon's API.
+type daemonClient struct {
+	base  string // server URL without a trailing slash
+	token string // sent on POST requests only
+	poll  time.Duration
+}
+
+// apiStatusError is an API answer other than the expected status.
+type apiStatusError struct {
+	code int
+	msg  string // the status and the API's reason
+}
+
+func (e *apiStatusError) Error() string { return e.msg }
+
+// call sends method path and decodes the JSON answer into out, or returns
+// an *apiStatusError when the status is not want.
+func (c *daemonClient) call(ctx context.Context, method, path string, want int, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	if method != http.MethodGet {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != want {
+		return &apiStatusError{code: resp.StatusCode, msg: apiError(resp)}
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: bad response: %w", method, path, err)
+	}
+	return nil
+}
+
+// triggerError explains a failed trigger: the workspace's busy run, an
+// unknown workspace, a rejected token. It never shows the token.
+func (c *daemonClient) triggerError(ctx context.Context, name, tokenFile string, err error) string {
+	var se *apiStatusError
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	server := redactedURL(c.base)
+	switch se.code {
+	case http.StatusConflict:
+		if id := c.activeRun(ctx, name); id != "" {
+			return fmt.Sprintf("a run of %s is already queued or running: %s (driftwatch logs %s --follow shows it)", name, id, id)
+		}
+		return fmt.Sprintf("a run of %s is already queued or running (%s)", name, se.msg)
+	case http.StatusNotFound:
+		return fmt.Sprintf("%s: the daemon at %s has no workspace %q (%s/api/v1/workspaces lists its workspaces)", se.msg, server, name, server)
+	case http.StatusUnauthorized:
+		return fmt.Sprintf("%s: the daemon at %s rejected the token in %s (it must hold the daemon's server.token_file token)", se.msg, server, tokenFile)
+	}
+	return se.msg
+}
+
+// activeRun returns the id of the workspace's queued or running run, or ""
+// (the 409 answer does not name it).
+func (c *daemonClient) activeRun(ctx context.Context, name string) string {
+	var out struct {
+		Runs []runResult `json:"runs"`
+	}
+	if c.call(ctx, http.MethodGet, "/api/v1/workspaces/"+url.PathEscape(name)+"/runs?limit=10", http.StatusOK, &out) != nil {
+		return ""
+	}
+	for _, r := range out.Runs {
+		if !r.finished() {
+			return r.ID
+		}
+	}
+	return ""
+}
+
+// runPage is the absolute URL of the run's status page, or "" when the
+// daemon has no server.external_url. The API gives runs no URL: it is
+// derived from the workspace's, which is absolute only with an external URL.
+func (c *daemonClient) runPage(ctx context.Context, name, id string) string {
+	var ws struct {
+		URL string `json:"url"`
+	}
+	if c.call(ctx, http.MethodGet, "/api/v1/workspaces/"+url.PathEscape(name), http.StatusOK, &ws) != nil {
+		return ""
+	}
+	base, ok := strings.CutSuffix(ws.URL, "/workspaces/"+url.PathEscape(name))
+	if !ok || !(strings.HasPrefix(base, "https://") || strings.HasPrefix(base, "http://")) {
+		return ""
+	}
+	return base + "/runs/" + url.PathEscape(id)
+}
+
+// await waits until run id has finished and returns it. With logTo it
+// first copies the run's log stream there (the stream ends with the run);
+// then, or if the stream breaks (a daemon restart), it polls the run.
+func (c *daemonClient) await(ctx context.Context, id string, logTo, stderr io.Writer) (runResult, error) {
+	var verdict string
+	if logTo != nil {
+		var err error
+		verdict, err = c.follow(ctx, id, logTo)
+		if ctx.Err() != nil {
+			return runResult{}, context.Cause(ctx)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "driftwatch: log stream of run %s cut short (%v); waiting for its verdict\n", id, err)
+		}
+	}
+	warned := false
+	for {
+		var raw json.RawMessage
+		err := c.call(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), http.StatusOK, &raw)
+		var se *apiStatusError
+		switch {
+		case err == nil:
+			var r runResult
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return runResult{}, fmt.Errorf("bad run: %w", err)
+			}
+			if r.finished() {
+				r.raw = raw
+				return r, nil
+			}
+		case ctx.Err() != nil:
+			return runResult{}, context.Cause(ctx)
+		case errors.As(err, &se) && se.code == http.StatusNotFound && verdict != "":
+			// Ended without a record (a queued run skipped like an
+			// overlapping slot): the stream's verdict is all there is.
+			return runResult{ID: id, Status: drift.Status(verdict)}, nil
+		case errors.As(err, &se) && se.code < 500:
+			return runResult{}, err
+		case !warned:
+			// The daemon may be restarting: keep asking.
+			fmt.Fprintf(stderr, "driftwatch: run %s: %v (retrying every %s)\n", id, err, c.poll)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return runResult{}, context.Cause(ctx)
+		case <-time.After(c.poll):
+		}
+	}
+}
+
+// follow copies run id's log stream to w and returns the verdict of its
+// end event.
+func (c *daemonClient) follow(ctx context.Context, id string, w io.Writer) (string, error) {
+	resp, err := openLog(ctx, c.base, id, true)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	return printEvents(resp.Body, w)
+}
+
+// runResult is the part of GET /api/v1/runs/ID that the summary shows.
+type runResult struct {
+	ID              string       `json:"id"`
+	Status          drift.Status `json:"status"`
+	Error           string       `json:"error"`
+	DurationSeconds *float64     `json:"duration_seconds"`
+	Counts          drift.Counts `json:"counts"`
+	raw             json.RawMessage
+}
+
+func (r runResult) finished() bool {
+	return r.Status != store.RunQueued && r.Status != store.RunRunning
+}
+
+// runExitCode is the audit exit code of a finished run: 0 clean, 2 drift,
+// pending or forbidden (and, when strict, backend findings), 1 for errored
+// and for runs without a verdict (cancelled, interrupted).
+func runExitCode(r runResult, strict bool) int {
+	switch r.Status {
+	case drift.StatusClean:
+		if strict && r.Counts.Hygiene > 0 {
+			return report.ExitChanges
+		}
+		return report.ExitClean
+	case drift.StatusDrift, drift.StatusPending, drift.StatusForbidden:
+		return report.ExitChanges
+	}
+	return report.ExitError
+}
+
+// summary is the one-line result: status, counts or error, duration, page.
+func (r runResult) summary(name, page string) string {
+	s := fmt.Sprintf("run %s of %s: %s", r.ID, name, r.Status)
+	if r.Status.Severity() < 0 {
+		s += ", no verdict"
+	} else if r.Status != drift.StatusErrored {
+		s += fmt.Sprintf(" (drift %d, pending %d, forbidden %d)", r.Counts.Drift, r.Counts.Pending, r.Counts.Forbidden)
+	}
+	if r.DurationSeconds != nil {
+		s += " in " + time.Duration(*r.DurationSeconds*float64(time.Second)).Round(100*time.Millisecond).String()
+	}
+	if r.Error != "" {
+		first, _, _ := strings.Cut(r.Error, "\n")
+		s += ": " + first
+	}
+	return s + inParens(page)
+}
+
+// withURL is the API's run with "url", its page ("" without an external
+// URL), for --format json.
+func (r runResult) withURL(page string) any {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(r.raw, &m) != nil {
+		// No run record (see await): the verdict is all there is.
+		return map[string]string{"id": r.ID, "status": string(r.Status), "url": page}
+	}
+	m["url"], _ = json.Marshal(page)
+	return m
+}
+
+func writeJSONOut(stdout, stderr io.Writer, v any) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(stderr, "driftwatch: write output: %v\n", err)
+		return report.ExitError
+	}
+	return 0
+}
+
+func inParens(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+// redactedURL hides a password in the server URL.
+func redactedURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "the --server URL"
+	}
+	return u.Redacted()
+}
