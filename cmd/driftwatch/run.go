@@ -79,11 +79,11 @@ func runWorkspace(ctx context.Context, args []string, stdout, stderr io.Writer, 
 				name, redactedURL(c.base), url.PathEscape(name))
 			return report.ExitError
 		}
-		fmt.Fprintf(stderr, "driftwatch: run %s: %s\n", name, c.triggerError(ctx, name, o.tokenFile, err))
+		fmt.Fprintf(stderr, "driftwatch: run %s: %s\n", name, c.triggerError(name, o.tokenFile, err))
 		return report.ExitError
 	}
 	id := queued.RunID
-	page := c.runPage(ctx, name, id)
+	page := c.runPage(ctx, id)
 	queuedLine := fmt.Sprintf("run %s of %s: %s%s\n", id, name, queued.Status, inParens(page))
 	if !o.follow && !o.wait {
 		if o.format == "json" {
@@ -124,7 +124,7 @@ func runWorkspace(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	code := runExitCode(res, o.strict)
 	switch {
 	case o.format == "json":
-		if jc := writeJSONOut(stdout, stderr, res.withURL(page)); jc != 0 {
+		if jc := writeJSONOut(stdout, stderr, res.jsonOut()); jc != 0 {
 			return jc
 		}
 	case o.follow:
@@ -146,7 +146,7 @@ func parseRunArgs(args []string, stderr io.Writer) (string, runOptions, bool) {
 	fs.BoolVar(&o.follow, "f", false, "short for --follow")
 	fs.BoolVar(&o.wait, "wait", false, "wait until the run ends, print a one-line summary and exit with its code")
 	fs.DurationVar(&o.timeout, "timeout", 0, "with --follow or --wait: stop waiting after this long and exit 1 (the run goes on); 0 waits as long as the run takes")
-	fs.StringVar(&o.format, "format", "text", "output: text, or json (the API's run, plus its page url)")
+	fs.StringVar(&o.format, "format", "text", "output: text, or json (the API's run)")
 	fs.BoolVar(&o.strict, "strict", false, "exit 2 on state-backend findings too")
 	fs.BoolVar(&o.cancelOnInterrupt, "cancel-on-interrupt", false, "cancel the run when interrupted (Ctrl-C, SIGTERM) while waiting; by default it goes on")
 	name, ok := runIDArgs(fs, args, stderr, runUsage)
@@ -187,8 +187,9 @@ type daemonClient struct {
 
 // apiStatusError is an API answer other than the expected status.
 type apiStatusError struct {
-	code int
-	msg  string // the status and the API's reason
+	code  int
+	msg   string // the status and the API's reason
+	runID string // a 409's busy run, if the API named it
 }
 
 func (e *apiStatusError) Error() string { return e.msg }
@@ -212,7 +213,17 @@ func (c *daemonClient) call(ctx context.Context, method, path string, want int, 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != want {
-		return &apiStatusError{code: resp.StatusCode, msg: apiError(resp)}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var body struct {
+			Error string `json:"error"`
+			RunID string `json:"run_id"`
+		}
+		_ = json.Unmarshal(b, &body)
+		se := &apiStatusError{code: resp.StatusCode, msg: resp.Status, runID: body.RunID}
+		if body.Error != "" {
+			se.msg += ": " + body.Error
+		}
+		return se
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(out); err != nil {
 		return fmt.Errorf("%s %s: bad response: %w", method, path, err)
@@ -222,7 +233,7 @@ func (c *daemonClient) call(ctx context.Context, method, path string, want int, 
 
 // triggerError explains a failed trigger: the workspace's busy run, an
 // unknown workspace, a rejected token. It never shows the token.
-func (c *daemonClient) triggerError(ctx context.Context, name, tokenFile string, err error) string {
+func (c *daemonClient) triggerError(name, tokenFile string, err error) string {
 	var se *apiStatusError
 	if !errors.As(err, &se) {
 		return err.Error()
@@ -230,7 +241,7 @@ func (c *daemonClient) triggerError(ctx context.Context, name, tokenFile string,
 	server := redactedURL(c.base)
 	switch se.code {
 	case http.StatusConflict:
-		if id := c.activeRun(ctx, name); id != "" {
+		if id := se.runID; id != "" {
 			return fmt.Sprintf("a run of %s is already queued or running: %s (driftwatch logs %s --follow shows it)", name, id, id)
 		}
 		return fmt.Sprintf("a run of %s is already queued or running (%s)", name, se.msg)
@@ -242,38 +253,19 @@ func (c *daemonClient) triggerError(ctx context.Context, name, tokenFile string,
 	return se.msg
 }
 
-// activeRun returns the id of the workspace's queued or running run, or ""
-// (the 409 answer does not name it).
-func (c *daemonClient) activeRun(ctx context.Context, name string) string {
-	var out struct {
-		Runs []runResult `json:"runs"`
-	}
-	if c.call(ctx, http.MethodGet, "/api/v1/workspaces/"+url.PathEscape(name)+"/runs?limit=10", http.StatusOK, &out) != nil {
-		return ""
-	}
-	for _, r := range out.Runs {
-		if !r.finished() {
-			return r.ID
-		}
-	}
-	return ""
-}
-
-// runPage is the absolute URL of the run's status page, or "" when the
-// daemon has no server.external_url. The API gives runs no URL: it is
-// derived from the workspace's, which is absolute only with an external URL.
-func (c *daemonClient) runPage(ctx context.Context, name, id string) string {
-	var ws struct {
+// runPage is the absolute URL of run id's status page (the API's "url"),
+// or "" when the daemon has no server.external_url (the URL is relative).
+func (c *daemonClient) runPage(ctx context.Context, id string) string {
+	var run struct {
 		URL string `json:"url"`
 	}
-	if c.call(ctx, http.MethodGet, "/api/v1/workspaces/"+url.PathEscape(name), http.StatusOK, &ws) != nil {
+	if c.call(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), http.StatusOK, &run) != nil {
 		return ""
 	}
-	base, ok := strings.CutSuffix(ws.URL, "/workspaces/"+url.PathEscape(name))
-	if !ok || !(strings.HasPrefix(base, "https://") || strings.HasPrefix(base, "http://")) {
+	if !strings.HasPrefix(run.URL, "https://") && !strings.HasPrefix(run.URL, "http://") {
 		return ""
 	}
-	return base + "/runs/" + url.PathEscape(id)
+	return run.URL
 }
 
 // await waits until run id has finished and returns it. With logTo it
@@ -386,16 +378,13 @@ func (r runResult) summary(name, page string) string {
 	return s + inParens(page)
 }
 
-// withURL is the API's run with "url", its page ("" without an external
-// URL), for --format json.
-func (r runResult) withURL(page string) any {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(r.raw, &m) != nil {
-		// No run record (see await): the verdict is all there is.
-		return map[string]string{"id": r.ID, "status": string(r.Status), "url": page}
+// jsonOut is the API's run for --format json, or, without a run record
+// (see await), its id and verdict.
+func (r runResult) jsonOut() any {
+	if r.raw == nil {
+		return map[string]string{"id": r.ID, "status": string(r.Status)}
 	}
-	m["url"], _ = json.Marshal(page)
-	return m
+	return r.raw
 }
 
 func writeJSONOut(stdout, stderr io.Writer, v any) int {

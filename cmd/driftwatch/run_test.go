@@ -92,8 +92,8 @@ func newTestDaemon(t *testing.T, externalURL string) *testDaemon {
 func (d *testDaemon) trigger(name string) (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, busy := d.active[name]; busy {
-		return "", errTestBusy
+	if id, busy := d.active[name]; busy {
+		return id, errTestBusy // the daemon names the run it is busy with
 	}
 	d.n++
 	id := fmt.Sprintf("run-%d", d.n)
@@ -250,7 +250,7 @@ func TestRunWait(t *testing.T) {
 			reqs := d.reqs()
 			require.Equal(t, []string{
 				"POST /api/v1/workspaces/payments/runs Bearer " + runToken,
-				"GET /api/v1/workspaces/payments ",
+				"GET /api/v1/runs/run-1 ", // its page's URL
 			}, reqs[:2])
 			require.NotEmpty(t, reqs[2:])
 			for _, r := range reqs[2:] {

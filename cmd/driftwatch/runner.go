@@ -18,7 +18,8 @@ import (
 // runnerCmd is `driftwatch runner --spec PATH`: the command of a run Job's
 // pod (runner.mode kubernetes). It runs the spec's run with the local runner
 // (or, for a remediation Job, applies the approved change set with
-// remediate.Applier) and delivers the result to the daemon; it exits 1 only
+// remediate.Applier, if the daemon says right before the apply that the
+// kill switch is off) and delivers the result to the daemon; it exits 1 only
 // when the spec is unusable or the result could not be delivered.
 func runnerCmd(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)

@@ -27,7 +27,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
-	"github.com/driftwatch/driftwatch/internal/runner/remote"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
@@ -75,6 +74,11 @@ type daemon struct {
 
 	// kube is the kubernetes runner mode (nil: local).
 	kube *kubeRuntime
+	// leading is set while lead runs: the daemon schedules (it holds the
+	// Lease, or leader election is off). /readyz answers 503 otherwise, so
+	// that a Service sends the API, the status page and run pods' results
+	// to the leader only.
+	leading atomic.Bool
 	// stopping is set before the kubernetes runner's Watch is stopped: runs
 	// ending then were interrupted, not failed.
 	stopping atomic.Bool
@@ -128,7 +132,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		if o.Once {
 			return report.ExitError, errors.New("daemon --once runs locally: it needs runner.mode local (or use `driftwatch audit`)")
 		}
-		if d.kube, err = newKubeRuntime(cfg, o.Logger); err != nil {
+		if d.kube, err = newKubeRuntime(cfg, o.Logger, d.mayApply); err != nil {
 			return report.ExitError, err
 		}
 		d.auditor = &audit.Auditor{Runner: d.kube.runner, Logger: o.Logger}
@@ -179,8 +183,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 
 	var handlers map[string]http.Handler
 	if d.kube != nil {
-		// Run pods authenticate with their per-run token, not the API token.
-		handlers = map[string]http.Handler{remote.Route: d.kube.recv}
+		handlers = d.kube.handlers()
 	}
 	srv, err := server.New(server.Options{
 		Store:         st,
@@ -189,7 +192,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		Handlers:      handlers,
 		UnknownErr:    schedule.ErrUnknownJob,
 		BusyErr:       schedule.ErrBusy,
-		Ready:         func() error { return nil },
+		Ready:         d.ready,
 		Gatherer:      reg,
 		TokenFile:     cfg.Server.TokenFile,
 		ExternalURL:   cfg.Server.ExternalURL,
@@ -245,6 +248,16 @@ func (d *daemon) schedOptions(cfg *config.Config) schedule.Options {
 	}
 }
 
+// errStandby is /readyz's answer while the daemon does not schedule.
+var errStandby = errors.New("standby: not scheduling (another daemon holds the leader Lease, or this one is stopping)")
+
+func (d *daemon) ready() error {
+	if !d.leading.Load() {
+		return errStandby
+	}
+	return nil
+}
+
 func (d *daemon) runnerMode() string {
 	if d.kube != nil {
 		return config.RunnerModeKubernetes
@@ -260,6 +273,8 @@ func (d *daemon) runnerMode() string {
 // kube.ErrStopped and their Jobs keep running for the next daemon to
 // adopt) before the runs are cancelled.
 func (d *daemon) lead(ctx context.Context) error {
+	d.leading.Store(true)
+	defer d.leading.Store(false)
 	// Runs the previous process did not finish (kill -9, crash, shutdown)
 	// are marked interrupted and run again now (unless their Job is
 	// adopted: its outcome is recorded when it ends).
@@ -518,7 +533,8 @@ func (d *daemon) awaitAdopted(ctx context.Context, a *kube.Adopted) {
 }
 
 // trigger is the API's manual trigger: it returns the queued run's id, or
-// ErrBusy (409) while an adopted Job of the workspace runs.
+// ErrBusy (409) with the id of the run already queued or running (none
+// while an adopted Job or a remediation apply of the workspace runs).
 func (d *daemon) trigger(name string) (string, error) {
 	d.mu.Lock()
 	busy := d.adopted[name]
@@ -527,6 +543,10 @@ func (d *daemon) trigger(name string) (string, error) {
 		return "", fmt.Errorf("%w (adopted kubernetes job still running)", schedule.ErrBusy)
 	}
 	r, err := d.sched.Queue(name, schedule.TriggerManual)
+	if r.Trigger == triggerRemediate {
+		// Busy with an apply: its run is recorded under its own id.
+		return "", err
+	}
 	return r.ID, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -17,7 +18,8 @@ import (
 )
 
 // kubeRuntime is the kubernetes runner mode's parts: the runner, the result
-// Receiver (mounted on remote.Route) and the client (leader election).
+// Receiver (mounted on remote.Route, its proceed check on
+// remote.ProceedRoute: handlers) and the client (leader election).
 type kubeRuntime struct {
 	runner *kube.Runner
 	recv   *remote.Receiver
@@ -41,7 +43,9 @@ func kubeClient(path string) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(rc)
 }
 
-func newKubeRuntime(cfg *config.Config, log *slog.Logger) (*kubeRuntime, error) {
+// newKubeRuntime builds the kubernetes mode's parts; proceed answers
+// remediation pods' proceed checks (daemon.mayApply).
+func newKubeRuntime(cfg *config.Config, log *slog.Logger, proceed remote.ProceedFunc) (*kubeRuntime, error) {
 	k := cfg.Runner.Kubernetes
 	if k == nil {
 		return nil, errors.New("kubernetes runner: runner.kubernetes is required")
@@ -50,7 +54,7 @@ func newKubeRuntime(cfg *config.Config, log *slog.Logger) (*kubeRuntime, error) 
 	if err != nil {
 		return nil, err
 	}
-	recv := remote.NewReceiver(remote.ReceiverOptions{Logger: log})
+	recv := remote.NewReceiver(remote.ReceiverOptions{Logger: log, Proceed: proceed})
 	r, err := kube.New(kube.Options{Client: cs, Receiver: recv, Config: k.Kube(), Logger: log})
 	if err != nil {
 		return nil, err
@@ -77,4 +81,10 @@ func (r adoptedRunner) Run(ctx context.Context, req runner.Request) (runner.Resu
 		return runner.Result{}, err
 	}
 	return r.d.kube.runner.Run(ctx, req)
+}
+
+// handlers are the routes run pods call, authenticated with their per-run
+// token, not the API token.
+func (k *kubeRuntime) handlers() map[string]http.Handler {
+	return map[string]http.Handler{remote.Route: k.recv, remote.ProceedRoute: k.recv.ProceedHandler()}
 }

@@ -313,14 +313,15 @@ func (rm *remediator) apply(ctx context.Context, name string) {
 	if err := rm.d.store.FinishRunOnly(wctx, run); err != nil {
 		log.Error("store: finish remediation run", "err", err)
 	}
+	if heldByKillSwitch(out) {
+		rm.reapprove(wctx, log, r, store.RemediationRunning, out.Reason)
+		return
+	}
 	if _, err := rm.transitionAnnounced(wctx, r.ID, []store.RemediationState{store.RemediationRunning},
 		store.Transition{State: store.RemediationState(out.Result), At: fin, Reason: out.Reason, Outcome: outJSON}); err != nil {
 		log.Error("store: finish remediation", "err", err)
 	}
 	rm.metrics.Finished(string(out.Result))
-	if out.Result == remediate.ResultRefused && slices.ContainsFunc(out.Refusals, func(x remediate.Refusal) bool { return x.Code == remediate.CodePaused }) {
-		return
-	}
 	if ctx.Err() != nil {
 		return
 	}

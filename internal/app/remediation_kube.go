@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/remediate"
@@ -52,16 +55,14 @@ func (rm *remediator) awaitAdopted(ctx context.Context, a *kube.Adopted) error {
 		return context.Cause(ctx)
 	}
 	wctx := context.WithoutCancel(ctx)
-	rs, lerr := rm.d.store.Remediations(wctx, a.Workspace, 50)
-	var r store.Remediation
-	for _, x := range rs {
-		if x.ApplyRunID == a.RunID {
-			r = x
-		}
-	}
+	r, lerr := rm.applying(wctx, a.Workspace, a.RunID)
 	if lerr != nil || r.ID == "" {
 		log.Warn("adopted remediation job finished; no remediation to record it on",
 			"result", out.Result, "reason", out.Reason, "err", lerr)
+		return nil
+	}
+	if heldByKillSwitch(out) {
+		rm.reapprove(wctx, log, r, store.RemediationFailed, out.Reason)
 		return nil
 	}
 	outJSON, _ := json.Marshal(out)
@@ -72,4 +73,77 @@ func (rm *remediator) awaitAdopted(ctx context.Context, a *kube.Adopted) error {
 	}
 	log.Info("adopted remediation job finished", "remediation", r.ID, "result", out.Result, "reason", out.Reason)
 	return nil
+}
+
+// applying returns the workspace's remediation whose apply is run runID
+// (zero if none among its recent ones).
+func (rm *remediator) applying(ctx context.Context, workspace, runID string) (store.Remediation, error) {
+	rs, err := rm.d.store.Remediations(ctx, workspace, 50)
+	for _, r := range rs {
+		if r.ApplyRunID == runID {
+			return r, err
+		}
+	}
+	return store.Remediation{}, err
+}
+
+// mayApply answers the proceed check of remediation Jobs' pods
+// (remote.ProceedFunc), asked right before `terraform apply`: the kill
+// switch is checked before a Job is created, but a pod plans for a while
+// before it applies.
+func (d *daemon) mayApply(ctx context.Context, runID string) *remediate.Refusal {
+	return d.rem.mayApply(ctx, runID)
+}
+
+// mayApply lets run runID apply only while the kill switch is off and its
+// remediation is running, or failed without an outcome: interrupted by a
+// restart, its Job adopted by this daemon, which records the outcome on it
+// (awaitAdopted). Whatever it cannot confirm refuses.
+func (rm *remediator) mayApply(ctx context.Context, runID string) *remediate.Refusal {
+	if rm.stopped() {
+		return &remediate.Refusal{Code: remediate.CodePaused, Reason: "remediation is paused (global kill switch)"}
+	}
+	run, err := rm.d.store.Run(ctx, runID)
+	var r store.Remediation
+	switch {
+	case err == nil:
+		r, err = rm.applying(ctx, run.Workspace, runID)
+	case errors.Is(err, store.ErrNotFound):
+		err = nil // no run, so no remediation: refused below
+	}
+	if err != nil {
+		rm.log.Error("proceed check: read remediation", "run_id", runID, "err", err)
+		return &remediate.Refusal{Code: remediate.CodeDaemonUnreachable, Reason: "the daemon could not read the remediation of run " + runID}
+	}
+	switch {
+	case r.ID == "":
+		return &remediate.Refusal{Code: remediate.CodeNothingApproved, Reason: "no remediation is applied by run " + runID}
+	case r.State == store.RemediationRunning, r.State == store.RemediationFailed && len(r.Outcome) == 0:
+		return nil
+	}
+	return &remediate.Refusal{Code: remediate.CodeNothingApproved, Reason: fmt.Sprintf("remediation %s is %s: no longer approved to apply", r.ID, r.State)}
+}
+
+// heldByKillSwitch reports whether an apply was refused by the kill
+// switch (in the daemon, or asked by a Job's pod right before the apply):
+// nothing was applied.
+func heldByKillSwitch(out remediate.Outcome) bool {
+	return out.Result == remediate.ResultRefused &&
+		slices.ContainsFunc(out.Refusals, func(x remediate.Refusal) bool { return x.Code == remediate.CodePaused })
+}
+
+// reapprove returns remediation r, held by the kill switch before its
+// apply, from state from to approved (who approved it and when kept): it
+// is queued again on resume. Its apply run stays recorded as refused.
+func (rm *remediator) reapprove(ctx context.Context, log *slog.Logger, r store.Remediation, from store.RemediationState, reason string) {
+	at := r.DecidedAt
+	if at.IsZero() {
+		at = time.Now().UTC()
+	}
+	if _, err := rm.d.store.TransitionRemediation(ctx, r.ID, []store.RemediationState{from},
+		store.Transition{State: store.RemediationApproved, At: at, By: r.DecidedBy, Reason: reason}); err != nil {
+		log.Error("store: re-approve remediation held by the kill switch", "remediation", r.ID, "err", err)
+		return
+	}
+	log.Warn("remediation held by the kill switch before its apply: nothing applied; approved again, applies on resume", "remediation", r.ID)
 }

@@ -71,6 +71,13 @@ func startDaemon(t *testing.T, cfg, listen string) *daemonProc {
 // startDaemonEnv is startDaemon with extra environment variables.
 func startDaemonEnv(t *testing.T, cfg, listen string, env []string) *daemonProc {
 	t.Helper()
+	return startDaemonProbe(t, cfg, listen, env, "/readyz")
+}
+
+// startDaemonProbe is startDaemonEnv waiting for probe to answer 200 (a
+// standby is live, /healthz, but not ready).
+func startDaemonProbe(t *testing.T, cfg, listen string, env []string, probe string) *daemonProc {
+	t.Helper()
 	d := &daemonProc{t: t, base: "http://" + listen, logs: &syncBuffer{}, exited: make(chan struct{})}
 	d.cmd = exec.Command(driftwatchBin, "daemon", "--config", cfg, "--log-level", "debug")
 	d.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
@@ -100,7 +107,7 @@ func startDaemonEnv(t *testing.T, cfg, listen string, env []string) *daemonProc 
 		}
 	})
 	d.eventually("daemon ready", 20*time.Second, func() bool {
-		resp, err := http.Get(d.base + "/readyz")
+		resp, err := http.Get(d.base + probe)
 		if err != nil {
 			return false
 		}

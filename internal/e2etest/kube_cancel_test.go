@@ -29,17 +29,9 @@ func TestKubeCancel(t *testing.T) {
 	k.e.workspace(t, "slow", map[string]string{"main.tf": fmt.Sprintf(slowWorkspace, "120s")})
 	k.extraWorkspaces = "  - name: slow\n    source: { path: ./slow }"
 	listen := freePort(t)
-	cfg := k.config(t, "driftwatch.yaml", listen, "data", "")
-	// The cancel endpoint needs the API token, which k.config does not set.
 	token := "dw-api-token-kube-cancel-31"
-	tokenFile := filepath.Join(k.e.root, "api-token")
-	require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
-	b, err := os.ReadFile(cfg)
-	require.NoError(t, err)
-	server := fmt.Sprintf(`server: { listen: "%s" }`, listen)
-	require.Contains(t, string(b), server)
-	b = []byte(strings.Replace(string(b), server, fmt.Sprintf(`server: { listen: "%s", token_file: %s }`, listen, tokenFile), 1))
-	require.NoError(t, os.WriteFile(cfg, b, 0o644))
+	k.withAPIToken(t, token)
+	cfg := k.config(t, "driftwatch.yaml", listen, "data", "")
 
 	d := startDaemon(t, cfg, listen)
 	var runID string

@@ -195,3 +195,130 @@ func TestKubeRemediationRestart(t *testing.T) {
 	require.Len(t, jobs.Items, 1, "awaited, not re-created")
 	require.Equal(t, 0, d2.stop(syscall.SIGTERM, 30*time.Second), d2.logs.String())
 }
+
+// TestKubeRemediationKillSwitch pauses remediation after the remediation
+// Job was created, before its pod applies: the pod (the real `driftwatch
+// runner`, held by the test's kubelet until the pause) plans, asks the
+// daemon right before `terraform apply` whether it may proceed, is told
+// the kill switch is on, and applies nothing. The apply run is recorded
+// refused, the remediation is approved again (as when the switch stops a
+// local apply), and on resume a new remediation Job applies it.
+func TestKubeRemediationKillSwitch(t *testing.T) {
+	k := startKubeEnv(t)
+	file := remedyWorkspace(t, k)
+	k.ns = "driftwatch-killswitch"
+	cs, ctx, ns := k.cs, context.Background(), k.ns
+	require.NoError(t, k.cluster.CreateNamespace(ctx, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}))
+	release := make(chan struct{})
+	held := make(chan string, 1)
+	type exit struct {
+		pod  string
+		code int
+		msg  string
+	}
+	exits := make(chan exit, 16)
+	k.cluster.PlayKubelet(t, ns, func(ctx context.Context, pod *corev1.Pod) (int, string) {
+		if pod.Labels[kube.LabelKind] == kube.KindRemediate {
+			select {
+			case held <- pod.Name: // the first one waits for the pause
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return 137, "killed"
+				}
+			default:
+			}
+		}
+		code, msg := playPod(ctx, t, k.cluster, pod)
+		exits <- exit{pod.Name, code, msg}
+		return code, msg
+	})
+	listen := freePort(t)
+	token := "dw-api-token-kube-killswitch-7"
+	k.withAPIToken(t, token)
+	cfg := k.config(t, "driftwatch.yaml", listen, "data", "")
+	d := startDaemon(t, cfg, listen)
+
+	r := d.waitRemediation("remedy", 2*time.Minute, "running", "applied", "failed", "refused")
+	require.Equal(t, "running", r.State, "%+v %s", r, r.Outcome)
+	job := kube.JobName("remedy", r.ApplyRunID)
+	select {
+	case pod := <-held:
+		require.True(t, strings.HasPrefix(pod, job+"-"), pod)
+	case <-time.After(time.Minute):
+		t.Fatal("the remediation pod did not start")
+	}
+	require.Equal(t, 200, d.post("/api/v1/remediation/pause", token))
+	close(release)
+
+	// The pod planned, asked, was refused, and delivered that outcome: it
+	// exits 0 and its Job completes.
+	var remExit exit
+	d.eventually("the remediation pod exited", 3*time.Minute, func() bool {
+		for {
+			select {
+			case e := <-exits:
+				if strings.HasPrefix(e.pod, job+"-") {
+					remExit = e
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	})
+	require.Equal(t, 0, remExit.code, remExit.msg)
+	var applyRun apiRun
+	d.eventually("the apply run recorded", time.Minute, func() bool {
+		for _, run := range d.runs("remedy") {
+			if run.ID == r.ApplyRunID && run.Status != "running" {
+				applyRun = run
+				return true
+			}
+		}
+		return false
+	})
+	require.Equal(t, apiRun{ID: r.ApplyRunID, Status: "refused", Trigger: "remediate", Error: "remediation is paused (global kill switch)"}, applyRun)
+	require.Contains(t, d.logs.String(), "remediation apply held back")
+	require.Equal(t, "hand edit", mustRead(t, file), "nothing applied")
+
+	// Approved again, held while paused: no other remediation Job.
+	got := d.remediations("remedy")
+	require.Len(t, got, 1)
+	require.Equal(t, r.ID, got[0].ID)
+	require.Equal(t, "approved", got[0].State, "%+v", got[0])
+	require.Equal(t, "remediation is paused (global kill switch)", got[0].Reason)
+	time.Sleep(3 * time.Second) // the remediation loop ticks every second
+	remJobs := func() []string {
+		jobs, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{
+			LabelSelector: kube.WorkspaceSelector("remedy") + "," + kube.LabelKind + "=" + kube.KindRemediate,
+		})
+		require.NoError(t, err)
+		var names []string
+		for _, j := range jobs.Items {
+			names = append(names, j.Name)
+		}
+		return names
+	}
+	require.Equal(t, []string{job}, remJobs())
+	require.Equal(t, "approved", d.remediations("remedy")[0].State)
+	require.Equal(t, "hand edit", mustRead(t, file))
+
+	// Resume: the same remediation applies, in a new Job.
+	require.Equal(t, 200, d.post("/api/v1/remediation/resume", token))
+	done := d.waitRemediation("remedy", 3*time.Minute, "applied", "failed", "verification_failed", "refused")
+	require.Equal(t, "applied", done.State, "%+v %s\n%s", done, done.Outcome, d.logs.String())
+	require.Equal(t, r.ID, done.ID)
+	require.NotEqual(t, r.ApplyRunID, done.ApplyRunID)
+	require.Equal(t, "v1", mustRead(t, file))
+	require.ElementsMatch(t, []string{job, kube.JobName("remedy", done.ApplyRunID)}, remJobs())
+	d.eventually("remedy clean after the verification detection", 2*time.Minute, func() bool {
+		return d.workspaces()["remedy"].Status == "clean"
+	})
+	var triggers []string
+	for _, run := range d.runs("remedy") {
+		triggers = append(triggers, run.Trigger+"/"+run.Status)
+	}
+	require.ElementsMatch(t, []string{"initial/drift", "remediate/refused", "remediate/applied", "verify/clean"}, triggers)
+	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second), d.logs.String())
+}

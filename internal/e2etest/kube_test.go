@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,6 +122,8 @@ type kubeEnv struct {
 	pods    chan string
 	// extraWorkspaces is appended to the config's workspaces list.
 	extraWorkspaces string
+	// tokenFile, if set (withAPIToken), is the config's server.token_file.
+	tokenFile string
 	// gate, if set before a pod starts, holds the pod until it is closed.
 	gate atomic.Pointer[chan struct{}]
 }
@@ -163,12 +166,23 @@ resource "dwtest_file" "a" {
 	return k
 }
 
+// withAPIToken makes the configs written after it require token for the
+// API's mutating endpoints (cancel, kill switch).
+func (k *kubeEnv) withAPIToken(t *testing.T, token string) {
+	k.tokenFile = filepath.Join(k.e.root, "api-token")
+	require.NoError(t, os.WriteFile(k.tokenFile, []byte(token), 0o600))
+}
+
 // config writes a kubernetes-mode config named file, with its store under
 // dataDir and extra appended under runner:.
 func (k *kubeEnv) config(t *testing.T, file, listen, dataDir, extraRunner string) string {
 	e := k.e
+	server := fmt.Sprintf("listen: %q", listen)
+	if k.tokenFile != "" {
+		server += ", token_file: " + k.tokenFile
+	}
 	p := e.config(t, fmt.Sprintf(`
-server: { listen: "%s" }
+server: { %s }
 store: { path: %s }
 defaults:
   schedule: "@hourly"
@@ -188,7 +202,7 @@ runner:
     default_timeout: 5m
     startup_allowance: 1m
     ttl_after_finished: 1h
-%s`, listen, filepath.Join(e.root, dataDir, "driftwatch.db"), k.extraWorkspaces, k.cluster.Kubeconfig, k.ns, driftwatchBin, listen, e.cliConfig, extraRunner))
+%s`, server, filepath.Join(e.root, dataDir, "driftwatch.db"), k.extraWorkspaces, k.cluster.Kubeconfig, k.ns, driftwatchBin, listen, e.cliConfig, extraRunner))
 	if file == "driftwatch.yaml" {
 		return p
 	}
@@ -300,16 +314,21 @@ func TestKubeLeaderElection(t *testing.T) {
 	listenA, listenB := freePort(t), freePort(t)
 	a := startDaemon(t, k.config(t, "a.yaml", listenA, "data-a", le), listenA)
 	a.eventually("a leads", 30*time.Second, func() bool { return strings.Contains(a.logs.String(), "leader election: leading") })
-	b := startDaemon(t, k.config(t, "b.yaml", listenB, "data-b", le), listenB)
+	b := startDaemonProbe(t, k.config(t, "b.yaml", listenB, "data-b", le), listenB, nil, "/healthz")
 	a.eventually("drift recorded by the leader", 3*time.Minute, func() bool { return a.workspaces()["drifted"].Status == "drift" })
 	b.eventually("b stands by", 30*time.Second, func() bool { return strings.Contains(b.logs.String(), "leader election: standby") })
 	require.Empty(t, b.runs("drifted"), "the standby runs nothing")
 	require.NotContains(t, b.logs.String(), "leader election: leading")
+	// Only the leader is ready: a Service sends the API and run pods'
+	// results to it.
+	require.Equal(t, http.StatusOK, probeStatus(t, a, "/readyz"))
+	require.Equal(t, http.StatusServiceUnavailable, probeStatus(t, b, "/readyz"))
 
 	killed := time.Now()
 	require.NoError(t, a.cmd.Process.Kill())
 	<-a.exited
 	b.eventually("b takes over and records drift", 2*time.Minute, func() bool { return b.workspaces()["drifted"].Status == "drift" })
+	require.Equal(t, http.StatusOK, probeStatus(t, b, "/readyz"), "the new leader is ready")
 	t.Logf("leader killed to drift recorded by the new leader: %s", time.Since(killed).Round(time.Millisecond))
 	runs := b.runs("drifted")
 	require.Len(t, runs, 1)
@@ -322,6 +341,14 @@ func TestKubeLeaderElection(t *testing.T) {
 	lease, err := k.cs.CoordinationV1().Leases(k.ns).Get(ctx, "driftwatch-e2e", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Empty(t, ptrStr(lease.Spec.HolderIdentity), "released on graceful shutdown")
+}
+
+func probeStatus(t *testing.T, d *daemonProc, path string) int {
+	t.Helper()
+	resp, err := http.Get(d.base + path)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 func ptrStr(p *string) string {

@@ -93,6 +93,11 @@ type Applier struct {
 	// apply in flight, cancel its context: Terraform gets SIGINT and stops
 	// gracefully (the outcome is failed, ApplyStarted set).
 	Paused func() bool
+	// Proceed, if set, is asked right before the apply, after Paused: a
+	// non-nil Refusal refuses the remediation with it, and nothing is
+	// applied. A Kubernetes Job's pod, which cannot see the daemon's kill
+	// switch, asks the daemon through it (runner/remote), failing closed.
+	Proceed func(ctx context.Context) *Refusal
 
 	// beforeApply runs right before the apply, afterApply between the
 	// apply and the verification plan (test seams).
@@ -361,6 +366,11 @@ func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *
 	}
 	if a.paused() {
 		return refused(*out, pausedRefusal), nil
+	}
+	if a.Proceed != nil {
+		if r := a.Proceed(ctx); r != nil {
+			return refused(*out, *r), nil
+		}
 	}
 
 	if a.beforeApply != nil {

@@ -2,6 +2,7 @@ package remediate
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -499,6 +500,28 @@ resource "dwtest_file" "a" {
 		require.False(t, out.ApplyStarted)
 		require.Equal(t, 2, calls)
 		require.Equal(t, "edited by hand", read(t, e.out("a.txt")))
+
+		// A Job's pod asks the daemon instead (Proceed), right before the
+		// apply: its refusal is the outcome, and nothing is applied.
+		asked := 0
+		deny := Refusal{Code: CodeDaemonUnreachable, Reason: "no answer"}
+		a = &Applier{Logger: testLogger(), Proceed: func(context.Context) *Refusal { asked++; return &deny }}
+		out, err = a.Apply(t.Context(), req, approved)
+		require.NoError(t, err)
+		require.Equal(t, ResultRefused, out.Result)
+		require.Equal(t, []Refusal{deny}, out.Refusals)
+		require.Equal(t, "no answer", out.Reason)
+		require.False(t, out.ApplyStarted)
+		require.Equal(t, approved.Hash(), out.Before.Hash(), "asked after the fresh plan matched the approval")
+		require.Equal(t, 1, asked)
+		require.Equal(t, "edited by hand", read(t, e.out("a.txt")))
+
+		a.Proceed = func(context.Context) *Refusal { asked++; return nil }
+		out, err = a.Apply(t.Context(), req, approved)
+		require.NoError(t, err)
+		require.Equal(t, ResultApplied, out.Result, out.Reason)
+		require.Equal(t, 2, asked)
+		require.Equal(t, "v1", read(t, e.out("a.txt")))
 	})
 }
 

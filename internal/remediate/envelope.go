@@ -102,6 +102,9 @@ const (
 	CodeStateLocked     = "state_locked"     // another operation holds the state lock
 	CodePlanChanged     = "plan_changed"     // the fresh plan differs from the approved one (or went stale)
 	CodeNotARevert      = "not_a_revert"     // the apply would set a value other than the last applied one
+	// A Job's pod could not confirm with the daemon that it may apply
+	// (Applier.Proceed: the daemon unreachable or answering otherwise).
+	CodeDaemonUnreachable = "daemon_unreachable"
 )
 
 // Refusal is one reason a remediation may not proceed.

@@ -335,7 +335,8 @@ func (s *Scheduler) Trigger(name, trigger string) error {
 // Queue queues a run of the job now, behind the concurrency cap and any
 // jobs already queued, and returns it (OnEnqueue has been told). An empty
 // trigger means TriggerManual. It returns an error wrapping ErrUnknownJob
-// or ErrBusy. The run starts once Run is running.
+// or ErrBusy (with the run already queued or running). The run starts once
+// Run is running.
 func (s *Scheduler) Queue(name, trigger string) (QueuedRun, error) {
 	if trigger == "" {
 		trigger = TriggerManual
@@ -347,8 +348,9 @@ func (s *Scheduler) Queue(name, trigger string) (QueuedRun, error) {
 		s.mu.Unlock()
 		return QueuedRun{}, fmt.Errorf("job %q: %w", name, ErrUnknownJob)
 	case e.state != stateIdle:
+		busy := e.run
 		s.mu.Unlock()
-		return QueuedRun{}, fmt.Errorf("job %q: %w", name, ErrBusy)
+		return busy, fmt.Errorf("job %q: %w", name, ErrBusy)
 	}
 	r := s.reserveLocked(e, trigger)
 	s.mu.Unlock()

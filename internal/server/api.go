@@ -98,7 +98,7 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toAPIRunDetail(run))
+	writeJSON(w, http.StatusOK, s.toAPIRunDetail(run))
 }
 
 func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request) {
@@ -117,7 +117,11 @@ func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown workspace")
 		return
 	case errors.Is(err, s.o.BusyErr):
-		writeError(w, http.StatusConflict, "a run of this workspace is already queued or running")
+		// id, if known, is the run already queued or running.
+		writeJSON(w, http.StatusConflict, struct {
+			Error string `json:"error"`
+			RunID string `json:"run_id,omitempty"`
+		}{"a run of this workspace is already queued or running", id})
 		return
 	default:
 		s.internalError(w, r, err)

@@ -308,11 +308,12 @@ func TestGetRun(t *testing.T) {
 		    {"name": "source", "duration_seconds": 0.25}, {"name": "init", "duration_seconds": 3},
 		    {"name": "plan", "duration_seconds": 115}, {"name": "show", "duration_seconds": 1.5},
 		    {"name": "classify", "duration_seconds": 0.002}
-		  ]}`},
+		  ],
+		  "url": "/runs/run-net-3"}`},
 		{"running", "run-net-4", http.StatusOK, `{"id": "run-net-4", "workspace": "prod-network", "trigger": "schedule",
 		  "status": "running", "started_at": "2026-03-14T02:59:30Z", "finished_at": null, "duration_seconds": null,
 		  "error": "", "tool": "", "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0, "hygiene": 0},
-		  "findings": [], "phases": []}`},
+		  "findings": [], "phases": [], "url": "/runs/run-net-4"}`},
 		{"unknown", "run-nope", http.StatusNotFound, `{"error": "unknown run"}`},
 	}
 	for _, tt := range tests {

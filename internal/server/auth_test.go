@@ -76,7 +76,7 @@ func TestTriggerOutcomes(t *testing.T) {
 		{"not configured", "nope", nil, http.StatusNotFound, `{"error": "unknown workspace"}`},
 		{"unknown to the scheduler", "billing-db", fmt.Errorf("trigger %q: %w", "billing-db", errUnknown), http.StatusNotFound, `{"error": "unknown workspace"}`},
 		{"busy", "billing-db", fmt.Errorf("trigger %q: %w", "billing-db", errBusy), http.StatusConflict,
-			`{"error": "a run of this workspace is already queued or running"}`},
+			`{"error": "a run of this workspace is already queued or running", "run_id": "run-billing-db-inflight"}`},
 		{"scheduler stopped", "billing-db", fmt.Errorf("scheduler is shutting down"), http.StatusInternalServerError,
 			`{"error": "internal error (see the driftwatch log)"}`},
 	}

@@ -184,6 +184,9 @@ func (h *harness) options() Options {
 		Trigger: func(name string) (string, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
+			if errors.Is(h.triggerErr, errBusy) {
+				return "run-" + name + "-inflight", h.triggerErr // the run it is busy with
+			}
 			if h.triggerErr != nil {
 				return "", h.triggerErr
 			}

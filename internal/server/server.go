@@ -43,7 +43,7 @@ type Options struct {
 	Workspaces func() []WorkspaceInfo
 	// Trigger queues a run of the named workspace now and returns its run
 	// id. Errors matching UnknownErr (errors.Is) answer 404 and BusyErr
-	// 409; others 500.
+	// 409 (with the busy run's id, if returned with it); others 500.
 	Trigger func(name string) (runID string, err error)
 	// Ready returns nil when the daemon is ready to serve, or the reason
 	// it is not.

@@ -128,6 +128,14 @@ func (s *Server) workspaceURL(name string) string {
 	return workspacePath(s.prefix, name)
 }
 
+// runURL is the link to a run's page: absolute when ExternalURL is set.
+func (s *Server) runURL(id string) string {
+	if s.base != "" {
+		return s.base + "/runs/" + url.PathEscape(id)
+	}
+	return s.prefix + "/runs/" + url.PathEscape(id)
+}
+
 // --- JSON shapes ---
 
 // jsonTime is a time encoded as RFC 3339 in UTC, or null when zero.
@@ -190,6 +198,7 @@ type apiRunDetail struct {
 	apiRun
 	Findings []apiFinding `json:"findings"`
 	Phases   []apiPhase   `json:"phases"`
+	URL      string       `json:"url"` // the run's page (absolute when ExternalURL is set)
 }
 
 type apiPhase struct {
@@ -275,10 +284,10 @@ func toAPIRun(r store.Run) apiRun {
 	return out
 }
 
-func toAPIRunDetail(r store.Run) apiRunDetail {
+func (s *Server) toAPIRunDetail(r store.Run) apiRunDetail {
 	phases := make([]apiPhase, 0, len(r.Phases))
 	for _, p := range r.Phases {
 		phases = append(phases, apiPhase{Name: p.Name, DurationSeconds: p.Duration.Seconds()})
 	}
-	return apiRunDetail{apiRun: toAPIRun(r), Findings: toAPIFindings(r.Findings), Phases: phases}
+	return apiRunDetail{apiRun: toAPIRun(r), Findings: toAPIFindings(r.Findings), Phases: phases, URL: s.runURL(r.ID)}
 }

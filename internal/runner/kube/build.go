@@ -188,6 +188,13 @@ func jobKind(j *batchv1.Job) string {
 	return KindDetect
 }
 
+// remediate makes p a remediation run of rem: its pod applies instead of
+// detecting, and asks the daemon's proceed check right before the apply.
+func (p *runPlan) remediate(cfg Config, rem *remote.Remediation) {
+	p.spec.Remediation = rem
+	p.spec.ProceedURL = strings.TrimRight(cfg.CallbackURL, "/") + remote.ProceedPath(p.spec.RunID)
+}
+
 // prepare maps a request onto the pod: which Secret keys are mounted where,
 // the spec the pod runs, its deadline. It is pure.
 func prepare(cfg Config, req runner.Request, now time.Time) (runPlan, error) {

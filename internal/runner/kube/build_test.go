@@ -448,7 +448,8 @@ func TestBuildRemediationJob(t *testing.T) {
 	require.NoError(t, err)
 	p := detect
 	a, approved := testApplier()
-	p.spec.Remediation = remote.RemediationOf(a, approved)
+	p.remediate(cfg, remote.RemediationOf(a, approved))
+	require.Equal(t, "http://driftwatch.driftwatch.svc:8080/internal/v1/runs/9f8e7d6c5b4a3921/proceed", p.spec.ProceedURL)
 	job := buildJob(cfg, p, testHash())
 	plain := buildJob(cfg, detect, testHash())
 

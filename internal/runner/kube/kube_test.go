@@ -28,6 +28,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/kubetest"
 	"github.com/driftwatch/driftwatch/internal/planparse"
+	"github.com/driftwatch/driftwatch/internal/remediate"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
 )
@@ -53,6 +54,7 @@ func newDaemon(t *testing.T, cs kubernetes.Interface, ns string) *daemon {
 	d.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mux := http.NewServeMux()
 		mux.Handle(remote.Route, d.recv.Load())
+		mux.Handle(remote.ProceedRoute, d.recv.Load().ProceedHandler())
 		mux.ServeHTTP(w, r)
 	}))
 	t.Cleanup(d.srv.Close)
@@ -70,7 +72,8 @@ func newDaemon(t *testing.T, cs kubernetes.Interface, ns string) *daemon {
 }
 
 func (d *daemon) start() {
-	recv := remote.NewReceiver(remote.ReceiverOptions{})
+	// Every apply may proceed (the kill switch is the app's).
+	recv := remote.NewReceiver(remote.ReceiverOptions{Proceed: func(context.Context, string) *remediate.Refusal { return nil }})
 	d.recv.Store(recv)
 	r, err := New(Options{Client: d.cs, Receiver: recv, Config: d.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{d.t}, nil))})
 	require.NoError(d.t, err)

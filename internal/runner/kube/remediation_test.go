@@ -27,8 +27,9 @@ func cannedOutcome(approved remediate.ChangeSet) remediate.Outcome {
 }
 
 // applyPod plays a remediation pod whose apply succeeds: it checks that
-// its spec is a remediation of approved and posts cannedOutcome, after
-// release (if non-nil) is closed.
+// its spec is a remediation of approved, and after release (if non-nil)
+// is closed, asks the daemon's proceed check with its token (as the real
+// pod does right before the apply) and posts cannedOutcome.
 func applyPod(t *testing.T, cs kubernetes.Interface, approved remediate.ChangeSet, release <-chan struct{}) kubetest.PodFunc {
 	return func(ctx context.Context, pod *corev1.Pod) (int, string) {
 		spec, token, err := readRun(ctx, cs, pod)
@@ -45,6 +46,10 @@ func applyPod(t *testing.T, cs kubernetes.Interface, approved remediate.ChangeSe
 			case <-ctx.Done():
 				return 137, ""
 			}
+		}
+		if ref := (&remote.Checker{Backoff: 50 * time.Millisecond}).Check(ctx, spec.ProceedURL, token); ref != nil {
+			t.Errorf("pod %s: proceed check at %s: %s", pod.Name, spec.ProceedURL, ref)
+			return 1, "proceed check refused"
 		}
 		p := &remote.Poster{MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 		if err := p.Post(ctx, spec.CallbackURL, token, remote.OutcomeOf(spec.RunID, cannedOutcome(approved), nil)); err != nil {

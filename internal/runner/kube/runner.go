@@ -229,7 +229,10 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (runner.Result, er
 // rules, envelope and lock timeout; its pod runs remediate.Applier.Apply in
 // the same sandbox as a detection and delivers the Outcome through the
 // Receiver with the run's one-time token. a's kill switch (Paused) is not
-// consulted: the caller checks it before calling.
+// consulted here: the caller checks it before calling, and the pod asks
+// the Receiver's proceed check (remote.ProceedRoute, answered by
+// ReceiverOptions.Proceed) right before `terraform apply`, applying
+// nothing unless the daemon answers that it may.
 //
 // Everything Run does holds: one Job per workspace (another run's Job of
 // the workspace makes this a *BusyError: an apply never adopts a Job it
@@ -287,7 +290,9 @@ func (r *Runner) start(ctx context.Context, req runner.Request, rem *remote.Reme
 	if err != nil {
 		return nil, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}
-	p.spec.Remediation = rem
+	if rem != nil {
+		p.remediate(r.cfg, rem)
+	}
 	l := r.wsLock(req.Workspace)
 	l.Lock()
 	defer l.Unlock()

@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/driftwatch/driftwatch/internal/remediate"
 	"github.com/driftwatch/driftwatch/internal/runner"
 )
 
 // RunInPod is `driftwatch runner --spec PATH`: it loads the spec, runs it
 // with local (the local runner, in the pod's sandbox), or for a
 // remediation spec applies it with apply (Apply: remediate.Applier, in the
-// same sandbox), and delivers the result or outcome, failed runs included,
-// to the spec's callback URL.
+// same sandbox; right before `terraform apply` it asks the daemon's
+// proceed check at the spec's ProceedURL with a Checker, and applies
+// nothing unless the daemon answers that it may), and delivers the result
+// or outcome, failed runs included, to the spec's callback URL.
 //
 // It returns nil once the result is delivered, whatever the run's outcome:
 // a Terraform failure is a delivered result, and the Job then completes. It
@@ -35,7 +38,11 @@ func RunInPod(ctx context.Context, specPath string, local runner.Runner, apply A
 	}
 	var out Result
 	if spec.Remediation != nil {
-		o, err := apply(ctx, spec.Request(), spec.Remediation)
+		proceed := func(ctx context.Context) *remediate.Refusal {
+			var c Checker
+			return c.Check(ctx, spec.ProceedURL, token)
+		}
+		o, err := apply(ctx, spec.Request(), spec.Remediation, proceed)
 		out = OutcomeOf(spec.RunID, o, err)
 	} else {
 		res, err := local.Run(ctx, spec.Request())

@@ -42,6 +42,9 @@ type ReceiverOptions struct {
 	Now func() time.Time
 	// Logger records refused deliveries (default: discard).
 	Logger *slog.Logger
+	// Proceed answers remediation pods' proceed checks (ProceedHandler);
+	// nil answers every check 501, which the pod takes as a refusal.
+	Proceed ProceedFunc
 }
 
 // Receiver is the daemon's end of result delivery: an http.Handler for
@@ -50,6 +53,7 @@ type Receiver struct {
 	maxBody int64
 	now     func() time.Time
 	log     *slog.Logger
+	proceed ProceedFunc
 
 	mu   sync.Mutex
 	runs map[string]*expectation
@@ -73,7 +77,7 @@ func NewReceiver(o ReceiverOptions) *Receiver {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Receiver{maxBody: o.MaxBodyBytes, now: o.Now, log: o.Logger, runs: map[string]*expectation{}}
+	return &Receiver{maxBody: o.MaxBodyBytes, now: o.Now, log: o.Logger, proceed: o.Proceed, runs: map[string]*expectation{}}
 }
 
 // ErrAlreadyExpected is returned by Expect for a run that is awaited already.
@@ -126,56 +130,15 @@ func (r *Receiver) purgeLocked() {
 // deadline passed or no longer awaited, 413 too large, 415 not JSON or an
 // unknown encoding, 400 malformed.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	runID := req.PathValue("id")
-	log := r.log.With("run_id", runID, "remote_addr", req.RemoteAddr)
-	refuse := func(code int, msg string) {
-		// A bad credential is worth a warning; the rest happens in normal
-		// operation (a pod retrying while the daemon restarts, a late post).
-		level := slog.LevelInfo
-		if code == http.StatusUnauthorized || code == http.StatusForbidden {
-			level = slog.LevelWarn
-		}
-		log.Log(req.Context(), level, "run result refused", "status", code, "reason", msg)
-		http.Error(w, msg, code)
-	}
+	refuse := r.refuser(w, req, "run result refused")
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		refuse(http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
-	token, ok := bearer(req.Header.Get("Authorization"))
+	runID := req.PathValue("id")
+	want, ok := r.authorize(w, req, refuse)
 	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="driftwatch-run"`)
-		refuse(http.StatusUnauthorized, "bearer token required")
-		return
-	}
-	hash := HashToken(token)
-
-	r.mu.Lock()
-	e, known := r.runs[runID]
-	var want [32]byte
-	var used, awaited bool
-	var expires time.Time
-	if known {
-		want, used, awaited, expires = e.hash, e.used, e.ch != nil, e.expires
-	}
-	r.mu.Unlock()
-
-	switch {
-	case runID == "" || !known:
-		refuse(http.StatusNotFound, "unknown run")
-		return
-	case subtle.ConstantTimeCompare(hash[:], want[:]) != 1:
-		refuse(http.StatusForbidden, "invalid token")
-		return
-	case used:
-		refuse(http.StatusConflict, "result already delivered")
-		return
-	case r.now().After(expires):
-		refuse(http.StatusGone, "run deadline passed")
-		return
-	case !awaited:
-		refuse(http.StatusGone, "run no longer awaits a result")
 		return
 	}
 
@@ -186,7 +149,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 
 	r.mu.Lock()
-	e, known = r.runs[runID]
+	e, known := r.runs[runID]
 	switch {
 	case !known || e.hash != want:
 		r.mu.Unlock()
@@ -204,8 +167,65 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	e.used = true
 	e.ch <- res // never blocks: buffered 1 and used guards it
 	r.mu.Unlock()
-	log.Debug("run result accepted", "failed", res.Error != nil)
+	r.log.Debug("run result accepted", "run_id", runID, "failed", res.Error != nil)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// refuser returns the function that answers req with an error status and
+// logs it as msg.
+func (r *Receiver) refuser(w http.ResponseWriter, req *http.Request, msg string) func(code int, reason string) {
+	log := r.log.With("run_id", req.PathValue("id"), "remote_addr", req.RemoteAddr)
+	return func(code int, reason string) {
+		// A bad credential is worth a warning; the rest happens in normal
+		// operation (a pod retrying while the daemon restarts, a late post).
+		level := slog.LevelInfo
+		if code == http.StatusUnauthorized || code == http.StatusForbidden {
+			level = slog.LevelWarn
+		}
+		log.Log(req.Context(), level, msg, "status", code, "reason", reason)
+		http.Error(w, reason, code)
+	}
+}
+
+// authorize checks req's bearer token against its run's, and that the run
+// still awaits its result; it returns the token hash, or refuses req (401
+// no token, 404 unknown run, 403 wrong token, 409 result delivered already,
+// 410 deadline passed or no longer awaited). It consumes nothing.
+func (r *Receiver) authorize(w http.ResponseWriter, req *http.Request, refuse func(int, string)) ([32]byte, bool) {
+	runID := req.PathValue("id")
+	token, ok := bearer(req.Header.Get("Authorization"))
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="driftwatch-run"`)
+		refuse(http.StatusUnauthorized, "bearer token required")
+		return [32]byte{}, false
+	}
+	hash := HashToken(token)
+
+	r.mu.Lock()
+	e, known := r.runs[runID]
+	var want [32]byte
+	var used, awaited bool
+	var expires time.Time
+	if known {
+		want, used, awaited, expires = e.hash, e.used, e.ch != nil, e.expires
+	}
+	r.mu.Unlock()
+
+	switch {
+	case runID == "" || !known:
+		refuse(http.StatusNotFound, "unknown run")
+	case subtle.ConstantTimeCompare(hash[:], want[:]) != 1:
+		refuse(http.StatusForbidden, "invalid token")
+	case used:
+		refuse(http.StatusConflict, "result already delivered")
+	case r.now().After(expires):
+		refuse(http.StatusGone, "run deadline passed")
+	case !awaited:
+		refuse(http.StatusGone, "run no longer awaits a result")
+	default:
+		return want, true
+	}
+	return [32]byte{}, false
 }
 
 // decode reads the body: JSON, identity or gzip, bounded before and after

@@ -51,7 +51,8 @@ type IgnoreRule struct {
 
 // RemediationOf is the wire form of what a pod needs to apply approved as
 // a would: its rules, envelope and lock timeout. a's Logger and Paused stay
-// in the daemon (the kill switch is checked before the Job is created).
+// in the daemon: the kill switch is checked before the Job is created, and
+// the pod asks the daemon again right before the apply (Spec.ProceedURL).
 func RemediationOf(a *remediate.Applier, approved remediate.ChangeSet) *Remediation {
 	r := &Remediation{
 		Approved:      approved,
@@ -67,8 +68,9 @@ func RemediationOf(a *remediate.Applier, approved remediate.ChangeSet) *Remediat
 }
 
 // Applier is the remediate.Applier the pod runs (RemediationOf's inverse),
-// logging to log. It has no kill switch: the daemon checks it before
-// creating the Job, and deleting the Job (cancel) stops the apply.
+// logging to log. It has no Paused: the daemon holds the kill switch, and
+// the pod asks it through Applier.Proceed (see Apply); deleting the Job
+// (cancel) stops an apply in flight.
 func (r *Remediation) Applier(log *slog.Logger) *remediate.Applier {
 	a := &remediate.Applier{
 		Logger:      log,
@@ -100,13 +102,18 @@ func (r *Remediation) validate() error {
 	return errors.Join(errs...)
 }
 
-// ApplyFunc performs a remediation spec in the pod; Apply is the real one.
-type ApplyFunc func(ctx context.Context, req runner.Request, rem *Remediation) (remediate.Outcome, error)
+// ApplyFunc performs a remediation spec in the pod, asking proceed right
+// before the apply (remediate.Applier.Proceed: the daemon's proceed
+// check); Apply is the real one.
+type ApplyFunc func(ctx context.Context, req runner.Request, rem *Remediation, proceed func(context.Context) *remediate.Refusal) (remediate.Outcome, error)
 
-// Apply returns the pod's ApplyFunc: rem.Applier(log).Apply.
+// Apply returns the pod's ApplyFunc: rem.Applier(log).Apply with proceed
+// as its Proceed.
 func Apply(log *slog.Logger) ApplyFunc {
-	return func(ctx context.Context, req runner.Request, rem *Remediation) (remediate.Outcome, error) {
-		return rem.Applier(log).Apply(ctx, req, rem.Approved)
+	return func(ctx context.Context, req runner.Request, rem *Remediation, proceed func(context.Context) *remediate.Refusal) (remediate.Outcome, error) {
+		a := rem.Applier(log)
+		a.Proceed = proceed
+		return a.Apply(ctx, req, rem.Approved)
 	}
 }
 

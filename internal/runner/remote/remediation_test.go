@@ -51,6 +51,7 @@ func remediationSpec(rem *Remediation) Spec {
 		Timeout: Duration(10 * time.Minute), WorkDir: "/work",
 		Remediation: rem,
 		CallbackURL: "http://driftwatch.ops.svc:8080/internal/v1/runs/apply-1/result",
+		ProceedURL:  "http://driftwatch.ops.svc:8080/internal/v1/runs/apply-1/proceed",
 		TokenFile:   "/etc/driftwatch/run/token",
 		ExpiresAt:   time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 	}
@@ -82,7 +83,7 @@ func TestRemediationSpec(t *testing.T) {
 	}
 	require.Equal(t, a.Envelope, pod.Envelope)
 	require.Equal(t, a.LockTimeout, pod.LockTimeout)
-	require.Nil(t, pod.Paused, "the pod has no kill switch: the daemon checks it before the Job")
+	require.Nil(t, pod.Paused, "the pod has no kill switch: it asks the daemon (Proceed)")
 
 	t.Run("invalid", func(t *testing.T) {
 		for _, tc := range []struct {
@@ -100,11 +101,15 @@ func TestRemediationSpec(t *testing.T) {
 				`invalid spec: remediation.envelope: allow_actions: unknown action "destroy"`},
 			{"negative lock timeout", func(r *Remediation) { r.LockTimeout = Duration(-time.Second) },
 				"invalid spec: remediation.lock_timeout: must not be negative"},
+			{"no proceed url", func(*Remediation) {}, `invalid spec: proceed_url: "" is not an absolute http(s) URL`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				r := RemediationOf(testApplier(), testApproved())
 				tc.mutate(r)
 				s := remediationSpec(r)
+				if tc.name == "no proceed url" {
+					s.ProceedURL = ""
+				}
 				b, err := s.Encode()
 				require.NoError(t, err)
 				_, err = DecodeSpec(bytes.NewReader(b))
@@ -226,7 +231,12 @@ func TestReceiverOutcome(t *testing.T) {
 }
 
 func TestRunInPodRemediation(t *testing.T) {
-	r := NewReceiver(ReceiverOptions{})
+	paused := &remediate.Refusal{Code: remediate.CodePaused, Reason: "remediation is paused (global kill switch)"}
+	var asked []string
+	r := NewReceiver(ReceiverOptions{Proceed: func(_ context.Context, runID string) *remediate.Refusal {
+		asked = append(asked, runID)
+		return paused
+	}})
 	srv := receiverServer(t, r)
 	expires := time.Now().Add(time.Hour)
 	dir := t.TempDir()
@@ -234,6 +244,7 @@ func TestRunInPodRemediation(t *testing.T) {
 	s, err := LoadSpec(specPath)
 	require.NoError(t, err)
 	s.Remediation = RemediationOf(testApplier(), testApproved())
+	s.ProceedURL = srv.URL + ProceedPath("pod-run")
 	b, err := s.Encode()
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "spec.json"), b, 0o600))
@@ -247,8 +258,11 @@ func TestRunInPodRemediation(t *testing.T) {
 	err = RunInPod(t.Context(), specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
 		t.Fatal("a remediation spec ran a detection")
 		return runner.Result{}, nil
-	}), func(_ context.Context, req runner.Request, rem *Remediation) (remediate.Outcome, error) {
+	}), func(ctx context.Context, req runner.Request, rem *Remediation, proceed func(context.Context) *remediate.Refusal) (remediate.Outcome, error) {
 		gotReq, gotRem = req, rem
+		// The proceed check asks the daemon with the run's token.
+		require.Equal(t, paused, proceed(ctx))
+		require.Equal(t, []string{"pod-run"}, asked)
 		return failed, runErr
 	})
 	require.NoError(t, err, "a failed apply that was delivered is not a pod failure")

@@ -183,6 +183,7 @@ func TestSpec(t *testing.T) {
 func receiverServer(t *testing.T, r *Receiver) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.Handle(Route, r)
+	mux.Handle(ProceedRoute, r.ProceedHandler())
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
@@ -486,7 +487,7 @@ func TestPost(t *testing.T) {
 
 // noApply is the ApplyFunc of a detection spec's test: never called.
 func noApply(t *testing.T) ApplyFunc {
-	return func(context.Context, runner.Request, *Remediation) (remediate.Outcome, error) {
+	return func(context.Context, runner.Request, *Remediation, func(context.Context) *remediate.Refusal) (remediate.Outcome, error) {
 		t.Fatal("a detection spec was applied")
 		return remediate.Outcome{}, nil
 	}

@@ -54,6 +54,10 @@ type Spec struct {
 	// CallbackURL is where the result is POSTed (the Receiver's route for
 	// this run).
 	CallbackURL string `json:"callback_url"`
+	// ProceedURL is where a remediation pod asks, right before the apply,
+	// whether it may (the Receiver's ProceedRoute for this run); required
+	// with Remediation.
+	ProceedURL string `json:"proceed_url,omitempty"`
 	// TokenFile holds the bearer token for CallbackURL. It is a separate
 	// file so the spec itself holds no credential and can be shown.
 	TokenFile string `json:"token_file"`
@@ -118,6 +122,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Remediation != nil {
 		errs = append(errs, s.Remediation.validate())
+		if err := checkURL(s.ProceedURL); err != nil {
+			errs = append(errs, fmt.Errorf("proceed_url: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }
