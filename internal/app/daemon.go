@@ -693,7 +693,7 @@ func (d *daemon) snapshot() []metrics.WorkspaceSnapshot {
 		snap := metrics.WorkspaceSnapshot{Name: w.Name, Status: "unknown"}
 		if ok {
 			snap.Status, snap.Counts = s.Status, drift.CountFindings(s.Findings)
-			snap.LastRunAt, snap.LastSuccessAt = s.LastRunAt, s.LastSuccessAt
+			snap.LastRunAt, snap.LastSuccessAt, snap.StatusSince = s.LastRunAt, s.LastSuccessAt, s.Since
 		}
 		out = append(out, snap)
 	}

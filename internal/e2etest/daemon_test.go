@@ -373,6 +373,7 @@ workspaces:
 	require.Equal(t, 1.0, d.metric(`driftwatch_workspace_status{status="drift",workspace="drifted"}`))
 	require.Equal(t, 1.0, d.metric(`driftwatch_workspace_findings{kind="drift",workspace="drifted"}`))
 	require.Greater(t, d.metric(`driftwatch_workspace_last_success_timestamp_seconds{workspace="clean"}`), 1e9)
+	require.Greater(t, d.metric(`driftwatch_workspace_status_since_timestamp_seconds{workspace="clean"}`), 1e9)
 
 	// The status page, rendered by a real browser against the real daemon.
 	chromium := browsertest.Chromium(t)

@@ -21,6 +21,9 @@ var (
 	lastSuccessDesc = prometheus.NewDesc("driftwatch_workspace_last_success_timestamp_seconds",
 		"Unix time the workspace's last non-errored run finished (0 if it never succeeded).",
 		[]string{"workspace"}, nil)
+	statusSinceDesc = prometheus.NewDesc("driftwatch_workspace_status_since_timestamp_seconds",
+		"Unix time the workspace's current status began (0 before its first run): drift age is time() minus this while the status is drift.",
+		[]string{"workspace"}, nil)
 )
 
 // workspaceCollector turns a snapshot of the configured workspaces into
@@ -34,6 +37,7 @@ func (c *workspaceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- findingsDesc
 	ch <- lastRunDesc
 	ch <- lastSuccessDesc
+	ch <- statusSinceDesc
 }
 
 func (c *workspaceCollector) Collect(ch chan<- prometheus.Metric) {
@@ -58,6 +62,7 @@ func (c *workspaceCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(lastRunDesc, prometheus.GaugeValue, unixSeconds(w.LastRunAt), w.Name)
 		ch <- prometheus.MustNewConstMetric(lastSuccessDesc, prometheus.GaugeValue, unixSeconds(w.LastSuccessAt), w.Name)
+		ch <- prometheus.MustNewConstMetric(statusSinceDesc, prometheus.GaugeValue, unixSeconds(w.StatusSince), w.Name)
 	}
 }
 

@@ -40,6 +40,7 @@ type WorkspaceSnapshot struct {
 	Counts        drift.Counts
 	LastRunAt     time.Time // zero: never ran
 	LastSuccessAt time.Time // zero: never succeeded
+	StatusSince   time.Time // when Status began; zero: never ran
 }
 
 // Metrics holds driftwatch's counters, histograms and gauges. The zero

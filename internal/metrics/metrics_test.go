@@ -21,6 +21,8 @@ const workspaceHelp = `
 # TYPE driftwatch_workspace_last_run_timestamp_seconds gauge
 # HELP driftwatch_workspace_last_success_timestamp_seconds Unix time the workspace's last non-errored run finished (0 if it never succeeded).
 # TYPE driftwatch_workspace_last_success_timestamp_seconds gauge
+# HELP driftwatch_workspace_status_since_timestamp_seconds Unix time the workspace's current status began (0 before its first run): drift age is time() minus this while the status is drift.
+# TYPE driftwatch_workspace_status_since_timestamp_seconds gauge
 # HELP driftwatch_workspace_status Current status of each configured workspace: 1 for its status, 0 for the others (unknown before its first run).
 # TYPE driftwatch_workspace_status gauge
 `
@@ -30,6 +32,7 @@ var workspaceNames = []string{
 	"driftwatch_workspace_findings",
 	"driftwatch_workspace_last_run_timestamp_seconds",
 	"driftwatch_workspace_last_success_timestamp_seconds",
+	"driftwatch_workspace_status_since_timestamp_seconds",
 }
 
 // snapshots is a concurrency-safe, settable snapshot source.
@@ -61,12 +64,14 @@ func TestWorkspaceGauges(t *testing.T) {
 			Counts:        drift.Counts{Drift: 2, Pending: 1, Noise: 7},
 			LastRunAt:     time.Unix(1767225600, 0),
 			LastSuccessAt: time.Unix(1767225660, 500_000_000),
+			StatusSince:   time.Unix(1767200000, 0),
 		},
 		WorkspaceSnapshot{
-			Name:      "db",
-			Status:    drift.StatusErrored,
-			Counts:    drift.Counts{Forbidden: 3},
-			LastRunAt: time.Unix(1767225700, 0),
+			Name:        "db",
+			Status:      drift.StatusErrored,
+			Counts:      drift.Counts{Forbidden: 3},
+			LastRunAt:   time.Unix(1767225700, 0),
+			StatusSince: time.Unix(1767225700, 0),
 		},
 		WorkspaceSnapshot{Name: "new"},
 	)
@@ -87,6 +92,9 @@ driftwatch_workspace_last_run_timestamp_seconds{workspace="new"} 0
 driftwatch_workspace_last_success_timestamp_seconds{workspace="db"} 0
 driftwatch_workspace_last_success_timestamp_seconds{workspace="net"} 1.7672256605e+09
 driftwatch_workspace_last_success_timestamp_seconds{workspace="new"} 0
+driftwatch_workspace_status_since_timestamp_seconds{workspace="db"} 1.7672257e+09
+driftwatch_workspace_status_since_timestamp_seconds{workspace="net"} 1.7672e+09
+driftwatch_workspace_status_since_timestamp_seconds{workspace="new"} 0
 driftwatch_workspace_status{status="clean",workspace="db"} 0
 driftwatch_workspace_status{status="clean",workspace="net"} 0
 driftwatch_workspace_status{status="clean",workspace="new"} 0
