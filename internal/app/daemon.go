@@ -27,7 +27,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
-	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -74,8 +73,12 @@ type daemon struct {
 
 	// kube is the kubernetes runner mode (nil: local).
 	kube *kubeRuntime
-	// leading is set while lead runs: the daemon schedules (it holds the
-	// Lease, or leader election is off). /readyz answers 503 otherwise, so
+	// electing is set when leader election is on: lead takes the store
+	// lock.
+	electing bool
+	// leading is set while lead schedules (it holds the Lease, or leader
+	// election is off; set after runs a previous process left are marked
+	// interrupted). /readyz answers 503 otherwise, so
 	// that a Service sends the API, the status page and run pods' results
 	// to the leader only.
 	leading atomic.Bool
@@ -101,17 +104,18 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	if err != nil {
 		return report.ExitError, fmt.Errorf("invalid config:\n%w", err)
 	}
-	unlock, err := lockStore(ctx, cfg.Store.Path)
-	if err != nil {
-		return report.ExitError, err
+	// One scheduling daemon per store. With leader election a standby may
+	// share the store (it serves the status page and read API from it):
+	// the lock is then taken when leading (see lead).
+	leaderElection := cfg.Runner.Mode == config.RunnerModeKubernetes && cfg.Runner.LeaderElection.Enabled && !o.Once
+	if !leaderElection {
+		unlock, err := claimStore(ctx, o.Logger, cfg.Store.Path, storeLockWait)
+		if err != nil {
+			return report.ExitError, err
+		}
+		defer unlock()
 	}
-	defer unlock()
 	owner := storeOwner(cfg.Store.Path)
-	if n := sandbox.KillOwned(owner); n > 0 {
-		// Providers and provisioners of runs of a daemon killed with
-		// SIGKILL (Terraform itself died with it).
-		o.Logger.Warn("killed processes left running by a previous daemon", "processes", n)
-	}
 	targets, err := targetMap(cfg, owner)
 	if err != nil {
 		return report.ExitError, err
@@ -122,7 +126,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	}
 	defer st.Close()
 
-	d := &daemon{log: o.Logger, owner: owner, store: st, states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}, runs: runlog.NewRegistry()}
+	d := &daemon{log: o.Logger, owner: owner, electing: leaderElection, store: st, states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}, runs: runlog.NewRegistry()}
 	d.cfg.Store(cfg)
 	d.targets.Store(&targets)
 	plans := alertPlans(cfg)
@@ -186,23 +190,24 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		handlers = d.kube.handlers()
 	}
 	srv, err := server.New(server.Options{
-		Store:         st,
-		Workspaces:    d.workspaceInfo,
-		Trigger:       d.trigger,
-		Handlers:      handlers,
-		UnknownErr:    schedule.ErrUnknownJob,
-		BusyErr:       schedule.ErrBusy,
-		Ready:         d.ready,
-		Gatherer:      reg,
-		TokenFile:     cfg.Server.TokenFile,
-		ExternalURL:   cfg.Server.ExternalURL,
-		Logger:        o.Logger,
-		Notifiers:     d.notifierStatus,
-		Remediation:   remediationControl{d.rem},
-		LiveLog:       d.runs.Live,
-		Logs:          st,
-		Cancel:        d.cancel,
-		NotRunningErr: runlog.ErrNotRunning,
+		Store:          st,
+		Workspaces:     d.workspaceInfo,
+		Trigger:        d.trigger,
+		Handlers:       handlers,
+		UnknownErr:     schedule.ErrUnknownJob,
+		UnavailableErr: errStandby,
+		BusyErr:        schedule.ErrBusy,
+		Ready:          d.ready,
+		Gatherer:       reg,
+		TokenFile:      cfg.Server.TokenFile,
+		ExternalURL:    cfg.Server.ExternalURL,
+		Logger:         o.Logger,
+		Notifiers:      d.notifierStatus,
+		Remediation:    remediationControl{d.rem},
+		LiveLog:        d.runs.Live,
+		Logs:           st,
+		Cancel:         d.cancel,
+		NotRunningErr:  runlog.ErrNotRunning,
 	})
 	if err != nil {
 		return report.ExitError, err
@@ -248,8 +253,9 @@ func (d *daemon) schedOptions(cfg *config.Config) schedule.Options {
 	}
 }
 
-// errStandby is /readyz's answer while the daemon does not schedule.
-var errStandby = errors.New("standby: not scheduling (another daemon holds the leader Lease, or this one is stopping)")
+// errStandby is /readyz's answer, and the API trigger's (503), while the
+// daemon does not schedule.
+var errStandby = errors.New("not scheduling: a standby (another daemon holds the leader Lease), starting or stopping")
 
 func (d *daemon) ready() error {
 	if !d.leading.Load() {
@@ -273,15 +279,24 @@ func (d *daemon) runnerMode() string {
 // kube.ErrStopped and their Jobs keep running for the next daemon to
 // adopt) before the runs are cancelled.
 func (d *daemon) lead(ctx context.Context) error {
-	d.leading.Store(true)
-	defer d.leading.Store(false)
+	if d.electing {
+		// A standby sharing the store waited here for the leader's lock.
+		d.log.Info("leading: taking the store lock", "store", d.cfg.Load().Store.Path)
+		unlock, err := claimStore(ctx, d.log, d.cfg.Load().Store.Path, 0)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	// Runs the previous process did not finish (kill -9, crash, shutdown)
 	// are marked interrupted and run again now (unless their Job is
-	// adopted: its outcome is recorded when it ends).
+	// adopted: its outcome is recorded when it ends). Nothing was queued
+	// by this process yet: the API refuses runs until leading is set.
 	interrupted, err := d.store.MarkInterrupted(ctx, time.Now())
 	if err != nil {
 		return err
 	}
+	defer d.leading.Store(false)
 	g, gctx := errgroup.WithContext(ctx)
 	runCtx := gctx
 	if d.kube != nil {
@@ -322,6 +337,7 @@ func (d *daemon) lead(ctx context.Context) error {
 			g.Go(func() error { d.awaitAdopted(runCtx, a); return nil })
 		}
 	}
+	d.leading.Store(true)
 	g.Go(func() error { return d.sched.Run(runCtx) })
 	g.Go(func() error { d.rem.loop(gctx); return nil })
 	seen := map[string]bool{}
@@ -536,6 +552,9 @@ func (d *daemon) awaitAdopted(ctx context.Context, a *kube.Adopted) {
 // ErrBusy (409) with the id of the run already queued or running (none
 // while an adopted Job or a remediation apply of the workspace runs).
 func (d *daemon) trigger(name string) (string, error) {
+	if !d.leading.Load() {
+		return "", errStandby
+	}
 	d.mu.Lock()
 	busy := d.adopted[name]
 	d.mu.Unlock()
@@ -760,7 +779,9 @@ func (d *daemon) reload(path string) {
 					d.log.Warn("server, store, max_concurrent_runs and jitter changes take effect after a restart")
 				}
 				d.log.Info("config reloaded", "workspaces", len(cfg.Workspaces))
-				d.runNew(cfg)
+				if d.leading.Load() {
+					d.runNew(cfg) // a standby queues nothing: lead does when it leads
+				}
 				return
 			}
 		}

@@ -19,8 +19,9 @@ import (
 var errLostLease = errors.New("leader election: lost the lease; scheduling stopped, exiting")
 
 // campaign runs lead while this daemon holds the Lease le.LeaseName in
-// namespace. Until then it is a standby: it serves the API and status page
-// from the shared store but schedules and runs nothing. When the Lease is
+// namespace. Until then it is a standby: it serves the status page and
+// read API from the store (which it may share with the leader: lead takes
+// the store's lock), is not ready, and queues and runs nothing. When the Lease is
 // lost, lead's context ends (scheduling stops first, see lead) and campaign
 // returns errLostLease once lead has returned. When ctx ends the Lease is
 // released, so a standby takes over at once.

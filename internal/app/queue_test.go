@@ -63,6 +63,7 @@ func newQueueDaemon(t *testing.T) (*daemon, *blockingRunner) {
 	targets := map[string]audit.Target{"net": {Name: "net"}, "db": {Name: "db"}}
 	d.targets.Store(&targets)
 	d.auditor = &audit.Auditor{Runner: br, Logger: logger}
+	d.leading.Store(true) // as lead does once it schedules
 	d.metrics = metrics.New(prometheus.NewRegistry(), d.snapshot)
 	d.sched, err = schedule.New(d.schedOptions(cfg))
 	require.NoError(t, err)
@@ -172,4 +173,23 @@ func TestQueuedRunLifecycle(t *testing.T) {
 	require.Regexp(t, `^== queued \(trigger manual\): waiting for a run slot ==\n== started after [0-9.]+m?s in the queue ==\n`, string(log))
 	active, _ := br.state(running)
 	require.Zero(t, active)
+}
+
+// Until the daemon schedules (a standby, or lead has not yet marked the
+// runs a previous process left interrupted), the API queues nothing: a run
+// queued then would be marked interrupted and never run.
+func TestTriggerRefusedUntilLeading(t *testing.T) {
+	d, _ := newQueueDaemon(t)
+	d.leading.Store(false)
+	id, err := d.trigger("net")
+	require.ErrorIs(t, err, errStandby)
+	require.Empty(t, id)
+	runs, err := d.store.Runs(t.Context(), "net", 10)
+	require.NoError(t, err)
+	require.Empty(t, runs, "nothing recorded")
+
+	d.leading.Store(true)
+	id, err = d.trigger("net")
+	require.NoError(t, err)
+	require.NotEmpty(t, id)
 }

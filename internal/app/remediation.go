@@ -177,7 +177,7 @@ func (rm *remediator) afterDetect(ctx context.Context, t audit.Target, runID str
 				return
 			}
 		case store.RemediationRefused:
-			if same && refusalCodes(p.Refusals) == refusalCodes(refJSON) {
+			if same && refusalCodes(p.Refusals) == refusalCodes(refJSON) && !refusedTransiently(p) {
 				return
 			}
 		}

@@ -47,14 +47,14 @@ func (d *daemon) remediationApplier() remediationApplier {
 func (rm *remediator) awaitAdopted(ctx context.Context, a *kube.Adopted) error {
 	log := rm.log.With("workspace", a.Workspace, "run_id", a.RunID, "job", a.Job)
 	log.Info("awaiting the remediation job a previous daemon left running")
-	out, err := a.WaitOutcome(ctx)
+	// Only this daemon stopping (kube.ErrStopped) ends the wait: a cancel
+	// request must not delete a Job half way through its apply. It
+	// cancels the verification detection that follows instead.
+	wctx := context.WithoutCancel(ctx)
+	out, err := a.WaitOutcome(wctx)
 	if errors.Is(err, kube.ErrStopped) {
 		return err
 	}
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
-	}
-	wctx := context.WithoutCancel(ctx)
 	r, lerr := rm.applying(wctx, a.Workspace, a.RunID)
 	if lerr != nil || r.ID == "" {
 		log.Warn("adopted remediation job finished; no remediation to record it on",
@@ -130,6 +130,22 @@ func (rm *remediator) mayApply(ctx context.Context, runID string) *remediate.Ref
 func heldByKillSwitch(out remediate.Outcome) bool {
 	return out.Result == remediate.ResultRefused &&
 		slices.ContainsFunc(out.Refusals, func(x remediate.Refusal) bool { return x.Code == remediate.CodePaused })
+}
+
+// refusedTransiently reports whether remediation r's apply was refused
+// only for a passing reason (another operation held the state lock, or
+// the Job's pod could not reach a restarting daemon): nothing was applied,
+// and the next detection of the same drift may propose it again. Not
+// re-queued at once: a lasting cause (a NetworkPolicy, a stuck lock) then
+// costs one attempt per detection, not a loop of Jobs.
+func refusedTransiently(r store.Remediation) bool {
+	var out remediate.Outcome
+	if r.State != store.RemediationRefused || len(r.Outcome) == 0 || json.Unmarshal(r.Outcome, &out) != nil || len(out.Refusals) == 0 {
+		return false
+	}
+	return !slices.ContainsFunc(out.Refusals, func(x remediate.Refusal) bool {
+		return x.Code != remediate.CodeStateLocked && x.Code != remediate.CodeDaemonUnreachable
+	})
 }
 
 // reapprove returns remediation r, held by the kill switch before its

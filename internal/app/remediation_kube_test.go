@@ -93,3 +93,27 @@ func TestReapprove(t *testing.T) {
 	require.True(t, before.DecidedAt.Equal(after.DecidedAt), "approved when it was")
 	require.Empty(t, after.Outcome)
 }
+
+// A remediation refused at apply time only for a passing reason (state
+// lock held, daemon unreachable from the pod) may be proposed again by the
+// next detection; any other refusal stands for its change set.
+func TestRefusedTransiently(t *testing.T) {
+	refused := func(codes ...string) store.Remediation {
+		out := remediate.Outcome{Result: remediate.ResultRefused}
+		for _, c := range codes {
+			out.Refusals = append(out.Refusals, remediate.Refusal{Code: c})
+		}
+		b, err := json.Marshal(out)
+		require.NoError(t, err)
+		return store.Remediation{State: store.RemediationRefused, Outcome: b}
+	}
+	require.True(t, refusedTransiently(refused(remediate.CodeDaemonUnreachable)))
+	require.True(t, refusedTransiently(refused(remediate.CodeStateLocked)))
+	require.False(t, refusedTransiently(refused(remediate.CodeStateLocked, remediate.CodePlanChanged)))
+	require.False(t, refusedTransiently(refused(remediate.CodePlanChanged)))
+	require.False(t, refusedTransiently(refused()))
+	require.False(t, refusedTransiently(store.Remediation{State: store.RemediationRefused}), "refused by the envelope at proposal: no outcome")
+	failed := refused(remediate.CodeDaemonUnreachable)
+	failed.State = store.RemediationFailed
+	require.False(t, refusedTransiently(failed))
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -16,18 +17,37 @@ import (
 // holds the store.
 var errStoreInUse = errors.New("in use by another driftwatch daemon")
 
-// storeLockWait is how long a daemon waits for its store's lock.
+// storeLockWait is how long a daemon without leader election waits for
+// its store's lock before it gives up.
 var storeLockWait = 5 * time.Second
 
-// lockStore makes the daemon the only one using its store: two daemons on
-// one store would run every workspace twice and, at start, kill each
-// other's Terraform (see storeOwner). It waits a few seconds for a
-// previous process that is still exiting. The lock is a flock on
-// "<store>.lock", released by the kernel when the process dies.
-func lockStore(ctx context.Context, storePath string) (unlock func(), err error) {
+// claimStore takes the store's lock (see lockStore), then kills what a
+// previous holder's runs left running: providers and provisioners of a
+// daemon killed with SIGKILL (Terraform itself died with it).
+func claimStore(ctx context.Context, log *slog.Logger, storePath string, wait time.Duration) (unlock func(), err error) {
+	unlock, err = lockStore(ctx, storePath, wait)
+	if err != nil {
+		return nil, err
+	}
+	if n := sandbox.KillOwned(storeOwner(storePath)); n > 0 {
+		log.Warn("killed processes left running by a previous daemon", "processes", n)
+	}
+	return unlock, nil
+}
+
+// lockStore makes the daemon the only one scheduling on its store: two
+// daemons on one store would run every workspace twice, mark each other's
+// runs interrupted and kill each other's Terraform (see storeOwner). It
+// waits up to wait (0: until ctx ends) for another holder to exit. The
+// lock is a flock on "<store>.lock", released by the kernel when the
+// process dies.
+func lockStore(ctx context.Context, storePath string, wait time.Duration) (unlock func(), err error) {
 	path := storePath + ".lock"
-	ctx, cancel := context.WithTimeoutCause(ctx, storeLockWait, errStoreInUse)
-	defer cancel()
+	if wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, wait, errStoreInUse)
+		defer cancel()
+	}
 	unlock, err = sandbox.LockFile(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w (lock file %s)", storePath, err, path)

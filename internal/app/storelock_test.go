@@ -67,7 +67,7 @@ func TestDaemonStoreOwnership(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	// Stopped: the store is free again.
-	unlock, err := lockStore(t.Context(), storePath)
+	unlock, err := lockStore(t.Context(), storePath, storeLockWait)
 	require.NoError(t, err)
 	unlock()
 }

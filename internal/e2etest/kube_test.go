@@ -312,13 +312,18 @@ func TestKubeLeaderElection(t *testing.T) {
     retry_period: 500ms
 `
 	listenA, listenB := freePort(t), freePort(t)
-	a := startDaemon(t, k.config(t, "a.yaml", listenA, "data-a", le), listenA)
+	// Both share one store, as replicas on one volume do: only the leader
+	// takes its lock and schedules.
+	const token = "dw-api-token-kube-le-5"
+	k.withAPIToken(t, token)
+	a := startDaemon(t, k.config(t, "a.yaml", listenA, "data", le), listenA)
 	a.eventually("a leads", 30*time.Second, func() bool { return strings.Contains(a.logs.String(), "leader election: leading") })
-	b := startDaemonProbe(t, k.config(t, "b.yaml", listenB, "data-b", le), listenB, nil, "/healthz")
+	b := startDaemonProbe(t, k.config(t, "b.yaml", listenB, "data", le), listenB, nil, "/healthz")
 	a.eventually("drift recorded by the leader", 3*time.Minute, func() bool { return a.workspaces()["drifted"].Status == "drift" })
 	b.eventually("b stands by", 30*time.Second, func() bool { return strings.Contains(b.logs.String(), "leader election: standby") })
-	require.Empty(t, b.runs("drifted"), "the standby runs nothing")
+	require.NotContains(t, b.logs.String(), "run started", "the standby runs nothing")
 	require.NotContains(t, b.logs.String(), "leader election: leading")
+	require.Equal(t, http.StatusServiceUnavailable, b.post("/api/v1/workspaces/drifted/runs", token), "nor queues anything")
 	// Only the leader is ready: a Service sends the API and run pods'
 	// results to it.
 	require.Equal(t, http.StatusOK, probeStatus(t, a, "/readyz"))
@@ -327,11 +332,13 @@ func TestKubeLeaderElection(t *testing.T) {
 	killed := time.Now()
 	require.NoError(t, a.cmd.Process.Kill())
 	<-a.exited
-	b.eventually("b takes over and records drift", 2*time.Minute, func() bool { return b.workspaces()["drifted"].Status == "drift" })
+	b.eventually("b takes over and records drift", 2*time.Minute, func() bool {
+		return strings.Contains(b.logs.String(), "run finished") && b.workspaces()["drifted"].Status == "drift"
+	})
 	require.Equal(t, http.StatusOK, probeStatus(t, b, "/readyz"), "the new leader is ready")
 	t.Logf("leader killed to drift recorded by the new leader: %s", time.Since(killed).Round(time.Millisecond))
 	runs := b.runs("drifted")
-	require.Len(t, runs, 1)
+	require.Len(t, runs, 2, "the old leader's run and the new one's, in the shared store")
 	jobs, err := k.cs.BatchV1().Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelWorkspace + "=drifted"})
 	require.NoError(t, err)
 	require.Len(t, jobs.Items, 2, "one Job per leader's run")

@@ -116,6 +116,9 @@ func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, s.o.UnknownErr):
 		writeError(w, http.StatusNotFound, "unknown workspace")
 		return
+	case s.o.UnavailableErr != nil && errors.Is(err, s.o.UnavailableErr):
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
 	case errors.Is(err, s.o.BusyErr):
 		// id, if known, is the run already queued or running.
 		writeJSON(w, http.StatusConflict, struct {

@@ -28,6 +28,7 @@ var testNow = time.Date(2026, 3, 14, 3, 0, 0, 0, time.UTC)
 var (
 	errUnknown = errors.New("scheduler: unknown workspace")
 	errBusy    = errors.New("scheduler: workspace busy")
+	errStandby = errors.New("not scheduling: a standby")
 )
 
 const testToken = "s3cr3t-t0ken-value"
@@ -198,11 +199,12 @@ func (h *harness) options() Options {
 			defer h.mu.Unlock()
 			return h.readyErr
 		},
-		Gatherer:   h.reg,
-		Logger:     slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		UnknownErr: errUnknown,
-		BusyErr:    errBusy,
-		Now:        func() time.Time { return testNow },
+		Gatherer:       h.reg,
+		Logger:         slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		UnknownErr:     errUnknown,
+		BusyErr:        errBusy,
+		UnavailableErr: errStandby,
+		Now:            func() time.Time { return testNow },
 	}
 }
 

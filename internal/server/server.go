@@ -58,6 +58,9 @@ type Options struct {
 	// already queued or running.
 	UnknownErr error
 	BusyErr    error
+	// UnavailableErr is what Trigger returns while this daemon does not
+	// schedule (a leader-election standby, or starting): 503 with its text.
+	UnavailableErr error
 	// TokenFile holds the bearer token for mutating endpoints. It is read
 	// on every mutating request, so a rotated token applies at once. ""
 	// disables mutating endpoints (403); they are never open.

@@ -72,8 +72,9 @@ func (r *Receiver) ProceedHandler() http.Handler {
 type Checker struct {
 	// Client sends the requests (default: 10 s timeout per attempt).
 	Client *http.Client
-	// Attempts bounds the tries (default 3); Backoff is the first wait
-	// between them (default 1 s), doubling.
+	// Attempts bounds the tries (default 6); Backoff is the first wait
+	// between them (default 1 s), doubling: about 30 s of waits in all,
+	// enough for a daemon pod's restart.
 	Attempts int
 	Backoff  time.Duration
 }
@@ -92,7 +93,7 @@ func (c *Checker) Check(ctx context.Context, url, token string) *remediate.Refus
 	}
 	attempts := c.Attempts
 	if attempts <= 0 {
-		attempts = 3
+		attempts = 6
 	}
 	wait := c.Backoff
 	if wait <= 0 {

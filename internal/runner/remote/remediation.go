@@ -20,8 +20,10 @@ import (
 // the workspace's rules and envelope.
 type Remediation struct {
 	// Approved is the change set approved for this workspace;
-	// ChangeSetHash is its Hash, checked on decoding so that a spec edited
-	// in transit cannot apply another change set than the approved one.
+	// ChangeSetHash is its Hash, checked on decoding: a damaged spec is
+	// refused. (It is no defence against someone who can write the run's
+	// Secret: they could recompute it. The Secret is created by the daemon
+	// and mounted only into the run's pod.)
 	Approved      remediate.ChangeSet `json:"approved"`
 	ChangeSetHash string              `json:"change_set_hash"`
 	Envelope      Envelope            `json:"envelope"`

@@ -47,12 +47,20 @@ func (t *Tail) Reset() {
 type Redactor []string
 
 // NewRedactor redacts secrets (values shorter than 4 bytes would shred
-// ordinary text and are left alone), longest first.
+// ordinary text and are left alone), longest first. A multi-line secret (a
+// PEM key) is also redacted line by line: logs are redacted per line.
 func NewRedactor(secrets []string) Redactor {
 	var r Redactor
 	for _, v := range secrets {
 		if len(v) >= 4 {
 			r = append(r, v)
+		}
+		if strings.Contains(v, "\n") {
+			for _, line := range strings.Split(v, "\n") {
+				if line = strings.TrimSpace(line); len(line) >= 4 {
+					r = append(r, line)
+				}
+			}
 		}
 	}
 	sort.Slice(r, func(i, j int) bool { return len(r[i]) > len(r[j]) })

@@ -62,6 +62,13 @@ func TestNewDirRefusesLongPaths(t *testing.T) {
 func TestRedactor(t *testing.T) {
 	r := NewRedactor([]string{"abc", "s3cr3t", "s3cr3t-longer"})
 	require.Equal(t, "x [REDACTED] [REDACTED] abc", r.Apply("x s3cr3t-longer s3cr3t abc"))
+
+	// A multi-line secret is matched whole and, since logs are redacted
+	// line by line, each of its lines alone too (short lines excepted).
+	pem := "-----BEGIN KEY-----\nMIIEvQIBADANBgkq\nab\n-----END KEY-----\n"
+	r = NewRedactor([]string{pem})
+	require.Equal(t, "[REDACTED]", r.Apply(pem))
+	require.Equal(t, "key: [REDACTED] ab", r.Apply("key: MIIEvQIBADANBgkq ab"))
 }
 
 func TestTail(t *testing.T) {
