@@ -92,6 +92,20 @@ func TestReapprove(t *testing.T) {
 	require.Equal(t, "auto", after.DecidedBy)
 	require.True(t, before.DecidedAt.Equal(after.DecidedAt), "approved when it was")
 	require.Empty(t, after.Outcome)
+
+	// From "failed" (a restart marked the apply interrupted, its adopted
+	// Job then found paused): approved again, and no longer finished.
+	_, err = d.store.TransitionRemediation(t.Context(), "rem-1", []store.RemediationState{store.RemediationApproved},
+		store.Transition{State: store.RemediationFailed, At: time.Now(), Reason: "interrupted"})
+	require.NoError(t, err)
+	failed, err := d.store.Remediation(t.Context(), "rem-1")
+	require.NoError(t, err)
+	require.False(t, failed.FinishedAt.IsZero())
+	d.rem.reapprove(t.Context(), d.log, failed, store.RemediationFailed, "paused")
+	again, err := d.store.Remediation(t.Context(), "rem-1")
+	require.NoError(t, err)
+	require.Equal(t, store.RemediationApproved, again.State)
+	require.True(t, again.FinishedAt.IsZero(), "not finished: %v", again.FinishedAt)
 }
 
 // A remediation refused at apply time only for a passing reason (state

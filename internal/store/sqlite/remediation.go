@@ -210,9 +210,14 @@ func (s *Store) TransitionRemediationWithAlert(ctx context.Context, id string, f
 		sets = append(sets, "decided_at = ?", "decided_by = ?")
 		args = append(args, at, to.By)
 	}
-	if to.State.Final() {
+	switch {
+	case to.State.Final():
 		sets = append(sets, "finished_at = ?")
 		args = append(args, at)
+	case cur.State.Final():
+		// Back from a final state (approved again after a restart's
+		// "failed" was found to have applied nothing): not finished.
+		sets = append(sets, "finished_at = NULL")
 	}
 	if len(to.Outcome) > 0 {
 		sets = append(sets, "outcome = ?")
