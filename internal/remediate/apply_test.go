@@ -120,6 +120,23 @@ func (e *tfEnv) approve(t *testing.T, req runner.Request, env Envelope) ChangeSe
 	return cs
 }
 
+// editedByHand is the common case: a workspace named name whose one file,
+// out/a.txt ("v1"), was applied, then edited by hand; its request and the
+// approved change set reverting the edit.
+func (e *tfEnv) editedByHand(t *testing.T, name string) (dir string, req runner.Request, approved ChangeSet) {
+	t.Helper()
+	dir = e.workspace(t, name, providers+`
+resource "dwtest_file" "a" {
+  filename = "@ROOT@/out/a.txt"
+  content  = "v1"
+}
+`)
+	e.apply(t, dir)
+	write(t, e.out("a.txt"), "edited by hand")
+	req = e.request(dir)
+	return dir, req, e.approve(t, req, Envelope{})
+}
+
 func testLogger() *slog.Logger { return slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)) }
 
 func write(t *testing.T, path, content string) {
@@ -397,16 +414,7 @@ resource "dwtest_file" "b" {
 
 func TestApplyVerificationFails(t *testing.T) {
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
-		dir := e.workspace(t, "verify", providers+`
-resource "dwtest_file" "a" {
-  filename = "@ROOT@/out/a.txt"
-  content  = "v1"
-}
-`)
-		e.apply(t, dir)
-		write(t, e.out("a.txt"), "edited by hand")
-		req := e.request(dir)
-		approved := e.approve(t, req, Envelope{})
+		_, req, approved := e.editedByHand(t, "verify")
 
 		a := &Applier{Logger: testLogger()}
 		// Someone edits the file again right after the apply.
@@ -447,16 +455,7 @@ resource "dwtest_file" "a" {
 // plan around it.
 func TestApplyTakesTheStateLock(t *testing.T) {
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
-		dir := e.workspace(t, "locked", providers+`
-resource "dwtest_file" "a" {
-  filename = "@ROOT@/out/a.txt"
-  content  = "v1"
-}
-`)
-		e.apply(t, dir)
-		write(t, e.out("a.txt"), "edited by hand")
-		req := e.request(dir)
-		approved := e.approve(t, req, Envelope{})
+		_, req, approved := e.editedByHand(t, "locked")
 
 		f, err := os.OpenFile(filepath.Join(e.root, "state", "locked.tfstate"), os.O_RDWR, 0)
 		require.NoError(t, err)
@@ -480,16 +479,7 @@ resource "dwtest_file" "a" {
 // remediation plans: the apply must not start.
 func TestApplyKillSwitchBeforeApply(t *testing.T) {
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
-		dir := e.workspace(t, "paused", providers+`
-resource "dwtest_file" "a" {
-  filename = "@ROOT@/out/a.txt"
-  content  = "v1"
-}
-`)
-		e.apply(t, dir)
-		write(t, e.out("a.txt"), "edited by hand")
-		req := e.request(dir)
-		approved := e.approve(t, req, Envelope{})
+		_, req, approved := e.editedByHand(t, "paused")
 
 		calls := 0
 		a := &Applier{Logger: testLogger(), Paused: func() bool { calls++; return calls > 1 }}
@@ -529,16 +519,7 @@ resource "dwtest_file" "a" {
 // plan and its apply. Terraform rejects the saved plan; nothing is applied.
 func TestApplyRefusesStalePlan(t *testing.T) {
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
-		dir := e.workspace(t, "stale", providers+`
-resource "dwtest_file" "a" {
-  filename = "@ROOT@/out/a.txt"
-  content  = "v1"
-}
-`)
-		e.apply(t, dir)
-		write(t, e.out("a.txt"), "edited by hand")
-		req := e.request(dir)
-		approved := e.approve(t, req, Envelope{})
+		dir, req, approved := e.editedByHand(t, "stale")
 
 		a := &Applier{Logger: testLogger()}
 		a.beforeApply = func() { e.tf(t, dir, "apply", "-refresh-only", "-auto-approve", "-input=false", "-no-color") }

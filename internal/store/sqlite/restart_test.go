@@ -103,16 +103,18 @@ func helper(mode string) error {
 		return err
 	}
 
-	switch mode {
-	case "outbox-loop":
+	loop := func(one func(int) error) error {
 		for i := 0; ; i++ {
-			if err := outboxOne(i); err != nil {
+			if err := one(i); err != nil {
 				return err
 			}
 		}
-	case "outbox-block":
+	}
+	// block commits count runs with one, then starts one more and waits
+	// for SIGKILL.
+	block := func(one func(int) error) error {
 		for i := range count {
-			if err := outboxOne(i); err != nil {
+			if err := one(i); err != nil {
 				return err
 			}
 		}
@@ -125,6 +127,13 @@ func helper(mode string) error {
 		}
 		time.Sleep(time.Hour) // until SIGKILL
 		return errors.New("not killed")
+	}
+
+	switch mode {
+	case "outbox-loop":
+		return loop(outboxOne)
+	case "outbox-block":
+		return block(outboxOne)
 	case "exit":
 		for i := range count {
 			if err := runOne(i); err != nil {
@@ -133,26 +142,9 @@ func helper(mode string) error {
 		}
 		return s.Close()
 	case "block":
-		for i := range count {
-			if err := runOne(i); err != nil {
-				return err
-			}
-		}
-		r := store.Run{ID: fmt.Sprintf("%s-%06d", prefix, count), Workspace: workspace, Trigger: "schedule", StartedAt: time.Now()}
-		if err := s.StartRun(ctx, r); err != nil {
-			return err
-		}
-		if _, err := os.Stdout.WriteString(startedLine + r.ID + "\n"); err != nil {
-			return err
-		}
-		time.Sleep(time.Hour) // until SIGKILL
-		return errors.New("not killed")
+		return block(runOne)
 	case "loop":
-		for i := 0; ; i++ {
-			if err := runOne(i); err != nil {
-				return err
-			}
-		}
+		return loop(runOne)
 	}
 	return fmt.Errorf("unknown mode %q", mode)
 }
