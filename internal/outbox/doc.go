@@ -1,5 +1,5 @@
 // Package outbox delivers the notifications the pipeline persisted in the
-// store's outbox (store.AlertStore) to the configured notifiers, and keeps
+// store's outbox (store.OutboxStore) to the configured notifiers, and keeps
 // retrying until each is delivered or given up on.
 //
 // A Dispatcher reads due messages, decodes each payload (the JSON of a

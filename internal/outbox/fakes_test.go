@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -23,7 +22,7 @@ import (
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// fakeStore is an in-memory store.AlertStore with the outbox semantics the
+// fakeStore is an in-memory store.OutboxStore with the outbox semantics the
 // interface documents. Methods fail with the error in fail[method], if set.
 type fakeStore struct {
 	mu    sync.Mutex
@@ -35,7 +34,7 @@ type fakeStore struct {
 	calls   map[string]int
 }
 
-var _ store.AlertStore = (*fakeStore)(nil)
+var _ store.OutboxStore = (*fakeStore)(nil)
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{state: map[string][]byte{}, fail: map[string]error{}, calls: map[string]int{}}
@@ -84,14 +83,6 @@ func (s *fakeStore) all() []store.OutboxMessage {
 		out[i] = *m
 	}
 	return out
-}
-
-func (s *fakeStore) FinishRunWithOutcome(context.Context, store.Run, store.Outcome) (store.WorkspaceState, store.WorkspaceState, error) {
-	return store.WorkspaceState{}, store.WorkspaceState{}, errors.New("not implemented")
-}
-
-func (s *fakeStore) Incidents(context.Context, string) ([]store.Incident, error) {
-	return nil, errors.New("not implemented")
 }
 
 func (s *fakeStore) DueMessages(_ context.Context, now time.Time, limit int) ([]store.OutboxMessage, error) {

@@ -51,7 +51,7 @@ const (
 // Options configures a Dispatcher.
 type Options struct {
 	// Store holds the outbox. Required.
-	Store store.AlertStore
+	Store store.OutboxStore
 	// Notifiers by configured name. A message for a name not in the map is
 	// dead: its notifier was removed from the config.
 	Notifiers map[string]notify.Notifier
@@ -85,7 +85,7 @@ type Options struct {
 // Dispatcher delivers outbox messages. Create it with New and run it with
 // Run; Wake and SetNotifiers are safe to call from any goroutine.
 type Dispatcher struct {
-	store       store.AlertStore
+	store       store.OutboxStore
 	logger      *slog.Logger
 	clock       schedule.Clock
 	backoff     func(int) time.Duration

@@ -152,6 +152,12 @@ type AlertStore interface {
 	// Incidents lists a workspace's incidents (all states), or every open
 	// or pending incident when workspace is "".
 	Incidents(ctx context.Context, workspace string) ([]Incident, error)
+	OutboxStore
+}
+
+// OutboxStore is the part of AlertStore the outbox dispatcher delivers
+// from.
+type OutboxStore interface {
 	// DueMessages returns undelivered, not dead messages whose NextAttempt
 	// is at or before now and that are the oldest undelivered message of
 	// their (notifier, incident) pair, so each incident's messages are
