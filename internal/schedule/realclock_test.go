@@ -14,9 +14,6 @@ import (
 // TestRealClock proves the real timers fire: two "@every 1s" jobs on the
 // wall clock must each run twice, one second apart, within about 2 s.
 func TestRealClock(t *testing.T) {
-	if testing.Short() {
-		t.Skip("uses the wall clock for ~2 s")
-	}
 	var mu sync.Mutex
 	runs := map[string][]time.Time{}
 	done := make(chan struct{})
