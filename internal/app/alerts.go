@@ -38,11 +38,11 @@ func buildNotifiers(cfg *config.Config, logger *slog.Logger) (map[string]notify.
 		case "opsgenie":
 			o := n.OpsGenie
 			nt, err = opsgenie.New(opsgenie.Config{Name: n.Name, APIKeyFile: o.APIKeyFile, Region: o.Region, APIURL: o.APIURL, Timeout: timeout},
-				log, opsgenie.WithHTTPClient(hc))
+				hc, log)
 		case "webhook":
 			w := n.Webhook
 			nt, err = webhook.New(webhook.Config{Name: n.Name, URLFile: w.URLFile, SecretFile: w.SecretFile, Headers: w.Headers, Timeout: timeout},
-				log, webhook.WithHTTPClient(hc))
+				hc, log)
 		default:
 			err = fmt.Errorf("unknown type %q", n.Type)
 		}

@@ -41,32 +41,16 @@ var _ notify.Notifier = (*Notifier)(nil)
 // about 3.5 s in all keeps a Notify call short when it does not.
 var defaultPolls = []time.Duration{200 * time.Millisecond, 300 * time.Millisecond, 1 * time.Second, 2 * time.Second}
 
-// Option configures New.
-type Option func(*options)
-
-type options struct {
-	hc *http.Client
-}
-
-// WithHTTPClient makes the notifier send through hc's transport (a proxy,
-// a private CA, a test server). hc is copied: the SDK sets the copy's
-// Timeout, and its transport is wrapped.
-func WithHTTPClient(hc *http.Client) Option {
-	return func(o *options) { o.hc = hc }
-}
-
 // New validates cfg, reads the API key file and builds the SDK client.
-// It does no network I/O.
-func New(cfg Config, logger *slog.Logger, opts ...Option) (*Notifier, error) {
+// It does no network I/O. hc (nil: a default client) is what requests go
+// through (a proxy, a private CA, a test server); it is copied: the SDK
+// sets the copy's Timeout, and its transport is wrapped.
+func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if logger == nil {
 		return nil, errors.New("opsgenie: logger is required")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("opsgenie %q: %w", cfg.Name, err)
-	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
 	}
 	raw, err := os.ReadFile(cfg.APIKeyFile)
 	if err != nil {
@@ -85,17 +69,18 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Notifier, error) {
 		return nil, fmt.Errorf("opsgenie %q: %w", cfg.Name, err)
 	}
 
-	hc := &http.Client{}
-	if o.hc != nil {
-		c := *o.hc
-		hc = &c
+	// A copy: the caller's client is never changed.
+	httpClient := &http.Client{}
+	if hc != nil {
+		c := *hc
+		httpClient = &c
 	}
-	base := hc.Transport
+	base := httpClient.Transport
 	if base == nil {
 		base = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	tr := &callTransport{base: base}
-	hc.Transport = tr
+	httpClient.Transport = tr
 
 	n := &Notifier{
 		name:       cfg.Name,
@@ -108,7 +93,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Notifier, error) {
 	cli, err := alert.NewClient(&client.Config{
 		ApiKey:         key,
 		OpsGenieAPIURL: apiURL,
-		HttpClient:     hc,
+		HttpClient:     httpClient,
 		RequestTimeout: cfg.timeout(),
 		// 0 would mean the default of 4 retries; with RetryPolicy never
 		// retrying, the count does not matter (see doc.go).

@@ -29,7 +29,7 @@ func newTestNotifier(t *testing.T, srv *notifytest.OpsGenieServer, logger *slog.
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	n, err := New(Config{Name: "opsgenie-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, logger, WithHTTPClient(srv.HTTPClient()))
+	n, err := New(Config{Name: "opsgenie-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 	require.NoError(t, err)
 	n.polls = fastPolls
 	return n
@@ -421,23 +421,23 @@ func TestNew(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
 	good := write("good", key+"\n")
 
-	_, err := New(Config{Name: "og", APIKeyFile: good}, nil)
+	_, err := New(Config{Name: "og", APIKeyFile: good}, nil, nil)
 	require.EqualError(t, err, "opsgenie: logger is required")
 
-	_, err = New(Config{Name: "og"}, logger)
+	_, err = New(Config{Name: "og"}, nil, logger)
 	require.EqualError(t, err, `opsgenie "og": api_key_file is required`)
 
-	_, err = New(Config{Name: "og", APIKeyFile: filepath.Join(dir, "missing")}, logger)
+	_, err = New(Config{Name: "og", APIKeyFile: filepath.Join(dir, "missing")}, nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)
 
-	_, err = New(Config{Name: "og", APIKeyFile: write("empty", " \n")}, logger)
+	_, err = New(Config{Name: "og", APIKeyFile: write("empty", " \n")}, nil, logger)
 	require.EqualError(t, err, `opsgenie "og": api_key_file "`+filepath.Join(dir, "empty")+`" is empty`)
 
-	_, err = New(Config{Name: "og", APIKeyFile: write("two", key+"\n"+key+"\n")}, logger)
+	_, err = New(Config{Name: "og", APIKeyFile: write("two", key+"\n"+key+"\n")}, nil, logger)
 	require.EqualError(t, err, `opsgenie "og": api_key_file "`+filepath.Join(dir, "two")+`": the key must be one line without spaces`)
 	notifytest.RequireNoSecrets(t, err, []string{key})
 
-	n, err := New(Config{Name: "og", APIKeyFile: good, Region: "eu"}, logger)
+	n, err := New(Config{Name: "og", APIKeyFile: good, Region: "eu"}, nil, logger)
 	require.NoError(t, err)
 	require.Equal(t, "og", n.Name())
 	require.Equal(t, key, n.key)
@@ -477,7 +477,7 @@ func TestLoopbackPlainHTTP(t *testing.T) {
 	t.Cleanup(plain.Close)
 	keyFile := filepath.Join(t.TempDir(), "key")
 	require.NoError(t, os.WriteFile(keyFile, []byte("k"), 0o600))
-	n, err := New(Config{Name: "og", APIKeyFile: keyFile, APIURL: strings.TrimPrefix(plain.URL, "http://")}, slog.New(slog.DiscardHandler))
+	n, err := New(Config{Name: "og", APIKeyFile: keyFile, APIURL: strings.TrimPrefix(plain.URL, "http://")}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = n.Notify(t.Context(), notifytest.SampleMessage(notify.EventResolve), nil, nil)
 	require.NoError(t, err)

@@ -40,32 +40,16 @@ type Notifier struct {
 
 var _ notify.Notifier = (*Notifier)(nil)
 
-// Option configures New.
-type Option func(*options)
-
-type options struct {
-	hc *http.Client
-}
-
-// WithHTTPClient makes the notifier send through hc's transport (a proxy,
-// a private CA, a test server). hc is copied; redirects are never
-// followed, whatever hc says.
-func WithHTTPClient(hc *http.Client) Option {
-	return func(o *options) { o.hc = hc }
-}
-
 // New validates cfg and reads the URL and secret files. It does no
-// network I/O.
-func New(cfg Config, logger *slog.Logger, opts ...Option) (*Notifier, error) {
+// network I/O. hc (nil: a default client) is what requests go through (a
+// proxy, a private CA, a test server); it is copied, and redirects are
+// never followed, whatever hc says.
+func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if logger == nil {
 		return nil, errors.New("webhook: logger is required")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("webhook %q: %w", cfg.Name, err)
-	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
 	}
 	rawURL, err := readSecret(cfg.URLFile)
 	if err != nil {
@@ -84,12 +68,13 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Notifier, error) {
 		return nil, fmt.Errorf("webhook %q: secret_file %q: the key must be at least %d bytes", cfg.Name, cfg.SecretFile, minSecret)
 	}
 
-	hc := &http.Client{}
-	if o.hc != nil {
-		c := *o.hc
-		hc = &c
+	// A copy: the caller's client is never changed.
+	client := &http.Client{}
+	if hc != nil {
+		c := *hc
+		client = &c
 	}
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 	n := &Notifier{
 		name:    cfg.Name,
@@ -97,7 +82,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Notifier, error) {
 		secret:  []byte(secret),
 		headers: cfg.Headers,
 		timeout: cfg.timeout(),
-		hc:      hc,
+		hc:      client,
 		now:     time.Now,
 	}
 	n.redactions = redactions(u, secret, cfg.Headers)

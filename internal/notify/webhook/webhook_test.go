@@ -29,7 +29,7 @@ func newTestNotifier(t *testing.T, srv *notifytest.WebhookServer, logger *slog.L
 	n, err := New(Config{
 		Name: "hook", URLFile: srv.URLFile, SecretFile: srv.SecretFile, Timeout: 5 * time.Second,
 		Headers: map[string]string{"Authorization": "Bearer " + headerToken},
-	}, logger, WithHTTPClient(srv.HTTPClient()))
+	}, srv.HTTPClient(), logger)
 	require.NoError(t, err)
 	return n
 }
@@ -167,7 +167,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	dir := t.TempDir()
 	urlFile := filepath.Join(dir, "url")
 	require.NoError(t, os.WriteFile(urlFile, []byte(redirect.URL+"/hook"), 0o600))
-	n, err := New(Config{Name: "hook", URLFile: urlFile, SecretFile: elsewhere.SecretFile}, slog.New(slog.DiscardHandler), WithHTTPClient(redirect.Client()))
+	n, err := New(Config{Name: "hook", URLFile: urlFile, SecretFile: elsewhere.SecretFile}, redirect.Client(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "webhook hook: deliver msg-open-0001: status 307: redirects are not followed")
@@ -216,7 +216,7 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	closedURL := "https://" + addr + "/hooks/" + notifytest.Canary("closed-token") + "?sig=" + notifytest.Canary("query")
 	urlFile := filepath.Join(dir, "url")
 	require.NoError(t, os.WriteFile(urlFile, []byte(closedURL), 0o600))
-	n2, err := New(Config{Name: "hook", URLFile: urlFile, SecretFile: srv.SecretFile}, logger)
+	n2, err := New(Config{Name: "hook", URLFile: urlFile, SecretFile: srv.SecretFile}, nil, logger)
 	require.NoError(t, err)
 	_, err = send(t, n2, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.ErrorContains(t, err, "connection refused")
@@ -225,7 +225,7 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 
 	tlsFile := filepath.Join(dir, "tls-url")
 	require.NoError(t, os.WriteFile(tlsFile, []byte(srv.URL), 0o600))
-	n3, err := New(Config{Name: "hook", URLFile: tlsFile, SecretFile: srv.SecretFile}, logger) // default client: untrusted cert
+	n3, err := New(Config{Name: "hook", URLFile: tlsFile, SecretFile: srv.SecretFile}, nil, logger) // default client: untrusted cert
 	require.NoError(t, err)
 	_, err = send(t, n3, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.ErrorContains(t, err, "certificate")
@@ -253,33 +253,33 @@ func TestNew(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
 	token := notifytest.Canary("token")
 
-	_, err := New(Config{Name: "hook", URLFile: write("u0", "https://h/"+token), SecretFile: secret}, nil)
+	_, err := New(Config{Name: "hook", URLFile: write("u0", "https://h/"+token), SecretFile: secret}, nil, nil)
 	require.EqualError(t, err, "webhook: logger is required")
 
-	_, err = New(Config{Name: "hook", URLFile: filepath.Join(dir, "missing"), SecretFile: secret}, logger)
+	_, err = New(Config{Name: "hook", URLFile: filepath.Join(dir, "missing"), SecretFile: secret}, nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)
 
 	for i, bad := range []string{"ftp://h/" + token, "h/" + token, "https://h/x#" + token, "https://h/%zz" + token, "https:///" + token} {
 		f := write("bad"+string(rune('a'+i)), bad)
-		_, err = New(Config{Name: "hook", URLFile: f, SecretFile: secret}, logger)
+		_, err = New(Config{Name: "hook", URLFile: f, SecretFile: secret}, nil, logger)
 		require.EqualError(t, err, `webhook "hook": url_file "`+f+`": want an absolute http(s) URL without a fragment`, bad)
 	}
 
-	_, err = New(Config{Name: "hook", URLFile: write("u1", "https://h/"+token), SecretFile: write("short", "short-secret")}, logger)
+	_, err = New(Config{Name: "hook", URLFile: write("u1", "https://h/"+token), SecretFile: write("short", "short-secret")}, nil, logger)
 	require.EqualError(t, err, `webhook "hook": secret_file "`+filepath.Join(dir, "short")+`": the key must be at least 16 bytes`)
 
-	_, err = New(Config{Name: "hook", URLFile: write("u2", "\n"), SecretFile: secret}, logger)
+	_, err = New(Config{Name: "hook", URLFile: write("u2", "\n"), SecretFile: secret}, nil, logger)
 	require.EqualError(t, err, `webhook "hook": url_file: "`+filepath.Join(dir, "u2")+`" is empty`)
 
 	captured, logs := notifytest.CaptureLogger()
-	n, err := New(Config{Name: "hook", URLFile: write("plain", "http://hooks.internal/"+token), SecretFile: secret}, captured)
+	n, err := New(Config{Name: "hook", URLFile: write("plain", "http://hooks.internal/"+token), SecretFile: secret}, nil, captured)
 	require.NoError(t, err)
 	require.Equal(t, "hook", n.Name())
 	require.Contains(t, logs(), "webhook url uses plain http")
 	require.NotContains(t, logs(), token)
 
 	captured, logs = notifytest.CaptureLogger()
-	_, err = New(Config{Name: "hook", URLFile: write("loop", "http://127.0.0.1:9/"+token), SecretFile: secret}, captured)
+	_, err = New(Config{Name: "hook", URLFile: write("loop", "http://127.0.0.1:9/"+token), SecretFile: secret}, nil, captured)
 	require.NoError(t, err)
 	require.Empty(t, logs())
 }
