@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/notify"
@@ -101,7 +99,7 @@ func remediationNote(r store.Remediation, externalURL string) (notify.Remediatio
 	var cs remediate.ChangeSet
 	_ = json.Unmarshal(r.ChangeSet, &cs) // unreadable: 0 resources; the reason says why it failed
 	n := notify.Remediation{
-		ID: r.ID, Mode: r.Mode, Result: res, Reason: oneLineCapped(r.Reason, maxRemediationReason),
+		ID: r.ID, Mode: r.Mode, Result: res, Reason: notify.Truncate(notify.OneLine(r.Reason), maxRemediationReason),
 		Resources: cs.Len(), ApplyRunID: r.ApplyRunID,
 	}
 	if res == notify.RemediationAwaitingApproval {
@@ -111,13 +109,4 @@ func remediationNote(r store.Remediation, externalURL string) (notify.Remediatio
 		n.URL = externalURL + "/runs/" + r.ApplyRunID
 	}
 	return n, true
-}
-
-// oneLineCapped joins s's lines and cuts it to at most n runes.
-func oneLineCapped(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
 }

@@ -55,18 +55,18 @@ func priority(s notify.Severity) alert.Priority {
 func buildCreate(m notify.Message, extra []Responder) *alert.CreateAlertRequest {
 	in := m.Incident
 	req := &alert.CreateAlertRequest{
-		Message:     truncate(summary(in), maxMessage),
+		Message:     notify.Truncate(summary(in), maxMessage),
 		Alias:       in.Key,
 		Description: description(in),
 		Responders:  responders(in.Team, extra),
 		Tags:        tags(in),
 		Details:     details(in),
-		Entity:      truncate(in.Workspace, maxEntity),
+		Entity:      notify.Truncate(in.Workspace, maxEntity),
 		Source:      source,
 		Priority:    priority(in.Severity),
 	}
 	if m.Event == notify.EventRenotify {
-		req.Note = truncate(fmt.Sprintf("Still open since %s (re-notification, run %s).", in.Since.UTC().Format(time.RFC3339), orNone(in.RunID)), maxNote)
+		req.Note = notify.Truncate(fmt.Sprintf("Still open since %s (re-notification, run %s).", in.Since.UTC().Format(time.RFC3339), orNone(in.RunID)), maxNote)
 	}
 	return req
 }
@@ -114,15 +114,15 @@ func remediationNote(m notify.Message) string {
 	if r.ApplyRunID != "" {
 		ref += ", run " + r.ApplyRunID
 	}
-	b.line(truncate(oneLine(what+" ("+ref+")."), maxLine))
+	b.line(notify.Truncate(notify.OneLine(what+" ("+ref+")."), maxLine))
 	if r.Reason != "" {
-		b.line(truncate("Reason: "+oneLine(r.Reason), maxLine))
+		b.line(notify.Truncate("Reason: "+notify.OneLine(r.Reason), maxLine))
 	}
 	if r.Result.Failed() {
 		b.line(fmt.Sprintf("Priority raised to %s (severity %s).", priority(m.Incident.Severity), m.Incident.Severity))
 	}
 	if r.URL != "" {
-		b.line(truncate("Run: "+r.URL, maxLine))
+		b.line(notify.Truncate("Run: "+r.URL, maxLine))
 	}
 	return b.String()
 }
@@ -152,7 +152,7 @@ func buildClose(m notify.Message) *alert.CloseAlertRequest {
 		IdentifierType:  alert.ALIAS,
 		IdentifierValue: in.Key,
 		Source:          source,
-		Note:            truncate(fmt.Sprintf("Resolved: %s (run %s).", what, orNone(in.RunID)), maxNote),
+		Note:            notify.Truncate(fmt.Sprintf("Resolved: %s (run %s).", what, orNone(in.RunID)), maxNote),
 	}
 }
 
@@ -162,7 +162,7 @@ func summary(in notify.Incident) string {
 	case notify.ClassErrored:
 		s := "Drift checks failing for " + in.Workspace
 		if in.Error != "" {
-			s += ": " + oneLine(in.Error)
+			s += ": " + notify.OneLine(in.Error)
 		}
 		return s
 	case notify.ClassForbidden:
@@ -200,11 +200,11 @@ func description(in notify.Incident) string {
 		head = append(head, "Status page: "+in.URL)
 	}
 	if in.Error != "" {
-		head = append(head, "Error: "+oneLine(in.Error))
+		head = append(head, "Error: "+notify.OneLine(in.Error))
 	}
 	b := newBounded(maxDescription)
 	for _, l := range head {
-		b.line(truncate(l, maxLine))
+		b.line(notify.Truncate(l, maxLine))
 	}
 	if len(in.Findings) > 0 {
 		b.line("")
@@ -223,7 +223,7 @@ func description(in notify.Incident) string {
 func deltaNote(m notify.Message) string {
 	in := m.Incident
 	b := newBounded(maxNote)
-	b.line(truncate(fmt.Sprintf("Findings changed in %s (run %s), now %s.", in.Workspace, orNone(in.RunID), countsText(in.Counts)), maxLine))
+	b.line(notify.Truncate(fmt.Sprintf("Findings changed in %s (run %s), now %s.", in.Workspace, orNone(in.RunID), countsText(in.Counts)), maxLine))
 	if m.Delta == nil {
 		return b.String()
 	}
@@ -263,7 +263,7 @@ func findingLine(mark string, f drift.Finding) string {
 	if len(f.SeenIn) > 0 {
 		s += " (seen in " + strings.Join(f.SeenIn, ", ") + ")"
 	}
-	return truncate(oneLine(s), maxLine)
+	return notify.Truncate(notify.OneLine(s), maxLine)
 }
 
 func countsText(c drift.Counts) string {
@@ -279,7 +279,7 @@ func tags(in notify.Incident) []string {
 	}
 	var out []string
 	for _, t := range all {
-		t = truncate(oneLine(t), maxTag)
+		t = notify.Truncate(notify.OneLine(t), maxTag)
 		if t == "" || slices.Contains(out, t) {
 			continue
 		}
@@ -304,7 +304,7 @@ func details(in notify.Incident) map[string]string {
 		"status_page":  in.URL,
 		"owner":        in.Owner,
 		"team":         in.Team,
-		"error":        oneLine(in.Error),
+		"error":        notify.OneLine(in.Error),
 	}
 	if !in.Since.IsZero() {
 		d["since"] = in.Since.UTC().Format(time.RFC3339)
@@ -314,7 +314,7 @@ func details(in notify.Incident) map[string]string {
 			delete(d, k)
 			continue
 		}
-		d[k] = truncate(v, maxDetailValue)
+		d[k] = notify.Truncate(v, maxDetailValue)
 	}
 	return d
 }
@@ -366,19 +366,6 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// truncate cuts s to at most n characters, marking the cut with "…".
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }
 
 // bounded builds text of whole lines within a character limit, keeping

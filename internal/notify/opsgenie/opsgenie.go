@@ -247,7 +247,7 @@ func (n *Notifier) awaitCreate(ctx context.Context, alias, requestID string) (al
 			return "", nil
 		}
 		if !st.IsSuccess {
-			return "", fmt.Errorf("opsgenie %s: create alert %q: request %s failed: %s", n.name, alias, requestID, n.redact(truncate(oneLine(st.Status), 300)))
+			return "", fmt.Errorf("opsgenie %s: create alert %q: request %s failed: %s", n.name, alias, requestID, n.redact(notify.Truncate(notify.OneLine(st.Status), 300)))
 		}
 		return st.AlertID, nil
 	}
@@ -304,7 +304,7 @@ func (n *Notifier) classify(ctx context.Context, op, alias string, sent bool, ra
 	}
 	var apiErr *client.ApiError
 	if errors.As(err, &apiErr) {
-		e := &APIError{StatusCode: apiErr.StatusCode, Type: apiErr.ErrorHeader, Message: n.redact(truncate(oneLine(apiErr.Message), 300))}
+		e := &APIError{StatusCode: apiErr.StatusCode, Type: apiErr.ErrorHeader, Message: n.redact(notify.Truncate(notify.OneLine(apiErr.Message), 300))}
 		wrapped := fmt.Errorf("opsgenie %s: %s %q: %w", n.name, op, alias, e)
 		switch s := apiErr.StatusCode; {
 		case s == http.StatusTooManyRequests, s == http.StatusRequestTimeout, s >= 500:
@@ -312,7 +312,7 @@ func (n *Notifier) classify(ctx context.Context, op, alias string, sent bool, ra
 		}
 		return wrapped
 	}
-	msg := n.redact(truncate(err.Error(), 500))
+	msg := n.redact(notify.Truncate(err.Error(), 500))
 	if !sent {
 		// Refused before any request went out: validation, not transport.
 		return fmt.Errorf("opsgenie %s: %s %q: %s", n.name, op, alias, msg)

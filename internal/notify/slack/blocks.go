@@ -122,9 +122,9 @@ func buildText(m notify.Message) string {
 		}
 	}
 	if inc.Class == notify.ClassErrored && inc.Error != "" && m.Event != notify.EventResolve {
-		s += ": " + oneLine(inc.Error)
+		s += ": " + notify.OneLine(inc.Error)
 	}
-	return esc(truncate(s, maxFallbackText))
+	return esc(notify.Truncate(s, maxFallbackText))
 }
 
 // buildThreadText is the top-level text of a thread reply.
@@ -137,7 +137,7 @@ func buildThreadText(m notify.Message) string {
 		return "Resolved"
 	case notify.EventRenotify:
 		if d := openFor(m); d != "" {
-			return esc(truncate("Still open after "+d+": "+classTitle(m.Incident.Class)+" in "+m.Incident.Workspace, maxFallbackText))
+			return esc(notify.Truncate("Still open after "+d+": "+classTitle(m.Incident.Class)+" in "+m.Incident.Workspace, maxFallbackText))
 		}
 		return "Still open"
 	case notify.EventUpdate:
@@ -146,9 +146,9 @@ func buildThreadText(m notify.Message) string {
 		}
 		return "Findings changed"
 	case notify.EventRemediation:
-		return esc(truncate(remediationText(m), maxFallbackText))
+		return esc(notify.Truncate(remediationText(m), maxFallbackText))
 	}
-	return esc(truncate(buildText(m), maxFallbackText))
+	return esc(notify.Truncate(buildText(m), maxFallbackText))
 }
 
 // statusHead is the header, the fields and the error; a divider follows
@@ -160,7 +160,7 @@ func statusHead(m notify.Message, withEvent, list bool) []slackgo.Block {
 	}
 	fields := []*slackgo.TextBlockObject{
 		field("Severity", severityEmoji(inc.Severity)+" "+esc(string(inc.Severity))),
-		field("Owner", orDash(esc(truncate(oneLine(inc.Owner), 200)))),
+		field("Owner", orDash(esc(notify.Truncate(notify.OneLine(inc.Owner), 200)))),
 		field("Since", slackDate(inc.Since)),
 		field("Status", statusText(m)),
 	}
@@ -196,7 +196,7 @@ func headerText(m notify.Message, withEvent bool) string {
 		prefix += remediationTitle(m.Remediation) + ": "
 	}
 	fixed := prefix + class + " in " + suffix
-	ws := truncate(oneLine(inc.Workspace), maxHeaderText-utf8.RuneCountInString(fixed))
+	ws := notify.Truncate(notify.OneLine(inc.Workspace), maxHeaderText-utf8.RuneCountInString(fixed))
 	return prefix + class + " in " + ws + suffix
 }
 
@@ -251,7 +251,7 @@ func threadSummary(m notify.Message) string {
 }
 
 func errorSection(msg string) *slackgo.SectionBlock {
-	msg = strings.ReplaceAll(truncate(strings.TrimSpace(msg), maxErrorRunes), "```", "'''")
+	msg = strings.ReplaceAll(notify.Truncate(strings.TrimSpace(msg), maxErrorRunes), "```", "'''")
 	return section(":warning: *Error*\n```" + esc(msg) + "```")
 }
 
@@ -336,12 +336,12 @@ func findingLine(f drift.Finding) string {
 		b.WriteString(" _forbidden type_ ")
 		b.WriteString(codeSpan(orUnknown(f.Type), maxAttributeRunes))
 		if len(f.SeenIn) > 0 {
-			b.WriteString(" (in " + esc(truncate(strings.Join(f.SeenIn, ", "), 100)) + ")")
+			b.WriteString(" (in " + esc(notify.Truncate(strings.Join(f.SeenIn, ", "), 100)) + ")")
 		}
 		return b.String()
 	}
 	if f.Action != "" {
-		b.WriteString(" _" + esc(truncate(oneLine(f.Action), 40)) + "_")
+		b.WriteString(" _" + esc(notify.Truncate(notify.OneLine(f.Action), 40)) + "_")
 	}
 	if len(f.Attributes) > 0 {
 		b.WriteString(": ")
@@ -465,11 +465,11 @@ func blockTextLen(b slackgo.Block) int {
 }
 
 func section(text string) *slackgo.SectionBlock {
-	return slackgo.NewSectionBlock(slackgo.NewTextBlockObject(slackgo.MarkdownType, truncate(text, maxSectionText), false, false), nil, nil)
+	return slackgo.NewSectionBlock(slackgo.NewTextBlockObject(slackgo.MarkdownType, notify.Truncate(text, maxSectionText), false, false), nil, nil)
 }
 
 func field(name, value string) *slackgo.TextBlockObject {
-	return slackgo.NewTextBlockObject(slackgo.MarkdownType, truncate("*"+name+"*\n"+value, maxFieldText), false, false)
+	return slackgo.NewTextBlockObject(slackgo.MarkdownType, notify.Truncate("*"+name+"*\n"+value, maxFieldText), false, false)
 }
 
 func kindTitle(k drift.Kind) string {
@@ -483,7 +483,7 @@ func kindTitle(k drift.Kind) string {
 	case drift.KindNoise:
 		return "*Noise*"
 	}
-	return "*" + esc(truncate(string(k), 50)) + "*"
+	return "*" + esc(notify.Truncate(string(k), 50)) + "*"
 }
 
 func classTitle(c notify.Class) string {
@@ -495,7 +495,7 @@ func classTitle(c notify.Class) string {
 	case notify.ClassErrored:
 		return "Failing runs"
 	}
-	return truncate(oneLine(string(c)), 40)
+	return notify.Truncate(notify.OneLine(string(c)), 40)
 }
 
 func severityEmoji(s notify.Severity) string {
@@ -593,23 +593,7 @@ func esc(s string) string { return mrkdwnEscaper.Replace(s) }
 // codeSpan renders s as inline code: one line, capped, backticks replaced
 // (they would end the span), escaped.
 func codeSpan(s string, max int) string {
-	return "`" + esc(truncate(strings.ReplaceAll(oneLine(s), "`", "'"), max)) + "`"
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// truncate cuts s to at most max runes, ending in "…" when cut.
-func truncate(s string, max int) string {
-	if max <= 0 {
-		return ""
-	}
-	if utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:max-1]) + "…"
+	return "`" + esc(notify.Truncate(strings.ReplaceAll(notify.OneLine(s), "`", "'"), max)) + "`"
 }
 
 func orDash(s string) string {

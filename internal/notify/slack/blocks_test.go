@@ -391,10 +391,3 @@ func TestHumanDuration(t *testing.T) {
 		require.Equal(t, want, humanDuration(d), "%s", d)
 	}
 }
-
-func TestTruncate(t *testing.T) {
-	require.Equal(t, "abc", truncate("abc", 3))
-	require.Equal(t, "ab…", truncate("abcd", 3))
-	require.Equal(t, "éé…", truncate("éééé", 3))
-	require.Empty(t, truncate("abc", 0))
-}

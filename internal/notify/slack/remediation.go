@@ -27,7 +27,7 @@ func remediationTitle(r *notify.Remediation) string {
 	case notify.RemediationRefused:
 		return "Remediation refused"
 	}
-	return "Remediation " + truncate(oneLine(string(r.Result)), 40)
+	return "Remediation " + notify.Truncate(notify.OneLine(string(r.Result)), 40)
 }
 
 func remediationEmoji(r *notify.Remediation) string {
@@ -51,7 +51,7 @@ func remediationText(m notify.Message) string {
 	r := m.Remediation
 	s := remediationTitle(r)
 	if r.Reason != "" {
-		s += ": " + oneLine(r.Reason)
+		s += ": " + notify.OneLine(r.Reason)
 	}
 	if r.Result.Failed() {
 		s += " (severity raised to " + string(m.Incident.Severity) + ")"
@@ -70,7 +70,7 @@ func remediationSection(m notify.Message) string {
 		b.WriteString(" · remediation " + codeSpan(r.ID, 100))
 	}
 	if r.Mode != "" {
-		b.WriteString(" (" + esc(truncate(oneLine(r.Mode), 20)) + ")")
+		b.WriteString(" (" + esc(notify.Truncate(notify.OneLine(r.Mode), 20)) + ")")
 	}
 	switch r.Result {
 	case notify.RemediationAwaitingApproval:
@@ -85,7 +85,7 @@ func remediationSection(m notify.Message) string {
 		fmt.Fprintf(&b, "\nReverted %s; a verification run follows.", resources(r.Resources))
 	}
 	if r.Reason != "" {
-		b.WriteString("\n*Reason:* " + esc(truncate(oneLine(r.Reason), maxReasonRunes)))
+		b.WriteString("\n*Reason:* " + esc(notify.Truncate(notify.OneLine(r.Reason), maxReasonRunes)))
 	}
 	if r.Result.Failed() {
 		b.WriteString("\n:arrow_up: Severity raised to " + severityEmoji(m.Incident.Severity) + " *" + esc(string(m.Incident.Severity)) + "*.")
