@@ -307,19 +307,13 @@ func (rm *remediator) apply(ctx context.Context, name string) {
 		}
 	}
 	fin := time.Now().UTC()
-	outJSON, _ := json.Marshal(out)
 	run.FinishedAt, run.Status, run.Error, run.Tool, run.Phases = fin, drift.Status(out.Result), out.Reason, out.Tool, out.Phases
 	run.Findings = out.Residual
 	if err := rm.d.store.FinishRunOnly(wctx, run); err != nil {
 		log.Error("store: finish remediation run", "err", err)
 	}
-	if heldByKillSwitch(out) {
-		rm.reapprove(wctx, log, r, store.RemediationRunning, out.Reason)
-		return
-	}
-	if _, err := rm.transitionAnnounced(wctx, r.ID, []store.RemediationState{store.RemediationRunning},
-		store.Transition{State: store.RemediationState(out.Result), At: fin, Reason: out.Reason, Outcome: outJSON}); err != nil {
-		log.Error("store: finish remediation", "err", err)
+	if rm.recordOutcome(wctx, log, r, store.RemediationRunning, out, fin) {
+		return // held by the kill switch: approved again
 	}
 	rm.metrics.Finished(string(out.Result))
 	if ctx.Err() != nil {
@@ -328,6 +322,22 @@ func (rm *remediator) apply(ctx context.Context, name string) {
 	// A fresh detection in the same slot: it resolves the incident after
 	// a successful revert, and keeps it open after a failed one.
 	rm.d.detect(ctx, name, triggerVerify)
+}
+
+// recordOutcome ends remediation r, in state from, with the outcome of
+// its apply: approved again when the kill switch held it before the apply
+// (held), else out's result, announced on the incident.
+func (rm *remediator) recordOutcome(ctx context.Context, log *slog.Logger, r store.Remediation, from store.RemediationState, out remediate.Outcome, at time.Time) (held bool) {
+	if heldByKillSwitch(out) {
+		rm.reapprove(ctx, log, r, from, out.Reason)
+		return true
+	}
+	outJSON, _ := json.Marshal(out)
+	if _, err := rm.transitionAnnounced(ctx, r.ID, []store.RemediationState{from},
+		store.Transition{State: store.RemediationState(out.Result), At: at, Reason: out.Reason, Outcome: outJSON}); err != nil {
+		log.Error("store: record remediation outcome", "remediation", r.ID, "err", err)
+	}
+	return false
 }
 
 // control implements server.RemediationControl.

@@ -61,17 +61,9 @@ func (rm *remediator) awaitAdopted(ctx context.Context, a *kube.Adopted) error {
 			"result", out.Result, "reason", out.Reason, "err", lerr)
 		return nil
 	}
-	if heldByKillSwitch(out) {
-		rm.reapprove(wctx, log, r, store.RemediationFailed, out.Reason)
-		return nil
+	if !rm.recordOutcome(wctx, log, r, store.RemediationFailed, out, time.Now().UTC()) {
+		log.Info("adopted remediation job finished", "remediation", r.ID, "result", out.Result, "reason", out.Reason)
 	}
-	outJSON, _ := json.Marshal(out)
-	if _, err := rm.transitionAnnounced(wctx, r.ID, []store.RemediationState{store.RemediationFailed},
-		store.Transition{State: store.RemediationState(out.Result), At: time.Now().UTC(), Reason: out.Reason, Outcome: outJSON}); err != nil {
-		log.Error("store: record adopted remediation outcome", "remediation", r.ID, "err", err)
-		return nil
-	}
-	log.Info("adopted remediation job finished", "remediation", r.ID, "result", out.Result, "reason", out.Reason)
 	return nil
 }
 
