@@ -55,8 +55,8 @@ func (rm *remediator) awaitAdopted(ctx context.Context, a *kube.Adopted) error {
 	if errors.Is(err, kube.ErrStopped) {
 		return err
 	}
-	r, lerr := rm.applying(wctx, a.Workspace, a.RunID)
-	if lerr != nil || r.ID == "" {
+	r, lerr := rm.d.store.RemediationByApplyRun(wctx, a.RunID)
+	if lerr != nil {
 		log.Warn("adopted remediation job finished; no remediation to record it on",
 			"result", out.Result, "reason", out.Reason, "err", lerr)
 		return nil
@@ -65,18 +65,6 @@ func (rm *remediator) awaitAdopted(ctx context.Context, a *kube.Adopted) error {
 		log.Info("adopted remediation job finished", "remediation", r.ID, "result", out.Result, "reason", out.Reason)
 	}
 	return nil
-}
-
-// applying returns the workspace's remediation whose apply is run runID
-// (zero if none among its recent ones).
-func (rm *remediator) applying(ctx context.Context, workspace, runID string) (store.Remediation, error) {
-	rs, err := rm.d.store.Remediations(ctx, workspace, 50)
-	for _, r := range rs {
-		if r.ApplyRunID == runID {
-			return r, err
-		}
-	}
-	return store.Remediation{}, err
 }
 
 // mayApply answers the proceed check of remediation Jobs' pods
@@ -95,22 +83,15 @@ func (rm *remediator) mayApply(ctx context.Context, runID string) *remediate.Ref
 	if rm.stopped() {
 		return &remediate.Refusal{Code: remediate.CodePaused, Reason: "remediation is paused (global kill switch)"}
 	}
-	run, err := rm.d.store.Run(ctx, runID)
-	var r store.Remediation
+	r, err := rm.d.store.RemediationByApplyRun(ctx, runID)
 	switch {
-	case err == nil:
-		r, err = rm.applying(ctx, run.Workspace, runID)
 	case errors.Is(err, store.ErrNotFound):
-		err = nil // no run, so no remediation: refused below
-	}
-	if err != nil {
+		return &remediate.Refusal{Code: remediate.CodeNothingApproved, Reason: "no remediation is applied by run " + runID}
+	case err != nil:
 		rm.log.Error("proceed check: read remediation", "run_id", runID, "err", err)
 		return &remediate.Refusal{Code: remediate.CodeDaemonUnreachable, Reason: "the daemon could not read the remediation of run " + runID}
 	}
-	switch {
-	case r.ID == "":
-		return &remediate.Refusal{Code: remediate.CodeNothingApproved, Reason: "no remediation is applied by run " + runID}
-	case r.State == store.RemediationRunning, r.State == store.RemediationFailed && len(r.Outcome) == 0:
+	if r.State == store.RemediationRunning || r.State == store.RemediationFailed && len(r.Outcome) == 0 {
 		return nil
 	}
 	return &remediate.Refusal{Code: remediate.CodeNothingApproved, Reason: fmt.Sprintf("remediation %s is %s: no longer approved to apply", r.ID, r.State)}

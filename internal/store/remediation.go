@@ -72,6 +72,9 @@ type RemediationStore interface {
 	CreateRemediation(ctx context.Context, r Remediation) error
 	// Remediation returns one (ErrNotFound if unknown).
 	Remediation(ctx context.Context, id string) (Remediation, error)
+	// RemediationByApplyRun returns the remediation whose apply is run
+	// runID (ErrNotFound if none).
+	RemediationByApplyRun(ctx context.Context, runID string) (Remediation, error)
 	// Remediations lists a workspace's (or, with "", every workspace's)
 	// remediations, newest first, at most limit (0: all).
 	Remediations(ctx context.Context, workspace string, limit int) ([]Remediation, error)

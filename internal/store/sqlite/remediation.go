@@ -146,6 +146,18 @@ func (s *Store) Remediation(ctx context.Context, id string) (store.Remediation, 
 	return r, nil
 }
 
+// RemediationByApplyRun implements store.RemediationStore.
+func (s *Store) RemediationByApplyRun(ctx context.Context, runID string) (store.Remediation, error) {
+	r, err := scanRemediation(s.r.QueryRowContext(ctx, `SELECT `+remediationColumns+` FROM remediations WHERE apply_run_id = ? AND apply_run_id != ''`, runID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("remediation of run %q: %w", runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("remediation of run %q: %w", runID, err)
+	}
+	return r, nil
+}
+
 // Remediations lists remediations, newest first.
 func (s *Store) Remediations(ctx context.Context, workspace string, limit int) ([]store.Remediation, error) {
 	q := `SELECT ` + remediationColumns + ` FROM remediations`

@@ -69,6 +69,13 @@ func TestRemediations(t *testing.T) {
 		store.Transition{State: store.RemediationRunning, At: t0.Add(4 * time.Minute), ApplyRunID: "run2"})
 	require.NoError(t, err)
 	require.Equal(t, "run2", got.ApplyRunID)
+	byRun, err := s.RemediationByApplyRun(ctx, "run2")
+	require.NoError(t, err)
+	require.Equal(t, "a", byRun.ID)
+	for _, id := range []string{"run1", "nope", ""} { // a detect run, unknown, and no apply run yet
+		_, err = s.RemediationByApplyRun(ctx, id)
+		require.ErrorIs(t, err, store.ErrNotFound, id)
+	}
 	_, err = s.TransitionRemediation(ctx, "zz", nil, store.Transition{State: store.RemediationFailed, At: t0})
 	require.True(t, errors.Is(err, store.ErrNotFound))
 
