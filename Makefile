@@ -31,9 +31,9 @@ kube-tools:
 	@grep -q '^KUBE_BIN_DIR=' $(KUBE_ENV).tmp && mv $(KUBE_ENV).tmp $(KUBE_ENV)
 	@cat $(KUBE_ENV)
 
-#? deps: install the Debian packages the tests need (chromium, git), if missing
+#? deps: install the Debian packages the tests need (chromium, git, bubblewrap), if missing
 deps:
-	@missing=""; for p in chromium:chromium git:git; do command -v $${p%%:*} >/dev/null || missing="$$missing $${p##*:}"; done; \
+	@missing=""; for p in chromium:chromium git:git bwrap:bubblewrap; do command -v $${p%%:*} >/dev/null || missing="$$missing $${p##*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/source"
 )
 
 // Policy selects the checks for one workspace. The zero value checks
@@ -40,8 +42,15 @@ func DefaultPolicy() Policy {
 // returns its findings under p. It evaluates literals only (never variables
 // or functions), copies no value into a finding or error, and never
 // touches the network. Invalid HCL is an error naming the file and line.
-func Check(dir string, backendConfig []string, p Policy) ([]drift.Finding, error) {
-	is, err := check(dir, backendConfig, p)
+//
+// dir lies in root, the source tree (the checkout or copy), and every file
+// is read with source.ReadFile confined to it: a configuration file that is
+// a named pipe, a device, a symlink out of root or over
+// source.MaxConfigFileSize is an error naming it, never a hang. Only a
+// backendConfig file outside root (the operator's own) is read unconfined,
+// but as safely otherwise. A done ctx stops the reads.
+func Check(ctx context.Context, root, dir string, backendConfig []string, p Policy) ([]drift.Finding, error) {
+	is, err := check(ctx, root, dir, backendConfig, p)
 	if err != nil {
 		return nil, err
 	}
@@ -55,11 +64,14 @@ func Check(dir string, backendConfig []string, p Policy) ([]drift.Finding, error
 // check is Check before the issues become findings: the I/O steps (read
 // the module, read backend_config files, stat local state files) around the
 // pure effectiveBackend, mergeConfig and issues.
-func check(dir string, backendConfig []string, p Policy) ([]issue, error) {
+func check(ctx context.Context, root, dir string, backendConfig []string, p Policy) ([]issue, error) {
 	if !p.Enabled {
 		return nil, nil
 	}
-	files, err := readModule(dir)
+	if root == "" {
+		root = dir
+	}
+	files, err := readModule(ctx, root, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +83,7 @@ func check(dir string, backendConfig []string, p Policy) ([]issue, error) {
 		if !filepath.IsAbs(name) {
 			name = filepath.Join(dir, name)
 		}
-		src, err := os.ReadFile(name)
+		src, err := source.ReadFile(ctx, confinedTo(root, name), name, source.MaxConfigFileSize)
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			// Not echoed: an entry without "=" may be a mistyped secret.
@@ -89,15 +101,27 @@ func check(dir string, backendConfig []string, p Policy) ([]issue, error) {
 	return issues(c, states, p), nil
 }
 
+// confinedTo returns root if name lies in it, else the file system root:
+// a backend_config file outside the source is the operator's.
+func confinedTo(root, name string) string {
+	if rel, err := filepath.Rel(root, name); err == nil && filepath.IsLocal(rel) {
+		return root
+	}
+	return string(filepath.Separator)
+}
+
 // readModule reads the Terraform configuration files of dir in name order,
 // skipping the files Terraform ignores (dot files and editor backups).
-func readModule(dir string) ([]source, error) {
+func readModule(ctx context.Context, root, dir string) ([]configFile, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read module: %w", err)
 	}
-	var out []source
+	var out []configFile
 	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read module: %w", err)
+		}
 		name := e.Name()
 		if !strings.HasSuffix(name, ".tf") && !strings.HasSuffix(name, ".tf.json") {
 			continue
@@ -109,11 +133,11 @@ func readModule(dir string) ([]source, error) {
 		if fi, err := os.Stat(path); err != nil || fi.IsDir() {
 			continue
 		}
-		src, err := os.ReadFile(path)
+		src, err := source.ReadFile(ctx, root, path, source.MaxConfigFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("read module: %w", err)
 		}
-		out = append(out, source{name: name, src: src})
+		out = append(out, configFile{name: name, src: src})
 	}
 	return out, nil
 }

@@ -9,13 +9,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/source"
 )
 
 // canary marks every secret planted in testdata and backend_config; it must
@@ -190,7 +193,7 @@ func TestCheck(t *testing.T) {
 		tc := checkCases[name]
 		t.Run(name, func(t *testing.T) {
 			dir := setup(t, tc)
-			got, err := Check(dir, tc.config, policyOf(tc))
+			got, err := Check(t.Context(), dir, dir, tc.config, policyOf(tc))
 			if len(tc.wantErr) > 0 {
 				require.Error(t, err)
 				for _, want := range tc.wantErr {
@@ -222,7 +225,7 @@ func TestNoValueLeaves(t *testing.T) {
 		tc := checkCases[name]
 		t.Run(name, func(t *testing.T) {
 			dir := setup(t, tc)
-			is, err := check(dir, tc.config, policyOf(tc))
+			is, err := check(t.Context(), dir, dir, tc.config, policyOf(tc))
 			if err != nil {
 				require.NotContains(t, err.Error(), canary)
 				require.NotContains(t, err.Error(), "corp-tfstate")
@@ -247,13 +250,13 @@ func TestReasons(t *testing.T) {
 		"terraform.tfstate":                       0o644,
 		"terraform.tfstate.d/a/terraform.tfstate": 0o604,
 	}})
-	is, err := check(dir, nil, DefaultPolicy())
+	is, err := check(t.Context(), dir, dir, nil, DefaultPolicy())
 	require.NoError(t, err)
 	require.Len(t, is, 2)
 	require.Equal(t, "no backend block: state lives on one disk, with no locking across machines and no encryption at rest", is[0].reason)
 	require.Equal(t, "2 local state files are readable by group or other users (mode 0644): chmod 600", is[1].reason)
 
-	is, err = check(setup(t, checkCase{dir: "s3-insecure"}), nil, DefaultPolicy())
+	is, err = check(t.Context(), "", setup(t, checkCase{dir: "s3-insecure"}), nil, DefaultPolicy())
 	require.NoError(t, err)
 	require.Len(t, is, 2)
 	require.Contains(t, is[0].reason, "encrypt = true")
@@ -300,7 +303,7 @@ func TestEffectiveBackendParsesStatically(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c, err := effectiveBackend([]source{{name: tc.file, src: []byte(tc.src)}})
+			c, err := effectiveBackend([]configFile{{name: tc.file, src: []byte(tc.src)}})
 			require.NoError(t, err)
 			require.Equal(t, tc.typ, c.typ)
 			var known, unk []string
@@ -338,11 +341,11 @@ func TestReadModuleSkipsIgnoredFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`terraform {
   backend "gcs" {}
 }`), 0o600))
-	got, err := Check(dir, nil, DefaultPolicy())
+	got, err := Check(t.Context(), dir, dir, nil, DefaultPolicy())
 	require.NoError(t, err)
 	require.Empty(t, got)
 	names := []string{}
-	files, err := readModule(dir)
+	files, err := readModule(t.Context(), dir, dir)
 	require.NoError(t, err)
 	for _, f := range files {
 		names = append(names, f.name)
@@ -354,4 +357,121 @@ func TestDefaultPolicy(t *testing.T) {
 	require.Equal(t, Policy{Enabled: true, RequireEncryption: true, RequireLocking: true}, DefaultPolicy())
 	require.Equal(t, drift.KindBackend, finding("s3").Kind)
 	require.True(t, strings.HasPrefix(finding("s3").Address, "backend."))
+}
+
+// TestCheckUnsafeFiles: the module comes from a source, which is not
+// trusted. A named pipe, a link to /dev/zero or out of the source tree, or
+// an oversized file is an error naming it, returned at once (a pipe hung a
+// run before); a link inside the tree, even above the module, is read.
+func TestCheckUnsafeFiles(t *testing.T) {
+	fifo := func(t *testing.T, path string) {
+		t.Helper()
+		require.NoError(t, syscall.Mkfifo(path, 0o600))
+		t.Cleanup(func() { // releases a reader that blocked after all
+			if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+		})
+	}
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "backend.tf"), []byte(`terraform {
+  backend "gcs" {}
+}`), 0o600))
+	cases := []struct {
+		name    string
+		setup   func(t *testing.T, module string)
+		config  []string
+		wantIs  error
+		wantErr string
+	}{
+		{
+			name:    "module file is a named pipe",
+			setup:   func(t *testing.T, module string) { fifo(t, filepath.Join(module, "evil.tf")) },
+			wantIs:  source.ErrNotRegular,
+			wantErr: "evil.tf: not a regular file (named pipe)",
+		},
+		{
+			name: "module file links to /dev/zero",
+			setup: func(t *testing.T, module string) {
+				require.NoError(t, os.Symlink("/dev/zero", filepath.Join(module, "evil.tf")))
+			},
+			wantIs:  source.ErrEscapes,
+			wantErr: "evil.tf: symlink to /dev/zero points outside the source directory",
+		},
+		{
+			name: "module file links out of the tree",
+			setup: func(t *testing.T, module string) {
+				require.NoError(t, os.Symlink(filepath.Join(outside, "backend.tf"), filepath.Join(module, "evil.tf")))
+			},
+			wantIs:  source.ErrEscapes,
+			wantErr: "evil.tf: symlink to " + filepath.Join(outside, "backend.tf") + " points outside",
+		},
+		{
+			name: "module file too large",
+			setup: func(t *testing.T, module string) {
+				require.NoError(t, os.WriteFile(filepath.Join(module, "evil.tf"), nil, 0o600))
+				require.NoError(t, os.Truncate(filepath.Join(module, "evil.tf"), source.MaxConfigFileSize+1))
+			},
+			wantIs:  source.ErrTooLarge,
+			wantErr: "evil.tf: file too large",
+		},
+		{
+			name:    "backend_config file is a named pipe",
+			setup:   func(t *testing.T, module string) { fifo(t, filepath.Join(module, "CANARY.tfbackend")) },
+			config:  []string{"CANARY.tfbackend"},
+			wantIs:  source.ErrNotRegular,
+			wantErr: "backend_config[0]: read file: not a regular file (named pipe)",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			module := filepath.Join(root, "envs", "prod")
+			require.NoError(t, os.MkdirAll(module, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(module, "main.tf"), []byte(`terraform {
+  backend "s3" {}
+}`), 0o600))
+			tc.setup(t, module)
+			done := make(chan error, 1)
+			go func() {
+				_, err := Check(t.Context(), root, module, tc.config, DefaultPolicy())
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				require.ErrorIs(t, err, tc.wantIs)
+				require.ErrorContains(t, err, tc.wantErr)
+				require.NotContains(t, err.Error(), canary, "a backend_config entry is never echoed")
+			case <-time.After(20 * time.Second):
+				t.Fatal("Check blocked on a file of the source")
+			}
+		})
+	}
+
+	t.Run("links inside the tree are read", func(t *testing.T) {
+		root := t.TempDir()
+		module := filepath.Join(root, "envs", "prod")
+		require.NoError(t, os.MkdirAll(filepath.Join(root, "shared"), 0o755))
+		require.NoError(t, os.MkdirAll(module, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, "shared", "backend.tf"), []byte(`terraform {
+  backend "s3" {}
+}`), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(root, "shared", "prod.s3.tfbackend"), []byte("encrypt = true\nuse_lockfile = true\n"), 0o600))
+		require.NoError(t, os.Symlink("../../shared/backend.tf", filepath.Join(module, "backend.tf")))
+		got, err := Check(t.Context(), root, module, nil, DefaultPolicy())
+		require.NoError(t, err)
+		require.Equal(t, []drift.Finding{s3Encrypt, s3Lock}, stripDetail(got))
+		got, err = Check(t.Context(), root, module, []string{"../../shared/prod.s3.tfbackend"}, DefaultPolicy())
+		require.NoError(t, err)
+		require.Empty(t, got)
+	})
+}
+
+func stripDetail(in []drift.Finding) []drift.Finding {
+	out := make([]drift.Finding, len(in))
+	for i, f := range in {
+		f.Detail = ""
+		out[i] = f
+	}
+	return out
 }

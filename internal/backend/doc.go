@@ -51,6 +51,11 @@
 // the file, not its parent directories. Backend findings do not change a
 // workspace's status; the caller counts them separately.
 //
-// This package may import drift and HCL; it must not import runner, config,
-// store, notify or app, and must never open a network connection.
+// Files are read only through source.ReadFile, confined to the source tree:
+// a module file that is a named pipe, a device or a symlink out of the tree
+// is an error, never a hang.
+//
+// This package may import drift, source (for its safe reader) and HCL; it
+// must not import runner, config, store, notify or app, and must never open
+// a network connection.
 package backend

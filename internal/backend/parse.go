@@ -13,9 +13,9 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 )
 
-// source is one configuration file: its name relative to the module
+// configFile is one configuration file: its name relative to the module
 // directory (used in error positions) and its bytes.
-type source struct {
+type configFile struct {
 	name string
 	src  []byte
 }
@@ -101,7 +101,7 @@ func staticValue(expr hcl.Expression) value {
 
 // parseFile parses one file as HCL native syntax, or as JSON when its name
 // ends in .json.
-func parseFile(s source) (*hcl.File, error) {
+func parseFile(s configFile) (*hcl.File, error) {
 	var (
 		f     *hcl.File
 		diags hcl.Diagnostics
@@ -192,7 +192,7 @@ type stateBlock struct {
 }
 
 // blocks returns the backend and cloud blocks of one file.
-func blocks(s source) ([]stateBlock, error) {
+func blocks(s configFile) ([]stateBlock, error) {
 	f, err := parseFile(s)
 	if err != nil {
 		return nil, err
@@ -229,7 +229,7 @@ func isOverride(name string) bool {
 // directory order. Like Terraform, it rejects more than one backend or cloud
 // block across the primary files (or within one override file), and lets a
 // block in an override file replace the primary one.
-func effectiveBackend(files []source) (config, error) {
+func effectiveBackend(files []configFile) (config, error) {
 	var (
 		primary  []stateBlock
 		override *stateBlock
@@ -302,7 +302,7 @@ func mergeConfig(c config, entries []string, read func(string) ([]byte, error)) 
 		if err != nil {
 			return config{}, fmt.Errorf("backend_config[%d]: %w", i, err)
 		}
-		f, err := parseFile(source{name: e, src: src})
+		f, err := parseFile(configFile{name: e, src: src})
 		if err != nil {
 			return config{}, fmt.Errorf("backend_config[%d]: %w", i, err)
 		}

@@ -204,6 +204,7 @@ type session struct {
 	red       sandbox.Redactor
 	stderr    *sandbox.Tail
 	tf        *tfexec.Terraform
+	jail      *sandbox.Jail
 	show      *sandbox.Command
 	varFiles  []string
 	lockWait  string
@@ -225,6 +226,8 @@ func (a *Applier) newSession(ctx context.Context, req runner.Request, marker str
 	if err != nil {
 		return s, &stepError{"setup", err}
 	}
+	// Every secret the daemon knows is redacted, not only this workspace's.
+	secrets = append(secrets, req.Redact...)
 	s.env, s.red = env, sandbox.NewRedactor(secrets)
 
 	moduleDir, commit, err := sandbox.PrepareSource(ctx, req, tmp)
@@ -232,14 +235,17 @@ func (a *Applier) newSession(ctx context.Context, req runner.Request, marker str
 		return s, &stepError{"source", err}
 	}
 	s.moduleDir, out.Commit = moduleDir, commit
-	s.red = sandbox.NewRedactor(append(secrets, sandbox.SensitiveValues(moduleDir, req.VarFiles, req.Vars, req.Env)...))
+	s.red = sandbox.NewRedactor(append(secrets, sandbox.SensitiveValues(ctx, sandbox.SourceDir(tmp), moduleDir, req.VarFiles, req.Vars, req.Env)...))
 	s.phase("source")
 
 	bin, err := sandbox.ResolveBinary(req.Binary, env["PATH"])
 	if err != nil {
 		return s, &stepError{"setup", err}
 	}
-	tf, err := tfexec.NewTerraform(moduleDir, bin)
+	if s.jail, err = sandbox.NewJail(req, tmp, bin); err != nil {
+		return s, &stepError{"setup", err}
+	}
+	tf, err := tfexec.NewTerraform(moduleDir, s.jail.Exe())
 	if err != nil {
 		return s, &stepError{"setup", err}
 	}
@@ -252,7 +258,7 @@ func (a *Applier) newSession(ctx context.Context, req runner.Request, marker str
 		return s, &stepError{"setup", err}
 	}
 	s.tf = tf
-	s.show = &sandbox.Command{Bin: bin, Dir: moduleDir, Env: sandbox.EnvList(env), Grace: grace, Stderr: s.stderr}
+	s.show = &sandbox.Command{Bin: bin, Exe: s.jail.Exe(), Dir: moduleDir, Env: sandbox.EnvList(env), Grace: grace, Stderr: s.stderr}
 
 	for _, f := range req.VarFiles {
 		if !filepath.IsAbs(f) {
@@ -274,7 +280,12 @@ func (a *Applier) newSession(ctx context.Context, req runner.Request, marker str
 	return s, nil
 }
 
-func (s *session) close() { _ = os.RemoveAll(s.tmp) }
+func (s *session) close() {
+	if s.jail != nil {
+		s.jail.Close()
+	}
+	_ = os.RemoveAll(s.tmp)
+}
 
 func (s *session) phase(name string) {
 	*s.phases = append(*s.phases, drift.Phase{Name: name, Duration: time.Since(s.started)})
@@ -324,7 +335,7 @@ func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *
 			return s.fail(ctx, out, &stepError{"workspace", err})
 		}
 	}
-	why, err := stateInSandbox(s.moduleDir, s.env, s.req.TFWorkspace)
+	why, err := stateInSandbox(ctx, s.moduleDir, s.env, s.req.TFWorkspace)
 	if err != nil {
 		return s.fail(ctx, out, &stepError{"init", err})
 	}

@@ -544,9 +544,9 @@ func TestApplyTimeout(t *testing.T) {
 	require.ErrorIs(t, err, runner.ErrTimeout)
 	var re *runner.Error
 	require.True(t, errors.As(err, &re))
-	require.Equal(t, "init", re.Phase)
+	require.Equal(t, "source", re.Phase, "the copy of the source stops at the timeout too")
 	require.Equal(t, ResultFailed, out.Result)
-	require.Equal(t, "init: run timed out after 1ns", out.Reason)
+	require.Equal(t, "source: run timed out after 1ns", out.Reason)
 	requireNoSandboxLeft(t, req)
 }
 

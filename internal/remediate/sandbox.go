@@ -1,13 +1,15 @@
 package remediate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/driftwatch/driftwatch/internal/source"
 )
 
 // sandboxPrefix names a remediation's run directory under the work dir.
@@ -20,8 +22,10 @@ const sandboxPrefix = "dwr-"
 // into a directory deleted right after, losing it (a re-created resource
 // would be orphaned). The backend as initialised is recorded in
 // DATA_DIR/terraform.tfstate; without that file there is no backend block,
-// i.e. the implicit local backend in the working directory.
-func stateInSandbox(moduleDir string, env map[string]string, tfWorkspace string) (string, error) {
+// i.e. the implicit local backend in the working directory. The file is
+// read with source.ReadFile (confined to moduleDir unless TF_DATA_DIR is
+// elsewhere): a checkout may hold a .terraform of its own.
+func stateInSandbox(ctx context.Context, moduleDir string, env map[string]string, tfWorkspace string) (string, error) {
 	dataDir := env["TF_DATA_DIR"]
 	if dataDir == "" {
 		dataDir = ".terraform"
@@ -29,7 +33,11 @@ func stateInSandbox(moduleDir string, env map[string]string, tfWorkspace string)
 	if !filepath.IsAbs(dataDir) {
 		dataDir = filepath.Join(moduleDir, dataDir)
 	}
-	b, err := os.ReadFile(filepath.Join(dataDir, "terraform.tfstate"))
+	root := moduleDir
+	if rel, err := filepath.Rel(moduleDir, dataDir); err != nil || !filepath.IsLocal(rel) {
+		root = dataDir // the operator's TF_DATA_DIR
+	}
+	b, err := source.ReadFile(ctx, root, filepath.Join(dataDir, "terraform.tfstate"), source.MaxConfigFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "the workspace has no backend block: its state is a local file in the copied source", nil
 	}

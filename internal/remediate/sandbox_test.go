@@ -42,7 +42,7 @@ func TestStateInSandbox(t *testing.T) {
 				require.NoError(t, os.MkdirAll(dataDir, 0o755))
 				require.NoError(t, os.WriteFile(filepath.Join(dataDir, "terraform.tfstate"), []byte(tc.file), 0o644))
 			}
-			why, err := stateInSandbox(dir, env, tc.workspace)
+			why, err := stateInSandbox(t.Context(), dir, env, tc.workspace)
 			require.NoError(t, err)
 			require.Equal(t, tc.inSandbox, why != "", why)
 		})
@@ -52,7 +52,7 @@ func TestStateInSandbox(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, ".terraform"), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, ".terraform", "terraform.tfstate"), []byte("{"), 0o644))
-		_, err := stateInSandbox(dir, nil, "")
+		_, err := stateInSandbox(t.Context(), dir, nil, "")
 		require.Error(t, err)
 	})
 }

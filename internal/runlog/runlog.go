@@ -215,3 +215,16 @@ func (l *Log) Done() (verdict string, closed bool) {
 	defer l.mu.Unlock()
 	return l.verdict, l.closed
 }
+
+// ValuesNotice is the first line of a log that holds Terraform's full,
+// human-readable plan text, attribute values included: only a workspace
+// with log_plan_text: true writes it (the runner writes it before any
+// Terraform output, so no Terraform output can forge it). Such a log is
+// served only to an authenticated reader, even where reads are open.
+const ValuesNotice = "== driftwatch: this log holds the full plan text, attribute values included (log_plan_text) =="
+
+// HoldsValues reports whether a log (its start suffices) begins with
+// ValuesNotice.
+func HoldsValues(log []byte) bool {
+	return bytes.HasPrefix(log, []byte(ValuesNotice+"\n")) || string(log) == ValuesNotice
+}

@@ -52,6 +52,19 @@ type Request struct {
 	// the daemon that started it, so that a restarted daemon can kill what
 	// a killed one left behind (sandbox.KillOwned).
 	Owner string
+	// Jail, if set, is the bubblewrap binary every Terraform process of the
+	// run is confined with (sandbox.NewJail; sandbox.DetectIsolation finds
+	// it). Empty: no namespaces (the Kubernetes pod is the sandbox there).
+	Jail string `json:"-"`
+	// Redact lists more values to redact from the run's log and errors: the
+	// daemon's own secrets and every workspace's, not only this run's.
+	// Never serialised: it must not travel into a Job's Secret.
+	Redact []string `json:"-"`
+	// LogPlanText opts the workspace in to Terraform's full, human-readable
+	// plan text in its log, attribute values included (config
+	// log_plan_text). Off, the log has addresses, actions and attribute
+	// paths only. Local runs only.
+	LogPlanText bool `json:"-"`
 	// Log, if set, receives the run's Terraform output (init, workspace,
 	// plan: stdout and stderr, -no-color; show: stderr only, never the plan
 	// JSON) as complete lines under "== phase ==" headers, redacted by the

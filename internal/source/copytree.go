@@ -1,7 +1,7 @@
 package source
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -27,8 +27,9 @@ func skipName(name string) bool {
 // silently dropped, since the copy would otherwise plan different code.
 // Absolute links into src are rewritten as relative ones, so the copy never
 // points back at the user's directory. Sockets, devices and pipes are
-// skipped, as are setuid, setgid and sticky bits.
-func CopyTree(src, dst string) error {
+// skipped, as are setuid, setgid and sticky bits. A done ctx stops the walk
+// and any file copy, with ctx's error.
+func CopyTree(ctx context.Context, src, dst string) error {
 	root, err := filepath.Abs(src)
 	if err != nil {
 		return fmt.Errorf("copy tree: %w", err)
@@ -57,6 +58,9 @@ func CopyTree(src, dst string) error {
 		return fmt.Errorf("copy tree: destination %s is inside source %s", dst, src)
 	}
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("copy tree: %w", cerr)
+		}
 		if err != nil {
 			return fmt.Errorf("copy tree: %w", err)
 		}
@@ -70,14 +74,14 @@ func CopyTree(src, dst string) error {
 			}
 			return nil
 		}
-		if err := copyEntry(root, path, filepath.Join(dst, rel), d); err != nil {
+		if err := copyEntry(ctx, root, path, filepath.Join(dst, rel), d); err != nil {
 			return fmt.Errorf("copy tree: %s: %w", filepath.ToSlash(rel), err)
 		}
 		return nil
 	})
 }
 
-func copyEntry(root, path, target string, d fs.DirEntry) error {
+func copyEntry(ctx context.Context, root, path, target string, d fs.DirEntry) error {
 	info, err := d.Info()
 	if err != nil {
 		return err
@@ -90,7 +94,7 @@ func copyEntry(root, path, target string, d fs.DirEntry) error {
 		}
 		return os.Chmod(target, mode.Perm()|0o700)
 	case mode.IsRegular():
-		return copyFile(path, target, mode.Perm())
+		return copyFile(ctx, path, target, mode.Perm())
 	case mode&fs.ModeSymlink != 0:
 		link, err := symlinkTarget(root, path)
 		if err != nil {
@@ -103,40 +107,19 @@ func copyEntry(root, path, target string, d fs.DirEntry) error {
 }
 
 // symlinkTarget returns the target to give the copy of the symlink at path,
-// or an error if the link leads outside root.
+// or an error if the link leads outside root (checkSymlink).
 func symlinkTarget(root, path string) (string, error) {
-	link, err := os.Readlink(path)
-	if err != nil {
-		return "", err
+	link, err := checkSymlink(root, path)
+	if err != nil || !filepath.IsAbs(link) {
+		return link, err
 	}
-	dir := filepath.Dir(path) // a real directory: WalkDir follows no links
-	abs := link
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(dir, abs)
-	}
-	abs = filepath.Clean(abs)
-	resolved, err := filepath.EvalSymlinks(path)
-	switch {
-	case err == nil:
-		if !within(root, resolved) {
-			return "", fmt.Errorf("symlink to %s points outside the source directory", link)
-		}
-	case errors.Is(err, fs.ErrNotExist):
-		// Dangling: only the lexical target can be checked.
-		if !within(root, abs) {
-			return "", fmt.Errorf("symlink to %s points outside the source directory", link)
-		}
-	default:
-		return "", err
-	}
-	if !filepath.IsAbs(link) {
-		return link, nil
-	}
-	return filepath.Rel(dir, abs)
+	return filepath.Rel(filepath.Dir(path), filepath.Clean(link))
 }
 
-func copyFile(src, dst string, perm fs.FileMode) (err error) {
-	in, err := os.Open(src)
+func copyFile(ctx context.Context, src, dst string, perm fs.FileMode) (err error) {
+	// Not os.Open: a file swapped for a named pipe since the walk saw it
+	// must not block the copy.
+	in, err := openRegular(src)
 	if err != nil {
 		return err
 	}
@@ -150,7 +133,7 @@ func copyFile(src, dst string, perm fs.FileMode) (err error) {
 			err = cerr
 		}
 	}()
-	if _, err := io.Copy(out, in); err != nil {
+	if _, err := io.Copy(out, ctxReader{ctx, in}); err != nil {
 		return err
 	}
 	// Chmod, not the OpenFile mode, so that the umask does not apply.

@@ -45,7 +45,7 @@ func TestCopyTree(t *testing.T) {
 	require.NoError(t, syscall.Mkfifo(filepath.Join(src, "fifo"), 0o644))
 
 	dst := filepath.Join(t.TempDir(), "copy") // created by CopyTree
-	require.NoError(t, CopyTree(src, dst))
+	require.NoError(t, CopyTree(t.Context(), src, dst))
 	require.Equal(t, map[string]string{
 		"main.tf":                  "-rw-r--r-- # main\n",
 		".terraform.lock.hcl":      "-rw-r--r-- # lock\n",
@@ -82,7 +82,7 @@ func TestCopyTreeSourceIsSymlink(t *testing.T) {
 	require.NoError(t, os.Symlink(realDir, link))
 
 	dst := t.TempDir()
-	require.NoError(t, CopyTree(link, dst))
+	require.NoError(t, CopyTree(t.Context(), link, dst))
 	require.Equal(t, map[string]string{"main.tf": "-rw-r--r-- # main\n", "alias.tf": "-> main.tf"}, readTree(t, dst, true))
 }
 
@@ -161,16 +161,16 @@ func TestCopyTreeErrors(t *testing.T) {
 			src := t.TempDir()
 			writeFiles(t, src, 0o644, map[string]string{"main.tf": "# main\n", "modules/m/main.tf": "# m\n"})
 			dst := tt.setup(t, src)
-			err := CopyTree(src, dst)
+			err := CopyTree(t.Context(), src, dst)
 			require.ErrorContains(t, err, tt.wantErr)
 			require.ErrorContains(t, err, "copy tree: ")
 		})
 	}
 
 	t.Run("source missing", func(t *testing.T) {
-		require.ErrorContains(t, CopyTree(filepath.Join(outside, "nope"), t.TempDir()), "no such file or directory")
+		require.ErrorContains(t, CopyTree(t.Context(), filepath.Join(outside, "nope"), t.TempDir()), "no such file or directory")
 	})
 	t.Run("source is a file", func(t *testing.T) {
-		require.ErrorContains(t, CopyTree(filepath.Join(outside, "secret"), t.TempDir()), "is not a directory")
+		require.ErrorContains(t, CopyTree(t.Context(), filepath.Join(outside, "secret"), t.TempDir()), "is not a directory")
 	})
 }

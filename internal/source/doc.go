@@ -6,6 +6,12 @@
 // repositories (one per URL, shared between processes through flock) and then
 // checked out, without .git, into the destination.
 //
+// A source is not trusted. A checkout that holds a symlink leading outside
+// it (to /dev/zero, a named pipe, /etc/passwd) fails, as does a copy, and
+// every file of a source that driftwatch reads itself goes through
+// [ReadFile]: regular files only, symlinks only inside the tree, never a
+// blocking open, at most [MaxConfigFileSize] bytes, under the run's context.
+//
 // Git runs as a subprocess with a scrubbed environment. An access token is
 // only ever handed to git through the environment (GIT_CONFIG_COUNT carrying
 // an http.<url>.extraHeader), never through an argument or a URL, and every

@@ -64,7 +64,10 @@ type execObserver func(args, env []string)
 // returned error then satisfies errors.Is with ctx.Err(). Errors caused by
 // the server rejecting the credentials wrap ErrAuthFailed.
 //
-// On error dst may hold part of the tree; the caller discards it.
+// The checkout fails, naming the entry, if the tree holds a symlink that is
+// absolute or leads outside dst (checkTree), so that every file under dst
+// is the repository's own. On error dst may hold part of the tree; the
+// caller discards it.
 func (g Git) Checkout(ctx context.Context, cacheDir, dst string) (moduleDir, commit string, err error) {
 	return g.checkout(ctx, cacheDir, dst, nil)
 }
@@ -276,6 +279,12 @@ func (s gitSpec) checkout(ctx context.Context, credentialsFile, cacheDir, dst st
 	}
 	if _, err := r.run(ctx, []string{"GIT_INDEX_FILE=" + filepath.Join(home, "index")}, checkoutArgs(repo, dst, commit)...); err != nil {
 		return "", "", err
+	}
+	// Git stores symlinks to anywhere: one to a named pipe or /dev/zero
+	// would hang or exhaust whatever reads it next (driftwatch itself reads
+	// .tf files), one to /etc/passwd would hand Terraform a host file.
+	if err := checkTree(ctx, dst); err != nil {
+		return "", "", fmt.Errorf("commit %s: %w", commit, err)
 	}
 	moduleDir, err := moduleDirIn(dst, s.path)
 	if err != nil {

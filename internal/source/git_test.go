@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -378,10 +380,12 @@ func TestCheckoutLocalRepository(t *testing.T) {
 func TestCheckoutErrors(t *testing.T) {
 	f := newFixture(t)
 	testGit(t, f.work, "checkout", "--quiet", "-b", "links")
-	require.NoError(t, os.Symlink("/", filepath.Join(f.work, "escape")))
 	f.write(t, "file.tf", "#\n", 0o644)
 	f.commit(t, "links")
 	testGit(t, f.work, "tag", "tree", "HEAD^{tree}")
+	testGit(t, f.work, "checkout", "--quiet", "-b", "escape")
+	require.NoError(t, os.Symlink("/", filepath.Join(f.work, "escape")))
+	f.commit(t, "escape")
 	f.publish(t)
 
 	notEmpty := t.TempDir()
@@ -397,7 +401,7 @@ func TestCheckoutErrors(t *testing.T) {
 		{name: "tag of a tree", git: Git{URL: f.bare(), Ref: "tree"}, wantErr: `ref "tree" does not point to a commit`},
 		{name: "missing path", git: Git{URL: f.bare(), Path: "nope"}, wantErr: `path "nope": `},
 		{name: "path is a file", git: Git{URL: f.bare(), Ref: "links", Path: "file.tf"}, wantErr: `path "file.tf" is not a directory`},
-		{name: "path through escaping symlink", git: Git{URL: f.bare(), Ref: "links", Path: "escape"}, wantErr: `path "escape" resolves outside the checkout`},
+		{name: "path through escaping symlink", git: Git{URL: f.bare(), Ref: "escape", Path: "escape"}, wantErr: `: escape: symlink to / points outside the source directory`},
 		{name: "missing repository", git: Git{URL: filepath.Join(f.root, "nope.git")}, wantErr: "git fetch: exit status 128"},
 		{name: "destination not empty", git: Git{URL: f.bare()}, dst: notEmpty, wantErr: "is not empty"},
 		{name: "destination missing", git: Git{URL: f.bare()}, dst: filepath.Join(notEmpty, "missing"), wantErr: "no such file or directory"},
@@ -515,4 +519,89 @@ func TestCheckoutRecoversFromCrash(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, f.c2, commit)
 	require.NoFileExists(t, filepath.Join(repo, "shallow.lock"))
+}
+
+// TestCheckoutRefusesEscapingSymlinks: git stores a symlink to anywhere. One
+// to a named pipe hung the daemon (it reads .tf files itself), one to
+// /dev/zero would exhaust its memory, one to /etc/passwd would hand a host
+// file to Terraform. Each fails the checkout at once, naming the file, and
+// never quotes the token.
+func TestCheckoutRefusesEscapingSymlinks(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	outside := filepath.Join(t.TempDir(), "secret.tf")
+	require.NoError(t, os.WriteFile(outside, []byte("# outside\n"), 0o600))
+
+	f := newFixture(t)
+	cases := []struct {
+		name, file, target string
+	}{
+		{name: "named pipe", file: "evil.tf", target: fifo},
+		{name: "dev zero", file: "evil.tf", target: "/dev/zero"},
+		{name: "relative out", file: "evil.tf", target: "../../../../../../../../../../etc/passwd"},
+		{name: "absolute file", file: "evil.tf", target: outside},
+		{name: "nested, relative out", file: "envs/prod/evil.tf", target: "../../../../../../../../../../../dev/zero"},
+		{name: "directory out", file: "envs/shared", target: filepath.Dir(outside)},
+		{name: "dangling out", file: "evil.tf", target: "../nonexistent/x.tf"},
+	}
+	for i, tc := range cases {
+		branch := "evil-" + strconv.Itoa(i)
+		testGit(t, f.work, "checkout", "--quiet", "-b", branch, f.c2)
+		require.NoError(t, os.Symlink(tc.target, filepath.Join(f.work, filepath.FromSlash(tc.file))))
+		f.commit(t, tc.name)
+	}
+	testGit(t, f.work, "checkout", "--quiet", "main")
+	f.publish(t)
+	srv := newGitServer(t, f, nil)
+	creds := writeCredentials(t, canaryToken)
+	cache := t.TempDir()
+
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// A guard only: the checkout must fail in well under a second.
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			for _, g := range []Git{
+				{URL: srv.repoURL(), Ref: "evil-" + strconv.Itoa(i), CredentialsFile: creds},
+				{URL: f.bare(), Ref: "evil-" + strconv.Itoa(i), Path: "envs/prod"},
+			} {
+				start := time.Now()
+				_, _, err := g.Checkout(ctx, cache, t.TempDir())
+				require.ErrorIs(t, err, ErrEscapes)
+				require.ErrorContains(t, err, tc.file+": symlink to "+tc.target+" points outside the source directory")
+				require.NoError(t, ctx.Err(), "failed promptly, not at the guard's timeout")
+				require.Less(t, time.Since(start), 10*time.Second)
+				requireNoSecret(t, err.Error(), canaryToken)
+			}
+		})
+	}
+
+	t.Run("symlinks inside the checkout are kept", func(t *testing.T) {
+		testGit(t, f.work, "checkout", "--quiet", "-b", "inside", f.c2)
+		require.NoError(t, os.Symlink("../../main.tf", filepath.Join(f.work, "envs/prod/root.tf")))
+		require.NoError(t, os.Symlink("envs/prod", filepath.Join(f.work, "prod")))
+		require.NoError(t, os.Symlink("missing.tf", filepath.Join(f.work, "dangling.tf")))
+		f.commit(t, "inside")
+		testGit(t, f.work, "checkout", "--quiet", "main")
+		f.publish(t)
+		moduleDir, _, err := Git{URL: f.bare(), Ref: "inside", Path: "prod"}.Checkout(t.Context(), cache, t.TempDir())
+		require.NoError(t, err)
+		b, err := ReadFile(t.Context(), filepath.Dir(moduleDir), filepath.Join(moduleDir, "root.tf"), MaxConfigFileSize)
+		require.NoError(t, err)
+		require.Equal(t, "# two\n", string(b))
+	})
+}
+
+// TestCheckTreeStopsWhenCancelled: the walk of a checkout runs under the
+// run's context.
+func TestCheckTreeStopsWhenCancelled(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, 0o644, map[string]string{"a.tf": "#", "m/b.tf": "#"})
+	require.NoError(t, os.Symlink("/dev/zero", filepath.Join(dir, "m", "z.tf")))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := checkTree(ctx, dir)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, ErrEscapes, "stopped before reaching the link")
+	require.ErrorIs(t, checkTree(t.Context(), dir), ErrEscapes)
 }

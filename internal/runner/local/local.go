@@ -26,6 +26,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/planparse"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 )
@@ -72,6 +73,8 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 	if err != nil {
 		return res, &runner.Error{Phase: "setup", Err: err}
 	}
+	// Every secret the daemon knows is redacted, not only this workspace's.
+	secrets = append(secrets, req.Redact...)
 	red := sandbox.NewRedactor(secrets)
 
 	start := time.Now()
@@ -86,14 +89,17 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 	}
 	// Values of variables declared sensitive (var files, vars, TF_VAR_)
 	// are redacted too: a provider's error message prints them verbatim.
-	secrets = append(secrets, sandbox.SensitiveValues(moduleDir, req.VarFiles, req.Vars, req.Env)...)
+	secrets = append(secrets, sandbox.SensitiveValues(ctx, sandbox.SourceDir(tmp), moduleDir, req.VarFiles, req.Vars, req.Env)...)
 	red = sandbox.NewRedactor(secrets)
 	logs := newRunLog(req.Log, logRedactor(secrets, req.Vars))
 	defer logs.flush()
+	if req.LogPlanText {
+		logs.notice(runlog.ValuesNotice)
+	}
 	res.Commit = commit
 	// A static read, before Terraform writes anything into the copy. An
 	// unreadable backend block is left to init, which reports it properly.
-	if fs, err := backend.Check(moduleDir, req.BackendConfig, req.Backend); err == nil {
+	if fs, err := backend.Check(ctx, sandbox.SourceDir(tmp), moduleDir, req.BackendConfig, req.Backend); err == nil {
 		res.Backend = fs
 	} else {
 		r.Logger.Debug("backend check skipped", "workspace", req.Workspace, "err", red.Apply(err.Error()))
@@ -104,20 +110,25 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 	if err != nil {
 		return res, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}
+	jail, err := sandbox.NewJail(req, tmp, bin)
+	if err != nil {
+		return res, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
+	}
+	defer jail.Close()
 	stderr := sandbox.NewTail(16 << 10)
-	c := &sandbox.Command{Bin: bin, Dir: moduleDir, Env: sandbox.EnvList(env), Grace: grace, Stderr: logs.tee(stderr)}
+	c := &sandbox.Command{Bin: bin, Exe: jail.Exe(), Dir: moduleDir, Env: sandbox.EnvList(env), Grace: grace, Stderr: logs.tee(stderr)}
 	fail := func(name string, err error) (runner.Result, error) {
 		logs.flush()
 		return res, &runner.Error{Phase: name, Reason: red.Apply(sandbox.Diagnostic(stderr.String(), err)), Err: errors.New(red.Apply(sandbox.FirstLine(sandbox.ErrorText(err))))}
 	}
 	logs.header("init")
-	if err := r.init(ctx, c, req, logs.stdout()); err != nil {
+	if err := r.init(ctx, c, jail, req, logs.stdout()); err != nil {
 		return fail("init", err)
 	}
 	res.Tool = r.toolVersion(ctx, c)
 	phase("init")
 
-	tf, err := tfexec.NewTerraform(moduleDir, bin)
+	tf, err := tfexec.NewTerraform(moduleDir, jail.Exe())
 	if err != nil {
 		return res, &runner.Error{Phase: "setup", Err: err}
 	}
@@ -154,8 +165,18 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 		opts = append(opts, tfexec.VarFile(f))
 	}
 	logs.header("plan")
-	changed, err := tf.Plan(ctx, opts...)
+	// The machine-readable stream, rendered without values (planLog); its
+	// diagnostics are on stdout, so they also give a failure's reason.
+	pl := newPlanLog(logs.stdout())
+	tf.SetStdout(io.Discard)
+	changed, err := tf.PlanJSON(ctx, pl, opts...)
+	pl.flush()
+	tf.SetStdout(logs.stdout())
 	if err != nil {
+		if reason := pl.reason(); reason != "" && ctx.Err() == nil {
+			logs.flush()
+			return res, &runner.Error{Phase: "plan", Reason: red.Apply(reason), Err: errors.New(red.Apply(sandbox.FirstLine(sandbox.ErrorText(err))))}
+		}
 		return fail("plan", err)
 	}
 	if changed {
@@ -171,6 +192,14 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 		return fail("show", err)
 	}
 	res.Plan = plan
+	logs.header("changes")
+	writeChanges(logs.stdout(), plan)
+	if req.LogPlanText {
+		logs.header("plan text")
+		if err := c.Run(ctx, logs.stdout(), "show", "-no-color", planFile); err != nil {
+			return fail("show", err)
+		}
+	}
 	phase("show")
 	return res, nil
 }
@@ -190,12 +219,12 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 // only reads and runs in parallel; a cold one takes an exclusive lock
 // (in-process mutex plus a file lock for other processes). Plans never
 // write the cache and always run in parallel.
-func (r *Runner) init(ctx context.Context, c *sandbox.Command, req runner.Request, stdout io.Writer) error {
+func (r *Runner) init(ctx context.Context, c *sandbox.Command, jail *sandbox.Jail, req runner.Request, stdout io.Writer) error {
 	args := []string{"init", "-no-color", "-input=false", "-upgrade=false"}
 	for _, b := range req.BackendConfig {
 		args = append(args, "-backend-config="+b)
 	}
-	lock, err := os.ReadFile(filepath.Join(c.Dir, ".terraform.lock.hcl"))
+	lock, err := sandbox.ReadSourceFile(ctx, c.Dir, filepath.Join(c.Dir, ".terraform.lock.hcl"))
 	if req.PluginCacheDir == "" || err != nil {
 		return c.Run(ctx, stdout, args...)
 	}
@@ -216,7 +245,16 @@ func (r *Runner) init(ctx context.Context, c *sandbox.Command, req runner.Reques
 		return err
 	}
 	defer unlock()
-	if err := cached.Run(ctx, stdout, args...); err != nil {
+	// A cold init is the one step that writes the shared cache; it runs no
+	// workspace code (providers are installed, not started).
+	if err := jail.CacheWritable(true); err != nil {
+		return err
+	}
+	err = cached.Run(ctx, stdout, args...)
+	if werr := jail.CacheWritable(false); err == nil {
+		err = werr
+	}
+	if err != nil {
 		return err
 	}
 	if os.MkdirAll(filepath.Dir(warm), 0o755) == nil {

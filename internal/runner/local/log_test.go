@@ -60,16 +60,36 @@ resource "terraform_data" "x" {
 				l.Close("pending")
 				log := string(l.Bytes())
 				t.Log(log)
-				for _, h := range []string{"== init ==", "== plan ==", "== show =="} {
+				for _, h := range []string{"== init ==", "== plan ==", "== show ==", "== changes =="} {
 					require.Contains(t, log, h+"\n")
 				}
 				require.Less(t, strings.Index(log, "== init =="), strings.Index(log, "== plan =="))
+				require.False(t, runlog.HoldsValues(l.Bytes()))
+				// Addresses and actions, never an attribute value, even one
+				// that is not sensitive.
+				require.Contains(t, log, "plan   +   create  terraform_data.x")
+				require.Contains(t, log, "Plan: 2 to add, 0 to change, 0 to destroy.")
+				require.NotContains(t, log, "visible-value")
+				require.NotContains(t, log, "CANARY")
+				require.NotContains(t, log, "format_version", "show -json output never reaches the log")
+				require.NotContains(t, log, "\x1b[", "-no-color")
+
+				// Opted in (log_plan_text), the full plan text follows,
+				// values included, behind the notice; secrets still redacted.
+				req.LogPlanText, req.RunID = true, "r1b"
+				l = runlog.New(1<<20, nil)
+				req.Log = l
+				_, err = testRunner().Run(t.Context(), req)
+				require.NoError(t, err)
+				l.Close("pending")
+				log = string(l.Bytes())
+				t.Log(log)
+				require.True(t, runlog.HoldsValues(l.Bytes()))
+				require.Contains(t, log, "== plan text ==\n")
 				require.Contains(t, log, "terraform_data.x will be created")
 				require.Contains(t, log, "token=[REDACTED] env=[REDACTED] plain=visible-value")
 				require.Contains(t, log, "(sensitive value)")
 				require.NotContains(t, log, "CANARY")
-				require.NotContains(t, log, "format_version", "show -json output never reaches the log")
-				require.NotContains(t, log, "\x1b[", "-no-color")
 			})
 			t.Run("sensitive-varfile", func(t *testing.T) {
 				// Terraform hides a sensitive variable in its own output,

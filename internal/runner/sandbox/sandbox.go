@@ -130,10 +130,16 @@ func EnvList(env map[string]string) []string {
 	return append(out, "TF_IN_AUTOMATION=1")
 }
 
+// SourceDir is where PrepareSource puts the code in the run directory dir:
+// the root of the tree (the checkout or the copy) that every read of the
+// workspace's files (SensitiveValues, backend.Check) is confined to.
+func SourceDir(dir string) string { return filepath.Join(dir, "src") }
+
 // PrepareSource copies (a path) or checks out (git) the workspace's code
-// into dir/src, so Terraform never writes into the user's directory.
+// into SourceDir(dir), so Terraform never writes into the user's
+// directory. Either fails on a symlink that leads outside the tree.
 func PrepareSource(ctx context.Context, req runner.Request, dir string) (moduleDir, commit string, err error) {
-	dst := filepath.Join(dir, "src")
+	dst := SourceDir(dir)
 	if err := os.Mkdir(dst, 0o700); err != nil {
 		return "", "", err
 	}
@@ -144,10 +150,18 @@ func PrepareSource(ctx context.Context, req runner.Request, dir string) (moduleD
 		}
 		return source.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}.Checkout(ctx, cache, dst)
 	}
-	if err := source.CopyTree(req.Source.Path, dst); err != nil {
+	if err := source.CopyTree(ctx, req.Source.Path, dst); err != nil {
 		return "", "", err
 	}
 	return dst, "", nil
+}
+
+// ReadSourceFile reads a file of the workspace's source tree rooted at
+// root (the module directory or SourceDir) with source.ReadFile: regular
+// files only, symlinks only inside root, never a blocking open, at most
+// source.MaxConfigFileSize bytes.
+func ReadSourceFile(ctx context.Context, root, name string) ([]byte, error) {
+	return source.ReadFile(ctx, root, name, source.MaxConfigFileSize)
 }
 
 func userCacheDir() string {
@@ -191,14 +205,21 @@ func ToolName(bin string) string {
 // period), for the steps that do not go through terraform-exec.
 type Command struct {
 	Bin, Dir string
-	Env      []string
-	Grace    time.Duration
-	Stderr   io.Writer
+	// Exe, if set, is what is executed instead of Bin: the run's jail
+	// (Jail.Exe). Bin still names the binary (version cache, tool name).
+	Exe    string
+	Env    []string
+	Grace  time.Duration
+	Stderr io.Writer
 }
 
 // Start starts Terraform with args, its stdout going to stdout.
 func (c *Command) Start(ctx context.Context, stdout io.Writer, args ...string) (*exec.Cmd, error) {
-	cmd := exec.CommandContext(ctx, c.Bin, args...)
+	exe := c.Bin
+	if c.Exe != "" {
+		exe = c.Exe
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Dir = c.Dir
 	cmd.Env = c.Env
 	cmd.Stdout = stdout

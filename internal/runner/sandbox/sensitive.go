@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/driftwatch/driftwatch/internal/source"
 )
 
 // SensitiveValues returns the values the run will give the root module's
@@ -22,12 +25,21 @@ import (
 // providers' errors and provisioners print values Terraform itself would
 // show as "(sensitive value)".
 //
+// moduleDir lies in the source tree root (SourceDir), and every file is
+// read with source.ReadFile confined to it: a .tf file that is a named
+// pipe, or a symlink to /dev/zero or out of the tree, is refused rather
+// than read. Only a var_files entry outside root (the operator's own file)
+// is read unconfined, but as safely otherwise. A done ctx stops the reads.
+//
 // It never fails: a file it cannot read or parse is skipped (init or plan
 // reports it properly), which can only make redaction weaker, never break a
 // run. Values of variables not declared sensitive are not returned.
-func SensitiveValues(moduleDir string, varFiles []string, vars, env map[string]string) []string {
-	p := hclparse.NewParser()
-	names := sensitiveVariables(p, moduleDir)
+func SensitiveValues(ctx context.Context, root, moduleDir string, varFiles []string, vars, env map[string]string) []string {
+	if root == "" {
+		root = moduleDir
+	}
+	r := &hclReader{ctx: ctx, root: root, p: hclparse.NewParser()}
+	names := r.sensitiveVariables(moduleDir)
 	if len(names) == 0 {
 		return nil
 	}
@@ -45,7 +57,7 @@ func SensitiveValues(moduleDir string, varFiles []string, vars, env map[string]s
 		files = append(files, f)
 	}
 	for _, f := range files {
-		attrs := varFileAttributes(p, f)
+		attrs := r.varFileAttributes(f)
 		for name, a := range attrs {
 			v, diags := a.Expr.Value(nil)
 			if !diags.HasErrors() {
@@ -71,18 +83,21 @@ var sensitiveSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "
 
 // sensitiveVariables reads the root module's variable blocks and returns
 // the names of those with a literal `sensitive = true`.
-func sensitiveVariables(p *hclparse.Parser, dir string) map[string]bool {
+func (r *hclReader) sensitiveVariables(dir string) map[string]bool {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
 	names := map[string]bool{}
 	for _, e := range entries {
+		if r.ctx.Err() != nil {
+			return names
+		}
 		n := e.Name()
 		if e.IsDir() || !(strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json")) {
 			continue
 		}
-		f := parseFile(p, filepath.Join(dir, n))
+		f := r.parseFile(filepath.Join(dir, n))
 		if f == nil {
 			continue
 		}
@@ -128,12 +143,30 @@ func autoVarFiles(dir string) []string {
 	return out
 }
 
-func parseFile(p *hclparse.Parser, path string) *hcl.File {
+// hclReader parses a workspace's files, read with source.ReadFile.
+type hclReader struct {
+	ctx  context.Context
+	root string
+	p    *hclparse.Parser
+}
+
+// parseFile reads and parses path; nil if it cannot be read or parsed.
+func (r *hclReader) parseFile(path string) *hcl.File {
+	root := r.root
+	if rel, err := filepath.Rel(root, path); err != nil || !filepath.IsLocal(rel) {
+		// Not part of the source: an absolute (or ../) var_files entry of
+		// the operator's, whose location is trusted.
+		root = string(filepath.Separator)
+	}
+	src, err := source.ReadFile(r.ctx, root, path, source.MaxConfigFileSize)
+	if err != nil {
+		return nil
+	}
 	var f *hcl.File
 	if strings.HasSuffix(path, ".json") {
-		f, _ = p.ParseJSONFile(path)
+		f, _ = r.p.ParseJSON(src, path)
 	} else {
-		f, _ = p.ParseHCLFile(path)
+		f, _ = r.p.ParseHCL(src, path)
 	}
 	if f == nil || f.Body == nil {
 		return nil
@@ -141,8 +174,8 @@ func parseFile(p *hclparse.Parser, path string) *hcl.File {
 	return f
 }
 
-func varFileAttributes(p *hclparse.Parser, path string) hcl.Attributes {
-	f := parseFile(p, path)
+func (r *hclReader) varFileAttributes(path string) hcl.Attributes {
+	f := r.parseFile(path)
 	if f == nil {
 		return nil
 	}

@@ -1,0 +1,148 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/runlog"
+	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
+	"github.com/driftwatch/driftwatch/internal/tftest"
+)
+
+// What one workspace's code tries to read of the daemon and of another
+// workspace: the API token file, another workspace's secret_env_files
+// value, and the environment of a daemon process (Slack token, AWS keys)
+// through /proc. tonumber() makes Terraform quote a file's content in its
+// error, so a value that is readable shows in the log.
+const leakTF = `
+variable "token" {}
+variable "other" {}
+variable "environ" {}
+output "leak" {
+  value = [tonumber(file(var.token)), tonumber(file(var.other)), tonumber(file(var.environ))]
+}
+`
+
+type leakCase struct {
+	req      runner.Request
+	canaries []string
+}
+
+func leakSetup(t *testing.T, bin, cliConfig string) leakCase {
+	t.Helper()
+	secrets := t.TempDir()
+	token := filepath.Join(secrets, "api-token")
+	other := filepath.Join(secrets, "other-workspace-secret")
+	require.NoError(t, os.WriteFile(token, []byte("CANARY-API-TOKEN-7f3a"), 0o600))
+	require.NoError(t, os.WriteFile(other, []byte("CANARY-OTHER-WS-91c2"), 0o600))
+	// A stand-in for the daemon: a process with credentials in its env.
+	daemon := exec.Command("sleep", "300")
+	daemon.Env = []string{"SLACK_TOKEN=CANARY-SLACK-xoxb-55d1", "AWS_SECRET_ACCESS_KEY=CANARY-AWS-0b7e"}
+	require.NoError(t, daemon.Start())
+	t.Cleanup(func() { _ = daemon.Process.Kill(); _ = daemon.Wait() })
+
+	src := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(leakTF), 0o644))
+	req := runner.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src},
+		Vars:          map[string]string{"token": token, "other": other, "environ": fmt.Sprintf("/proc/%d/environ", daemon.Process.Pid)},
+		CLIConfigFile: cliConfig, WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: 5 * time.Second}
+	return leakCase{req: req, canaries: []string{"CANARY-API-TOKEN-7f3a", "CANARY-OTHER-WS-91c2", "CANARY-SLACK-xoxb-55d1", "CANARY-AWS-0b7e"}}
+}
+
+func jailOrSkip(t *testing.T) string {
+	t.Helper()
+	iso, err := sandbox.DetectIsolation(sandbox.IsolationAuto)
+	require.NoError(t, err)
+	if iso.Mode != "namespaces" {
+		if os.Getenv("DRIFTWATCH_E2E") != "" {
+			t.Fatalf("the jail is unavailable here (%s); make deps installs bubblewrap", iso.Reason)
+		}
+		t.Skip(iso.Reason)
+	}
+	return iso.Bwrap
+}
+
+// In the jail, the workspace's code gets errors, not values; without it
+// (the control), the same code reads every canary: the test can fail.
+func TestJailHidesDaemonAndOtherWorkspaces(t *testing.T) {
+	bins, cliConfig := tftest.Tools(t)
+	bwrap := jailOrSkip(t)
+	for _, bin := range bins {
+		t.Run(filepath.Base(bin), func(t *testing.T) {
+			t.Run("control", func(t *testing.T) {
+				lc := leakSetup(t, bin, cliConfig)
+				l := runlog.New(1<<20, nil)
+				lc.req.Log = l
+				_, err := testRunner().Run(t.Context(), lc.req)
+				require.Error(t, err)
+				log := string(l.Bytes())
+				for _, c := range lc.canaries {
+					require.Contains(t, log, c, "unjailed, the code reads it")
+				}
+			})
+			t.Run("jailed", func(t *testing.T) {
+				lc := leakSetup(t, bin, cliConfig)
+				lc.req.Jail = bwrap
+				l := runlog.New(1<<20, nil)
+				lc.req.Log = l
+				_, err := testRunner().Run(t.Context(), lc.req)
+				var re *runner.Error
+				require.True(t, errors.As(err, &re), "%v", err)
+				require.Equal(t, "plan", re.Phase, "%v\n%s", err, l.Bytes())
+				log := string(l.Bytes())
+				for _, c := range lc.canaries {
+					require.NotContains(t, log, c)
+					require.NotContains(t, re.Error(), c)
+				}
+				require.Equal(t, 3, strings.Count(log, "no file exists at"), "each read fails:\n%s", log)
+			})
+		})
+	}
+}
+
+// A jailed run still does its job: init from the offline mirror, plan
+// with a real provider, a clean verdict, a gracefully stopped Terraform.
+func TestJailedRunPlans(t *testing.T) {
+	bins, cliConfig := tftest.Tools(t)
+	bwrap := jailOrSkip(t)
+	for _, bin := range bins {
+		t.Run(filepath.Base(bin), func(t *testing.T) {
+			src := t.TempDir()
+			out := filepath.Join(src, "managed.txt")
+			tf := fmt.Sprintf(`
+terraform {
+  required_providers {
+    local = { source = "hashicorp/local" }
+  }
+}
+resource "local_file" "f" {
+  filename = %q
+  content  = "hello"
+}
+`, out)
+			require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(tf), 0o644))
+			l := runlog.New(1<<20, nil)
+			req := runner.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src}, Jail: bwrap, Log: l,
+				CLIConfigFile: cliConfig, WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: 5 * time.Second}
+			res, err := testRunner().Run(t.Context(), req)
+			require.NoError(t, err, "%s", l.Bytes())
+			require.Equal(t, 2, res.ExitCode)
+			require.Len(t, res.Plan.Changes, 1)
+			log := string(l.Bytes())
+			require.Contains(t, log, "plan   +   create  local_file.f")
+			require.Contains(t, log, "Plan: 1 to add, 0 to change, 0 to destroy.")
+			// The jail's launcher directory goes with the run.
+			entries, _ := os.ReadDir(req.WorkDir)
+			require.Empty(t, entries)
+		})
+	}
+}

@@ -1,0 +1,206 @@
+package local
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/driftwatch/driftwatch/internal/planparse"
+)
+
+// planLog renders `plan -json`'s machine-readable stream into the run log
+// without attribute values: Terraform's version, each drifted and planned
+// resource as address and action, the change summary, and diagnostics
+// (summary, address, file and line, and the detail, redacted by the log's
+// writer). Everything else of the stream is dropped: refresh messages carry
+// resource ids, provisioner output and snippets carry values, and output
+// messages may carry values. The human-readable plan text, values and all,
+// reaches the log only where a workspace opts in (log_plan_text), never
+// from here.
+type planLog struct {
+	mu  sync.Mutex
+	w   io.Writer // the run log's stdout writer (redacting, line based)
+	buf []byte
+	// errs are the error diagnostics as one line each (summary, address,
+	// location; no detail): with -json they are on stdout, not stderr.
+	errs []string
+}
+
+// reason is the first error diagnostic, and how many more there were, in
+// sandbox.Diagnostic's form; "" if there was none.
+func (p *planLog) reason() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.errs) == 0 {
+		return ""
+	}
+	r := p.errs[0]
+	if n := len(p.errs); n > 1 {
+		r += fmt.Sprintf(" (and %d more errors)", n-1)
+	}
+	return r
+}
+
+func newPlanLog(w io.Writer) *planLog { return &planLog{w: w} }
+
+// Write takes the stream; complete lines are rendered.
+func (p *planLog) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			break
+		}
+		p.render(p.buf[:i])
+		p.buf = p.buf[i+1:]
+	}
+	if len(p.buf) > maxLogLine*16 {
+		p.buf = p.buf[:0] // a message this long is not one to show
+	}
+	p.buf = append([]byte(nil), p.buf...)
+	return len(b), nil
+}
+
+// uiMessage is the part of a machine-readable UI message rendered here.
+type uiMessage struct {
+	Level   string `json:"@level"`
+	Message string `json:"@message"`
+	Type    string `json:"type"`
+	Change  *struct {
+		Resource struct {
+			Addr string `json:"addr"`
+		} `json:"resource"`
+		Action string `json:"action"`
+		Reason string `json:"reason"`
+	} `json:"change"`
+	Changes *struct {
+		Add, Change, Import, Remove int
+	} `json:"changes"`
+	Diagnostic *struct {
+		Severity string `json:"severity"`
+		Summary  string `json:"summary"`
+		Detail   string `json:"detail"`
+		Address  string `json:"address"`
+		Range    *struct {
+			Filename string `json:"filename"`
+			Start    struct {
+				Line int `json:"line"`
+			} `json:"start"`
+		} `json:"range"`
+	} `json:"diagnostic"`
+}
+
+var actionSigns = map[string]string{
+	"create": "+", "read": "<=", "update": "~", "delete": "-", "replace": "-/+",
+	"move": "->", "import": "<-", "remove": "x", "noop": " ",
+}
+
+func (p *planLog) render(line []byte) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return
+	}
+	var m uiMessage
+	if json.Unmarshal(line, &m) != nil {
+		return // not a UI message: nothing of it is shown
+	}
+	var out string
+	switch m.Type {
+	case "version":
+		out = m.Message
+	case "resource_drift":
+		if m.Change != nil {
+			out = fmt.Sprintf("drift  %-3s %s  %s (changed outside Terraform)", actionSigns[m.Change.Action], m.Change.Action, m.Change.Resource.Addr)
+		}
+	case "planned_change":
+		if m.Change != nil {
+			out = fmt.Sprintf("plan   %-3s %s  %s", actionSigns[m.Change.Action], m.Change.Action, m.Change.Resource.Addr)
+			if m.Change.Reason != "" {
+				out += " (" + strings.ReplaceAll(m.Change.Reason, "_", " ") + ")"
+			}
+		}
+	case "change_summary":
+		if c := m.Changes; c != nil {
+			out = fmt.Sprintf("Plan: %d to add, %d to change, %d to destroy.", c.Add, c.Change, c.Remove)
+			if c.Import > 0 {
+				out = fmt.Sprintf("Plan: %d to import, %d to add, %d to change, %d to destroy.", c.Import, c.Add, c.Change, c.Remove)
+			}
+		}
+	case "diagnostic":
+		if d := m.Diagnostic; d != nil {
+			at := func() (string, int) {
+				if d.Range == nil {
+					return "", 0
+				}
+				return d.Range.Filename, d.Range.Start.Line
+			}
+			out = diagnosticText(d.Severity, d.Summary, d.Address, d.Detail, at)
+			if d.Severity == "error" {
+				p.errs = append(p.errs, diagnosticText(d.Severity, d.Summary, d.Address, "", at))
+			}
+		}
+	}
+	if out != "" {
+		_, _ = io.WriteString(p.w, out+"\n")
+	}
+}
+
+func diagnosticText(severity, summary, addr, detail string, at func() (string, int)) string {
+	sev := "Error"
+	if severity == "warning" {
+		sev = "Warning"
+	}
+	s := sev + ": " + summary
+	var where []string
+	if addr != "" {
+		where = append(where, addr)
+	}
+	if f, l := at(); f != "" {
+		where = append(where, fmt.Sprintf("%s line %d", f, l))
+	}
+	if len(where) > 0 {
+		s += " (" + strings.Join(where, ", ") + ")"
+	}
+	if detail = strings.TrimSpace(detail); detail != "" {
+		s += "\n    " + strings.ReplaceAll(detail, "\n", "\n    ")
+	}
+	return s
+}
+
+// flush renders a last line without its newline.
+func (p *planLog) flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.render(p.buf)
+	p.buf = p.buf[:0]
+}
+
+// writeChanges lists, after show, what the plan found: per drifted or
+// changed resource its address, actions and changed attribute paths, never
+// their values.
+func writeChanges(w io.Writer, plan *planparse.Plan) {
+	line := func(kind string, c planparse.Change) {
+		s := fmt.Sprintf("%-7s %s  %s", kind, strings.Join(c.Actions, ","), c.Address)
+		if len(c.Attributes) > 0 {
+			s += "  attributes: " + strings.Join(c.Attributes, ", ")
+		}
+		_, _ = io.WriteString(w, s+"\n")
+	}
+	for _, c := range plan.Drift {
+		line("drift", c)
+	}
+	for _, c := range plan.Changes {
+		line("change", c)
+	}
+	for _, o := range plan.OutputChanges {
+		_, _ = io.WriteString(w, "output  "+o+"\n")
+	}
+	if len(plan.Drift)+len(plan.Changes)+len(plan.OutputChanges) == 0 {
+		_, _ = io.WriteString(w, "no changes\n")
+	}
+}
