@@ -3,9 +3,14 @@
 # Terraform. The runtime is debian-slim rather than distroless because git
 # sources (and Terraform's own git:: module sources) need the git CLI.
 
-ARG GO_VERSION=1.26
+# Base images are pinned by digest (a tag can be re-pointed under us); a
+# build that has its own copies (a mirror, an offline build) passes
+# --build-arg BUILD_IMAGE=... / RUNTIME_IMAGE=... instead. Update tag and
+# digest together.
+ARG BUILD_IMAGE=golang:1.26-bookworm@sha256:a688600ca24f8a4d3ca77f95b0dd40704a9fc787c826660eb7ba0b641b8b175d
+ARG RUNTIME_IMAGE=debian:bookworm-slim@sha256:3783cc01769c7b2b1b83a5c5ad96c815348e28ed7da68e2e3687004faa906251
 
-FROM golang:${GO_VERSION}-bookworm AS build
+FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
@@ -16,7 +21,7 @@ RUN CGO_ENABLED=0 go build -trimpath \
       -ldflags "-s -w -X github.com/driftwatch/driftwatch/internal/version.Version=${VERSION}" \
       -o /out/driftwatch ./cmd/driftwatch
 
-FROM debian:bookworm-slim AS terraform
+FROM ${RUNTIME_IMAGE} AS terraform
 ARG TERRAFORM_VERSION=1.11.4
 # sha256 of terraform_${TERRAFORM_VERSION}_linux_amd64.zip; change both together.
 ARG TERRAFORM_SHA256=1ce994251c00281d6845f0f268637ba50c0005657eb3cf096b92f753b42ef4dc
@@ -26,8 +31,11 @@ RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates
  && echo "${TERRAFORM_SHA256}  /tmp/terraform.zip" | sha256sum -c - \
  && unzip -d /out /tmp/terraform.zip terraform
 
-FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates git \
+FROM ${RUNTIME_IMAGE}
+# bubblewrap: where the container may create user namespaces, local runs
+# (runner.mode local, audit) are jailed from the daemon and each other
+# (terraform.sandbox); in Kubernetes mode each run's pod is its sandbox.
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates git bubblewrap \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --uid 65532 --user-group --home-dir /home/driftwatch --create-home driftwatch
 COPY --from=terraform /out/terraform /usr/local/bin/terraform

@@ -51,23 +51,34 @@ func apiError(resp *http.Response) string {
 	return resp.Status
 }
 
-// logsCmd is `driftwatch logs RUN_ID [--follow] [--server URL]`: it prints
-// a run's log from a running daemon. With --follow it streams an in-flight
-// run's log (Server-Sent Events) until the run ends and prints the verdict
-// on stderr; without, it prints the log stored or written so far.
+// logsCmd is `driftwatch logs RUN_ID [--follow] [--server URL] [--token-file
+// FILE]`: it prints a run's log from a running daemon. With --follow it
+// streams an in-flight run's log (Server-Sent Events) until the run ends
+// and prints the verdict on stderr; without, it prints the log stored or
+// written so far. Logs need a read credential unless the daemon opens
+// reads (server.open_reads): the token in --token-file.
 func logsCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("logs", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	serverURL := fs.String("server", "http://127.0.0.1:8080", "URL of the driftwatch daemon")
 	follow := fs.Bool("follow", false, "stream the log of a run in flight until it ends")
 	fs.BoolVar(follow, "f", false, "short for --follow")
-	id, ok := runIDArgs(fs, args, stderr, "driftwatch logs RUN_ID [--follow] [--server URL]")
+	tokenFile := fs.String("token-file", "", "file holding the API token (server.token_file) or the read token (server.read_token_file); needed unless the daemon has server.open_reads")
+	id, ok := runIDArgs(fs, args, stderr, "driftwatch logs RUN_ID [--follow] [--server URL] [--token-file FILE]")
 	if !ok {
 		return report.ExitError
 	}
-	resp, err := openLog(context.Background(), *serverURL, id, *follow)
+	var token string
+	if *tokenFile != "" {
+		var err error
+		if token, err = loadToken(*tokenFile); err != nil {
+			fmt.Fprintf(stderr, "driftwatch: %v\n", err)
+			return report.ExitError
+		}
+	}
+	resp, err := openLog(context.Background(), *serverURL, id, *follow, token)
 	if err != nil {
-		fmt.Fprintf(stderr, "driftwatch: logs %s: %v\n", id, err)
+		fmt.Fprintf(stderr, "driftwatch: logs %s: %s\n", id, logError(err, *serverURL, *tokenFile))
 		return report.ExitError
 	}
 	defer resp.Body.Close()
@@ -87,14 +98,35 @@ func logsCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// loadToken reads a token file: its content without surrounding
+// whitespace, which must be one non-empty line. Errors never show it.
+func loadToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	token := strings.TrimSpace(string(b))
+	switch {
+	case token == "":
+		return "", fmt.Errorf("token file %s is empty", path)
+	case strings.ContainsAny(token, "\r\n"):
+		return "", fmt.Errorf("token file %s holds more than one line: it must hold the token alone", path)
+	}
+	return token, nil
+}
+
 // openLog requests run id's log from the daemon at serverURL: with follow
 // an event stream (no client timeout: it lasts as long as the run, or ctx),
-// else text. A status other than 200 is an error naming the API's reason.
-func openLog(ctx context.Context, serverURL, id string, follow bool) (*http.Response, error) {
+// else text. token, if not "", is sent as the read credential. A status
+// other than 200 is an *apiStatusError naming the API's reason.
+func openLog(ctx context.Context, serverURL, id string, follow bool, token string) (*http.Response, error) {
 	u := strings.TrimSuffix(serverURL, "/") + "/api/v1/runs/" + url.PathEscape(id) + "/logs"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	client := &http.Client{Timeout: time.Minute}
 	if follow {
@@ -109,9 +141,29 @@ func openLog(ctx context.Context, serverURL, id string, follow bool) (*http.Resp
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
-		return nil, errors.New(apiError(resp))
+		return nil, &apiStatusError{code: resp.StatusCode, msg: apiError(resp)}
 	}
 	return resp, nil
+}
+
+// logError explains a failed log read; a refused credential (401) or a
+// daemon that serves logs to nobody (403) says what to do. It never shows
+// the token.
+func logError(err error, serverURL, tokenFile string) string {
+	var se *apiStatusError
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	server := redactedURL(strings.TrimSuffix(serverURL, "/"))
+	switch {
+	case se.code == http.StatusUnauthorized && tokenFile == "":
+		return fmt.Sprintf("%s: the daemon at %s needs a read credential for logs: pass --token-file FILE holding its API token (server.token_file) or its read token (server.read_token_file)", se.msg, server)
+	case se.code == http.StatusUnauthorized:
+		return fmt.Sprintf("%s: the daemon at %s rejected the token in %s (it must hold the daemon's server.token_file or server.read_token_file token)", se.msg, server, tokenFile)
+	case se.code == http.StatusForbidden:
+		return fmt.Sprintf("%s (the daemon at %s serves logs to nobody until it is configured so)", se.msg, server)
+	}
+	return se.msg
 }
 
 // printEvents copies an SSE log stream's data lines to w until the "end"

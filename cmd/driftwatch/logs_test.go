@@ -13,13 +13,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// logsServer serves run "r1" (finished, text/plain or SSE) and "live" (SSE
-// with lines written while the client reads: release lets the run end).
+// logsServer serves run "r1" (finished, text/plain or SSE), "live" (SSE
+// with lines written while the client reads: release lets the run end)
+// and "private" (r1's log, only with "Bearer tok").
 func logsServer(t *testing.T, release <-chan struct{}) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/runs/{id}/logs", func(w http.ResponseWriter, r *http.Request) {
 		sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
-		switch r.PathValue("id") {
+		id := r.PathValue("id")
+		if id == "private" {
+			if r.Header.Get("Authorization") != "Bearer tok" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprint(w, `{"error": "invalid read credential"}`)
+				return
+			}
+			id = "r1"
+		}
+		switch id {
 		case "r1":
 			if !sse {
 				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -92,6 +103,39 @@ func TestLogsCmd(t *testing.T) {
 	errb.Reset()
 	require.Equal(t, 1, logsCmd(nil, &out, &errb))
 	require.Contains(t, errb.String(), "usage: driftwatch logs RUN_ID")
+}
+
+// --token-file sends the token with the log read, plain and followed; a
+// refusal says which token file was rejected; a bad file is an error
+// before any request.
+func TestLogsTokenFile(t *testing.T) {
+	ts := logsServer(t, nil)
+	dir := t.TempDir()
+	tok, bad, empty := filepath.Join(dir, "token"), filepath.Join(dir, "bad"), filepath.Join(dir, "empty")
+	require.NoError(t, os.WriteFile(tok, []byte("tok\n"), 0o600))
+	require.NoError(t, os.WriteFile(bad, []byte("CANARY-nope"), 0o600))
+	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	for _, follow := range []bool{false, true} {
+		args := []string{"private", "--server", ts.URL, "--token-file", tok}
+		if follow {
+			args = append(args, "--follow")
+		}
+		var out, errb bytes.Buffer
+		require.Equal(t, 0, logsCmd(args, &out, &errb), errb.String())
+		require.Equal(t, "== plan ==\nNo changes.\n", out.String())
+	}
+	var out, errb bytes.Buffer
+	require.Equal(t, 1, logsCmd([]string{"private", "--server", ts.URL, "--token-file", bad}, &out, &errb))
+	require.Equal(t, "driftwatch: logs private: 401 Unauthorized: invalid read credential: the daemon at "+ts.URL+
+		" rejected the token in "+bad+" (it must hold the daemon's server.token_file or server.read_token_file token)\n", errb.String())
+	errb.Reset()
+	require.Equal(t, 1, logsCmd([]string{"private", "--server", ts.URL}, &out, &errb))
+	require.Contains(t, errb.String(), "pass --token-file FILE")
+	errb.Reset()
+	require.Equal(t, 1, logsCmd([]string{"private", "--server", ts.URL, "--token-file", empty}, &out, &errb))
+	require.Equal(t, "driftwatch: token file "+empty+" is empty\n", errb.String())
+	require.Empty(t, out.String())
+	require.NotContains(t, errb.String(), "CANARY")
 }
 
 // syncWriter signals each write.

@@ -21,10 +21,18 @@ import (
 	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/report"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 	"github.com/driftwatch/driftwatch/internal/version"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	// Processes of the same user (Terraform code of an unjailed run) must
+	// not read this process's environment or memory through /proc.
+	if err := sandbox.SetNonDumpable(); err != nil {
+		fmt.Fprintf(os.Stderr, "driftwatch: cannot make the process non-dumpable: %v\n", err)
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 const usage = `driftwatch finds Terraform/OpenTofu drift.
 
@@ -34,7 +42,7 @@ Usage:
   driftwatch audit    --config FILE     run every workspace once and report
   driftwatch approve  ID --token-file F approve a pending remediation (--server URL, default http://127.0.0.1:8080)
   driftwatch reject   ID --token-file F reject a pending or approved remediation
-  driftwatch logs     RUN_ID [--follow] print a run's Terraform log from a running daemon (--server URL)
+  driftwatch logs     RUN_ID [--follow] print a run's log from a running daemon (--server URL, --token-file F)
   driftwatch cancel   RUN_ID --token-file F  cancel a queued run, or stop a running one (SIGINT / Job deleted)
   driftwatch run      WORKSPACE --token-file F [--follow | --wait]  queue a run on the daemon now; with
                       --follow (log) or --wait (summary), exit with its verdict's code

@@ -52,21 +52,12 @@ func runWorkspace(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if !ok {
 		return report.ExitError
 	}
-	tok, err := os.ReadFile(o.tokenFile)
+	token, err := loadToken(o.tokenFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
 		return report.ExitError
 	}
-	token := strings.TrimSpace(string(tok))
-	switch {
-	case token == "":
-		fmt.Fprintf(stderr, "driftwatch: token file %s is empty\n", o.tokenFile)
-		return report.ExitError
-	case strings.ContainsAny(token, "\r\n"):
-		fmt.Fprintf(stderr, "driftwatch: token file %s holds more than one line: it must hold the token alone\n", o.tokenFile)
-		return report.ExitError
-	}
-	c := &daemonClient{base: strings.TrimSuffix(o.server, "/"), token: token, poll: poll}
+	c := &daemonClient{base: strings.TrimSuffix(o.server, "/"), token: token, tokenFile: o.tokenFile, poll: poll}
 
 	var queued struct {
 		Workspace string `json:"workspace"`
@@ -180,9 +171,10 @@ var errWaitTimeout = errors.New("--timeout expired")
 
 // daemonClient calls a running daemon's API.
 type daemonClient struct {
-	base  string // server URL without a trailing slash
-	token string // sent on POST requests only
-	poll  time.Duration
+	base      string // server URL without a trailing slash
+	token     string // sent on POST requests and log reads
+	tokenFile string // where token came from, for messages
+	poll      time.Duration
 }
 
 // apiStatusError is an API answer other than the expected status.
@@ -279,7 +271,11 @@ func (c *daemonClient) await(ctx context.Context, id string, logTo, stderr io.Wr
 		if ctx.Err() != nil {
 			return runResult{}, context.Cause(ctx)
 		}
-		if err != nil {
+		var se *apiStatusError
+		switch {
+		case errors.As(err, &se) && (se.code == http.StatusUnauthorized || se.code == http.StatusForbidden):
+			fmt.Fprintf(stderr, "driftwatch: log of run %s refused: %s; waiting for its verdict\n", id, logError(err, c.base, c.tokenFile))
+		case err != nil:
 			fmt.Fprintf(stderr, "driftwatch: log stream of run %s cut short (%v); waiting for its verdict\n", id, err)
 		}
 	}
@@ -320,9 +316,9 @@ func (c *daemonClient) await(ctx context.Context, id string, logTo, stderr io.Wr
 }
 
 // follow copies run id's log stream to w and returns the verdict of its
-// end event.
+// end event. The token is the read credential.
 func (c *daemonClient) follow(ctx context.Context, id string, w io.Writer) (string, error) {
-	resp, err := openLog(ctx, c.base, id, true)
+	resp, err := openLog(ctx, c.base, id, true, c.token)
 	if err != nil {
 		return "", err
 	}

@@ -291,7 +291,7 @@ func TestRunFollow(t *testing.T) {
 	require.Equal(t, "run "+id+" of payments: queued ("+page+")\n"+
 		"run "+id+" of payments: drift (drift 1, pending 1, forbidden 0) in 2s ("+page+")\n", r.errOut)
 	reqs := d.reqs()
-	require.Equal(t, "GET /api/v1/runs/"+id+"/logs ", reqs[2])
+	require.Equal(t, "GET /api/v1/runs/"+id+"/logs Bearer "+runToken, reqs[2], "the log is read with the token")
 	require.Equal(t, "GET /api/v1/runs/"+id+" ", reqs[len(reqs)-1])
 }
 

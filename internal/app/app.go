@@ -19,6 +19,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 )
 
@@ -47,6 +48,7 @@ func Targets(cfg *config.Config, f Filter) ([]audit.Target, error) {
 		return nil, fmt.Errorf("unknown workspace %s", strings.Join(unknown, ", "))
 	}
 	var out []audit.Target
+	secrets := knownSecrets(cfg)
 	for _, w := range cfg.Workspaces {
 		if len(want) > 0 && !want[w.Name] {
 			continue
@@ -79,6 +81,9 @@ func Targets(cfg *config.Config, f Filter) ([]audit.Target, error) {
 			GitCacheDir:    cfg.Terraform.GitCacheDir,
 			KillGrace:      time.Duration(cfg.Terraform.KillGrace),
 			Backend:        cfg.EffectiveBackendPolicy(w),
+			Redact:         secrets,
+			JailPaths:      cfg.Terraform.SandboxPaths,
+			LogPlanText:    w.LogPlanText,
 		}
 		if g := w.Source.Git; g != nil {
 			req.Source.Git = &runner.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}
@@ -141,6 +146,13 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 	if len(targets) == 0 {
 		return nil, errors.New("no workspace matches the filters")
 	}
+	iso, err := isolation(o.Config, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	for i := range targets {
+		targets[i].Request.Jail = iso.Bwrap
+	}
 	a := &audit.Auditor{Runner: local.New(o.Logger), Logger: o.Logger}
 	var obs audit.Observer
 	if o.Progress != nil {
@@ -151,6 +163,20 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 	start := time.Now()
 	results := a.RunAll(ctx, targets, o.Concurrency, obs)
 	return report.New(start, time.Now(), results), nil
+}
+
+// isolation resolves terraform.sandbox for local runs and warns when runs
+// are not isolated from the daemon and from each other.
+func isolation(cfg *config.Config, logger *slog.Logger) (sandbox.Isolation, error) {
+	iso, err := sandbox.DetectIsolation(cfg.Terraform.Sandbox)
+	if err != nil {
+		return iso, err
+	}
+	if iso.Mode != "namespaces" {
+		logger.Warn("local runs are not isolated: a workspace's Terraform code can read what the daemon's user can (other workspaces' secrets, the daemon's files)",
+			"sandbox", iso.Mode, "reason", iso.Reason)
+	}
+	return iso, nil
 }
 
 // Validate checks what `driftwatch validate` can check beyond the config

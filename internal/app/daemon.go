@@ -27,10 +27,12 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
+	"github.com/driftwatch/driftwatch/internal/version"
 )
 
 // DaemonOptions configures the always-on daemon.
@@ -47,17 +49,19 @@ type DaemonOptions struct {
 // daemon is the running service: the current config (swapped on reload),
 // store, scheduler, metrics and HTTP server.
 type daemon struct {
-	log     *slog.Logger
-	owner   string // runner.Request.Owner of every run (storeOwner)
-	cfg     atomic.Pointer[config.Config]
-	targets atomic.Pointer[map[string]audit.Target]
-	store   *sqlite.Store
-	alerts  atomic.Pointer[map[string]alertPlan]
-	outbox  *outbox.Dispatcher
-	sched   *schedule.Scheduler
-	metrics *metrics.Metrics
-	auditor *audit.Auditor
-	rem     *remediator
+	log   *slog.Logger
+	owner string // runner.Request.Owner of every run (storeOwner)
+	// isolation is what local runs are confined with (/api/v1/status).
+	isolation sandbox.Isolation
+	cfg       atomic.Pointer[config.Config]
+	targets   atomic.Pointer[map[string]audit.Target]
+	store     *sqlite.Store
+	alerts    atomic.Pointer[map[string]alertPlan]
+	outbox    *outbox.Dispatcher
+	sched     *schedule.Scheduler
+	metrics   *metrics.Metrics
+	auditor   *audit.Auditor
+	rem       *remediator
 
 	mu     sync.Mutex
 	states map[string]store.WorkspaceState // cache of the store's workspace state
@@ -116,6 +120,12 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		defer unlock()
 	}
 	owner := storeOwner(cfg.Store.Path)
+	iso := sandbox.Isolation{Mode: "none", Reason: "runs are Kubernetes Jobs: the pod is their sandbox"}
+	if cfg.Runner.Mode != config.RunnerModeKubernetes {
+		if iso, err = isolation(cfg, o.Logger); err != nil {
+			return report.ExitError, err
+		}
+	}
 	targets, err := targetMap(cfg, owner)
 	if err != nil {
 		return report.ExitError, err
@@ -126,7 +136,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	}
 	defer st.Close()
 
-	d := &daemon{log: o.Logger, owner: owner, electing: leaderElection, store: st, states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}, runs: runlog.NewRegistry()}
+	d := &daemon{log: o.Logger, owner: owner, isolation: iso, electing: leaderElection, store: st, states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}, runs: runlog.NewRegistry()}
 	d.cfg.Store(cfg)
 	d.targets.Store(&targets)
 	plans := alertPlans(cfg)
@@ -186,8 +196,10 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	}
 
 	var handlers map[string]http.Handler
+	var callbackURL string // run pods post results there: its host is allowed
 	if d.kube != nil {
 		handlers = d.kube.handlers()
+		callbackURL = cfg.Runner.Kubernetes.Kube().CallbackURL
 	}
 	srv, err := server.New(server.Options{
 		Store:          st,
@@ -200,7 +212,12 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		Ready:          d.ready,
 		Gatherer:       reg,
 		TokenFile:      cfg.Server.TokenFile,
+		ReadTokenFile:  cfg.Server.ReadTokenFile,
+		OpenReads:      cfg.Server.OpenReads,
 		ExternalURL:    cfg.Server.ExternalURL,
+		CallbackURL:    callbackURL,
+		AllowedHosts:   cfg.Server.AllowedHosts,
+		Listen:         cfg.Server.Listen,
 		Logger:         o.Logger,
 		Notifiers:      d.notifierStatus,
 		Remediation:    remediationControl{d.rem},
@@ -208,6 +225,8 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		Logs:           st,
 		Cancel:         d.cancel,
 		NotRunningErr:  runlog.ErrNotRunning,
+		Version:        version.Version,
+		Sandbox:        server.SandboxStatus{Mode: d.isolation.Mode, Reason: d.isolation.Reason},
 	})
 	if err != nil {
 		return report.ExitError, err
@@ -447,13 +466,24 @@ func (d *daemon) queued(r schedule.QueuedRun) {
 	}
 	d.queueMu.Lock()
 	defer d.queueMu.Unlock()
-	l := runlog.New(d.cfg.Load().Store.MaxLogBytes, nil)
+	l := d.newRunLog(r.Name)
 	l.Printf("== queued (trigger %s): waiting for a run slot ==", r.Trigger)
 	d.runs.Add(r.ID, l, nil)
 	run := store.Run{ID: r.ID, Workspace: r.Name, Trigger: r.Trigger, StartedAt: r.QueuedAt.UTC(), Status: store.RunQueued}
 	if err := d.store.QueueRun(context.Background(), run); err != nil {
 		d.log.Error("store: queue run", "workspace", r.Name, "run_id", r.ID, "err", err)
 	}
+}
+
+// newRunLog is a run's log. For a workspace with log_plan_text its first
+// line is runlog.ValuesNotice, so the server serves it only to an
+// authenticated reader, from the first line on.
+func (d *daemon) newRunLog(workspace string) *runlog.Log {
+	l := runlog.New(d.cfg.Load().Store.MaxLogBytes, nil)
+	if t, ok := (*d.targets.Load())[workspace]; ok && t.Request.LogPlanText {
+		l.Printf("%s", runlog.ValuesNotice)
+	}
+	return l
 }
 
 // dropQueued records a queued run that ends without starting as cancelled,
@@ -472,7 +502,7 @@ func (d *daemon) dropQueued(ctx context.Context, r schedule.QueuedRun, reason st
 	}
 	l := d.runs.Live(r.ID)
 	if l == nil { // queued's registration was lost: the log is this line
-		l = runlog.New(d.cfg.Load().Store.MaxLogBytes, nil)
+		l = d.newRunLog(r.Name)
 	}
 	l.Printf("== cancelled while queued: %s ==", reason)
 	d.saveRunLog(ctx, log, r.ID, l, store.RunCancelled)
@@ -598,7 +628,12 @@ func (d *daemon) detectWith(ctx context.Context, r schedule.QueuedRun, auditor *
 	// /api/v1/runs/{id}/cancel.
 	runLog := d.runs.Live(t.Request.RunID)
 	if runLog == nil {
-		runLog = runlog.New(d.cfg.Load().Store.MaxLogBytes, nil)
+		runLog = d.newRunLog(name)
+	}
+	if t.Request.LogPlanText && !runlog.HoldsValues(runLog.Bytes()) {
+		// Opted in after this log began without the notice (a reload while
+		// queued): its readers were not told to authenticate, so no values.
+		t.Request.LogPlanText = false
 	}
 	run := store.Run{ID: t.Request.RunID, Workspace: name, Trigger: trigger, StartedAt: time.Now().UTC(), Status: store.RunRunning}
 	// Recorded even if a cancel arrives meanwhile: the run then ends at
@@ -775,7 +810,8 @@ func (d *daemon) reload(path string) {
 				old := d.cfg.Swap(cfg)
 				d.targets.Store(&targets)
 				d.alerts.Store(&plans)
-				if old.Server != cfg.Server || old.Store.Path != cfg.Store.Path || old.MaxConcurrentRuns != cfg.MaxConcurrentRuns || old.Defaults.Jitter != cfg.Defaults.Jitter {
+				d.rem.reloaded(context.Background(), old) // remediations of workspaces turned off end
+				if !reflect.DeepEqual(old.Server, cfg.Server) || old.Store.Path != cfg.Store.Path || old.MaxConcurrentRuns != cfg.MaxConcurrentRuns || old.Defaults.Jitter != cfg.Defaults.Jitter {
 					d.log.Warn("server, store, max_concurrent_runs and jitter changes take effect after a restart")
 				}
 				d.log.Info("config reloaded", "workspaces", len(cfg.Workspaces))
@@ -845,9 +881,12 @@ func targetMap(cfg *config.Config, owner string) (map[string]audit.Target, error
 	if err != nil {
 		return nil, err
 	}
+	// The probe is cached: an error was already reported at start-up.
+	iso, _ := sandbox.DetectIsolation(cfg.Terraform.Sandbox)
 	m := make(map[string]audit.Target, len(ts))
 	for _, t := range ts {
 		t.Request.Owner = owner
+		t.Request.Jail = iso.Bwrap
 		m[t.Name] = t
 	}
 	return m, nil

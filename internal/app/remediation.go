@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,14 @@ type remediator struct {
 	paused  atomic.Bool // persisted pause flag (POST /api/v1/remediation/pause)
 	metrics *metrics.Remediations
 	kick    chan struct{}
+	// decide serialises a decision that reads the workspace's remediation
+	// mode and then moves a remediation on (approve, propose, start an
+	// apply) with a config reload ending the remediations of workspaces
+	// turned off (reloaded): the decision sees the new config, or the
+	// reload sees what the decision wrote.
+	decide sync.Mutex
+	// applyWith, if set, replaces d.remediationApplier() (test seam).
+	applyWith remediationApplier
 }
 
 func newRemediator(ctx context.Context, d *daemon, m *metrics.Remediations) (*remediator, error) {
@@ -88,6 +97,117 @@ func (rm *remediator) policy(name string) (config.RemediationPolicy, bool) {
 		return config.RemediationPolicy{}, false
 	}
 	return rm.d.cfg.Load().EffectiveRemediation(w), true
+}
+
+// offReason says why workspace name may not be remediated under the
+// current (reloaded) config, or "" when it may: its effective
+// remediation.mode is off, or it is no longer configured. byReload words
+// it for a reload that just turned it off. The kill switch is apart
+// (stopped): it holds approved remediations until resume, where this ends
+// them.
+func (rm *remediator) offReason(name string, byReload bool) string {
+	pol, ok := rm.policy(name)
+	switch {
+	case !ok && byReload:
+		return fmt.Sprintf("workspace %s removed by config reload", name)
+	case !ok:
+		return fmt.Sprintf("workspace %s is no longer configured", name)
+	case pol.Mode != config.RemediationOff:
+		return ""
+	case byReload:
+		return "remediation turned off by config reload"
+	}
+	return fmt.Sprintf("remediation for workspace %s is off (config)", name)
+}
+
+// offRefusal is the apply-time refusal of a remediation of workspace name
+// whose remediation is off (offReason), or nil.
+func (rm *remediator) offRefusal(name string) *remediate.Refusal {
+	why := rm.offReason(name, false)
+	if why == "" {
+		return nil
+	}
+	return &remediate.Refusal{Code: remediate.CodeRemediationOff, Reason: why + ": nothing applied"}
+}
+
+// reloaded runs after a config reload replaced old: the pending and
+// approved remediations of every workspace whose remediation it turned off
+// (or which it removed) end, with the reason (endOff). A remediation
+// already applying is not interrupted: stopping `terraform apply` half way
+// is worse than letting it finish. If its apply has not started yet, the
+// check right before it (Applier.Proceed locally, mayApply for a Job's
+// pod) refuses it; either way its outcome is recorded as usual. Other
+// changes (approve to auto, a new envelope) end nothing: an apply re-plans
+// under the current rules and compares hashes anyway. A standby writes
+// nothing: the leader's loop ends what a reload it missed turned off.
+func (rm *remediator) reloaded(ctx context.Context, old *config.Config) {
+	if !rm.d.leading.Load() {
+		return
+	}
+	for _, w := range old.Workspaces {
+		if old.EffectiveRemediation(w).Mode == config.RemediationOff || rm.offReason(w.Name, false) == "" {
+			continue
+		}
+		rs, err := rm.d.store.Remediations(ctx, w.Name, 0)
+		if err != nil {
+			rm.log.Error("config reload: list remediations of a workspace turned off", "workspace", w.Name, "err", err)
+			continue
+		}
+		rm.endOffAll(ctx, rs, time.Now().UTC(), true)
+	}
+}
+
+// endOffAll ends (endOff) the pending and approved remediations among rs
+// whose workspace's remediation is off, checked under rm.decide, and
+// returns the others.
+func (rm *remediator) endOffAll(ctx context.Context, rs []store.Remediation, now time.Time, byReload bool) []store.Remediation {
+	kept := rs[:0:0]
+	for _, r := range rs {
+		if r.State == store.RemediationPending || r.State == store.RemediationApproved {
+			rm.decide.Lock()
+			why := rm.offReason(r.Workspace, byReload)
+			if why != "" {
+				rm.endOff(ctx, r, now, why)
+			}
+			rm.decide.Unlock()
+			if why != "" {
+				continue
+			}
+		}
+		kept = append(kept, r)
+	}
+	return kept
+}
+
+// endOff ends remediation r, pending or approved, of a workspace whose
+// remediation is off, with reason: a pending one expires (the approval it
+// waits for can no longer be given); an approved one is refused before
+// its apply, with an outcome (remediation_off, nothing applied) that lets
+// a later detection propose the same change set again once remediation
+// is back on (refusedTransiently). Both go through
+// TransitionRemediationWithAlert like every transition: the refusal is
+// announced on the open drift incident, the expiry (as every expiry) is
+// not. The caller holds rm.decide.
+func (rm *remediator) endOff(ctx context.Context, r store.Remediation, now time.Time, reason string) {
+	to := store.Transition{State: store.RemediationExpired, At: now, By: "config", Reason: reason}
+	switch r.State {
+	case store.RemediationPending:
+	case store.RemediationApproved:
+		out, _ := json.Marshal(remediate.Outcome{Result: remediate.ResultRefused, Reason: reason,
+			Refusals: []remediate.Refusal{{Code: remediate.CodeRemediationOff, Reason: reason}}})
+		to = store.Transition{State: store.RemediationRefused, At: now, Reason: reason, Outcome: out}
+	default:
+		return
+	}
+	log := rm.log.With("workspace", r.Workspace, "remediation", r.ID)
+	if _, err := rm.transitionAnnounced(context.WithoutCancel(ctx), r.ID, []store.RemediationState{r.State}, to); err != nil {
+		if !errors.Is(err, store.ErrConflict) { // else it moved on meanwhile
+			log.Error("store: end remediation of a workspace whose remediation is off", "err", err)
+		}
+		return
+	}
+	log.Warn("remediation ended: remediation is off for its workspace; nothing applied", "state", to.State, "reason", reason)
+	rm.metrics.Finished(string(to.State))
 }
 
 func refusalCodes(raw json.RawMessage) string {
@@ -151,6 +271,14 @@ func (rm *remediator) afterDetect(ctx context.Context, t audit.Target, runID str
 	// not pile up proposals, re-propose a rejected one, or retry a failed
 	// apply (a person looks at it first).
 	ctx = context.WithoutCancel(ctx)
+	// Under decide, with the mode read again: a reload turning the
+	// workspace's remediation off while this run planned ends what is
+	// stored here, or is seen here.
+	rm.decide.Lock()
+	defer rm.decide.Unlock()
+	if rm.offReason(t.Name, false) != "" {
+		return
+	}
 	prev, err := rm.d.store.Remediations(ctx, t.Name, 1)
 	if err != nil {
 		log.Error("remediation: read previous", "err", err)
@@ -213,8 +341,15 @@ func (rm *remediator) loop(ctx context.Context) {
 				rm.metrics.Finished(string(store.RemediationExpired))
 			}
 		}
-		if !rm.stopped() {
-			rm.queueApproved(ctx, now)
+		// Every tick, kill switch or not: the remediations of workspaces
+		// whose remediation is off end (reloaded does it at once on a
+		// reload; this covers a config changed while the daemon was down,
+		// and a remediation the kill switch handed back as approved).
+		if rs, err := rm.d.store.Remediations(ctx, "", 200); err == nil {
+			rs = rm.endOffAll(ctx, rs, now, false)
+			if !rm.stopped() {
+				rm.queueApproved(ctx, now, rs)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -225,11 +360,9 @@ func (rm *remediator) loop(ctx context.Context) {
 	}
 }
 
-func (rm *remediator) queueApproved(ctx context.Context, now time.Time) {
-	rs, err := rm.d.store.Remediations(ctx, "", 200)
-	if err != nil {
-		return
-	}
+// queueApproved queues the approved remediations among rs (the newest,
+// newest first) into their workspaces' slots.
+func (rm *remediator) queueApproved(ctx context.Context, now time.Time, rs []store.Remediation) {
 	queued := map[string]bool{}
 	for _, r := range rs {
 		if r.State != store.RemediationApproved || queued[r.Workspace] {
@@ -271,17 +404,30 @@ func (rm *remediator) apply(ctx context.Context, name string) {
 	if r.ID == "" {
 		return
 	}
+	now := time.Now().UTC()
+	wctx := context.WithoutCancel(ctx)
+	// Started under decide, with the mode read from the current config: a
+	// workspace whose remediation was turned off (or removed) ends its
+	// approved remediation instead; a reload after this finds it running
+	// and leaves it to the check right before the apply (Proceed below).
+	rm.decide.Lock()
+	if why := rm.offReason(name, false); why != "" {
+		rm.endOff(wctx, r, now, why)
+		rm.decide.Unlock()
+		return
+	}
 	t, ok := (*rm.d.targets.Load())[name]
 	pol, pok := rm.policy(name)
 	if !ok || !pok {
+		rm.decide.Unlock()
 		return
 	}
 	t.Request.RunID = newRunID()
 	log := rm.log.With("workspace", name, "remediation", r.ID, "run_id", t.Request.RunID)
-	now := time.Now().UTC()
-	wctx := context.WithoutCancel(ctx)
-	if _, err := rm.d.store.TransitionRemediation(wctx, r.ID, []store.RemediationState{store.RemediationApproved},
-		store.Transition{State: store.RemediationRunning, At: now, ApplyRunID: t.Request.RunID}); err != nil {
+	_, err = rm.d.store.TransitionRemediation(wctx, r.ID, []store.RemediationState{store.RemediationApproved},
+		store.Transition{State: store.RemediationRunning, At: now, ApplyRunID: t.Request.RunID})
+	rm.decide.Unlock()
+	if err != nil {
 		log.Warn("remediation: not started", "err", err)
 		return
 	}
@@ -294,10 +440,18 @@ func (rm *remediator) apply(ctx context.Context, name string) {
 	if err := json.Unmarshal(r.ChangeSet, &approved); err != nil {
 		out = remediate.Outcome{Result: remediate.ResultRefused, Reason: "stored change set unreadable: " + err.Error()}
 	} else {
-		a := &remediate.Applier{Logger: rm.log, Rules: t.Rules, Envelope: pol.Envelope, LockTimeout: pol.LockTimeout, Paused: rm.stopped}
+		// Proceed is asked right before `terraform apply` in this process:
+		// a reload may have turned the workspace's remediation off while it
+		// planned. A Job's pod asks the daemon instead (mayApply).
+		a := &remediate.Applier{Logger: rm.log, Rules: t.Rules, Envelope: pol.Envelope, LockTimeout: pol.LockTimeout, Paused: rm.stopped,
+			Proceed: func(context.Context) *remediate.Refusal { return rm.offRefusal(name) }}
 		log.Info("remediation apply started", "resources", approved.Len(), "change_set_hash", r.ChangeSetHash, "runner", rm.d.runnerMode())
+		applier := rm.applyWith
+		if applier == nil {
+			applier = rm.d.remediationApplier()
+		}
 		var err error
-		out, err = rm.d.remediationApplier().Remediate(ctx, a, t.Request, approved)
+		out, err = applier.Remediate(ctx, a, t.Request, approved)
 		if errors.Is(err, kube.ErrStopped) {
 			// Shutdown: the Job keeps applying. The next start marks
 			// this remediation interrupted, then awaits the Job and
@@ -353,16 +507,30 @@ func (c remediationControl) Get(ctx context.Context, id string) (store.Remediati
 	return c.rm.d.store.Remediation(ctx, id)
 }
 
+// Approve approves a pending remediation of a workspace whose remediation
+// is not off in the current config (a 409 otherwise, naming why; a
+// pending one is then recorded expired with that reason). The kill switch
+// does not refuse an approval: the approved remediation waits for resume.
 func (c remediationControl) Approve(ctx context.Context, id, hash string) (store.Remediation, error) {
 	st := c.rm.d.store
 	r, err := st.Remediation(ctx, id)
 	if err != nil {
 		return r, err
 	}
+	// Under decide: a reload that turns the workspace's remediation off
+	// is seen here, or ends what this approves (reloaded).
+	c.rm.decide.Lock()
+	defer c.rm.decide.Unlock()
+	now := time.Now().UTC()
+	if why := c.rm.offReason(r.Workspace, false); why != "" {
+		if r.State == store.RemediationPending {
+			c.rm.endOff(ctx, r, now, why)
+		}
+		return r, fmt.Errorf("remediation %q: %w: %s", id, store.ErrConflict, why)
+	}
 	if hash != "" && hash != r.ChangeSetHash {
 		return r, server.ErrHashMismatch
 	}
-	now := time.Now().UTC()
 	if r.State == store.RemediationPending && !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt) {
 		if _, err := st.ExpireRemediations(ctx, now); err != nil {
 			return r, err

@@ -75,9 +75,11 @@ func (d *daemon) mayApply(ctx context.Context, runID string) *remediate.Refusal 
 	return d.rem.mayApply(ctx, runID)
 }
 
-// mayApply lets run runID apply only while the kill switch is off and its
-// remediation is running, or failed without an outcome: interrupted by a
-// restart, its Job adopted by this daemon, which records the outcome on it
+// mayApply lets run runID apply only while the kill switch is off, its
+// workspace's remediation is not off in the current (reloaded) config
+// (remediation_off, recorded as the apply's refusal), and its remediation
+// is running, or failed without an outcome: interrupted by a restart, its
+// Job adopted by this daemon, which records the outcome on it
 // (awaitAdopted). Whatever it cannot confirm refuses.
 func (rm *remediator) mayApply(ctx context.Context, runID string) *remediate.Refusal {
 	if rm.stopped() {
@@ -90,6 +92,9 @@ func (rm *remediator) mayApply(ctx context.Context, runID string) *remediate.Ref
 	case err != nil:
 		rm.log.Error("proceed check: read remediation", "run_id", runID, "err", err)
 		return &remediate.Refusal{Code: remediate.CodeDaemonUnreachable, Reason: "the daemon could not read the remediation of run " + runID}
+	}
+	if ref := rm.offRefusal(r.Workspace); ref != nil {
+		return ref
 	}
 	if r.State == store.RemediationRunning || r.State == store.RemediationFailed && len(r.Outcome) == 0 {
 		return nil
@@ -106,8 +111,9 @@ func heldByKillSwitch(out remediate.Outcome) bool {
 }
 
 // refusedTransiently reports whether remediation r's apply was refused
-// only for a passing reason (another operation held the state lock, or
-// the Job's pod could not reach a restarting daemon): nothing was applied,
+// only for a passing reason (another operation held the state lock, the
+// Job's pod could not reach a restarting daemon, or the workspace's
+// remediation was turned off: endOff, mayApply): nothing was applied,
 // and the next detection of the same drift may propose it again. Not
 // re-queued at once: a lasting cause (a NetworkPolicy, a stuck lock) then
 // costs one attempt per detection, not a loop of Jobs.
@@ -117,7 +123,7 @@ func refusedTransiently(r store.Remediation) bool {
 		return false
 	}
 	return !slices.ContainsFunc(out.Refusals, func(x remediate.Refusal) bool {
-		return x.Code != remediate.CodeStateLocked && x.Code != remediate.CodeDaemonUnreachable
+		return x.Code != remediate.CodeStateLocked && x.Code != remediate.CodeDaemonUnreachable && x.Code != remediate.CodeRemediationOff
 	})
 }
 

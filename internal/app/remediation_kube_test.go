@@ -24,7 +24,7 @@ func newProceedDaemon(t *testing.T) *daemon {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	d := &daemon{log: logger, store: st}
-	d.cfg.Store(&config.Config{})
+	d.cfg.Store(&config.Config{Workspaces: []config.Workspace{{Name: "net", Remediation: &config.Remediation{Mode: config.RemediationAuto}}}})
 	d.rem = &remediator{d: d, log: logger}
 	now := time.Now().UTC().Truncate(time.Second)
 	cs, _ := json.Marshal(remediate.ChangeSet{Entries: []remediate.Entry{{Address: "dwtest_file.a", Action: "update"}}})
@@ -51,7 +51,7 @@ func TestMayApply(t *testing.T) {
 		require.Equal(t, paused, d.mayApply(t.Context(), "apply-1"))
 		d.rem.paused.Store(false)
 		off := false
-		d.cfg.Store(&config.Config{Remediation: config.RemediationSwitch{Enabled: &off}})
+		d.cfg.Store(&config.Config{Remediation: config.RemediationSwitch{Enabled: &off}, Workspaces: d.cfg.Load().Workspaces})
 		require.Equal(t, paused, d.mayApply(t.Context(), "apply-1"), "remediation.enabled: false")
 	})
 	t.Run("unknown run", func(t *testing.T) {

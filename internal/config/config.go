@@ -81,6 +81,15 @@ type Terraform struct {
 	GitCacheDir string `yaml:"git_cache_dir"`
 	// KillGrace is how long Terraform gets after SIGINT before it is killed.
 	KillGrace Duration `yaml:"kill_grace"`
+	// Sandbox isolates local runs from the daemon and from each other with
+	// Linux namespaces (bubblewrap): "auto" (default: where the machine
+	// allows it, else a warning at start-up and in /api/v1/status),
+	// "namespaces" (refuse to start without it) or "off".
+	Sandbox string `yaml:"sandbox"`
+	// SandboxPaths are host paths made visible (read-write) inside the
+	// sandbox of every local run: what the workspaces' code must reach on
+	// this machine, such as files a local provider manages.
+	SandboxPaths []string `yaml:"sandbox_paths"`
 }
 
 // Server configures the daemon's HTTP server.
@@ -88,8 +97,19 @@ type Server struct {
 	// Listen is the address of the status page, API and metrics (default 127.0.0.1:8080).
 	Listen string `yaml:"listen"`
 	// TokenFile holds the bearer token for mutating API calls; without it
-	// they are disabled.
+	// they are disabled. It also reads run logs and run pages.
 	TokenFile string `yaml:"token_file"`
+	// ReadTokenFile holds an optional read-only token: it reads run logs
+	// and run pages, never calls a mutating endpoint.
+	ReadTokenFile string `yaml:"read_token_file"`
+	// OpenReads serves run logs and run pages without a credential (a log
+	// holding attribute values, log_plan_text, still needs one).
+	OpenReads bool `yaml:"open_reads"`
+	// AllowedHosts are host names the server answers to besides localhost,
+	// IP literals and the hosts of external_url and the Kubernetes
+	// runner's callback_url (DNS rebinding); "*.example.com" allows its
+	// subdomains.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 	// ExternalURL is the status page's public base URL, used in links.
 	ExternalURL string `yaml:"external_url"`
 }
@@ -269,6 +289,11 @@ type Workspace struct {
 	Forbidden *[]string `yaml:"forbidden"`
 	// Remediation overrides defaults.remediation for this workspace.
 	Remediation *Remediation `yaml:"remediation"`
+	// LogPlanText puts Terraform's full, human-readable plan text, attribute
+	// values included, into the run log (default false: addresses, actions
+	// and attribute paths only). Such a log is served only to an
+	// authenticated reader.
+	LogPlanText bool `yaml:"log_plan_text"`
 
 	pos    *positions
 	prefix string // key path of this workspace, e.g. "workspaces[2]"
@@ -466,9 +491,17 @@ func (c *Config) validate(pos *positions) error {
 		c.Server.Listen = DefaultListen
 	}
 	c.Server.TokenFile = absFrom(dir, c.Server.TokenFile)
-	if f := c.Server.TokenFile; f != "" {
-		if _, err := os.Stat(f); err != nil {
-			add(pos.errorf("server.token_file", "%v", err))
+	c.Server.ReadTokenFile = absFrom(dir, c.Server.ReadTokenFile)
+	for _, tf := range []struct{ key, file string }{
+		{"server.token_file", c.Server.TokenFile}, {"server.read_token_file", c.Server.ReadTokenFile},
+	} {
+		if err := checkTokenFile(tf.file); err != nil {
+			add(pos.errorf(tf.key, "%v", err))
+		}
+	}
+	for i, h := range c.Server.AllowedHosts {
+		if err := checkAllowedHost(h); err != nil {
+			add(pos.errorf(fmt.Sprintf("server.allowed_hosts[%d]", i), "%v", err))
 		}
 	}
 	if u := c.Server.ExternalURL; u != "" {
@@ -510,6 +543,16 @@ func (c *Config) validate(pos *positions) error {
 		if err := checkBinary(dir, &c.Terraform.Binary); err != nil {
 			add(pos.errorf("terraform.binary", "%v", err))
 		}
+	}
+	for i, p := range c.Terraform.SandboxPaths {
+		c.Terraform.SandboxPaths[i] = absFrom(dir, p)
+	}
+	switch c.Terraform.Sandbox {
+	case "":
+		c.Terraform.Sandbox = "auto"
+	case "auto", "namespaces", "off":
+	default:
+		add(pos.errorf("terraform.sandbox", "%q: want auto, namespaces or off", c.Terraform.Sandbox))
 	}
 	for i, f := range c.Defaults.Forbidden {
 		if _, err := policy.CompileGlob(f); err != nil {

@@ -71,6 +71,7 @@ func TestLoadInvalid(t *testing.T) {
 		"unknown-notifier": `invalid-unknown-notifier.yaml:8: alerts.routes[0].notifiers[0]: unknown notifier "slack-oncal"`,
 		"bad-severity":     `invalid-bad-severity.yaml:2: alerts.severity.drift: unknown severity "urgent" (use critical, high, moderate, low or info)`,
 		"slack-no-channel": `invalid-slack-no-channel.yaml:4: notifiers[0].slack.channel: required in bot mode`,
+		"bad-sandbox":      `invalid-bad-sandbox.yaml:2: terraform.sandbox: "chroot": want auto, namespaces or off`,
 	}
 	dir, _ := filepath.Abs("testdata")
 	for name, want := range cases {
@@ -87,12 +88,12 @@ func TestLoadInvalid(t *testing.T) {
 // Every invalid case has a testdata file and vice versa.
 func TestInvalidCasesCovered(t *testing.T) {
 	files, _ := filepath.Glob("testdata/invalid-*.yaml")
-	require.Len(t, files, 16)
+	require.Len(t, files, 17)
 }
 
 func TestUnknownKeyListsKnownKeys(t *testing.T) {
 	_, err := Load("/tmp/x.yaml", []byte("terraform:\n  nonsense: 1\n"))
-	require.EqualError(t, err, `/tmp/x.yaml:2: terraform.nonsense: unknown key "nonsense" (known keys: binary, cli_config_file, plugin_cache_dir, work_dir, git_cache_dir, kill_grace)`)
+	require.EqualError(t, err, `/tmp/x.yaml:2: terraform.nonsense: unknown key "nonsense" (known keys: binary, cli_config_file, plugin_cache_dir, work_dir, git_cache_dir, kill_grace, sandbox, sandbox_paths)`)
 }
 
 func TestLoadCollectsAllErrors(t *testing.T) {
@@ -125,4 +126,68 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _ = Load(filepath.Join(t.TempDir(), "fuzz.yaml"), data)
 	})
+}
+
+// server.read_token_file resolves like token_file; open_reads and
+// allowed_hosts are read as written.
+func TestServerAccessKeys(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "read-token"), []byte("read-CANARY\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "api-token"), []byte("api-CANARY"), 0o600))
+	cfg, err := Load(filepath.Join(dir, "driftwatch.yaml"), []byte(`server:
+  token_file: api-token
+  read_token_file: ./read-token
+  open_reads: true
+  allowed_hosts: [drift.example.com, "*.corp.example", status.internal.]
+`))
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "api-token"), cfg.Server.TokenFile)
+	require.Equal(t, filepath.Join(dir, "read-token"), cfg.Server.ReadTokenFile)
+	require.True(t, cfg.Server.OpenReads)
+	require.Equal(t, []string{"drift.example.com", "*.corp.example", "status.internal."}, cfg.Server.AllowedHosts)
+
+	cfg, err = Load(filepath.Join(dir, "driftwatch.yaml"), []byte("server: {listen: \"127.0.0.1:9\"}\n"))
+	require.NoError(t, err)
+	require.False(t, cfg.Server.OpenReads, "reads are closed by default")
+	require.Empty(t, cfg.Server.ReadTokenFile)
+	require.Empty(t, cfg.Server.AllowedHosts)
+}
+
+// Token files must be readable and hold a token; allowed_hosts entries
+// must be host names. Each error names file, line and key, never a token.
+func TestServerAccessKeysInvalid(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "empty"), []byte(" \n\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "huge"), []byte(strings.Repeat("CANARY", 1000)), 0o600))
+	file := filepath.Join(dir, "driftwatch.yaml")
+	for name, c := range map[string]struct{ yaml, want string }{
+		"empty read token": {"server:\n  read_token_file: empty\n",
+			"driftwatch.yaml:2: server.read_token_file: " + filepath.Join(dir, "empty") + " is empty"},
+		"missing read token": {"server:\n  read_token_file: nope\n",
+			"driftwatch.yaml:2: server.read_token_file: open " + filepath.Join(dir, "nope") + ": no such file or directory"},
+		"huge read token": {"server:\n  read_token_file: huge\n",
+			"driftwatch.yaml:2: server.read_token_file: " + filepath.Join(dir, "huge") + " is larger than 4096 bytes"},
+		"empty api token": {"server:\n  token_file: empty\n",
+			"driftwatch.yaml:2: server.token_file: " + filepath.Join(dir, "empty") + " is empty"},
+		"bare wildcard": {"server:\n  allowed_hosts:\n    - ok.example\n    - \"*\"\n",
+			`driftwatch.yaml:4: server.allowed_hosts[1]: "*" would let any host name in`},
+		"url": {"server:\n  allowed_hosts: [\"https://drift.example.com\"]\n",
+			`driftwatch.yaml:2: server.allowed_hosts[0]: "https://drift.example.com" is not a host name (write the name alone, without scheme, port or path)`},
+		"port": {"server:\n  allowed_hosts: [\"drift.example.com:8080\"]\n",
+			`server.allowed_hosts[0]: "drift.example.com:8080" is not a host name`},
+		"inner wildcard": {"server:\n  allowed_hosts: [\"a.*.example\"]\n",
+			`server.allowed_hosts[0]: "a.*.example": a wildcard is only allowed as a leading "*."`},
+		"ip": {"server:\n  allowed_hosts: [\"10.0.0.1\"]\n",
+			`server.allowed_hosts[0]: "10.0.0.1" is an IP address: IP addresses are always allowed`},
+		"open_reads type": {"server:\n  open_reads: yes please\n",
+			"driftwatch.yaml:2: server.open_reads"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Load(file, []byte(c.yaml))
+			require.Error(t, err)
+			got := strings.ReplaceAll(err.Error(), dir+"/", "")
+			require.Contains(t, got, strings.ReplaceAll(c.want, dir+"/", ""))
+			require.NotContains(t, got, "CANARY")
+		})
+	}
 }

@@ -543,9 +543,17 @@ workspaces:
 	defer stopSSE()
 	stall := time.AfterFunc(85*time.Second, func() { _ = d.cmd.Process.Signal(syscall.SIGQUIT) })
 	defer stall.Stop()
+	// Logs need a read credential: the API token is one.
 	req, _ := http.NewRequestWithContext(sseCtx, http.MethodGet, d.base+"/api/v1/runs/"+runID+"/logs", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no log without a read credential")
+	req, _ = http.NewRequestWithContext(sseCtx, http.MethodGet, d.base+"/api/v1/runs/"+runID+"/logs", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, "text/event-stream", strings.Split(resp.Header.Get("Content-Type"), ";")[0])
@@ -566,9 +574,10 @@ workspaces:
 	var qrun apiRun
 	d.getJSON("/api/v1/runs/"+queued, &qrun)
 	require.Equal(t, apiRun{ID: queued, Status: "queued", Trigger: "manual"}, qrun)
-	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n", logSnapshot(t, d, queued), "driftwatch logs ID")
+	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n", logSnapshot(t, d, queued, token), "driftwatch logs ID")
 	qreq, _ := http.NewRequestWithContext(sseCtx, http.MethodGet, d.base+"/api/v1/runs/"+queued+"/logs", nil)
 	qreq.Header.Set("Accept", "text/event-stream")
+	qreq.Header.Set("Authorization", "Bearer "+token)
 	qresp, err := http.DefaultClient.Do(qreq)
 	require.NoError(t, err)
 	defer qresp.Body.Close()
@@ -593,7 +602,7 @@ workspaces:
 	d.getJSON("/api/v1/runs/"+queued, &qrun)
 	require.Equal(t, apiRun{ID: queued, Status: "cancelled", Trigger: "manual", Error: "cancelled by request"}, qrun)
 	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n== cancelled while queued: cancelled by request ==\n",
-		d.getText("/api/v1/runs/"+queued+"/logs"))
+		logSnapshot(t, d, queued, token))
 	require.Equal(t, http.StatusConflict, d.post("/api/v1/runs/"+queued+"/cancel", token), "cancelled already")
 	require.Equal(t, 1, tfProcesses(e.workDir()), "only slow's Terraform runs:\n%s", describeTF(e.workDir()))
 	require.Equal(t, "running", d.runs("slow")[0].Status, "the running run is not affected")
@@ -618,7 +627,7 @@ workspaces:
 	require.Zero(t, tfProcesses(e.workDir()), "no Terraform left after cancel")
 	require.Equal(t, "unknown", d.workspaces()["slow"].Status, "a cancelled run changes no state")
 
-	stored := d.getText("/api/v1/runs/" + runID + "/logs")
+	stored := logSnapshot(t, d, runID, token)
 	require.Contains(t, stored, "== plan ==")
 	all := strings.Join(seen, "\n") + stored
 	require.NotContains(t, all, "CANARY-var-in-log-9d1")
@@ -649,12 +658,14 @@ func triggerRun(t *testing.T, d *daemonProc, ws, token string) string {
 	return out.RunID
 }
 
-// logSnapshot is what `driftwatch logs ID` prints: the log so far.
-func logSnapshot(t *testing.T, d *daemonProc, id string) string {
+// logSnapshot is what `driftwatch logs ID --token-file F` prints: the log
+// so far (or the stored log), read with token.
+func logSnapshot(t *testing.T, d *daemonProc, id, token string) string {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, d.base+"/api/v1/runs/"+id+"/logs", nil)
 	require.NoError(t, err)
 	req.Header.Set("Accept", "text/plain")
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -87,8 +87,10 @@ func (e *tfEnv) apply(t *testing.T, dir string, args ...string) {
 func (e *tfEnv) config(t *testing.T, workspaces string) string {
 	t.Helper()
 	p := filepath.Join(e.root, "driftwatch.yaml")
-	body := fmt.Sprintf("terraform:\n  binary: %s\n  cli_config_file: %s\n  plugin_cache_dir: %s\n  work_dir: %s\n  kill_grace: 2s\n%s",
-		e.bin, e.cliConfig, filepath.Join(e.root, "plugin-cache"), e.workDir(), workspaces)
+	// The workspaces' local_file resources live under root: the sandbox
+	// lets the runs reach it.
+	body := fmt.Sprintf("terraform:\n  binary: %s\n  cli_config_file: %s\n  plugin_cache_dir: %s\n  work_dir: %s\n  kill_grace: 2s\n  sandbox_paths: [%s]\n%s",
+		e.bin, e.cliConfig, filepath.Join(e.root, "plugin-cache"), e.workDir(), e.root, workspaces)
 	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 	return p
 }

@@ -61,7 +61,19 @@ func (d *daemonProc) remediations(ws string) []apiRemediation {
 // page GETs a status page and returns its HTML.
 func (d *daemonProc) page(path string) string {
 	d.t.Helper()
-	resp, err := http.Get(d.base + path)
+	return d.pageAs(path, "")
+}
+
+// pageAs is page signed in as a browser does, with HTTP Basic auth and
+// token as the password (run pages need a read credential); "": none.
+func (d *daemonProc) pageAs(path, token string) string {
+	d.t.Helper()
+	req, err := http.NewRequestWithContext(d.t.Context(), http.MethodGet, d.base+path, nil)
+	require.NoError(d.t, err)
+	if token != "" {
+		req.SetBasicAuth("e2e", token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(d.t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -282,7 +294,7 @@ workspaces:
 	row := d.page("/workspaces/approve")
 	require.Contains(t, row, `<span class="badge s-applied">applied</span>`)
 	require.Contains(t, row, `<a href="/runs/`+r.ApplyRunID+`">apply</a>`)
-	require.Contains(t, d.page("/runs/"+r.ApplyRunID), `This run applied remediation <a class="mono" href="/remediations/`+r.ID+`">`+r.ID+`</a> <span class="badge s-applied">applied</span>`)
+	require.Contains(t, d.pageAs("/runs/"+r.ApplyRunID, token), `This run applied remediation <a class="mono" href="/remediations/`+r.ID+`">`+r.ID+`</a> <span class="badge s-applied">applied</span>`)
 	r = d.waitRemediation("paused", 60*time.Second, "applied", "failed", "verification_failed", "refused")
 	require.Equal(t, "applied", r.State, "%+v %s", r, r.Outcome)
 	require.Equal(t, "v1", mustRead(t, file("paused")))

@@ -25,6 +25,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -160,6 +161,8 @@ func TestChartDefaults(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"ConfigMap/driftwatch/driftwatch",
 		"Deployment/driftwatch/driftwatch",
+		"NetworkPolicy/driftwatch/driftwatch",
+		"NetworkPolicy/driftwatch/driftwatch-runs",
 		"PersistentVolumeClaim/driftwatch/driftwatch",
 		"Role/driftwatch/driftwatch",
 		"RoleBinding/driftwatch/driftwatch",
@@ -167,6 +170,35 @@ func TestChartDefaults(t *testing.T) {
 		"ServiceAccount/driftwatch/driftwatch",
 		"ServiceAccount/driftwatch/driftwatch-run",
 	}, keys(m))
+
+	// On by default: the daemon admits HTTP from its namespace, run pods
+	// and the monitoring namespace; run pods admit nothing and may not
+	// reach the cloud metadata endpoints.
+	np := get[*networkingv1.NetworkPolicy](t, m, "NetworkPolicy/driftwatch/driftwatch")
+	require.Len(t, np.Spec.Ingress, 1)
+	var from []string
+	for _, p := range np.Spec.Ingress[0].From {
+		b, _ := json.Marshal(p)
+		from = append(from, string(b))
+	}
+	assert.Contains(t, from, `{"podSelector":{}}`)
+	assert.Contains(t, from, `{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}`)
+	runs := get[*networkingv1.NetworkPolicy](t, m, "NetworkPolicy/driftwatch/driftwatch-runs")
+	assert.Equal(t, map[string]string{"app.kubernetes.io/managed-by": "driftwatch"}, runs.Spec.PodSelector.MatchLabels)
+	assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}, runs.Spec.PolicyTypes)
+	assert.Empty(t, runs.Spec.Ingress)
+	var excepted []string
+	for _, e := range runs.Spec.Egress {
+		for _, p := range e.To {
+			if p.IPBlock != nil {
+				excepted = append(excepted, p.IPBlock.Except...)
+			}
+		}
+	}
+	assert.ElementsMatch(t, []string{"169.254.169.254/32", "fd00:ec2::254/128"}, excepted)
+	_, m3 := mustTemplate(t, "--set", "networkPolicy.runs.allowCloudMetadata=true")
+	open := get[*networkingv1.NetworkPolicy](t, m3, "NetworkPolicy/driftwatch/driftwatch-runs")
+	assert.Equal(t, []networkingv1.NetworkPolicyEgressRule{{}}, open.Spec.Egress)
 
 	d := get[*appsv1.Deployment](t, m, "Deployment/driftwatch/driftwatch")
 	require.NotNil(t, d.Spec.Replicas)
@@ -299,7 +331,7 @@ func TestChartFull(t *testing.T) {
 	assert.Equal(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "get", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	}, role.Rules)
 	rb := get[*rbacv1.RoleBinding](t, m, "RoleBinding/driftwatch-runs/driftwatch-ci")

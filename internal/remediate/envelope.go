@@ -105,6 +105,10 @@ const (
 	// A Job's pod could not confirm with the daemon that it may apply
 	// (Applier.Proceed: the daemon unreachable or answering otherwise).
 	CodeDaemonUnreachable = "daemon_unreachable"
+	// The daemon's answer (Applier.Proceed) when the workspace's
+	// remediation.mode is off in its current configuration, or the
+	// workspace is no longer configured: nothing is applied.
+	CodeRemediationOff = "remediation_off"
 )
 
 // Refusal is one reason a remediation may not proceed.

@@ -56,6 +56,9 @@ type Request struct {
 	// run is confined with (sandbox.NewJail; sandbox.DetectIsolation finds
 	// it). Empty: no namespaces (the Kubernetes pod is the sandbox there).
 	Jail string `json:"-"`
+	// JailPaths are host paths bound read-write into the jail (config
+	// terraform.sandbox_paths).
+	JailPaths []string `json:"-"`
 	// Redact lists more values to redact from the run's log and errors: the
 	// daemon's own secrets and every workspace's, not only this run's.
 	// Never serialised: it must not travel into a Job's Secret.
@@ -63,7 +66,8 @@ type Request struct {
 	// LogPlanText opts the workspace in to Terraform's full, human-readable
 	// plan text in its log, attribute values included (config
 	// log_plan_text). Off, the log has addresses, actions and attribute
-	// paths only. Local runs only.
+	// paths only. Local runs only. The log's owner writes
+	// runlog.ValuesNotice first, so that only authenticated readers get it.
 	LogPlanText bool `json:"-"`
 	// Log, if set, receives the run's Terraform output (init, workspace,
 	// plan: stdout and stderr, -no-color; show: stderr only, never the plan

@@ -146,6 +146,16 @@ func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error
 	writeError(w, http.StatusInternalServerError, "internal error (see the driftwatch log)")
 }
 
+// apiStatus is the daemon itself: version, readiness and the isolation of
+// local runs (a "none" sandbox is a risk an operator must see).
+func (s *Server) apiStatus(w http.ResponseWriter, _ *http.Request) {
+	out := map[string]any{"version": s.o.Version, "ready": true, "sandbox": s.o.Sandbox}
+	if err := s.o.Ready(); err != nil {
+		out["ready"], out["not_ready"] = false, err.Error()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 func (s *Server) apiNotifiers(w http.ResponseWriter, r *http.Request) {
 	ns, err := s.notifiers(r)
 	if err != nil {

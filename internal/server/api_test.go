@@ -70,6 +70,21 @@ func TestHealthz(t *testing.T) {
 	require.Equal(t, http.StatusMethodNotAllowed, code)
 }
 
+// /api/v1/status says how local runs are isolated, so an operator sees a
+// daemon whose runs can read each other's secrets.
+func TestAPIStatus(t *testing.T) {
+	h := newHarness(t)
+	o := h.options()
+	o.Version = "v9.9.9"
+	o.Sandbox = SandboxStatus{Mode: "none", Reason: "bubblewrap (bwrap) is not installed"}
+	ts := serve(t, o)
+	code, hdr, body := get(t, ts.URL+"/api/v1/status")
+	requireJSON(t, http.StatusOK, `{"version":"v9.9.9","ready":true,"sandbox":{"mode":"none","reason":"bubblewrap (bwrap) is not installed"}}`, code, hdr, body)
+	h.setReadyErr(errors.New("standby"))
+	code, hdr, body = get(t, ts.URL+"/api/v1/status")
+	requireJSON(t, http.StatusOK, `{"version":"v9.9.9","ready":false,"not_ready":"standby","sandbox":{"mode":"none","reason":"bubblewrap (bwrap) is not installed"}}`, code, hdr, body)
+}
+
 func TestReadyz(t *testing.T) {
 	h := newHarness(t)
 	ts := serve(t, h.options())

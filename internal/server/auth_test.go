@@ -150,6 +150,7 @@ func TestAccessLog(t *testing.T) {
 	h := newHarness(t)
 	o := h.options()
 	o.TokenFile = writeToken(t, testToken)
+	o.AllowedHosts = []string{"example.com"} // httptest.NewRequest's Host
 	s, err := New(o)
 	require.NoError(t, err)
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -216,14 +217,30 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-// serve starts the server from o on a real 127.0.0.1 listener.
+// serve starts the server from o on a real 127.0.0.1 listener, whose
+// address is o.Listen unless set (the commands pages show use it).
 func serve(t *testing.T, o Options) *httptest.Server {
 	t.Helper()
+	ts := httptest.NewUnstartedServer(nil)
+	if o.Listen == "" {
+		o.Listen = ts.Listener.Addr().String()
+	}
 	s, err := New(o)
 	require.NoError(t, err)
-	ts := httptest.NewServer(s.Handler())
+	ts.Config.Handler = s.Handler()
+	ts.Start()
 	t.Cleanup(ts.Close)
 	return ts
+}
+
+// bearerAuth and basicAuth are the headers of a read credential: a bearer
+// token (the CLI) or HTTP Basic auth with any user name (a browser).
+func bearerAuth(token string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + token}
+}
+
+func basicAuth(token string) map[string]string {
+	return map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("on-call:"+token))}
 }
 
 // writeToken writes a token file and returns its path.

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -38,15 +39,27 @@ func (s *Server) liveLog(id string) *runlog.Log {
 //
 // The daemon saves a run's log before it stops answering LiveLog for it, so
 // a client never falls between the two.
+//
+// It needs a read credential unless reads are open, and a log holding
+// attribute values (runlog.HoldsValues) always does (readAccess).
 func (s *Server) apiRunLogs(w http.ResponseWriter, r *http.Request) {
+	authed, ok := s.readAccess(w, r, false)
+	if !ok {
+		return
+	}
 	id := r.PathValue("id")
 	if l := s.liveLog(id); l != nil {
 		if wantsPlainText(r) {
 			// A snapshot of the log so far (driftwatch logs without --follow).
-			writeText(w, http.StatusOK, string(l.Bytes()))
+			b := l.Bytes()
+			if !authed && runlog.HoldsValues(b) {
+				s.refuseValues(w, r, false)
+				return
+			}
+			writeText(w, http.StatusOK, string(b))
 			return
 		}
-		s.streamLive(w, r, l)
+		s.streamLive(w, r, l, authed)
 		return
 	}
 	run, err := s.o.Store.Run(r.Context(), id)
@@ -72,17 +85,42 @@ func (s *Server) apiRunLogs(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
+	if !authed && runlog.HoldsValues(log) {
+		s.refuseValues(w, r, false)
+		return
+	}
 	if !acceptsEventStream(r) {
 		writeText(w, http.StatusOK, string(log))
 		return
 	}
-	sse := newSSE(w)
+	if !s.openStream(w, r) {
+		return
+	}
+	defer s.streams.Add(-1)
+	sse := s.newSSE(w)
 	if len(log) > 0 {
 		for _, line := range strings.Split(strings.TrimSuffix(string(log), "\n"), "\n") {
-			sse.data(line)
+			if sse.data(line) != nil {
+				return
+			}
 		}
 	}
 	sse.end(string(run.Status))
+}
+
+// openStream takes one of the maxStreams log stream slots, or answers 503
+// with Retry-After and returns false. The caller releases the slot
+// (s.streams.Add(-1)) when its stream ends.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request) bool {
+	if n := s.streams.Add(1); n > s.maxStreams {
+		s.streams.Add(-1)
+		s.o.Logger.Warn("log stream refused: too many open", "path", r.URL.Path, "max", s.maxStreams)
+		w.Header().Set("Retry-After", "10")
+		writeError(w, http.StatusServiceUnavailable,
+			fmt.Sprintf("too many log streams are open (%d): retry shortly, or read the log so far as text/plain", s.maxStreams))
+		return false
+	}
+	return true
 }
 
 // wantsPlainText reports a client that asks for text/plain and not for an
@@ -101,14 +139,43 @@ func acceptsEventStream(r *http.Request) bool {
 }
 
 // streamLive writes the replay and then every live line, flushing each,
-// until the log is closed (an "end" event) or the client goes away.
-func (s *Server) streamLive(w http.ResponseWriter, r *http.Request, l *runlog.Log) {
-	replay, live := l.Subscribe(r.Context())
-	sse := newSSE(w)
-	for _, line := range replay {
-		sse.data(line)
+// until the log is closed (an "end" event), the client goes away or a
+// write times out (a client that stopped reading). authed false: the
+// reader has no credential (reads are open), so a log that holds values
+// is refused.
+func (s *Server) streamLive(w http.ResponseWriter, r *http.Request, l *runlog.Log, authed bool) {
+	if !s.openStream(w, r) {
+		return
 	}
-	sse.flush()
+	defer s.streams.Add(-1)
+	replay, live := l.Subscribe(r.Context())
+	if !authed {
+		if len(replay) == 0 {
+			// Whether the log holds values shows in its first line (written
+			// before any Terraform output), so wait for it before answering.
+			select {
+			case line, ok := <-live:
+				if ok {
+					replay = []string{line}
+				}
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if len(replay) > 0 && runlog.HoldsValues([]byte(replay[0])) {
+			s.refuseValues(w, r, false)
+			return
+		}
+	}
+	sse := s.newSSE(w)
+	for _, line := range replay {
+		if sse.data(line) != nil {
+			return
+		}
+	}
+	if sse.flush() != nil {
+		return
+	}
 	tick := time.NewTicker(sseKeepAlive)
 	defer tick.Stop()
 	for {
@@ -122,9 +189,9 @@ func (s *Server) streamLive(w http.ResponseWriter, r *http.Request, l *runlog.Lo
 				sse.end(verdict)
 				return
 			}
-			sse.data(line)
+			_ = sse.data(line)
 			// Send what is queued in one flush.
-			for n := 0; n < 64; n++ {
+			for n := 0; n < 64 && sse.err == nil; n++ {
 				select {
 				case more, ok := <-live:
 					if !ok {
@@ -132,7 +199,7 @@ func (s *Server) streamLive(w http.ResponseWriter, r *http.Request, l *runlog.Lo
 						sse.end(verdict)
 						return
 					}
-					sse.data(more)
+					_ = sse.data(more)
 					continue
 				default:
 				}
@@ -142,7 +209,7 @@ func (s *Server) streamLive(w http.ResponseWriter, r *http.Request, l *runlog.Lo
 				return
 			}
 		case <-tick.C:
-			_, _ = w.Write([]byte(": keep-alive\n\n"))
+			_ = sse.write(": keep-alive\n\n")
 			if sse.flush() != nil {
 				return
 			}
@@ -152,39 +219,66 @@ func (s *Server) streamLive(w http.ResponseWriter, r *http.Request, l *runlog.Lo
 	}
 }
 
+// sseWriter writes an event stream with a deadline on every write; after
+// the first failed write it writes nothing more and err says why.
 type sseWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	err     error
 }
 
-func newSSE(w http.ResponseWriter) *sseWriter {
+func (s *Server) newSSE(w http.ResponseWriter) *sseWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-	rc := http.NewResponseController(w)
-	// A plan can outlast the server's WriteTimeout; the stream has its own
-	// keep-alives and ends with the run or the client.
-	_ = rc.SetWriteDeadline(time.Time{})
+	sse := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.sseWriteTimeout}
+	// A plan can outlast the server's WriteTimeout, which would cut the
+	// stream; instead every write gets its own deadline (deadline), which
+	// replaces it. Quiet streams write keep-alives, so an idle but
+	// reading client keeps its stream.
+	sse.deadline()
 	w.WriteHeader(http.StatusOK)
-	return &sseWriter{w: w, rc: rc}
+	return sse
+}
+
+// deadline sets the connection's write deadline for the next write.
+// Writers without deadlines (a test recorder) just have none.
+func (s *sseWriter) deadline() {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+}
+
+func (s *sseWriter) write(b string) error {
+	if s.err != nil {
+		return s.err
+	}
+	s.deadline()
+	_, s.err = s.w.Write([]byte(b))
+	return s.err
 }
 
 // data writes one line as one event. CR is a line break in SSE, so it is
 // dropped (lines never hold LF).
-func (s *sseWriter) data(line string) {
-	line = strings.ReplaceAll(line, "\r", "")
-	_, _ = s.w.Write([]byte("data: " + line + "\n\n"))
+func (s *sseWriter) data(line string) error {
+	return s.write("data: " + strings.ReplaceAll(line, "\r", "") + "\n\n")
 }
 
-func (s *sseWriter) flush() error { return s.rc.Flush() }
+func (s *sseWriter) flush() error {
+	if s.err != nil {
+		return s.err
+	}
+	s.deadline()
+	s.err = s.rc.Flush()
+	return s.err
+}
 
 func (s *sseWriter) end(verdict string) {
 	b, _ := json.Marshal(struct {
 		Status string `json:"status"`
 	}{verdict})
-	_, _ = s.w.Write([]byte("event: end\ndata: " + string(b) + "\n\n"))
+	_ = s.write("event: end\ndata: " + string(b) + "\n\n")
 	_ = s.flush()
 }
 
@@ -243,8 +337,13 @@ type runPageData struct {
 }
 
 // runPage serves /runs/{id}: the run and its log, server-rendered; an
-// in-flight run's page refreshes every 2 s.
+// in-flight run's page refreshes every 2 s. Like the log itself it needs a
+// read credential (HTTP Basic auth, for a browser) unless reads are open.
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+	authed, ok := s.readAccess(w, r, true)
+	if !ok {
+		return
+	}
 	id := r.PathValue("id")
 	run, err := s.o.Store.Run(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -274,6 +373,10 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 			s.pageError(w, r, err)
 			return
 		}
+	}
+	if d.HasLog && !authed && runlog.HoldsValues([]byte(d.Log)) {
+		s.refuseValues(w, r, true)
+		return
 	}
 	if d.Remediation, err = s.runRemediation(r.Context(), run); err != nil {
 		s.pageError(w, r, err)

@@ -129,6 +129,7 @@ func TestLiveLogStreamsBeforeRunEnds(t *testing.T) {
 	// while the run is still going.
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/api/v1/runs/live-1/logs", nil)
 	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testToken)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -144,7 +145,7 @@ func TestLiveLogStreamsBeforeRunEnds(t *testing.T) {
 	require.Equal(t, sseEvent{data: "Planning [REDACTED] done"}, next(t, evs))
 
 	// The page of the live run refreshes every 2 s and shows the log so far.
-	code, _, body := get(t, ts.URL+"/runs/live-1")
+	code, _, body := do(t, http.MethodGet, ts.URL+"/runs/live-1", basicAuth(testToken))
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `<meta http-equiv="refresh" content="2">`)
 	require.Contains(t, body, "Planning [REDACTED] done")
@@ -165,33 +166,35 @@ func TestFinishedRunLog(t *testing.T) {
 	h.logs.logs["done-1"] = []byte("== plan ==\nError: Unsupported argument <b>\n")
 	ts := serve(t, o)
 
-	code, hdr, body := get(t, ts.URL+"/api/v1/runs/done-1/logs")
+	auth := bearerAuth(testToken)
+	code, hdr, body := do(t, http.MethodGet, ts.URL+"/api/v1/runs/done-1/logs", auth)
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "text/plain; charset=utf-8", hdr.Get("Content-Type"))
 	require.Equal(t, "== plan ==\nError: Unsupported argument <b>\n", body)
 
-	code, hdr, body = do(t, http.MethodGet, ts.URL+"/api/v1/runs/done-1/logs", map[string]string{"Accept": "text/event-stream"})
+	code, hdr, body = do(t, http.MethodGet, ts.URL+"/api/v1/runs/done-1/logs", map[string]string{"Accept": "text/event-stream", "Authorization": auth["Authorization"]})
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "text/event-stream; charset=utf-8", hdr.Get("Content-Type"))
 	require.Equal(t, "data: == plan ==\n\ndata: Error: Unsupported argument <b>\n\nevent: end\ndata: {\"status\":\"errored\"}\n\n", body)
 
-	code, _, body = get(t, ts.URL+"/api/v1/runs/nolog/logs")
+	code, _, body = do(t, http.MethodGet, ts.URL+"/api/v1/runs/nolog/logs", auth)
 	require.Equal(t, http.StatusNotFound, code, body)
-	code, _, body = get(t, ts.URL+"/api/v1/runs/unknown/logs")
+	code, _, body = do(t, http.MethodGet, ts.URL+"/api/v1/runs/unknown/logs", auth)
 	require.Equal(t, http.StatusNotFound, code)
 	require.JSONEq(t, `{"error": "unknown run"}`, body)
 
 	// The run page: escaped log in a <pre>, no refresh.
-	code, _, body = get(t, ts.URL+"/runs/done-1")
+	auth = basicAuth(testToken)
+	code, _, body = do(t, http.MethodGet, ts.URL+"/runs/done-1", auth)
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `<pre class="log">== plan ==
 Error: Unsupported argument &lt;b&gt;
 </pre>`)
 	require.NotContains(t, body, `http-equiv="refresh"`)
-	code, _, body = get(t, ts.URL+"/runs/nolog")
+	code, _, body = do(t, http.MethodGet, ts.URL+"/runs/nolog", auth)
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "No log is stored for this run.")
-	code, _, _ = get(t, ts.URL+"/runs/unknown")
+	code, _, _ = do(t, http.MethodGet, ts.URL+"/runs/unknown", auth)
 	require.Equal(t, http.StatusNotFound, code)
 }
 

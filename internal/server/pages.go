@@ -241,24 +241,11 @@ func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request) {
 		Findings:          sortedFindings(v.State.Findings),
 		Runs:              runs,
 		RunsLimit:         pageRunsLimit,
-		APIBase:           s.apiBase(r),
+		APIBase:           s.apiBase,
 		HasRemediation:    s.o.Remediation != nil,
 		Remediations:      rems,
 		RemediationsLimit: pageRemediationsLimit,
 	})
-}
-
-// apiBase is the URL the API is reached at, for the commands a page
-// shows: the external URL, else the scheme and host of the request.
-func (s *Server) apiBase(r *http.Request) string {
-	if s.base != "" {
-		return s.base
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
 }
 
 func (s *Server) pageError(w http.ResponseWriter, r *http.Request, err error) {

@@ -4,6 +4,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,19 +51,29 @@ func TestRemediationPagesInBrowser(t *testing.T) {
 		}
 		require.NotContains(t, dom, secretValue)
 	})
+	// Run pages need a read credential: the browser signs in with HTTP
+	// Basic auth, any user name and the token as password.
+	signedIn := strings.Replace(base, "http://", "http://on-call:"+testToken+"@", 1)
+	t.Run("run page DOM", func(t *testing.T) {
+		dom := withoutStyle(browsertest.Run(t, bin, signedIn+"/runs/run-net-fail", "--dump-dom"))
+		require.Contains(t, dom, "apply: aws_security_group.web: UnauthorizedOperation")
+		require.NotContains(t, dom, testToken)
+		dom = withoutStyle(browsertest.Run(t, bin, base+"/runs/run-net-fail", "--dump-dom"))
+		require.NotContains(t, dom, "UnauthorizedOperation", "not signed in")
+	})
 	t.Run("screenshots", func(t *testing.T) {
 		for _, tt := range []struct {
-			file, path string
-			badge      color.RGBA
+			file, base, path string
+			badge            color.RGBA
 		}{
-			{"remediations-workspace-page.png", "/workspaces/prod-network", browsertest.DriftOrange},
-			{"remediation-failed-page.png", "/remediations/rem-failed", browsertest.ErroredRed},
-			{"status-page-remediation.png", "/", browsertest.ErroredRed},
-			{"run-page-failed-apply.png", "/runs/run-net-fail", browsertest.ErroredRed},
+			{"remediations-workspace-page.png", base, "/workspaces/prod-network", browsertest.DriftOrange},
+			{"remediation-failed-page.png", base, "/remediations/rem-failed", browsertest.ErroredRed},
+			{"status-page-remediation.png", base, "/", browsertest.ErroredRed},
+			{"run-page-failed-apply.png", signedIn, "/runs/run-net-fail", browsertest.ErroredRed},
 		} {
 			shot := filepath.Join(out, tt.file)
 			_ = os.Remove(shot)
-			browsertest.Run(t, bin, base+tt.path, "--screenshot="+shot, "--window-size=1280,900")
+			browsertest.Run(t, bin, tt.base+tt.path, "--screenshot="+shot, "--window-size=1280,900")
 			browsertest.RequirePNG(t, shot, tt.badge)
 			t.Logf("screenshot of %s: %s", tt.path, shot)
 		}

@@ -292,7 +292,7 @@ func (s *Server) remediationPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, s.pages.remediation, remediationPageData{
 		page:    s.newPage("driftwatch: remediation "+x.ID+" of "+x.Workspace+" ("+stateLabel(x.State)+")", inFlight),
 		R:       v,
-		APIBase: s.apiBase(r),
+		APIBase: s.apiBase,
 	})
 }
 

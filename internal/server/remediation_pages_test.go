@@ -160,11 +160,13 @@ func remediationFixture(h *harness) *fakeRemediations {
 	return f
 }
 
-// serveRemediation serves the fixture with f as the remediation control.
+// serveRemediation serves the fixture with f as the remediation control,
+// with testToken as the API token (run pages need it).
 func serveRemediation(t *testing.T, h *harness, f *fakeRemediations) string {
 	t.Helper()
 	o := h.options()
 	o.Remediation = f
+	o.TokenFile = writeToken(t, testToken)
 	return serve(t, o).URL
 }
 
@@ -472,8 +474,9 @@ func TestRunPageRemediation(t *testing.T) {
 	f := remediationFixture(h)
 	base := serveRemediation(t, h, f)
 
+	auth := basicAuth(testToken)
 	t.Run("apply run", func(t *testing.T) {
-		code, _, body := get(t, base+"/runs/run-net-rem")
+		code, _, body := do(t, http.MethodGet, base+"/runs/run-net-rem", auth)
 		body = withoutStyle(body)
 		require.Equal(t, http.StatusOK, code)
 		require.Contains(t, body, `<h2 id="remediation">Remediation outcome</h2>`)
@@ -486,17 +489,18 @@ func TestRunPageRemediation(t *testing.T) {
 		require.NotContains(t, body, secretValue)
 	})
 	t.Run("failed apply run", func(t *testing.T) {
-		_, _, body := get(t, base+"/runs/run-net-fail")
+		_, _, body := do(t, http.MethodGet, base+"/runs/run-net-fail", auth)
 		require.Contains(t, body, `<p class="errorbox">apply: aws_security_group.web: UnauthorizedOperation</p>`)
 		require.Contains(t, body, `<dt>Terraform apply started</dt><dd><span class="late">yes: infrastructure and state may have changed</span></dd>`)
 	})
 	t.Run("detection run", func(t *testing.T) {
-		_, _, body := get(t, base+"/runs/run-net-3")
+		_, _, body := do(t, http.MethodGet, base+"/runs/run-net-3", auth)
 		require.Contains(t, body, `<p>This run proposed remediation <a class="mono" href="/remediations/rem-pend">rem-pend</a> <span class="badge s-pending">pending</span> (2 resources).</p>`)
 		require.Contains(t, body, `<div class="why">waits for approval: nothing is applied until someone approves it</div>`)
 	})
 	t.Run("run without remediation", func(t *testing.T) {
-		_, _, body := get(t, base+"/runs/run-net-4")
+		code, _, body := do(t, http.MethodGet, base+"/runs/run-net-4", auth)
+		require.Equal(t, http.StatusOK, code)
 		require.NotContains(t, body, `id="remediation"`)
 	})
 }
@@ -518,7 +522,7 @@ func TestRemediationPagesEscape(t *testing.T) {
 	base := serveRemediation(t, h, f)
 	for _, path := range []string{"/", "/workspaces/%3Cscript%3Ealert%28%22x%22%29%3C%2Fscript%3E", "/remediations/evil-rem", "/runs/evil-apply"} {
 		t.Run(path, func(t *testing.T) {
-			code, _, body := get(t, base+path)
+			code, _, body := do(t, http.MethodGet, base+path, basicAuth(testToken))
 			require.Equal(t, http.StatusOK, code)
 			body = strings.ToLower(body)
 			for _, tag := range []string{"<script", "<svg", "<iframe", "<img", "<object"} {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,12 +64,34 @@ type Options struct {
 	UnavailableErr error
 	// TokenFile holds the bearer token for mutating endpoints. It is read
 	// on every mutating request, so a rotated token applies at once. ""
-	// disables mutating endpoints (403); they are never open.
+	// disables mutating endpoints (403); they are never open. It is also a
+	// read credential (see ReadTokenFile).
 	TokenFile string
+	// ReadTokenFile holds a read-only token: it reads run logs and run
+	// pages (as TokenFile's token does) but never passes for a mutating
+	// call. It is read on every read of a log, like TokenFile. "": none.
+	ReadTokenFile string
+	// OpenReads serves run logs and run pages without a credential. A log
+	// that starts with runlog.ValuesNotice is still served only to a
+	// reader with a credential.
+	OpenReads bool
 	// ExternalURL is the URL the server is reached at, e.g.
 	// "https://drift.example.com/driftwatch". Its path prefixes the status
-	// page's links and it makes the "url" of API workspaces absolute.
+	// page's links and it makes the "url" of API workspaces absolute. Its
+	// host is an allowed Host.
 	ExternalURL string
+	// CallbackURL is the URL Kubernetes run pods post their results to
+	// (runner.kubernetes.callback_url): its host is an allowed Host.
+	CallbackURL string
+	// AllowedHosts are more host names requests may be addressed to (the
+	// Host header, port ignored); "*.example.com" allows every subdomain
+	// of example.com. localhost and IP literals are always allowed; see
+	// hostPolicy.
+	AllowedHosts []string
+	// Listen is the configured listen address (default "127.0.0.1:8080").
+	// Without ExternalURL the commands a page shows address the API there
+	// (127.0.0.1 for a wildcard address), never at the request's Host.
+	Listen string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Notifiers reports the alert outbox per notifier, for the status page
@@ -93,6 +116,18 @@ type Options struct {
 	// otherwise; others 500. nil: 501.
 	Cancel        func(runID string) (queued bool, err error)
 	NotRunningErr error
+
+	// Version is driftwatch's version, for GET /api/v1/status.
+	Version string
+	// Sandbox is how local runs are isolated, for GET /api/v1/status.
+	Sandbox SandboxStatus
+}
+
+// SandboxStatus is how local runs are isolated from the daemon and from
+// each other: Mode "namespaces", or "none" with the Reason.
+type SandboxStatus struct {
+	Mode   string `json:"mode"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // NotifierStatus is the delivery health of one notifier.
@@ -113,13 +148,38 @@ func (n NotifierStatus) Failing(now time.Time) bool {
 	return n.Dead > 0 || (n.OldestPending != nil && now.Sub(*n.OldestPending) > 5*time.Minute)
 }
 
+// Log stream limits.
+const (
+	// DefaultMaxLogStreams caps the event streams of run logs open at once,
+	// server-wide; one more answers 503 with Retry-After.
+	DefaultMaxLogStreams = 64
+	// LogStreamWriteTimeout bounds every write of an event stream: a client
+	// that stops reading loses its stream (and the goroutine serving it ends)
+	// once the connection's buffers are full and a write waits this long.
+	LogStreamWriteTimeout = 30 * time.Second
+)
+
 // Server serves driftwatch's HTTP endpoints.
 type Server struct {
-	o       Options
-	base    string // absolute external URL without trailing slash, or ""
-	prefix  string // path of base, without trailing slash, or ""
+	o      Options
+	base   string // absolute external URL without trailing slash, or ""
+	prefix string // path of base, without trailing slash, or ""
+	// apiBase is the URL the API is reached at, for the commands pages
+	// show: the external URL, else the listen address (listenURL). Never
+	// the request's Host, which the client chooses.
+	apiBase string
+	hosts   hostPolicy
 	handler http.Handler
 	pages   *pages
+
+	// streams counts open log event streams; maxStreams caps them.
+	streams    atomic.Int64
+	maxStreams int64
+	// sseWriteTimeout bounds each write of a log stream; writeTimeout is
+	// the http.Server's WriteTimeout, which a log stream lifts. Tests
+	// shorten them.
+	sseWriteTimeout time.Duration
+	writeTimeout    time.Duration
 }
 
 // New validates o and builds a Server.
@@ -130,7 +190,8 @@ func New(o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{o: o}
+	s := &Server{o: o, maxStreams: DefaultMaxLogStreams, sseWriteTimeout: LogStreamWriteTimeout, writeTimeout: 60 * time.Second}
+	var hostURLs []string
 	if o.ExternalURL != "" {
 		u, err := url.Parse(o.ExternalURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -138,13 +199,39 @@ func New(o Options) (*Server, error) {
 		}
 		s.base = strings.TrimSuffix(u.String(), "/")
 		s.prefix = strings.TrimSuffix(u.EscapedPath(), "/")
+		hostURLs = append(hostURLs, u.Hostname())
 	}
-	if o.TokenFile != "" {
-		// Fail at startup on a token that can never work; the file is still
-		// read on every request so that rotation needs no restart.
-		if _, err := readToken(o.TokenFile); err != nil {
-			return nil, fmt.Errorf("driftwatch/server: Options.TokenFile: %w", err)
+	if o.CallbackURL != "" {
+		u, err := url.Parse(o.CallbackURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			return nil, fmt.Errorf("driftwatch/server: Options.CallbackURL %q must be an absolute http(s) URL", o.CallbackURL)
 		}
+		hostURLs = append(hostURLs, u.Hostname())
+	}
+	hosts, err := newHostPolicy(hostURLs, o.AllowedHosts)
+	if err != nil {
+		return nil, fmt.Errorf("driftwatch/server: %w", err)
+	}
+	s.hosts = hosts
+	s.apiBase = s.base
+	if s.apiBase == "" {
+		s.apiBase = listenURL(o.Listen)
+	}
+	// Fail at startup on a token that can never work; the files are still
+	// read on every request so that rotation needs no restart.
+	var toks [][]byte
+	for _, f := range []struct{ name, path string }{{"TokenFile", o.TokenFile}, {"ReadTokenFile", o.ReadTokenFile}} {
+		if f.path == "" {
+			continue
+		}
+		tok, err := readToken(f.path)
+		if err != nil {
+			return nil, fmt.Errorf("driftwatch/server: Options.%s: %w", f.name, err)
+		}
+		toks = append(toks, tok)
+	}
+	if len(toks) == 2 && tokenEqual(toks[0], toks[1]) {
+		o.Logger.Warn("the read token (server.read_token_file) is the API token (server.token_file): whoever holds it can call mutating endpoints too")
 	}
 	p, err := newPages(s.prefix)
 	if err != nil {
@@ -191,6 +278,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/v1/workspaces/{name}/runs", s.apiTrigger)
 	mux.HandleFunc("GET /api/v1/runs/{id}", s.apiRun)
 	mux.HandleFunc("GET /api/v1/notifiers", s.apiNotifiers)
+	mux.HandleFunc("GET /api/v1/status", s.apiStatus)
 	mux.HandleFunc("GET /api/v1/runs/{id}/logs", s.apiRunLogs)
 	mux.HandleFunc("POST /api/v1/runs/{id}/cancel", s.apiCancel)
 	if s.o.Remediation != nil {
@@ -202,10 +290,11 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /{$}", s.statusPage)
 	mux.HandleFunc("GET /workspaces/{name}", s.workspacePage)
 	mux.HandleFunc("GET /runs/{id}", s.runPage)
-	return s.accessLog(mux)
+	return s.accessLog(s.checkHost(mux))
 }
 
-// Handler returns the server's handler, with access logging.
+// Handler returns the server's handler, with access logging and the Host
+// allowlist.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Run listens on addr and serves until ctx is done, then shuts down
@@ -226,7 +315,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
+		WriteTimeout:      s.writeTimeout, // log streams set their own per-write deadlines
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelWarn),

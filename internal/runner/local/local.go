@@ -26,7 +26,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/planparse"
-	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 )
@@ -93,9 +92,6 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 	red = sandbox.NewRedactor(secrets)
 	logs := newRunLog(req.Log, logRedactor(secrets, req.Vars))
 	defer logs.flush()
-	if req.LogPlanText {
-		logs.notice(runlog.ValuesNotice)
-	}
 	res.Commit = commit
 	// A static read, before Terraform writes anything into the copy. An
 	// unreadable backend block is left to init, which reports it properly.

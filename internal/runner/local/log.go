@@ -54,14 +54,6 @@ func (l *runLog) header(phase string) {
 	_, _ = l.w.Write([]byte("== " + phase + " ==\n"))
 }
 
-// notice writes a line of the runner's own, unredacted, as is.
-func (l *runLog) notice(line string) {
-	if l.w == nil {
-		return
-	}
-	_, _ = l.w.Write([]byte(line + "\n"))
-}
-
 // stdout is the writer for a command's standard output.
 func (l *runLog) stdout() io.Writer {
 	if l.w == nil {

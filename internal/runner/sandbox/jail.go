@@ -271,6 +271,9 @@ func jailArgs(req runner.Request, runDir, bin, realBin string) []string {
 			args = append(args, "--ro-bind-try", f, f)
 		}
 	}
+	for _, p := range req.JailPaths {
+		args = append(args, "--bind-try", p, p)
+	}
 	// Last, so nothing above can shadow it.
 	return append(args, "--bind", runDir, runDir)
 }

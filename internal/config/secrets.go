@@ -1,0 +1,50 @@
+package config
+
+// SecretFiles lists every file the config names that holds a secret: the
+// API tokens, the notifiers' credentials, and every workspace's secret env
+// files and git credentials. Their contents are redacted from every run's
+// log and errors, whichever workspace runs (a workspace's code must not
+// learn another's secrets, nor the daemon's, by printing them).
+func (c *Config) SecretFiles() []string {
+	files := []string{c.Server.TokenFile, c.Server.ReadTokenFile}
+	for _, n := range c.Notifiers {
+		if s := n.Slack; s != nil {
+			files = append(files, s.TokenFile, s.WebhookURLFile)
+		}
+		if o := n.OpsGenie; o != nil {
+			files = append(files, o.APIKeyFile)
+		}
+		if w := n.Webhook; w != nil {
+			files = append(files, w.URLFile, w.SecretFile)
+		}
+	}
+	for _, w := range c.Workspaces {
+		for _, f := range w.SecretEnvFiles {
+			files = append(files, f)
+		}
+		if g := w.Source.Git; g != nil {
+			files = append(files, g.CredentialsFile)
+		}
+	}
+	out := files[:0]
+	for _, f := range files {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// SecretValues lists secrets written inline in the config: webhook header
+// values (an Authorization header, say).
+func (c *Config) SecretValues() []string {
+	var out []string
+	for _, n := range c.Notifiers {
+		if w := n.Webhook; w != nil {
+			for _, v := range w.Headers {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
