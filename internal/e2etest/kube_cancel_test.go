@@ -95,24 +95,25 @@ func TestKubeCancel(t *testing.T) {
 	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second), d.logs.String())
 }
 
-// podDir finds the temp dir the played kubelet runs runID's pod in: the
-// one whose run spec names the run.
+// podDir finds the temp dir the played kubelet (kubetest.Processes) runs
+// runID's pod in: the one whose runner container's spec names the run.
 func podDir(runID string) string {
-	specs, _ := filepath.Glob(filepath.Join(os.TempDir(), "dw-pod-*", "run", "spec.json"))
+	specs, _ := filepath.Glob(filepath.Join(os.TempDir(), "kubetest-pod-*", "containers", kube.ContainerName, "run", "spec.json"))
 	for _, f := range specs {
 		var spec struct {
 			RunID string `json:"run_id"`
 		}
 		if b, err := os.ReadFile(f); err == nil && json.Unmarshal(b, &spec) == nil && spec.RunID == runID {
-			return filepath.Dir(filepath.Dir(f))
+			return filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(f))))
 		}
 	}
 	return ""
 }
 
 // podProcesses lists the processes of the pod played in dir (the
-// `driftwatch runner`, the Terraform it starts, providers): their command
-// line or working directory is in dir.
+// `driftwatch runner` and the Terraform it starts, providers, and the
+// `driftwatch runner report`): their command line or working directory is
+// in dir.
 func podProcesses(dir string) []string {
 	var out []string
 	procs, _ := os.ReadDir("/proc")

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/driftwatch/driftwatch/internal/kubetest"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
 )
@@ -56,11 +57,16 @@ func TestKubeRemediation(t *testing.T) {
 	pod := job.Spec.Template.Spec
 	require.False(t, *pod.AutomountServiceAccountToken)
 	require.True(t, *pod.SecurityContext.RunAsNonRoot)
-	c := pod.Containers[0]
-	require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
-	require.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
-	require.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
-	require.Equal(t, []string{driftwatchBin, "runner", "--spec", kube.SpecPath}, c.Command)
+	for _, c := range pod.Containers {
+		require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem, c.Name)
+		require.False(t, *c.SecurityContext.AllowPrivilegeEscalation, c.Name)
+		require.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop, c.Name)
+	}
+	require.Equal(t, []string{driftwatchBin, "runner", "--spec", kube.SpecPath, "--socket", kube.HandoffSocket}, pod.Containers[0].Command)
+	require.Equal(t, []string{driftwatchBin, "runner", "report", "--spec", kube.SpecPath, "--socket", kube.HandoffSocket}, pod.Containers[1].Command)
+	// The apply runs without the token: its proceed check and its outcome
+	// went through the reporter.
+	requireTokenOnlyInReporter(t, pod)
 	secret, err := cs.CoreV1().Secrets(ns).Get(ctx, job.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	spec, err := remote.DecodeSpec(bytes.NewReader(secret.Data["spec.json"]))
@@ -135,7 +141,7 @@ func TestKubeRemediationRestart(t *testing.T) {
 	require.NoError(t, k.cluster.CreateNamespace(ctx, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}))
 	apply := make(chan struct{})
 	applying := make(chan string, 1)
-	k.cluster.PlayKubelet(t, ns, func(ctx context.Context, pod *corev1.Pod) (int, string) {
+	k.cluster.PlayKubeletContainers(t, ns, func(ctx context.Context, pod *corev1.Pod) map[string]kubetest.ContainerExit {
 		if pod.Labels[kube.LabelKind] == kube.KindRemediate {
 			select {
 			case applying <- pod.Name:
@@ -145,10 +151,10 @@ func TestKubeRemediationRestart(t *testing.T) {
 			select {
 			case <-apply:
 			case <-ctx.Done():
-				return 137, "killed"
+				return killedPod()
 			}
 		}
-		return playPod(ctx, t, k.cluster, pod)
+		return k.playPod(ctx, t, pod)
 	})
 	listen := freePort(t)
 	cfg := k.config(t, "driftwatch.yaml", listen, "data", "")
@@ -217,21 +223,22 @@ func TestKubeRemediationKillSwitch(t *testing.T) {
 		msg  string
 	}
 	exits := make(chan exit, 16)
-	k.cluster.PlayKubelet(t, ns, func(ctx context.Context, pod *corev1.Pod) (int, string) {
+	k.cluster.PlayKubeletContainers(t, ns, func(ctx context.Context, pod *corev1.Pod) map[string]kubetest.ContainerExit {
 		if pod.Labels[kube.LabelKind] == kube.KindRemediate {
 			select {
 			case held <- pod.Name: // the first one waits for the pause
 				select {
 				case <-release:
 				case <-ctx.Done():
-					return 137, "killed"
+					return killedPod()
 				}
 			default:
 			}
 		}
-		code, msg := playPod(ctx, t, k.cluster, pod)
+		out := k.playPod(ctx, t, pod)
+		code, msg := podExit(out)
 		exits <- exit{pod.Name, code, msg}
-		return code, msg
+		return out
 	})
 	listen := freePort(t)
 	token := "dw-api-token-kube-killswitch-7"

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -19,7 +19,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/tftest"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -30,8 +29,9 @@ import (
 
 // TestKubeDaemon runs the real daemon in kubernetes mode against a real
 // control plane: each run is a Job, and the test plays the kubelet by
-// running the pod's command (the real `driftwatch runner`) as a local
-// process with the run Secret's files materialised.
+// running the pod's two containers (the real `driftwatch runner`, which
+// runs Terraform, and `driftwatch runner report`, which alone holds the
+// token) as local processes, each with only its own mounts materialised.
 func TestKubeDaemon(t *testing.T) {
 	k := startKubeEnv(t)
 	cs, ctx, ns := k.cs, context.Background(), k.ns
@@ -104,6 +104,11 @@ func TestKubeDaemon(t *testing.T) {
 	require.False(t, *pod.AutomountServiceAccountToken)
 	require.True(t, *pod.SecurityContext.RunAsNonRoot)
 	require.True(t, *pod.Containers[0].SecurityContext.ReadOnlyRootFilesystem)
+	// Terraform's container has no token and is another user than the
+	// reporter; the played kubelet checked that its process had no path
+	// to the token file.
+	requireTokenOnlyInReporter(t, pod)
+	require.NotZero(t, k.checked.Load(), "no pod's mounts were checked")
 
 	// A manual trigger needs the API token, which this config has not: the
 	// run pods' endpoint is outside the API's auth. A forged result is refused.
@@ -126,6 +131,9 @@ type kubeEnv struct {
 	tokenFile string
 	// gate, if set before a pod starts, holds the pod until it is closed.
 	gate atomic.Pointer[chan struct{}]
+	// checked counts the played pods whose containers' mounts were checked
+	// (checkTokenOnlyInReporter) before they started.
+	checked atomic.Int32
 }
 
 func startKubeEnv(t *testing.T) *kubeEnv {
@@ -148,22 +156,45 @@ resource "dwtest_file" "a" {
 `})
 	e.apply(t, drifted)
 	require.NoError(t, os.WriteFile(filepath.Join(e.root, "out", "a.txt"), []byte("hand edit"), 0o644))
-	cluster.PlayKubelet(t, k.ns, func(ctx context.Context, pod *corev1.Pod) (int, string) {
+	cluster.PlayKubeletContainers(t, k.ns, func(ctx context.Context, pod *corev1.Pod) map[string]kubetest.ContainerExit {
 		k.pods <- pod.Name
 		if pod.Labels[kube.LabelWorkspace] == "broken" {
-			// A pod that dies: the Job fails and the daemon says why.
-			return 3, "boom: provider crashed"
+			// A pod whose runner dies: the reporter gets no result, the Job
+			// fails, and the daemon says why (the runner's story first).
+			return map[string]kubetest.ContainerExit{
+				kube.ContainerName:         {ExitCode: 3, Message: "boom: provider crashed"},
+				kube.ReporterContainerName: {ExitCode: 1, Message: "reporter: run x: the runner closed the handoff without a result (did the runner container fail?)"},
+			}
 		}
 		if g := k.gate.Load(); g != nil {
 			select {
 			case <-*g:
 			case <-ctx.Done():
-				return 137, "killed"
+				return killedPod()
 			}
 		}
-		return playPod(ctx, t, cluster, pod)
+		return k.playPod(ctx, t, pod)
 	})
 	return k
+}
+
+// killedPod is how a pod deleted while held ends.
+func killedPod() map[string]kubetest.ContainerExit {
+	return map[string]kubetest.ContainerExit{
+		kube.ContainerName:         {ExitCode: 137, Message: "killed"},
+		kube.ReporterContainerName: {ExitCode: 137, Message: "killed"},
+	}
+}
+
+// podExit sums up a played pod as one exit: the first container's that
+// failed (the runner's before the reporter's), else 0.
+func podExit(exits map[string]kubetest.ContainerExit) (int, string) {
+	for _, name := range []string{kube.ContainerName, kube.ReporterContainerName} {
+		if e := exits[name]; e.ExitCode != 0 {
+			return e.ExitCode, name + ": " + e.Message
+		}
+	}
+	return 0, ""
 }
 
 // withAPIToken makes the configs written after it require token for the
@@ -211,91 +242,119 @@ runner:
 	return q
 }
 
-// playPod materialises the pod's run Secret in a temp dir, rewrites the
-// spec's in-pod paths to it and runs the container's command (the real
-// driftwatch binary) with the container's env.
-func playPod(ctx context.Context, t *testing.T, cluster *kubetest.Cluster, pod *corev1.Pod) (int, string) {
-	cs, err := cluster.Clientset()
+// playPod plays the pod's two containers as local processes
+// (kubetest.Processes): the real driftwatch binary as the runner and as the
+// reporter, each with only its own volume mounts materialised (the spec's
+// in-pod paths mapped to them), talking over the handoff socket in the
+// emptyDir they share. Before they start it checks that the runner
+// container has no path to the token and the reporter has.
+func (k *kubeEnv) playPod(ctx context.Context, t *testing.T, pod *corev1.Pod) map[string]kubetest.ContainerExit {
+	cs, err := k.cluster.Clientset()
 	if err != nil {
-		return 1, err.Error()
+		return map[string]kubetest.ContainerExit{kube.ContainerName: {ExitCode: 1, Message: err.Error()}}
 	}
-	jobName := pod.Labels["batch.kubernetes.io/job-name"]
-	if jobName == "" {
-		jobName = pod.Labels["job-name"]
+	p := &kubetest.Processes{
+		Client:  cs,
+		Env:     []string{"PATH=" + os.Getenv("PATH")},
+		Logf:    t.Logf,
+		Rewrite: rewriteSpec,
+		Check: func(pod *corev1.Pod, containers []*kubetest.Container) error {
+			if err := checkTokenOnlyInReporter(ctx, cs, pod, containers); err != nil {
+				t.Errorf("pod %s: %v", pod.Name, err)
+				return err
+			}
+			k.checked.Add(1)
+			return nil
+		},
 	}
-	// The Secret is created right after the Job: wait for it as the kubelet would.
-	var secret *corev1.Secret
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		secret, err = cs.CoreV1().Secrets(pod.Namespace).Get(ctx, jobName, metav1.GetOptions{})
-		if err == nil {
-			break
-		}
-		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
-			return 1, "secret: " + err.Error()
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	dir, err := os.MkdirTemp("", "dw-pod-")
-	if err != nil {
-		return 1, err.Error()
-	}
-	defer os.RemoveAll(dir)
-	for _, sub := range []string{"run", "work", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
-			return 1, err.Error()
-		}
-	}
-	spec, err := remote.DecodeSpec(bytes.NewReader(secret.Data["spec.json"]))
-	if err != nil {
-		return 1, "spec: " + err.Error()
-	}
-	tokenFile := filepath.Join(dir, "run", "token")
-	if err := os.WriteFile(tokenFile, secret.Data["token"], 0o400); err != nil {
-		return 1, err.Error()
-	}
-	spec.TokenFile = tokenFile
-	spec.WorkDir = filepath.Join(dir, "work")
-	spec.GitCacheDir = filepath.Join(dir, "work", "git")
-	for k, p := range spec.SecretEnvFiles {
-		spec.SecretEnvFiles[k] = filepath.Join(dir, "secrets", filepath.Base(p))
-	}
-	b, err := spec.Encode()
-	if err != nil {
-		return 1, err.Error()
-	}
-	specFile := filepath.Join(dir, "run", "spec.json")
-	if err := os.WriteFile(specFile, b, 0o400); err != nil {
-		return 1, err.Error()
-	}
+	return p.Run(ctx, pod)
+}
 
-	c := pod.Spec.Containers[0]
-	argv := append(append([]string{}, c.Command...), c.Args...)
-	for i, a := range argv {
-		if a == kube.SpecPath {
-			argv[i] = specFile
-		}
+// rewriteSpec maps the in-pod paths of the run spec (volume "run") through
+// the played container's mounts. The token file is only the reporter's;
+// the CLI config is the host's own (as it would be the image's).
+func rewriteSpec(c *kubetest.Container, volume, file string, data []byte) ([]byte, error) {
+	if volume != "run" || file != "spec.json" {
+		return data, nil
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	for _, ev := range c.Env {
-		v := ev.Value
-		if v == kube.TmpDir {
-			v = filepath.Join(dir, "tmp")
-		}
-		cmd.Env = append(cmd.Env, ev.Name+"="+v)
-	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	t.Logf("pod %s: %v\n%s", pod.Name, err, out.String())
-	if ee, ok := err.(*exec.ExitError); ok {
-		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		return ee.ExitCode(), lines[len(lines)-1]
-	}
+	spec, err := remote.DecodeSpec(bytes.NewReader(data))
 	if err != nil {
-		return 1, err.Error()
+		return nil, err
 	}
-	return 0, ""
+	mapPath := func(p *string) {
+		if host, ok := c.Path(*p); ok {
+			*p = host
+		}
+	}
+	mapPath(&spec.TokenFile)
+	mapPath(&spec.WorkDir)
+	mapPath(&spec.GitCacheDir)
+	for name, p := range spec.SecretEnvFiles {
+		mapPath(&p)
+		spec.SecretEnvFiles[name] = p
+	}
+	if g := spec.Source.Git; g != nil {
+		mapPath(&g.CredentialsFile)
+	}
+	return spec.Encode()
+}
+
+// checkTokenOnlyInReporter: the runner container (Terraform's) has no path
+// to the run's token (none of its mounts holds it, and the token path is
+// not among them), the reporter has.
+func checkTokenOnlyInReporter(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, containers []*kubetest.Container) error {
+	secret, err := cs.CoreV1().Secrets(pod.Namespace).Get(ctx, pod.Labels[batchv1.JobNameLabel], metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	token := string(secret.Data["token"])
+	if token == "" {
+		return fmt.Errorf("secret %s has no token", secret.Name)
+	}
+	for _, c := range containers {
+		host, mounted := c.Path(kube.TokenPath)
+		var holding []string
+		for _, m := range c.Mounts {
+			_ = filepath.WalkDir(m.HostPath, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(token)) {
+						holding = append(holding, m.Path+strings.TrimPrefix(p, m.HostPath))
+					}
+				}
+				return nil
+			})
+		}
+		if c.Name == kube.ReporterContainerName {
+			if b, err := os.ReadFile(host); !mounted || err != nil || string(b) != token {
+				return fmt.Errorf("the reporter cannot read the token at %s: %v", kube.TokenPath, err)
+			}
+			continue
+		}
+		if mounted || len(holding) > 0 {
+			return fmt.Errorf("container %s can see the token (%s mounted: %v; files holding it: %v)", c.Name, kube.TokenPath, mounted, holding)
+		}
+		if strings.Contains(strings.Join(append(c.Argv, c.Env...), " "), kube.TokenDir) {
+			return fmt.Errorf("container %s is told where the token is: %q %q", c.Name, c.Argv, c.Env)
+		}
+	}
+	return nil
+}
+
+// requireTokenOnlyInReporter checks a run Job's pod spec: only the
+// reporter mounts the token, and the runner runs as another user.
+func requireTokenOnlyInReporter(t *testing.T, pod corev1.PodSpec) {
+	t.Helper()
+	require.Len(t, pod.Containers, 2)
+	runnerC, reporterC := pod.Containers[0], pod.Containers[1]
+	require.Equal(t, kube.ContainerName, runnerC.Name)
+	require.Equal(t, kube.ReporterContainerName, reporterC.Name)
+	for _, m := range runnerC.VolumeMounts {
+		require.NotEqual(t, "token", m.Name, "the runner container mounts the token")
+		require.NotEqual(t, kube.TokenDir, m.MountPath, "the runner container mounts the token")
+	}
+	require.Contains(t, reporterC.VolumeMounts, corev1.VolumeMount{Name: "token", MountPath: kube.TokenDir, ReadOnly: true})
+	require.NotEqual(t, *runnerC.SecurityContext.RunAsUser, *reporterC.SecurityContext.RunAsUser)
+	require.False(t, *pod.ShareProcessNamespace)
 }
 
 // TestKubeLeaderElection runs two daemons campaigning for one Lease: only

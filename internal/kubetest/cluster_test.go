@@ -132,7 +132,7 @@ func testJob(name string) *batchv1.Job {
 	}
 }
 
-// restrictedPodSpec is the sandbox DESIGN.md section 6 asks of run pods; it
+// restrictedPodSpec is the sandbox driftwatch asks of its run pods; it
 // passes the "restricted" Pod Security level.
 func restrictedPodSpec() corev1.PodSpec {
 	return corev1.PodSpec{

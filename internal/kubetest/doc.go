@@ -4,11 +4,13 @@
 // etcd, kube-apiserver and kube-controller-manager (Job, TTL, garbage
 // collector, service account and namespace controllers) built from the Go
 // module proxy by hack/provision-k8s.sh, all on 127.0.0.1 and stopped by PID
-// when the test ends. There is no kubelet and no scheduler: PlayKubelet lets
-// a test play the kubelet for the pods of one namespace, so the real Job
-// controller completes or fails Jobs. It also holds the tests of the Helm
-// chart (charts/driftwatch), rendered by the provisioned helm and validated
-// server-side by the real API server.
+// when the test ends. There is no kubelet and no scheduler: PlayKubelet (or
+// PlayKubeletContainers, with an exit per container) lets a test play the
+// kubelet for the pods of one namespace, so the real Job controller
+// completes or fails Jobs; Processes.Run plays a pod's containers as local
+// processes, each with only its own volume mounts materialised. It also
+// holds the tests of the Helm chart (charts/driftwatch), rendered by the
+// provisioned helm and validated server-side by the real API server.
 //
 // The binaries come from DRIFTWATCH_KUBE_BIN_DIR (the KUBE_BIN_DIR line of
 // hack/provision-k8s.sh). Without it tests skip, unless DRIFTWATCH_E2E=1

@@ -26,15 +26,42 @@ import (
 // termination message, at most 4096 bytes in a real cluster).
 type PodFunc func(ctx context.Context, pod *corev1.Pod) (exitCode int, message string)
 
+// ContainerExit is how one container of a played pod ended.
+type ContainerExit struct {
+	ExitCode int
+	// Message is its termination message (at most 4096 bytes in a real
+	// cluster).
+	Message string
+}
+
+// ContainersFunc is a PodFunc that tells how each container ended, by
+// name. A container it leaves out ends with exit code 1 ("not played").
+// Processes.Run is one.
+type ContainersFunc func(ctx context.Context, pod *corev1.Pod) map[string]ContainerExit
+
 // PlayKubelet stands in for the kubelet of the pods in namespace until t
 // ends: for each new Pending pod it writes status Running (all containers
 // running and ready), calls run in its own goroutine, then writes the
-// containers' terminated state and phase Succeeded (exit code 0) or Failed
-// through the status subresource, which is all the Job controller needs to
-// complete or fail a Job. Pods are never scheduled (there is no scheduler):
-// spec.nodeName stays empty, which also makes their deletion immediate.
-// Errors writing status fail t.
+// containers' terminated state (all with run's exit code and message) and
+// phase Succeeded (exit code 0) or Failed through the status subresource,
+// which is all the Job controller needs to complete or fail a Job. Pods are
+// never scheduled (there is no scheduler): spec.nodeName stays empty, which
+// also makes their deletion immediate. Errors writing status fail t.
 func (c *Cluster) PlayKubelet(t testing.TB, namespace string, run PodFunc) {
+	t.Helper()
+	c.PlayKubeletContainers(t, namespace, func(ctx context.Context, pod *corev1.Pod) map[string]ContainerExit {
+		code, msg := run(ctx, pod)
+		out := map[string]ContainerExit{}
+		for _, ctr := range pod.Spec.Containers {
+			out[ctr.Name] = ContainerExit{ExitCode: code, Message: msg}
+		}
+		return out
+	})
+}
+
+// PlayKubeletContainers is PlayKubelet with an outcome per container: the
+// pod Succeeds only if every container exits 0.
+func (c *Cluster) PlayKubeletContainers(t testing.TB, namespace string, run ContainersFunc) {
 	t.Helper()
 	cs, err := c.Clientset()
 	if err != nil {
@@ -53,7 +80,7 @@ type kubelet struct {
 	t   testing.TB
 	cs  kubernetes.Interface
 	ns  string
-	run PodFunc
+	run ContainersFunc
 	wg  sync.WaitGroup
 	// pods maps every pod seen to the cancel func of its run; only loop's
 	// goroutine touches it.
@@ -148,12 +175,12 @@ func (k *kubelet) runPod(ctx context.Context, pod *corev1.Pod) {
 		k.report(ctx, pod, "write Running status", err)
 		return
 	}
-	code, msg := k.run(ctx, running)
+	exits := k.run(ctx, running)
 	// The pod's own context may have ended (deleted); the status write only
 	// needs the test to be running still.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if _, err := k.writeStatus(wctx, pod, func(p *corev1.Pod) { setTerminated(p, started, code, msg) }); err != nil {
+	if _, err := k.writeStatus(wctx, pod, func(p *corev1.Pod) { setTerminated(p, started, exits) }); err != nil {
 		k.report(ctx, pod, "write terminated status", err)
 	}
 }
@@ -206,20 +233,24 @@ func setRunning(p *corev1.Pod, started metav1.Time) {
 	}
 }
 
-func setTerminated(p *corev1.Pod, started metav1.Time, code int, msg string) {
+func setTerminated(p *corev1.Pod, started metav1.Time, exits map[string]ContainerExit) {
 	finished := metav1.Now()
-	reason := "Completed"
 	p.Status.Phase = corev1.PodSucceeded
-	if code != 0 {
-		reason = "Error"
-		p.Status.Phase = corev1.PodFailed
-	}
 	for i := range p.Status.ContainerStatuses {
 		cs := &p.Status.ContainerStatuses[i]
+		exit, ok := exits[cs.Name]
+		if !ok {
+			exit = ContainerExit{ExitCode: 1, Message: "kubetest: container not played"}
+		}
+		reason := "Completed"
+		if exit.ExitCode != 0 {
+			reason = "Error"
+			p.Status.Phase = corev1.PodFailed
+		}
 		cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode:    int32(code),
+			ExitCode:    int32(exit.ExitCode),
 			Reason:      reason,
-			Message:     msg,
+			Message:     exit.Message,
 			StartedAt:   started,
 			FinishedAt:  finished,
 			ContainerID: cs.ContainerID,

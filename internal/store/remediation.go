@@ -66,47 +66,74 @@ type Remediation struct {
 	Outcome json.RawMessage
 }
 
-// RemediationStore persists remediations and the global pause flag.
+// RemediationStore persists remediations and the global pause flag. Every
+// write is durable when it returns: remediations in every state and the
+// pause flag survive a restart. What a restart leaves running is failed by
+// InterruptRemediations, which the daemon calls at start.
 type RemediationStore interface {
-	// CreateRemediation stores a new remediation (ID must be new).
+	// CreateRemediation stores a new remediation. ID, Workspace and
+	// CreatedAt are required; an empty State is pending; missing Refusals
+	// read back as an empty list and a missing Outcome as nil. An ID that
+	// is already stored is an error and nothing is written.
 	CreateRemediation(ctx context.Context, r Remediation) error
 	// Remediation returns one (ErrNotFound if unknown).
 	Remediation(ctx context.Context, id string) (Remediation, error)
 	// RemediationByApplyRun returns the remediation whose apply is run
-	// runID (ErrNotFound if none).
+	// runID (ErrNotFound if none, and for "": a remediation without an
+	// apply run is never found).
 	RemediationByApplyRun(ctx context.Context, runID string) (Remediation, error)
 	// Remediations lists a workspace's (or, with "", every workspace's)
-	// remediations, newest first, at most limit (0: all).
+	// remediations, newest first, at most limit (0: all). Newest is the
+	// order they were created in, not CreatedAt. An unknown workspace has
+	// none (not an error).
 	Remediations(ctx context.Context, workspace string, limit int) ([]Remediation, error)
 	// TransitionRemediation moves a remediation from one of the states in
-	// from to the state to, setting Reason, DecidedAt/DecidedBy (when
-	// decided is true) or FinishedAt (final states reached from running),
-	// and, if not nil, Outcome and ApplyRunID. It returns the updated
-	// remediation, ErrNotFound, or ErrConflict (wrapped) when its state is
-	// not in from: the check and the write are one transaction.
+	// from to to.State at to.At (required), setting Reason; DecidedAt and
+	// DecidedBy (to.By) when to.State is approved, rejected or expired;
+	// FinishedAt when to.State is final (and clearing it when a final
+	// remediation moves back to a live state); and, if set, Outcome and
+	// ApplyRunID. It returns the updated remediation, ErrNotFound, or
+	// ErrConflict (wrapped) when its state is not in from: the check and
+	// the write are one transaction, so of two racing transitions from the
+	// same state one wins and the other is ErrConflict.
 	TransitionRemediation(ctx context.Context, id string, from []RemediationState, to Transition) (Remediation, error)
 	// ExpireRemediations moves every pending remediation whose ExpiresAt is
-	// at or before now to expired and returns them.
+	// set and at or before now to expired (decided at now by "expiry",
+	// finished at now, with a Reason) and returns them in the order they
+	// were created. A second call with the same now returns none.
 	ExpireRemediations(ctx context.Context, now time.Time) ([]Remediation, error)
 	// InterruptRemediations marks every running remediation failed (the
-	// process died during its apply) and returns them.
+	// process died during its apply), finished at at with a Reason, keeping
+	// its decision, and returns them in the order they were created. Other
+	// states are left alone; a second call returns none.
 	InterruptRemediations(ctx context.Context, at time.Time) ([]Remediation, error)
-	// RemediationPaused reads the persisted global pause flag.
+	// RemediationPaused reads the persisted global pause flag (false when
+	// never set).
 	RemediationPaused(ctx context.Context) (bool, error)
-	// SetRemediationPaused persists it.
+	// SetRemediationPaused persists it; setting it again to the same value
+	// is a no-op.
 	SetRemediationPaused(ctx context.Context, paused bool) error
 	// CreateRemediationWithAlert is CreateRemediation plus, in the same
 	// transaction, the incident changes and outbox messages alert computes
 	// for the new remediation: a crash leaves the remediation with its
-	// announcement or neither. A nil alert makes it CreateRemediation.
+	// announcement or neither, and so does an error (alert panicking, or a
+	// result refused as FinishRunWithOutcome refuses decide's). A message's
+	// zero CreatedAt is the remediation's. A nil alert makes it
+	// CreateRemediation.
 	CreateRemediationWithAlert(ctx context.Context, r Remediation, alert RemediationAlert) error
 	// TransitionRemediationWithAlert is TransitionRemediation plus, in the
-	// same transaction, what alert computes for the updated remediation.
-	// A nil alert makes it TransitionRemediation.
+	// same transaction, what alert computes for the updated remediation
+	// (a message's zero CreatedAt is to.At). An error writes nothing, the
+	// transition included; a transition refused by its state (ErrConflict)
+	// does not call alert. A nil alert makes it TransitionRemediation.
 	TransitionRemediationWithAlert(ctx context.Context, id string, from []RemediationState, to Transition, alert RemediationAlert) (Remediation, error)
-	// FinishRunOnly records the outcome of a started run without touching
-	// the workspace's state or incidents (a remediation's run: its status
-	// is the remediation result, e.g. "applied").
+	// FinishRunOnly records the outcome of a running run (Status, any
+	// non-empty value; FinishedAt, required; Error, Tool, Findings and
+	// Phases) without touching the workspace's state or incidents: a
+	// remediation's run, whose status is the remediation result (e.g.
+	// "applied"), or a detection run cancelled (RunCancelled) or broken
+	// off after it started. A run that is not running (unknown, queued or
+	// finished) is an error and is left alone.
 	FinishRunOnly(ctx context.Context, r Run) error
 }
 

@@ -66,31 +66,66 @@ type WorkspaceState struct {
 }
 
 // Store persists runs and workspace state. Every method is safe for
-// concurrent use; every write is durable when it returns.
+// concurrent use; every write is durable when it returns, so everything
+// written survives a restart (Close, then open the same data again) and a
+// crash of the process.
+//
+// Store is the part the HTTP server reads; the daemon needs it together
+// with the other interfaces here (DaemonStore).
 type Store interface {
-	// StartRun records a run as running.
+	// StartRun records a run as running. ID, Workspace and StartedAt are
+	// required and the ID must be new (whatever that run's status): else it
+	// is an error and nothing is written. Status and FinishedAt are ignored.
 	StartRun(ctx context.Context, r Run) error
 	// FinishRun records the outcome of a started run and updates the
 	// workspace's state in the same transaction, returning the state before
 	// and after. An errored run keeps the previous findings and fingerprint
-	// (an error says nothing about drift) but sets Status errored.
+	// (an error says nothing about drift) but sets Status errored. An
+	// unknown ID is ErrNotFound; a run that is not running (queued,
+	// finished, cancelled, interrupted) is an error and changes nothing: a
+	// run finishes once.
 	FinishRun(ctx context.Context, r Run) (before, after WorkspaceState, err error)
 	// MarkInterrupted turns every run still marked running or queued (the
-	// process died) into interrupted and returns them, oldest first.
+	// process died, or stopped with runs in flight or waiting) into
+	// interrupted, finished at at, with an Error that says whether it had
+	// started, and returns them, oldest StartedAt first. Workspace states
+	// are left alone (an interruption says nothing about drift), and so are
+	// finished and cancelled runs. A run is interrupted once: a second call
+	// returns none. The daemon calls it at start, before it queues anything.
 	MarkInterrupted(ctx context.Context, at time.Time) ([]Run, error)
-	// Run returns one run.
+	// Run returns one run, whatever its status; ErrNotFound if unknown.
 	Run(ctx context.Context, id string) (Run, error)
-	// Runs lists a workspace's runs, newest first, at most limit (0 = all).
+	// Runs lists a workspace's runs (queued, running and finished), newest
+	// StartedAt first, at most limit (0 = all). An unknown workspace has
+	// none (not an error).
 	Runs(ctx context.Context, workspace string, limit int) ([]Run, error)
-	// Workspace returns one workspace's state.
+	// Workspace returns one workspace's state; ErrNotFound until a run of
+	// it has finished (FinishRun).
 	Workspace(ctx context.Context, name string) (WorkspaceState, error)
 	// Workspaces lists every workspace that has state, by name.
 	Workspaces(ctx context.Context) ([]WorkspaceState, error)
 	// Prune deletes finished runs beyond the newest keep per workspace and
 	// those finished before olderThan (zero: no age limit), never the run a
-	// workspace state points at. It returns how many it deleted.
+	// workspace state points at, and never a queued or running run (nor do
+	// they count towards keep). A pruned run's log goes with it. It returns
+	// how many runs it deleted.
 	Prune(ctx context.Context, keep int, olderThan time.Time) (int, error)
+	// Close releases the store. Whatever was written stays: opening the
+	// same data again finds it.
 	Close() error
+}
+
+// DaemonStore is every store method the daemon uses: run history and
+// workspace state, queued runs, incidents and the notification outbox, run
+// logs and remediations. store/sqlite implements it; storetest's
+// Conformance, QueueConformance, AlertConformance, LogConformance and
+// RemediationConformance are its contract.
+type DaemonStore interface {
+	Store
+	QueueStore
+	AlertStore
+	LogStore
+	RemediationStore
 }
 
 // IncidentState is whether an incident is open.
@@ -187,10 +222,14 @@ type OutboxCounts struct {
 }
 
 // LogStore keeps each run's bounded, redacted Terraform output. A run's log
-// is deleted with the run (Prune).
+// is deleted with the run (Prune, DeleteQueuedRun) and, like the run,
+// survives a restart.
 type LogStore interface {
-	// SaveRunLog stores (or replaces) the log of an existing run.
+	// SaveRunLog stores (or replaces) the log of an existing run, in any
+	// status; ErrNotFound (nothing stored) when no run has that ID. The
+	// store keeps its own copy of log; a nil log is stored as an empty one.
 	SaveRunLog(ctx context.Context, runID string, log []byte) error
-	// RunLog returns it; ErrNotFound when the run has no stored log.
+	// RunLog returns the log last saved; ErrNotFound when the run has no
+	// stored log (unknown, pruned, or none saved yet).
 	RunLog(ctx context.Context, runID string) ([]byte, error)
 }

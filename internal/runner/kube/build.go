@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
@@ -49,10 +50,21 @@ const (
 
 // Paths inside a run pod.
 const (
+	// ContainerName is the runner container: Terraform, and no token.
 	ContainerName = "runner"
-	RunDir        = "/etc/driftwatch/run"
-	SpecPath      = RunDir + "/spec.json"
-	TokenPath     = RunDir + "/token"
+	// ReporterContainerName is the reporter container: the only one that
+	// mounts the token; it delivers the runner's result.
+	ReporterContainerName = "reporter"
+	// RunDir holds the spec (both containers).
+	RunDir   = "/etc/driftwatch/run"
+	SpecPath = RunDir + "/spec.json"
+	// TokenDir holds the result token (the reporter container only).
+	TokenDir  = "/etc/driftwatch/token"
+	TokenPath = TokenDir + "/token"
+	// HandoffDir is the emptyDir the two containers share; the reporter
+	// listens on HandoffSocket, and the runner hands its result over it.
+	HandoffDir    = "/run/driftwatch-handoff"
+	HandoffSocket = HandoffDir + "/reporter.sock"
 	// SecretsDir holds one file per secret env name (named after it) and
 	// GitCredentialsFile.
 	SecretsDir         = "/etc/driftwatch/secrets"
@@ -60,19 +72,35 @@ const (
 	WorkDir            = "/work"
 	TmpDir             = "/tmp"
 
-	// RunAsUser is the run pod's uid and gid: distroless' "nonroot", and
-	// the driftwatch image's user.
+	// RunAsUser is the runner container's uid and gid, and the pod's
+	// fsGroup: distroless' "nonroot", and the driftwatch image's user.
 	RunAsUser = 65532
+	// ReporterUser is the reporter container's uid and gid: not
+	// Terraform's, so that no process of the run can signal or trace it
+	// (were the PID namespace ever shared).
+	ReporterUser = 65533
 
 	secretKeySpec  = "spec.json"
 	secretKeyToken = "token"
 	// secretFileMode is readable by the pod's fsGroup only.
 	secretFileMode = 0o440
+	// tokenFileMode is what the token item asks for; the kubelet adds
+	// group read for the fsGroup (see the package doc): the token is kept
+	// from the runner container by not mounting it there.
+	tokenFileMode = 0o400
 	// deliverySlack is how long after the Job's deadline a result is still
 	// accepted: the pod may post just before it is killed.
 	deliverySlack = time.Minute
 	maxNameLen    = validation.DNS1123LabelMaxLength // the job-name label caps Job names at 63
 )
+
+// reporterResources are the reporter container's requests and limits: it
+// holds one result (a parsed plan, at most remote.DefaultMaxBodyBytes)
+// and posts it.
+var reporterResources = Resources{
+	Requests: map[string]string{"cpu": "10m", "memory": "32Mi"},
+	Limits:   map[string]string{"cpu": "500m", "memory": "256Mi", "ephemeral-storage": "64Mi"},
+}
 
 // runPlan is everything decided about a run before any API call.
 type runPlan struct {
@@ -287,17 +315,35 @@ func buildJob(cfg Config, p runPlan, tokenHash [32]byte) *batchv1.Job {
 	}
 
 	volumes := []corev1.Volume{
+		// The spec only: the token is another volume of the same Secret.
 		{Name: "run", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName:  p.name,
+			Items:       []corev1.KeyToPath{{Key: secretKeySpec, Path: secretKeySpec}},
 			DefaultMode: ptr.To[int32](secretFileMode),
+		}}},
+		// Mounted in the reporter container only.
+		{Name: "token", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName:  p.name,
+			Items:       []corev1.KeyToPath{{Key: secretKeyToken, Path: secretKeyToken, Mode: ptr.To[int32](tokenFileMode)}},
+			DefaultMode: ptr.To[int32](tokenFileMode),
+		}}},
+		{Name: "handoff", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Mi")),
 		}}},
 		{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
+	// The runner container: no token.
 	mounts := []corev1.VolumeMount{
 		{Name: "run", MountPath: RunDir, ReadOnly: true},
+		{Name: "handoff", MountPath: HandoffDir},
 		{Name: "work", MountPath: WorkDir},
 		{Name: "tmp", MountPath: TmpDir},
+	}
+	reporterMounts := []corev1.VolumeMount{
+		{Name: "run", MountPath: RunDir, ReadOnly: true},
+		{Name: "token", MountPath: TokenDir, ReadOnly: true},
+		{Name: "handoff", MountPath: HandoffDir},
 	}
 	if len(p.mounts) > 0 {
 		// One projected volume, one file per key: only the keys the run
@@ -319,7 +365,8 @@ func buildJob(cfg Config, p runPlan, tokenHash [32]byte) *batchv1.Job {
 	for _, s := range cfg.ImagePullSecrets {
 		pullSecrets = append(pullSecrets, corev1.LocalObjectReference{Name: s})
 	}
-	command := append(append([]string{}, cfg.Command...), "runner", "--spec", SpecPath)
+	command := append(append([]string{}, cfg.Command...), "runner", "--spec", SpecPath, "--socket", HandoffSocket)
+	reporterCommand := append(append([]string{}, cfg.Command...), "runner", "report", "--spec", SpecPath, "--socket", HandoffSocket)
 
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
@@ -343,11 +390,12 @@ func buildJob(cfg Config, p runPlan, tokenHash [32]byte) *batchv1.Job {
 				{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
 					{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue},
 				}},
-				// Any non-zero exit fails the Job at once.
+				// Any non-zero exit of either container fails the Job at
+				// once (the reporter's: the result was not delivered, or
+				// the daemon holds another one).
 				{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-					ContainerName: ptr.To(ContainerName),
-					Operator:      batchv1.PodFailurePolicyOnExitCodesOpNotIn,
-					Values:        []int32{0},
+					Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn,
+					Values:   []int32{0},
 				}},
 			}},
 			TTLSecondsAfterFinished: ptr.To(int32(math.Ceil(cfg.TTLAfterFinished.Seconds()))),
@@ -368,10 +416,16 @@ func buildJob(cfg Config, p runPlan, tokenHash [32]byte) *batchv1.Job {
 						RunAsNonRoot: ptr.To(true),
 						RunAsUser:    ptr.To[int64](RunAsUser),
 						RunAsGroup:   ptr.To[int64](RunAsUser),
-						// Secret files are 0440 owned by this group.
+						// Secret files are 0440 owned by this group, which
+						// both containers have: the token is kept from the
+						// runner container by its mounts, not by this.
 						FSGroup:        ptr.To[int64](RunAsUser),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
+					// The default, spelled out: with a shared process
+					// namespace the runner's processes could reach the
+					// reporter's files through /proc/PID/root.
+					ShareProcessNamespace: ptr.To(false),
 					Containers: []corev1.Container{{
 						Name:            ContainerName,
 						Image:           cfg.Image,
@@ -386,21 +440,35 @@ func buildJob(cfg Config, p runPlan, tokenHash [32]byte) *batchv1.Job {
 						// The result travels over HTTP; the termination
 						// message only explains a pod that could not deliver.
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-						SecurityContext: &corev1.SecurityContext{
-							RunAsNonRoot:             ptr.To(true),
-							RunAsUser:                ptr.To[int64](RunAsUser),
-							RunAsGroup:               ptr.To[int64](RunAsUser),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							AllowPrivilegeEscalation: ptr.To(false),
-							Privileged:               ptr.To(false),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-							SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-						},
+						SecurityContext:          containerSecurity(RunAsUser),
+					}, {
+						Name:                     ReporterContainerName,
+						Image:                    cfg.Image,
+						ImagePullPolicy:          cfg.ImagePullPolicy,
+						Command:                  reporterCommand,
+						Resources:                reporterResources.requirements(),
+						VolumeMounts:             reporterMounts,
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+						SecurityContext:          containerSecurity(ReporterUser),
 					}},
 					Volumes: volumes,
 				},
 			},
 		},
+	}
+}
+
+// containerSecurity is a run pod container's sandbox, as uid and gid uid.
+func containerSecurity(uid int64) *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To(uid),
+		RunAsGroup:               ptr.To(uid),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Privileged:               ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }
 

@@ -166,7 +166,7 @@ func TestPrepare(t *testing.T) {
 		WorkDir:       "/work",
 		GitCacheDir:   "/work/git",
 		CallbackURL:   "http://driftwatch.driftwatch.svc:8080/internal/v1/runs/9f8e7d6c5b4a3921/result",
-		TokenFile:     "/etc/driftwatch/run/token",
+		TokenFile:     "/etc/driftwatch/token/token",
 		ExpiresAt:     testNow.Add(17*time.Minute + 5*time.Second + time.Minute),
 	}
 	if d := cmp.Diff(want, p.spec); d != "" {
@@ -271,8 +271,9 @@ func TestBuildJob(t *testing.T) {
 	require.Equal(t, []batchv1.PodFailurePolicyRule{
 		{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
 			{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
+		// Either container's non-zero exit fails the Job.
 		{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-			ContainerName: ptrTo("runner"), Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{0}}},
+			Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{0}}},
 	}, s.PodFailurePolicy.Rules)
 
 	ps := s.Template.Spec
@@ -288,45 +289,73 @@ func TestBuildJob(t *testing.T) {
 	require.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, ps.SecurityContext.SeccompProfile.Type)
 	require.False(t, ps.HostNetwork || ps.HostPID || ps.HostIPC)
 
-	require.Len(t, ps.Containers, 1)
-	c := ps.Containers[0]
+	require.False(t, *ps.ShareProcessNamespace, "no container may see another's processes (nor their files through /proc)")
+
+	// Two containers: the runner (Terraform, no token) and the reporter
+	// (the token, no Terraform).
+	require.Len(t, ps.Containers, 2)
+	c, rc := ps.Containers[0], ps.Containers[1]
 	require.Equal(t, "runner", c.Name)
+	require.Equal(t, "reporter", rc.Name)
 	require.Equal(t, "ghcr.io/driftwatch/driftwatch:1.2.3", c.Image)
 	require.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy)
-	require.Equal(t, []string{"driftwatch", "runner", "--spec", "/etc/driftwatch/run/spec.json"}, c.Command)
-	require.Empty(t, c.EnvFrom)
-	for _, e := range c.Env {
-		require.Nil(t, e.ValueFrom, "credentials are files, never env: %s", e.Name)
+	require.Equal(t, []string{"driftwatch", "runner", "--spec", "/etc/driftwatch/run/spec.json", "--socket", "/run/driftwatch-handoff/reporter.sock"}, c.Command)
+	require.Equal(t, c.Image, rc.Image)
+	require.Equal(t, c.ImagePullPolicy, rc.ImagePullPolicy)
+	require.Equal(t, []string{"driftwatch", "runner", "report", "--spec", "/etc/driftwatch/run/spec.json", "--socket", "/run/driftwatch-handoff/reporter.sock"}, rc.Command)
+	for _, ctr := range ps.Containers {
+		require.Empty(t, ctr.EnvFrom)
+		for _, e := range ctr.Env {
+			require.Nil(t, e.ValueFrom, "credentials are files, never env: %s", e.Name)
+		}
+		sc := ctr.SecurityContext
+		require.True(t, *sc.RunAsNonRoot, ctr.Name)
+		require.True(t, *sc.ReadOnlyRootFilesystem, ctr.Name)
+		require.False(t, *sc.AllowPrivilegeEscalation, ctr.Name)
+		require.False(t, *sc.Privileged, ctr.Name)
+		require.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop, ctr.Name)
+		require.Empty(t, sc.Capabilities.Add, ctr.Name)
+		require.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, sc.SeccompProfile.Type, ctr.Name)
+		require.Equal(t, corev1.TerminationMessageFallbackToLogsOnError, ctr.TerminationMessagePolicy, ctr.Name)
 	}
-	sc := c.SecurityContext
-	require.True(t, *sc.RunAsNonRoot)
-	require.Equal(t, int64(65532), *sc.RunAsUser)
-	require.True(t, *sc.ReadOnlyRootFilesystem)
-	require.False(t, *sc.AllowPrivilegeEscalation)
-	require.False(t, *sc.Privileged)
-	require.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
-	require.Empty(t, sc.Capabilities.Add)
-	require.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, sc.SeccompProfile.Type)
-	require.Equal(t, corev1.TerminationMessageFallbackToLogsOnError, c.TerminationMessagePolicy)
+	// Different users: no process of the run (Terraform's uid) can
+	// signal, trace or share files by owner with the reporter.
+	require.Equal(t, int64(65532), *c.SecurityContext.RunAsUser)
+	require.Equal(t, int64(65532), *c.SecurityContext.RunAsGroup)
+	require.Equal(t, int64(65533), *rc.SecurityContext.RunAsUser)
+	require.Equal(t, int64(65533), *rc.SecurityContext.RunAsGroup)
+	require.NotEqual(t, *c.SecurityContext.RunAsUser, *rc.SecurityContext.RunAsUser)
 	require.Equal(t, corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{"cpu": resource.MustParse("250m"), "memory": resource.MustParse("512Mi"), "ephemeral-storage": resource.MustParse("1Gi")},
 		Limits:   corev1.ResourceList{"cpu": resource.MustParse("2"), "memory": resource.MustParse("4Gi"), "ephemeral-storage": resource.MustParse("8Gi")},
 	}, c.Resources)
+	require.NotEmpty(t, rc.Resources.Limits.Memory(), "the reporter is bounded too")
 
-	// Writable: only the two emptyDirs. Read-only: the run Secret and the
-	// projected credentials, 0440 for the fsGroup.
+	// Writable: only the emptyDirs. Read-only: the spec, the projected
+	// credentials (0440 for the fsGroup) and, in the reporter only, the
+	// token.
 	require.Equal(t, []corev1.VolumeMount{
 		{Name: "run", MountPath: "/etc/driftwatch/run", ReadOnly: true},
+		{Name: "handoff", MountPath: "/run/driftwatch-handoff"},
 		{Name: "work", MountPath: "/work"},
 		{Name: "tmp", MountPath: "/tmp"},
 		{Name: "credentials", MountPath: "/etc/driftwatch/secrets", ReadOnly: true},
 	}, c.VolumeMounts)
+	require.Equal(t, []corev1.VolumeMount{
+		{Name: "run", MountPath: "/etc/driftwatch/run", ReadOnly: true},
+		{Name: "token", MountPath: "/etc/driftwatch/token", ReadOnly: true},
+		{Name: "handoff", MountPath: "/run/driftwatch-handoff"},
+	}, rc.VolumeMounts)
 	vols := map[string]corev1.Volume{}
 	for _, v := range ps.Volumes {
 		vols[v.Name] = v
 	}
-	require.Len(t, vols, 4)
-	require.Equal(t, &corev1.SecretVolumeSource{SecretName: p.name, DefaultMode: ptrTo[int32](0o440)}, vols["run"].Secret)
+	require.Len(t, vols, 6)
+	require.Equal(t, &corev1.SecretVolumeSource{SecretName: p.name, DefaultMode: ptrTo[int32](0o440),
+		Items: []corev1.KeyToPath{{Key: "spec.json", Path: "spec.json"}}}, vols["run"].Secret, "the spec, not the token")
+	require.Equal(t, &corev1.SecretVolumeSource{SecretName: p.name, DefaultMode: ptrTo[int32](0o400),
+		Items: []corev1.KeyToPath{{Key: "token", Path: "token", Mode: ptrTo[int32](0o400)}}}, vols["token"].Secret)
+	require.NotNil(t, vols["handoff"].EmptyDir)
 	require.NotNil(t, vols["work"].EmptyDir)
 	require.NotNil(t, vols["tmp"].EmptyDir)
 	proj := vols["credentials"].Projected
@@ -336,6 +365,7 @@ func TestBuildJob(t *testing.T) {
 		{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "aws"}, Items: []corev1.KeyToPath{{Key: "secret", Path: "AWS_SECRET_ACCESS_KEY"}}}},
 		{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "git"}, Items: []corev1.KeyToPath{{Key: "token", Path: "git-credentials"}}}},
 	}, proj.Sources)
+	require.Equal(t, "/etc/driftwatch/token/token", p.spec.TokenFile, "the spec names the reporter's token file")
 
 	t.Run("no credentials", func(t *testing.T) {
 		p, err := prepare(cfg, runner.Request{RunID: "r", Workspace: "dev", Source: runner.Source{Path: "/m"}}, testNow)
@@ -346,6 +376,69 @@ func TestBuildJob(t *testing.T) {
 			require.NotEqual(t, "credentials", v.Name)
 		}
 	})
+}
+
+// TestTokenOnlyInReporter: of a run pod's containers, only the reporter
+// can read the run's result token; the runner, which runs Terraform and
+// so any module's code, mounts no volume that holds it. (Pod-level fsGroup
+// makes every Secret file group-readable by a group both containers have,
+// so the mounts are the boundary.) Checked for detections and
+// remediations, with and without credentials.
+func TestTokenOnlyInReporter(t *testing.T) {
+	cfg := testConfig().withDefaults()
+	full, err := prepare(cfg, testRequest(), testNow)
+	require.NoError(t, err)
+	minimal, err := prepare(cfg, runner.Request{RunID: "r", Workspace: "dev", Source: runner.Source{Path: "/m"}}, testNow)
+	require.NoError(t, err)
+	rem := full
+	a, approved := testApplier()
+	rem.remediate(cfg, remote.RemediationOf(a, approved))
+	for name, p := range map[string]runPlan{"detection": full, "minimal": minimal, "remediation": rem} {
+		t.Run(name, func(t *testing.T) {
+			job := buildJob(cfg, p, testHash())
+			ps := job.Spec.Template.Spec
+			// Which volumes hold the run Secret's token key?
+			holdsToken := map[string]bool{}
+			for _, v := range ps.Volumes {
+				if s := v.Secret; s != nil && s.SecretName == job.Name {
+					holdsToken[v.Name] = len(s.Items) == 0 || hasKey(s.Items, "token")
+				}
+				if pr := v.Projected; pr != nil {
+					for _, src := range pr.Sources {
+						if s := src.Secret; s != nil && s.Name == job.Name && (len(s.Items) == 0 || hasKey(s.Items, "token")) {
+							holdsToken[v.Name] = true
+						}
+					}
+				}
+			}
+			var readers []string
+			uids := map[string]int64{}
+			for _, c := range append(append([]corev1.Container{}, ps.InitContainers...), ps.Containers...) {
+				uids[c.Name] = *c.SecurityContext.RunAsUser
+				for _, m := range c.VolumeMounts {
+					if holdsToken[m.Name] {
+						readers = append(readers, c.Name+":"+m.MountPath)
+					}
+				}
+			}
+			require.Equal(t, []string{"reporter:/etc/driftwatch/token"}, readers)
+			require.NotEqual(t, uids["runner"], uids["reporter"])
+			for _, v := range ps.Volumes {
+				if v.Name == "token" {
+					require.Equal(t, int32(0o400), *v.Secret.Items[0].Mode, "owner-only, as far as a Secret volume goes")
+				}
+			}
+		})
+	}
+}
+
+func hasKey(items []corev1.KeyToPath, key string) bool {
+	for _, it := range items {
+		if it.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 func TestBuildSecret(t *testing.T) {

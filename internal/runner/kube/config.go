@@ -40,7 +40,9 @@ type Config struct {
 	// ImagePullSecrets names Secrets in Namespace.
 	ImagePullSecrets []string
 	// Command starts driftwatch in the image (default ["driftwatch"], from
-	// PATH); the pod runs Command + ["runner", "--spec", SpecPath].
+	// PATH); the pod's runner container runs Command + ["runner", "--spec",
+	// SpecPath, "--socket", HandoffSocket], its reporter container Command +
+	// ["runner", "report", "--spec", SpecPath, "--socket", HandoffSocket].
 	Command []string
 	// ServiceAccount is the run pods' ServiceAccount: one without RBAC
 	// bindings (its token is not mounted anyway). Empty: the namespace's

@@ -16,14 +16,45 @@
 //     driftwatch.io/run-id (values made label-safe; the exact names are
 //     in annotations of the same keys) and driftwatch.io/kind (detect or
 //     remediate; a Job without it is a detection).
-//   - The pod runs Config.Command + `runner --spec /etc/driftwatch/run/spec.json`
-//     in Config.Image. The spec and the result token come from a per-run
-//     Secret of the Job's name, mounted read-only at /etc/driftwatch/run.
+//   - The pod has two containers of Config.Image, sharing an emptyDir at
+//     /run/driftwatch-handoff (in memory, 1 MiB):
+//     "runner" runs Config.Command + `runner --spec SPEC --socket SOCK`:
+//     it runs Terraform (and so any module's code: `data "external"`,
+//     provisioners, providers) and has no token;
+//     "reporter" runs Config.Command + `runner report --spec SPEC --socket
+//     SOCK` and is the only container that mounts the run's result token.
+//     The reporter listens on SOCK (/run/driftwatch-handoff/reporter.sock),
+//     accepts exactly one connection and closes its listener; the runner
+//     connects before it starts any process, so that connection is its,
+//     and hands its result (and a remediation's proceed check) over it; the
+//     reporter validates the result and posts it with the token (see
+//     runner/remote for the handoff and why nothing of the run can forge
+//     or inject into it). The spec and the token come from a per-run
+//     Secret of the Job's name, as two volumes: "run" projects only
+//     spec.json (0440) at /etc/driftwatch/run, mounted in both; "token"
+//     projects only the token (item mode 0400) at /etc/driftwatch/token,
+//     mounted in the reporter only.
 //     The Job is created first and the Secret second, owned by the Job
 //     (ownerReference with its UID), so the garbage collector deletes it
 //     with the Job and no failure between the two calls can orphan a token:
 //     if the Secret cannot be created the Job is deleted. The kubelet
 //     retries a missing Secret volume, so the pod simply waits for it.
+//   - Why the mounts, not the file mode, keep the token from Terraform: a
+//     Secret volume's files belong to root, so a non-root reporter can only
+//     read the token through a group, and the only group the kubelet gives
+//     Secret files is the pod's fsGroup, which it also adds (with group
+//     read, whatever the item's mode: 0400 becomes 0440) to every
+//     container's supplementary groups. Dropping fsGroup would leave the
+//     token unreadable by any non-root container; a per-container group
+//     does not exist. So fsGroup stays (65532, for the spec, the
+//     credentials and the emptyDirs), the token file is group-readable by
+//     a group the runner also has, and the boundary is that no volume
+//     holding the token is mounted in the runner container, whose
+//     processes cannot reach another container's mounts: separate mount
+//     namespaces, and shareProcessNamespace false (spelled out), so no
+//     /proc/PID/root of the reporter is in reach. The reporter also runs as
+//     another user (65533) than Terraform (65532): no process of the run
+//     can signal or ptrace it, even if the PID namespace were shared.
 //   - Credentials are files, never env: each secret env name of the
 //     workspace maps (Config.Workspaces[ws].SecretEnv) to a key of an
 //     existing Secret, projected as /etc/driftwatch/secrets/<NAME>, and the
@@ -32,19 +63,22 @@
 //     projected, not whole Secrets. A secret env name without a mapping is
 //     refused: the daemon never copies a credential into a run Secret, so it
 //     needs no read access to workload credentials.
-//   - Sandbox: pod and container runAsNonRoot as 65532:65532 (fsGroup
-//     65532, files 0440), readOnlyRootFilesystem with emptyDirs at /work
-//     (work dir, git cache) and /tmp, capabilities drop ALL,
-//     allowPrivilegeEscalation false, privileged false, seccomp
-//     RuntimeDefault, automountServiceAccountToken false,
-//     enableServiceLinks false, serviceAccountName Config.ServiceAccount,
-//     requests and limits (Config.Resources, overridden per workspace). It
-//     passes the "restricted" Pod Security level (tested against a real API
-//     server enforcing it).
+//   - Sandbox: pod and runner container runAsNonRoot as 65532:65532, the
+//     reporter as 65533:65533 (fsGroup 65532, files 0440),
+//     readOnlyRootFilesystem with emptyDirs at /work (work dir, git cache)
+//     and /tmp (runner only) and the handoff directory (both),
+//     capabilities drop ALL, allowPrivilegeEscalation false, privileged
+//     false, seccomp RuntimeDefault, automountServiceAccountToken false,
+//     enableServiceLinks false, shareProcessNamespace false,
+//     serviceAccountName Config.ServiceAccount, requests and limits
+//     (Config.Resources, overridden per workspace, for the runner; small
+//     fixed ones for the reporter). It passes the "restricted" Pod
+//     Security level (tested against a real API server enforcing it).
 //   - Lifecycle: restartPolicy Never, backoffLimit 0 (Kubernetes never
 //     retries a plan; the next scheduled run is the retry), a podFailurePolicy
 //     that ignores disruptions (DisruptionTarget: a drained node's pod is
-//     replaced, not counted) and fails the Job on any non-zero exit,
+//     replaced, not counted) and fails the Job on any non-zero exit of
+//     either container,
 //     activeDeadlineSeconds = the run's timeout + kill grace +
 //     Config.StartupAllowance (the run's own timeout stops Terraform first
 //     and still delivers an error result; the Job deadline is the hard
@@ -64,10 +98,14 @@
 //  2. otherwise creates a token (remote.NewToken), arms the Receiver with
 //     its hash, creates the Job (AlreadyExists: the same run was submitted
 //     before; that Job is adopted) and the Secret;
-//  3. waits for the first of: the result POSTed to the Receiver; the Job
-//     Failed (deadline → runner.ErrTimeout; otherwise the pod's story:
-//     OOMKilled, exit code and the last line of its termination message,
-//     eviction); a pod stuck on ErrImagePull, ImagePullBackOff,
+//  3. waits for the first of: the result POSTed to the Receiver, taken
+//     once the pod has succeeded (below); a second, different result
+//     posted with the run's token (remote.ErrConflictingResults: the run
+//     errors, keeping neither); the Job Failed (deadline →
+//     runner.ErrTimeout; otherwise the pod's story: OOMKilled, exit code
+//     and the last line of its termination message, the runner
+//     container's before the reporter's, eviction); a pod stuck on
+//     ErrImagePull, ImagePullBackOff,
 //     InvalidImageName, ErrImageNeverPull or CreateContainerConfigError (the
 //     Job would only fail at its deadline, so it is deleted and the run
 //     errors now); the Job deleted; a Complete Job whose result does not
@@ -75,6 +113,17 @@
 //     propagation (batch/v1 Jobs orphan their pods by default) once no other
 //     caller awaits it. Every failure is a *runner.Error with phase "job"
 //     ("submit" and "setup" before the Job exists) and a one-line reason.
+//
+// A result is held until the pod has succeeded (both containers exited 0,
+// or the Job is Complete), not taken when it arrives: the reporter exits 0
+// only after its own post was accepted, and the Receiver accepts only the
+// first result, or the same one again. So if the token ever leaked and a
+// forged result came first, the real one gets 409, the Receiver reports
+// the conflict, the reporter exits non-zero, and the run errors instead of
+// keeping the forgery; if the forger also killed the runner, the pod fails
+// and the held result is dropped. This costs the pod's exit (a second or
+// two). When Watch stops with a result held, the result is taken anyway:
+// the pod posts once, and a restarted daemon could not get it again.
 //
 // "At most one active Job per workspace" holds within a daemon by the lock
 // and the in-process registry, across restarts by the label check, and for a
@@ -85,11 +134,13 @@
 // # Remediation Jobs
 //
 // Remediate runs an approved remediation as a Job built exactly like a
-// detection's (same sandbox, mounts, deadline, failure policy, token,
-// Receiver), labelled driftwatch.io/kind=remediate, whose spec carries a
-// remote.Remediation: the approved change set and its hash, the
-// workspace's rules, envelope and lock timeout. The pod runs
-// remediate.Applier.Apply and delivers its Outcome instead of a plan. The
+// detection's (same two containers, sandbox, mounts, deadline, failure
+// policy, token, Receiver), labelled driftwatch.io/kind=remediate, whose
+// spec carries a remote.Remediation: the approved change set and its hash,
+// the workspace's rules, envelope and lock timeout. The runner container
+// runs remediate.Applier.Apply, asks the daemon's proceed check through the
+// reporter right before `terraform apply` (it has no token), and hands its
+// Outcome over instead of a plan. The
 // two kinds share the one-Job-per-workspace rule but never adopt each
 // other: a detection that finds a remediation Job of its workspace active
 // (or the reverse) is refused with a *BusyError, since a plan cannot stand
@@ -97,9 +148,10 @@
 //
 // # Adoption after a restart
 //
-// A pod holds its token and keeps retrying delivery (404 while no daemon
-// knows its run) until its deadline, so a daemon that restarts in between
-// loses nothing if it re-arms the Receiver. The token hash needed for that is
+// A pod's reporter holds its token and keeps retrying delivery (403 while
+// no daemon knows its run: the Receiver answers an unknown run as a wrong
+// token) until its deadline, so a daemon that restarts in between loses
+// nothing if it re-arms the Receiver. The token hash needed for that is
 // kept in the Job's driftwatch.io/token-sha256 annotation with the deadline
 // in driftwatch.io/expires-at, rather than in the store behind an interface
 // the app implements, because:

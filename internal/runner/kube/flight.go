@@ -27,9 +27,18 @@ import (
 const resultGrace = 10 * time.Second
 
 // flight is one awaited Job, shared by every caller waiting for it. Its
-// loop is the only place an outcome is decided: the delivered result, the
-// Job's failure (from the informers), the Job's disappearance, or the end of
-// its context (all waiters gone: delete the Job; Watch stopped: leave it).
+// loop is the only place an outcome is decided: the delivered result once
+// its pod has succeeded, the Job's failure (from the informers), a
+// conflicting second result, the Job's disappearance, or the end of its
+// context (all waiters gone: delete the Job; Watch stopped: leave it).
+//
+// A delivered result is held, not taken, until the pod has succeeded (or
+// the Job completed): the reporter container exits 0 only once its own
+// post was accepted, which the Receiver does only for the first result or
+// an identical one. So a result someone else posted first with a leaked
+// token is never the verdict: the reporter's post of the real one gets 409,
+// the Receiver reports the conflict, the reporter fails the pod, and the
+// run errors. The cost is the pod's exit, a second or two.
 type flight struct {
 	r         *Runner
 	name      string
@@ -40,7 +49,7 @@ type flight struct {
 	createdAt time.Time
 	expires   time.Time // zero if unknown
 	memLimit  string
-	results   <-chan remote.Result // nil if the Receiver could not be armed
+	results   <-chan remote.Delivery // nil if the Receiver could not be armed
 	kick      chan struct{}
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
@@ -52,6 +61,9 @@ type flight struct {
 	pod      podState
 
 	seen bool // the Job was in the informer cache once (loop only)
+	// held is the delivered result, until the pod is known to have
+	// succeeded (loop only).
+	held *remote.Result
 
 	done chan struct{} // closed after res, outcome and err are set
 	res  runner.Result
@@ -67,6 +79,8 @@ type podState struct {
 	fatal string
 	// failure describes the last failed pod (exit code, OOM, eviction).
 	failure string
+	// succeeded: a pod of the Job succeeded (both containers exited 0).
+	succeeded bool
 }
 
 type admission int
@@ -156,6 +170,38 @@ func (f *flight) deliver(res remote.Result) {
 	f.finish(out, err)
 }
 
+// take handles a Delivery: a result is held until the pod is known to
+// have succeeded; a conflict ends the flight. It reports whether the
+// flight is finished.
+func (f *flight) take(d remote.Delivery) bool {
+	if d.Conflict != nil {
+		f.log.Error("a second, different result was posted for this run with its token: neither is taken",
+			"err", d.Conflict)
+		f.finish(runner.Result{}, &runner.Error{Phase: "result", Reason: d.Conflict.Error(), Err: d.Conflict})
+		return true
+	}
+	if f.held == nil {
+		res := d.Result
+		f.held = &res
+		f.log.Debug("run result received; awaiting the pod's success")
+	}
+	return false
+}
+
+// drain takes the deliveries already there, without waiting.
+func (f *flight) drain() bool {
+	for {
+		select {
+		case d := <-f.results:
+			if f.take(d) {
+				return true
+			}
+		default:
+			return false
+		}
+	}
+}
+
 func (f *flight) loop() {
 	var grace <-chan time.Time
 	var safety <-chan time.Time
@@ -168,9 +214,10 @@ func (f *flight) loop() {
 	}
 	for {
 		select {
-		case res := <-f.results:
-			f.deliver(res)
-			return
+		case d := <-f.results:
+			if f.take(d) || f.evaluate(&grace) {
+				return
+			}
 		case <-f.kick:
 			if f.evaluate(&grace) {
 				return
@@ -186,6 +233,17 @@ func (f *flight) loop() {
 			return
 		case <-f.ctx.Done():
 			cause := context.Cause(f.ctx)
+			if errors.Is(cause, ErrStopped) && !f.drain() && f.held != nil {
+				// The daemon is stopping with the result in hand, before
+				// the pod ended: a restarted daemon could not get it again
+				// (the pod posts once), so take it unconfirmed.
+				f.log.Warn("daemon stopping: taking the run's result before its pod finished")
+				f.deliver(*f.held)
+				return
+			}
+			if f.finishedNow() {
+				return
+			}
 			if errors.Is(cause, errAbandoned) {
 				f.r.deleteJob(f.name, f.uid)
 			}
@@ -193,6 +251,13 @@ func (f *flight) loop() {
 			return
 		}
 	}
+}
+
+// finishedNow reports whether the flight was finished (by drain).
+func (f *flight) finishedNow() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.finished
 }
 
 // evaluate looks at the Job and its pods in the informer caches and
@@ -225,13 +290,23 @@ func (f *flight) evaluate(grace *<-chan time.Time) bool {
 	f.mu.Unlock()
 
 	done, cond := jobFinished(job)
-	if done || st.fatal != "" {
-		// A result racing the Job's end wins.
-		select {
-		case res := <-f.results:
-			f.deliver(res)
+	if done || st.fatal != "" || st.succeeded || st.failure != "" {
+		// A result (or a conflict) racing the pod's end is judged with it.
+		if f.drain() {
 			return true
-		default:
+		}
+	}
+	if f.held != nil {
+		switch {
+		case st.succeeded || (done && cond.Type == batchv1.JobComplete):
+			// The reporter's own post was accepted: the held result is
+			// the one the runner handed it.
+			f.deliver(*f.held)
+			return true
+		case st.failure != "":
+			f.finish(runner.Result{}, &runner.Error{Phase: "job",
+				Reason: st.failure + " (after a result was posted for the run; it is not taken)"})
+			return true
 		}
 	}
 	if !done {
@@ -279,9 +354,11 @@ var fatalWaiting = map[string]string{
 	"CreateContainerConfigError": "container configuration error",
 }
 
-// notePod records what pod p says about the run's failure.
+// notePod records what pod p says about the run: its failure, or its
+// success. Of a pod's two containers, the runner's failure explains more
+// than the reporter's (which then only says that no result came).
 func (f *flight) notePod(p *corev1.Pod) {
-	var fatal, failure string
+	var fatal, failure, reporterFailure string
 	disrupted := false
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
@@ -296,8 +373,15 @@ func (f *flight) notePod(p *corev1.Pod) {
 			}
 		}
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && !disrupted {
-			failure = describeTermination(p.Name, t, f.memLimit)
+			if cs.Name == ReporterContainerName {
+				reporterFailure = describeTermination(p.Name, cs.Name, t, "")
+			} else {
+				failure = describeTermination(p.Name, cs.Name, t, f.memLimit)
+			}
 		}
+	}
+	if failure == "" {
+		failure = reporterFailure
 	}
 	if failure == "" && !disrupted && p.Status.Phase == corev1.PodFailed && p.Status.Reason != "" {
 		failure = oneLine(fmt.Sprintf("pod %s failed: %s: %s", p.Name, p.Status.Reason, p.Status.Message), 300)
@@ -310,17 +394,29 @@ func (f *flight) notePod(p *corev1.Pod) {
 	if failure != "" {
 		f.pod.failure = failure
 	}
+	if p.Status.Phase == corev1.PodSucceeded {
+		f.pod.succeeded = true
+	}
 }
 
-func describeTermination(pod string, t *corev1.ContainerStateTerminated, memLimit string) string {
+// describeTermination explains a container's non-zero exit; the
+// reporter's is named, the runner's (the run itself) is the pod's.
+func describeTermination(pod, container string, t *corev1.ContainerStateTerminated, memLimit string) string {
+	who := "pod " + pod
+	if container == ReporterContainerName {
+		who += " (" + container + " container)"
+	}
 	if t.Reason == "OOMKilled" {
-		s := fmt.Sprintf("pod %s OOMKilled (exit code %d): the run exceeded its memory limit", pod, t.ExitCode)
+		s := fmt.Sprintf("%s OOMKilled (exit code %d): the run exceeded its memory limit", who, t.ExitCode)
+		if container == ReporterContainerName {
+			s = fmt.Sprintf("%s OOMKilled (exit code %d)", who, t.ExitCode)
+		}
 		if memLimit != "" && memLimit != "0" {
 			s += " of " + memLimit
 		}
 		return s
 	}
-	s := fmt.Sprintf("pod %s failed: exit code %d", pod, t.ExitCode)
+	s := fmt.Sprintf("%s failed: exit code %d", who, t.ExitCode)
 	if t.Reason != "" && t.Reason != "Error" {
 		s += " (" + t.Reason + ")"
 	}

@@ -25,10 +25,11 @@ func podWith(name string, phase corev1.PodPhase, st corev1.ContainerState, conds
 
 func TestNotePod(t *testing.T) {
 	cases := []struct {
-		name        string
-		pod         *corev1.Pod
-		wantFatal   string
-		wantFailure string
+		name          string
+		pod           *corev1.Pod
+		wantFatal     string
+		wantFailure   string
+		wantSucceeded bool
 	}{
 		{
 			name: "image pull back-off",
@@ -71,8 +72,25 @@ func TestNotePod(t *testing.T) {
 				corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}),
 		},
 		{
-			name: "success",
-			pod:  podWith("p1", corev1.PodSucceeded, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}),
+			name:          "success",
+			pod:           podWith("p1", corev1.PodSucceeded, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}),
+			wantSucceeded: true,
+		},
+		{
+			name: "the reporter failed: a 409",
+			pod: twoContainers("p1", corev1.PodFailed,
+				corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}},
+				corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+					Message: "{...}\nreporter: run r1: deliver result: suspicious: the daemon already holds a different result for this run"}}),
+			wantFailure: "pod p1 (reporter container) failed: exit code 1: reporter: run r1: deliver result: suspicious: the daemon already holds a different result for this run",
+		},
+		{
+			name: "both failed: the runner's story first",
+			pod: twoContainers("p1", corev1.PodFailed,
+				corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}},
+				corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+					Message: "reporter: run r1: the runner closed the handoff without a result"}}),
+			wantFailure: "pod p1 OOMKilled (exit code 137): the run exceeded its memory limit of 2Gi",
 		},
 	}
 	for _, tc := range cases {
@@ -81,8 +99,16 @@ func TestNotePod(t *testing.T) {
 			f.notePod(tc.pod)
 			require.Equal(t, tc.wantFatal, f.pod.fatal)
 			require.Equal(t, tc.wantFailure, f.pod.failure)
+			require.Equal(t, tc.wantSucceeded, f.pod.succeeded)
 		})
 	}
+}
+
+// twoContainers is a run pod with its runner and reporter in these states.
+func twoContainers(name string, phase corev1.PodPhase, runnerState, reporterState corev1.ContainerState) *corev1.Pod {
+	p := podWith(name, phase, runnerState)
+	p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: ReporterContainerName, State: reporterState})
+	return p
 }
 
 func TestJobFailure(t *testing.T) {

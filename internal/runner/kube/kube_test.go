@@ -5,11 +5,17 @@ package kube
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,23 +158,148 @@ func readRun(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) (*re
 // kubelet dispatches the played kubelet by the pod's workspace.
 type kubelet struct {
 	mu    sync.Mutex
-	plays map[string]kubetest.PodFunc
+	plays map[string]kubetest.ContainersFunc
 }
 
+// set plays the workspace's pods with f, every container ending as f says.
 func (k *kubelet) set(ws string, f kubetest.PodFunc) {
+	k.setContainers(ws, func(ctx context.Context, pod *corev1.Pod) map[string]kubetest.ContainerExit {
+		code, msg := f(ctx, pod)
+		return map[string]kubetest.ContainerExit{
+			ContainerName:         {ExitCode: code, Message: msg},
+			ReporterContainerName: {ExitCode: code, Message: msg},
+		}
+	})
+}
+
+func (k *kubelet) setContainers(ws string, f kubetest.ContainersFunc) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.plays[ws] = f
 }
 
-func (k *kubelet) run(ctx context.Context, pod *corev1.Pod) (int, string) {
+func (k *kubelet) run(ctx context.Context, pod *corev1.Pod) map[string]kubetest.ContainerExit {
 	k.mu.Lock()
 	f := k.plays[pod.Annotations[AnnotationWorkspace]]
 	k.mu.Unlock()
 	if f == nil {
-		return 1, "no play for this workspace"
+		return map[string]kubetest.ContainerExit{
+			ContainerName:         {ExitCode: 1, Message: "no play for this workspace"},
+			ReporterContainerName: {ExitCode: 1, Message: "no play for this workspace"},
+		}
 	}
 	return f(ctx, pod)
+}
+
+// realPod plays a run pod's two containers with their real code, in this
+// process: the reporter (remote.Reporter) and the runner (remote.RunInPod,
+// with local as its runner and apply as its ApplyFunc), each seeing only its
+// own mounts (kubetest.Processes), talking over the handoff socket in the
+// emptyDir they share. It checks, before they start, that the runner
+// container cannot see the token (no mount of it holds the token, and the
+// spec's token file is not among its paths) while the reporter can.
+func realPod(t *testing.T, cs kubernetes.Interface, local runner.Runner, apply remote.ApplyFunc) kubetest.ContainersFunc {
+	p := &kubetest.Processes{
+		Client:  cs,
+		Logf:    t.Logf,
+		Rewrite: rewriteSpec,
+		Check:   checkTokenOnlyInReporter(cs),
+		Exec: func(ctx context.Context, c *kubetest.Container) kubetest.ContainerExit {
+			spec, _ := c.Path(SpecPath)
+			sock, _ := c.Path(HandoffSocket)
+			var err error
+			switch c.Name {
+			case ContainerName:
+				if want := []string{"driftwatch", "runner", "--spec", spec, "--socket", sock}; !slices.Equal(c.Argv, want) {
+					return kubetest.ContainerExit{ExitCode: 2, Message: fmt.Sprintf("runner argv %q, want %q", c.Argv, want)}
+				}
+				err = remote.RunInPod(ctx, spec, sock, local, apply)
+			case ReporterContainerName:
+				if want := []string{"driftwatch", "runner", "report", "--spec", spec, "--socket", sock}; !slices.Equal(c.Argv, want) {
+					return kubetest.ContainerExit{ExitCode: 2, Message: fmt.Sprintf("reporter argv %q, want %q", c.Argv, want)}
+				}
+				rp := &remote.Reporter{
+					Poster:  &remote.Poster{MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+					Checker: &remote.Checker{Backoff: 50 * time.Millisecond},
+					Logger:  slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+				}
+				err = rp.Report(ctx, spec, sock)
+			default:
+				err = fmt.Errorf("unexpected container %s", c.Name)
+			}
+			if err != nil {
+				return kubetest.ContainerExit{ExitCode: 1, Message: err.Error()}
+			}
+			return kubetest.ContainerExit{}
+		},
+	}
+	return p.Run
+}
+
+// rewriteSpec maps the in-pod paths of a run spec through the played
+// container's mounts (the token file only exists for the reporter).
+func rewriteSpec(c *kubetest.Container, volume, file string, data []byte) ([]byte, error) {
+	if volume != "run" || file != "spec.json" {
+		return data, nil
+	}
+	spec, err := remote.DecodeSpec(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	mapPath := func(p *string) {
+		if host, ok := c.Path(*p); ok {
+			*p = host
+		}
+	}
+	mapPath(&spec.TokenFile)
+	mapPath(&spec.WorkDir)
+	mapPath(&spec.GitCacheDir)
+	for k, v := range spec.SecretEnvFiles {
+		mapPath(&v)
+		spec.SecretEnvFiles[k] = v
+	}
+	return spec.Encode()
+}
+
+// checkTokenOnlyInReporter is a kubetest.Processes Check: the runner
+// container (Terraform's) has no path to the run's token, the reporter
+// has.
+func checkTokenOnlyInReporter(cs kubernetes.Interface) func(*corev1.Pod, []*kubetest.Container) error {
+	return func(pod *corev1.Pod, containers []*kubetest.Container) error {
+		_, token, err := readRun(context.Background(), cs, pod)
+		if err != nil {
+			return err
+		}
+		for _, c := range containers {
+			host, mounted := c.Path(TokenPath)
+			var seen []string
+			for _, m := range c.Mounts {
+				_ = filepath.WalkDir(m.HostPath, func(p string, d fs.DirEntry, err error) error {
+					if err == nil && !d.IsDir() {
+						if b, _ := os.ReadFile(p); strings.Contains(string(b), token) {
+							seen = append(seen, strings.TrimPrefix(p, m.HostPath))
+						}
+					}
+					return nil
+				})
+			}
+			switch c.Name {
+			case ReporterContainerName:
+				b, err := os.ReadFile(host)
+				if !mounted || err != nil || string(b) != token {
+					return fmt.Errorf("the reporter cannot read the token at %s: %v", TokenPath, err)
+				}
+			default:
+				if mounted || len(seen) > 0 {
+					return fmt.Errorf("container %s can see the token (%s mounted: %v; files holding it: %v)", c.Name, TokenPath, mounted, seen)
+				}
+				if _, err := os.Stat(host); err == nil {
+					return fmt.Errorf("container %s can see %s", c.Name, TokenPath)
+				}
+			}
+		}
+		return nil
+	}
 }
 
 // deliver plays a pod whose runner succeeds: it posts the canned result
@@ -221,12 +352,16 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 	// The restricted Pod Security level is enforced: a run pod that breaks
 	// it is refused when the Job controller creates it.
 	require.NoError(t, c.CreateNamespace(t.Context(), ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}))
-	k := &kubelet{plays: map[string]kubetest.PodFunc{}}
-	c.PlayKubelet(t, ns, k.run)
+	k := &kubelet{plays: map[string]kubetest.ContainersFunc{}}
+	c.PlayKubeletContainers(t, ns, k.run)
 	d := newDaemon(t, cs, ns)
 
 	t.Run("result delivered", func(t *testing.T) {
-		k.set("ok", deliver(t, cs, nil))
+		// The pod's real code: the runner hands the result to the
+		// reporter, which alone has the token and posts it.
+		k.setContainers("ok", realPod(t, cs, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+			return canned("run-ok").Unpack()
+		}), nil))
 		res, err := d.runner.Run(t.Context(), request("ok", "run-ok"))
 		require.NoError(t, err)
 		want, _ := canned("run-ok").Unpack()
@@ -242,11 +377,29 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 			"app.kubernetes.io/component": "runner", "driftwatch.io/workspace": "ok", "driftwatch.io/run-id": "run-ok",
 			"driftwatch.io/kind": "detect",
 		}, job.Labels)
-		// The server kept every sandbox field (and defaulted nothing away).
+		// The server kept every sandbox field (and defaulted nothing away),
+		// and admitted the pod (restricted Pod Security) with its two
+		// containers: the runner without the token, as another user than
+		// the reporter.
 		ps := job.Spec.Template.Spec
 		require.False(t, *ps.AutomountServiceAccountToken)
-		require.True(t, *ps.Containers[0].SecurityContext.ReadOnlyRootFilesystem)
-		require.Equal(t, []corev1.Capability{"ALL"}, ps.Containers[0].SecurityContext.Capabilities.Drop)
+		require.Len(t, ps.Containers, 2)
+		for _, c := range ps.Containers {
+			require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem, c.Name)
+			require.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop, c.Name)
+		}
+		runnerC, reporterC := ps.Containers[0], ps.Containers[1]
+		require.Equal(t, []string{ContainerName, ReporterContainerName}, []string{runnerC.Name, reporterC.Name})
+		for _, m := range runnerC.VolumeMounts {
+			require.NotEqual(t, "token", m.Name, "the runner container mounts the token")
+			require.NotEqual(t, TokenDir, m.MountPath)
+		}
+		require.Contains(t, reporterC.VolumeMounts, corev1.VolumeMount{Name: "token", MountPath: TokenDir, ReadOnly: true})
+		require.NotEqual(t, *runnerC.SecurityContext.RunAsUser, *reporterC.SecurityContext.RunAsUser)
+		pods, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
+		require.NoError(t, err)
+		require.Len(t, pods.Items, 1)
+		require.Equal(t, corev1.PodSucceeded, pods.Items[0].Status.Phase, "the result was taken once the pod succeeded")
 		require.Equal(t, int32(0), *job.Spec.BackoffLimit)
 		require.Len(t, job.Spec.PodFailurePolicy.Rules, 2)
 		// The Secret is owned by the Job, for the garbage collector.
@@ -354,8 +507,9 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 			n++
 		}
 		require.Equal(t, 3, n)
-		// Once the result is in, the workspace is free at once, even while
-		// the finished pod is still exiting: the next run gets a new Job.
+		// Once the result is taken (its pod succeeded), the workspace is
+		// free at once, even while the Job is not yet marked complete: the
+		// next run gets a new Job.
 		k.set("busy", deliver(t, cs, nil))
 		_, err := d.runner.Run(t.Context(), request("busy", "b6"))
 		require.NoError(t, err)
@@ -470,8 +624,10 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 				return 1, err.Error()
 			}
 			forged, _ := remote.NewToken()
+			ctx403, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
 			var se *remote.StatusError
-			if err := remote.Post(ctx, s.CallbackURL, forged, canned(s.RunID)); !errors.As(err, &se) || se.Code != http.StatusForbidden {
+			if err := remote.Post(ctx403, s.CallbackURL, forged, canned(s.RunID)); !errors.As(err, &se) || se.Code != http.StatusForbidden {
 				t.Errorf("forged token: %v", err)
 			}
 			spec, token = s, tok
@@ -482,20 +638,100 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 		})
 		_, err := d.runner.Run(t.Context(), request("replay", "run-replay"))
 		require.NoError(t, err)
-		// The same token again: refused as a replay, and no one is fooled.
-		for _, tc := range []struct {
-			tok  string
-			code int
-		}{{token, http.StatusConflict}, {"forged", http.StatusForbidden}} {
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, spec.CallbackURL, strings.NewReader(`{}`))
+		post := func(url, tok string, res remote.Result) (int, string) {
+			b, err := json.Marshal(res)
 			require.NoError(t, err)
-			req.Header.Set("Authorization", "Bearer "+tc.tok)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(b))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+tok)
 			resp, err := http.DefaultClient.Do(req)
 			require.NoError(t, err)
-			resp.Body.Close()
-			require.Equal(t, tc.code, resp.StatusCode)
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(body)
 		}
+		// The same result again (a retry): idempotent. Another one with
+		// the token: a conflict. A forged token and an unknown run: one
+		// answer, which tells nothing about which runs exist.
+		code, _ := post(spec.CallbackURL, token, canned(spec.RunID))
+		require.Equal(t, http.StatusNoContent, code)
+		other := canned(spec.RunID)
+		other.Result.Plan.Drift = nil
+		code, _ = post(spec.CallbackURL, token, other)
+		require.Equal(t, http.StatusConflict, code)
+		forgedCode, forgedBody := post(spec.CallbackURL, "forged", canned(spec.RunID))
+		require.Equal(t, http.StatusForbidden, forgedCode)
+		unknownURL := strings.Replace(spec.CallbackURL, "run-replay", "no-such-run", 1)
+		unknownCode, unknownBody := post(unknownURL, token, canned("no-such-run"))
+		require.Equal(t, forgedCode, unknownCode)
+		require.Equal(t, forgedBody, unknownBody)
 	})
+
+	t.Run("a forged result posted first is not the verdict", func(t *testing.T) {
+		// The token leaked (a module of an older pod shape could read it):
+		// a "clean" result is posted while the plan runs. The real code
+		// of the pod then posts the real result, gets 409, and fails the
+		// pod; the daemon reports the conflict. The run errors.
+		local := runnerFunc(func(ctx context.Context, req runner.Request) (runner.Result, error) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns}, Spec: corev1.PodSpec{Volumes: []corev1.Volume{{
+				Name: "run", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: JobName(req.Workspace, req.RunID)}}}}}}
+			s, tok, err := readRun(ctx, cs, pod)
+			if err != nil {
+				return runner.Result{}, err
+			}
+			clean := canned(req.RunID)
+			clean.Result.Plan.Drift, clean.Result.ExitCode = nil, 0
+			if err := remote.Post(ctx, s.CallbackURL, tok, clean); err != nil {
+				t.Errorf("forged post: %v", err)
+			}
+			return canned(req.RunID).Unpack()
+		})
+		exits := make(chan map[string]kubetest.ContainerExit, 1)
+		play := realPod(t, cs, local, nil)
+		k.setContainers("forged", func(ctx context.Context, pod *corev1.Pod) map[string]kubetest.ContainerExit {
+			out := play(ctx, pod)
+			exits <- out
+			return out
+		})
+		res, err := d.runner.Run(t.Context(), request("forged", "run-forged"))
+		var re *runner.Error
+		require.ErrorAs(t, err, &re, "the forged result was taken: %+v", res)
+		require.ErrorIs(t, err, remote.ErrConflictingResults)
+		require.Equal(t, "result: conflicting results posted: possible forgery", err.Error())
+		e := <-exits
+		require.Equal(t, 0, e[ContainerName].ExitCode, e[ContainerName].Message)
+		require.Equal(t, 1, e[ReporterContainerName].ExitCode)
+		require.Contains(t, e[ReporterContainerName].Message, "suspicious")
+		require.Contains(t, e[ReporterContainerName].Message, "409 Conflict on attempt 1")
+	})
+
+	t.Run("a result posted before the pod failed is not the verdict", func(t *testing.T) {
+		// Someone with the token posts, and the runner is killed before it
+		// hands anything over: no conflicting post comes, but the pod
+		// fails, so the held result is dropped.
+		k.set("killed", func(ctx context.Context, pod *corev1.Pod) (int, string) {
+			s, tok, err := readRun(ctx, cs, pod)
+			if err != nil {
+				return 1, err.Error()
+			}
+			if err := remote.Post(ctx, s.CallbackURL, tok, canned(s.RunID)); err != nil {
+				return 1, err.Error()
+			}
+			return 1, "reporter: run run-killed: the runner closed the handoff without a result (did the runner container fail?)"
+		})
+		_, err := d.runner.Run(t.Context(), request("killed", "run-killed"))
+		var re *runner.Error
+		require.ErrorAs(t, err, &re)
+		require.Equal(t, "job", re.Phase)
+		require.Contains(t, re.Reason, "after a result was posted for the run; it is not taken")
+	})
+}
+
+// runnerFunc adapts a function to runner.Runner.
+type runnerFunc func(context.Context, runner.Request) (runner.Result, error)
+
+func (f runnerFunc) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+	return f(ctx, req)
 }
 
 // TestRunnerPodFailures plays the kubelet by hand to produce what

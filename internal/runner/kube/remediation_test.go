@@ -4,6 +4,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -65,18 +66,33 @@ func TestRemediateAgainstAPIServer(t *testing.T) {
 	require.NoError(t, err)
 	const ns = "remediations"
 	require.NoError(t, c.CreateNamespace(t.Context(), ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}))
-	k := &kubelet{plays: map[string]kubetest.PodFunc{}}
-	c.PlayKubelet(t, ns, k.run)
+	k := &kubelet{plays: map[string]kubetest.ContainersFunc{}}
+	c.PlayKubeletContainers(t, ns, k.run)
 	d := newDaemon(t, cs, ns)
 	a, approved := testApplier()
 
 	t.Run("outcome delivered", func(t *testing.T) {
-		k.set("ok", applyPod(t, cs, approved, nil))
+		// The pod's real code: the runner (no token) asks the proceed
+		// check through the reporter right before its apply, and hands the
+		// outcome over; the reporter asks and posts with the token.
+		var asked bool
+		apply := func(ctx context.Context, _ runner.Request, rem *remote.Remediation, proceed func(context.Context) *remediate.Refusal) (remediate.Outcome, error) {
+			if rem.ChangeSetHash != approved.Hash() {
+				return remediate.Outcome{}, fmt.Errorf("not the approved change set: %s", rem.ChangeSetHash)
+			}
+			if ref := proceed(ctx); ref != nil {
+				return remediate.Outcome{Result: remediate.ResultRefused, Refusals: []remediate.Refusal{*ref}}, nil
+			}
+			asked = true
+			return cannedOutcome(approved), nil
+		}
+		k.setContainers("ok", realPod(t, cs, nil, apply))
 		out, err := d.runner.Remediate(t.Context(), a, request("ok", "apply-ok"), approved)
 		require.NoError(t, err)
 		if diff := cmp.Diff(cannedOutcome(approved), out); diff != "" {
 			t.Fatalf("outcome (-want +got):\n%s", diff)
 		}
+		require.True(t, asked, "the daemon answered the proceed check, through the reporter")
 		jobs := jobsOf(t, cs, ns, "ok")
 		require.Len(t, jobs, 1)
 		job := jobs[0]

@@ -421,7 +421,7 @@ func jobFinished(j *batchv1.Job) (bool, *batchv1.JobCondition) {
 // token hash from its annotation.
 func (r *Runner) track(j *batchv1.Job, waiters int) *flight {
 	runID := j.Annotations[AnnotationRunID]
-	var results <-chan remote.Result
+	var results <-chan remote.Delivery
 	hash, herr := remote.ParseHash(j.Annotations[AnnotationTokenHash])
 	expires, terr := time.Parse(time.RFC3339, j.Annotations[AnnotationExpiresAt])
 	switch {
@@ -440,7 +440,7 @@ func (r *Runner) track(j *batchv1.Job, waiters int) *flight {
 
 // trackArmed registers and starts a flight; the caller holds the
 // workspace's lock.
-func (r *Runner) trackArmed(j *batchv1.Job, results <-chan remote.Result, waiters int) *flight {
+func (r *Runner) trackArmed(j *batchv1.Job, results <-chan remote.Delivery, waiters int) *flight {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	f := &flight{
 		r:         r,
@@ -464,8 +464,10 @@ func (r *Runner) trackArmed(j *batchv1.Job, results <-chan remote.Result, waiter
 	if t, err := time.Parse(time.RFC3339, j.Annotations[AnnotationExpiresAt]); err == nil {
 		f.expires = t
 	}
-	if limits := j.Spec.Template.Spec.Containers; len(limits) > 0 {
-		f.memLimit = limits[0].Resources.Limits.Memory().String()
+	for _, c := range j.Spec.Template.Spec.Containers {
+		if c.Name == ContainerName {
+			f.memLimit = c.Resources.Limits.Memory().String()
+		}
 	}
 	r.mu.Lock()
 	r.byJob[f.name] = f

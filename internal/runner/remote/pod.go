@@ -6,53 +6,70 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/remediate"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 )
 
-// RunInPod is `driftwatch runner --spec PATH`: it loads the spec, runs it
-// with local (the local runner, in the pod's sandbox), or for a
-// remediation spec applies it with apply (Apply: remediate.Applier, in the
-// same sandbox; right before `terraform apply` it asks the daemon's
-// proceed check at the spec's ProceedURL with a Checker, and applies
-// nothing unless the daemon answers that it may), and delivers the result
-// or outcome, failed runs included, to the spec's callback URL.
+// RunInPod is the runner container of a run pod (`driftwatch runner --spec
+// PATH --socket PATH`), the one that runs Terraform and has no token. It
+// loads the spec, makes its process non-dumpable (so that processes of the
+// same user, Terraform's and the providers', can neither ptrace it nor
+// reach its file descriptors through /proc), connects to the reporter's
+// handoff socket at socketPath (trying again until the spec's deadline)
+// and only then runs the spec with local (the local runner, in the pod's
+// sandbox), or for a remediation spec applies it with apply (Apply:
+// remediate.Applier, in the same sandbox; right before `terraform apply`
+// it asks the daemon's proceed check through the reporter, and applies
+// nothing unless the daemon answers that it may). It then hands the result
+// or outcome, failed runs included, to the reporter, which delivers it.
 //
-// It returns nil once the result is delivered, whatever the run's outcome:
-// a Terraform failure is a delivered result, and the Job then completes. It
-// returns an error only when the spec is unusable or the result could not be
-// delivered; main prints it to stderr and exits non-zero, which fails the
-// Job (podFailurePolicy), and the daemon reports the pod's exit and its
-// last log lines (the container's terminationMessagePolicy is
-// FallbackToLogsOnError). Errors never include the token.
+// The connection is made before any process of the run exists and the
+// reporter accepts no other: no process of the run can hand over a result
+// of its own, nor write into this one's connection (close-on-exec, not
+// inherited; the process is non-dumpable).
 //
-// Delivery outlives ctx: when the pod is being stopped (SIGTERM) the run is
-// cut short, but its result is still offered until the spec's deadline, as
-// long as the kubelet lets the process live.
-func RunInPod(ctx context.Context, specPath string, local runner.Runner, apply ApplyFunc) error {
+// It returns nil once the reporter has taken the result, whatever the
+// run's outcome: a Terraform failure is a result, and the container then
+// exits 0. It returns an error only when the spec is unusable or the
+// handoff failed; main prints it to stderr and exits non-zero, which fails
+// the Job (podFailurePolicy), and the daemon reports the pod's exit and its
+// last log lines (terminationMessagePolicy FallbackToLogsOnError).
+//
+// The handoff outlives ctx: when the pod is being stopped (SIGTERM) the run
+// is cut short, but its result is still handed over until the spec's
+// deadline, as long as the kubelet lets the process live.
+func RunInPod(ctx context.Context, specPath, socketPath string, local runner.Runner, apply ApplyFunc) error {
 	spec, err := LoadSpec(specPath)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
-	token, err := readToken(spec.TokenFile)
-	if err != nil {
-		return fmt.Errorf("runner: token: %w", err)
+	// main does this for every driftwatch process; the handoff depends on
+	// it, so it is not left to the caller.
+	if err := sandbox.SetNonDumpable(); err != nil {
+		return fmt.Errorf("runner: make the process non-dumpable: %w", err)
 	}
+	dctx, cancel := context.WithDeadline(ctx, spec.ExpiresAt)
+	h, err := dialHandoff(dctx, socketPath)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("runner: connect to the reporter at %s: %w", socketPath, err)
+	}
+	defer h.close()
+
 	var out Result
 	if spec.Remediation != nil {
-		proceed := func(ctx context.Context) *remediate.Refusal {
-			var c Checker
-			return c.Check(ctx, spec.ProceedURL, token)
-		}
-		o, err := apply(ctx, spec.Request(), spec.Remediation, proceed)
+		o, err := apply(ctx, spec.Request(), spec.Remediation, func(ctx context.Context) *remediate.Refusal {
+			return h.proceed(ctx)
+		})
 		out = OutcomeOf(spec.RunID, o, err)
 	} else {
 		res, err := local.Run(ctx, spec.Request())
 		out = ResultOf(spec.RunID, res, err)
 	}
 
-	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), spec.ExpiresAt)
+	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), spec.ExpiresAt)
 	defer cancel()
-	if err := Post(pctx, spec.CallbackURL, token, out); err != nil {
-		return fmt.Errorf("runner: run %s: %w", spec.RunID, err)
+	if err := h.deliver(hctx, out); err != nil {
+		return fmt.Errorf("runner: run %s: hand the result over to the reporter: %w", spec.RunID, err)
 	}
 	return nil
 }

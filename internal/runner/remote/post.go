@@ -38,6 +38,22 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("result refused: %d %s: %s", e.Code, http.StatusText(e.Code), e.Body)
 }
 
+// ConflictError is a delivery the Receiver answered 409: it holds a
+// different result for this run, posted with the run's token by someone
+// else first. That is suspicious (the token leaked, and a forged result may
+// have been accepted): the daemon marks the run errored, and the reporter
+// exits non-zero so the pod fails too. An identical re-post (a retry after
+// a lost response) is answered 204, never 409.
+type ConflictError struct {
+	Attempt int    // 1: the very first post was refused
+	Body    string // first line of the response
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("suspicious: the daemon already holds a different result for this run "+
+		"(409 Conflict on attempt %d: %s): someone else posted with this run's token; possible forgery", e.Attempt, e.Body)
+}
+
 // Post delivers res to url with token, using a zero Poster.
 func Post(ctx context.Context, url, token string, res Result) error {
 	var p Poster
@@ -45,11 +61,14 @@ func Post(ctx context.Context, url, token string, res Result) error {
 }
 
 // Post delivers res, gzip-compressed, until it is accepted, refused for good
-// or ctx ends. 204/2xx and 409 (already delivered: an earlier attempt
-// succeeded but its response was lost) are success. 404 (the daemon is
-// restarting or not yet re-armed), 408, 425, 429 and 5xx and transport
-// errors are retried, honouring Retry-After; any other status is a
-// *StatusError at once.
+// or ctx ends. 2xx is success, also for a retry of an attempt whose
+// response was lost (the Receiver answers an identical re-post 204). 409
+// is a *ConflictError at once: the Receiver holds a different result. 403
+// (an unknown run or a wrong token: the Receiver does not say which, and a
+// restarting daemon does not know the run until it re-arms it), 404 (the
+// same from an older daemon), 408, 425, 429, 5xx and transport errors are
+// retried, honouring Retry-After; any other status is a *StatusError at
+// once.
 func (p *Poster) Post(ctx context.Context, url, token string, res Result) error {
 	body, err := encodeGzip(res)
 	if err != nil {
@@ -74,6 +93,9 @@ func (p *Poster) Post(ctx context.Context, url, token string, res Result) error 
 			return nil
 		}
 		var se *StatusError
+		if errors.As(err, &se) && se.Code == http.StatusConflict {
+			return &ConflictError{Attempt: attempt, Body: se.Body}
+		}
 		if errors.As(err, &se) && !retryable(se.Code) {
 			return err
 		}
@@ -110,16 +132,19 @@ func (p *Poster) attempt(ctx context.Context, client *http.Client, url, token st
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode/100 == 2 || resp.StatusCode == http.StatusConflict {
+	if resp.StatusCode/100 == 2 {
 		return 0, nil
 	}
 	line, _, _ := strings.Cut(strings.TrimSpace(string(msg)), "\n")
 	return parseRetryAfter(resp.Header.Get("Retry-After")), &StatusError{Code: resp.StatusCode, Body: line}
 }
 
+// retryable tells whether a refusal may go away by itself: 403 and 404
+// are what a daemon answers for a run it has not re-armed yet (after a
+// restart or a leader handover).
 func retryable(code int) bool {
 	switch code {
-	case http.StatusNotFound, http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
+	case http.StatusForbidden, http.StatusNotFound, http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
 		return true
 	}
 	return code >= 500

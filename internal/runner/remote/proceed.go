@@ -37,10 +37,10 @@ type ProceedAnswer struct {
 
 // ProceedHandler returns the http.Handler of ProceedRoute. A check is
 // authenticated like a result, with the run's token, and refused like one
-// (401, 403, 404, 409 once the result is delivered, 410), but consumes
-// nothing: the token still delivers the result, once. A run that passes
-// gets 200 and a ProceedAnswer from ReceiverOptions.Proceed; 501 without
-// one.
+// (401; 403 for an unknown run or a wrong token alike; 409 once the result
+// is delivered; 410), but consumes nothing: the token still delivers the
+// result, once. A run that passes gets 200 and a ProceedAnswer from
+// ReceiverOptions.Proceed; 501 without one.
 func (r *Receiver) ProceedHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		refuse := r.refuser(w, req, "proceed check refused")
@@ -49,7 +49,12 @@ func (r *Receiver) ProceedHandler() http.Handler {
 			refuse(http.StatusMethodNotAllowed, "method not allowed")
 			return
 		}
-		if _, ok := r.authorize(w, req, refuse); !ok {
+		_, used, ok := r.authorize(w, req, refuse)
+		if !ok {
+			return
+		}
+		if used {
+			refuse(http.StatusConflict, "result already delivered")
 			return
 		}
 		if r.proceed == nil {
@@ -83,8 +88,9 @@ type Checker struct {
 // may proceed: nil when the daemon answers so; its refusal when it says
 // not (the kill switch is on); and a remediate.CodeDaemonUnreachable
 // refusal for anything else within Attempts: no connection, a timeout, an
-// error status (404 and 5xx, as during a daemon restart, are tried again,
-// any other at once) or an answer it cannot read. Never an error: not
+// error status (403 and 404, as for a run a restarting daemon has not
+// re-armed yet, and 5xx are tried again, any other at once) or an answer
+// it cannot read. Never an error: not
 // knowing means not applying.
 func (c *Checker) Check(ctx context.Context, url, token string) *remediate.Refusal {
 	client := c.Client

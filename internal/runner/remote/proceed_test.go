@@ -69,10 +69,12 @@ func TestProceedCheck(t *testing.T) {
 	code, _ := get("")
 	require.Equal(t, http.StatusUnauthorized, code)
 	forged, _ := NewToken()
-	code, _ = get(forged)
+	code, forgedMsg := get(forged)
 	require.Equal(t, http.StatusForbidden, code)
-	code, _ = send(t, srv.URL+ProceedPath("other"), delivery{method: http.MethodGet, token: tok})
-	require.Equal(t, http.StatusNotFound, code)
+	// An unknown run gets the same answer as a wrong token.
+	code, msg := send(t, srv.URL+ProceedPath("other"), delivery{method: http.MethodGet, token: tok})
+	require.Equal(t, http.StatusForbidden, code)
+	require.Equal(t, forgedMsg, msg)
 	require.Empty(t, sw.calls(), "refused checks do not reach the daemon's answer")
 
 	code, body := get(tok)
@@ -90,11 +92,12 @@ func TestProceedCheck(t *testing.T) {
 	res := OutcomeOf("apply-1", remediate.Outcome{Result: remediate.ResultRefused, Refusals: []remediate.Refusal{*paused}}, nil)
 	b, err := json.Marshal(res)
 	require.NoError(t, err)
-	code, msg := send(t, srv.URL+ResultPath("apply-1"), delivery{token: tok, body: b})
+	code, msg = send(t, srv.URL+ResultPath("apply-1"), delivery{token: tok, body: b})
 	require.Equal(t, http.StatusNoContent, code, msg)
-	require.Equal(t, res, <-ch)
+	require.Equal(t, res, (<-ch).Result)
 	code, _ = send(t, srv.URL+ResultPath("apply-1"), delivery{token: tok, body: b})
-	require.Equal(t, http.StatusConflict, code, "still single use")
+	require.Equal(t, http.StatusNoContent, code, "an identical re-post is idempotent")
+	require.Empty(t, ch, "still single use")
 	// Once the result is in, there is nothing left to proceed with.
 	code, _ = get(tok)
 	require.Equal(t, http.StatusConflict, code)
@@ -143,9 +146,9 @@ func TestChecker(t *testing.T) {
 		forged, _ := NewToken()
 		ref := fastChecker().Check(t.Context(), url, forged)
 		require.Equal(t, remediate.CodeDaemonUnreachable, ref.Code)
-		require.Contains(t, ref.Reason, "403 Forbidden: invalid token")
+		require.Contains(t, ref.Reason, "403 Forbidden: unknown run or invalid token")
 		require.NotContains(t, ref.Reason, forged, "no token in the reason")
-		require.Len(t, sw.calls(), 2, "a refused credential is not retried")
+		require.Len(t, sw.calls(), 2, "a refused credential never reaches the daemon's answer")
 	})
 
 	for _, tc := range []struct {
@@ -163,6 +166,15 @@ func TestChecker(t *testing.T) {
 			}
 			_, _ = w.Write([]byte(`{"proceed":true}`))
 		}, 2, ""},
+		{"403 while the daemon restarts, then proceed", func(n int32, w http.ResponseWriter) {
+			if n == 1 {
+				http.Error(w, "unknown run or invalid token", http.StatusForbidden)
+				return
+			}
+			_, _ = w.Write([]byte(`{"proceed":true}`))
+		}, 2, ""},
+		{"400 is final", func(_ int32, w http.ResponseWriter) { http.Error(w, "bad", http.StatusBadRequest) },
+			1, "proceed check answered 400 Bad Request: bad"},
 		{"garbage", func(_ int32, w http.ResponseWriter) { _, _ = w.Write([]byte(`<html>proxy login</html>`)) },
 			1, "decode proceed answer"},
 		{"proceed with a refusal", func(_ int32, w http.ResponseWriter) {

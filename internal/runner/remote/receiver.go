@@ -2,6 +2,7 @@ package remote
 
 import (
 	"compress/gzip"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -30,8 +31,29 @@ func ResultPath(runID string) string {
 const DefaultMaxBodyBytes = 16 << 20
 
 // tombstoneTTL is how long a finished run's entry outlives its deadline, so
-// that a replay gets a clear 409/410 rather than 404.
+// that a late or conflicting post gets a clear 410/409 rather than 403.
 const tombstoneTTL = time.Hour
+
+// refusedCredential is the one answer (403) to a post or check for a run
+// this Receiver does not know and to one with the wrong token: telling
+// them apart would let anyone probe which runs exist.
+const refusedCredential = "unknown run or invalid token"
+
+// ErrConflictingResults is the Conflict of a Delivery: after a run's result
+// was accepted, a different one was posted with the run's token. One of the
+// two is forged (the token leaked), and neither may stand as the verdict.
+var ErrConflictingResults = errors.New("conflicting results posted: possible forgery")
+
+// Delivery is what the channel Expect returns carries: first the accepted
+// Result; then, only if a different result is posted for the run with its
+// token afterwards, a second Delivery whose Conflict is
+// ErrConflictingResults. An awaiter therefore holds a result until its pod
+// is known to have finished well (see runner/kube), and drops it on a
+// conflict.
+type Delivery struct {
+	Result   Result
+	Conflict error
+}
 
 // ReceiverOptions configures a Receiver.
 type ReceiverOptions struct {
@@ -62,8 +84,13 @@ type Receiver struct {
 type expectation struct {
 	hash    [32]byte
 	expires time.Time
-	ch      chan Result // buffered 1; nil once forgotten
-	used    bool        // a result was accepted with this token
+	ch      chan Delivery // buffered 2 (a result, a conflict); nil once forgotten
+	used    bool          // a result was accepted with this token
+	// sum is the SHA-256 of the accepted result's canonical JSON: the same
+	// result re-posted (a retry whose response was lost) is answered 204
+	// again, a different one is a conflict.
+	sum      [32]byte
+	conflict bool // a conflict was reported (once)
 }
 
 // NewReceiver returns an empty Receiver.
@@ -85,10 +112,12 @@ var ErrAlreadyExpected = errors.New("run is already awaiting its result")
 
 // Expect arms the Receiver for runID: one result authenticated by the token
 // whose hash is given, until expires. The result arrives on the returned
-// channel (buffered, so delivery never waits for the reader). Call Forget
-// when the run no longer waits. Re-arming a forgotten run with the same hash
-// keeps it single use: a token that delivered once never delivers again.
-func (r *Receiver) Expect(runID string, hash [32]byte, expires time.Time) (<-chan Result, error) {
+// channel (buffered, so delivery never waits for the reader), followed by a
+// conflict Delivery if a different result is posted with the token later.
+// Call Forget when the run no longer waits. Re-arming a forgotten run with
+// the same hash keeps it single use: a token that delivered once never
+// delivers again.
+func (r *Receiver) Expect(runID string, hash [32]byte, expires time.Time) (<-chan Delivery, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.purgeLocked()
@@ -96,17 +125,20 @@ func (r *Receiver) Expect(runID string, hash [32]byte, expires time.Time) (<-cha
 		if e.ch != nil {
 			return nil, fmt.Errorf("run %s: %w", runID, ErrAlreadyExpected)
 		}
-		used := e.used && e.hash == hash
-		e.hash, e.expires, e.ch, e.used = hash, expires, make(chan Result, 1), used
+		if !e.used || e.hash != hash {
+			e.used, e.sum, e.conflict = false, [32]byte{}, false
+		}
+		e.hash, e.expires, e.ch = hash, expires, make(chan Delivery, 2)
 		return e.ch, nil
 	}
-	e := &expectation{hash: hash, expires: expires, ch: make(chan Result, 1)}
+	e := &expectation{hash: hash, expires: expires, ch: make(chan Delivery, 2)}
 	r.runs[runID] = e
 	return e.ch, nil
 }
 
 // Forget stops awaiting runID. Its entry stays until an hour after its
-// deadline, so a late or replayed delivery is refused as such (410, 409).
+// deadline, so a late or conflicting delivery is refused as such (410,
+// 409) and an identical re-post is still answered 204.
 func (r *Receiver) Forget(runID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -125,10 +157,13 @@ func (r *Receiver) purgeLocked() {
 	}
 }
 
-// ServeHTTP accepts one run's result. Status codes: 204 accepted, 401 no
-// bearer token, 403 wrong token, 404 unknown run, 409 already delivered, 410
-// deadline passed or no longer awaited, 413 too large, 415 not JSON or an
-// unknown encoding, 400 malformed.
+// ServeHTTP accepts one run's result. Status codes: 204 accepted (and again
+// for an identical re-post: a retry whose response was lost), 401 no bearer
+// token, 403 unknown run or wrong token (one answer for both: the endpoint
+// does not tell which runs exist), 409 a different result was delivered
+// already (reported to the awaiter as a conflict: one of the two is
+// forged), 410 deadline passed or no longer awaited, 413 too large, 415 not
+// JSON or an unknown encoding, 400 malformed.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	refuse := r.refuser(w, req, "run result refused")
 	if req.Method != http.MethodPost {
@@ -137,12 +172,12 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	runID := req.PathValue("id")
-	want, ok := r.authorize(w, req, refuse)
+	want, _, ok := r.authorize(w, req, refuse)
 	if !ok {
 		return
 	}
 
-	res, code, err := r.decode(w, req, runID)
+	res, sum, code, err := r.decode(w, req, runID)
 	if err != nil {
 		refuse(code, err.Error())
 		return
@@ -155,89 +190,115 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.mu.Unlock()
 		refuse(http.StatusGone, "run no longer awaits a result")
 		return
-	case e.used:
+	case e.used && e.sum == sum:
 		r.mu.Unlock()
-		refuse(http.StatusConflict, "result already delivered")
+		r.log.Info("identical run result posted again (a retry): accepted again", "run_id", runID)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case e.used:
+		first, awaited := !e.conflict, e.ch != nil
+		if first && awaited {
+			// Never blocks: buffered 2, one result and one conflict at most.
+			e.ch <- Delivery{Conflict: ErrConflictingResults}
+		}
+		e.conflict = true
+		r.mu.Unlock()
+		// Someone else holds this run's token: whichever came first, the
+		// run must not keep it as its verdict (the awaiter drops it; an
+		// awaiter that already took it took it once its pod had
+		// succeeded, i.e. from the reporter itself).
+		r.log.Error("conflicting results posted for one run: possible forgery (its token leaked)",
+			"run_id", runID, "remote_addr", req.RemoteAddr, "awaited", awaited)
+		http.Error(w, "a different result was delivered for this run already", http.StatusConflict)
 		return
 	case e.ch == nil:
 		r.mu.Unlock()
 		refuse(http.StatusGone, "run no longer awaits a result")
 		return
 	}
-	e.used = true
-	e.ch <- res // never blocks: buffered 1 and used guards it
+	e.used, e.sum = true, sum
+	e.ch <- Delivery{Result: res} // never blocks: buffered 2 and used guards it
 	r.mu.Unlock()
 	r.log.Debug("run result accepted", "run_id", runID, "failed", res.Error != nil)
 	w.WriteHeader(http.StatusNoContent)
 }
 
 // refuser returns the function that answers req with an error status and
-// logs it as msg.
-func (r *Receiver) refuser(w http.ResponseWriter, req *http.Request, msg string) func(code int, reason string) {
+// reason, and logs it as msg (with detail, if given, as the reason: the
+// log may say more than the answer).
+func (r *Receiver) refuser(w http.ResponseWriter, req *http.Request, msg string) func(code int, reason string, detail ...string) {
 	log := r.log.With("run_id", req.PathValue("id"), "remote_addr", req.RemoteAddr)
-	return func(code int, reason string) {
+	return func(code int, reason string, detail ...string) {
 		// A bad credential is worth a warning; the rest happens in normal
 		// operation (a pod retrying while the daemon restarts, a late post).
 		level := slog.LevelInfo
 		if code == http.StatusUnauthorized || code == http.StatusForbidden {
 			level = slog.LevelWarn
 		}
-		log.Log(req.Context(), level, msg, "status", code, "reason", reason)
+		logged := reason
+		if len(detail) > 0 {
+			logged = strings.Join(detail, ": ")
+		}
+		log.Log(req.Context(), level, msg, "status", code, "reason", logged)
 		http.Error(w, reason, code)
 	}
 }
 
-// authorize checks req's bearer token against its run's, and that the run
-// still awaits its result; it returns the token hash, or refuses req (401
-// no token, 404 unknown run, 403 wrong token, 409 result delivered already,
-// 410 deadline passed or no longer awaited). It consumes nothing.
-func (r *Receiver) authorize(w http.ResponseWriter, req *http.Request, refuse func(int, string)) ([32]byte, bool) {
+// authorize checks req's bearer token against its run's; it returns the
+// token hash and whether the run's result was delivered already, or
+// refuses req: 401 no token; 403, with one body, for an unknown run or a
+// wrong token (timing alike: both compare hashes); for a run whose result
+// is not delivered yet, 410 deadline passed or no longer awaited. It
+// consumes nothing.
+func (r *Receiver) authorize(w http.ResponseWriter, req *http.Request, refuse func(int, string, ...string)) (hash [32]byte, used, ok bool) {
 	runID := req.PathValue("id")
 	token, ok := bearer(req.Header.Get("Authorization"))
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="driftwatch-run"`)
 		refuse(http.StatusUnauthorized, "bearer token required")
-		return [32]byte{}, false
+		return [32]byte{}, false, false
 	}
-	hash := HashToken(token)
+	got := HashToken(token)
 
 	r.mu.Lock()
 	e, known := r.runs[runID]
 	var want [32]byte
-	var used, awaited bool
+	var awaited bool
 	var expires time.Time
 	if known {
 		want, used, awaited, expires = e.hash, e.used, e.ch != nil, e.expires
 	}
 	r.mu.Unlock()
 
+	match := subtle.ConstantTimeCompare(got[:], want[:]) == 1
 	switch {
 	case runID == "" || !known:
-		refuse(http.StatusNotFound, "unknown run")
-	case subtle.ConstantTimeCompare(hash[:], want[:]) != 1:
-		refuse(http.StatusForbidden, "invalid token")
+		refuse(http.StatusForbidden, refusedCredential, "unknown run")
+	case !match:
+		refuse(http.StatusForbidden, refusedCredential, "invalid token")
 	case used:
-		refuse(http.StatusConflict, "result already delivered")
+		return want, true, true
 	case r.now().After(expires):
 		refuse(http.StatusGone, "run deadline passed")
 	case !awaited:
 		refuse(http.StatusGone, "run no longer awaits a result")
 	default:
-		return want, true
+		return want, false, true
 	}
-	return [32]byte{}, false
+	return [32]byte{}, false, false
 }
 
 // decode reads the body: JSON, identity or gzip, bounded before and after
-// decompression.
-func (r *Receiver) decode(w http.ResponseWriter, req *http.Request, runID string) (Result, int, error) {
+// decompression. It returns the result and the SHA-256 of its canonical
+// JSON.
+func (r *Receiver) decode(w http.ResponseWriter, req *http.Request, runID string) (Result, [32]byte, int, error) {
 	if ct := req.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return Result{}, http.StatusUnsupportedMediaType, errors.New("content type must be application/json")
+			return Result{}, [32]byte{}, http.StatusUnsupportedMediaType, errors.New("content type must be application/json")
 		}
 	}
 	if req.ContentLength > r.maxBody {
-		return Result{}, http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than %d bytes", r.maxBody)
+		return Result{}, [32]byte{}, http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than %d bytes", r.maxBody)
 	}
 	body := http.MaxBytesReader(w, req.Body, r.maxBody)
 	var in io.Reader = body
@@ -246,30 +307,36 @@ func (r *Receiver) decode(w http.ResponseWriter, req *http.Request, runID string
 	case "gzip":
 		zr, err := gzip.NewReader(body)
 		if err != nil {
-			return Result{}, statusFor(err), fmt.Errorf("gzip: %w", err)
+			return Result{}, [32]byte{}, statusFor(err), fmt.Errorf("gzip: %w", err)
 		}
 		defer zr.Close()
 		in = zr
 	default:
-		return Result{}, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q not supported", enc)
+		return Result{}, [32]byte{}, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q not supported", enc)
 	}
 	// Read whole (bounded) before decoding, so a too-large body is told
 	// apart from a malformed one.
 	b, err := io.ReadAll(io.LimitReader(in, r.maxBody+1))
 	if err != nil {
-		return Result{}, statusFor(err), fmt.Errorf("read body: %w", err)
+		return Result{}, [32]byte{}, statusFor(err), fmt.Errorf("read body: %w", err)
 	}
 	if int64(len(b)) > r.maxBody {
-		return Result{}, http.StatusRequestEntityTooLarge, fmt.Errorf("decompressed body larger than %d bytes", r.maxBody)
+		return Result{}, [32]byte{}, http.StatusRequestEntityTooLarge, fmt.Errorf("decompressed body larger than %d bytes", r.maxBody)
 	}
 	var res Result
 	if err := json.Unmarshal(b, &res); err != nil {
-		return Result{}, http.StatusBadRequest, fmt.Errorf("decode result: %w", err)
+		return Result{}, [32]byte{}, http.StatusBadRequest, fmt.Errorf("decode result: %w", err)
 	}
 	if err := res.validate(runID); err != nil {
-		return Result{}, http.StatusBadRequest, err
+		return Result{}, [32]byte{}, http.StatusBadRequest, err
 	}
-	return res, 0, nil
+	// The result's canonical form (encoding/json sorts map keys): the same
+	// result re-posted is recognised however it was encoded.
+	canon, err := json.Marshal(res)
+	if err != nil {
+		return Result{}, [32]byte{}, http.StatusBadRequest, fmt.Errorf("encode result: %w", err)
+	}
+	return res, sha256.Sum256(canon), 0, nil
 }
 
 func statusFor(err error) int {

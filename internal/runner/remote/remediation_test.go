@@ -222,12 +222,14 @@ func TestReceiverOutcome(t *testing.T) {
 
 	code, msg = send(t, url, delivery{token: tok, encoding: "gzip", body: gz(t, enc(OutcomeOf("apply-1", appliedOutcome(), nil)))})
 	require.Equal(t, http.StatusNoContent, code, msg)
-	got, err := (<-ch).UnpackOutcome()
+	got, err := (<-ch).Result.UnpackOutcome()
 	require.NoError(t, err)
 	require.Equal(t, remediate.ResultApplied, got.Result)
-	// Single use: the same token cannot deliver another outcome.
+	// Single use: the same token cannot deliver another outcome; trying
+	// is a conflict, reported to the awaiter.
 	code, _ = send(t, url, delivery{token: tok, body: enc(OutcomeOf("apply-1", remediate.Outcome{Result: remediate.ResultRefused}, nil))})
 	require.Equal(t, http.StatusConflict, code)
+	require.Equal(t, ErrConflictingResults, (<-ch).Conflict)
 }
 
 func TestRunInPodRemediation(t *testing.T) {
@@ -255,22 +257,44 @@ func TestRunInPodRemediation(t *testing.T) {
 	var gotRem *Remediation
 	runErr := &runner.Error{Phase: "apply", Reason: "Error: permission denied"}
 	failed := remediate.Outcome{Result: remediate.ResultFailed, Reason: runErr.Error(), ApplyStarted: true}
-	err = RunInPod(t.Context(), specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+	p := runPod(t, specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
 		t.Fatal("a remediation spec ran a detection")
 		return runner.Result{}, nil
 	}), func(ctx context.Context, req runner.Request, rem *Remediation, proceed func(context.Context) *remediate.Refusal) (remediate.Outcome, error) {
 		gotReq, gotRem = req, rem
-		// The proceed check asks the daemon with the run's token.
+		// The proceed check asks the daemon, through the reporter (the
+		// runner has no token), with the run's token.
 		require.Equal(t, paused, proceed(ctx))
 		require.Equal(t, []string{"pod-run"}, asked)
 		return failed, runErr
 	})
-	require.NoError(t, err, "a failed apply that was delivered is not a pod failure")
+	require.NoError(t, p.runnerErr, "a failed apply that was handed over is not a pod failure")
+	require.NoError(t, p.reporterErr)
 	require.Equal(t, s.Request(), gotReq)
 	if d := cmp.Diff(s.Remediation, gotRem, globs); d != "" {
 		t.Fatalf("remediation (-want +got):\n%s", d)
 	}
-	out, err := (<-ch).UnpackOutcome()
+	out, err := (<-ch).Result.UnpackOutcome()
 	require.EqualError(t, err, "apply: Error: permission denied")
 	require.Equal(t, failed, out)
+
+	t.Run("reporter gone: fails closed", func(t *testing.T) {
+		sock := socketPath(t)
+		ln, err := listenHandoff(sock)
+		require.NoError(t, err)
+		go func() {
+			// A reporter that takes the connection and dies.
+			if c, err := acceptOne(t.Context(), ln); err == nil {
+				c.Close()
+			}
+		}()
+		err = RunInPod(t.Context(), specPath, sock, nil, func(ctx context.Context, _ runner.Request, _ *Remediation, proceed func(context.Context) *remediate.Refusal) (remediate.Outcome, error) {
+			ref := proceed(ctx)
+			require.NotNil(t, ref, "no answer means no apply")
+			require.Equal(t, remediate.CodeDaemonUnreachable, ref.Code)
+			require.Contains(t, ref.Reason, "nothing applied")
+			return remediate.Outcome{Result: remediate.ResultRefused, Refusals: []remediate.Refusal{*ref}}, nil
+		})
+		require.ErrorContains(t, err, "hand the result over to the reporter")
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -243,7 +244,7 @@ func TestReceiver(t *testing.T) {
 		require.NoError(t, err)
 		return b
 	}
-	arm := func(id string) (string, <-chan Result) {
+	arm := func(id string) (string, <-chan Delivery) {
 		tok, hash := NewToken()
 		ch, err := r.Expect(id, hash, now.Add(time.Hour))
 		require.NoError(t, err)
@@ -255,7 +256,7 @@ func TestReceiver(t *testing.T) {
 		code, msg := send(t, url("valid"), delivery{token: tok, encoding: "gzip", body: gz(t, body("valid"))})
 		require.Equal(t, http.StatusNoContent, code, msg)
 		got := <-ch
-		if d := cmp.Diff(okResult(t, "valid"), got); d != "" {
+		if d := cmp.Diff(Delivery{Result: okResult(t, "valid")}, got); d != "" {
 			t.Fatalf("delivered result (-want +got):\n%s", d)
 		}
 	})
@@ -263,40 +264,61 @@ func TestReceiver(t *testing.T) {
 		tok, ch := arm("plain")
 		code, msg := send(t, url("plain"), delivery{token: tok, body: body("plain")})
 		require.Equal(t, http.StatusNoContent, code, msg)
-		require.Equal(t, "plain", (<-ch).RunID)
+		require.Equal(t, "plain", (<-ch).Result.RunID)
 	})
-	t.Run("replayed token", func(t *testing.T) {
+	t.Run("identical re-post", func(t *testing.T) {
+		// A retry whose first response was lost: answered 204 again,
+		// delivered once.
 		tok, ch := arm("replay")
 		code, _ := send(t, url("replay"), delivery{token: tok, body: body("replay")})
 		require.Equal(t, http.StatusNoContent, code)
-		<-ch
-		code, msg := send(t, url("replay"), delivery{token: tok, body: body("replay")})
-		require.Equal(t, http.StatusConflict, code, msg)
-		// Still refused after the run stopped waiting and was re-armed
-		// with the same hash (an adopted run): single use means once.
+		require.Equal(t, "replay", (<-ch).Result.RunID)
+		code, msg := send(t, url("replay"), delivery{token: tok, encoding: "gzip", body: gz(t, body("replay"))})
+		require.Equal(t, http.StatusNoContent, code, msg)
+		// The same result encoded otherwise (indented, key order) is the
+		// same result.
+		var generic map[string]any
+		require.NoError(t, json.Unmarshal(body("replay"), &generic))
+		indented, err := json.MarshalIndent(generic, "", "    ")
+		require.NoError(t, err)
+		code, msg = send(t, url("replay"), delivery{token: tok, body: append(indented, '\n')})
+		require.Equal(t, http.StatusNoContent, code, msg)
+		// Also after the run stopped waiting and was re-armed with the same
+		// hash (an adopted run): single use means delivered once.
 		r.Forget("replay")
 		code, _ = send(t, url("replay"), delivery{token: tok, body: body("replay")})
-		require.Equal(t, http.StatusConflict, code)
-		_, err := r.Expect("replay", HashToken(tok), now.Add(time.Hour))
+		require.Equal(t, http.StatusNoContent, code)
+		ch, err = r.Expect("replay", HashToken(tok), now.Add(time.Hour))
 		require.NoError(t, err)
 		code, _ = send(t, url("replay"), delivery{token: tok, body: body("replay")})
-		require.Equal(t, http.StatusConflict, code)
-		select {
-		case <-ch:
-			t.Fatal("a replay was delivered")
-		default:
-		}
+		require.Equal(t, http.StatusNoContent, code)
+		require.Empty(t, ch, "a re-post was delivered again")
 	})
 	t.Run("forged token", func(t *testing.T) {
 		_, ch := arm("forged")
 		forged, _ := NewToken()
 		code, msg := send(t, url("forged"), delivery{token: forged, body: body("forged")})
 		require.Equal(t, http.StatusForbidden, code, msg)
+		require.Equal(t, "unknown run or invalid token", msg)
 		// A token of another run is just as forged.
 		other, _ := arm("other")
 		code, _ = send(t, url("forged"), delivery{token: other, body: body("forged")})
 		require.Equal(t, http.StatusForbidden, code)
 		require.Empty(t, ch)
+	})
+	t.Run("unknown run and wrong token look alike", func(t *testing.T) {
+		// The endpoint does not tell which runs exist.
+		arm("exists")
+		tok, _ := NewToken()
+		wrongCode, wrongMsg := send(t, url("exists"), delivery{token: tok, body: body("exists")})
+		unknownCode, unknownMsg := send(t, url("does-not-exist"), delivery{token: tok, body: body("does-not-exist")})
+		require.Equal(t, http.StatusForbidden, wrongCode)
+		require.Equal(t, wrongCode, unknownCode)
+		require.Equal(t, wrongMsg, unknownMsg)
+		// Malformed bodies too: the credential is checked first.
+		unknownCode, unknownMsg = send(t, url("does-not-exist"), delivery{token: tok, body: []byte("{")})
+		require.Equal(t, wrongCode, unknownCode)
+		require.Equal(t, wrongMsg, unknownMsg)
 	})
 	t.Run("no token", func(t *testing.T) {
 		arm("notoken")
@@ -305,8 +327,9 @@ func TestReceiver(t *testing.T) {
 	})
 	t.Run("unknown run", func(t *testing.T) {
 		tok, _ := NewToken()
-		code, _ := send(t, url("nope"), delivery{token: tok, body: body("nope")})
-		require.Equal(t, http.StatusNotFound, code)
+		code, msg := send(t, url("nope"), delivery{token: tok, body: body("nope")})
+		require.Equal(t, http.StatusForbidden, code)
+		require.Equal(t, "unknown run or invalid token", msg)
 	})
 	t.Run("expired", func(t *testing.T) {
 		tok, ch := arm("expired")
@@ -376,7 +399,9 @@ func TestReceiver(t *testing.T) {
 		for c := range codes {
 			n[c]++
 		}
-		require.Equal(t, map[int]int{http.StatusNoContent: 1, http.StatusConflict: 7}, n)
+		// One accepted, the others identical re-posts: 204 each, one
+		// delivery.
+		require.Equal(t, map[int]int{http.StatusNoContent: 8}, n)
 		require.Len(t, ch, 1)
 	})
 	t.Run("expect twice", func(t *testing.T) {
@@ -396,7 +421,59 @@ func TestReceiver(t *testing.T) {
 		_, err := r.Expect("trigger-purge", h, later.Add(time.Hour))
 		require.NoError(t, err)
 		code, _ := send(t, url("old"), delivery{token: tok, body: body("old")})
-		require.Equal(t, http.StatusNotFound, code)
+		require.Equal(t, http.StatusForbidden, code)
+	})
+}
+
+// TestReceiverConflict: a forged result posted first with the run's
+// (leaked) token is accepted, but the real one arriving after it with a
+// different body is answered 409 and reported to the awaiter as a
+// conflict, so the run keeps neither; an identical re-post is not a
+// conflict.
+func TestReceiverConflict(t *testing.T) {
+	r := NewReceiver(ReceiverOptions{})
+	srv := receiverServer(t, r)
+	url := srv.URL + ResultPath("run-1")
+	tok, hash := NewToken()
+	ch, err := r.Expect("run-1", hash, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	enc := func(res Result) []byte {
+		b, err := json.Marshal(res)
+		require.NoError(t, err)
+		return b
+	}
+	forged := ResultOf("run-1", runner.Result{Plan: &planparse.Plan{FormatVersion: "1.2"}, Tool: "terraform 1.11.4"}, nil)
+	genuine := okResult(t, "run-1")
+
+	code, msg := send(t, url, delivery{token: tok, body: enc(forged)})
+	require.Equal(t, http.StatusNoContent, code, msg)
+	code, msg = send(t, url, delivery{token: tok, encoding: "gzip", body: gz(t, enc(genuine))})
+	require.Equal(t, http.StatusConflict, code, msg)
+	require.Equal(t, "a different result was delivered for this run already", msg)
+
+	require.Equal(t, Delivery{Result: forged}, <-ch, "the first result is handed over, to be held")
+	require.Equal(t, Delivery{Conflict: ErrConflictingResults}, <-ch, "then the conflict: the run keeps neither")
+	require.EqualError(t, ErrConflictingResults, "conflicting results posted: possible forgery")
+
+	// Conflicts are reported once; every different post is refused.
+	code, _ = send(t, url, delivery{token: tok, body: enc(genuine)})
+	require.Equal(t, http.StatusConflict, code)
+	require.Empty(t, ch)
+	// The first body re-posted is not a conflict.
+	code, _ = send(t, url, delivery{token: tok, body: enc(forged)})
+	require.Equal(t, http.StatusNoContent, code)
+
+	t.Run("after the awaiter left", func(t *testing.T) {
+		tok, hash := NewToken()
+		ch, err := r.Expect("run-2", hash, time.Now().Add(time.Hour))
+		require.NoError(t, err)
+		code, _ := send(t, srv.URL+ResultPath("run-2"), delivery{token: tok, body: enc(okResult(t, "run-2"))})
+		require.Equal(t, http.StatusNoContent, code)
+		<-ch
+		r.Forget("run-2")
+		other := ResultOf("run-2", runner.Result{Plan: &planparse.Plan{FormatVersion: "1.2"}}, nil)
+		code, _ = send(t, srv.URL+ResultPath("run-2"), delivery{token: tok, body: enc(other)})
+		require.Equal(t, http.StatusConflict, code)
 	})
 }
 
@@ -442,10 +519,11 @@ func TestPost(t *testing.T) {
 		defer srv.Close()
 		require.NoError(t, fast.Post(t.Context(), srv.URL+ResultPath("r1"), tok, okResult(t, "r1")))
 		require.Equal(t, 4, f.calls)
-		require.Equal(t, "r1", (<-ch).RunID)
-		// The response to the accepted attempt was "lost": a retry gets
-		// 409, which means delivered.
+		require.Equal(t, "r1", (<-ch).Result.RunID)
+		// The response to the accepted attempt was "lost": a retry of the
+		// same result is accepted again.
 		require.NoError(t, fast.Post(t.Context(), srv.URL+ResultPath("r1"), tok, okResult(t, "r1")))
+		require.Empty(t, ch, "delivered once")
 	})
 	t.Run("waits for a restarting daemon", func(t *testing.T) {
 		r := NewReceiver(ReceiverOptions{})
@@ -453,24 +531,66 @@ func TestPost(t *testing.T) {
 		tok, hash := NewToken()
 		done := make(chan error, 1)
 		go func() { done <- fast.Post(t.Context(), srv.URL+ResultPath("late"), tok, okResult(t, "late")) }()
-		time.Sleep(50 * time.Millisecond) // a few 404s: not armed yet
+		time.Sleep(50 * time.Millisecond) // a few 403s: not armed yet
 		ch, err := r.Expect("late", hash, time.Now().Add(time.Hour))
 		require.NoError(t, err)
 		require.NoError(t, <-done)
-		require.Equal(t, "late", (<-ch).RunID)
+		require.Equal(t, "late", (<-ch).Result.RunID)
 	})
-	t.Run("forged token is final", func(t *testing.T) {
+	t.Run("a wrong token is tried until the deadline", func(t *testing.T) {
+		// The Receiver does not say whether the run is unknown (not yet
+		// re-armed) or the token wrong: 403 is tried again.
 		r := NewReceiver(ReceiverOptions{})
 		srv := receiverServer(t, r)
 		_, hash := NewToken()
-		_, err := r.Expect("r2", hash, time.Now().Add(time.Hour))
+		ch, err := r.Expect("r2", hash, time.Now().Add(time.Hour))
 		require.NoError(t, err)
 		forged, _ := NewToken()
-		err = fast.Post(t.Context(), srv.URL+ResultPath("r2"), forged, okResult(t, "r2"))
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		err = fast.Post(ctx, srv.URL+ResultPath("r2"), forged, okResult(t, "r2"))
 		var se *StatusError
 		require.ErrorAs(t, err, &se)
 		require.Equal(t, http.StatusForbidden, se.Code)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.NotContains(t, err.Error(), forged)
+		require.Empty(t, ch)
+	})
+	t.Run("409 on the first post is a conflict, not a success", func(t *testing.T) {
+		r := NewReceiver(ReceiverOptions{})
+		f := &flaky{next: http.HandlerFunc(r.ServeHTTP)}
+		mux := http.NewServeMux()
+		mux.Handle(Route, f)
+		srv := httptest.NewServer(mux)
+		defer srv.Close()
+		tok, hash := NewToken()
+		ch, err := r.Expect("r4", hash, time.Now().Add(time.Hour))
+		require.NoError(t, err)
+		// Someone with the token posts a "clean" result first.
+		forged := ResultOf("r4", runner.Result{Plan: &planparse.Plan{FormatVersion: "1.2"}}, nil)
+		require.NoError(t, fast.Post(t.Context(), srv.URL+ResultPath("r4"), tok, forged))
+		calls := f.calls
+		err = fast.Post(t.Context(), srv.URL+ResultPath("r4"), tok, okResult(t, "r4"))
+		var ce *ConflictError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, 1, ce.Attempt)
+		require.Equal(t, calls+1, f.calls, "not retried")
+		require.ErrorContains(t, err, "suspicious")
+		require.ErrorContains(t, err, "possible forgery")
+		require.NotContains(t, err.Error(), tok)
+		require.Equal(t, forged, (<-ch).Result)
+		require.Equal(t, ErrConflictingResults, (<-ch).Conflict)
+	})
+	t.Run("a malformed result is final", func(t *testing.T) {
+		r := NewReceiver(ReceiverOptions{})
+		srv := receiverServer(t, r)
+		tok, hash := NewToken()
+		_, err := r.Expect("r5", hash, time.Now().Add(time.Hour))
+		require.NoError(t, err)
+		err = fast.Post(t.Context(), srv.URL+ResultPath("r5"), tok, Result{Version: Version, RunID: "r5"})
+		var se *StatusError
+		require.ErrorAs(t, err, &se)
+		require.Equal(t, http.StatusBadRequest, se.Code)
 	})
 	t.Run("gives up at the deadline", func(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -519,28 +639,86 @@ func writeSpec(t *testing.T, dir, callback string, expires time.Time) (specPath,
 	return specPath, token, hash
 }
 
+// socketPath is a fresh handoff socket path, short enough for a unix
+// socket whatever the test's name.
+func socketPath(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "dw-handoff-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "reporter.sock")
+}
+
+// pod runs a run pod's two containers in-process: the reporter
+// (Reporter.Report) and the runner (RunInPod), sharing the spec and the
+// handoff socket, and returns what each returned.
+type podRun struct {
+	runnerErr, reporterErr error
+	logs                   string
+}
+
+func runPod(t *testing.T, specPath string, local runner.Runner, apply ApplyFunc) podRun {
+	t.Helper()
+	return runPodAt(t, specPath, socketPath(t), local, apply)
+}
+
+func runPodAt(t *testing.T, specPath, sock string, local runner.Runner, apply ApplyFunc) podRun {
+	t.Helper()
+	var logs lockedBuffer
+	rp := &Reporter{
+		Poster:  &Poster{MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond},
+		Checker: fastChecker(),
+		Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
+	}
+	rerr := make(chan error, 1)
+	go func() { rerr <- rp.Report(t.Context(), specPath, sock) }()
+	var out podRun
+	out.runnerErr = RunInPod(t.Context(), specPath, sock, local, apply)
+	out.reporterErr = <-rerr
+	out.logs = logs.String()
+	return out
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 func TestRunInPod(t *testing.T) {
 	r := NewReceiver(ReceiverOptions{})
 	srv := receiverServer(t, r)
 	expires := time.Now().Add(time.Hour)
 
-	t.Run("delivers a result", func(t *testing.T) {
+	t.Run("delivers a result through the reporter", func(t *testing.T) {
 		specPath, _, hash := writeSpec(t, t.TempDir(), srv.URL+ResultPath("pod-run"), expires)
 		ch, err := r.Expect("pod-run", hash, expires)
 		require.NoError(t, err)
 		defer r.Forget("pod-run")
 		want := okResult(t, "pod-run")
 		var got runner.Request
-		err = RunInPod(t.Context(), specPath, runnerFunc(func(_ context.Context, req runner.Request) (runner.Result, error) {
+		p := runPod(t, specPath, runnerFunc(func(_ context.Context, req runner.Request) (runner.Result, error) {
 			got = req
 			return want.Result, nil
 		}), noApply(t))
-		require.NoError(t, err)
+		require.NoError(t, p.runnerErr)
+		require.NoError(t, p.reporterErr)
 		require.Equal(t, runner.Request{RunID: "pod-run", Workspace: "ws", Source: runner.Source{Path: "/src"},
 			Env: map[string]string{"A": "1"}, Timeout: time.Minute, WorkDir: "/work"}, got)
-		if d := cmp.Diff(want, <-ch); d != "" {
+		if d := cmp.Diff(Delivery{Result: want}, <-ch); d != "" {
 			t.Fatalf("delivered (-want +got):\n%s", d)
 		}
+		require.Contains(t, p.logs, "runner connected; no other connection is accepted")
 	})
 	t.Run("delivers a failure", func(t *testing.T) {
 		r2 := NewReceiver(ReceiverOptions{})
@@ -548,34 +726,72 @@ func TestRunInPod(t *testing.T) {
 		specPath, _, hash := writeSpec(t, t.TempDir(), srv2.URL+ResultPath("pod-run"), expires)
 		ch, err := r2.Expect("pod-run", hash, expires)
 		require.NoError(t, err)
-		err = RunInPod(t.Context(), specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+		p := runPod(t, specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
 			return runner.Result{Tool: "terraform 1.11.4"}, &runner.Error{Phase: "init", Reason: "Error: Failed to query available provider packages"}
 		}), noApply(t))
-		require.NoError(t, err, "a failed run that was delivered is not a pod failure")
-		res, err := (<-ch).Unpack()
+		require.NoError(t, p.runnerErr, "a failed run that was handed over is not a pod failure")
+		require.NoError(t, p.reporterErr, "nor, delivered, for the reporter")
+		res, err := (<-ch).Result.Unpack()
 		require.EqualError(t, err, "init: Error: Failed to query available provider packages")
 		require.Equal(t, "terraform 1.11.4", res.Tool)
 	})
-	t.Run("refused delivery fails the pod", func(t *testing.T) {
+	t.Run("refused delivery fails the reporter", func(t *testing.T) {
 		r3 := NewReceiver(ReceiverOptions{})
 		srv3 := receiverServer(t, r3)
-		specPath, token, _ := writeSpec(t, t.TempDir(), srv3.URL+ResultPath("pod-run"), expires)
+		soon := time.Now().Add(time.Second)
+		specPath, token, _ := writeSpec(t, t.TempDir(), srv3.URL+ResultPath("pod-run"), soon)
 		other, _ := NewToken()
-		_, err := r3.Expect("pod-run", HashToken(other), expires)
+		_, err := r3.Expect("pod-run", HashToken(other), soon)
 		require.NoError(t, err)
-		err = RunInPod(t.Context(), specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+		p := runPod(t, specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
 			return okResult(t, "pod-run").Result, nil
 		}), noApply(t))
-		require.ErrorContains(t, err, "403")
-		require.NotContains(t, err.Error(), token)
+		require.NoError(t, p.runnerErr, "the runner handed its result over")
+		require.ErrorContains(t, p.reporterErr, "403")
+		require.NotContains(t, p.reporterErr.Error(), token)
+	})
+	t.Run("409 on the first post fails the reporter as suspicious", func(t *testing.T) {
+		r4 := NewReceiver(ReceiverOptions{})
+		srv4 := receiverServer(t, r4)
+		specPath, token, hash := writeSpec(t, t.TempDir(), srv4.URL+ResultPath("pod-run"), expires)
+		ch, err := r4.Expect("pod-run", hash, expires)
+		require.NoError(t, err)
+		// A module read the token (an older pod shape) and posted a
+		// "clean" plan before the run ended.
+		forged := ResultOf("pod-run", runner.Result{Plan: &planparse.Plan{FormatVersion: "1.2"}, ExitCode: 0}, nil)
+		require.NoError(t, Post(t.Context(), srv4.URL+ResultPath("pod-run"), token, forged))
+		p := runPod(t, specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+			return okResult(t, "pod-run").Result, nil
+		}), noApply(t))
+		require.NoError(t, p.runnerErr)
+		var ce *ConflictError
+		require.ErrorAs(t, p.reporterErr, &ce, "the reporter exits non-zero: the pod fails")
+		require.Equal(t, 1, ce.Attempt)
+		require.Contains(t, p.logs, "suspicious")
+		require.Contains(t, p.logs, "first_post=true")
+		require.NotContains(t, p.logs+p.reporterErr.Error(), token)
+		// And the daemon was told: its awaiter drops the forged result.
+		require.Equal(t, forged, (<-ch).Result)
+		require.Equal(t, ErrConflictingResults, (<-ch).Conflict)
 	})
 	t.Run("bad spec", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "spec.json")
 		require.NoError(t, os.WriteFile(p, []byte(`{"version":1}`), 0o600))
-		err := RunInPod(t.Context(), p, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+		err := RunInPod(t.Context(), p, socketPath(t), runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
 			t.Fatal("ran with an invalid spec")
 			return runner.Result{}, nil
 		}), noApply(t))
 		require.ErrorContains(t, err, "invalid spec")
+		err = (&Reporter{}).Report(t.Context(), p, socketPath(t))
+		require.ErrorContains(t, err, "invalid spec")
+	})
+	t.Run("no reporter", func(t *testing.T) {
+		specPath, _, _ := writeSpec(t, t.TempDir(), srv.URL+ResultPath("pod-run"), time.Now().Add(300*time.Millisecond))
+		err := RunInPod(t.Context(), specPath, socketPath(t), runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+			t.Fatal("ran without a reporter to hand the result to")
+			return runner.Result{}, nil
+		}), noApply(t))
+		require.ErrorContains(t, err, "connect to the reporter")
+		require.ErrorIs(t, err, context.DeadlineExceeded)
 	})
 }

@@ -58,8 +58,10 @@ type Spec struct {
 	// whether it may (the Receiver's ProceedRoute for this run); required
 	// with Remediation.
 	ProceedURL string `json:"proceed_url,omitempty"`
-	// TokenFile holds the bearer token for CallbackURL. It is a separate
-	// file so the spec itself holds no credential and can be shown.
+	// TokenFile holds the bearer token for CallbackURL and ProceedURL. It
+	// is a separate file so the spec itself holds no credential and can be
+	// shown; in a run pod only the reporter container has it (the runner
+	// container, Terraform's, hands its result over to the reporter).
 	TokenFile string `json:"token_file"`
 	// ExpiresAt is when the daemon stops accepting this run's result; the
 	// pod stops retrying then.

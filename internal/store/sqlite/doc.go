@@ -1,7 +1,9 @@
-// Package sqlite implements store.Store and store.AlertStore (incidents,
-// the notification outbox, notifiers' per-incident state) in one embedded
-// SQLite database file, through the pure-Go driver modernc.org/sqlite (no
-// cgo: the binary stays static).
+// Package sqlite implements store.DaemonStore: store.Store,
+// store.QueueStore (queued runs), store.AlertStore (incidents, the
+// notification outbox, notifiers' per-incident state), store.LogStore and
+// store.RemediationStore, in one embedded SQLite database file, through the
+// pure-Go driver modernc.org/sqlite (no cgo: the binary stays static). Its
+// tests run every storetest suite against it.
 //
 // It owns the file's life cycle: creating it (directory 0700, file 0600),
 // refusing files it must not touch (not SQLite, another program's database,

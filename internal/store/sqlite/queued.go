@@ -9,10 +9,13 @@ import (
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
-// Queued runs: the daemon records a run when the scheduler queues it (so
-// it can be named, followed and cancelled before it starts), then starts
-// it, or finishes it without starting (cancelled while queued). A queued
-// run the process died with is marked interrupted by MarkInterrupted.
+var _ store.QueueStore = (*Store)(nil)
+
+// Queued runs (store.QueueStore): the daemon records a run when the
+// scheduler queues it (so it can be named, followed and cancelled before it
+// starts), then starts it, or finishes it without starting (cancelled while
+// queued). A queued run the process died with is marked interrupted by
+// MarkInterrupted.
 
 // QueueRun records r as queued. ID, Workspace and StartedAt (when it was
 // queued) are required, and the ID must be new; Status and FinishedAt are

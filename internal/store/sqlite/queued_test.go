@@ -75,7 +75,10 @@ func TestQueuedRuns(t *testing.T) {
 		Status: store.RunCancelled, Error: "cancelled by request", Findings: []drift.Finding{}, Phases: []drift.Phase{}}, get("lost"))
 
 	// A skipped one is deleted; only a queued one.
-	queue("q-skip", t0)
+	skipped := queue("q-skip", t0)
+	skipped.Status, skipped.FinishedAt = store.RunCancelled, t0.Add(time.Second)
+	require.ErrorContains(t, s.FinishRunOnly(ctx, skipped), "not a running run", "a queued run is started before it finishes")
+	require.Equal(t, store.RunQueued, get("q-skip").Status)
 	require.NoError(t, s.DeleteQueuedRun(ctx, "q-skip"))
 	_, err = s.Run(ctx, "q-skip")
 	require.ErrorIs(t, err, store.ErrNotFound)

@@ -35,16 +35,18 @@ const readConns = 4
 var sqliteMagic = []byte("SQLite format 3\x00")
 
 var (
-	_ store.Store      = (*Store)(nil)
-	_ store.AlertStore = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.AlertStore  = (*Store)(nil)
+	_ store.DaemonStore = (*Store)(nil)
 )
 
 // keepDelivered is how many delivered outbox messages Prune keeps per
 // notifier, whatever their age.
 const keepDelivered = 1000
 
-// Store is a store.Store and a store.AlertStore backed by one SQLite file.
-// Its methods are safe for concurrent use.
+// Store is a store.DaemonStore (runs, queued runs, workspace state,
+// incidents and the outbox, run logs, remediations) backed by one SQLite
+// file. Its methods are safe for concurrent use.
 type Store struct {
 	path   string
 	logger *slog.Logger

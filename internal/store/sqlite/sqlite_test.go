@@ -62,6 +62,26 @@ func TestAlertConformance(t *testing.T) {
 	})
 }
 
+// The suites with restarts open the same file again after closing it.
+
+func TestQueueConformance(t *testing.T) {
+	storetest.QueueConformance(t, func(t *testing.T, dir string) storetest.QueueStore {
+		return openStore(t, filepath.Join(dir, "driftwatch.db"))
+	})
+}
+
+func TestLogConformance(t *testing.T) {
+	storetest.LogConformance(t, func(t *testing.T, dir string) storetest.LogStore {
+		return openStore(t, filepath.Join(dir, "driftwatch.db"))
+	})
+}
+
+func TestRemediationConformance(t *testing.T) {
+	storetest.RemediationConformance(t, func(t *testing.T, dir string) storetest.RemediationStore {
+		return openStore(t, filepath.Join(dir, "driftwatch.db"))
+	})
+}
+
 func TestOpenCreatesPrivateFiles(t *testing.T) {
 	ctx := t.Context()
 	base := t.TempDir()

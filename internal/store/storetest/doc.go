@@ -8,6 +8,14 @@
 // messages, idempotent delivery, notifier state, OutboxStats, Prune of the
 // alert tables and concurrent producers and deliverers.
 //
+// QueueConformance (store.QueueStore: queued runs started, cancelled,
+// deleted and interrupted), LogConformance (store.LogStore) and
+// RemediationConformance (store.RemediationStore, with its alerts and
+// FinishRunOnly) also restart the store: they take an Opener, which opens
+// the store kept in a directory, and open it again on the same directory
+// after closing it, to check what survives a restart. Together the five
+// suites cover every method of store.DaemonStore, all the daemon uses.
+//
 // It imports only store, drift and test libraries; implementation-specific
 // checks (files, processes, crashes) stay in the implementation's own tests.
 package storetest
