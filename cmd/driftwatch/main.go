@@ -4,7 +4,15 @@
 //	driftwatch audit    --config FILE [--workspace NAME]... [--label k=v]... [--concurrency N]
 //	                    [--format table|json|markdown|junit] [--output FILE]
 //	driftwatch run      WORKSPACE --token-file FILE [--follow | --wait] [--timeout D] [--format text|json]
+//	driftwatch logs     RUN_ID [--follow] [--token-file FILE]
+//	driftwatch cancel   RUN_ID --token-file FILE
+//	driftwatch approve  ID --token-file FILE [--hash H]
+//	driftwatch reject   ID --token-file FILE
 //	driftwatch version
+//
+// The commands that call a running daemon (run, logs, cancel, approve,
+// reject) do it through internal/apiclient; this package keeps their
+// flags, output text and exit codes.
 package main
 
 import (
@@ -21,14 +29,13 @@ import (
 	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/report"
-	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 	"github.com/driftwatch/driftwatch/internal/version"
 )
 
 func main() {
 	// Processes of the same user (Terraform code of an unjailed run) must
 	// not read this process's environment or memory through /proc.
-	if err := sandbox.SetNonDumpable(); err != nil {
+	if err := app.Harden(); err != nil {
 		fmt.Fprintf(os.Stderr, "driftwatch: cannot make the process non-dumpable: %v\n", err)
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -46,7 +53,8 @@ Usage:
   driftwatch cancel   RUN_ID --token-file F  cancel a queued run, or stop a running one (SIGINT / Job deleted)
   driftwatch run      WORKSPACE --token-file F [--follow | --wait]  queue a run on the daemon now; with
                       --follow (log) or --wait (summary), exit with its verdict's code
-  driftwatch runner   --spec FILE       run one run in a Kubernetes Job's pod (started by the daemon)
+  driftwatch runner   --spec F --socket S        run one run in a Kubernetes Job's pod (started by the daemon)
+  driftwatch runner   report --spec F --socket S its reporter container: posts the runner's result
   driftwatch version                    print the version
 
 Run "driftwatch COMMAND -h" for a command's flags.

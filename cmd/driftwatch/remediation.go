@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
 	"strings"
-	"time"
 
+	"github.com/driftwatch/driftwatch/internal/apiclient"
 	"github.com/driftwatch/driftwatch/internal/report"
 )
 
@@ -44,40 +42,29 @@ func decideCmd(verb string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "driftwatch: --token-file is required")
 		return report.ExitError
 	}
-	tok, err := os.ReadFile(*tokenFile)
-	if err != nil {
+	c := apiclient.New(*serverURL, *tokenFile, nil)
+	var (
+		rem apiclient.Remediation
+		err error
+	)
+	if verb == "approve" {
+		rem, err = c.Approve(context.Background(), id, *hash)
+	} else {
+		rem, err = c.Reject(context.Background(), id)
+	}
+	var se *apiclient.StatusError
+	var de *apiclient.DecodeError
+	switch {
+	case errors.As(err, &se):
+		fmt.Fprintf(stderr, "driftwatch: %s %s: %s: %s\n", verb, id, se.Status, se.Message)
+		return report.ExitError
+	case errors.As(err, &de):
+		// A 200 recorded the decision even if its answer is unreadable:
+		// print what was read.
+	case err != nil:
 		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
 		return report.ExitError
 	}
-	var body []byte
-	if *hash != "" {
-		body, _ = json.Marshal(map[string]string{"change_set_hash": *hash})
-	}
-	url := strings.TrimSuffix(*serverURL, "/") + "/api/v1/remediations/" + id + "/" + verb
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
-		return report.ExitError
-	}
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
-		return report.ExitError
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var out struct {
-		Error     string `json:"error"`
-		State     string `json:"state"`
-		Workspace string `json:"workspace"`
-	}
-	_ = json.Unmarshal(b, &out)
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "driftwatch: %s %s: %s: %s\n", verb, id, resp.Status, out.Error)
-		return report.ExitError
-	}
-	fmt.Fprintf(stdout, "remediation %s of workspace %s: %s\n", id, out.Workspace, out.State)
+	fmt.Fprintf(stdout, "remediation %s of workspace %s: %s\n", id, rem.Workspace, rem.State)
 	return 0
 }

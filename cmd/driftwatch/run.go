@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -15,9 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/apiclient"
 	"github.com/driftwatch/driftwatch/internal/report"
-	"github.com/driftwatch/driftwatch/internal/store"
 )
 
 // runPollInterval is how often `driftwatch run --wait` asks the daemon
@@ -52,29 +50,25 @@ func runWorkspace(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if !ok {
 		return report.ExitError
 	}
-	token, err := loadToken(o.tokenFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
-		return report.ExitError
-	}
-	c := &daemonClient{base: strings.TrimSuffix(o.server, "/"), token: token, tokenFile: o.tokenFile, poll: poll}
+	c := apiclient.New(o.server, o.tokenFile, nil)
+	server := strings.TrimSuffix(o.server, "/")
 
-	var queued struct {
-		Workspace string `json:"workspace"`
-		RunID     string `json:"run_id"`
-		Status    string `json:"status"`
-	}
-	if err := c.call(ctx, http.MethodPost, "/api/v1/workspaces/"+url.PathEscape(name)+"/runs", http.StatusAccepted, &queued); err != nil {
-		if ctx.Err() != nil {
+	queued, err := c.Trigger(ctx, name)
+	if err != nil {
+		var tfe *apiclient.TokenFileError
+		switch {
+		case errors.As(err, &tfe):
+			fmt.Fprintf(stderr, "driftwatch: %v\n", err)
+		case ctx.Err() != nil:
 			fmt.Fprintf(stderr, "driftwatch: run %s: interrupted before the daemon answered; a run may be queued (%s/api/v1/workspaces/%s/runs lists them)\n",
-				name, redactedURL(c.base), url.PathEscape(name))
-			return report.ExitError
+				name, redactedURL(server), url.PathEscape(name))
+		default:
+			fmt.Fprintf(stderr, "driftwatch: run %s: %s\n", name, triggerError(server, name, o.tokenFile, err))
 		}
-		fmt.Fprintf(stderr, "driftwatch: run %s: %s\n", name, c.triggerError(name, o.tokenFile, err))
 		return report.ExitError
 	}
 	id := queued.RunID
-	page := c.runPage(ctx, id)
+	page := runPage(ctx, c, id)
 	queuedLine := fmt.Sprintf("run %s of %s: %s%s\n", id, name, queued.Status, inParens(page))
 	if !o.follow && !o.wait {
 		if o.format == "json" {
@@ -95,7 +89,7 @@ func runWorkspace(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if o.follow {
 		logTo = stdout
 	}
-	res, err := c.await(wctx, id, logTo, stderr)
+	res, err := await(wctx, c, o, id, logTo, stderr, poll)
 	switch {
 	case ctx.Err() != nil:
 		if o.cancelOnInterrupt {
@@ -115,13 +109,13 @@ func runWorkspace(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	code := runExitCode(res, o.strict)
 	switch {
 	case o.format == "json":
-		if jc := writeJSONOut(stdout, stderr, res.jsonOut()); jc != 0 {
+		if jc := writeJSONOut(stdout, stderr, runJSON(res)); jc != 0 {
 			return jc
 		}
 	case o.follow:
-		fmt.Fprintln(stderr, res.summary(name, page))
+		fmt.Fprintln(stderr, runSummary(res, name, page))
 	default:
-		fmt.Fprintln(stdout, res.summary(name, page))
+		fmt.Fprintln(stdout, runSummary(res, name, page))
 	}
 	return code
 }
@@ -169,89 +163,33 @@ func parseRunArgs(args []string, stderr io.Writer) (string, runOptions, bool) {
 // errWaitTimeout is the cause of the --timeout deadline.
 var errWaitTimeout = errors.New("--timeout expired")
 
-// daemonClient calls a running daemon's API.
-type daemonClient struct {
-	base      string // server URL without a trailing slash
-	token     string // sent on POST requests and log reads
-	tokenFile string // where token came from, for messages
-	poll      time.Duration
-}
-
-// apiStatusError is an API answer other than the expected status.
-type apiStatusError struct {
-	code  int
-	msg   string // the status and the API's reason
-	runID string // a 409's busy run, if the API named it
-}
-
-func (e *apiStatusError) Error() string { return e.msg }
-
-// call sends method path and decodes the JSON answer into out, or returns
-// an *apiStatusError when the status is not want.
-func (c *daemonClient) call(ctx context.Context, method, path string, want int, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	if method != http.MethodGet {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != want {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var body struct {
-			Error string `json:"error"`
-			RunID string `json:"run_id"`
-		}
-		_ = json.Unmarshal(b, &body)
-		se := &apiStatusError{code: resp.StatusCode, msg: resp.Status, runID: body.RunID}
-		if body.Error != "" {
-			se.msg += ": " + body.Error
-		}
-		return se
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(out); err != nil {
-		return fmt.Errorf("%s %s: bad response: %w", method, path, err)
-	}
-	return nil
-}
-
 // triggerError explains a failed trigger: the workspace's busy run, an
 // unknown workspace, a rejected token. It never shows the token.
-func (c *daemonClient) triggerError(name, tokenFile string, err error) string {
-	var se *apiStatusError
+func triggerError(server, name, tokenFile string, err error) string {
+	var se *apiclient.StatusError
 	if !errors.As(err, &se) {
 		return err.Error()
 	}
-	server := redactedURL(c.base)
-	switch se.code {
-	case http.StatusConflict:
-		if id := se.runID; id != "" {
+	server = redactedURL(server)
+	switch {
+	case errors.Is(se, apiclient.ErrConflict):
+		if id := se.RunID; id != "" {
 			return fmt.Sprintf("a run of %s is already queued or running: %s (driftwatch logs %s --follow shows it)", name, id, id)
 		}
-		return fmt.Sprintf("a run of %s is already queued or running (%s)", name, se.msg)
-	case http.StatusNotFound:
-		return fmt.Sprintf("%s: the daemon at %s has no workspace %q (%s/api/v1/workspaces lists its workspaces)", se.msg, server, name, server)
-	case http.StatusUnauthorized:
-		return fmt.Sprintf("%s: the daemon at %s rejected the token in %s (it must hold the daemon's server.token_file token)", se.msg, server, tokenFile)
+		return fmt.Sprintf("a run of %s is already queued or running (%s)", name, se)
+	case errors.Is(se, apiclient.ErrNotFound):
+		return fmt.Sprintf("%s: the daemon at %s has no workspace %q (%s/api/v1/workspaces lists its workspaces)", se, server, name, server)
+	case errors.Is(se, apiclient.ErrUnauthorized):
+		return fmt.Sprintf("%s: the daemon at %s rejected the token in %s (it must hold the daemon's server.token_file token)", se, server, tokenFile)
 	}
-	return se.msg
+	return se.Error()
 }
 
 // runPage is the absolute URL of run id's status page (the API's "url"),
 // or "" when the daemon has no server.external_url (the URL is relative).
-func (c *daemonClient) runPage(ctx context.Context, id string) string {
-	var run struct {
-		URL string `json:"url"`
-	}
-	if c.call(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), http.StatusOK, &run) != nil {
+func runPage(ctx context.Context, c *apiclient.Client, id string) string {
+	run, err := c.GetRun(ctx, id)
+	if err != nil {
 		return ""
 	}
 	if !strings.HasPrefix(run.URL, "https://") && !strings.HasPrefix(run.URL, "http://") {
@@ -262,106 +200,78 @@ func (c *daemonClient) runPage(ctx context.Context, id string) string {
 
 // await waits until run id has finished and returns it. With logTo it
 // first copies the run's log stream there (the stream ends with the run);
-// then, or if the stream breaks (a daemon restart), it polls the run.
-func (c *daemonClient) await(ctx context.Context, id string, logTo, stderr io.Writer) (runResult, error) {
-	var verdict string
+// then, or if the stream breaks (a daemon restart), it polls the run
+// every poll.
+func await(ctx context.Context, c *apiclient.Client, o runOptions, id string, logTo, stderr io.Writer, poll time.Duration) (apiclient.Run, error) {
+	var verdict apiclient.Status
 	if logTo != nil {
 		var err error
-		verdict, err = c.follow(ctx, id, logTo)
+		verdict, err = c.FollowLog(ctx, id, logTo)
 		if ctx.Err() != nil {
-			return runResult{}, context.Cause(ctx)
+			return apiclient.Run{}, context.Cause(ctx)
 		}
-		var se *apiStatusError
 		switch {
-		case errors.As(err, &se) && (se.code == http.StatusUnauthorized || se.code == http.StatusForbidden):
-			fmt.Fprintf(stderr, "driftwatch: log of run %s refused: %s; waiting for its verdict\n", id, logError(err, c.base, c.tokenFile))
+		case errors.Is(err, apiclient.ErrUnauthorized), errors.Is(err, apiclient.ErrForbidden):
+			fmt.Fprintf(stderr, "driftwatch: log of run %s refused: %s; waiting for its verdict\n", id, logError(err, o.server, o.tokenFile))
 		case err != nil:
 			fmt.Fprintf(stderr, "driftwatch: log stream of run %s cut short (%v); waiting for its verdict\n", id, err)
 		}
 	}
 	warned := false
 	for {
-		var raw json.RawMessage
-		err := c.call(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), http.StatusOK, &raw)
-		var se *apiStatusError
+		r, err := c.GetRun(ctx, id)
+		var se *apiclient.StatusError
 		switch {
 		case err == nil:
-			var r runResult
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return runResult{}, fmt.Errorf("bad run: %w", err)
-			}
-			if r.finished() {
-				r.raw = raw
+			if r.Finished() {
 				return r, nil
 			}
+		case errors.Is(err, apiclient.ErrBadRun):
+			return apiclient.Run{}, err
 		case ctx.Err() != nil:
-			return runResult{}, context.Cause(ctx)
-		case errors.As(err, &se) && se.code == http.StatusNotFound && verdict != "":
+			return apiclient.Run{}, context.Cause(ctx)
+		case errors.Is(err, apiclient.ErrNotFound) && verdict != "":
 			// Ended without a record (a queued run skipped like an
 			// overlapping slot): the stream's verdict is all there is.
-			return runResult{ID: id, Status: drift.Status(verdict)}, nil
-		case errors.As(err, &se) && se.code < 500:
-			return runResult{}, err
+			return apiclient.Run{ID: id, Status: verdict}, nil
+		case errors.As(err, &se) && se.Code < 500:
+			return apiclient.Run{}, err
 		case !warned:
 			// The daemon may be restarting: keep asking.
-			fmt.Fprintf(stderr, "driftwatch: run %s: %v (retrying every %s)\n", id, err, c.poll)
+			fmt.Fprintf(stderr, "driftwatch: run %s: %v (retrying every %s)\n", id, err, poll)
 			warned = true
 		}
 		select {
 		case <-ctx.Done():
-			return runResult{}, context.Cause(ctx)
-		case <-time.After(c.poll):
+			return apiclient.Run{}, context.Cause(ctx)
+		case <-time.After(poll):
 		}
 	}
-}
-
-// follow copies run id's log stream to w and returns the verdict of its
-// end event. The token is the read credential.
-func (c *daemonClient) follow(ctx context.Context, id string, w io.Writer) (string, error) {
-	resp, err := openLog(ctx, c.base, id, true, c.token)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	return printEvents(resp.Body, w)
-}
-
-// runResult is the part of GET /api/v1/runs/ID that the summary shows.
-type runResult struct {
-	ID              string       `json:"id"`
-	Status          drift.Status `json:"status"`
-	Error           string       `json:"error"`
-	DurationSeconds *float64     `json:"duration_seconds"`
-	Counts          drift.Counts `json:"counts"`
-	raw             json.RawMessage
-}
-
-func (r runResult) finished() bool {
-	return r.Status != store.RunQueued && r.Status != store.RunRunning
 }
 
 // runExitCode is the audit exit code of a finished run: 0 clean, 2 drift,
 // pending or forbidden (and, when strict, backend findings), 1 for errored
 // and for runs without a verdict (cancelled, interrupted).
-func runExitCode(r runResult, strict bool) int {
+func runExitCode(r apiclient.Run, strict bool) int {
 	switch r.Status {
-	case drift.StatusClean:
+	case apiclient.StatusClean:
 		if strict && r.Counts.Hygiene > 0 {
 			return report.ExitChanges
 		}
 		return report.ExitClean
-	case drift.StatusDrift, drift.StatusPending, drift.StatusForbidden:
+	case apiclient.StatusDrift, apiclient.StatusPending, apiclient.StatusForbidden:
 		return report.ExitChanges
 	}
 	return report.ExitError
 }
 
-// summary is the one-line result: status, counts or error, duration, page.
-func (r runResult) summary(name, page string) string {
+// runSummary is the one-line result: status, counts or error, duration,
+// page.
+func runSummary(r apiclient.Run, name, page string) string {
 	s := fmt.Sprintf("run %s of %s: %s", r.ID, name, r.Status)
 	if r.Status.Severity() < 0 {
 		s += ", no verdict"
-	} else if r.Status != drift.StatusErrored {
+	} else if r.Status != apiclient.StatusErrored {
 		s += fmt.Sprintf(" (drift %d, pending %d, forbidden %d)", r.Counts.Drift, r.Counts.Pending, r.Counts.Forbidden)
 	}
 	if r.DurationSeconds != nil {
@@ -374,13 +284,13 @@ func (r runResult) summary(name, page string) string {
 	return s + inParens(page)
 }
 
-// jsonOut is the API's run for --format json, or, without a run record
+// runJSON is the API's run for --format json, or, without a run record
 // (see await), its id and verdict.
-func (r runResult) jsonOut() any {
-	if r.raw == nil {
+func runJSON(r apiclient.Run) any {
+	if r.Raw == nil {
 		return map[string]string{"id": r.ID, "status": string(r.Status)}
 	}
-	return r.raw
+	return r.Raw
 }
 
 func writeJSONOut(stdout, stderr io.Writer, v any) int {

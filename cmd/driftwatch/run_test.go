@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/apiclient"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/server"
@@ -475,6 +476,6 @@ func TestRunExitCode(t *testing.T) {
 		{store.RunInterrupted, drift.Counts{}, false, 1},
 		{"skipped", drift.Counts{}, false, 1},
 	} {
-		require.Equal(t, c.want, runExitCode(runResult{Status: c.status, Counts: c.counts}, c.strict), c)
+		require.Equal(t, c.want, runExitCode(apiclient.Run{Status: c.status, Counts: c.counts}, c.strict), c)
 	}
 }

@@ -10,9 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/report"
-	"github.com/driftwatch/driftwatch/internal/runner/local"
-	"github.com/driftwatch/driftwatch/internal/runner/remote"
 )
 
 // runnerCmd is the command of a run Job's two containers (runner.mode
@@ -41,7 +40,7 @@ func runnerCmd(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if err := remote.RunInPod(ctx, spec, socket, local.New(logger), remote.Apply(logger)); err != nil {
+	if err := app.RunInPod(ctx, logger, spec, socket); err != nil {
 		fmt.Fprintln(stderr, err)
 		return report.ExitError
 	}
@@ -66,8 +65,7 @@ func reporterCmd(args []string, stderr io.Writer) int {
 			logger.Info("SIGTERM: still delivering what the runner hands over")
 		}
 	}()
-	rp := &remote.Reporter{Logger: logger}
-	if err := rp.Report(context.Background(), spec, socket); err != nil {
+	if err := app.ReportFromPod(context.Background(), logger, spec, socket); err != nil {
 		fmt.Fprintln(stderr, err)
 		return report.ExitError
 	}

@@ -17,10 +17,10 @@ import (
 	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/report"
+	"github.com/driftwatch/driftwatch/internal/runid"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
-	"github.com/driftwatch/driftwatch/internal/schedule"
 )
 
 // Filter selects workspaces for an audit.
@@ -117,7 +117,9 @@ func ParseLabels(sel []string) (map[string]string, error) {
 	return out, nil
 }
 
-func newRunID() string { return schedule.NewRunID() }
+// newRunID mints run ids, and the other random ids of the daemon
+// (remediations, outbox messages, the leader identity's suffix).
+func newRunID() string { return runid.New() }
 
 // AuditOptions configures a one-shot audit.
 type AuditOptions struct {

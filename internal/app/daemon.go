@@ -55,7 +55,7 @@ type daemon struct {
 	isolation sandbox.Isolation
 	cfg       atomic.Pointer[config.Config]
 	targets   atomic.Pointer[map[string]audit.Target]
-	store     *sqlite.Store
+	store     store.DaemonStore
 	alerts    atomic.Pointer[map[string]alertPlan]
 	outbox    *outbox.Dispatcher
 	sched     *schedule.Scheduler

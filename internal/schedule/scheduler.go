@@ -3,8 +3,6 @@ package schedule
 import (
 	"container/heap"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/driftwatch/driftwatch/internal/runid"
 )
 
 // Triggers passed to Options.Run.
@@ -47,20 +47,13 @@ type Job struct {
 }
 
 // QueuedRun is one run of a job, from the moment it is queued: its id is
-// assigned then (NewRunID), so it can be named (and cancelled) before it
+// assigned then (runid.New), so it can be named (and cancelled) before it
 // starts.
 type QueuedRun struct {
 	ID       string
 	Name     string    // the job's
 	Trigger  string    // TriggerSchedule or what Queue was given
 	QueuedAt time.Time // from the scheduler's clock
-}
-
-// NewRunID returns a new random run id (16 hex digits).
-func NewRunID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // Options configures a Scheduler. Run and Logger are required.
@@ -519,7 +512,7 @@ func (s *Scheduler) fireDueLocked(now time.Time) (es []*entry, rs []QueuedRun) {
 func (s *Scheduler) dispatchLocked(ctx context.Context, wg *sync.WaitGroup) {
 	for s.active < s.max && len(s.queue) > 0 && ctx.Err() == nil {
 		e, runCtx := s.popLocked(ctx)
-		wg.Go(func() { s.worker(ctx, e, runCtx) })
+		wg.Go(func() { s.worker(ctx, runCtx, e) })
 	}
 	s.notifyQueueLocked()
 }
@@ -527,7 +520,7 @@ func (s *Scheduler) dispatchLocked(ctx context.Context, wg *sync.WaitGroup) {
 // worker executes e with its run's ctx (runCtx, from popLocked), then
 // keeps taking queued jobs while there are any, so a finishing run hands
 // its capacity to the next job without a round trip through the loop.
-func (s *Scheduler) worker(ctx context.Context, e *entry, runCtx context.Context) {
+func (s *Scheduler) worker(ctx, runCtx context.Context, e *entry) {
 	for e != nil {
 		s.execute(runCtx, e.run)
 		s.mu.Lock()
@@ -572,7 +565,7 @@ func (s *Scheduler) execute(ctx context.Context, r QueuedRun) {
 // the FIFO (listLocked) once OnEnqueue has been told (announce).
 func (s *Scheduler) reserveLocked(e *entry, trigger string) QueuedRun {
 	e.state, e.listed = stateQueued, false
-	e.run = QueuedRun{ID: NewRunID(), Name: e.name, Trigger: trigger, QueuedAt: s.now()}
+	e.run = QueuedRun{ID: runid.New(), Name: e.name, Trigger: trigger, QueuedAt: s.now()}
 	return e.run
 }
 
