@@ -1,9 +1,7 @@
 package remediate
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,13 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/terraform-exec/tfexec"
-
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
+	"github.com/driftwatch/driftwatch/internal/tfsession"
 )
 
 // Result is what became of one remediation.
@@ -107,9 +103,9 @@ type Applier struct {
 // Apply performs an approved remediation in one fresh sandbox, the way the
 // local runner runs a detection (0700 temp dir, copied code, scrubbed
 // environment, var files rather than -var, secrets redacted from every
-// reason):
+// reason), driving Terraform through the same tfsession.Session steps:
 //
-//  1. init (serialised on the shared plugin cache, as the local runner's);
+//  1. init (without the shared plugin cache: see tfsession.InitOptions);
 //     refused as state_in_sandbox when the state is a file in the copy;
 //  2. plan -out WITH the state lock (never -lock=false); refused as
 //     state_locked when another operation holds it;
@@ -186,7 +182,9 @@ func refused(out Outcome, rs ...Refusal) Outcome {
 	return out
 }
 
-// stepError is a failed step: its phase and the underlying error.
+// stepError is a failed step of this package's own (setup, source, the
+// state check): its phase and the underlying error. Session steps fail
+// with a *runner.Error of their own.
 type stepError struct {
 	phase string
 	err   error
@@ -195,32 +193,26 @@ type stepError struct {
 func (e *stepError) Error() string { return e.phase + ": " + e.err.Error() }
 func (e *stepError) Unwrap() error { return e.err }
 
-// session is one remediation's sandbox and Terraform handles.
+// session is one remediation's sandbox and its Terraform session.
 type session struct {
 	req       runner.Request
 	tmp       string
 	moduleDir string
 	env       map[string]string
 	red       sandbox.Redactor
-	stderr    *sandbox.Tail
-	tf        *tfexec.Terraform
-	jail      *sandbox.Jail
-	show      *sandbox.Command
-	varFiles  []string
-	lockWait  string
-	phases    *[]drift.Phase
-	started   time.Time
+	phases    *tfsession.Phases
+	tf        *tfsession.Session
 }
 
-// newSession prepares the sandbox: temp dir, environment, code, binary.
+// newSession prepares the sandbox: temp dir, environment, code, then the
+// Terraform session (binary, jail, variables).
 // On error the returned session (if any) still needs close.
 func (a *Applier) newSession(ctx context.Context, req runner.Request, marker string, grace time.Duration, out *Outcome) (*session, error) {
 	tmp, err := sandbox.NewDir(req.WorkDir, sandboxPrefix)
 	if err != nil {
 		return nil, &stepError{"setup", err}
 	}
-	s := &session{req: req, tmp: tmp, stderr: sandbox.NewTail(16 << 10), phases: &out.Phases, started: time.Now()}
-	s.lockWait = fmt.Sprintf("%ds", int(a.LockTimeout.Round(time.Second)/time.Second))
+	s := &session{req: req, tmp: tmp, phases: tfsession.NewPhases(&out.Phases)}
 
 	env, secrets, err := sandbox.BuildEnv(req, tmp, marker)
 	if err != nil {
@@ -235,79 +227,53 @@ func (a *Applier) newSession(ctx context.Context, req runner.Request, marker str
 		return s, &stepError{"source", err}
 	}
 	s.moduleDir, out.Commit = moduleDir, commit
-	s.red = sandbox.NewRedactor(append(secrets, sandbox.SensitiveValues(ctx, sandbox.SourceDir(tmp), moduleDir, req.VarFiles, req.Vars, req.Env)...))
-	s.phase("source")
+	secrets = append(secrets, sandbox.SensitiveValues(ctx, sandbox.SourceDir(tmp), moduleDir, req.VarFiles, req.Vars, req.Env)...)
+	s.red = sandbox.NewRedactor(secrets)
+	s.phases.Mark("source")
 
-	bin, err := sandbox.ResolveBinary(req.Binary, env["PATH"])
+	// No log: an apply's output is not kept. Each step's reason comes from
+	// its own stderr, which the refusals (state lock, stale plan) read.
+	s.tf, err = tfsession.Open(tfsession.Options{
+		Request: req, Dir: tmp, ModuleDir: moduleDir, Env: env, Secrets: secrets,
+		Grace: grace, StepDiagnostics: true, LockTimeout: a.LockTimeout, Phases: s.phases,
+	})
 	if err != nil {
-		return s, &stepError{"setup", err}
+		return s, err
 	}
-	if s.jail, err = sandbox.NewJail(req, tmp, bin); err != nil {
-		return s, &stepError{"setup", err}
-	}
-	tf, err := tfexec.NewTerraform(moduleDir, s.jail.Exe())
-	if err != nil {
-		return s, &stepError{"setup", err}
-	}
-	if err := tf.SetEnv(env); err != nil {
-		return s, &stepError{"setup", err}
-	}
-	tf.SetStdout(io.Discard)
-	tf.SetStderr(s.stderr)
-	if err := tf.SetWaitDelay(grace); err != nil {
-		return s, &stepError{"setup", err}
-	}
-	s.tf = tf
-	s.show = &sandbox.Command{Bin: bin, Exe: s.jail.Exe(), Dir: moduleDir, Env: sandbox.EnvList(env), Grace: grace, Stderr: s.stderr}
-
-	for _, f := range req.VarFiles {
-		if !filepath.IsAbs(f) {
-			f = filepath.Join(moduleDir, f)
-		}
-		s.varFiles = append(s.varFiles, f)
-	}
-	if len(req.Vars) > 0 {
-		// Variables go through a file, never -var: argv is visible to
-		// every user of the machine and terraform-exec logs it.
-		f := filepath.Join(tmp, "driftwatch-vars.tfvars.json")
-		b, _ := json.Marshal(req.Vars)
-		if err := os.WriteFile(f, b, 0o600); err != nil {
-			return s, &stepError{"setup", err}
-		}
-		s.varFiles = append(s.varFiles, f)
-	}
-	out.Tool = sandbox.ToolName(bin)
+	out.Tool = sandbox.ToolName(s.tf.Binary())
 	return s, nil
 }
 
 func (s *session) close() {
-	if s.jail != nil {
-		s.jail.Close()
+	if s.tf != nil {
+		s.tf.Close()
 	}
 	_ = os.RemoveAll(s.tmp)
 }
 
-func (s *session) phase(name string) {
-	*s.phases = append(*s.phases, drift.Phase{Name: name, Duration: time.Since(s.started)})
-	s.started = time.Now()
-}
-
-// fail turns a step error into a failed outcome and its *runner.Error.
+// fail turns a failed step into a failed outcome and its *runner.Error.
 func (s *session) fail(ctx context.Context, out *Outcome, err error) (Outcome, error) {
-	phase := "setup"
-	var se *stepError
-	if errors.As(err, &se) {
-		phase, err = se.phase, se.err
-	}
 	var (
 		red     sandbox.Redactor
 		stderr  string
 		timeout time.Duration
 	)
 	if s != nil {
-		red, stderr, timeout = s.red, s.stderr.String(), s.req.Timeout
+		red, timeout = s.red, s.req.Timeout
+		if s.tf != nil {
+			stderr = s.tf.Stderr()
+		}
 	}
-	re := &runner.Error{Phase: phase, Reason: red.Apply(sandbox.Diagnostic(stderr, err)), Err: errors.New(red.Apply(sandbox.FirstLine(sandbox.ErrorText(err))))}
+	var re *runner.Error
+	var se *stepError
+	switch {
+	case errors.As(err, &se):
+		re = &runner.Error{Phase: se.phase, Reason: red.Apply(sandbox.Diagnostic(stderr, se.err)), Err: errors.New(red.Apply(sandbox.FirstLine(sandbox.ErrorText(se.err))))}
+	case errors.As(err, &re):
+		// A session step's, already redacted.
+	default:
+		re = &runner.Error{Phase: "setup", Reason: red.Apply(sandbox.Diagnostic(stderr, err)), Err: errors.New(red.Apply(sandbox.FirstLine(sandbox.ErrorText(err))))}
+	}
 	if ce := context.Cause(ctx); ce != nil {
 		// Report timeouts and cancellation as such, whatever Terraform printed.
 		re.Reason = ce.Error()
@@ -323,17 +289,13 @@ func (s *session) fail(ctx context.Context, out *Outcome, err error) (Outcome, e
 
 // run performs steps 1 to 6 of Apply.
 func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *Outcome) (Outcome, error) {
-	if err := s.init(ctx); err != nil {
-		return s.fail(ctx, out, &stepError{"init", err})
+	tf := s.tf
+	if err := tf.Init(ctx, tfsession.InitOptions{}); err != nil {
+		return s.fail(ctx, out, err)
 	}
-	if v, _, err := s.tf.Version(ctx, false); err == nil {
-		out.Tool += " " + v.String()
-	}
-	if w := s.req.TFWorkspace; w != "" && w != "default" {
-		s.stderr.Reset()
-		if err := s.tf.WorkspaceSelect(ctx, w); err != nil {
-			return s.fail(ctx, out, &stepError{"workspace", err})
-		}
+	out.Tool = tf.Version(ctx)
+	if err := tf.WorkspaceSelect(ctx); err != nil {
+		return s.fail(ctx, out, err)
 	}
 	why, err := stateInSandbox(ctx, s.moduleDir, s.env, s.req.TFWorkspace)
 	if err != nil {
@@ -342,22 +304,26 @@ func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *
 	if why != "" {
 		return refused(*out, Refusal{Code: CodeStateInSandbox, Reason: "remediation needs state that outlives the sandbox: " + why}), nil
 	}
-	s.phase("init")
+	tf.Phase("init")
 
 	planFile := filepath.Join(s.tmp, "remediate.tfplan")
-	s.stderr.Reset()
-	if _, err := s.tf.Plan(ctx, s.planOptions(planFile, true)...); err != nil {
-		if isLockError(s.stderr.String()) && ctx.Err() == nil {
+	if _, err := tf.Plan(ctx, tfsession.PlanOptions{Out: planFile, Lock: true}); err != nil {
+		if isLockError(tf.Stderr()) && ctx.Err() == nil {
 			return refused(*out, Refusal{Code: CodeStateLocked, Reason: "another operation holds the state lock: nothing applied; re-detect later"}), nil
 		}
-		return s.fail(ctx, out, &stepError{"plan", err})
+		return s.fail(ctx, out, err)
 	}
-	s.phase("plan")
-	plan, nr, err := s.showPlan(ctx, planFile, true)
+	tf.Phase("plan")
+	// The plan JSON goes to planparse and, as digests, to the revert check.
+	var nr map[string][]string
+	plan, err := tf.Show(ctx, planFile, func(r io.Reader) (err error) {
+		nr, err = notReverted(r)
+		return err
+	})
 	if err != nil {
-		return s.fail(ctx, out, &stepError{"show", err})
+		return s.fail(ctx, out, err)
 	}
-	s.phase("show")
+	tf.Phase("show")
 
 	findings := policy.Classify(plan, a.Rules)
 	cs, refusals := Evaluate(a.Envelope, findings, plan)
@@ -388,10 +354,9 @@ func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *
 		a.beforeApply()
 	}
 	out.ApplyStarted = true
-	s.stderr.Reset()
-	if err := s.tf.Apply(ctx, s.applyOptions(planFile)...); err != nil {
+	if err := tf.Apply(ctx, planFile); err != nil {
 		if ctx.Err() == nil {
-			switch stderr := s.stderr.String(); {
+			switch stderr := tf.Stderr(); {
 			case isLockError(stderr):
 				out.ApplyStarted = false
 				return refused(*out, Refusal{Code: CodeStateLocked, Reason: "another operation took the state lock before the apply: nothing applied; re-detect later"}), nil
@@ -400,9 +365,9 @@ func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *
 				return refused(*out, Refusal{Code: CodePlanChanged, Reason: "the state changed between plan and apply (saved plan is stale): nothing applied; re-detect"}), nil
 			}
 		}
-		return s.fail(ctx, out, &stepError{"apply", err})
+		return s.fail(ctx, out, err)
 	}
-	s.phase("apply")
+	tf.Phase("apply")
 	if a.afterApply != nil {
 		a.afterApply()
 	}
@@ -420,15 +385,15 @@ func (a *Applier) verify(ctx context.Context, s *session, approved ChangeSet, ou
 		return *out, nil
 	}
 	verifyFile := filepath.Join(s.tmp, "verify.tfplan")
-	s.stderr.Reset()
-	if _, err := s.tf.Plan(ctx, s.planOptions(verifyFile, false)...); err != nil {
-		return failed("verify: plan: " + s.red.Apply(sandbox.Diagnostic(s.stderr.String(), err)))
+	// Without the lock, like detection: it changes nothing.
+	if _, err := s.tf.Plan(ctx, tfsession.PlanOptions{Out: verifyFile}); err != nil {
+		return failed("verify: plan: " + reason(err))
 	}
-	plan, _, err := s.showPlan(ctx, verifyFile, false)
+	plan, err := s.tf.Show(ctx, verifyFile)
 	if err != nil {
-		return failed("verify: show: " + s.red.Apply(sandbox.Diagnostic(s.stderr.String(), err)))
+		return failed("verify: show: " + reason(err))
 	}
-	s.phase("verify")
+	s.tf.Phase("verify")
 	if plan.Errored {
 		return failed("verify: terraform reported an errored plan")
 	}
@@ -444,6 +409,15 @@ func (a *Applier) verify(ctx context.Context, s *session, approved ChangeSet, ou
 	return *out, nil
 }
 
+// reason is a failed session step's one-line, redacted reason.
+func reason(err error) string {
+	var re *runner.Error
+	if errors.As(err, &re) {
+		return re.Reason
+	}
+	return sandbox.FirstLine(sandbox.ErrorText(err))
+}
+
 // residual returns the counted drift and pending findings at addrs.
 func residual(findings []drift.Finding, addrs []string) []drift.Finding {
 	var out []drift.Finding
@@ -456,99 +430,4 @@ func residual(findings []drift.Finding, addrs []string) []drift.Finding {
 		}
 	}
 	return out
-}
-
-// init runs terraform init. It does not use the shared plugin cache: an
-// apply is rare, and correctness beats the seconds a cache would save
-// (see the local runner for the cache's hazards).
-func (s *session) init(ctx context.Context) error {
-	opts := []tfexec.InitOption{tfexec.Upgrade(false)}
-	for _, b := range s.req.BackendConfig {
-		opts = append(opts, tfexec.BackendConfig(b))
-	}
-	s.stderr.Reset()
-	return s.tf.Init(ctx, opts...)
-}
-
-// planOptions builds the plan's flags: -out, the lock as asked, var files
-// (never -var), refresh on.
-func (s *session) planOptions(out string, lock bool) []tfexec.PlanOption {
-	opts := []tfexec.PlanOption{tfexec.Out(out), tfexec.Lock(lock), tfexec.Refresh(true)}
-	if lock {
-		opts = append(opts, tfexec.LockTimeout(s.lockWait))
-	}
-	for _, f := range s.varFiles {
-		opts = append(opts, tfexec.VarFile(f))
-	}
-	return opts
-}
-
-// applyOptions applies exactly the saved plan, lock on. Variables are in
-// the plan file: Terraform rejects var files with a saved plan.
-func (s *session) applyOptions(planFile string) []tfexec.ApplyOption {
-	return []tfexec.ApplyOption{tfexec.DirOrPlan(planFile), tfexec.Lock(true), tfexec.LockTimeout(s.lockWait)}
-}
-
-// showPlan streams `show -json` into planparse and, if revert is set, into
-// the revert check as well; the plan JSON is never buffered whole.
-func (s *session) showPlan(ctx context.Context, planFile string, revert bool) (*planparse.Plan, map[string][]string, error) {
-	s.stderr.Reset()
-	type result struct {
-		plan *planparse.Plan
-		nr   map[string][]string
-		err  error
-	}
-	var writers []io.Writer
-	var pipes []*io.PipeWriter
-	results := make(chan result, 2)
-	consume := func(fn func(io.Reader) result) {
-		pr, pw := io.Pipe()
-		writers, pipes = append(writers, pw), append(pipes, pw)
-		go func() {
-			res := fn(bufio.NewReaderSize(pr, 1<<20))
-			// Drain whatever is left so show never blocks on a full pipe.
-			_, _ = io.Copy(io.Discard, pr)
-			results <- res
-		}()
-	}
-	consume(func(r io.Reader) result {
-		p, err := planparse.Parse(r)
-		return result{plan: p, err: err}
-	})
-	if revert {
-		consume(func(r io.Reader) result {
-			nr, err := notReverted(r)
-			return result{nr: nr, err: err}
-		})
-	}
-	cmd, err := s.show.Start(ctx, io.MultiWriter(writers...), "show", "-json", "-no-color", planFile)
-	if err == nil {
-		err = cmd.Wait()
-	}
-	for _, pw := range pipes {
-		pw.Close()
-	}
-	var plan *planparse.Plan
-	var nr map[string][]string
-	var perr error
-	for range pipes {
-		r := <-results
-		if r.plan != nil {
-			plan = r.plan
-		}
-		if r.nr != nil {
-			nr = r.nr
-		}
-		perr = errors.Join(perr, r.err)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, context.Cause(ctx)
-		}
-		return nil, nil, err
-	}
-	if perr != nil {
-		return nil, nil, fmt.Errorf("parse plan json: %w", perr)
-	}
-	return plan, nr, nil
 }

@@ -53,7 +53,7 @@
 // The caller owns approval, expiry, the global kill switch's state
 // (Applier.Paused) and running at most one operation per workspace.
 //
-// This package imports terraform-exec, like internal/runner/local and for
-// the same reason (it runs Terraform); it must not import config, store,
-// notify, server or app.
+// It drives Terraform through internal/tfsession (the one importer of
+// terraform-exec), as the local runner does; it must not import config,
+// store, notify, server or app.
 package remediate

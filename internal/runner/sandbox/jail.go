@@ -40,7 +40,7 @@ import (
 // their /proc entries. The network is shared: providers must reach their
 // APIs. Inside, the process runs as uid 65534 with no capabilities.
 //
-// Terraform-exec runs a binary by path, so the jail is a path too: a
+// tfexec runs a binary by path, so the jail is a path too: a
 // symlink named JailExecName to /proc/self/exe in a directory of its own,
 // beside the run directory and outside the jail, holding spec.json. The
 // daemon's binary (or a test binary) started under that name runs
@@ -170,7 +170,7 @@ func NewJail(req runner.Request, runDir, bin string) (*Jail, error) {
 	return j, nil
 }
 
-// Exe is the path to run Terraform by: through terraform-exec or Command.
+// Exe is the path to run Terraform by: through tfexec or Command.
 func (j *Jail) Exe() string { return j.exe }
 
 // Active reports whether runs go through the jail.

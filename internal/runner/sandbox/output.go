@@ -114,10 +114,10 @@ func Diagnostic(stderr string, err error) string {
 	return reason
 }
 
-// ErrorText is err.Error(), safe for terraform-exec's errors: after a
-// cancelled command whose process exited cleanly, tfexec returns a cmdErr
-// wrapping a nil error, and its Error method panics (terraform-exec
-// v0.26.0 errors.go:70). A run must never die of its own error message.
+// ErrorText is err.Error(), safe for tfexec's errors: after a cancelled
+// command whose process exited cleanly, tfexec returns a cmdErr wrapping a
+// nil error, and its Error method panics (tfexec v0.26.0 errors.go:70). A
+// run must never die of its own error message.
 func ErrorText(err error) (text string) {
 	if err == nil {
 		return ""

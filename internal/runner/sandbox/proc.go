@@ -60,7 +60,7 @@ func killByEnv(kv string) int {
 }
 
 // SweepOnDone kills the run's processes if they are still alive `after` the
-// context is done. This unblocks terraform-exec, which reads the child's
+// context is done. This unblocks tfexec, which reads the child's
 // pipes to EOF before Wait and would otherwise hang on a grandchild that
 // inherited them.
 func SweepOnDone(ctx context.Context, marker string, after time.Duration) (stop func()) {

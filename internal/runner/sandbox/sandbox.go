@@ -121,7 +121,7 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // EnvList turns env into exec.Cmd.Env form, sorted, with TF_IN_AUTOMATION
-// set as terraform-exec sets it for the commands it runs.
+// set as tfexec sets it for the commands it runs.
 func EnvList(env map[string]string) []string {
 	out := make([]string, 0, len(env)+1)
 	for _, k := range sortedKeys(env) {
@@ -200,9 +200,9 @@ func ToolName(bin string) string {
 	return "terraform"
 }
 
-// Command runs the Terraform binary the way terraform-exec does (own
-// process group, Pdeathsig, SIGINT on cancel, then a kill after the grace
-// period), for the steps that do not go through terraform-exec.
+// Command runs the Terraform binary the way tfexec does (own process
+// group, Pdeathsig, SIGINT on cancel, then a kill after the grace period),
+// for the steps internal/tfsession runs without tfexec.
 type Command struct {
 	Bin, Dir string
 	// Exe, if set, is what is executed instead of Bin: the run's jail

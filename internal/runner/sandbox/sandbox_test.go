@@ -144,7 +144,7 @@ func TestBuildEnvIsScrubbed(t *testing.T) {
 	require.ErrorContains(t, err, "secret_env_files GONE")
 }
 
-// nilErr mimics terraform-exec's cmdErr after a cancelled command: an
+// nilErr mimics tfexec's cmdErr after a cancelled command: an
 // error whose Error method panics on a nil field.
 type nilErr struct{ err error }
 

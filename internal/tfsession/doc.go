@@ -1,0 +1,48 @@
+// Package tfsession owns Terraform invocation: it is the one place that
+// starts a Terraform (or OpenTofu) process, and the only importer of
+// terraform-exec in the module. Detection (internal/runner/local) and
+// remediation (internal/remediate's Applier) open a Session for one run and
+// call its steps; neither starts Terraform itself.
+//
+// A Session is built for one run from what the caller prepared in the
+// run's sandbox (internal/runner/sandbox): the run directory, the copied
+// module, the scrubbed environment (sandbox.BuildEnv), the values to redact,
+// the kill grace (sandbox.Begin). Open resolves the binary, prepares the
+// run's jail (sandbox.NewJail), the stderr tail that failures are
+// explained from, and the variables file (variables go through a file,
+// never -var: argv is visible to every user of the machine, and
+// terraform-exec logs it). The steps are:
+//
+//   - Init: `init`, with the shared plugin cache rules (Shared holds the
+//     in-process lock, a file lock covers other processes; only a cold
+//     init, under the lock, may write the cache, and the jail lets it);
+//     remediation's init uses no cache;
+//   - Version: "terraform 1.11.4", asked once per binary path and
+//     modification time when the caller keeps a Shared;
+//   - WorkspaceSelect: the request's Terraform workspace, if not default;
+//   - Plan: detection's `plan -json` (lock off), whose machine-readable
+//     stream is rendered into the run log without values; remediation's
+//     plan under the state lock, with its timeout;
+//   - Show: `show -json` streamed into planparse (and into any other reader
+//     the caller adds, such as remediation's revert check), never buffered
+//     whole and never logged; ShowText, the human-readable plan, only where
+//     a workspace opts in (log_plan_text);
+//   - Apply: exactly a saved plan file, lock on.
+//
+// Each step fails with a *runner.Error naming its phase (init, workspace,
+// plan, show, apply) with a one-line reason taken from Terraform's
+// diagnostics and redacted of every secret the session knows. Phases
+// times the run's phases; callers mark them where their phases end.
+//
+// What it owns besides: the run log of Terraform's output (complete,
+// redacted lines under "== phase ==" headers; show -json never reaches
+// it) and the value-free rendering of `plan -json`.
+//
+// What it must not touch: it does not prepare the sandbox (directory,
+// environment, source, run marker, timeout and sweep are
+// internal/runner/sandbox's and the caller's), does not interpret plans
+// beyond planparse (classification is policy's, the revert check and the
+// envelope are remediate's), and must not import config, store, notify,
+// server, app, audit, policy, remediate, runner/local, runner/remote or
+// runner/kube: it sits below both of its callers.
+package tfsession

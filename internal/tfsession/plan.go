@@ -1,0 +1,167 @@
+package tfsession
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/driftwatch/driftwatch/internal/planparse"
+	"github.com/driftwatch/driftwatch/internal/runner"
+)
+
+// WorkspaceSelect selects the request's Terraform workspace
+// (runner.Request.TFWorkspace); for the default workspace it does nothing.
+func (s *Session) WorkspaceSelect(ctx context.Context) error {
+	w := s.req.TFWorkspace
+	if w == "" || w == "default" {
+		return nil
+	}
+	s.step("workspace")
+	s.tf.SetStdout(s.log.stdout())
+	defer s.tf.SetStdout(io.Discard)
+	if err := s.tf.WorkspaceSelect(ctx, w); err != nil {
+		return s.fail("workspace", err)
+	}
+	return nil
+}
+
+// PlanOptions are Plan's.
+type PlanOptions struct {
+	// Out is the plan file to write.
+	Out string
+	// Lock takes the state lock, waiting up to Options.LockTimeout for it
+	// (remediation). Without it the plan runs with -lock=false: detection
+	// changes nothing and must not queue behind an apply.
+	Lock bool
+	// JSON runs `plan -json` and renders its machine-readable stream into
+	// the log without values (version, drifted and planned resources as
+	// address and action, the change summary, diagnostics); its error
+	// diagnostics, which then are on stdout, give a failure's reason.
+	// Without it, the plan's output is dropped: its text holds values.
+	JSON bool
+}
+
+// Plan runs `terraform plan -detailed-exitcode -refresh=true -out` with
+// the request's variables (files only). changed is the exit code's "there
+// are changes", a coarse signal only.
+func (s *Session) Plan(ctx context.Context, o PlanOptions) (changed bool, err error) {
+	s.step("plan")
+	opts := []tfexec.PlanOption{tfexec.Out(o.Out), tfexec.Lock(o.Lock), tfexec.Refresh(true)}
+	if o.Lock {
+		opts = append(opts, tfexec.LockTimeout(s.lockWait))
+	}
+	for _, f := range s.varFiles {
+		opts = append(opts, tfexec.VarFile(f))
+	}
+	if !o.JSON {
+		if changed, err = s.tf.Plan(ctx, opts...); err != nil {
+			return false, s.fail("plan", err)
+		}
+		return changed, nil
+	}
+	pl := newPlanLog(s.log.stdout())
+	// PlanJSON first asks the version (stdout dropped), then points the
+	// handle's stdout at pl.
+	s.tf.SetStdout(io.Discard)
+	changed, err = s.tf.PlanJSON(ctx, pl, opts...)
+	pl.flush()
+	s.tf.SetStdout(io.Discard)
+	if err != nil {
+		if reason := pl.reason(); reason != "" && ctx.Err() == nil {
+			s.log.flush()
+			return false, &runner.Error{Phase: "plan", Reason: s.red.Apply(reason), Err: s.firstLine(err)}
+		}
+		return false, s.fail("plan", err)
+	}
+	return changed, nil
+}
+
+// Apply applies exactly the saved plan file, lock on (waiting up to
+// Options.LockTimeout). Variables are in the plan file: Terraform rejects
+// var files with a saved plan.
+func (s *Session) Apply(ctx context.Context, planFile string) error {
+	s.step("apply")
+	if err := s.tf.Apply(ctx, tfexec.DirOrPlan(planFile), tfexec.Lock(true), tfexec.LockTimeout(s.lockWait)); err != nil {
+		return s.fail("apply", err)
+	}
+	return nil
+}
+
+// Show streams `show -json` of planFile into planparse and into each of
+// also (another reader of the same JSON, such as remediation's revert
+// check, run concurrently): the plan JSON, which holds every value, is
+// never buffered whole and never reaches the log (show's stderr does).
+func (s *Session) Show(ctx context.Context, planFile string, also ...func(io.Reader) error) (*planparse.Plan, error) {
+	s.step("show")
+	plan, err := s.showJSON(ctx, planFile, also)
+	if err != nil {
+		return nil, s.fail("show", err)
+	}
+	return plan, nil
+}
+
+func (s *Session) showJSON(ctx context.Context, planFile string, also []func(io.Reader) error) (*planparse.Plan, error) {
+	var plan *planparse.Plan
+	readers := append([]func(io.Reader) error{func(r io.Reader) (err error) {
+		plan, err = planparse.Parse(r)
+		return err
+	}}, also...)
+	writers := make([]io.Writer, len(readers))
+	pipes := make([]*io.PipeWriter, len(readers))
+	errs := make(chan error, len(readers))
+	for i, read := range readers {
+		pr, pw := io.Pipe()
+		writers[i], pipes[i] = pw, pw
+		go func() {
+			err := read(bufio.NewReaderSize(pr, 1<<20))
+			// Drain whatever is left so show never blocks on a full pipe.
+			_, _ = io.Copy(io.Discard, pr)
+			errs <- err
+		}()
+	}
+	cmd, err := s.cmd.Start(ctx, io.MultiWriter(writers...), "show", "-json", "-no-color", planFile)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	for _, pw := range pipes {
+		pw.Close()
+	}
+	var perr error
+	for range readers {
+		perr = errors.Join(perr, <-errs)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, err
+	}
+	if perr != nil {
+		return nil, fmt.Errorf("parse plan json: %w", perr)
+	}
+	return plan, nil
+}
+
+// LogChanges writes what the plan found to the log under "== changes ==":
+// per drifted or changed resource its address, actions and changed
+// attribute paths, never their values.
+func (s *Session) LogChanges(plan *planparse.Plan) {
+	s.log.header("changes")
+	writeChanges(s.log.stdout(), plan)
+}
+
+// ShowText writes Terraform's human-readable plan text of planFile to the
+// log under "== plan text ==". It prints every attribute not marked
+// sensitive: only for a workspace that opted in (log_plan_text), whose
+// log's owner marks the log as holding values first.
+func (s *Session) ShowText(ctx context.Context, planFile string) error {
+	s.step("plan text")
+	if err := s.cmd.Run(ctx, s.log.stdout(), "show", "-no-color", planFile); err != nil {
+		return s.fail("show", err)
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package tfsession
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/planparse"
+)
+
+// render feeds a stream to a planLog in chunks of n bytes (lines split
+// across writes, as a pipe delivers them) and returns the rendered log
+// and the failure reason.
+func render(t *testing.T, stream []byte, n int) (log, reason string) {
+	t.Helper()
+	var out bytes.Buffer
+	pl := newPlanLog(&out)
+	for len(stream) > 0 {
+		k := min(n, len(stream))
+		written, err := pl.Write(stream[:k])
+		require.NoError(t, err)
+		require.Equal(t, k, written)
+		stream = stream[k:]
+	}
+	pl.flush()
+	return out.String(), pl.reason()
+}
+
+// Streams recorded from real Terraform and OpenTofu (testdata/planjson)
+// render to addresses, actions, the summary and diagnostics, and never to
+// a value: not the drifted content, not a planned value, not an id from a
+// refresh message, not a diagnostic's snippet or its values.
+func TestPlanLogRecordedStreams(t *testing.T) {
+	drift := "drift  ~   update  dwtest_file.a (changed outside Terraform)\n" +
+		"plan   +   create  terraform_data.new\n" +
+		"plan   ~   update  dwtest_file.a\n" +
+		"Plan: 1 to add, 1 to change, 0 to destroy.\n"
+	precondition := "Plan: 0 to add, 0 to change, 0 to destroy.\n" +
+		"Error: Resource precondition failed (main.tf line 9)\n" +
+		"    The name is too long.\n"
+	cases := []struct {
+		file, want, reason string
+	}{
+		{file: "terraform-drift.jsonl", want: "Terraform 1.11.4\n" + drift},
+		{file: "tofu-drift.jsonl", want: "OpenTofu 1.10.6\n" + drift},
+		{file: "terraform-precondition.jsonl", want: "Terraform 1.11.4\n" + precondition, reason: "Error: Resource precondition failed (main.tf line 9)"},
+		{file: "tofu-precondition.jsonl", want: "OpenTofu 1.10.6\n" + precondition, reason: "Error: Resource precondition failed (main.tf line 9)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			stream, err := os.ReadFile(filepath.Join("testdata", "planjson", tc.file))
+			require.NoError(t, err)
+			if strings.Contains(tc.file, "precondition") {
+				require.Contains(t, string(stream), `"values":[{"traversal":"var.s","statement":"is \"CANARY-snippet-value\""}]`, "the recording carries the value")
+			}
+			for _, n := range []int{len(stream), 7, 1} {
+				log, reason := render(t, stream, n)
+				require.Equal(t, tc.want, log, "chunks of %d bytes", n)
+				require.Equal(t, tc.reason, reason)
+				require.NotContains(t, log, "CANARY")
+				require.NotContains(t, log, "/tmp/rec/out/a.txt", "refresh messages carry ids")
+				require.NotContains(t, log, "length(var.s)", "snippets carry code and values")
+			}
+		})
+	}
+}
+
+// Diagnostics hand-written in the stream's format: warnings are shown but
+// are no reason; several errors are counted; the detail is shown (the
+// log's writer redacts it), snippet values never; lines that are not UI
+// messages and a last line without its newline are handled.
+func TestPlanLogDiagnostics(t *testing.T) {
+	stream := strings.Join([]string{
+		`{"@level":"info","@message":"Terraform 1.11.4","type":"version","terraform":"1.11.4","ui":"1.2"}`,
+		`not json at all: CANARY-garbage`,
+		`{"@level":"warn","@message":"Warning: Deprecated","type":"diagnostic","diagnostic":{"severity":"warning","summary":"Deprecated attribute","detail":"Use x instead.","address":"aws_s3_bucket.b","range":{"filename":"s3.tf","start":{"line":4,"column":3,"byte":40}},"snippet":{"code":"  acl = \"CANARY-warning-snippet\"","values":[]}}}`,
+		`{"@level":"error","@message":"Error: Invalid value","type":"diagnostic","diagnostic":{"severity":"error","summary":"Invalid value for variable","detail":"The region must be\none of the allowed ones.","range":{"filename":"main.tf","start":{"line":12,"column":1,"byte":200}},"snippet":{"context":"variable \"region\"","code":"  condition = contains(local.allowed, var.region)","start_line":12,"values":[{"traversal":"var.region","statement":"is \"CANARY-value-in-snippet\""},{"traversal":"local.allowed","statement":"is list of string with 2 elements"}]}}}`,
+		`{"@level":"info","@message":"Outputs: 1","type":"outputs","outputs":{"pw":{"sensitive":false,"action":"create","value":"CANARY-output"}}}`,
+		`{"@level":"info","@message":"aws_instance.a: Refreshing state... [id=CANARY-id]","type":"refresh_start","hook":{"resource":{"addr":"aws_instance.a"},"id_key":"id","id_value":"CANARY-id"}}`,
+		`{"@level":"info","@message":"null_resource.p (local-exec): CANARY-provisioner","type":"provision_progress","hook":{"resource":{"addr":"null_resource.p"},"output":"CANARY-provisioner"}}`,
+		`{"@level":"info","@message":"aws_instance.a: Plan to replace","type":"planned_change","change":{"resource":{"addr":"aws_instance.a"},"action":"replace","reason":"cannot_update"}}`,
+		`{"@level":"info","@message":"Plan: 1 to import, 0 to add, 0 to change, 0 to destroy.","type":"change_summary","changes":{"add":0,"change":0,"import":1,"remove":0,"operation":"plan"}}`,
+		`{"@level":"error","@message":"Error: Provider error","type":"diagnostic","diagnostic":{"severity":"error","summary":"Provider produced an error","address":"aws_instance.a","detail":""}}`,
+	}, "\n") // no newline after the last line
+	log, reason := render(t, []byte(stream), 5)
+	require.Equal(t, "Terraform 1.11.4\n"+
+		"Warning: Deprecated attribute (aws_s3_bucket.b, s3.tf line 4)\n"+
+		"    Use x instead.\n"+
+		"Error: Invalid value for variable (main.tf line 12)\n"+
+		"    The region must be\n"+
+		"    one of the allowed ones.\n"+
+		"plan   -/+ replace  aws_instance.a (cannot update)\n"+
+		"Plan: 1 to import, 0 to add, 0 to change, 0 to destroy.\n"+
+		"Error: Provider produced an error (aws_instance.a)\n", log)
+	require.Equal(t, "Error: Invalid value for variable (main.tf line 12) (and 1 more errors)", reason)
+	require.NotContains(t, log, "CANARY")
+	require.NotContains(t, reason, "CANARY")
+}
+
+// An overlong line that never ends is dropped, not held without bound.
+func TestPlanLogBoundsAnUnendedLine(t *testing.T) {
+	var out bytes.Buffer
+	pl := newPlanLog(&out)
+	_, _ = pl.Write([]byte(`{"type":"version","@message":"` + strings.Repeat("x", maxLogLine*16) + `"}`))
+	require.Empty(t, pl.buf)
+	_, _ = pl.Write([]byte("\n" + `{"type":"version","@message":"Terraform 1.11.4"}` + "\n"))
+	pl.flush()
+	require.Equal(t, "Terraform 1.11.4\n", out.String())
+}
+
+func TestWriteChanges(t *testing.T) {
+	var out bytes.Buffer
+	writeChanges(&out, &planparse.Plan{
+		Drift:         []planparse.Change{{Address: "dwtest_file.a", Actions: []string{"update"}, Attributes: []string{"content"}}},
+		Changes:       []planparse.Change{{Address: "terraform_data.x", Actions: []string{"delete", "create"}}},
+		OutputChanges: []string{"o"},
+	})
+	require.Equal(t, "drift   update  dwtest_file.a  attributes: content\n"+
+		"change  delete,create  terraform_data.x\n"+
+		"output  o\n", out.String())
+	out.Reset()
+	writeChanges(&out, &planparse.Plan{})
+	require.Equal(t, "no changes\n", out.String())
+}
