@@ -113,7 +113,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	// the lock is then taken when leading (see lead).
 	leaderElection := cfg.Runner.Mode == config.RunnerModeKubernetes && cfg.Runner.LeaderElection.Enabled && !o.Once
 	if !leaderElection {
-		unlock, err := claimStore(ctx, o.Logger, cfg.Store.Path, storeLockWait)
+		unlock, err := claimStore(ctx, o.Logger, cfg.Store.Path, cfg.Terraform.WorkDir, storeLockWait)
 		if err != nil {
 			return report.ExitError, err
 		}
@@ -301,7 +301,7 @@ func (d *daemon) lead(ctx context.Context) error {
 	if d.electing {
 		// A standby sharing the store waited here for the leader's lock.
 		d.log.Info("leading: taking the store lock", "store", d.cfg.Load().Store.Path)
-		unlock, err := claimStore(ctx, d.log, d.cfg.Load().Store.Path, 0)
+		unlock, err := claimStore(ctx, d.log, d.cfg.Load().Store.Path, d.cfg.Load().Terraform.WorkDir, 0)
 		if err != nil {
 			return err
 		}

@@ -22,15 +22,21 @@ var errStoreInUse = errors.New("in use by another driftwatch daemon")
 var storeLockWait = 5 * time.Second
 
 // claimStore takes the store's lock (see lockStore), then kills what a
-// previous holder's runs left running: providers and provisioners of a
-// daemon killed with SIGKILL (Terraform itself died with it).
-func claimStore(ctx context.Context, log *slog.Logger, storePath string, wait time.Duration) (unlock func(), err error) {
+// previous holder's runs left running (providers and provisioners of a
+// daemon killed with SIGKILL: Terraform itself died with it) and removes
+// the run directories they left under workDir (copies of the code, var
+// files with the workspaces' vars).
+func claimStore(ctx context.Context, log *slog.Logger, storePath, workDir string, wait time.Duration) (unlock func(), err error) {
 	unlock, err = lockStore(ctx, storePath, wait)
 	if err != nil {
 		return nil, err
 	}
-	if n := sandbox.KillOwned(storeOwner(storePath)); n > 0 {
+	owner := storeOwner(storePath)
+	if n := sandbox.KillOwned(owner); n > 0 {
 		log.Warn("killed processes left running by a previous daemon", "processes", n)
+	}
+	if n := sandbox.SweepOwnedDirs(workDir, owner); n > 0 {
+		log.Warn("removed run directories left by a previous daemon", "directories", n)
 	}
 	return unlock, nil
 }

@@ -473,8 +473,15 @@ workspaces:
 	interruptedID := d.runs("slow")[0].ID
 	fastRun := d.runs("fast")[0].ID
 	require.Equal(t, -int(syscall.SIGKILL), d.stop(syscall.SIGKILL, 10*time.Second))
+	// The killed daemon's run directory (code copy, generated var file)
+	// stays on disk until a daemon of the same store starts again.
+	left, _ := filepath.Glob(filepath.Join(e.workDir(), "dw-*"))
+	require.NotEmpty(t, left, "kill -9 leaves its run directory behind")
 
 	d2 := startDaemon(t, cfg, listen)
+	for _, dir := range left {
+		require.NoDirExists(t, dir, "the restarted daemon removes its predecessor's run directories")
+	}
 	// A second daemon on the same store is refused before it does anything.
 	second := driftwatch(t, nil, "daemon", "--config", cfg)
 	require.Equal(t, 1, second.code)

@@ -208,7 +208,7 @@ type session struct {
 // Terraform session (binary, jail, variables).
 // On error the returned session (if any) still needs close.
 func (a *Applier) newSession(ctx context.Context, req runner.Request, marker string, grace time.Duration, out *Outcome) (*session, error) {
-	tmp, err := sandbox.NewDir(req.WorkDir, sandboxPrefix)
+	tmp, err := sandbox.NewDir(req.WorkDir, sandboxPrefix, req.Owner)
 	if err != nil {
 		return nil, &stepError{"setup", err}
 	}

@@ -52,7 +52,7 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 		}
 	}()
 
-	tmp, err := sandbox.NewDir(req.WorkDir, "dw-")
+	tmp, err := sandbox.NewDir(req.WorkDir, "dw-", req.Owner)
 	if err != nil {
 		return res, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}

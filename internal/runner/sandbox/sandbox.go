@@ -9,6 +9,7 @@ package sandbox
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -45,10 +46,28 @@ const DefaultKillGrace = 10 * time.Second
 // its socket TMPDIR/plugin<digits>: 20 bytes are kept for that.
 const socketPathMax = 88
 
+// RunDirPrefixes are the name prefixes of run directories: detection
+// ("dw-") and remediation ("dwr-"); the jail's launcher directory shares
+// its run directory's name.
+var RunDirPrefixes = []string{"dw-", "dwr-"}
+
+// ownerTag is the part of a run directory's name that names its owner
+// (runner.Request.Owner), so that a restarted daemon finds its killed
+// predecessor's directories (SweepOwnedDirs): 8 hex digits of its hash.
+func ownerTag(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(owner))
+	return hex.EncodeToString(sum[:4]) + "-"
+}
+
 // NewDir makes a fresh 0700 run directory under base (the OS temp dir if
-// empty). Its name is short on purpose (see socketPathMax); the workspace
-// is in the logs, not the path.
-func NewDir(base, prefix string) (string, error) {
+// empty), named prefix (one of RunDirPrefixes), the owner's tag and random
+// characters. Its name is short on purpose (see socketPathMax); the
+// workspace is in the logs, not the path.
+func NewDir(base, prefix, owner string) (string, error) {
+	prefix += ownerTag(owner)
 	if base != "" {
 		if err := os.MkdirAll(base, 0o700); err != nil {
 			return "", err
@@ -63,6 +82,34 @@ func NewDir(base, prefix string) (string, error) {
 		return "", fmt.Errorf("work dir %q is too long (%d bytes; providers' unix sockets need it under %d): set terraform.work_dir to a shorter path", dir, len(dir), socketPathMax)
 	}
 	return dir, nil
+}
+
+// SweepOwnedDirs removes the run directories under base (the OS temp dir
+// if empty) of owner's runs: at a daemon's start, what its predecessor,
+// killed with SIGKILL, left on disk. They hold a copy of the code and the
+// generated var file, the workspace's vars (secrets among them). Call it
+// holding the store's lock, after KillOwned: nothing of owner runs.
+func SweepOwnedDirs(base, owner string) (removed int) {
+	if owner == "" {
+		return 0
+	}
+	if base == "" {
+		base = os.TempDir()
+	}
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return 0
+	}
+	for _, e := range entries {
+		for _, p := range RunDirPrefixes {
+			if e.IsDir() && strings.HasPrefix(e.Name(), p+ownerTag(owner)) {
+				if os.RemoveAll(filepath.Join(base, e.Name())) == nil {
+					removed++
+				}
+			}
+		}
+	}
+	return removed
 }
 
 // BuildEnv returns the child's whole environment: PATH, HOME and TMPDIR

@@ -47,7 +47,7 @@ func TestNewDirRefusesLongPaths(t *testing.T) {
 	if len(short) > 40 {
 		short = os.TempDir()
 	}
-	d, err := NewDir(short, "dw-")
+	d, err := NewDir(short, "dw-", "")
 	require.NoError(t, err)
 	fi, err := os.Stat(d)
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ func TestNewDirRefusesLongPaths(t *testing.T) {
 	require.NoError(t, os.RemoveAll(d))
 
 	long := filepath.Join(t.TempDir(), strings.Repeat("x", 100))
-	_, err = NewDir(long, "dw-")
+	_, err = NewDir(long, "dw-", "")
 	require.ErrorContains(t, err, "set terraform.work_dir to a shorter path")
 }
 
@@ -156,4 +156,30 @@ func TestErrorTextSurvivesPanickingErrors(t *testing.T) {
 	require.Equal(t, "terraform stopped: context canceled", Diagnostic("", nilErr{}))
 	require.Equal(t, "boom", ErrorText(errors.New("boom")))
 	require.Empty(t, ErrorText(nil))
+}
+
+// A restarted daemon removes exactly its killed predecessor's run
+// directories: another owner's, and other files, stay.
+func TestSweepOwnedDirs(t *testing.T) {
+	base := t.TempDir()
+	mine1, err := NewDir(base, "dw-", "dw-owner-a")
+	require.NoError(t, err)
+	mine2, err := NewDir(base, "dwr-", "dw-owner-a")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(mine1, "driftwatch-vars.tfvars.json"), []byte(`{"pw":"x"}`), 0o600))
+	theirs, err := NewDir(base, "dw-", "dw-owner-b")
+	require.NoError(t, err)
+	unowned, err := NewDir(base, "dw-", "")
+	require.NoError(t, err)
+	require.NoError(t, os.Mkdir(filepath.Join(base, "unrelated"), 0o700))
+
+	require.Equal(t, 2, SweepOwnedDirs(base, "dw-owner-a"))
+	for _, d := range []string{mine1, mine2} {
+		_, err := os.Stat(d)
+		require.True(t, os.IsNotExist(err), d)
+	}
+	for _, d := range []string{theirs, unowned, filepath.Join(base, "unrelated")} {
+		require.DirExists(t, d)
+	}
+	require.Zero(t, SweepOwnedDirs(base, ""), "no owner: nothing")
 }
