@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build driftwatch: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := tftest.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -1,0 +1,11 @@
+package local
+
+import (
+	"os"
+	"testing"
+
+	"github.com/driftwatch/driftwatch/internal/tftest"
+)
+
+// No process of a run these tests start may outlive it.
+func TestMain(m *testing.M) { os.Exit(tftest.Main(m)) }
