@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -39,6 +42,35 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// logsControl is a server.Control for reading logs: one workspace, and the
+// runs in flight in reg (nil: none, and no cancellation), wired as the
+// daemon's Control wires its run registry.
+type logsControl struct{ reg *runlog.Registry }
+
+func (logsControl) Workspaces() []server.WorkspaceInfo { return []server.WorkspaceInfo{{Name: "net"}} }
+func (logsControl) Trigger(string) (string, error)     { return "", nil }
+func (logsControl) Ready() error                       { return nil }
+
+func (c logsControl) Cancel(id string) (bool, error) {
+	if c.reg == nil {
+		return false, errors.ErrUnsupported
+	}
+	err := c.reg.Cancel(id)
+	if errors.Is(err, runlog.ErrNotRunning) {
+		return false, fmt.Errorf("%w: %w", server.ErrNotRunning, err)
+	}
+	return false, err
+}
+
+func (c logsControl) LiveLog(id string) *runlog.Log {
+	if c.reg == nil {
+		return nil
+	}
+	return c.reg.Live(id)
+}
+
+func (logsControl) Notifiers(context.Context) ([]server.NotifierStatus, error) { return nil, nil }
+
 // `driftwatch logs --follow` against the real server, a sqlite store and
 // a runlog.Registry wired as the daemon will: lines arrive while the run
 // is in flight, the verdict at the end; afterwards the stored log is
@@ -55,14 +87,10 @@ func TestLogsFollowRealServer(t *testing.T) {
 	srv, err := server.New(server.Options{
 		ReadTokenFile: readToken,
 		Store:         st,
-		Workspaces:    func() []server.WorkspaceInfo { return []server.WorkspaceInfo{{Name: "net"}} },
-		Trigger:       func(string) (string, error) { return "", nil },
-		Ready:         func() error { return nil },
+		Control:       logsControl{reg},
 		Gatherer:      prometheus.NewRegistry(),
 		Logger:        logger,
-		LiveLog:       reg.Live,
 		Logs:          st,
-		Cancel:        func(id string) (bool, error) { return false, reg.Cancel(id) }, NotRunningErr: runlog.ErrNotRunning,
 	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())
@@ -127,14 +155,12 @@ func TestLogsRefusedRealServer(t *testing.T) {
 	require.NoError(t, os.WriteFile(wrong, []byte("wrong-tok-CANARY"), 0o600))
 	serve := func(tokenFile string) string {
 		srv, err := server.New(server.Options{
-			TokenFile:  tokenFile,
-			Store:      st,
-			Workspaces: func() []server.WorkspaceInfo { return []server.WorkspaceInfo{{Name: "net"}} },
-			Trigger:    func(string) (string, error) { return "", nil },
-			Ready:      func() error { return nil },
-			Gatherer:   prometheus.NewRegistry(),
-			Logger:     logger,
-			Logs:       st,
+			TokenFile: tokenFile,
+			Store:     st,
+			Control:   logsControl{},
+			Gatherer:  prometheus.NewRegistry(),
+			Logger:    logger,
+			Logs:      st,
 		})
 		require.NoError(t, err)
 		ts := httptest.NewServer(srv.Handler())

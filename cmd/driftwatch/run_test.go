@@ -61,21 +61,13 @@ func newTestDaemon(t *testing.T, externalURL string) *testDaemon {
 	d.tok = filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(d.tok, []byte(runToken+"\n"), 0o600))
 	srv, err := server.New(server.Options{
-		Store: st,
-		Workspaces: func() []server.WorkspaceInfo {
-			return []server.WorkspaceInfo{{Name: "net"}, {Name: "payments"}}
-		},
-		Trigger:       d.trigger,
-		BusyErr:       errTestBusy,
-		Ready:         func() error { return nil },
-		Gatherer:      prometheus.NewRegistry(),
-		Logger:        logger,
-		TokenFile:     d.tok,
-		ExternalURL:   externalURL,
-		LiveLog:       d.reg.Live,
-		Logs:          st,
-		Cancel:        d.cancel,
-		NotRunningErr: runlog.ErrNotRunning,
+		Store:       st,
+		Control:     testControl{d},
+		Gatherer:    prometheus.NewRegistry(),
+		Logger:      logger,
+		TokenFile:   d.tok,
+		ExternalURL: externalURL,
+		Logs:        st,
 	})
 	require.NoError(t, err)
 	h := srv.Handler()
@@ -108,6 +100,34 @@ func (d *testDaemon) trigger(name string) (string, error) {
 	d.queued <- id
 	return id, nil
 }
+
+// testControl is the test daemon as the server's Control: the daemon's
+// errors mapped onto the server's, as the daemon's Control does.
+type testControl struct{ d *testDaemon }
+
+func (c testControl) Workspaces() []server.WorkspaceInfo {
+	return []server.WorkspaceInfo{{Name: "net"}, {Name: "payments"}}
+}
+
+func (c testControl) Trigger(name string) (string, error) {
+	id, err := c.d.trigger(name)
+	if errors.Is(err, errTestBusy) {
+		return "", &server.BusyError{RunID: id, Err: err}
+	}
+	return id, err
+}
+
+func (c testControl) Cancel(id string) (bool, error) {
+	queued, err := c.d.cancel(id)
+	if errors.Is(err, runlog.ErrNotRunning) {
+		return false, fmt.Errorf("%w: %w", server.ErrNotRunning, err)
+	}
+	return queued, err
+}
+
+func (c testControl) Ready() error                                               { return nil }
+func (c testControl) LiveLog(id string) *runlog.Log                              { return c.d.reg.Live(id) }
+func (c testControl) Notifiers(context.Context) ([]server.NotifierStatus, error) { return nil, nil }
 
 // cancel cancels a queued run at once, as the daemon does.
 func (d *testDaemon) cancel(id string) (bool, error) {

@@ -30,10 +30,16 @@ const (
 	readToken = "read-tok-CANARY-2b9c"
 )
 
-var (
-	errBusy        = errors.New("busy")
-	errUnavailable = errors.New("unavailable")
-)
+var errBusy = errors.New("busy")
+
+// errUnavailable is the daemon's refusal while it does not schedule: it
+// reads "unavailable" and is a server.ErrUnavailable (503 with its text).
+var errUnavailable error = unavailableError{}
+
+type unavailableError struct{}
+
+func (unavailableError) Error() string        { return "unavailable" }
+func (unavailableError) Is(target error) bool { return target == server.ErrUnavailable }
 
 // request is what the test daemon received.
 type request struct {
@@ -83,24 +89,14 @@ func newTestDaemon(t *testing.T, o daemonOptions) *testDaemon {
 	d.apiTokenFile = writeFile(t, "api-token", apiToken+"\n")
 	d.readTokenFile = writeFile(t, "read-token", readToken+"\n")
 	opts := server.Options{
-		Store: st,
-		Workspaces: func() []server.WorkspaceInfo {
-			return []server.WorkspaceInfo{{Name: "net"}, {Name: "payments"}}
-		},
-		Trigger:        d.trigger,
-		BusyErr:        errBusy,
-		UnavailableErr: errUnavailable,
-		Ready:          func() error { return nil },
-		Gatherer:       prometheus.NewRegistry(),
-		Logger:         logger,
-		TokenFile:      d.apiTokenFile,
-		ReadTokenFile:  d.readTokenFile,
-		ExternalURL:    o.externalURL,
-		LiveLog:        d.reg.Live,
-		Logs:           st,
-		Cancel:         d.cancel,
-		NotRunningErr:  runlog.ErrNotRunning,
-		Remediation:    remediations{d},
+		Store:         st,
+		Control:       control{d, remediations{d}},
+		Gatherer:      prometheus.NewRegistry(),
+		Logger:        logger,
+		TokenFile:     d.apiTokenFile,
+		ReadTokenFile: d.readTokenFile,
+		ExternalURL:   o.externalURL,
+		Logs:          st,
 	}
 	if o.noTokens {
 		opts.TokenFile, opts.ReadTokenFile = "", ""
@@ -150,6 +146,38 @@ func (d *testDaemon) trigger(name string) (string, error) {
 	d.active[name] = id
 	return id, nil
 }
+
+// control is the test daemon as the server's Control, remediation
+// included: the daemon's errors mapped onto the server's, as the daemon's
+// Control does.
+type control struct {
+	d *testDaemon
+	remediations
+}
+
+func (c control) Workspaces() []server.WorkspaceInfo {
+	return []server.WorkspaceInfo{{Name: "net"}, {Name: "payments"}}
+}
+
+func (c control) Trigger(name string) (string, error) {
+	id, err := c.d.trigger(name)
+	if errors.Is(err, errBusy) {
+		return "", &server.BusyError{RunID: id, Err: err}
+	}
+	return id, err
+}
+
+func (c control) Cancel(id string) (bool, error) {
+	queued, err := c.d.cancel(id)
+	if errors.Is(err, runlog.ErrNotRunning) {
+		return false, fmt.Errorf("%w: %w", server.ErrNotRunning, err)
+	}
+	return queued, err
+}
+
+func (c control) Ready() error                                               { return nil }
+func (c control) LiveLog(id string) *runlog.Log                              { return c.d.reg.Live(id) }
+func (c control) Notifiers(context.Context) ([]server.NotifierStatus, error) { return nil, nil }
 
 // cancel cancels a queued run at once, as the daemon does; a running one
 // is asked to stop (the test plays its end).

@@ -202,31 +202,21 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		callbackURL = cfg.Runner.Kubernetes.Kube().CallbackURL
 	}
 	srv, err := server.New(server.Options{
-		Store:          st,
-		Workspaces:     d.workspaceInfo,
-		Trigger:        d.trigger,
-		Handlers:       handlers,
-		UnknownErr:     schedule.ErrUnknownJob,
-		UnavailableErr: errStandby,
-		BusyErr:        schedule.ErrBusy,
-		Ready:          d.ready,
-		Gatherer:       reg,
-		TokenFile:      cfg.Server.TokenFile,
-		ReadTokenFile:  cfg.Server.ReadTokenFile,
-		OpenReads:      cfg.Server.OpenReads,
-		ExternalURL:    cfg.Server.ExternalURL,
-		CallbackURL:    callbackURL,
-		AllowedHosts:   cfg.Server.AllowedHosts,
-		Listen:         cfg.Server.Listen,
-		Logger:         o.Logger,
-		Notifiers:      d.notifierStatus,
-		Remediation:    remediationControl{d.rem},
-		LiveLog:        d.runs.Live,
-		Logs:           st,
-		Cancel:         d.cancel,
-		NotRunningErr:  runlog.ErrNotRunning,
-		Version:        version.Version,
-		Sandbox:        server.SandboxStatus{Mode: d.isolation.Mode, Reason: d.isolation.Reason},
+		Store:         st,
+		Logs:          st,
+		Control:       control{d: d, RemediationControl: remediationControl{d.rem}},
+		Handlers:      handlers,
+		Gatherer:      reg,
+		TokenFile:     cfg.Server.TokenFile,
+		ReadTokenFile: cfg.Server.ReadTokenFile,
+		OpenReads:     cfg.Server.OpenReads,
+		ExternalURL:   cfg.Server.ExternalURL,
+		CallbackURL:   callbackURL,
+		AllowedHosts:  cfg.Server.AllowedHosts,
+		Listen:        cfg.Server.Listen,
+		Logger:        o.Logger,
+		Version:       version.Version,
+		Sandbox:       server.SandboxStatus{Mode: d.isolation.Mode, Reason: d.isolation.Reason},
 	})
 	if err != nil {
 		return report.ExitError, err
@@ -358,7 +348,7 @@ func (d *daemon) lead(ctx context.Context) error {
 	}
 	d.leading.Store(true)
 	g.Go(func() error { return d.sched.Run(runCtx) })
-	g.Go(func() error { d.rem.loop(gctx); return nil })
+	g.Go(func() error { return d.rem.Run(gctx) })
 	seen := map[string]bool{}
 	for _, r := range interrupted {
 		d.mu.Lock()
@@ -449,7 +439,7 @@ func (d *daemon) drainOutbox(ctx context.Context, max time.Duration) {
 // next start marks it interrupted and runs it again.
 func (d *daemon) runOne(ctx context.Context, r schedule.QueuedRun) {
 	if r.Trigger == triggerRemediate {
-		d.rem.apply(ctx, r.Name)
+		d.rem.Apply(ctx, r.Name)
 		return
 	}
 	d.detectRun(ctx, r)
@@ -699,7 +689,7 @@ func (d *daemon) detectWith(ctx context.Context, r schedule.QueuedRun, auditor *
 	d.mu.Lock()
 	d.states[name] = after
 	d.mu.Unlock()
-	d.rem.afterDetect(ctx, t, run.ID, res, tfPlan)
+	d.rem.AfterDetect(ctx, t, run.ID, res, tfPlan)
 	total := drift.Phase{Name: "total", Duration: res.Duration}
 	d.metrics.RunFinished(res.Status, append(res.Phases, total))
 	if d.onResult != nil {
@@ -810,7 +800,7 @@ func (d *daemon) reload(path string) {
 				old := d.cfg.Swap(cfg)
 				d.targets.Store(&targets)
 				d.alerts.Store(&plans)
-				d.rem.reloaded(context.Background(), old) // remediations of workspaces turned off end
+				d.rem.Reloaded(context.Background(), old) // remediations of workspaces turned off end
 				if !reflect.DeepEqual(old.Server, cfg.Server) || old.Store.Path != cfg.Store.Path || old.MaxConcurrentRuns != cfg.MaxConcurrentRuns || old.Defaults.Jitter != cfg.Defaults.Jitter {
 					d.log.Warn("server, store, max_concurrent_runs and jitter changes take effect after a restart")
 				}

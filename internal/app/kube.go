@@ -77,7 +77,7 @@ func (r adoptedRunner) Run(ctx context.Context, req runner.Request) (runner.Resu
 	if !r.a.Remediation {
 		return r.a.Wait(ctx)
 	}
-	if err := r.d.rem.awaitAdopted(ctx, r.a); err != nil {
+	if err := r.d.rem.AwaitAdopted(ctx, r.a); err != nil {
 		return runner.Result{}, err
 	}
 	return r.d.kube.runner.Run(ctx, req)

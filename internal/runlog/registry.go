@@ -12,12 +12,12 @@ import (
 var ErrCancelled = errors.New("run cancelled")
 
 // ErrNotRunning is Registry.Cancel's error for a run that is not queued or
-// running here (server.Options.NotRunningErr).
+// running here (the daemon maps it to server.ErrNotRunning).
 var ErrNotRunning = errors.New("run is not queued or running")
 
 // Registry tracks the runs in flight in this process: each one's cancel
-// function and, once it runs, its live log. It backs server.Options.LiveLog
-// and server.Options.Cancel. Safe for concurrent use.
+// function and, once it runs, its live log. It backs server.Control's LiveLog
+// and Cancel. Safe for concurrent use.
 type Registry struct {
 	mu   sync.Mutex
 	runs map[string]*entry

@@ -362,7 +362,7 @@ func TestPageCommandsIgnoreHost(t *testing.T) {
 		t.Run(c.listen+" "+c.external, func(t *testing.T) {
 			h := newHarness(t)
 			o := h.options()
-			o.Remediation = remediationFixture(h)
+			o.Control = withRemediation{h, remediationFixture(h)}
 			o.Listen, o.ExternalURL = c.listen, c.external
 			o.AllowedHosts = []string{"forged.example"}
 			s, err := New(o)

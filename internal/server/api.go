@@ -110,21 +110,26 @@ func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown workspace")
 		return
 	}
-	id, err := s.o.Trigger(name)
+	id, err := s.o.Control.Trigger(name)
 	switch {
 	case err == nil:
-	case errors.Is(err, s.o.UnknownErr):
+	case errors.Is(err, ErrUnknownWorkspace):
 		writeError(w, http.StatusNotFound, "unknown workspace")
 		return
-	case s.o.UnavailableErr != nil && errors.Is(err, s.o.UnavailableErr):
+	case errors.Is(err, ErrUnavailable):
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
-	case errors.Is(err, s.o.BusyErr):
-		// id, if known, is the run already queued or running.
+	case errors.Is(err, ErrBusy):
+		// A *BusyError names the run already queued or running, if any.
+		var busy *BusyError
+		var busyID string
+		if errors.As(err, &busy) {
+			busyID = busy.RunID
+		}
 		writeJSON(w, http.StatusConflict, struct {
 			Error string `json:"error"`
 			RunID string `json:"run_id,omitempty"`
-		}{"a run of this workspace is already queued or running", id})
+		}{"a run of this workspace is already queued or running", busyID})
 		return
 	default:
 		s.internalError(w, r, err)
@@ -150,7 +155,7 @@ func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error
 // local runs (a "none" sandbox is a risk an operator must see).
 func (s *Server) apiStatus(w http.ResponseWriter, _ *http.Request) {
 	out := map[string]any{"version": s.o.Version, "ready": true, "sandbox": s.o.Sandbox}
-	if err := s.o.Ready(); err != nil {
+	if err := s.o.Control.Ready(); err != nil {
 		out["ready"], out["not_ready"] = false, err.Error()
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -167,10 +172,7 @@ func (s *Server) apiNotifiers(w http.ResponseWriter, r *http.Request) {
 
 // notifiers returns the notifier health, sorted, never nil.
 func (s *Server) notifiers(r *http.Request) ([]NotifierStatus, error) {
-	if s.o.Notifiers == nil {
-		return []NotifierStatus{}, nil
-	}
-	ns, err := s.o.Notifiers(r.Context())
+	ns, err := s.o.Control.Notifiers(r.Context())
 	if err != nil {
 		return nil, fmt.Errorf("notifiers: %w", err)
 	}

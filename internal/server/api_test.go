@@ -20,9 +20,7 @@ func TestNewValidatesOptions(t *testing.T) {
 		want   string
 	}{
 		{"store", func(o *Options) { o.Store = nil }, "driftwatch/server: Options.Store is required"},
-		{"workspaces", func(o *Options) { o.Workspaces = nil }, "driftwatch/server: Options.Workspaces is required"},
-		{"trigger", func(o *Options) { o.Trigger = nil }, "driftwatch/server: Options.Trigger is required"},
-		{"ready", func(o *Options) { o.Ready = nil }, "driftwatch/server: Options.Ready is required"},
+		{"control", func(o *Options) { o.Control = nil }, "driftwatch/server: Options.Control is required"},
 		{"gatherer", func(o *Options) { o.Gatherer = nil }, "driftwatch/server: Options.Gatherer is required"},
 		{"logger", func(o *Options) { o.Logger = nil }, "driftwatch/server: Options.Logger is required"},
 		{"several", func(o *Options) { o.Store, o.Logger = nil, nil },
@@ -50,7 +48,6 @@ func TestNewValidatesOptions(t *testing.T) {
 	t.Run("valid", func(t *testing.T) {
 		o := full
 		o.Now = nil
-		o.UnknownErr, o.BusyErr = nil, nil
 		s, err := New(o)
 		require.NoError(t, err)
 		require.NotNil(t, s.Handler())
@@ -392,12 +389,12 @@ func TestNotifiers(t *testing.T) {
 
 	now := o.Now()
 	old := now.Add(-20 * time.Minute)
-	o.Notifiers = func(context.Context) ([]NotifierStatus, error) {
+	h.setNotifiers(func(context.Context) ([]NotifierStatus, error) {
 		return []NotifierStatus{
 			{Name: "slack-oncall", Pending: 3, LastError: "slack: ratelimited", OldestPending: &old},
 			{Name: "hook"},
 		}, nil
-	}
+	})
 	o.Handlers = map[string]http.Handler{"POST /internal/v1/ping": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
 	})}

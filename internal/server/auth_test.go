@@ -77,6 +77,8 @@ func TestTriggerOutcomes(t *testing.T) {
 		{"unknown to the scheduler", "billing-db", fmt.Errorf("trigger %q: %w", "billing-db", errUnknown), http.StatusNotFound, `{"error": "unknown workspace"}`},
 		{"busy", "billing-db", fmt.Errorf("trigger %q: %w", "billing-db", errBusy), http.StatusConflict,
 			`{"error": "a run of this workspace is already queued or running", "run_id": "run-billing-db-inflight"}`},
+		{"busy with a run the api does not show", "billing-db", &BusyError{Err: errBusy}, http.StatusConflict,
+			`{"error": "a run of this workspace is already queued or running"}`},
 		{"standby", "billing-db", errStandby, http.StatusServiceUnavailable, `{"error": "not scheduling: a standby"}`},
 		{"scheduler stopped", "billing-db", fmt.Errorf("scheduler is shutting down"), http.StatusInternalServerError,
 			`{"error": "internal error (see the driftwatch log)"}`},

@@ -6,8 +6,10 @@
 // Endpoints:
 //
 //	GET  /healthz                              liveness, always "ok"
-//	GET  /readyz                               readiness from Options.Ready
+//	GET  /readyz                               readiness from Control.Ready
 //	GET  /metrics                              Options.Gatherer via promhttp
+//	GET  /api/v1/status                        version, readiness, sandbox
+//	GET  /api/v1/notifiers                     alert delivery per notifier
 //	GET  /api/v1/workspaces                    every configured workspace with its state
 //	GET  /api/v1/workspaces/{name}             one workspace, with its findings
 //	GET  /api/v1/workspaces/{name}/runs        its runs, newest first (?limit=1..500, default 50)
@@ -19,6 +21,41 @@
 //	GET  /workspaces/{name}                    one workspace's page
 //	GET  /runs/{id}                            one run's page, with its log (read credential)
 //
+// and, when the Control implements RemediationControl, the remediation
+// API (/api/v1/remediations..., /api/v1/remediation, the approve, reject,
+// pause and resume calls under the bearer token) and /remediations/{id}.
+//
+// # The seam
+//
+// New takes Options: plain data (the store, the log store, the metrics
+// gatherer, the logger, token files, host names, URLs, version, sandbox,
+// extra handlers, the clock) and one Control, which the daemon implements.
+// Control is everything the server asks of the running daemon: the
+// configured workspaces, readiness, queueing and cancelling a run, the
+// live log of a run in flight and notifier health. Remediation is the
+// optional RemediationControl on the same value, found with a type
+// assertion, so a daemon without it simply has no remediation routes.
+//
+// Outcomes cross the seam as errors this package defines: ErrUnknownWorkspace,
+// ErrBusy (a *BusyError names the busy run), ErrUnavailable and
+// ErrNotRunning, plus store.ErrNotFound, store.ErrConflict, ErrHashMismatch
+// and errors.ErrUnsupported. The daemon maps its scheduler's and run
+// registry's errors onto them (internal/app/control.go); the server maps
+// them onto status codes and never learns another package's sentinels.
+//
+// # What the server owns, and what it must not touch
+//
+// It owns routing, authentication and authorization, the Host allowlist,
+// rendering (JSON and HTML), status codes and the limits on log streams.
+// It only reads the store: every write (queueing, cancelling, approving a
+// remediation) goes through the Control, which decides and records. It
+// knows nothing of the scheduler, runners, notifiers, leader election or
+// the config file, and must not import them (schedule, runner, audit,
+// notify, config, app): the Control is its only way to the rest of the
+// daemon, and Options.Handlers (routes the daemon owns, such as the
+// Kubernetes result callback) are mounted as they are, behind the same
+// Host allowlist and access log.
+//
 // Access: mutating endpoints need the API token as a bearer token. Run
 // logs and run pages need a read credential, the API token or the read
 // token, as a bearer token or an HTTP Basic password (a browser), unless
@@ -28,9 +65,7 @@
 // (hostPolicy: DNS rebinding), and log event streams are capped in
 // number and bounded per write.
 //
-// The server only reads the store. It knows nothing of the scheduler or
-// runners: configured workspaces, the trigger and readiness come in as
-// functions in Options. Attribute values reach it only in logs that say
-// so at their start (findings carry attribute paths only) and the tokens
-// never leave it.
+// Attribute values reach the server only in logs that say so at their
+// start (findings carry attribute paths only), and the tokens never leave
+// it.
 package server

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -20,16 +21,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
 // testNow is the fixed clock of every test: 3 am, when on-call looks.
 var testNow = time.Date(2026, 3, 14, 3, 0, 0, 0, time.UTC)
 
+// The errors a daemon's Control returns, as it returns them: its own
+// errors, wrapped in the server's.
 var (
-	errUnknown = errors.New("scheduler: unknown workspace")
-	errBusy    = errors.New("scheduler: workspace busy")
-	errStandby = errors.New("not scheduling: a standby")
+	errUnknown = fmt.Errorf("scheduler: %w", ErrUnknownWorkspace)
+	errBusy    = fmt.Errorf("scheduler: workspace busy: %w", ErrBusy)
+	errStandby = fmt.Errorf("%w: a standby", ErrUnavailable)
 )
 
 const testToken = "s3cr3t-t0ken-value"
@@ -136,8 +140,8 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// harness is a Server over the fixture with recording fakes for the
-// scheduler and readiness.
+// harness is a Server over the fixture; it is the server's Control, with
+// recording fakes for the scheduler and readiness.
 type harness struct {
 	store *fakeStore
 	logs  *syncBuffer
@@ -148,6 +152,96 @@ type harness struct {
 	triggered  []string
 	triggerErr error
 	readyErr   error
+	// liveLog, cancel and notifiers stand in for the daemon's run registry
+	// and outbox (nil: no live logs, no cancellation, no notifiers).
+	liveLog   func(runID string) *runlog.Log
+	cancel    func(runID string) (bool, error)
+	notifiers func(context.Context) ([]NotifierStatus, error)
+}
+
+var _ Control = (*harness)(nil)
+
+func (h *harness) Workspaces() []WorkspaceInfo {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]WorkspaceInfo(nil), h.workspaces...)
+}
+
+func (h *harness) Trigger(name string) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var busy *BusyError
+	if !errors.As(h.triggerErr, &busy) && errors.Is(h.triggerErr, ErrBusy) {
+		return "", &BusyError{RunID: "run-" + name + "-inflight", Err: h.triggerErr} // the run it is busy with
+	}
+	if h.triggerErr != nil {
+		return "", h.triggerErr
+	}
+	h.triggered = append(h.triggered, name)
+	return fmt.Sprintf("run-%s-q%d", name, len(h.triggered)), nil
+}
+
+func (h *harness) Ready() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.readyErr
+}
+
+func (h *harness) LiveLog(runID string) *runlog.Log {
+	h.mu.Lock()
+	f := h.liveLog
+	h.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	return f(runID)
+}
+
+func (h *harness) Cancel(runID string) (bool, error) {
+	h.mu.Lock()
+	f := h.cancel
+	h.mu.Unlock()
+	if f == nil {
+		return false, fmt.Errorf("cancel %s: %w", runID, errors.ErrUnsupported)
+	}
+	return f(runID)
+}
+
+func (h *harness) Notifiers(ctx context.Context) ([]NotifierStatus, error) {
+	h.mu.Lock()
+	f := h.notifiers
+	h.mu.Unlock()
+	if f == nil {
+		return nil, nil
+	}
+	return f(ctx)
+}
+
+// setLiveLog, setCancel and setNotifiers install the daemon's side of
+// live logs, cancellation and notifier health (nil: none).
+func (h *harness) setLiveLog(f func(runID string) *runlog.Log) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.liveLog = f
+}
+
+func (h *harness) setCancel(f func(runID string) (bool, error)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cancel = f
+}
+
+func (h *harness) setNotifiers(f func(context.Context) ([]NotifierStatus, error)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.notifiers = f
+}
+
+// withRemediation is a Control that also serves remediation, as the
+// daemon's does.
+type withRemediation struct {
+	Control
+	RemediationControl
 }
 
 func (h *harness) setWorkspaces(ws []WorkspaceInfo) {
@@ -174,38 +268,14 @@ func (h *harness) triggeredNames() []string {
 	return append([]string(nil), h.triggered...)
 }
 
-// options returns Options wired to h; mutate before New.
+// options returns Options with h as the Control; mutate before New.
 func (h *harness) options() Options {
 	return Options{
-		Store: h.store,
-		Workspaces: func() []WorkspaceInfo {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			return append([]WorkspaceInfo(nil), h.workspaces...)
-		},
-		Trigger: func(name string) (string, error) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			if errors.Is(h.triggerErr, errBusy) {
-				return "run-" + name + "-inflight", h.triggerErr // the run it is busy with
-			}
-			if h.triggerErr != nil {
-				return "", h.triggerErr
-			}
-			h.triggered = append(h.triggered, name)
-			return fmt.Sprintf("run-%s-q%d", name, len(h.triggered)), nil
-		},
-		Ready: func() error {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			return h.readyErr
-		},
-		Gatherer:       h.reg,
-		Logger:         slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		UnknownErr:     errUnknown,
-		BusyErr:        errBusy,
-		UnavailableErr: errStandby,
-		Now:            func() time.Time { return testNow },
+		Store:    h.store,
+		Control:  h,
+		Gatherer: h.reg,
+		Logger:   slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:      func() time.Time { return testNow },
 	}
 }
 

@@ -25,10 +25,7 @@ func runPath(prefix, id string) string {
 }
 
 func (s *Server) liveLog(id string) *runlog.Log {
-	if s.o.LiveLog == nil {
-		return nil
-	}
-	return s.o.LiveLog(id)
+	return s.o.Control.LiveLog(id)
 }
 
 // apiRunLogs serves GET /api/v1/runs/{id}/logs: a run in flight streams as
@@ -285,23 +282,23 @@ func (s *sseWriter) end(verdict string) {
 // apiCancel serves POST /api/v1/runs/{id}/cancel: 202 with status
 // "cancelled" for a queued run (it is out of the queue and recorded), or
 // "cancelling" once a running run's cancellation is requested (it ends as
-// cancelled shortly after); 404 for an unknown run, 409 for a finished one.
+// cancelled shortly after); 404 for an unknown run, 409 for a finished one,
+// 501 when the Control cannot cancel (errors.ErrUnsupported).
 func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r) {
 		return
 	}
-	if s.o.Cancel == nil {
-		writeError(w, http.StatusNotImplemented, "cancellation is not available on this driftwatch")
-		return
-	}
 	id := r.PathValue("id")
-	queued, err := s.o.Cancel(id)
+	queued, err := s.o.Control.Cancel(id)
 	switch {
 	case err == nil:
-	case s.o.UnknownErr != nil && errors.Is(err, s.o.UnknownErr), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, errors.ErrUnsupported):
+		writeError(w, http.StatusNotImplemented, "cancellation is not available on this driftwatch")
+		return
+	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, "unknown run")
 		return
-	case s.o.NotRunningErr != nil && errors.Is(err, s.o.NotRunningErr):
+	case errors.Is(err, ErrNotRunning):
 		// Not in flight: a recorded run is finished (409), anything else
 		// is unknown (404).
 		if _, rerr := s.o.Store.Run(r.Context(), id); errors.Is(rerr, store.ErrNotFound) {

@@ -17,7 +17,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
-var errNotRunning = errors.New("run is not running")
+var errNotRunning = fmt.Errorf("registry: run is not running: %w", ErrNotRunning)
 
 // memLogs is a store.LogStore in memory.
 type memLogs struct {
@@ -52,14 +52,13 @@ type logHarness struct {
 func newLogHarness(t *testing.T) (*logHarness, Options) {
 	h := &logHarness{harness: newHarness(t), live: map[string]*runlog.Log{}, logs: &memLogs{logs: map[string][]byte{}}}
 	o := h.options()
-	o.LiveLog = func(id string) *runlog.Log {
+	h.setLiveLog(func(id string) *runlog.Log {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return h.live[id]
-	}
+	})
 	o.Logs = h.logs
-	o.NotRunningErr = errNotRunning
-	o.Cancel = func(id string) (bool, error) {
+	h.setCancel(func(id string) (bool, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if _, ok := h.live[id]; ok {
@@ -69,8 +68,8 @@ func newLogHarness(t *testing.T) (*logHarness, Options) {
 		if _, err := h.store.Run(context.Background(), id); err == nil {
 			return false, fmt.Errorf("cancel %s: %w", id, errNotRunning)
 		}
-		return false, fmt.Errorf("cancel %s: %w", id, errUnknown)
-	}
+		return false, fmt.Errorf("cancel %s: %w", id, store.ErrNotFound)
+	})
 	o.TokenFile = writeToken(t, testToken)
 	return h, o
 }
@@ -229,19 +228,26 @@ func TestCancel(t *testing.T) {
 	code, hdr, body = do(t, http.MethodPost, ts.URL+"/api/v1/runs/nope/cancel", auth)
 	requireJSON(t, http.StatusNotFound, `{"error": "unknown run"}`, code, hdr, body)
 
-	o.Cancel = nil
+	h.setCancel(nil)
 	ts = serve(t, o)
 	code, _, _ = do(t, http.MethodPost, ts.URL+"/api/v1/runs/live-1/cancel", auth)
 	require.Equal(t, http.StatusNotImplemented, code)
 }
 
 // The daemon's wiring for runs outside the scheduler's queue:
-// runlog.Registry backs LiveLog and Cancel.
+// runlog.Registry backs LiveLog and Cancel, its ErrNotRunning mapped to
+// the server's as the daemon's Control does.
 func TestCancelWithRegistry(t *testing.T) {
 	h, o := newLogHarness(t)
 	reg := runlog.NewRegistry()
-	o.LiveLog, o.NotRunningErr = reg.Live, runlog.ErrNotRunning
-	o.Cancel = func(id string) (bool, error) { return false, reg.Cancel(id) }
+	h.setLiveLog(reg.Live)
+	h.setCancel(func(id string) (bool, error) {
+		err := reg.Cancel(id)
+		if errors.Is(err, runlog.ErrNotRunning) {
+			return false, fmt.Errorf("%w: %w", ErrNotRunning, err)
+		}
+		return false, err
+	})
 	h.store.addRun(store.Run{ID: "live-1", Workspace: "prod-network", StartedAt: testNow, Status: store.RunRunning})
 	h.store.addRun(store.Run{ID: "done-1", Workspace: "prod-network", StartedAt: testNow, FinishedAt: testNow, Status: "clean"})
 	ctx, cancel := context.WithCancelCause(t.Context())

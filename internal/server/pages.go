@@ -242,7 +242,7 @@ func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request) {
 		Runs:              runs,
 		RunsLimit:         pageRunsLimit,
 		APIBase:           s.apiBase,
-		HasRemediation:    s.o.Remediation != nil,
+		HasRemediation:    s.rem != nil,
 		Remediations:      rems,
 		RemediationsLimit: pageRemediationsLimit,
 	})

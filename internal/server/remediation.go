@@ -15,7 +15,9 @@ import (
 // approver was shown another change set than the one stored.
 var ErrHashMismatch = errors.New("change_set_hash does not match the remediation's change set")
 
-// RemediationControl is the daemon's remediation side, for the API.
+// RemediationControl is the daemon's remediation side, for the API and the
+// pages. It is optional: the server serves it when Options.Control
+// implements it too.
 // Errors matching store.ErrNotFound answer 404, store.ErrConflict and
 // ErrHashMismatch 409.
 type RemediationControl interface {
@@ -90,7 +92,7 @@ func (s *Server) remediationError(w http.ResponseWriter, r *http.Request, err er
 }
 
 func (s *Server) apiRemediations(w http.ResponseWriter, r *http.Request) {
-	rs, err := s.o.Remediation.List(r.Context(), r.URL.Query().Get("workspace"))
+	rs, err := s.rem.List(r.Context(), r.URL.Query().Get("workspace"))
 	if err != nil {
 		s.internalError(w, r, err)
 		return
@@ -103,7 +105,7 @@ func (s *Server) apiRemediations(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiRemediation(w http.ResponseWriter, r *http.Request) {
-	x, err := s.o.Remediation.Get(r.Context(), r.PathValue("id"))
+	x, err := s.rem.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.remediationError(w, r, err)
 		return
@@ -132,9 +134,9 @@ func (s *Server) apiDecide(approve bool) http.HandlerFunc {
 		}
 		var x store.Remediation
 		if approve {
-			x, err = s.o.Remediation.Approve(r.Context(), r.PathValue("id"), body.ChangeSetHash)
+			x, err = s.rem.Approve(r.Context(), r.PathValue("id"), body.ChangeSetHash)
 		} else {
-			x, err = s.o.Remediation.Reject(r.Context(), r.PathValue("id"))
+			x, err = s.rem.Reject(r.Context(), r.PathValue("id"))
 		}
 		if err != nil {
 			s.remediationError(w, r, err)
@@ -145,7 +147,7 @@ func (s *Server) apiDecide(approve bool) http.HandlerFunc {
 }
 
 func (s *Server) remediationStatus(w http.ResponseWriter, r *http.Request) {
-	enabled, paused, err := s.o.Remediation.Status(r.Context())
+	enabled, paused, err := s.rem.Status(r.Context())
 	if err != nil {
 		s.internalError(w, r, err)
 		return
@@ -162,7 +164,7 @@ func (s *Server) apiPause(paused bool) http.HandlerFunc {
 		if !s.authorize(w, r) {
 			return
 		}
-		if err := s.o.Remediation.SetPaused(r.Context(), paused); err != nil {
+		if err := s.rem.SetPaused(r.Context(), paused); err != nil {
 			s.internalError(w, r, err)
 			return
 		}

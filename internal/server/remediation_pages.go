@@ -170,14 +170,14 @@ type remediationSummary struct {
 // remediationSummary builds the status page's remediation line from the
 // remediations of configured workspaces (nil without remediation).
 func (s *Server) remediationSummary(ctx context.Context, vs []workspaceView) (*remediationSummary, error) {
-	if s.o.Remediation == nil {
+	if s.rem == nil {
 		return nil, nil
 	}
-	enabled, paused, err := s.o.Remediation.Status(ctx)
+	enabled, paused, err := s.rem.Status(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("remediation status: %w", err)
 	}
-	rs, err := s.o.Remediation.List(ctx, "")
+	rs, err := s.rem.List(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list remediations: %w", err)
 	}
@@ -206,14 +206,14 @@ func (s *Server) remediationSummary(ctx context.Context, vs []workspaceView) (*r
 // remediationViews returns the newest remediations of a workspace, at
 // most limit (nil without remediation).
 func (s *Server) remediationViews(ctx context.Context, workspace string, limit int) ([]remediationView, error) {
-	if s.o.Remediation == nil {
+	if s.rem == nil {
 		return nil, nil
 	}
 	stopped, err := s.remediationStopped(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rs, err := s.o.Remediation.List(ctx, workspace)
+	rs, err := s.rem.List(ctx, workspace)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %q: remediations: %w", workspace, err)
 	}
@@ -227,7 +227,7 @@ func (s *Server) remediationViews(ctx context.Context, workspace string, limit i
 
 // remediationStopped reports the kill switch: disabled by config or paused.
 func (s *Server) remediationStopped(ctx context.Context) (bool, error) {
-	enabled, paused, err := s.o.Remediation.Status(ctx)
+	enabled, paused, err := s.rem.Status(ctx)
 	if err != nil {
 		return false, fmt.Errorf("remediation status: %w", err)
 	}
@@ -237,10 +237,10 @@ func (s *Server) remediationStopped(ctx context.Context) (bool, error) {
 // runRemediation returns the remediation a run proposed (a detection run)
 // or performed (its apply run), or nil.
 func (s *Server) runRemediation(ctx context.Context, run store.Run) (*remediationView, error) {
-	if s.o.Remediation == nil {
+	if s.rem == nil {
 		return nil, nil
 	}
-	rs, err := s.o.Remediation.List(ctx, run.Workspace)
+	rs, err := s.rem.List(ctx, run.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("run %q: remediations: %w", run.ID, err)
 	}
@@ -267,7 +267,7 @@ type remediationPageData struct {
 // approve or reject exactly this change set. The page is read-only.
 func (s *Server) remediationPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	x, err := s.o.Remediation.Get(r.Context(), id)
+	x, err := s.rem.Get(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		s.render(w, r, http.StatusNotFound, s.pages.message, messagePageData{
 			page:    s.newPage("driftwatch: unknown remediation", false),

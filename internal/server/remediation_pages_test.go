@@ -165,7 +165,7 @@ func remediationFixture(h *harness) *fakeRemediations {
 func serveRemediation(t *testing.T, h *harness, f *fakeRemediations) string {
 	t.Helper()
 	o := h.options()
-	o.Remediation = f
+	o.Control = withRemediation{h, f}
 	o.TokenFile = writeToken(t, testToken)
 	return serve(t, o).URL
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -32,36 +31,24 @@ type WorkspaceInfo struct {
 	NextRun  time.Time // zero: not scheduled
 }
 
-// Options configures a Server.
+// Options configures a Server: plain data, plus the Control the daemon
+// implements.
 type Options struct {
 	// Injected dependencies (required).
 
 	// Store is read, never written.
 	Store store.Store
-	// Workspaces returns the configured workspaces. It is called on every
-	// request, so a reloaded config shows at once. It must be safe for
-	// concurrent use.
-	Workspaces func() []WorkspaceInfo
-	// Trigger queues a run of the named workspace now and returns its run
-	// id. Errors matching UnknownErr (errors.Is) answer 404 and BusyErr
-	// 409 (with the busy run's id, if returned with it); others 500.
-	Trigger func(name string) (runID string, err error)
-	// Ready returns nil when the daemon is ready to serve, or the reason
-	// it is not.
-	Ready    func() error
+	// Control is the daemon: configured workspaces, readiness, triggering
+	// and cancelling runs, live logs, notifier health and (optionally)
+	// remediation.
+	Control  Control
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger
 
 	// Optional.
 
-	// UnknownErr and BusyErr are the scheduler's sentinel errors that
-	// Trigger returns for an unknown workspace and a workspace whose run is
-	// already queued or running.
-	UnknownErr error
-	BusyErr    error
-	// UnavailableErr is what Trigger returns while this daemon does not
-	// schedule (a leader-election standby, or starting): 503 with its text.
-	UnavailableErr error
+	// Logs holds finished runs' logs (nil: none are served).
+	Logs store.LogStore
 	// TokenFile holds the bearer token for mutating endpoints. It is read
 	// on every mutating request, so a rotated token applies at once. ""
 	// disables mutating endpoints (403); they are never open. It is also a
@@ -94,28 +81,9 @@ type Options struct {
 	Listen string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// Notifiers reports the alert outbox per notifier, for the status page
-	// and GET /api/v1/notifiers (nil: no notifiers section).
-	Notifiers func(ctx context.Context) ([]NotifierStatus, error)
 	// Handlers are extra routes (ServeMux patterns), e.g. the endpoint
 	// Kubernetes run pods post their results to.
 	Handlers map[string]http.Handler
-	// Remediation serves the remediation API (nil: no such routes).
-	Remediation RemediationControl
-
-	// LiveLog returns the log of a run in flight, or nil when the run is
-	// not in flight here (finished, unknown, or run by another replica).
-	// It must be safe for concurrent use. nil: no live logs.
-	LiveLog func(runID string) *runlog.Log
-	// Logs holds finished runs' logs (nil: none are served).
-	Logs store.LogStore
-	// Cancel stops a queued or running run: a queued one is cancelled at
-	// once (queued true), a running one is asked to stop. Errors matching
-	// UnknownErr or store.ErrNotFound answer 404; NotRunningErr
-	// (runlog.ErrNotRunning) answers 409 for a run the store knows and 404
-	// otherwise; others 500. nil: 501.
-	Cancel        func(runID string) (queued bool, err error)
-	NotRunningErr error
 
 	// Version is driftwatch's version, for GET /api/v1/status.
 	Version string
@@ -161,7 +129,9 @@ const (
 
 // Server serves driftwatch's HTTP endpoints.
 type Server struct {
-	o      Options
+	o Options
+	// rem is o.Control's remediation side, or nil (no remediation routes).
+	rem    RemediationControl
 	base   string // absolute external URL without trailing slash, or ""
 	prefix string // path of base, without trailing slash, or ""
 	// apiBase is the URL the API is reached at, for the commands pages
@@ -191,6 +161,7 @@ func New(o Options) (*Server, error) {
 		o.Now = time.Now
 	}
 	s := &Server{o: o, maxStreams: DefaultMaxLogStreams, sseWriteTimeout: LogStreamWriteTimeout, writeTimeout: 60 * time.Second}
+	s.rem, _ = o.Control.(RemediationControl)
 	var hostURLs []string
 	if o.ExternalURL != "" {
 		u, err := url.Parse(o.ExternalURL)
@@ -251,9 +222,7 @@ func (o Options) validate() error {
 		missing bool
 	}{
 		{"Store", o.Store == nil},
-		{"Workspaces", o.Workspaces == nil},
-		{"Trigger", o.Trigger == nil},
-		{"Ready", o.Ready == nil},
+		{"Control", o.Control == nil},
 		{"Gatherer", o.Gatherer == nil},
 		{"Logger", o.Logger == nil},
 	} {
@@ -281,7 +250,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/status", s.apiStatus)
 	mux.HandleFunc("GET /api/v1/runs/{id}/logs", s.apiRunLogs)
 	mux.HandleFunc("POST /api/v1/runs/{id}/cancel", s.apiCancel)
-	if s.o.Remediation != nil {
+	if s.rem != nil {
 		s.remediationRoutes(mux)
 	}
 	for pattern, h := range s.o.Handlers {
@@ -346,7 +315,7 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	if err := s.o.Ready(); err != nil {
+	if err := s.o.Control.Ready(); err != nil {
 		writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
 		return
 	}

@@ -75,7 +75,7 @@ var summaryStatuses = []drift.Status{
 
 // configured returns the configured workspace called name.
 func (s *Server) configured(name string) (WorkspaceInfo, bool) {
-	for _, w := range s.o.Workspaces() {
+	for _, w := range s.o.Control.Workspaces() {
 		if w.Name == name {
 			return w, true
 		}
@@ -88,7 +88,7 @@ var errNotConfigured = errors.New("workspace not configured")
 
 // workspaces returns every configured workspace with its state, by name.
 func (s *Server) workspaces(ctx context.Context) ([]workspaceView, error) {
-	infos := s.o.Workspaces()
+	infos := s.o.Control.Workspaces()
 	states, err := s.o.Store.Workspaces(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list workspace states: %w", err)

@@ -1,4 +1,4 @@
-package app
+package remediation
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/notify"
 	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/runid"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -17,36 +18,35 @@ const maxRemediationReason = 300
 
 // createAnnounced stores a new remediation and, in the same transaction,
 // its announcement on the workspace's open drift incident.
-func (rm *remediator) createAnnounced(ctx context.Context, r store.Remediation) error {
-	if err := rm.d.store.CreateRemediationWithAlert(ctx, r, rm.announce(r.CreatedAt)); err != nil {
+func (c *Controller) createAnnounced(ctx context.Context, r store.Remediation) error {
+	if err := c.store.CreateRemediationWithAlert(ctx, r, c.announce(r.Workspace, r.CreatedAt)); err != nil {
 		return err
 	}
-	rm.d.outbox.Wake()
+	c.host.WakeOutbox()
 	return nil
 }
 
-// transitionAnnounced is TransitionRemediation with, in the same
-// transaction, the announcement of the state reached.
-func (rm *remediator) transitionAnnounced(ctx context.Context, id string, from []store.RemediationState, to store.Transition) (store.Remediation, error) {
-	out, err := rm.d.store.TransitionRemediationWithAlert(ctx, id, from, to, rm.announce(to.At))
+// transitionAnnounced is TransitionRemediation of remediation r with, in
+// the same transaction, the announcement of the state reached.
+func (c *Controller) transitionAnnounced(ctx context.Context, r store.Remediation, from []store.RemediationState, to store.Transition) (store.Remediation, error) {
+	out, err := c.store.TransitionRemediationWithAlert(ctx, r.ID, from, to, c.announce(r.Workspace, to.At))
 	if err == nil {
-		rm.d.outbox.Wake()
+		c.host.WakeOutbox()
 	}
 	return out, err
 }
 
-// announce returns the store.RemediationAlert that tells the workspace's
-// open drift incident (its notifier targets, after its earlier messages)
-// about a remediation: proposed and awaiting approval, approved (auto),
-// refused, or the outcome of its apply. A failed apply raises the
-// incident's severity (incident.Remediation). Without an open drift
-// incident nothing is sent.
-func (rm *remediator) announce(at time.Time) store.RemediationAlert {
-	plans := *rm.d.alerts.Load()
-	externalURL := rm.d.cfg.Load().Server.ExternalURL
+// announce returns the store.RemediationAlert that tells the open drift
+// incident of workspace (its notifier targets, after its earlier
+// messages) about a remediation of it: proposed and awaiting approval,
+// approved (auto), refused, or the outcome of its apply. A failed apply
+// raises the incident's severity (incident.Remediation). Without an open
+// drift incident nothing is sent.
+func (c *Controller) announce(workspace string, at time.Time) store.RemediationAlert {
+	plan, planned := c.host.AlertPlan(workspace)
+	externalURL := c.host.Config().Server.ExternalURL
 	return func(r store.Remediation, incidents []store.Incident) ([]store.Incident, []store.OutboxMessage) {
 		rem, ok := remediationNote(r, externalURL)
-		plan, planned := plans[r.Workspace]
 		if !ok || !planned {
 			return nil, nil
 		}
@@ -54,21 +54,21 @@ func (rm *remediator) announce(at time.Time) store.RemediationAlert {
 		if runID == "" {
 			runID = r.DetectRunID
 		}
-		changed, msg := incident.Remediation(at, plan.policy, r.Workspace, runID, rem, incidents, newRunID)
+		changed, msg := incident.Remediation(at, plan.Policy, r.Workspace, runID, rem, incidents, runid.New)
 		if msg == nil {
-			rm.log.Debug("remediation not announced: the workspace has no open drift incident",
+			c.log.Debug("remediation not announced: the workspace has no open drift incident",
 				"workspace", r.Workspace, "remediation", r.ID, "result", string(rem.Result))
 			return nil, nil
 		}
-		out, err := incident.Enqueue(at, []notify.Message{*msg}, plan.targets)
+		out, err := incident.Enqueue(at, []notify.Message{*msg}, plan.Targets)
 		if err != nil {
 			// Enqueue only fails on a payload that cannot be encoded: a bug.
-			panic(fmt.Sprintf("driftwatch/app: enqueue remediation message: %v", err))
+			panic(fmt.Sprintf("driftwatch/remediation: enqueue remediation message: %v", err))
 		}
 		var ch []store.Incident
 		if changed != nil {
 			ch = []store.Incident{*changed}
-			rm.log.Warn("failed remediation: incident severity raised", "workspace", r.Workspace, "remediation", r.ID,
+			c.log.Warn("failed remediation: incident severity raised", "workspace", r.Workspace, "remediation", r.ID,
 				"incident", changed.Key, "severity", changed.Severity)
 		}
 		return ch, out

@@ -1,0 +1,252 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/metrics"
+	"github.com/driftwatch/driftwatch/internal/outbox"
+	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/runlog"
+	"github.com/driftwatch/driftwatch/internal/schedule"
+	"github.com/driftwatch/driftwatch/internal/server"
+	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/store/sqlite"
+)
+
+// The controller's behaviour is tested in internal/remediation; these
+// tests check that the daemon wires it: newRemediator, the reload hook,
+// the scheduler's remediate runs, the proceed check, the API's view and
+// the Host the controller reads the daemon through.
+
+// wiringDaemon is a leading daemon on a real store and config file (net
+// and db, remediation per mode), its remediator built by newRemediator.
+// Before that, the store holds a paused flag (if paused) and remediation
+// "rem-run" of db running its apply "apply-1", as a restart finds them.
+type wiringDaemon struct {
+	d    *daemon
+	dir  string
+	path string
+}
+
+func (w *wiringDaemon) writeConfig(t *testing.T, net, db string) {
+	t.Helper()
+	body := fmt.Sprintf(`store: { path: %q }
+notifiers:
+  - name: hook
+    type: webhook
+    webhook: { url_file: hook-url, secret_file: hook-secret }
+alerts: { default_notifiers: [hook] }
+workspaces:
+  - name: net
+    source: { path: ./net }
+    remediation: { mode: %s }
+  - name: db
+    source: { path: ./db }
+    remediation: { mode: %s }
+`, filepath.Join(w.dir, "dw.db"), net, db)
+	require.NoError(t, os.WriteFile(w.path, []byte(body), 0o644))
+}
+
+func newWiringDaemon(t *testing.T, paused bool) *wiringDaemon {
+	t.Helper()
+	dir := t.TempDir()
+	w := &wiringDaemon{dir: dir, path: filepath.Join(dir, "driftwatch.yaml")}
+	for _, n := range []string{"net", "db"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, n), 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hook-url"), []byte("http://127.0.0.1:9/hook\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hook-secret"), []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
+	w.writeConfig(t, config.RemediationApprove, config.RemediationApprove)
+	cfg, err := config.LoadFile(w.path)
+	require.NoError(t, err)
+
+	logger := slog.New(slog.DiscardHandler)
+	st, err := sqlite.Open(t.Context(), cfg.Store.Path, logger)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	require.NoError(t, st.SetRemediationPaused(t.Context(), paused))
+	w.storeRemediation(t, st, "rem-run", "db", store.RemediationApproved)
+	_, err = st.TransitionRemediation(t.Context(), "rem-run", []store.RemediationState{store.RemediationApproved},
+		store.Transition{State: store.RemediationRunning, At: time.Now().UTC(), ApplyRunID: "apply-1"})
+	require.NoError(t, err)
+
+	states := map[string]store.WorkspaceState{"net": {Workspace: "net"}, "db": {Workspace: "db"}}
+	d := &daemon{log: logger, owner: "test", store: st, states: states, adopted: map[string]bool{}, runs: runlog.NewRegistry()}
+	d.cfg.Store(cfg)
+	targets, err := targetMap(cfg, d.owner)
+	require.NoError(t, err)
+	d.targets.Store(&targets)
+	plans := alertPlans(cfg)
+	d.alerts.Store(&plans)
+	reg := prometheus.NewRegistry()
+	d.metrics = metrics.New(reg, d.snapshot)
+	d.outbox, err = outbox.New(outbox.Options{Store: st, Logger: logger})
+	require.NoError(t, err)
+	d.sched, err = schedule.New(d.schedOptions(cfg))
+	require.NoError(t, err)
+	require.NoError(t, d.sched.SetJobs(jobs(cfg)))
+	d.rem, err = newRemediator(t.Context(), d, metrics.NewRemediations(reg))
+	require.NoError(t, err)
+	d.leading.Store(true) // as lead does once it schedules
+	w.d = d
+	return w
+}
+
+// storeRemediation stores remediation id of ws in state (pending or
+// approved), without an announcement.
+func (w *wiringDaemon) storeRemediation(t *testing.T, st store.RemediationStore, id, ws string, state store.RemediationState) {
+	t.Helper()
+	now := time.Now().UTC()
+	cs := remediate.ChangeSet{Entries: []remediate.Entry{{Address: "dwtest_file.a", Action: "update", Attributes: []string{"content"}}}}
+	csJSON, err := json.Marshal(cs)
+	require.NoError(t, err)
+	r := store.Remediation{ID: id, Workspace: ws, DetectRunID: "detect-" + id, Mode: config.RemediationApprove,
+		ChangeSet: csJSON, ChangeSetHash: cs.Hash(), State: state, CreatedAt: now}
+	switch state {
+	case store.RemediationPending:
+		r.ExpiresAt = now.Add(time.Hour)
+	case store.RemediationApproved:
+		r.DecidedAt, r.DecidedBy = now, "api"
+	}
+	require.NoError(t, st.CreateRemediation(t.Context(), r))
+}
+
+func (w *wiringDaemon) get(t *testing.T, id string) store.Remediation {
+	t.Helper()
+	r, err := w.d.store.Remediation(t.Context(), id)
+	require.NoError(t, err)
+	return r
+}
+
+// reload rewrites the config file and reloads it with daemon.reload.
+func (w *wiringDaemon) reload(t *testing.T, net, db string) {
+	t.Helper()
+	w.writeConfig(t, net, db)
+	w.d.reload(w.path)
+}
+
+// TestRemediationWiringStart: newRemediator reads the persisted kill
+// switch and marks the apply a previous process left running failed.
+func TestRemediationWiringStart(t *testing.T) {
+	w := newWiringDaemon(t, true)
+	enabled, paused, err := remediationControl{w.d.rem}.Status(t.Context())
+	require.NoError(t, err)
+	require.True(t, enabled)
+	require.True(t, paused)
+	got := w.get(t, "rem-run")
+	require.Equal(t, store.RemediationFailed, got.State)
+	require.Empty(t, got.Outcome, "no outcome: its adopted Job's outcome may still be recorded")
+	require.Equal(t, &remediate.Refusal{Code: remediate.CodePaused, Reason: "remediation is paused (global kill switch)"},
+		w.d.mayApply(t.Context(), "apply-1"), "the proceed check reads the same controller")
+}
+
+// TestRemediationWiringReload: daemon.reload tells the controller after
+// the new config is in place (a workspace turned off ends its pending
+// remediation with the reload's reason), a standby's reload ends nothing,
+// and the proceed check and the API read the reloaded config.
+func TestRemediationWiringReload(t *testing.T) {
+	w := newWiringDaemon(t, false)
+	require.Nil(t, w.d.mayApply(t.Context(), "apply-1"), "interrupted by the restart, its Job may apply")
+	w.storeRemediation(t, w.d.store, "rem-net", "net", store.RemediationPending)
+	w.storeRemediation(t, w.d.store, "rem-db", "db", store.RemediationPending)
+
+	w.d.leading.Store(false)
+	w.reload(t, config.RemediationApprove, config.RemediationOff)
+	require.Equal(t, store.RemediationPending, w.get(t, "rem-db").State, "a standby writes nothing")
+	w.d.leading.Store(true)
+
+	w.reload(t, config.RemediationOff, config.RemediationOff)
+	got := w.get(t, "rem-net")
+	require.Equal(t, store.RemediationExpired, got.State)
+	require.Equal(t, "remediation turned off by config reload", got.Reason)
+	require.Equal(t, store.RemediationPending, w.get(t, "rem-db").State, "db was off already: the loop's sweep ends it, not this reload")
+	require.Equal(t, &remediate.Refusal{Code: remediate.CodeRemediationOff, Reason: "remediation for workspace db is off (config): nothing applied"},
+		w.d.mayApply(t.Context(), "apply-1"))
+	_, err := remediationControl{w.d.rem}.Approve(t.Context(), "rem-db", "")
+	require.ErrorIs(t, err, store.ErrConflict)
+	require.ErrorContains(t, err, "remediation for workspace db is off (config)")
+}
+
+// TestRemediationWiringAPI: the API's view is the controller, with the
+// server's hash-mismatch error (409).
+func TestRemediationWiringAPI(t *testing.T) {
+	w := newWiringDaemon(t, false)
+	w.storeRemediation(t, w.d.store, "rem-net", "net", store.RemediationPending)
+	var ctl server.RemediationControl = remediationControl{w.d.rem}
+	_, err := ctl.Approve(t.Context(), "rem-net", "not-the-hash")
+	require.ErrorIs(t, err, server.ErrHashMismatch)
+	rs, err := ctl.List(t.Context(), "net")
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	got, err := ctl.Approve(t.Context(), "rem-net", rs[0].ChangeSetHash)
+	require.NoError(t, err)
+	require.Equal(t, store.RemediationApproved, got.State)
+}
+
+// TestRemediationWiringSchedulerRun: a remediate run of the scheduler is
+// the controller's Apply (here: a workspace turned off, so it refuses
+// the approved remediation before anything runs), never a queued
+// detection run.
+func TestRemediationWiringSchedulerRun(t *testing.T) {
+	w := newWiringDaemon(t, false)
+	w.storeRemediation(t, w.d.store, "rem-net", "net", store.RemediationApproved)
+	w.d.cfg.Store(func() *config.Config {
+		w.writeConfig(t, config.RemediationOff, config.RemediationApprove)
+		cfg, err := config.LoadFile(w.path)
+		require.NoError(t, err)
+		return cfg
+	}()) // swapped without the reload hook
+
+	w.d.runOne(t.Context(), schedule.QueuedRun{Name: "net", Trigger: triggerRemediate})
+	got := w.get(t, "rem-net")
+	require.Equal(t, store.RemediationRefused, got.State)
+	require.Equal(t, "remediation for workspace net is off (config)", got.Reason)
+	runs, err := w.d.store.Runs(t.Context(), "net", 10)
+	require.NoError(t, err)
+	require.Empty(t, runs, "no run recorded")
+}
+
+// TestRemediationHost: the Host the controller reads the daemon through.
+func TestRemediationHost(t *testing.T) {
+	w := newWiringDaemon(t, false)
+	h := remediationHost{w.d}
+	require.Same(t, w.d.cfg.Load(), h.Config())
+	tg, ok := h.Target("net")
+	require.True(t, ok)
+	require.Equal(t, (*w.d.targets.Load())["net"], tg)
+	_, ok = h.Target("nope")
+	require.False(t, ok)
+	plan, ok := h.AlertPlan("db")
+	require.True(t, ok)
+	want := (*w.d.alerts.Load())["db"]
+	require.Equal(t, want.policy, plan.Policy)
+	require.Equal(t, want.targets, plan.Targets)
+	require.NotEmpty(t, plan.Targets)
+	_, ok = h.AlertPlan("nope")
+	require.False(t, ok)
+	require.True(t, h.Leading())
+	w.d.leading.Store(false)
+	require.False(t, h.Leading())
+	w.d.leading.Store(true)
+
+	// An apply is queued in the workspace's slot under its own trigger;
+	// the scheduler refuses a second one and an unknown workspace.
+	require.NoError(t, h.QueueApply("net"))
+	require.ErrorIs(t, h.QueueApply("net"), schedule.ErrBusy)
+	require.ErrorIs(t, h.QueueApply("nope"), schedule.ErrUnknownJob)
+	runs, err := w.d.store.Runs(t.Context(), "net", 10)
+	require.NoError(t, err)
+	require.Empty(t, runs, "a queued apply is not recorded as a queued run")
+	_, err = w.d.trigger("net")
+	require.ErrorIs(t, err, schedule.ErrBusy, "a manual run waits for the apply")
+}

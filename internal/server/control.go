@@ -1,0 +1,89 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"github.com/driftwatch/driftwatch/internal/runlog"
+)
+
+// Control is the daemon's side of the server: the configured workspaces,
+// readiness, and what the API may ask of the scheduler and of the runs in
+// flight. Every method must be safe for concurrent use; they are called on
+// every request that needs them, so a reloaded config shows at once.
+//
+// A Control that also implements RemediationControl serves the
+// remediation API and the remediation parts of the pages (checked once, in
+// New); one that does not has no such routes.
+type Control interface {
+	// Workspaces returns the configured workspaces.
+	Workspaces() []WorkspaceInfo
+	// Trigger queues a run of the named workspace now and returns its run
+	// id. Its error chooses the answer: ErrUnknownWorkspace 404,
+	// ErrBusy 409 (a *BusyError names the busy run), ErrUnavailable 503
+	// with the error's text; any other 500.
+	Trigger(name string) (runID string, err error)
+	// Cancel stops a queued or running run: a queued one is cancelled at
+	// once (queued true), a running one is asked to stop. Its error
+	// chooses the answer: store.ErrNotFound 404; ErrNotRunning 409 for a
+	// run the store knows and 404 otherwise; errors.ErrUnsupported 501
+	// (no cancellation here); any other 500.
+	Cancel(runID string) (queued bool, err error)
+	// Ready returns nil when the daemon is ready to serve, or the reason
+	// it is not (/readyz, GET /api/v1/status).
+	Ready() error
+	// LiveLog returns the log of a run in flight, or nil when the run is
+	// not in flight here (finished, unknown, or run by another replica).
+	// A run's log must be saved to the store (Options.Logs) before LiveLog
+	// stops returning it, so a reader finds it in one place or the other.
+	LiveLog(runID string) *runlog.Log
+	// Notifiers reports the alert outbox per notifier, for the status page
+	// and GET /api/v1/notifiers (none: no notifiers section).
+	Notifiers(ctx context.Context) ([]NotifierStatus, error)
+}
+
+// The errors a Control returns, or wraps, to choose the API's answer. The
+// daemon maps its own errors (the scheduler's, the run registry's) onto
+// these, so the server needs no list of which error means what.
+var (
+	// ErrUnknownWorkspace is Trigger's error for a workspace the
+	// scheduler does not know: 404.
+	ErrUnknownWorkspace = errors.New("unknown workspace")
+	// ErrBusy is Trigger's error for a workspace whose run is already
+	// queued or running: 409. Return a *BusyError to name that run.
+	ErrBusy = errors.New("a run of this workspace is already queued or running")
+	// ErrUnavailable is Trigger's error while this daemon does not
+	// schedule (a leader-election standby, starting or stopping): 503 with
+	// the error's text, which should say why.
+	ErrUnavailable = errors.New("not scheduling")
+	// ErrNotRunning is Cancel's error for a run that is not queued or
+	// running here: 409 for a run the store knows (it is finished), 404
+	// otherwise.
+	ErrNotRunning = errors.New("run is not queued or running")
+)
+
+// BusyError is an ErrBusy that names the run the workspace is busy with:
+// the 409 carries its id.
+type BusyError struct {
+	// RunID is the run already queued or running ("": none the API can
+	// show, e.g. a remediation's apply or an adopted Job).
+	RunID string
+	// Err is the cause, for the log (nil: none).
+	Err error
+}
+
+func (e *BusyError) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	if e.RunID != "" {
+		return ErrBusy.Error() + ": run " + e.RunID
+	}
+	return ErrBusy.Error()
+}
+
+// Is makes errors.Is(err, ErrBusy) true.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
+// Unwrap returns the cause.
+func (e *BusyError) Unwrap() error { return e.Err }
