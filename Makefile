@@ -8,6 +8,7 @@ SHELL := /bin/bash
 export DRIFTWATCH_TOOLS ?= $(HOME)/.cache/driftwatch
 TOOLS_ENV := $(DRIFTWATCH_TOOLS)/tools.env
 KUBE_ENV  := $(DRIFTWATCH_TOOLS)/kube.env
+LINT_ENV  := $(DRIFTWATCH_TOOLS)/lint.env
 GO        ?= go
 BIN       := bin/driftwatch
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -31,6 +32,13 @@ kube-tools:
 	@grep -q '^KUBE_BIN_DIR=' $(KUBE_ENV).tmp && mv $(KUBE_ENV).tmp $(KUBE_ENV)
 	@cat $(KUBE_ENV)
 
+#? lint-tools: golangci-lint built from the Go module proxy (idempotent)
+lint-tools:
+	@mkdir -p $(DRIFTWATCH_TOOLS)
+	@bash hack/provision-lint.sh | tail -n 1 | sed -E 's/^([A-Z_]+)=(.*)$$/\1="\2"/' > $(LINT_ENV).tmp
+	@grep -q '^GOLANGCI_LINT=' $(LINT_ENV).tmp && mv $(LINT_ENV).tmp $(LINT_ENV)
+	@cat $(LINT_ENV)
+
 #? deps: install the Debian packages the tests need (chromium, git, bubblewrap), if missing
 deps:
 	@missing=""; for p in chromium:chromium git:git bwrap:bubblewrap; do command -v $${p%%:*} >/dev/null || missing="$$missing $${p##*:}"; done; \
@@ -45,13 +53,21 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/driftwatch
 
 #? run: audit the example inventory (configs/examples), which shows real drift
-run: tools build
-	@bash hack/run-example.sh $(BIN)
+# It needs one Terraform: `terraform` from PATH when there is one (then
+# OpenTofu is not built), else OpenTofu; the tests build both (make tools).
+RUN_ENV := $(DRIFTWATCH_TOOLS)/run-tools.env
+run: build
+	@mkdir -p $(DRIFTWATCH_TOOLS)
+	@tofu=1; command -v terraform >/dev/null && tofu=0; \
+	DRIFTWATCH_BUILD_TOFU=$$tofu bash hack/provision.sh | tail -n 2 | sed -E 's/^([A-Z_]+)=(.*)$$/\1="\2"/' > $(RUN_ENV).tmp
+	@grep -q '^TF_BINARIES=' $(RUN_ENV).tmp && mv $(RUN_ENV).tmp $(RUN_ENV)
+	@DRIFTWATCH_TOOLS_ENV=$(RUN_ENV) bash hack/run-example.sh $(BIN)
 
-#? lint: go vet and gofmt
-lint:
+#? lint: go vet, gofmt and golangci-lint (.golangci.yml: linters and the import layering)
+lint: lint-tools
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@source $(LINT_ENV); "$$GOLANGCI_LINT" config verify && "$$GOLANGCI_LINT" run ./...
 
 #? test: provision tools, lint, and run every test (unit + end-to-end) with -race
 test: deps tools kube-tools lint
@@ -75,4 +91,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
-.PHONY: help deps tools kube-tools build run lint test testdata bench fuzz
+.PHONY: help deps tools kube-tools lint-tools build run lint test testdata bench fuzz

@@ -110,9 +110,9 @@ resource "terraform_data" "d" {
 		for i := range n {
 			from := filepath.Join(src, fmt.Sprintf("ws%d", i))
 			to := filepath.Join(root, tag, fmt.Sprintf("ws%d", i))
-			if out, err := exec.Command("cp", "-r", from, to).CombinedOutput(); err != nil {
+			if err := exec.Command("cp", "-r", from, to).Run(); err != nil {
 				_ = os.MkdirAll(filepath.Dir(to), 0o755)
-				if out, err = exec.Command("cp", "-r", from, to).CombinedOutput(); err != nil {
+				if out, err := exec.Command("cp", "-r", from, to).CombinedOutput(); err != nil {
 					b.Fatalf("cp: %v %s", err, out)
 				}
 			}

@@ -1,6 +1,6 @@
 // Package bench holds driftwatch's performance benchmarks, measured side by
-// side in one run so that results are ratios on the same machine (DESIGN.md
-// section 9). It has no production code; everything is in _test.go files:
+// side in one run so that results are ratios on the same machine, not
+// absolute times. It has no production code; everything is in _test.go files:
 //
 //   - plan_test.go (with genplan_test.go): parse and classify a generated
 //     ~50 MB plan JSON with internal/planparse + internal/policy versus

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hack/gen-fixtures.sh - regenerate internal/planparse/testdata/<case>/plan.json
-# from real Terraform runs (see STYLE.md habit 9).
+# from real Terraform runs, so the parser is tested on what Terraform really writes.
 #
 #   hack/gen-fixtures.sh [CASE...]     (default: every case directory)
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hack/provision-k8s.sh - build a real Kubernetes control plane (no kubelet) and
 # helm for driftwatch's cluster tests (internal/kubetest), into the tools cache
-# outside the checkout (see DESIGN.md section 8).
+# outside the checkout (everything from the Go module proxy or Debian packages).
 #
 #   $T = ${DRIFTWATCH_TOOLS:-$HOME/.cache/driftwatch}
 #   $T/k8s/<version>/kube-apiserver           built from the Go module proxy through a

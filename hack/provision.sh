@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # hack/provision.sh - build the real Terraform-side tools driftwatch's tests run
-# against, into a tools cache outside the checkout (see DESIGN.md section 8).
+# against, into a tools cache outside the checkout (this machine has no internet:
+# everything comes from the Go module proxy or PATH).
 #
 #   $T = ${DRIFTWATCH_TOOLS:-$HOME/.cache/driftwatch}
 #   $T/bin/terraform   symlink to `terraform` on PATH (if there is one)

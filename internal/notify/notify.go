@@ -10,6 +10,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
@@ -185,4 +188,26 @@ func IsRetryable(err error) (bool, time.Duration) {
 		return true, re.After
 	}
 	return false, 0
+}
+
+// ParseRetryAfter reads a Retry-After header value, delay-seconds or an
+// HTTP date (relative to now), as the delay for Retryable: 0 if v is empty,
+// negative, unparsable or a date not after now.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil {
+		if s < 0 {
+			return 0
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d.Round(time.Second)
+		}
+	}
+	return 0
 }

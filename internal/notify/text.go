@@ -11,15 +11,15 @@ func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// Truncate cuts s to at most max runes, ending in "…" when cut (max <= 0:
+// Truncate cuts s to at most limit runes, ending in "…" when cut (limit <= 0:
 // "").
-func Truncate(s string, max int) string {
-	if max <= 0 {
+func Truncate(s string, limit int) string {
+	if limit <= 0 {
 		return ""
 	}
-	if utf8.RuneCountInString(s) <= max {
+	if utf8.RuneCountInString(s) <= limit {
 		return s
 	}
 	r := []rune(s)
-	return string(r[:max-1]) + "…"
+	return string(r[:limit-1]) + "…"
 }

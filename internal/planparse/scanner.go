@@ -320,11 +320,11 @@ func (s *scanner) string(out *[]byte) error {
 			}
 			continue
 		}
-		switch c := b[i]; {
-		case c == '"':
+		switch c := b[i]; c {
+		case '"':
 			s.pos++
 			return nil
-		case c == '\\':
+		case '\\':
 			s.pos++
 			if err := s.escape(out); err != nil {
 				return err
@@ -448,9 +448,9 @@ func (s *scanner) skipValue() error {
 		}
 		switch c {
 		case '{', '[':
-			close := byte('}')
+			closer := byte('}')
 			if c == '[' {
-				close = ']'
+				closer = ']'
 			}
 			if s.depth+len(stack)+1 > maxDepth {
 				return s.errorf("exceeded max nesting depth %d", maxDepth)
@@ -459,7 +459,7 @@ func (s *scanner) skipValue() error {
 			if !ok {
 				return s.eofError()
 			}
-			if d == close {
+			if d == closer {
 				s.pos++
 				break
 			}
@@ -617,15 +617,15 @@ func (s *scanner) container(open byte) (bool, error) {
 	if s.depth+1 > maxDepth {
 		return false, s.errorf("exceeded max nesting depth %d", maxDepth)
 	}
-	close := byte('}')
+	closer := byte('}')
 	if open == '[' {
-		close = ']'
+		closer = ']'
 	}
 	d, ok := s.peek()
 	if !ok {
 		return false, s.eofError()
 	}
-	if d == close {
+	if d == closer {
 		s.pos++
 		return false, nil
 	}

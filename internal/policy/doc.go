@@ -1,5 +1,5 @@
 // Package policy classifies a parsed plan (planparse.Plan) into findings:
-// drift, pending, noise and forbidden (DESIGN.md section 5), and applies a
+// drift, pending, noise and forbidden (see Classify), and applies a
 // workspace's ignore rules to drift. It also owns Glob, the anchored
 // shell-style pattern used for forbidden types, ignore addresses and ignore
 // attribute paths (config validation compiles them with CompileGlob).

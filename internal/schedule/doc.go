@@ -6,9 +6,8 @@
 //
 // robfig/cron/v3 is used only as a parser and for Schedule.Next; its Cron
 // runner is not used (no ctx plumbing, no recover by default, no skip
-// accounting, no jitter: LIBRARY_NOTES.md section 5). This package must not
-// import runner, audit, notify, store, config, terraform libraries or
-// client-go.
+// accounting, no jitter). This package must not import runner, audit,
+// notify, store, config, terraform libraries or client-go.
 //
 // # Specs
 //
@@ -16,8 +15,10 @@
 // 30m", ...) and an optional "CRON_TZ=Zone " or "TZ=Zone " prefix. Specs
 // without a prefix are evaluated in Options.Location (default time.Local,
 // which is UTC in the container image). Zones are loaded with
-// time.LoadLocation, so the binary needs tzdata: the distroless image has no
-// /usr/share/zoneinfo, so the main package should import time/tzdata.
+// time.LoadLocation from the system's tzdata: the image's debian-slim
+// runtime base (see the Dockerfile) ships /usr/share/zoneinfo. A build for
+// an image without it (distroless, scratch) would need the main package to
+// import time/tzdata.
 //
 // # Slots, jitter and drift
 //

@@ -421,10 +421,9 @@ func (s *OpsGenieServer) action(w http.ResponseWriter, r *http.Request, alias, v
 	// Notes and priority apply to the latest alert (open or closed);
 	// close only to an open one.
 	a := s.find(alias, verb == "close")
-	switch {
-	case a == nil:
+	if a == nil {
 		st.status = "Alert does not exist"
-	default:
+	} else {
 		switch verb {
 		case "notes":
 			a.Notes = append(a.Notes, body.Note)

@@ -895,7 +895,7 @@ func SlackCheckBlocks(blocks []byte) error {
 		return fmt.Errorf("invalid_blocks: %d blocks, more than %d", len(bs), slackMaxBlocks)
 	}
 	total := 0
-	text := func(i int, where string, v any, max int, plainOnly bool) error {
+	text := func(i int, where string, v any, limit int, plainOnly bool) error {
 		obj, ok := v.(map[string]any)
 		if !ok {
 			return fmt.Errorf("invalid_blocks: block %d: %s is not a text object", i, where)
@@ -907,8 +907,8 @@ func SlackCheckBlocks(blocks []byte) error {
 			return fmt.Errorf("invalid_blocks: block %d: %s has type %q", i, where, typ)
 		case s == "":
 			return fmt.Errorf("invalid_blocks: block %d: %s is empty", i, where)
-		case utf8.RuneCountInString(s) > max:
-			return fmt.Errorf("invalid_blocks: block %d: %s has %d characters, more than %d", i, where, utf8.RuneCountInString(s), max)
+		case utf8.RuneCountInString(s) > limit:
+			return fmt.Errorf("invalid_blocks: block %d: %s has %d characters, more than %d", i, where, utf8.RuneCountInString(s), limit)
 		}
 		if _, has := obj["emoji"]; has && typ == "mrkdwn" {
 			return fmt.Errorf("invalid_blocks: block %d: %s: emoji on mrkdwn", i, where)

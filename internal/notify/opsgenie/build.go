@@ -393,7 +393,7 @@ func (b *bounded) line(l string) bool {
 }
 
 func (b *bounded) more(n int) {
-	b.sb.WriteString(fmt.Sprintf("… and %d more (see the status page)\n", n))
+	fmt.Fprintf(&b.sb, "… and %d more (see the status page)\n", n)
 }
 
 func (b *bounded) String() string { return strings.TrimSuffix(b.sb.String(), "\n") }

@@ -239,18 +239,3 @@ func TestValidAlias(t *testing.T) {
 		require.Equal(t, want, validAlias(key), "%q", key)
 	}
 }
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)
-	for v, want := range map[string]time.Duration{
-		"":                              0,
-		"7":                             7 * time.Second,
-		"0":                             0,
-		"-3":                            0,
-		"soon":                          0,
-		"Tue, 03 Nov 2026 09:01:30 GMT": 90 * time.Second,
-		"Tue, 03 Nov 2026 08:00:00 GMT": 0,
-	} {
-		require.Equal(t, want, parseRetryAfter(v, now), "%q", v)
-	}
-}

@@ -31,7 +31,7 @@
 //
 // # SDK traps and how this package handles them
 //
-// The SDK (v1.2.23, see shared/LIBRARY_NOTES.md section 4) has behaviour a
+// The SDK (v1.2.23, its last release, from 2024) has behaviour a
 // pager cannot live with; each is handled here (all but the last have a
 // test):
 //

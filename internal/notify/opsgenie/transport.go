@@ -4,9 +4,10 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/driftwatch/driftwatch/internal/notify"
 )
 
 // callTransport sits under the SDK's http.Client. For the one SDK call in
@@ -57,7 +58,7 @@ func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	ra := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	ra := notify.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	c.mu.Lock()
 	c.retryAfter = ra
 	c.mu.Unlock()
@@ -87,24 +88,4 @@ func (b *releaseBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.once.Do(b.release)
 	return err
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date; 0 if absent or
-// unparsable.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil {
-		if s < 0 {
-			return 0
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d.Round(time.Second)
-		}
-	}
-	return 0
 }

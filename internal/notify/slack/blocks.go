@@ -592,8 +592,8 @@ func esc(s string) string { return mrkdwnEscaper.Replace(s) }
 
 // codeSpan renders s as inline code: one line, capped, backticks replaced
 // (they would end the span), escaped.
-func codeSpan(s string, max int) string {
-	return "`" + esc(notify.Truncate(strings.ReplaceAll(notify.OneLine(s), "`", "'"), max)) + "`"
+func codeSpan(s string, limit int) string {
+	return "`" + esc(notify.Truncate(strings.ReplaceAll(notify.OneLine(s), "`", "'"), limit)) + "`"
 }
 
 func orDash(s string) string {

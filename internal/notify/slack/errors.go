@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -175,19 +174,4 @@ func httpStatusError(op string, status int, detail string, retryAfter time.Durat
 		return notify.Retryable(errors.New(msg), retryAfter)
 	}
 	return errors.New(msg)
-}
-
-// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now).Round(time.Second)
-	}
-	return 0
 }

@@ -102,7 +102,7 @@ func New(cfg Config, httpClient *http.Client, logger *slog.Logger) (*Notifier, e
 		c := *httpClient
 		c.Transport = retryAfterTransport{base: httpClient.Transport}
 		// No OptionRetry: retries belong to the outbox, which honours the
-		// Retry-After we return (STYLE habit 6).
+		// Retry-After we return (retry wraps the notifier, not inside it).
 		n.api = slackgo.New(token, slackgo.OptionAPIURL(apiURL), slackgo.OptionHTTPClient(&c))
 	case ModeWebhook:
 		raw, err := readSecret("webhook_url_file", cfg.WebhookURLFile)
@@ -451,7 +451,7 @@ func (n *Notifier) postWebhook(ctx context.Context, m notify.Message) error {
 	if c := strings.TrimSpace(string(answer)); codePattern.MatchString(c) {
 		detail = n.redact.redact(c)
 	}
-	return httpStatusError("webhook", resp.StatusCode, detail, parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()))
+	return httpStatusError("webhook", resp.StatusCode, detail, notify.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()))
 }
 
 // requestContext bounds one HTTP request and carries the box its
@@ -484,7 +484,7 @@ func retryAfter(ctx context.Context) time.Duration {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return parseRetryAfter(b.value, time.Now())
+	return notify.ParseRetryAfter(b.value, time.Now())
 }
 
 // retryAfterTransport records each response's Retry-After header in the

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -142,7 +141,7 @@ func (n *Notifier) Notify(ctx context.Context, m notify.Message, state []byte, _
 		return state, nil
 	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code >= 500:
 		return state, notify.Retryable(fmt.Errorf("webhook %s: deliver %s: status %d", n.name, m.ID, code),
-			parseRetryAfter(resp.Header.Get("Retry-After"), n.now()))
+			notify.ParseRetryAfter(resp.Header.Get("Retry-After"), n.now()))
 	case code >= 300 && code < 400:
 		return state, fmt.Errorf("webhook %s: deliver %s: status %d: redirects are not followed", n.name, m.ID, code)
 	}
@@ -200,24 +199,4 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date; 0 if absent or
-// unparsable.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil {
-		if s < 0 {
-			return 0
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d.Round(time.Second)
-		}
-	}
-	return 0
 }
