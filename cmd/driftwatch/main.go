@@ -1,18 +1,3 @@
-// Command driftwatch finds Terraform/OpenTofu drift.
-//
-//	driftwatch validate --config FILE
-//	driftwatch audit    --config FILE [--workspace NAME]... [--label k=v]... [--concurrency N]
-//	                    [--format table|json|markdown|junit] [--output FILE]
-//	driftwatch run      WORKSPACE --token-file FILE [--follow | --wait] [--timeout D] [--format text|json]
-//	driftwatch logs     RUN_ID [--follow] [--token-file FILE]
-//	driftwatch cancel   RUN_ID --token-file FILE
-//	driftwatch approve  ID --token-file FILE [--hash H]
-//	driftwatch reject   ID --token-file FILE
-//	driftwatch version
-//
-// The commands that call a running daemon (run, logs, cancel, approve,
-// reject) do it through internal/apiclient; this package keeps their
-// flags, output text and exit codes.
 package main
 
 import (

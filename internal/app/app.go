@@ -1,7 +1,3 @@
-// Package app is the composition root: it turns a loaded config into
-// targets, builds the concrete runner and wires the pipeline for the
-// commands. It is the only package that imports implementation
-// subpackages (runner/local), and only cmd imports it.
 package app
 
 import (

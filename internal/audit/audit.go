@@ -1,8 +1,3 @@
-// Package audit is the per-workspace pipeline, spelled out once: run the
-// workspace (runner), classify its value-free plan (policy) and produce a
-// drift.Result. The one-shot `audit` command and the daemon both call it,
-// so they cannot diverge. It depends on the runner seam only, never on a
-// runner implementation.
 package audit
 
 import (

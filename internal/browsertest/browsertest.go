@@ -1,9 +1,5 @@
 //go:build linux
 
-// Package browsertest drives Debian's headless chromium for tests of the
-// status page: it finds the binary (a failure under DRIFTWATCH_E2E=1, a
-// skip otherwise), runs it in its own process group killed by PID, and
-// says where screenshots go. Only tests import it.
 package browsertest
 
 import (

@@ -1,6 +1,3 @@
-// Package drift holds the domain nouns shared by every driftwatch package:
-// statuses, finding kinds, findings and per-workspace results. It is plain
-// data with small helper methods and imports nothing but the standard library.
 package drift
 
 import (

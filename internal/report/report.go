@@ -1,7 +1,3 @@
-// Package report renders audit results for people and machines: a table,
-// JSON (the documented contract, version 1), Markdown and JUnit XML, plus the
-// progress display and the audit exit code. It only sees value-free
-// drift.Results, so no output format can leak an attribute value.
 package report
 
 import (

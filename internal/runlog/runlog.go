@@ -1,10 +1,3 @@
-// Package runlog is the bounded, redacted log of one run: Terraform's output
-// line by line, kept as a head and a tail within a byte cap, and streamed to
-// live followers (the SSE endpoint) while the run is in flight.
-//
-// Redaction is applied to every complete line before it is stored or sent to
-// any subscriber, so a secret split across two Write calls is still caught.
-// A partial final line is flushed (redacted) by Close.
 package runlog
 
 import (

@@ -1,10 +1,3 @@
-// Package runner defines the seam between the pipeline and the places a
-// Terraform run can execute (a local sandboxed process, a Kubernetes Job).
-//
-// A runner returns a value-free, parsed plan (planparse.Plan): attribute
-// values, including sensitive ones, never cross this boundary, and a 50 MB
-// plan JSON is never held in memory or sent over a network. It does not
-// classify findings: that is policy's job.
 package runner
 
 import (

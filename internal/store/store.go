@@ -1,7 +1,3 @@
-// Package store defines what driftwatch remembers: run history and the
-// current state of every workspace. The implementation (store/sqlite) keeps
-// it in one embedded database file. Nothing here knows about runners,
-// notifiers or the pipeline.
 package store
 
 import (

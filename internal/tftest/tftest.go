@@ -1,7 +1,3 @@
-// Package tftest finds the Terraform/OpenTofu binaries and the offline CLI
-// config that `make tools` provisions, for tests that run real Terraform.
-// Under `make test` (DRIFTWATCH_E2E=1) a missing tool fails the test; a
-// plain `go test` on a machine without them skips. Only tests import it.
 package tftest
 
 import (

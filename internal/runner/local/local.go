@@ -1,11 +1,3 @@
-// Package local runs a workspace as a sandboxed local subprocess: a fresh
-// 0700 work directory, a copy of the code (Terraform never writes into the
-// user's directory), a scrubbed environment, its own process group, a timeout
-// that sends SIGINT and then kills, and a sweep that leaves no Terraform or
-// provider process behind. It prepares the run (sandbox, source, the static
-// backend check) and drives Terraform through a tfsession.Session: init
-// with the shared plugin cache, workspace, plan -json, show -json. It does
-// not start Terraform itself.
 package local
 
 import (

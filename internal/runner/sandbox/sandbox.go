@@ -1,9 +1,3 @@
-// Package sandbox holds what every place that runs Terraform on a
-// workspace shares (the local runner's detection runs and remediation's
-// applies): the 0700 run directory, the scrubbed environment, the copied or
-// checked-out source, Terraform as a well-behaved subprocess (own process
-// group, SIGINT then kill), the marker that lets a sweep kill every process
-// of a run, bounded and redacted output, and one-line diagnostics.
 package sandbox
 
 import (

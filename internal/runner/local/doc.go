@@ -1,0 +1,17 @@
+// Package local runs a workspace as a sandboxed local subprocess: a fresh
+// 0700 work directory, a copy of the code (Terraform never writes into the
+// user's directory), a scrubbed environment, its own process group (and,
+// where the request names bubblewrap, the jail), a timeout that sends
+// SIGINT and then kills, and a sweep that leaves no Terraform or provider
+// process behind. It prepares the run (sandbox, source, the static
+// backend check) and drives Terraform through a tfsession.Session: init
+// with the shared plugin cache, workspace, plan -json, show -json.
+//
+// It owns the order of a detection run's steps and turning them into a
+// runner.Result (a timeout or cancellation reported as such, whatever
+// Terraform printed). The sandbox itself is runner/sandbox's and
+// Terraform invocation tfsession's: it does not start Terraform itself
+// and does not import terraform-exec. It must not import config, store,
+// notify, policy, audit, server, app or the other runners (runner/kube,
+// runner/remote); only app constructs it.
+package local

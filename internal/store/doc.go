@@ -1,0 +1,18 @@
+// Package store defines what driftwatch remembers, as interfaces and plain
+// data: run history and the current state of every workspace (Store),
+// queued runs (QueueStore), incidents, the notification outbox and each
+// notifier's per-incident state (AlertStore, OutboxStore), run logs
+// (LogStore) and remediations with the global pause flag
+// (RemediationStore); DaemonStore is all of them. Every write is durable
+// when it returns, and a run's consequences (state, incidents, messages)
+// are written in its one transaction.
+//
+// The implementation (store/sqlite) keeps it in one embedded database
+// file; store/storetest is the contract every implementation passes.
+// Payloads other packages define travel as bytes (an outbox message's
+// notify.Message JSON, a remediation's remediate.Outcome JSON).
+//
+// Nothing here knows about runners, notifiers or the pipeline: it imports
+// only drift of driftwatch's packages, and must not import audit, notify,
+// runner, incident, remediate, config or store/sqlite.
+package store
