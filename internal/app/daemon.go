@@ -214,6 +214,8 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		CallbackURL:   callbackURL,
 		AllowedHosts:  cfg.Server.AllowedHosts,
 		Listen:        cfg.Server.Listen,
+		TLSCertFile:   cfg.Server.TLSCertFile,
+		TLSKeyFile:    cfg.Server.TLSKeyFile,
 		Logger:        o.Logger,
 		Version:       version.Version,
 		Sandbox:       server.SandboxStatus{Mode: d.isolation.Mode, Reason: d.isolation.Reason},

@@ -112,6 +112,11 @@ type Server struct {
 	AllowedHosts []string `yaml:"allowed_hosts"`
 	// ExternalURL is the status page's public base URL, used in links.
 	ExternalURL string `yaml:"external_url"`
+	// TLSCertFile and TLSKeyFile (PEM; both or neither) make the server
+	// speak HTTPS (TLS 1.2 or later) on Listen. The files are read again
+	// when they change, so a renewed certificate needs no restart.
+	TLSCertFile string `yaml:"tls_cert_file"`
+	TLSKeyFile  string `yaml:"tls_key_file"`
 }
 
 // Store configures the daemon's embedded database.
@@ -498,6 +503,11 @@ func (c *Config) validate(pos *positions) error {
 		if err := checkTokenFile(tf.file); err != nil {
 			add(pos.errorf(tf.key, "%v", err))
 		}
+	}
+	c.Server.TLSCertFile = absFrom(dir, c.Server.TLSCertFile)
+	c.Server.TLSKeyFile = absFrom(dir, c.Server.TLSKeyFile)
+	if err := checkTLSPair(c.Server.TLSCertFile, c.Server.TLSKeyFile); err != nil {
+		add(pos.errorf(err.key, "%v", err.err))
 	}
 	for i, h := range c.Server.AllowedHosts {
 		if err := checkAllowedHost(h); err != nil {

@@ -66,14 +66,18 @@ func (l LeaderElection) Timings() (lease, renew, retry time.Duration) {
 type RunnerKubernetes struct {
 	// Kubeconfig is a kubeconfig file (out-of-cluster, tests); empty: the
 	// in-cluster service account.
-	Kubeconfig       string                   `yaml:"kubeconfig"`
-	Namespace        string                   `yaml:"namespace"`
-	Image            string                   `yaml:"image"`
-	ImagePullPolicy  string                   `yaml:"image_pull_policy"`
-	ImagePullSecrets []string                 `yaml:"image_pull_secrets"`
-	Command          []string                 `yaml:"command"`
-	ServiceAccount   string                   `yaml:"service_account"`
-	CallbackURL      string                   `yaml:"callback_url"`
+	Kubeconfig       string   `yaml:"kubeconfig"`
+	Namespace        string   `yaml:"namespace"`
+	Image            string   `yaml:"image"`
+	ImagePullPolicy  string   `yaml:"image_pull_policy"`
+	ImagePullSecrets []string `yaml:"image_pull_secrets"`
+	Command          []string `yaml:"command"`
+	ServiceAccount   string   `yaml:"service_account"`
+	CallbackURL      string   `yaml:"callback_url"`
+	// CallbackCAFile is a PEM file of the CA that signed the daemon's
+	// certificate (server.tls_cert_file), for an https callback_url: run
+	// pods trust the system roots plus this CA. Relative to the config file.
+	CallbackCAFile   string                   `yaml:"callback_ca_file"`
 	Resources        KubeResources            `yaml:"resources"`
 	DefaultTimeout   Duration                 `yaml:"default_timeout"`
 	StartupAllowance Duration                 `yaml:"startup_allowance"`
@@ -115,6 +119,7 @@ func (k *RunnerKubernetes) Kube() kube.Config {
 		Command:          k.Command,
 		ServiceAccount:   k.ServiceAccount,
 		CallbackURL:      k.CallbackURL,
+		CallbackCAFile:   k.CallbackCAFile,
 		Resources:        kube.Resources{Requests: k.Resources.Requests, Limits: k.Resources.Limits},
 		DefaultTimeout:   time.Duration(k.DefaultTimeout),
 		StartupAllowance: time.Duration(k.StartupAllowance),
@@ -170,6 +175,12 @@ func (c *Config) validateRunner(pos *positions) []error {
 	}
 	if r.Kubernetes.Kubeconfig != "" {
 		r.Kubernetes.Kubeconfig = absFrom(filepath.Dir(c.File), r.Kubernetes.Kubeconfig)
+	}
+	r.Kubernetes.CallbackCAFile = absFrom(filepath.Dir(c.File), r.Kubernetes.CallbackCAFile)
+	if f := r.Kubernetes.CallbackCAFile; f != "" {
+		if _, err := kube.ReadCallbackCA(f); err != nil {
+			errs = append(errs, pos.errorf("runner.kubernetes.callback_ca_file", "%v", err))
+		}
 	}
 	if err := r.Kubernetes.Kube().Validate(); err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {

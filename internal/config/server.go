@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +60,35 @@ func checkAllowedHost(h string) error {
 	}
 	if len(name) > 253 || !allowedHostName.MatchString(name) {
 		return fmt.Errorf("%q is not a host name (write the name alone, without scheme, port or path)", h)
+	}
+	return nil
+}
+
+// keyError is an error about one config key.
+type keyError struct {
+	key string
+	err error
+}
+
+// checkTLSPair checks server.tls_cert_file and server.tls_key_file: both or
+// neither, readable, and a certificate with its key. Key material is never
+// part of an error.
+func checkTLSPair(cert, key string) *keyError {
+	switch {
+	case cert == "" && key == "":
+		return nil
+	case cert == "":
+		return &keyError{"server.tls_key_file", errors.New("needs server.tls_cert_file too (set both or neither)")}
+	case key == "":
+		return &keyError{"server.tls_cert_file", errors.New("needs server.tls_key_file too (set both or neither)")}
+	}
+	for _, f := range []struct{ key, path string }{{"server.tls_cert_file", cert}, {"server.tls_key_file", key}} {
+		if _, err := os.Stat(f.path); err != nil {
+			return &keyError{f.key, err}
+		}
+	}
+	if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+		return &keyError{"server.tls_cert_file", fmt.Errorf("%s and %s are not a certificate and its key: %v", cert, key, err)}
 	}
 	return nil
 }

@@ -79,6 +79,12 @@ type Options struct {
 	// Without ExternalURL the commands a page shows address the API there
 	// (127.0.0.1 for a wildcard address), never at the request's Host.
 	Listen string
+	// TLSCertFile and TLSKeyFile (PEM; both or neither) make Run and
+	// Serve speak HTTPS, TLS 1.2 or later. The pair is loaded by New (an
+	// unusable pair fails there) and read again whenever either file
+	// changes, so a renewed certificate applies without a restart.
+	TLSCertFile string
+	TLSKeyFile  string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Handlers are extra routes (ServeMux patterns), e.g. the endpoint
@@ -150,6 +156,8 @@ type Server struct {
 	// shorten them.
 	sseWriteTimeout time.Duration
 	writeTimeout    time.Duration
+	// certs serves the TLS certificate, nil without TLS.
+	certs *certReloader
 }
 
 // New validates o and builds a Server.
@@ -187,6 +195,9 @@ func New(o Options) (*Server, error) {
 	s.apiBase = s.base
 	if s.apiBase == "" {
 		s.apiBase = listenURL(o.Listen)
+		if o.TLSCertFile != "" {
+			s.apiBase = "https://" + strings.TrimPrefix(s.apiBase, "http://")
+		}
 	}
 	// Fail at startup on a token that can never work; the files are still
 	// read on every request so that rotation needs no restart.
@@ -203,6 +214,14 @@ func New(o Options) (*Server, error) {
 	}
 	if len(toks) == 2 && tokenEqual(toks[0], toks[1]) {
 		o.Logger.Warn("the read token (server.read_token_file) is the API token (server.token_file): whoever holds it can call mutating endpoints too")
+	}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		return nil, errors.New("driftwatch/server: Options.TLSCertFile and Options.TLSKeyFile go together")
+	}
+	if o.TLSCertFile != "" {
+		if s.certs, err = newCertReloader(o.TLSCertFile, o.TLSKeyFile, o.Logger); err != nil {
+			return nil, fmt.Errorf("driftwatch/server: TLS: %w", err)
+		}
 	}
 	p, err := newPages(s.prefix)
 	if err != nil {
@@ -278,7 +297,8 @@ func (s *Server) Run(ctx context.Context, addr string) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve is Run on a listener the caller opened; it closes ln.
+// Serve is Run on a listener the caller opened; it closes ln. With
+// Options.TLSCertFile it serves HTTPS.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,
@@ -289,9 +309,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelWarn),
 	}
-	s.o.Logger.Info("http server listening", "addr", ln.Addr().String())
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	if s.certs != nil {
+		srv.TLSConfig = s.certs.tlsConfig()
+		s.o.Logger.Info("https server listening", "addr", ln.Addr().String(), "cert_file", s.o.TLSCertFile)
+		go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		s.o.Logger.Info("http server listening", "addr", ln.Addr().String())
+		go func() { errc <- srv.Serve(ln) }()
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve http on %s: %w", ln.Addr(), err)

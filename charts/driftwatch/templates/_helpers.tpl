@@ -112,6 +112,9 @@ what would make a broken release.
 {{- fail (printf "terminationGracePeriodSeconds (%d) must exceed config.terraform.kill_grace (%s): Terraform would be killed before it can release its locks" (int .Values.terminationGracePeriodSeconds) $kg) }}
 {{- end }}
 {{- end }}
+{{- if and .Values.tls.existingSecret (not .Values.tls.enabled) }}
+{{- fail "tls.existingSecret needs tls.enabled=true" }}
+{{- end }}
 {{- range $key, $_ := .Values.secrets }}
 {{- if not (has $key (list "slack" "opsgenie" "git" "cloud")) }}
 {{- fail (printf "secrets.%s: unknown key (use slack, opsgenie, git or cloud)" $key) }}
@@ -132,8 +135,15 @@ what would make a broken release.
   "image" (include "driftwatch.image" .)
   "image_pull_policy" .Values.image.pullPolicy
   "service_account" (include "driftwatch.runServiceAccountName" .)
-  "callback_url" (printf "http://%s.%s.svc:%v" (include "driftwatch.fullname" .) .Release.Namespace .Values.service.port)
+  "callback_url" (printf "%s://%s.%s.svc:%v" (include "driftwatch.scheme" .) (include "driftwatch.fullname" .) .Release.Namespace .Values.service.port)
   "events" true }}
+{{- if .Values.tls.enabled }}
+{{- $_ := set $kube "callback_ca_file" (printf "%s/ca.crt" (include "driftwatch.tlsDir" .)) }}
+{{- $server := deepCopy (get $cfg "server" | default dict) }}
+{{- $_ := set $server "tls_cert_file" (get $server "tls_cert_file" | default (printf "%s/tls.crt" (include "driftwatch.tlsDir" .))) }}
+{{- $_ := set $server "tls_key_file" (get $server "tls_key_file" | default (printf "%s/tls.key" (include "driftwatch.tlsDir" .))) }}
+{{- $_ := set $cfg "server" $server }}
+{{- end }}
 {{- if $pullSecrets }}
 {{- $_ := set $kube "image_pull_secrets" $pullSecrets }}
 {{- end }}
@@ -143,4 +153,42 @@ what would make a broken release.
 {{- end }}
 {{- $_ := set $cfg "runner" (mergeOverwrite $gen $user) }}
 {{- toYaml $cfg }}
+{{- end }}
+
+{{/* "https" with tls.enabled, else "http". */}}
+{{- define "driftwatch.scheme" -}}
+{{- if .Values.tls.enabled }}https{{ else }}http{{ end }}
+{{- end }}
+
+{{/* Where the daemon's serving certificate is mounted (tls.enabled). */}}
+{{- define "driftwatch.tlsDir" -}}
+/var/run/secrets/driftwatch/tls
+{{- end }}
+
+{{/* The Secret holding tls.crt, tls.key and ca.crt: tls.existingSecret, else the generated one. */}}
+{{- define "driftwatch.tlsSecretName" -}}
+{{- default (printf "%s-tls" (include "driftwatch.fullname" .) | trunc 63 | trimSuffix "-") .Values.tls.existingSecret }}
+{{- end }}
+
+{{/* The Service's DNS names: the serving certificate's subject alternative names. */}}
+{{- define "driftwatch.dnsNames" -}}
+{{- $n := include "driftwatch.fullname" . }}
+{{- $ns := .Release.Namespace }}
+{{- list $n (printf "%s.%s" $n $ns) (printf "%s.%s.svc" $n $ns) (printf "%s.%s.svc.cluster.local" $n $ns) | toJson }}
+{{- end }}
+
+{{/*
+A probe value (dict "probe" <probe> "root" $): with tls.enabled, an httpGet
+probe without a scheme gets scheme HTTPS (the kubelet does not verify the
+certificate).
+*/}}
+{{- define "driftwatch.probe" -}}
+{{- $p := deepCopy .probe }}
+{{- if and .root.Values.tls.enabled (hasKey $p "httpGet") }}
+{{- $get := get $p "httpGet" }}
+{{- if not (hasKey $get "scheme") }}
+{{- $_ := set $get "scheme" "HTTPS" }}
+{{- end }}
+{{- end }}
+{{- toYaml $p }}
 {{- end }}

@@ -279,6 +279,7 @@ func prepare(cfg Config, req runner.Request, now time.Time) (runPlan, error) {
 		WorkDir:        WorkDir,
 		GitCacheDir:    WorkDir + "/git",
 		CallbackURL:    strings.TrimRight(cfg.CallbackURL, "/") + remote.ResultPath(req.RunID),
+		CallbackCA:     cfg.callbackCA,
 		TokenFile:      TokenPath,
 		ExpiresAt:      now.Add(p.deadline + deliverySlack).UTC().Truncate(time.Second),
 		SecretEnvFiles: secretEnv,

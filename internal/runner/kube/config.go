@@ -3,7 +3,9 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"regexp"
 	"sort"
 	"time"
@@ -11,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/driftwatch/driftwatch/internal/runner/remote"
 )
 
 // Defaults applied by Config.withDefaults.
@@ -51,6 +55,16 @@ type Config struct {
 	// CallbackURL is the daemon's base URL as reachable from run pods, e.g.
 	// http://driftwatch.driftwatch.svc:8080. Required.
 	CallbackURL string
+	// CallbackCAFile is a PEM file, on the daemon, of the CA that signed
+	// the daemon's serving certificate (an https CallbackURL with a
+	// private CA). It is read for every run, so a rotated CA reaches the
+	// next run, and its content goes into the run spec (remote.Spec's
+	// CallbackCA): the pod then trusts the system roots plus this CA.
+	// Empty: the system roots alone. It is not a secret.
+	CallbackCAFile string
+	// callbackCA is CallbackCAFile's content, as read for the run being
+	// prepared (Runner.start reads it; prepare stays pure).
+	callbackCA string
 	// Resources are the default requests and limits of a run pod.
 	Resources Resources
 	// DefaultTimeout applies to runs whose request has none.
@@ -125,6 +139,8 @@ func (c Config) Validate() error {
 		add("callback_url is required")
 	} else if u, err := url.Parse(c.CallbackURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		add("callback_url %q must be an absolute http(s) URL", c.CallbackURL)
+	} else if c.CallbackCAFile != "" && u.Scheme != "https" {
+		add("callback_ca_file is set but callback_url %q is not https: a CA only verifies an https callback", c.CallbackURL)
 	}
 	for name, d := range map[string]time.Duration{
 		"default_timeout": c.DefaultTimeout, "startup_allowance": c.StartupAllowance, "ttl_after_finished": c.TTLAfterFinished,
@@ -238,4 +254,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// maxCallbackCABytes bounds the callback CA file: a few certificates.
+const maxCallbackCABytes = 1 << 20
+
+// ReadCallbackCA reads and checks a callback CA file ("" is none): PEM
+// certificates only, at most 1 MiB.
+func ReadCallbackCA(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCallbackCABytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(b) > maxCallbackCABytes {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, maxCallbackCABytes)
+	}
+	if _, err := remote.ParseCAs(b); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return string(b), nil
 }

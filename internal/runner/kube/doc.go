@@ -95,7 +95,10 @@
 //     same run id joins it instead), lists the workspace's Jobs by label and,
 //     if one is active that this daemon does not await (a previous daemon's),
 //     adopts it rather than starting another;
-//  2. otherwise creates a token (remote.NewToken), arms the Receiver with
+//  2. otherwise reads Config.CallbackCAFile (for every run, so a rotated
+//     CA reaches the next one; unreadable: a "setup" error, nothing
+//     created) into the spec's CallbackCA, creates a token
+//     (remote.NewToken), arms the Receiver with
 //     its hash, creates the Job (AlreadyExists: the same run was submitted
 //     before; that Job is adopted) and the Secret;
 //  3. waits for the first of: the result POSTed to the Receiver, taken

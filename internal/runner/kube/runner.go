@@ -286,7 +286,14 @@ func (r *Runner) start(ctx context.Context, req runner.Request, rem *remote.Reme
 	submitErr := func(what string, err error) error {
 		return &runner.Error{Phase: "submit", Reason: fmt.Sprintf("%s: %v", what, err), Err: err}
 	}
-	p, err := prepare(r.cfg, req, r.now())
+	cfg := r.cfg
+	ca, err := ReadCallbackCA(cfg.CallbackCAFile)
+	if err != nil {
+		err = fmt.Errorf("callback CA: %w", err)
+		return nil, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
+	}
+	cfg.callbackCA = ca
+	p, err := prepare(cfg, req, r.now())
 	if err != nil {
 		return nil, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}

@@ -83,6 +83,15 @@
 // retries 403 (and an older daemon's 404) until the deadline: during a
 // daemon restart or a leader handover the run is not yet re-armed.
 //
+// TLS: the callback may be https. Spec.CallbackCA then carries the PEM of
+// the CA that signed the daemon's certificate (runner.kubernetes's
+// callback_ca_file, read by the daemon for each run; not a secret), and
+// the reporter's client for the result and the proceed check
+// (Spec.CallbackClient) trusts exactly the system roots plus that CA, with
+// TLS 1.2 or later; without one, the system roots alone. A certificate it
+// cannot verify is a transport error: retried until the deadline (a
+// certificate being renewed), and the token is never sent to that server.
+//
 // Defence in depth, should a token leak anyway: a second post of the same
 // result (its canonical JSON; a retry whose response was lost) is
 // answered 204 again, but a different one is answered 409 and handed to

@@ -16,9 +16,12 @@ import (
 // it to the daemon, and asks the daemon's proceed check for it. The zero
 // value is ready to use.
 type Reporter struct {
-	// Poster delivers the result (default: a zero Poster).
+	// Poster delivers the result (default: a zero Poster). Without a
+	// Client of its own, it gets the spec's (Spec.CallbackClient: the
+	// system roots plus the spec's CallbackCA).
 	Poster *Poster
-	// Checker asks the proceed check (default: a zero Checker).
+	// Checker asks the proceed check (default: a zero Checker); its Client
+	// likewise defaults to the spec's.
 	Checker *Checker
 	// Logger records what the reporter does (default: discard).
 	Logger *slog.Logger
@@ -58,6 +61,10 @@ func (rp *Reporter) Report(ctx context.Context, specPath, socketPath string) err
 	log = log.With("run_id", spec.RunID)
 	ctx, cancel := context.WithDeadline(ctx, spec.ExpiresAt)
 	defer cancel()
+	p, c, err := rp.clients(spec)
+	if err != nil {
+		return fmt.Errorf("reporter: %w", err)
+	}
 
 	ln, err := listenHandoff(socketPath)
 	if err != nil {
@@ -68,16 +75,12 @@ func (rp *Reporter) Report(ctx context.Context, specPath, socketPath string) err
 		return fmt.Errorf("reporter: run %s: %w", spec.RunID, err)
 	}
 	log.Info("runner connected; no other connection is accepted", peerAttrs(conn)...)
-	res, err := rp.serve(ctx, conn, spec, token, log)
+	res, err := rp.serve(ctx, conn, spec, token, c, log)
 	_ = conn.Close()
 	if err != nil {
 		return fmt.Errorf("reporter: run %s: %w", spec.RunID, err)
 	}
 
-	p := rp.Poster
-	if p == nil {
-		p = &Poster{}
-	}
 	err = p.Post(ctx, spec.CallbackURL, token, res)
 	var ce *ConflictError
 	if errors.As(err, &ce) {
@@ -92,7 +95,7 @@ func (rp *Reporter) Report(ctx context.Context, specPath, socketPath string) err
 }
 
 // serve answers the runner's frames until its result comes.
-func (rp *Reporter) serve(ctx context.Context, conn net.Conn, spec *Spec, token string, log *slog.Logger) (Result, error) {
+func (rp *Reporter) serve(ctx context.Context, conn net.Conn, spec *Spec, token string, c *Checker, log *slog.Logger) (Result, error) {
 	answer := func(f frame) error {
 		defer deadlineConn(ctx, conn, time.Minute)()
 		return writeFrame(conn, f)
@@ -123,10 +126,6 @@ func (rp *Reporter) serve(ctx context.Context, conn net.Conn, spec *Spec, token 
 				}
 				continue
 			}
-			c := rp.Checker
-			if c == nil {
-				c = &Checker{}
-			}
 			ref := c.Check(ctx, spec.ProceedURL, token)
 			log.Info("proceed check answered", "proceed", ref == nil)
 			if err := answer(frame{Kind: frameAnswer, Refusal: ref}); err != nil {
@@ -152,4 +151,29 @@ func (rp *Reporter) serve(ctx context.Context, conn net.Conn, spec *Spec, token 
 			return Result{}, fmt.Errorf("the runner sent an unknown frame %q", f.Kind)
 		}
 	}
+}
+
+// clients returns the Poster and Checker of a run: the configured ones,
+// with the spec's HTTP client (its CallbackCA) where they have none.
+func (rp *Reporter) clients(spec *Spec) (*Poster, *Checker, error) {
+	var p Poster
+	if rp.Poster != nil {
+		p = *rp.Poster
+	}
+	var c Checker
+	if rp.Checker != nil {
+		c = *rp.Checker
+	}
+	var err error
+	if p.Client == nil {
+		if p.Client, err = spec.CallbackClient(30 * time.Second); err != nil {
+			return nil, nil, err
+		}
+	}
+	if c.Client == nil {
+		if c.Client, err = spec.CallbackClient(10 * time.Second); err != nil {
+			return nil, nil, err
+		}
+	}
+	return &p, &c, nil
 }

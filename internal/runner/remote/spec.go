@@ -54,6 +54,12 @@ type Spec struct {
 	// CallbackURL is where the result is POSTed (the Receiver's route for
 	// this run).
 	CallbackURL string `json:"callback_url"`
+	// CallbackCA is PEM text of the CA certificate(s) that signed the
+	// daemon's serving certificate, for an https CallbackURL with a private
+	// CA (runner.kubernetes.callback_ca_file). The pod trusts the system
+	// roots plus these for CallbackURL and ProceedURL; empty: the system
+	// roots alone. Not a secret.
+	CallbackCA string `json:"callback_ca,omitempty"`
 	// ProceedURL is where a remediation pod asks, right before the apply,
 	// whether it may (the Receiver's ProceedRoute for this run); required
 	// with Remediation.
@@ -115,6 +121,9 @@ func (s *Spec) Validate() error {
 	}
 	if err := checkURL(s.CallbackURL); err != nil {
 		errs = append(errs, fmt.Errorf("callback_url: %w", err))
+	}
+	if err := s.checkCallbackCA(); err != nil {
+		errs = append(errs, err)
 	}
 	if s.TokenFile == "" {
 		errs = append(errs, errors.New("token_file is required"))
