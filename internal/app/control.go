@@ -46,7 +46,8 @@ func (c control) Trigger(name string) (string, error) {
 
 // triggerError maps an error of the daemon's trigger onto the server's:
 // the scheduler does not know the workspace (404), this daemon does not
-// schedule (503, with errStandby's text), or the workspace is busy with
+// schedule (503, with errStandby's text, or the standbyError's naming the
+// leader), or the workspace is busy with
 // the run id (409; id is "" when the run is not one the API shows). Any
 // other error is returned as it is (500).
 func triggerError(id string, err error) error {
@@ -71,11 +72,15 @@ func (c control) Cancel(runID string) (bool, error) {
 }
 
 // cancelError maps an error of the daemon's cancel onto the server's: a
-// run that is not queued or running here (409 or 404). Any other error is
-// returned as it is (500).
+// run that is not queued or running here (409 or 404), or a standby (503,
+// with the text of errStandby or the standbyError naming the leader). Any
+// other error is returned as it is (500).
 func cancelError(err error) error {
-	if errors.Is(err, runlog.ErrNotRunning) {
+	switch {
+	case errors.Is(err, runlog.ErrNotRunning):
 		return serverError{err, server.ErrNotRunning}
+	case errors.Is(err, errStandby):
+		return serverError{err, server.ErrUnavailable}
 	}
 	return err
 }

@@ -75,6 +75,24 @@ func TestControlMapsErrors(t *testing.T) {
 			require.EqualError(t, err, runlog.ErrNotRunning.Error(), id)
 		}
 	})
+	t.Run("standby naming the leader", func(t *testing.T) {
+		// What notLeading returns while another daemon holds the Lease.
+		sb := standbyError{leader: "driftwatch-1_0badf00d"}
+		require.ErrorIs(t, sb, errStandby)
+		for _, err := range []error{triggerError("", sb), cancelError(sb)} {
+			require.ErrorIs(t, err, server.ErrUnavailable)
+			require.EqualError(t, err, "unavailable: this replica is a standby; the leader is driftwatch-1_0badf00d")
+		}
+		require.ErrorIs(t, cancelError(errStandby), server.ErrUnavailable)
+	})
+	t.Run("standby refuses cancel", func(t *testing.T) {
+		d.electing = true
+		d.leading.Store(false)
+		t.Cleanup(func() { d.electing = false; d.leading.Store(true) })
+		_, err := c.Cancel("any")
+		require.ErrorIs(t, err, server.ErrUnavailable)
+		require.EqualError(t, err, errStandby.Error(), "no elector: the leader is unknown")
+	})
 	t.Run("other errors pass through", func(t *testing.T) {
 		boom := errors.New("boom")
 		require.Same(t, boom, triggerError("", boom))

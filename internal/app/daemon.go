@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/config"
@@ -80,6 +81,11 @@ type daemon struct {
 	// electing is set when leader election is on: lead takes the store
 	// lock.
 	electing bool
+	// elector is the Lease's elector (campaign; nil until then and without
+	// leader election): leader reads the holder it last observed.
+	elector atomic.Pointer[leaderelection.LeaderElector]
+	// leaseID is this daemon's identity in the Lease (campaign).
+	leaseID atomic.Pointer[string]
 	// leading is set while lead schedules (it holds the Lease, or leader
 	// election is off; set after runs a previous process left are marked
 	// interrupted). /readyz answers 503 otherwise, so
@@ -219,6 +225,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		Logger:        o.Logger,
 		Version:       version.Version,
 		Sandbox:       server.SandboxStatus{Mode: d.isolation.Mode, Reason: d.isolation.Reason},
+		Leader:        d.leader,
 	})
 	if err != nil {
 		return report.ExitError, err
@@ -264,15 +271,44 @@ func (d *daemon) schedOptions(cfg *config.Config) schedule.Options {
 	}
 }
 
-// errStandby is /readyz's answer, and the API trigger's (503), while the
-// daemon does not schedule.
+// errStandby is /readyz's answer, and the API trigger's and cancel's
+// (503), while the daemon does not schedule. A standby that knows the
+// leader says who it is (standbyError).
 var errStandby = errors.New("not scheduling: a standby (another daemon holds the leader Lease), starting or stopping")
+
+// standbyError is errStandby naming the Lease holder.
+type standbyError struct{ leader string }
+
+func (e standbyError) Error() string {
+	return "unavailable: this replica is a standby; the leader is " + e.leader
+}
+
+func (e standbyError) Is(target error) bool { return target == errStandby }
 
 func (d *daemon) ready() error {
 	if !d.leading.Load() {
-		return errStandby
+		return d.notLeading()
 	}
 	return nil
+}
+
+// notLeading is errStandby, as a standbyError when another daemon holds
+// the Lease.
+func (d *daemon) notLeading() error {
+	leader := d.leader()
+	if id := d.leaseID.Load(); leader != "" && (id == nil || leader != *id) {
+		return standbyError{leader: leader}
+	}
+	return errStandby
+}
+
+// leader is the Lease holder's identity as the elector last observed it
+// ("": unknown, or no leader election).
+func (d *daemon) leader() string {
+	if e := d.elector.Load(); e != nil {
+		return e.GetLeader()
+	}
+	return ""
 }
 
 func (d *daemon) runnerMode() string {
@@ -283,8 +319,10 @@ func (d *daemon) runnerMode() string {
 }
 
 // lead is the daemon's scheduling side, run while it may schedule (always,
-// or while it holds the Lease): runs interrupted by a previous process are
-// marked and re-run, Jobs a previous daemon left running are adopted, and
+// or while it holds the Lease): Jobs a previous daemon left running are
+// adopted (their runs stay running, to be finished under their ids), the
+// other runs a previous process did not finish are marked interrupted and
+// re-run, and
 // the scheduler runs until ctx ends. On the way out scheduling stops first;
 // in kubernetes mode Watch is then stopped (awaited runs end with
 // kube.ErrStopped and their Jobs keep running for the next daemon to
@@ -299,17 +337,24 @@ func (d *daemon) lead(ctx context.Context) error {
 		}
 		defer unlock()
 	}
-	// Runs the previous process did not finish (kill -9, crash, shutdown)
-	// are marked interrupted and run again now (unless their Job is
-	// adopted: its outcome is recorded when it ends). Nothing was queued
-	// by this process yet: the API refuses runs until leading is set.
-	interrupted, err := d.store.MarkInterrupted(ctx, time.Now())
-	if err != nil {
-		return err
+	var interrupted []store.Run
+	if d.kube == nil {
+		// Runs the previous process did not finish (kill -9, crash,
+		// shutdown) are marked interrupted and run again below. Nothing
+		// was queued by this process yet: the API refuses runs until
+		// leading is set. (Kubernetes mode does this after adopting the
+		// Jobs still running.)
+		var err error
+		if interrupted, err = d.store.MarkInterrupted(ctx, time.Now()); err != nil {
+			return err
+		}
 	}
 	defer d.leading.Store(false)
 	g, gctx := errgroup.WithContext(ctx)
 	runCtx := gctx
+	// keep is the runs whose detection Job is adopted: they stay running
+	// and are finished, under their own id, when the Job ends.
+	var keep []string
 	if d.kube != nil {
 		watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(gctx))
 		defer stopWatch()
@@ -322,6 +367,21 @@ func (d *daemon) lead(ctx context.Context) error {
 			stopWatch()
 			<-watchDone
 			return fmt.Errorf("kubernetes runner: adopt running jobs: %w", err)
+		}
+		for _, a := range adopted {
+			if !a.Remediation {
+				keep = append(keep, a.RunID)
+			}
+		}
+		// Runs the previous process did not finish (kill -9, crash,
+		// shutdown) are marked interrupted and run again below, except
+		// those whose Job was just adopted. Nothing was queued by this
+		// process yet: the API refuses runs until leading is set.
+		interrupted, err = d.store.MarkInterrupted(ctx, time.Now(), keep...)
+		if err != nil {
+			stopWatch()
+			<-watchDone
+			return err
 		}
 		d.mu.Lock()
 		for _, a := range adopted {
@@ -438,7 +498,8 @@ func (d *daemon) drainOutbox(ctx context.Context, max time.Duration) {
 
 // runOne is the scheduler's job: one run of one workspace, recorded in the
 // store. A run cut short by shutdown is left "running" in the store, so the
-// next start marks it interrupted and runs it again.
+// next start marks it interrupted and runs it again (or, in kubernetes mode
+// with its Job still running, adopts the Job and finishes the run).
 func (d *daemon) runOne(ctx context.Context, r schedule.QueuedRun) {
 	if r.Trigger == triggerRemediate {
 		d.rem.Apply(ctx, r.Name)
@@ -525,6 +586,10 @@ func (d *daemon) skipQueued(ctx context.Context, r schedule.QueuedRun) {
 // with runlog.ErrCancelled: the runner stops Terraform or deletes the Job,
 // and detectWith records it cancelled.
 func (d *daemon) cancel(id string) (queued bool, err error) {
+	if d.electing && !d.leading.Load() {
+		// A standby runs nothing: the leader has the run.
+		return false, d.notLeading()
+	}
 	d.queueMu.Lock()
 	defer d.queueMu.Unlock()
 	r, queued, err := d.sched.Cancel(id, runlog.ErrCancelled)
@@ -556,15 +621,34 @@ func (d *daemon) detectRun(ctx context.Context, r schedule.QueuedRun) {
 		d.skipQueued(ctx, r)
 		return
 	}
-	d.detectWith(ctx, r, d.auditor)
+	d.detectWith(ctx, r, d.auditor, nil)
 }
 
-// awaitAdopted records the outcome of a Job a previous daemon started. The
-// store marked that run interrupted at start, so the outcome is recorded as
-// a new run with trigger "adopted" (the Job's run id is logged with it).
+// awaitAdopted records the outcome of a Job a previous daemon started. A
+// detection Job's run was left running by lead (MarkInterrupted kept it),
+// so its outcome finishes that run, under its own id. A remediation Job's
+// outcome is recorded on its remediation and the verification detection
+// that follows is a new run with trigger "adopted", as is a detection Job's
+// outcome when the store has no running run with its id.
 func (d *daemon) awaitAdopted(ctx context.Context, a *kube.Adopted) {
 	d.log.Info("awaiting adopted job", "workspace", a.Workspace, "adopted_run_id", a.RunID, "job", a.Job)
-	d.detectWith(ctx, schedule.QueuedRun{Name: a.Workspace, Trigger: "adopted"}, &audit.Auditor{Runner: adoptedRunner{a: a, d: d}, Logger: d.log})
+	r := schedule.QueuedRun{Name: a.Workspace, Trigger: "adopted"}
+	var resume *store.Run
+	if !a.Remediation {
+		run, err := d.store.Run(ctx, a.RunID)
+		switch {
+		case err != nil:
+			d.log.Warn("adopted job: its run is not in the store; recording its outcome as a new run",
+				"workspace", a.Workspace, "adopted_run_id", a.RunID, "job", a.Job, "err", err)
+		case run.Status != store.RunRunning || run.Workspace != a.Workspace:
+			d.log.Warn("adopted job: its run is not running; recording its outcome as a new run",
+				"workspace", a.Workspace, "adopted_run_id", a.RunID, "job", a.Job, "status", run.Status, "run_workspace", run.Workspace)
+		default:
+			resume = &run
+			r = schedule.QueuedRun{ID: run.ID, Name: a.Workspace, Trigger: run.Trigger}
+		}
+	}
+	d.detectWith(ctx, r, &audit.Auditor{Runner: adoptedRunner{a: a, d: d}, Logger: d.log}, resume)
 	d.mu.Lock()
 	delete(d.adopted, a.Workspace)
 	d.mu.Unlock()
@@ -575,7 +659,7 @@ func (d *daemon) awaitAdopted(ctx context.Context, a *kube.Adopted) {
 // while an adopted Job or a remediation apply of the workspace runs).
 func (d *daemon) trigger(name string) (string, error) {
 	if !d.leading.Load() {
-		return "", errStandby
+		return "", d.notLeading()
 	}
 	d.mu.Lock()
 	busy := d.adopted[name]
@@ -592,8 +676,10 @@ func (d *daemon) trigger(name string) (string, error) {
 }
 
 // detectWith runs and records one detection run: the queued run r (its
-// record and live log exist), or a new run when r has no ID.
-func (d *daemon) detectWith(ctx context.Context, r schedule.QueuedRun, auditor *audit.Auditor) {
+// record and live log exist), or a new run when r has no ID. With resume
+// (r.ID is its ID), the run is an adopted Job's that a previous daemon
+// recorded as running: it is not started again but finished.
+func (d *daemon) detectWith(ctx context.Context, r schedule.QueuedRun, auditor *audit.Auditor, resume *store.Run) {
 	if d.stopping.Load() {
 		// Shutting down or lost the Lease: start nothing. A queued run's
 		// record is marked interrupted (and re-run) at the next start.
@@ -601,11 +687,22 @@ func (d *daemon) detectWith(ctx context.Context, r schedule.QueuedRun, auditor *
 	}
 	name, trigger := r.Name, r.Trigger
 	t, ok := (*d.targets.Load())[name]
-	if !ok {
+	if !ok && resume == nil {
 		d.dropQueued(ctx, r, "the workspace was removed from the config while the run was queued")
 		return
 	}
-	if errors.Is(context.Cause(ctx), runlog.ErrCancelled) {
+	if !ok {
+		// An adopted Job of a workspace no longer in the config: its run
+		// ends interrupted, as it would have at start.
+		run := *resume
+		run.FinishedAt, run.Status = time.Now().UTC(), store.RunInterrupted
+		run.Error = "the workspace was removed from the config while its adopted Job ran"
+		if err := d.store.FinishRunOnly(context.WithoutCancel(ctx), run); err != nil {
+			d.log.Warn("store: finish adopted run", "workspace", name, "run_id", run.ID, "err", err)
+		}
+		return
+	}
+	if errors.Is(context.Cause(ctx), runlog.ErrCancelled) && resume == nil {
 		// Cancelled just as the scheduler dispatched it: start nothing.
 		d.dropQueued(ctx, r, "cancelled by request")
 		return
@@ -628,17 +725,26 @@ func (d *daemon) detectWith(ctx context.Context, r schedule.QueuedRun, auditor *
 		t.Request.LogPlanText = false
 	}
 	run := store.Run{ID: t.Request.RunID, Workspace: name, Trigger: trigger, StartedAt: time.Now().UTC(), Status: store.RunRunning}
-	// Recorded even if a cancel arrives meanwhile: the run then ends at
-	// once, recorded cancelled.
-	if err := d.store.StartQueuedRun(context.WithoutCancel(ctx), run); err != nil {
-		log.Error("store: start run", "err", err)
-		runLog.Close(string(drift.StatusErrored))
-		d.runs.Remove(run.ID)
-		return
-	}
-	log.Info("run started", "trigger", trigger)
-	if r.ID != "" {
-		runLog.Printf("== started after %s in the queue ==", run.StartedAt.Sub(r.QueuedAt).Round(time.Millisecond))
+	switch {
+	case resume != nil:
+		// Started by a previous daemon: it goes on under its id.
+		run.StartedAt = resume.StartedAt
+		log.Info("run adopted", "trigger", trigger)
+		runLog.Printf("== adopted: its Kubernetes Job was started by a previous daemon (started %s); awaiting its result ==",
+			run.StartedAt.UTC().Format(time.RFC3339))
+	default:
+		// Recorded even if a cancel arrives meanwhile: the run then ends
+		// at once, recorded cancelled.
+		if err := d.store.StartQueuedRun(context.WithoutCancel(ctx), run); err != nil {
+			log.Error("store: start run", "err", err)
+			runLog.Close(string(drift.StatusErrored))
+			d.runs.Remove(run.ID)
+			return
+		}
+		log.Info("run started", "trigger", trigger)
+		if r.ID != "" {
+			runLog.Printf("== started after %s in the queue ==", run.StartedAt.Sub(r.QueuedAt).Round(time.Millisecond))
+		}
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

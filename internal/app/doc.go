@@ -16,8 +16,10 @@
 //     Receiver), metrics, notifiers and the outbox, the scheduler, the
 //     remediation controller and the HTTP server, run under one errgroup
 //     until ctx ends; --once does one pass and returns the audit exit code.
-//   - The daemon's lifecycle: leading (marking interrupted runs and
-//     re-running them, adopting Jobs a previous daemon left, scheduling)
+//   - The daemon's lifecycle: leading (adopting Jobs a previous daemon
+//     left, whose runs keep their ids and are finished when the Job ends;
+//     marking the other unfinished runs interrupted and re-running them;
+//     scheduling)
 //     always or while it holds the leader Lease; config reload on SIGHUP or
 //     a file change (an invalid config keeps the old one); run retention.
 //   - Recording runs: queued, started, and finished together with the

@@ -77,6 +77,8 @@ func (d *daemon) campaign(ctx context.Context, le config.LeaderElection, namespa
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
+	d.leaseID.Store(&id)
+	d.elector.Store(elector)
 	d.log.Info("leader election: campaigning", "lease", le.LeaseName, "namespace", namespace, "identity", id)
 	elector.Run(ctx)
 	mu.Lock()

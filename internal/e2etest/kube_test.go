@@ -3,7 +3,9 @@ package e2etest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -383,6 +385,25 @@ func TestKubeLeaderElection(t *testing.T) {
 	require.NotContains(t, b.logs.String(), "run started", "the standby runs nothing")
 	require.NotContains(t, b.logs.String(), "leader election: leading")
 	require.Equal(t, http.StatusServiceUnavailable, b.post("/api/v1/workspaces/drifted/runs", token), "nor queues anything")
+	// The standby names the leader: the Lease holder, in its 503s and its
+	// status.
+	lease, err := k.cs.CoordinationV1().Leases(k.ns).Get(ctx, "driftwatch-e2e", metav1.GetOptions{})
+	require.NoError(t, err)
+	holder := ptrStr(lease.Spec.HolderIdentity)
+	require.NotEmpty(t, holder)
+	wantStandby := "unavailable: this replica is a standby; the leader is " + holder
+	code, body := postJSON(t, b, "/api/v1/workspaces/drifted/runs", token)
+	require.Equal(t, http.StatusServiceUnavailable, code, body)
+	require.Equal(t, wantStandby, body["error"])
+	code, body = postJSON(t, b, "/api/v1/runs/"+a.runs("drifted")[0].ID+"/cancel", token)
+	require.Equal(t, http.StatusServiceUnavailable, code, "a standby cancels nothing either: %v", body)
+	require.Equal(t, wantStandby, body["error"])
+	var status map[string]any
+	b.getJSON("/api/v1/status", &status)
+	require.Equal(t, holder, status["leader"])
+	require.Equal(t, wantStandby, status["not_ready"])
+	a.getJSON("/api/v1/status", &status)
+	require.Equal(t, holder, status["leader"], "the leader names itself")
 	// Only the leader is ready: a Service sends the API and run pods'
 	// results to it.
 	require.Equal(t, http.StatusOK, probeStatus(t, a, "/readyz"))
@@ -402,11 +423,29 @@ func TestKubeLeaderElection(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, jobs.Items, 2, "one Job per leader's run")
 
-	code := b.stop(syscall.SIGTERM, 30*time.Second)
+	b.getJSON("/api/v1/status", &status)
+	require.NotEqual(t, holder, status["leader"], "the new leader is b")
+	require.NotEmpty(t, status["leader"])
+
+	code = b.stop(syscall.SIGTERM, 30*time.Second)
 	require.Equal(t, 0, code, b.logs.String())
-	lease, err := k.cs.CoordinationV1().Leases(k.ns).Get(ctx, "driftwatch-e2e", metav1.GetOptions{})
+	lease, err = k.cs.CoordinationV1().Leases(k.ns).Get(ctx, "driftwatch-e2e", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Empty(t, ptrStr(lease.Spec.HolderIdentity), "released on graceful shutdown")
+}
+
+// postJSON POSTs to path with the API token and returns the status code
+// and the JSON body.
+func postJSON(t *testing.T, d *daemonProc, path, token string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, d.base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var body map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	return resp.StatusCode, body
 }
 
 func probeStatus(t *testing.T, d *daemonProc, path string) int {
@@ -426,12 +465,15 @@ func ptrStr(p *string) string {
 
 // TestKubeDaemonRestartAdopts stops the daemon gracefully while its Job's
 // pod is still running: the Job is left running, and the next daemon adopts
-// it (no second Job) and records the result the pod delivers.
+// it (no second Job) and records the result the pod delivers on the run the
+// Job was started for (same id, never marked interrupted).
 func TestKubeDaemonRestartAdopts(t *testing.T) {
 	k := startKubeEnv(t)
 	ctx := context.Background()
 	gate := make(chan struct{})
 	k.gate.Store(&gate)
+	const token = "dw-api-token-kube-adopt-7"
+	k.withAPIToken(t, token) // the run's log needs a read credential
 	listen := freePort(t)
 	cfg := k.config(t, "driftwatch.yaml", listen, "data", "")
 	d := startDaemon(t, cfg, listen)
@@ -441,6 +483,11 @@ func TestKubeDaemonRestartAdopts(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("no run pod started")
 	}
+	var before []apiRun
+	d.eventually("run recorded running", 30*time.Second, func() bool {
+		before = d.runs("drifted")
+		return len(before) == 1 && before[0].Status == "running"
+	})
 	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second), d.logs.String())
 	jobs, err := k.cs.BatchV1().Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelWorkspace + "=drifted"})
 	require.NoError(t, err)
@@ -449,14 +496,26 @@ func TestKubeDaemonRestartAdopts(t *testing.T) {
 
 	d2 := startDaemon(t, cfg, listen)
 	d2.eventually("job adopted", 30*time.Second, func() bool { return strings.Contains(d2.logs.String(), "awaiting adopted job") })
+	require.Equal(t, []apiRun{before[0]}, d2.runs("drifted"), "still running under its id, not interrupted")
 	close(gate)
 	d2.eventually("adopted result recorded", 2*time.Minute, func() bool { return d2.workspaces()["drifted"].Status == "drift" })
 	runs := d2.runs("drifted")
-	var triggers []string
-	for _, r := range runs {
-		triggers = append(triggers, r.Trigger+"/"+r.Status)
-	}
-	require.ElementsMatch(t, []string{"adopted/drift", "initial/interrupted"}, triggers)
+	require.Len(t, runs, 1, "the adopted run finished, no other recorded: %+v", runs)
+	require.Equal(t, before[0].ID, runs[0].ID, "the adopted Job's run keeps its id")
+	require.Equal(t, "initial", runs[0].Trigger)
+	require.Equal(t, "drift", runs[0].Status, "finished with the Job's verdict")
+	require.Equal(t, before[0].ID, d2.workspaces()["drifted"].LastRunID)
+	require.Contains(t, d2.logs.String(), `"msg":"run adopted","workspace":"drifted","run_id":"`+runs[0].ID+`"`)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d2.base+"/api/v1/runs/"+runs[0].ID+"/logs", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	runLog, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(runLog))
+	require.Contains(t, string(runLog), "== adopted: ", "its log says it was adopted")
 	jobs, err = k.cs.BatchV1().Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelWorkspace + "=drifted"})
 	require.NoError(t, err)
 	require.Len(t, jobs.Items, 1, "adopted, not duplicated (pod %s)", podName)

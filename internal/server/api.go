@@ -158,6 +158,11 @@ func (s *Server) apiStatus(w http.ResponseWriter, _ *http.Request) {
 	if err := s.o.Control.Ready(); err != nil {
 		out["ready"], out["not_ready"] = false, err.Error()
 	}
+	if s.o.Leader != nil {
+		if l := s.o.Leader(); l != "" {
+			out["leader"] = l
+		}
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -80,6 +80,16 @@ func TestAPIStatus(t *testing.T) {
 	h.setReadyErr(errors.New("standby"))
 	code, hdr, body = get(t, ts.URL+"/api/v1/status")
 	requireJSON(t, http.StatusOK, `{"version":"v9.9.9","ready":false,"not_ready":"standby","sandbox":{"mode":"none","reason":"bubblewrap (bwrap) is not installed"}}`, code, hdr, body)
+
+	// With leader election, the Lease holder's identity once known.
+	leader := ""
+	o.Leader = func() string { return leader }
+	ts = serve(t, o)
+	code, hdr, body = get(t, ts.URL+"/api/v1/status")
+	requireJSON(t, http.StatusOK, `{"version":"v9.9.9","ready":false,"not_ready":"standby","sandbox":{"mode":"none","reason":"bubblewrap (bwrap) is not installed"}}`, code, hdr, body)
+	leader = "driftwatch-0_1a2b3c4d"
+	code, hdr, body = get(t, ts.URL+"/api/v1/status")
+	requireJSON(t, http.StatusOK, `{"version":"v9.9.9","ready":false,"not_ready":"standby","leader":"driftwatch-0_1a2b3c4d","sandbox":{"mode":"none","reason":"bubblewrap (bwrap) is not installed"}}`, code, hdr, body)
 }
 
 func TestReadyz(t *testing.T) {

@@ -27,7 +27,8 @@ type Control interface {
 	// once (queued true), a running one is asked to stop. Its error
 	// chooses the answer: store.ErrNotFound 404; ErrNotRunning 409 for a
 	// run the store knows and 404 otherwise; errors.ErrUnsupported 501
-	// (no cancellation here); any other 500.
+	// (no cancellation here); ErrUnavailable 503 with the error's text (a
+	// standby); any other 500.
 	Cancel(runID string) (queued bool, err error)
 	// Ready returns nil when the daemon is ready to serve, or the reason
 	// it is not (/readyz, GET /api/v1/status).
@@ -52,9 +53,10 @@ var (
 	// ErrBusy is Trigger's error for a workspace whose run is already
 	// queued or running: 409. Return a *BusyError to name that run.
 	ErrBusy = errors.New("a run of this workspace is already queued or running")
-	// ErrUnavailable is Trigger's error while this daemon does not
-	// schedule (a leader-election standby, starting or stopping): 503 with
-	// the error's text, which should say why.
+	// ErrUnavailable is Trigger's (and a standby's Cancel's) error while
+	// this daemon does not schedule (a leader-election standby, starting or
+	// stopping): 503 with the error's text, which should say why (and name
+	// the leader when known).
 	ErrUnavailable = errors.New("not scheduling")
 	// ErrNotRunning is Cancel's error for a run that is not queued or
 	// running here: 409 for a run the store knows (it is finished), 404

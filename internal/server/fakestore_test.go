@@ -56,7 +56,9 @@ func (f *fakeStore) FinishRun(_ context.Context, r store.Run) (before, after sto
 	return before, after, nil
 }
 
-func (f *fakeStore) MarkInterrupted(context.Context, time.Time) ([]store.Run, error) { return nil, nil }
+func (f *fakeStore) MarkInterrupted(context.Context, time.Time, ...string) ([]store.Run, error) {
+	return nil, nil
+}
 
 func (f *fakeStore) Run(_ context.Context, id string) (store.Run, error) {
 	f.mu.Lock()

@@ -283,7 +283,8 @@ func (s *sseWriter) end(verdict string) {
 // "cancelled" for a queued run (it is out of the queue and recorded), or
 // "cancelling" once a running run's cancellation is requested (it ends as
 // cancelled shortly after); 404 for an unknown run, 409 for a finished one,
-// 501 when the Control cannot cancel (errors.ErrUnsupported).
+// 501 when the Control cannot cancel (errors.ErrUnsupported), 503 with the
+// error's text when it does not run anything (ErrUnavailable: a standby).
 func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r) {
 		return
@@ -297,6 +298,10 @@ func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, "unknown run")
+		return
+	case errors.Is(err, ErrUnavailable):
+		// This daemon runs nothing (a standby): the text says why.
+		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	case errors.Is(err, ErrNotRunning):
 		// Not in flight: a recorded run is finished (409), anything else

@@ -228,6 +228,13 @@ func TestCancel(t *testing.T) {
 	code, hdr, body = do(t, http.MethodPost, ts.URL+"/api/v1/runs/nope/cancel", auth)
 	requireJSON(t, http.StatusNotFound, `{"error": "unknown run"}`, code, hdr, body)
 
+	h.setCancel(func(string) (bool, error) {
+		return false, fmt.Errorf("%w: a standby; the leader is a_1", ErrUnavailable)
+	})
+	ts = serve(t, o)
+	code, hdr, body = do(t, http.MethodPost, ts.URL+"/api/v1/runs/live-1/cancel", auth)
+	requireJSON(t, http.StatusServiceUnavailable, `{"error": "not scheduling: a standby; the leader is a_1"}`, code, hdr, body)
+
 	h.setCancel(nil)
 	ts = serve(t, o)
 	code, _, _ = do(t, http.MethodPost, ts.URL+"/api/v1/runs/live-1/cancel", auth)

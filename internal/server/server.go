@@ -95,6 +95,10 @@ type Options struct {
 	Version string
 	// Sandbox is how local runs are isolated, for GET /api/v1/status.
 	Sandbox SandboxStatus
+	// Leader, if set, returns the identity of the leader-election Lease
+	// holder ("": unknown), for GET /api/v1/status ("leader", omitted when
+	// unknown).
+	Leader func() string
 }
 
 // SandboxStatus is how local runs are isolated from the daemon and from

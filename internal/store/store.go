@@ -88,7 +88,11 @@ type Store interface {
 	// are left alone (an interruption says nothing about drift), and so are
 	// finished and cancelled runs. A run is interrupted once: a second call
 	// returns none. The daemon calls it at start, before it queues anything.
-	MarkInterrupted(ctx context.Context, at time.Time) ([]Run, error)
+	// Runs whose ID is in keep are left as they are and not returned: runs
+	// still in flight elsewhere (an adopted Kubernetes Job's), which are
+	// finished later by FinishRun like any running run. An ID in keep that
+	// no running or queued run has is ignored.
+	MarkInterrupted(ctx context.Context, at time.Time, keep ...string) ([]Run, error)
 	// Run returns one run, whatever its status; ErrNotFound if unknown.
 	Run(ctx context.Context, id string) (Run, error)
 	// Runs lists a workspace's runs (queued, running and finished), newest

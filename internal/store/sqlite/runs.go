@@ -222,8 +222,9 @@ ON CONFLICT (workspace) DO UPDATE SET
 // MarkInterrupted turns every running run into interrupted, finished at at
 // with Error InterruptedError, and every queued run likewise with
 // InterruptedQueuedError, and returns them oldest first. Workspace states
-// are left alone: an interrupted run says nothing about drift.
-func (s *Store) MarkInterrupted(ctx context.Context, at time.Time) ([]store.Run, error) {
+// are left alone: an interrupted run says nothing about drift. Runs whose
+// id is in keep are left alone too.
+func (s *Store) MarkInterrupted(ctx context.Context, at time.Time, keep ...string) ([]store.Run, error) {
 	if at.IsZero() {
 		return nil, errors.New("mark interrupted: time is required")
 	}
@@ -241,22 +242,37 @@ func (s *Store) MarkInterrupted(ctx context.Context, at time.Time) ([]store.Run,
 	if err != nil {
 		return nil, fmt.Errorf("mark interrupted: %w", err)
 	}
-	runs, err := collectRuns(rows)
+	found, err := collectRuns(rows)
 	if err != nil {
 		return nil, fmt.Errorf("mark interrupted: %w", err)
+	}
+	kept := make(map[string]bool, len(keep))
+	for _, id := range keep {
+		kept[id] = true
+	}
+	var runs []store.Run
+	for _, r := range found {
+		if !kept[r.ID] {
+			runs = append(runs, r)
+		}
 	}
 	if len(runs) == 0 {
 		return nil, nil
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?1, finished_at = ?2,
-		error = CASE status WHEN ?4 THEN ?5 ELSE ?3 END WHERE status IN (?4, ?6)`,
-		string(store.RunInterrupted), finished, InterruptedError, string(store.RunQueued), InterruptedQueuedError, string(store.RunRunning))
-	if err != nil {
-		return nil, fmt.Errorf("mark interrupted: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != int64(len(runs)) {
-		// Cannot happen while this transaction holds the write lock.
-		return nil, fmt.Errorf("mark interrupted: updated %d runs, found %d (%v)", n, len(runs), err)
+	for _, r := range runs {
+		msg := InterruptedError
+		if r.Status == store.RunQueued {
+			msg = InterruptedQueuedError
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ? AND status IN (?, ?)`,
+			string(store.RunInterrupted), finished, msg, r.ID, string(store.RunQueued), string(store.RunRunning))
+		if err != nil {
+			return nil, fmt.Errorf("mark interrupted: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			// Cannot happen while this transaction holds the write lock.
+			return nil, fmt.Errorf("mark interrupted: run %s: updated %d rows (%v)", r.ID, n, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("mark interrupted: %w", err)

@@ -41,6 +41,7 @@ func Conformance(t *testing.T, open func(t *testing.T) store.Store) {
 		{"runs are listed newest first", testRunsOrder},
 		{"workspaces are listed by name", testWorkspacesOrder},
 		{"mark interrupted", testMarkInterrupted},
+		{"mark interrupted keeps the runs it is told to", testMarkInterruptedKeep},
 		{"prune keeps the newest runs per workspace", testPruneKeep},
 		{"prune by age", testPruneAge},
 		{"prune spares running runs and the state's run", testPruneSpares},
@@ -454,6 +455,37 @@ func testMarkInterrupted(t *testing.T, s store.Store) {
 
 	_, _, err = s.FinishRun(ctx, outcome(r1, drift.StatusClean, at))
 	require.Error(t, err, "an interrupted run cannot be finished")
+}
+
+// testMarkInterruptedKeep: runs named in keep (an adopted Job's) stay
+// running, are not returned and finish later like any running run; unknown
+// and finished ids in keep change nothing.
+func testMarkInterruptedKeep(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	run(t, s, "done", "a", 0, 1, drift.StatusDrift, fDrift)
+	kept := start(t, s, newRun("kept", "a", minutes(2)))
+	start(t, s, newRun("lost", "b", minutes(3)))
+
+	at := t0.Add(time.Hour)
+	got, err := s.MarkInterrupted(ctx, at, "kept", "done", "unknown")
+	require.NoError(t, err)
+	require.Equal(t, []string{"lost"}, ids(got))
+	require.Equal(t, store.RunInterrupted, got[0].Status)
+	stored, err := s.Run(ctx, "kept")
+	require.NoError(t, err)
+	want := kept
+	want.Status = store.RunRunning
+	equal(t, want, stored, "a kept run is left running")
+	done, err := s.Run(ctx, "done")
+	require.NoError(t, err)
+	require.Equal(t, drift.StatusDrift, done.Status, "a finished run in keep is left alone")
+
+	_, after := finish(t, s, outcome(kept, drift.StatusClean, at.Add(time.Minute)))
+	require.Equal(t, "kept", after.LastRunID, "a kept run finishes as usual")
+
+	again, err := s.MarkInterrupted(ctx, at.Add(2*time.Minute))
+	require.NoError(t, err)
+	require.Empty(t, again, "nothing left to interrupt")
 }
 
 func testPruneKeep(t *testing.T, s store.Store) {
