@@ -361,8 +361,8 @@ func TestDefaultPolicy(t *testing.T) {
 
 // TestCheckUnsafeFiles: the module comes from a source, which is not
 // trusted. A named pipe, a link to /dev/zero or out of the source tree, or
-// an oversized file is an error naming it, returned at once (a pipe hung a
-// run before); a link inside the tree, even above the module, is read.
+// an oversized file is an error naming it, returned at once (reading a
+// pipe would block); a link inside the tree, even above the module, is read.
 func TestCheckUnsafeFiles(t *testing.T) {
 	fifo := func(t *testing.T, path string) {
 		t.Helper()

@@ -2,7 +2,6 @@ package tfsession
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
+	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
 // initScript records each init in $INIT_RECORD: the plugin cache it was
@@ -41,9 +41,7 @@ func lastLine(t *testing.T, path string) string {
 // lock file warm only when it succeeds; a warm one runs without the lock;
 // remediation's init (no PluginCache) never uses the cache.
 func TestInitPluginCache(t *testing.T) {
-	if _, err := exec.LookPath("flock"); err != nil {
-		t.Skip("flock (util-linux) not on PATH")
-	}
+	tftest.Program(t, "flock")
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "terraform")
 	writeScript(t, bin, initScript)
@@ -99,14 +97,7 @@ func TestInitPluginCache(t *testing.T) {
 // the one step that installs into it; the next command sees it read-only
 // again.
 func TestInitCacheWritableOnlyWhenCold(t *testing.T) {
-	iso, err := sandbox.DetectIsolation(sandbox.IsolationAuto)
-	require.NoError(t, err)
-	if iso.Mode != "namespaces" {
-		if os.Getenv("DRIFTWATCH_E2E") != "" {
-			t.Fatalf("the jail is unavailable here (%s); make deps installs bubblewrap", iso.Reason)
-		}
-		t.Skip(iso.Reason)
-	}
+	bwrap := tftest.Jail(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "terraform")
 	// The run directory is the only place the jail can write besides a
@@ -119,7 +110,7 @@ init)
 esac
 exit 3`)
 	cache := filepath.Join(dir, "plugin-cache")
-	req := runner.Request{Binary: bin, PluginCacheDir: cache, Jail: iso.Bwrap}
+	req := runner.Request{Binary: bin, PluginCacheDir: cache, Jail: bwrap}
 	var shared Shared
 	for _, want := range []string{"writable", "read-only"} {
 		s := open(t, req, Options{Shared: &shared}, "# lock\n")

@@ -2,8 +2,11 @@ package tftest
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 )
 
 // Tools returns the provisioned binaries (terraform and, where built, tofu)
@@ -13,10 +16,41 @@ func Tools(t testing.TB) (bins []string, cliConfig string) {
 	bins = strings.Fields(os.Getenv("DRIFTWATCH_TF_BINARIES"))
 	cliConfig = os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
 	if len(bins) == 0 || cliConfig == "" {
-		if os.Getenv("DRIFTWATCH_E2E") == "1" {
-			t.Fatal("DRIFTWATCH_TF_BINARIES / DRIFTWATCH_TF_CLI_CONFIG not set: run `make test`")
-		}
-		t.Skip("Terraform test tools not provisioned; run `make test`")
+		unavailable(t, "Terraform test tools not provisioned (DRIFTWATCH_TF_BINARIES / DRIFTWATCH_TF_CLI_CONFIG); run `make test`")
 	}
 	return bins, cliConfig
+}
+
+// Jail returns the bubblewrap binary the local runner's jail uses here.
+func Jail(t testing.TB) string {
+	t.Helper()
+	iso, err := sandbox.DetectIsolation(sandbox.IsolationAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iso.Mode != "namespaces" {
+		unavailable(t, "the jail is unavailable here ("+iso.Reason+"); `make deps` installs bubblewrap")
+	}
+	return iso.Bwrap
+}
+
+// Program returns the path of a program a test runs (git, flock), which
+// `make deps` provides.
+func Program(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		unavailable(t, name+" is not on PATH; `make deps` installs it")
+	}
+	return p
+}
+
+// unavailable fails the test under `make test` (DRIFTWATCH_E2E=1), where
+// everything a test needs is provisioned, and skips it elsewhere.
+func unavailable(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("DRIFTWATCH_E2E") == "1" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
 }

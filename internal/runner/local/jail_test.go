@@ -14,7 +14,6 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner"
-	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
@@ -58,24 +57,11 @@ func leakSetup(t *testing.T, bin, cliConfig string) leakCase {
 	return leakCase{req: req, canaries: []string{"CANARY-API-TOKEN-7f3a", "CANARY-OTHER-WS-91c2", "CANARY-SLACK-xoxb-55d1", "CANARY-AWS-0b7e"}}
 }
 
-func jailOrSkip(t *testing.T) string {
-	t.Helper()
-	iso, err := sandbox.DetectIsolation(sandbox.IsolationAuto)
-	require.NoError(t, err)
-	if iso.Mode != "namespaces" {
-		if os.Getenv("DRIFTWATCH_E2E") != "" {
-			t.Fatalf("the jail is unavailable here (%s); make deps installs bubblewrap", iso.Reason)
-		}
-		t.Skip(iso.Reason)
-	}
-	return iso.Bwrap
-}
-
 // In the jail, the workspace's code gets errors, not values; without it
 // (the control), the same code reads every canary: the test can fail.
 func TestJailHidesDaemonAndOtherWorkspaces(t *testing.T) {
 	bins, cliConfig := tftest.Tools(t)
-	bwrap := jailOrSkip(t)
+	bwrap := tftest.Jail(t)
 	for _, bin := range bins {
 		t.Run(filepath.Base(bin), func(t *testing.T) {
 			t.Run("control", func(t *testing.T) {
@@ -113,7 +99,7 @@ func TestJailHidesDaemonAndOtherWorkspaces(t *testing.T) {
 // with a real provider, a clean verdict, a gracefully stopped Terraform.
 func TestJailedRunPlans(t *testing.T) {
 	bins, cliConfig := tftest.Tools(t)
-	bwrap := jailOrSkip(t)
+	bwrap := tftest.Jail(t)
 	for _, bin := range bins {
 		t.Run(filepath.Base(bin), func(t *testing.T) {
 			src := t.TempDir()

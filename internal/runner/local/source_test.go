@@ -14,6 +14,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/source"
+	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
 // gitCmd runs the system git for fixtures, isolated from the machine's
@@ -41,9 +42,7 @@ func gitCmd(t *testing.T, dir string, args ...string) {
 // phase, naming the file. No Terraform is needed: the binary does not
 // exist, and the run never gets that far.
 func TestRunRefusesUnsafeGitSource(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not on PATH")
-	}
+	tftest.Program(t, "git")
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
 	t.Cleanup(func() { // releases a reader that blocked after all

@@ -1,3 +1,5 @@
+//go:build linux
+
 package remote
 
 import (
@@ -6,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -142,9 +143,6 @@ func TestRunInPodWaitsForReporter(t *testing.T) {
 // it or open its descriptors through /proc), and the connection is not
 // inherited by the processes it starts (Terraform, providers).
 func TestRunInPodHardening(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("run pods are Linux")
-	}
 	r := NewReceiver(ReceiverOptions{})
 	srv := receiverServer(t, r)
 	expires := time.Now().Add(time.Hour)

@@ -53,7 +53,7 @@ obj = { user = "admin-user", tags = ["tag-secret", true], n = null }
 
 // TestSensitiveValuesUnsafeFiles: the module's files come from a source,
 // which is not trusted. A named pipe, a link to /dev/zero or a link out of
-// the tree is skipped at once (it hung a run before), while links inside
+// the tree is skipped at once (reading a pipe would block), while links inside
 // the tree, also above the module directory, are still read.
 func TestSensitiveValuesUnsafeFiles(t *testing.T) {
 	root := t.TempDir()
