@@ -97,3 +97,43 @@ func (d *daemon) campaign(ctx context.Context, le config.LeaderElection, namespa
 	}
 	return nil
 }
+
+// errStandby is /readyz's answer, and the API trigger's and cancel's
+// (503), while the daemon does not schedule. A standby that knows the
+// leader says who it is (standbyError).
+var errStandby = errors.New("not scheduling: a standby (another daemon holds the leader Lease), starting or stopping")
+
+// standbyError is errStandby naming the Lease holder.
+type standbyError struct{ leader string }
+
+func (e standbyError) Error() string {
+	return "unavailable: this replica is a standby; the leader is " + e.leader
+}
+
+func (e standbyError) Is(target error) bool { return target == errStandby }
+
+func (d *daemon) ready() error {
+	if !d.leading.Load() {
+		return d.notLeading()
+	}
+	return nil
+}
+
+// notLeading is errStandby, as a standbyError when another daemon holds
+// the Lease.
+func (d *daemon) notLeading() error {
+	leader := d.leader()
+	if id := d.leaseID.Load(); leader != "" && (id == nil || leader != *id) {
+		return standbyError{leader: leader}
+	}
+	return errStandby
+}
+
+// leader is the Lease holder's identity as the elector last observed it
+// ("": unknown, or no leader election).
+func (d *daemon) leader() string {
+	if e := d.elector.Load(); e != nil {
+		return e.GetLeader()
+	}
+	return ""
+}
