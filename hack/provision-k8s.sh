@@ -36,33 +36,11 @@ BUILD_KUBECTL=${DRIFTWATCH_BUILD_KUBECTL:-0}
 export GOTOOLCHAIN=local
 export GOFLAGS=-buildvcs=false
 
-log() { printf 'provision-k8s: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-# One provisioner at a time per tools dir (a lock of our own: hack/provision.sh
-# holds $T/.lock and wipes $T/tmp, so we never touch either).
-exec 9>"$K/.lock"
-if ! flock -n 9; then
-	log "waiting for lock $K/.lock"
-	flock 9
-fi
-
-# Temporaries live in $K/tmp (same filesystem as $OUT, so the final mv is atomic).
-# Holding the lock, anything left there is from a dead run.
-rm -rf "$K/tmp"
-mkdir -p "$OUT" "$K/stamps" "$K/tmp"
-trap 'rm -rf "$K/tmp"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-stamp_ok() { # NAME KEY FILE...: stamp matches and every FILE exists
-	local name=$1 key=$2
-	shift 2
-	[[ -f $K/stamps/$name && "$(<"$K/stamps/$name")" == "$key" ]] || return 1
-	local f
-	for f in "$@"; do [[ -e $f ]] || return 1; done
-}
-stamp_set() { printf '%s\n' "$2" >"$K/tmp/stamp-$1" && mv -f "$K/tmp/stamp-$1" "$K/stamps/$1"; }
+# One provisioner at a time per tools dir, with a lock of our own:
+# hack/provision.sh holds $T/.lock and empties $T/tmp.
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/lib.sh"
+provision_begin provision-k8s "$K"
+mkdir -p "$OUT"
 
 # link_into NAME TARGET: atomically make $OUT/NAME a symlink to TARGET.
 link_into() {

@@ -28,24 +28,10 @@ BIN=$OUT/golangci-lint
 export GOTOOLCHAIN=local
 export GOFLAGS=-buildvcs=false
 
-log() { printf 'provision-lint: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-# One provisioner at a time per tools dir (a lock of our own: hack/provision.sh
-# holds $T/.lock and wipes $T/tmp, so we never touch either).
-exec 9>"$L/.lock"
-if ! flock -n 9; then
-	log "waiting for lock $L/.lock"
-	flock 9
-fi
-
-# Temporaries live in $L/tmp (same filesystem as $OUT, so the final mv is atomic).
-# Holding the lock, anything left there is from a dead run.
-rm -rf "$L/tmp"
-mkdir -p "$L/stamps" "$L/tmp"
-trap 'rm -rf "$L/tmp"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# One provisioner at a time, with a lock of our own: hack/provision.sh holds
+# $T/.lock and empties $T/tmp.
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/lib.sh"
+provision_begin provision-lint "$L"
 
 key="$GOLANGCI_LINT_VERSION $(go env GOVERSION)"
 if [[ ! -x $BIN || ! -f $L/stamps/golangci-lint || "$(<"$L/stamps/golangci-lint")" != "$key" ]]; then

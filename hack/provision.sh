@@ -41,33 +41,10 @@ export CHECKPOINT_DISABLE=1
 # The environment may name a CLI config that does not exist; never use it.
 export TF_CLI_CONFIG_FILE=$T/terraformrc
 
-log() { printf 'provision: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-# One provisioner at a time per tools dir.
-exec 9>"$T/.lock"
-if ! flock -n 9; then
-	log "waiting for lock $T/.lock"
-	flock 9
-fi
-
-# All temporaries live in $T/tmp (same filesystem, so the final mv is atomic and
-# an interrupted run never leaves a stray file inside bin/ or the mirror).
-# Holding the lock, anything left there is from a dead run.
-rm -rf "$T/tmp"
-mkdir -p "$T/bin" "$T/build" "$T/pkg" "$T/stamps" "$T/mirror" "$T/tmp"
-trap 'rm -rf "$T/tmp"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-stamp_ok() { # NAME KEY FILE...: stamp matches and every FILE exists
-	local name=$1 key=$2
-	shift 2
-	[[ -f $T/stamps/$name && "$(<"$T/stamps/$name")" == "$key" ]] || return 1
-	local f
-	for f in "$@"; do [[ -e $f ]] || return 1; done
-}
-stamp_set() { printf '%s\n' "$2" >"$T/tmp/stamp-$1" && mv -f "$T/tmp/stamp-$1" "$T/stamps/$1"; }
+# One provisioner at a time per tools dir; temporaries in $T/tmp.
+source "$ROOT/hack/lib.sh"
+provision_begin provision "$T"
+mkdir -p "$T/bin" "$T/build" "$T/pkg" "$T/mirror"
 
 # writable_module MODULE VERSION DEST: fresh writable copy of a proxy module download.
 writable_module() {
