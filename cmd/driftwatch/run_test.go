@@ -281,17 +281,43 @@ func TestRunWait(t *testing.T) {
 	}
 }
 
-// An interrupted run (the daemon died; the next start marks it) has no
-// verdict: exit 1. The poll outlives the log stream.
-func TestRunWaitInterrupted(t *testing.T) {
+// A run the daemon died during (the next start errors it with
+// store.RunRestartedError) is errored: exit 1. A restart while the run is
+// still queued does not end the wait: the next daemon queues it again under
+// its id. The poll outlives the log stream.
+func TestRunWaitDaemonRestarted(t *testing.T) {
+	ctx := t.Context()
 	d := newTestDaemon(t, "")
-	done, _, _ := d.start(t.Context(), "net", "--wait")
+	done, _, _ := d.start(ctx, "net", "--wait")
 	id := d.nextRun()
-	_, err := d.st.MarkInterrupted(t.Context(), time.Now().Add(5*time.Second))
+
+	// A restart with the run queued: it stays queued, the wait goes on.
+	recovered, err := d.st.RecoverRuns(ctx, time.Now())
 	require.NoError(t, err)
-	r := d.wait(done)
-	require.Equal(t, 1, r.code)
-	require.Regexp(t, `^run `+id+` of net: interrupted, no verdict in 5(\.\d)?s: `, r.out)
+	require.Empty(t, recovered.Errored)
+	require.Len(t, recovered.Queued, 1)
+	require.Equal(t, id, recovered.Queued[0].ID, "the queued run is recovered")
+	select {
+	case r := <-done:
+		t.Fatalf("the wait ended while the run was still queued: %+v", r)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	// The next daemon starts it under its id, and dies during it.
+	r, err := d.st.Run(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, store.RunQueued, r.Status)
+	r.StartedAt = time.Now()
+	require.NoError(t, d.st.StartQueuedRun(ctx, r))
+	recovered, err = d.st.RecoverRuns(ctx, r.StartedAt.Add(5*time.Second))
+	require.NoError(t, err)
+	require.Empty(t, recovered.Queued)
+	require.Len(t, recovered.Errored, 1)
+	require.Equal(t, id, recovered.Errored[0].ID)
+
+	res := d.wait(done)
+	require.Equal(t, 1, res.code)
+	require.Equal(t, "run "+id+" of net: errored in 5s: "+store.RunRestartedError+"\n", res.out)
 }
 
 // --follow: log lines reach stdout while the run is in flight, the verdict

@@ -12,6 +12,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/runid"
 	"github.com/driftwatch/driftwatch/internal/runner"
@@ -52,7 +53,7 @@ func Targets(cfg *config.Config, f Filter) ([]audit.Target, error) {
 		if !matchLabels(w.Labels, f.Labels) {
 			continue
 		}
-		rules, err := w.Rules(cfg.Defaults)
+		rules, err := policy.CompileRules(w.EffectiveForbidden(cfg.Defaults), w.Ignore)
 		if err != nil {
 			return nil, fmt.Errorf("workspace %q: %w", w.Name, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
@@ -24,20 +25,45 @@ var (
 	_ server.RemediationControl = control{}
 )
 
-func (c control) Workspaces() []server.WorkspaceInfo { return c.d.workspaceInfo() }
+// Workspaces lists the configured workspaces with their next run.
+func (c control) Workspaces() []server.WorkspaceInfo {
+	cfg := c.d.cfg.Load()
+	out := make([]server.WorkspaceInfo, 0, len(cfg.Workspaces))
+	for _, w := range cfg.Workspaces {
+		next, _ := c.d.runs.Next(w.Name)
+		out = append(out, server.WorkspaceInfo{Name: w.Name, Owner: w.Owner, Schedule: w.Schedule, Labels: w.Labels, NextRun: next})
+	}
+	return out
+}
 
-func (c control) Ready() error { return c.d.ready() }
+func (c control) Ready() error { return c.d.leader.Ready() }
 
 func (c control) LiveLog(runID string) *runlog.Log { return c.d.runs.Live(runID) }
 
+// Notifiers reports the outbox per configured notifier.
 func (c control) Notifiers(ctx context.Context) ([]server.NotifierStatus, error) {
-	return c.d.notifierStatus(ctx)
+	stats, err := c.d.store.OutboxStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := c.d.cfg.Load()
+	out := make([]server.NotifierStatus, 0, len(cfg.Notifiers))
+	for _, n := range cfg.Notifiers {
+		s := stats[n.Name]
+		ns := server.NotifierStatus{Name: n.Name, Pending: s.Pending, Dead: s.Dead, LastError: s.LastError}
+		if !s.OldestPending.IsZero() {
+			t := s.OldestPending
+			ns.OldestPending = &t
+		}
+		out = append(out, ns)
+	}
+	return out, nil
 }
 
-// Trigger is the daemon's manual trigger (trigger), its errors mapped by
+// Trigger is the run lifecycle's manual trigger, its errors mapped by
 // triggerError.
 func (c control) Trigger(name string) (string, error) {
-	id, err := c.d.trigger(name)
+	id, err := c.d.runs.Trigger(name)
 	if err != nil {
 		return "", triggerError(id, err)
 	}
@@ -46,15 +72,15 @@ func (c control) Trigger(name string) (string, error) {
 
 // triggerError maps an error of the daemon's trigger onto the server's:
 // the scheduler does not know the workspace (404), this daemon does not
-// schedule (503, with errStandby's text, or the standbyError's naming the
-// leader), or the workspace is busy with
+// schedule (503, with leader.ErrStandby's text, or the StandbyError's
+// naming the leader), or the workspace is busy with
 // the run id (409; id is "" when the run is not one the API shows). Any
 // other error is returned as it is (500).
 func triggerError(id string, err error) error {
 	switch {
 	case errors.Is(err, schedule.ErrUnknownJob):
 		return serverError{err, server.ErrUnknownWorkspace}
-	case errors.Is(err, errStandby):
+	case errors.Is(err, leader.ErrStandby):
 		return serverError{err, server.ErrUnavailable}
 	case errors.Is(err, schedule.ErrBusy):
 		return &server.BusyError{RunID: id, Err: err}
@@ -62,9 +88,9 @@ func triggerError(id string, err error) error {
 	return err
 }
 
-// Cancel is the daemon's cancel, its errors mapped by cancelError.
+// Cancel is the run lifecycle's cancel, its errors mapped by cancelError.
 func (c control) Cancel(runID string) (bool, error) {
-	queued, err := c.d.cancel(runID)
+	queued, err := c.d.runs.Cancel(runID)
 	if err != nil {
 		return false, cancelError(err)
 	}
@@ -73,20 +99,20 @@ func (c control) Cancel(runID string) (bool, error) {
 
 // cancelError maps an error of the daemon's cancel onto the server's: a
 // run that is not queued or running here (409 or 404), or a standby (503,
-// with the text of errStandby or the standbyError naming the leader). Any
+// with the text of leader.ErrStandby or the StandbyError naming the leader). Any
 // other error is returned as it is (500).
 func cancelError(err error) error {
 	switch {
 	case errors.Is(err, runlog.ErrNotRunning):
 		return serverError{err, server.ErrNotRunning}
-	case errors.Is(err, errStandby):
+	case errors.Is(err, leader.ErrStandby):
 		return serverError{err, server.ErrUnavailable}
 	}
 	return err
 }
 
 // serverError is err, with its text unchanged (the API shows the text of
-// some, e.g. errStandby's), that also matches the server's error kind.
+// some, e.g. leader.ErrStandby's), that also matches the server's error kind.
 type serverError struct{ err, kind error }
 
 func (e serverError) Error() string   { return e.err.Error() }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/leader"
+	"github.com/driftwatch/driftwatch/internal/run"
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
@@ -17,7 +19,9 @@ import (
 // the scheduler's and the run registry's onto them, keeping the text the
 // API shows and the original error for the log.
 func TestControlMapsErrors(t *testing.T) {
-	d, br := newQueueDaemon(t)
+	br := &blockingRunner{started: map[string]bool{}}
+	d := newTestDaemon(t, writeConfig(t, t.TempDir(), "off", "off"), br, nil)
+	d.schedule(t)
 	c := control{d: d}
 
 	running, err := c.Trigger("net")
@@ -36,10 +40,7 @@ func TestControlMapsErrors(t *testing.T) {
 		require.Equal(t, running, busy.RunID)
 	})
 	t.Run("busy with an adopted job", func(t *testing.T) {
-		d.mu.Lock()
-		d.adopted["db"] = true
-		d.mu.Unlock()
-		t.Cleanup(func() { d.mu.Lock(); delete(d.adopted, "db"); d.mu.Unlock() })
+		d.runs.Adopting([]run.Adopted{{Workspace: "db", RunID: "left-by-a-previous-daemon"}})
 		_, err := c.Trigger("db")
 		require.ErrorIs(t, err, server.ErrBusy)
 		var busy *server.BusyError
@@ -53,12 +54,12 @@ func TestControlMapsErrors(t *testing.T) {
 		require.NotErrorIs(t, err, server.ErrBusy)
 	})
 	t.Run("standby", func(t *testing.T) {
-		d.leading.Store(false)
-		t.Cleanup(func() { d.leading.Store(true) })
+		d.leader.SetLeading(false)
+		t.Cleanup(func() { d.leader.SetLeading(true) })
 		_, err := c.Trigger("db")
 		require.ErrorIs(t, err, server.ErrUnavailable)
-		require.EqualError(t, err, errStandby.Error(), "the 503 shows the daemon's reason")
-		require.ErrorIs(t, c.Ready(), errStandby)
+		require.EqualError(t, err, leader.ErrStandby.Error(), "the 503 shows the daemon's reason")
+		require.ErrorIs(t, c.Ready(), leader.ErrStandby)
 	})
 	require.NoError(t, c.Ready())
 
@@ -76,22 +77,21 @@ func TestControlMapsErrors(t *testing.T) {
 		}
 	})
 	t.Run("standby naming the leader", func(t *testing.T) {
-		// What notLeading returns while another daemon holds the Lease.
-		sb := standbyError{leader: "driftwatch-1_0badf00d"}
-		require.ErrorIs(t, sb, errStandby)
+		// What NotLeading returns while another daemon holds the Lease.
+		sb := leader.StandbyError{Leader: "driftwatch-1_0badf00d"}
+		require.ErrorIs(t, sb, leader.ErrStandby)
 		for _, err := range []error{triggerError("", sb), cancelError(sb)} {
 			require.ErrorIs(t, err, server.ErrUnavailable)
 			require.EqualError(t, err, "unavailable: this replica is a standby; the leader is driftwatch-1_0badf00d")
 		}
-		require.ErrorIs(t, cancelError(errStandby), server.ErrUnavailable)
+		require.ErrorIs(t, cancelError(leader.ErrStandby), server.ErrUnavailable)
 	})
 	t.Run("standby refuses cancel", func(t *testing.T) {
-		d.electing = true
-		d.leading.Store(false)
-		t.Cleanup(func() { d.electing = false; d.leading.Store(true) })
+		d.leader.SetLeading(false)
+		t.Cleanup(func() { d.leader.SetLeading(true) })
 		_, err := c.Cancel("any")
 		require.ErrorIs(t, err, server.ErrUnavailable)
-		require.EqualError(t, err, errStandby.Error(), "no elector: the leader is unknown")
+		require.EqualError(t, err, leader.ErrStandby.Error(), "no elector: the leader is unknown")
 	})
 	t.Run("other errors pass through", func(t *testing.T) {
 		boom := errors.New("boom")

@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/remediation"
+	"github.com/driftwatch/driftwatch/internal/run"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
@@ -55,11 +60,54 @@ func newKubeRuntime(cfg *config.Config, log *slog.Logger, proceed remote.Proceed
 		return nil, err
 	}
 	recv := remote.NewReceiver(remote.ReceiverOptions{Logger: log, Proceed: proceed})
-	r, err := kube.New(kube.Options{Client: cs, Receiver: recv, Config: k.Kube(), Logger: log})
+	r, err := kube.New(kube.Options{Client: cs, Receiver: recv, Config: kube.Config(k.Kube()), Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	return &kubeRuntime{runner: r, recv: recv, client: cs}, nil
+}
+
+// adopt starts the runner's Watch and adopts the Jobs a previous daemon
+// left running, marking their workspaces busy (run.Manager.Adopting). It
+// returns the context runs run under: cancelled once Watch has stopped,
+// which happens (in g) when ctx ends (awaited runs then end with
+// kube.ErrStopped and their Jobs keep running for the next daemon) or
+// Watch fails. From then on runs.Stop: no run starts.
+func (k *kubeRuntime) adopt(ctx context.Context, g *errgroup.Group, runs *run.Manager, rem *remediation.Controller) (context.Context, []run.Adopted, error) {
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	watchDone := make(chan error, 1)
+	go func() { watchDone <- k.runner.Watch(watchCtx) }()
+	actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	found, err := k.runner.Adopt(actx)
+	cancel()
+	if err != nil {
+		stopWatch()
+		<-watchDone //nolint:errcheck // stopped here: the caller returns its own error
+		return nil, nil, fmt.Errorf("kubernetes runner: adopt running jobs: %w", err)
+	}
+	adopted := make([]run.Adopted, 0, len(found))
+	for _, a := range found {
+		adopted = append(adopted, run.Adopted{Workspace: a.Workspace, RunID: a.RunID, Job: a.Job, Remediation: a.Remediation,
+			Runner: adoptedRunner{a: a, rem: rem, runner: k.runner}})
+	}
+	runs.Adopting(adopted)
+	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	g.Go(func() error {
+		defer stopWatch()
+		var err error
+		select {
+		case <-ctx.Done():
+			runs.Stop() // no run starts from here on
+			stopWatch()
+			<-watchDone //nolint:errcheck // stopped here: the caller returns its own error
+		case err = <-watchDone:
+			runs.Stop()
+			err = fmt.Errorf("kubernetes runner stopped: %w", err)
+		}
+		cancelRuns()
+		return err
+	})
+	return runCtx, adopted, nil
 }
 
 // adoptedRunner is a runner.Runner whose one run is an adopted Job: the
@@ -69,18 +117,19 @@ func newKubeRuntime(cfg *config.Config, log *slog.Logger, proceed remote.Proceed
 // the run is then a fresh detection Job: the verification that a local
 // apply is followed by.
 type adoptedRunner struct {
-	a *kube.Adopted
-	d *daemon
+	a      *kube.Adopted
+	rem    *remediation.Controller
+	runner *kube.Runner
 }
 
 func (r adoptedRunner) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
 	if !r.a.Remediation {
 		return r.a.Wait(ctx)
 	}
-	if err := r.d.rem.AwaitAdopted(ctx, r.a); err != nil {
+	if err := r.rem.AwaitAdopted(ctx, r.a); err != nil {
 		return runner.Result{}, err
 	}
-	return r.d.kube.runner.Run(ctx, req)
+	return r.runner.Run(ctx, req)
 }
 
 // handlers are the routes run pods call, authenticated with their per-run

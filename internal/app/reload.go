@@ -2,16 +2,13 @@ package app
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/signal"
 	"reflect"
 	"syscall"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/config"
-	"github.com/driftwatch/driftwatch/internal/schedule"
 )
 
 // reloadLoop applies a changed config on SIGHUP or when the file changes:
@@ -43,56 +40,46 @@ func (d *daemon) reloadLoop(ctx context.Context, path string, every time.Duratio
 }
 
 func (d *daemon) reload(path string) {
-	cfg, err := config.LoadFile(path)
-	if err == nil {
-		var targets map[string]audit.Target
-		if targets, err = targetMap(cfg, d.owner); err == nil {
-			if err = d.sched.SetJobs(jobs(cfg)); err == nil {
-				if !reflect.DeepEqual(d.cfg.Load().Notifiers, cfg.Notifiers) {
-					notifiers, nerr := buildNotifiers(cfg, d.log)
-					if nerr != nil {
-						d.log.Error("config reload: notifiers; keeping the previous ones", "err", nerr.Error())
-					} else {
-						d.outbox.SetNotifiers(notifiers)
-					}
-				}
-				plans := alertPlans(cfg)
-				old := d.cfg.Swap(cfg)
-				d.targets.Store(&targets)
-				d.alerts.Store(&plans)
-				d.rem.Reloaded(context.Background(), old) // remediations of workspaces turned off end
-				if !reflect.DeepEqual(old.Server, cfg.Server) || old.Store.Path != cfg.Store.Path || old.MaxConcurrentRuns != cfg.MaxConcurrentRuns || old.Defaults.Jitter != cfg.Defaults.Jitter {
-					d.log.Warn("server, store, max_concurrent_runs and jitter changes take effect after a restart")
-				}
-				d.log.Info("config reloaded", "workspaces", len(cfg.Workspaces))
-				if d.leading.Load() {
-					d.runNew(cfg) // a standby queues nothing: lead does when it leads
-				}
-				return
-			}
-		}
+	if err := d.apply(path); err != nil {
+		d.log.Error("config reload failed; keeping the previous config", "err", err.Error())
 	}
-	d.log.Error("config reload failed; keeping the previous config", "err", err.Error())
 }
 
-// runNew queues a run of every workspace that has never been checked,
-// rather than waiting for its first slot (an @daily workspace would
-// otherwise stay unknown for up to a day).
-func (d *daemon) runNew(cfg *config.Config) {
-	d.mu.Lock()
-	var names []string
-	for _, w := range cfg.Workspaces {
-		if _, known := d.states[w.Name]; !known {
-			names = append(names, w.Name)
+// apply loads the config file and makes it current: jobs, notifiers,
+// targets and alert plans; remediations of workspaces turned off end, and
+// workspaces never checked are queued.
+func (d *daemon) apply(path string) error {
+	cfg, err := config.LoadFile(path)
+	if err != nil {
+		return err
+	}
+	if _, err := targetMap(cfg, d.owner); err != nil {
+		return err
+	}
+	if err := d.runs.SetJobs(jobs(cfg)); err != nil {
+		return err
+	}
+	old := d.cfg.Load()
+	if !reflect.DeepEqual(old.Notifiers, cfg.Notifiers) {
+		notifiers, err := buildNotifiers(cfg, d.log)
+		if err != nil {
+			d.log.Error("config reload: notifiers; keeping the previous ones", "err", err.Error())
+		} else {
+			d.outbox.SetNotifiers(notifiers)
 		}
 	}
-	d.mu.Unlock()
-	for _, n := range names {
-		// ErrBusy: already queued (e.g. an interrupted run being re-run).
-		if err := d.sched.Trigger(n, "initial"); err != nil && !errors.Is(err, schedule.ErrBusy) {
-			d.log.Warn("initial run not queued", "workspace", n, "err", err)
-		}
+	if err := d.setConfig(cfg); err != nil {
+		return err
 	}
+	d.rem.Reloaded(context.Background(), old) // remediations of workspaces turned off end
+	if !reflect.DeepEqual(old.Server, cfg.Server) || old.Store.Path != cfg.Store.Path || old.MaxConcurrentRuns != cfg.MaxConcurrentRuns || old.Defaults.Jitter != cfg.Defaults.Jitter {
+		d.log.Warn("server, store, max_concurrent_runs and jitter changes take effect after a restart")
+	}
+	d.log.Info("config reloaded", "workspaces", len(cfg.Workspaces))
+	if d.leader.Leading() {
+		d.runs.QueueUnchecked(workspaceNames(cfg)) // a standby queues nothing: lead does when it leads
+	}
+	return nil
 }
 
 func modTime(path string) time.Time {
@@ -101,27 +88,4 @@ func modTime(path string) time.Time {
 		return time.Time{}
 	}
 	return fi.ModTime()
-}
-
-// pruneLoop applies run retention hourly.
-func (d *daemon) pruneLoop(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		cfg := d.cfg.Load()
-		var olderThan time.Time
-		if cfg.Store.MaxAge > 0 {
-			olderThan = time.Now().Add(-time.Duration(cfg.Store.MaxAge))
-		}
-		if n, err := d.store.Prune(ctx, cfg.Store.KeepRuns, olderThan); err != nil && ctx.Err() == nil {
-			d.log.Warn("store: prune", "err", err)
-		} else if n > 0 {
-			d.log.Info("store: pruned old runs", "runs", n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

@@ -12,19 +12,14 @@ import (
 	"github.com/driftwatch/driftwatch/internal/server"
 )
 
-// triggerRemediate is the scheduler trigger (and run trigger) of an apply:
-// runOne hands it to the controller (remediator.Apply).
-const triggerRemediate = remediation.TriggerRemediate
-
-// remediator is the daemon's remediation controller (internal/remediation),
+// newRemediator is the daemon's remediation controller (internal/remediation),
 // wired to the daemon through remediationHost. The daemon starts its loop
-// (Run) while it leads, hands it every finished detection (AfterDetect),
-// every reload (Reloaded), the scheduler's remediate runs (Apply) and the
-// remediation pods' proceed checks (mayApply).
-type remediator struct{ *remediation.Controller }
-
-func newRemediator(ctx context.Context, d *daemon, m *metrics.Remediations) (*remediator, error) {
-	c, err := remediation.New(ctx, remediation.Options{
+// (Run) while it leads; the run lifecycle hands it every finished detection
+// (AfterDetect) and the scheduler's remediate runs (Apply); reload hands it
+// every reload (Reloaded), and the remediation pods' proceed checks reach
+// it through mayApply.
+func newRemediator(ctx context.Context, d *daemon, m *metrics.Remediations) (*remediation.Controller, error) {
+	return remediation.New(ctx, remediation.Options{
 		Host:            remediationHost{d},
 		Store:           d.store,
 		Applier:         d.remediationApplier(),
@@ -33,14 +28,10 @@ func newRemediator(ctx context.Context, d *daemon, m *metrics.Remediations) (*re
 		Runner:          d.runnerMode(),
 		HashMismatchErr: server.ErrHashMismatch,
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &remediator{c}, nil
 }
 
 // remediationControl is the server's view of the controller.
-type remediationControl struct{ *remediator }
+type remediationControl struct{ *remediation.Controller }
 
 var _ server.RemediationControl = remediationControl{}
 
@@ -74,16 +65,14 @@ func (h remediationHost) Target(workspace string) (audit.Target, bool) {
 	return t, ok
 }
 
-func (h remediationHost) Leading() bool { return h.d.leading.Load() }
+func (h remediationHost) Leading() bool { return h.d.leader.Leading() }
 
-// QueueApply goes through the scheduler: the apply gets the workspace's
+// QueueApply goes through the run queue: the apply gets the workspace's
 // slot, so no other run of the workspace is in flight while it applies.
-func (h remediationHost) QueueApply(workspace string) error {
-	return h.d.sched.Trigger(workspace, triggerRemediate)
-}
+func (h remediationHost) QueueApply(workspace string) error { return h.d.runs.QueueApply(workspace) }
 
 func (h remediationHost) Detect(ctx context.Context, workspace, trigger string) {
-	h.d.detect(ctx, workspace, trigger)
+	h.d.runs.Detect(ctx, workspace, trigger)
 }
 
 func (h remediationHost) AlertPlan(workspace string) (remediation.AlertPlan, bool) {

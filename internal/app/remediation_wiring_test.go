@@ -2,25 +2,16 @@ package app
 
 import (
 	"encoding/json"
-	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/config"
-	"github.com/driftwatch/driftwatch/internal/metrics"
-	"github.com/driftwatch/driftwatch/internal/outbox"
 	"github.com/driftwatch/driftwatch/internal/remediate"
-	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
-	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
 
 // The controller's behaviour is tested in internal/remediation; these
@@ -28,10 +19,10 @@ import (
 // the scheduler's remediate runs, the proceed check, the API's view and
 // the Host the controller reads the daemon through.
 
-// wiringDaemon is a leading daemon on a real store and config file (net
-// and db, remediation per mode), its remediator built by newRemediator.
-// Before that, the store holds a paused flag (if paused) and remediation
-// "rem-run" of db running its apply "apply-1", as a restart finds them.
+// wiringDaemon is a leading daemon built by newDaemon on a real store and
+// config file (net and db, remediation per mode). Before that, the store
+// holds a paused flag (if paused) and remediation "rem-run" of db running
+// its apply "apply-1", as a restart finds them.
 type wiringDaemon struct {
 	d    *daemon
 	dir  string
@@ -40,65 +31,20 @@ type wiringDaemon struct {
 
 func (w *wiringDaemon) writeConfig(t *testing.T, net, db string) {
 	t.Helper()
-	body := fmt.Sprintf(`store: { path: %q }
-notifiers:
-  - name: hook
-    type: webhook
-    webhook: { url_file: hook-url, secret_file: hook-secret }
-alerts: { default_notifiers: [hook] }
-workspaces:
-  - name: net
-    source: { path: ./net }
-    remediation: { mode: %s }
-  - name: db
-    source: { path: ./db }
-    remediation: { mode: %s }
-`, filepath.Join(w.dir, "dw.db"), net, db)
-	require.NoError(t, os.WriteFile(w.path, []byte(body), 0o644))
+	w.path = writeConfig(t, w.dir, net, db)
 }
 
 func newWiringDaemon(t *testing.T, paused bool) *wiringDaemon {
 	t.Helper()
-	dir := t.TempDir()
-	w := &wiringDaemon{dir: dir, path: filepath.Join(dir, "driftwatch.yaml")}
-	for _, n := range []string{"net", "db"} {
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, n), 0o755))
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "hook-url"), []byte("http://127.0.0.1:9/hook\n"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "hook-secret"), []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
+	w := &wiringDaemon{dir: t.TempDir()}
 	w.writeConfig(t, config.RemediationApprove, config.RemediationApprove)
-	cfg, err := config.LoadFile(w.path)
-	require.NoError(t, err)
-
-	logger := slog.New(slog.DiscardHandler)
-	st, err := sqlite.Open(t.Context(), cfg.Store.Path, logger)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	require.NoError(t, st.SetRemediationPaused(t.Context(), paused))
-	w.storeRemediation(t, st, "rem-run", "db", store.RemediationApproved)
-	_, err = st.TransitionRemediation(t.Context(), "rem-run", []store.RemediationState{store.RemediationApproved},
-		store.Transition{State: store.RemediationRunning, At: time.Now().UTC(), ApplyRunID: "apply-1"})
-	require.NoError(t, err)
-
-	states := map[string]store.WorkspaceState{"net": {Workspace: "net"}, "db": {Workspace: "db"}}
-	d := &daemon{log: logger, owner: "test", store: st, states: states, adopted: map[string]bool{}, runs: runlog.NewRegistry()}
-	d.cfg.Store(cfg)
-	targets, err := targetMap(cfg, d.owner)
-	require.NoError(t, err)
-	d.targets.Store(&targets)
-	plans := alertPlans(cfg)
-	d.alerts.Store(&plans)
-	reg := prometheus.NewRegistry()
-	d.metrics = metrics.New(reg, d.snapshot)
-	d.outbox, err = outbox.New(outbox.Options{Store: st, Logger: logger})
-	require.NoError(t, err)
-	d.sched, err = schedule.New(d.schedOptions(cfg))
-	require.NoError(t, err)
-	require.NoError(t, d.sched.SetJobs(jobs(cfg)))
-	d.rem, err = newRemediator(t.Context(), d, metrics.NewRemediations(reg))
-	require.NoError(t, err)
-	d.leading.Store(true) // as lead does once it schedules
-	w.d = d
+	w.d = newTestDaemon(t, w.path, nil, func(st store.DaemonStore) {
+		require.NoError(t, st.SetRemediationPaused(t.Context(), paused))
+		w.storeRemediation(t, st, "rem-run", "db", store.RemediationApproved)
+		_, err := st.TransitionRemediation(t.Context(), "rem-run", []store.RemediationState{store.RemediationApproved},
+			store.Transition{State: store.RemediationRunning, At: time.Now().UTC(), ApplyRunID: "apply-1"})
+		require.NoError(t, err)
+	})
 	return w
 }
 
@@ -135,7 +81,7 @@ func (w *wiringDaemon) reload(t *testing.T, net, db string) {
 	w.d.reload(w.path)
 }
 
-// TestRemediationWiringStart: newRemediator reads the persisted kill
+// TestRemediationWiringStart: newDaemon's controller reads the persisted kill
 // switch and marks the apply a previous process left running failed.
 func TestRemediationWiringStart(t *testing.T) {
 	w := newWiringDaemon(t, true)
@@ -160,10 +106,10 @@ func TestRemediationWiringReload(t *testing.T) {
 	w.storeRemediation(t, w.d.store, "rem-net", "net", store.RemediationPending)
 	w.storeRemediation(t, w.d.store, "rem-db", "db", store.RemediationPending)
 
-	w.d.leading.Store(false)
+	w.d.leader.SetLeading(false)
 	w.reload(t, config.RemediationApprove, config.RemediationOff)
 	require.Equal(t, store.RemediationPending, w.get(t, "rem-db").State, "a standby writes nothing")
-	w.d.leading.Store(true)
+	w.d.leader.SetLeading(true)
 
 	w.reload(t, config.RemediationOff, config.RemediationOff)
 	got := w.get(t, "rem-net")
@@ -207,9 +153,10 @@ func TestRemediationWiringSchedulerRun(t *testing.T) {
 		return cfg
 	}()) // swapped without the reload hook
 
-	w.d.runOne(t.Context(), schedule.QueuedRun{Name: "net", Trigger: triggerRemediate})
+	w.d.schedule(t)
+	require.NoError(t, w.d.runs.QueueApply("net"))
+	require.Eventually(t, func() bool { return w.get(t, "rem-net").State == store.RemediationRefused }, 10*time.Second, time.Millisecond)
 	got := w.get(t, "rem-net")
-	require.Equal(t, store.RemediationRefused, got.State)
 	require.Equal(t, "remediation for workspace net is off (config)", got.Reason)
 	runs, err := w.d.store.Runs(t.Context(), "net", 10)
 	require.NoError(t, err)
@@ -235,9 +182,9 @@ func TestRemediationHost(t *testing.T) {
 	_, ok = h.AlertPlan("nope")
 	require.False(t, ok)
 	require.True(t, h.Leading())
-	w.d.leading.Store(false)
+	w.d.leader.SetLeading(false)
 	require.False(t, h.Leading())
-	w.d.leading.Store(true)
+	w.d.leader.SetLeading(true)
 
 	// An apply is queued in the workspace's slot under its own trigger;
 	// the scheduler refuses a second one and an unknown workspace.
@@ -247,6 +194,6 @@ func TestRemediationHost(t *testing.T) {
 	runs, err := w.d.store.Runs(t.Context(), "net", 10)
 	require.NoError(t, err)
 	require.Empty(t, runs, "a queued apply is not recorded as a queued run")
-	_, err = w.d.trigger("net")
+	_, err = w.d.runs.Trigger("net")
 	require.ErrorIs(t, err, schedule.ErrBusy, "a manual run waits for the apply")
 }

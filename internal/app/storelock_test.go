@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 )
 
@@ -36,8 +37,8 @@ func TestDaemonStoreOwnership(t *testing.T) {
 		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
 		return c
 	}
-	left := orphan(storeOwner(storePath))
-	others := orphan(storeOwner(filepath.Join(dir, "other.db")))
+	left := orphan(leader.StoreOwner(storePath))
+	others := orphan(leader.StoreOwner(filepath.Join(dir, "other.db")))
 
 	var logs syncBuf
 	ctx, cancel := context.WithCancel(t.Context())
@@ -57,17 +58,14 @@ func TestDaemonStoreOwnership(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, "Z", strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))[0], "another store's process is left alone")
 
-	old := storeLockWait
-	storeLockWait = 200 * time.Millisecond
-	t.Cleanup(func() { storeLockWait = old })
-	code, err := RunDaemon(t.Context(), DaemonOptions{ConfigPath: cfg, Logger: slog.New(slog.DiscardHandler)})
+	code, err := RunDaemon(t.Context(), DaemonOptions{ConfigPath: cfg, Logger: slog.New(slog.DiscardHandler), StoreLockWait: 200 * time.Millisecond})
 	require.Equal(t, 1, code)
 	require.EqualError(t, err, "store "+storePath+": in use by another driftwatch daemon (lock file "+storePath+".lock)")
 
 	cancel()
 	require.NoError(t, <-done)
 	// Stopped: the store is free again.
-	unlock, err := lockStore(t.Context(), storePath, storeLockWait)
+	unlock, err := leader.ClaimStore(t.Context(), slog.New(slog.DiscardHandler), storePath, dir, 200*time.Millisecond)
 	require.NoError(t, err)
 	unlock()
 }

@@ -10,31 +10,20 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/driftwatch/driftwatch/internal/backend/backendpolicy"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/source"
 )
 
-// Policy selects the checks for one workspace. The zero value checks
-// nothing; DefaultPolicy is what a workspace gets unless its configuration
-// says otherwise.
-type Policy struct {
-	// Enabled turns the check on; when false, Check reads nothing.
-	Enabled bool
-	// AllowLocal accepts local state (e.g. a workspace labelled dev). The
-	// state-file permission check still applies.
-	AllowLocal bool
-	// RequireEncryption reports backends that store or send state
-	// unencrypted (s3 encrypt, http over plain http).
-	RequireEncryption bool
-	// RequireLocking reports backends without state locking.
-	RequireLocking bool
-}
+// Policy selects the checks for one workspace (see backendpolicy.Policy:
+// the leaf holds it, with the `backend_policy:` overrides config carries).
+// The zero value checks nothing; DefaultPolicy is what a workspace gets
+// unless its configuration says otherwise.
+type Policy = backendpolicy.Policy
 
 // DefaultPolicy returns the policy of a workspace with no backend_policy:
 // every check on, local state not allowed.
-func DefaultPolicy() Policy {
-	return Policy{Enabled: true, RequireEncryption: true, RequireLocking: true}
-}
+func DefaultPolicy() Policy { return backendpolicy.Default() }
 
 // Check reads the effective backend of the root module in dir (the backend
 // or cloud block of its *.tf and *.tf.json files, with backendConfig

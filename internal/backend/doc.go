@@ -55,7 +55,12 @@
 // a module file that is a named pipe, a device or a symlink out of the tree
 // is an error, never a hang.
 //
-// This package may import drift, source (for its safe reader) and HCL; it
-// must not import runner, config, store, notify or app, and must never open
-// a network connection.
+// Policy and its defaults live in the leaf internal/backend/backendpolicy
+// (backend.Policy is backendpolicy.Policy), with the `backend_policy:`
+// overrides config carries and merges (config.EffectiveBackendPolicy), so
+// config needs no import of this package.
+//
+// This package may import drift, source (for its safe reader),
+// backend/backendpolicy and HCL; it must not import runner, config, store,
+// notify or app, and must never open a network connection.
 package backend

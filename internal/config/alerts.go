@@ -8,8 +8,89 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/severity"
 )
+
+// Notifier is one named alert destination. Secrets come from files.
+type Notifier struct {
+	Name string `yaml:"name"`
+	// Type is slack, opsgenie or webhook.
+	Type     string          `yaml:"type"`
+	Slack    *SlackConfig    `yaml:"slack"`
+	OpsGenie *OpsGenieConfig `yaml:"opsgenie"`
+	Webhook  *WebhookConfig  `yaml:"webhook"`
+	// Timeout bounds one HTTP request of a delivery (default 10s).
+	Timeout Duration `yaml:"timeout"`
+	// CAFile adds PEM certificates to trust (private CAs, TLS proxies).
+	CAFile string `yaml:"ca_file"`
+}
+
+// SlackConfig: bot mode (token_file + channel: one message per incident,
+// updated in place, changes in its thread) or webhook mode (webhook_url_file:
+// one message per transition).
+type SlackConfig struct {
+	Mode           string `yaml:"mode"`
+	TokenFile      string `yaml:"token_file"`
+	Channel        string `yaml:"channel"`
+	WebhookURLFile string `yaml:"webhook_url_file"`
+	// APIURL overrides https://slack.com/api/ (tests, proxies).
+	APIURL string `yaml:"api_url"`
+}
+
+// OpsGenieConfig is an OpsGenie API integration.
+type OpsGenieConfig struct {
+	APIKeyFile string `yaml:"api_key_file"`
+	// Region is us (default) or eu.
+	Region string `yaml:"region"`
+	// APIURL overrides the region's API URL (tests, proxies).
+	APIURL string `yaml:"api_url"`
+}
+
+// WebhookConfig is a generic signed JSON webhook.
+type WebhookConfig struct {
+	URLFile    string            `yaml:"url_file"`
+	SecretFile string            `yaml:"secret_file"`
+	Headers    map[string]string `yaml:"headers"`
+}
+
+// Alerts configures incidents and their routing.
+type Alerts struct {
+	// DefaultNotifiers receive incidents no route matches.
+	DefaultNotifiers []string `yaml:"default_notifiers"`
+	AlertPolicy      `yaml:",inline"`
+	Routes           []Route `yaml:"routes"`
+}
+
+// AlertPolicy can be set in alerts and overridden per workspace.
+type AlertPolicy struct {
+	// IncludePending makes pending (unapplied) changes part of the drift incident.
+	IncludePending *bool `yaml:"include_pending"`
+	// ConfirmAfter consecutive observations open an incident (default 1).
+	ConfirmAfter int `yaml:"confirm_after"`
+	// ErroredAfter consecutive errored runs open an errored incident (default 3).
+	ErroredAfter int `yaml:"errored_after"`
+	// RenotifyAfter re-sends an unchanged open incident (default: never).
+	RenotifyAfter Duration `yaml:"renotify_after"`
+	// Severity per class: drift, forbidden, errored.
+	Severity map[string]string `yaml:"severity"`
+}
+
+// Route sends matching workspaces' incidents to notifiers.
+type Route struct {
+	Match     RouteMatch        `yaml:"match"`
+	Notifiers []string          `yaml:"notifiers"`
+	Severity  map[string]string `yaml:"severity"`
+	// Team is the responder team (OpsGenie).
+	Team string `yaml:"team"`
+	// Continue evaluates the next routes too (default: first match wins).
+	Continue bool `yaml:"continue"`
+}
+
+// RouteMatch selects workspaces by name globs and labels (all must match).
+type RouteMatch struct {
+	Workspaces []string          `yaml:"workspaces"`
+	Labels     map[string]string `yaml:"labels"`
+}
 
 // Alert defaults.
 const (
@@ -171,7 +252,7 @@ func checkSeverities(pos *positions, key string, m map[string]string) []error {
 		if !alertClasses[class] {
 			errs = append(errs, pos.errorf(key+"."+class, "unknown class %q (use drift, forbidden or errored)", class))
 		}
-		if _, err := notify.ParseSeverity(sev); err != nil {
+		if _, err := severity.Parse(sev); err != nil {
 			errs = append(errs, pos.errorf(key+"."+class, "%v", err))
 		}
 	}

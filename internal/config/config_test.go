@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,7 +23,7 @@ func TestLoadValid(t *testing.T) {
 	require.Equal(t, filepath.Join(dir, "aws-key"), net.SecretEnvFiles["AWS_SECRET_ACCESS_KEY"])
 	require.Equal(t, map[string]string{"env": "prod", "team": "net"}, net.Labels, "defaults.labels are merged")
 	require.Equal(t, 5*time.Minute, net.EffectiveTimeout(cfg.Defaults))
-	rules, err := net.Rules(cfg.Defaults)
+	rules, err := policy.CompileRules(net.EffectiveForbidden(cfg.Defaults), net.Ignore)
 	require.NoError(t, err)
 	require.Len(t, rules.Forbidden, 2, "default forbidden list applies")
 	require.True(t, rules.Forbidden[0].Match("kubernetes_namespace"))
@@ -40,14 +41,14 @@ func TestLoadValid(t *testing.T) {
 	legacy := cfg.Workspaces[1]
 	require.Equal(t, "envs/prod", legacy.Source.Git.Path)
 	require.Equal(t, 30*time.Second, legacy.EffectiveTimeout(cfg.Defaults))
-	rules, err = legacy.Rules(cfg.Defaults)
+	rules, err = policy.CompileRules(legacy.EffectiveForbidden(cfg.Defaults), legacy.Ignore)
 	require.NoError(t, err)
 	require.Empty(t, rules.Forbidden, "forbidden: [] allows every type")
 
 	dns := cfg.Workspaces[2]
 	require.Equal(t, "dns", dns.Name, "included fragments are appended")
 	require.Equal(t, filepath.Join(dir, "net"), dns.Source.Path, "fragment paths resolve against the fragment")
-	rules, err = dns.Rules(cfg.Defaults)
+	rules, err = policy.CompileRules(dns.EffectiveForbidden(cfg.Defaults), dns.Ignore)
 	require.NoError(t, err)
 	require.True(t, rules.Forbidden[1].Match("kubectl_manifest"))
 }

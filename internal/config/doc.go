@@ -5,20 +5,30 @@
 // and key ("file:line: workspaces[1].source.path: ..."), all of them
 // joined; relative paths resolve against the config file's directory.
 //
-// It also maps its settings onto the types the packages that use them
-// own: Workspace.Rules (policy.Rules), EffectiveBackendPolicy
-// (backend.Policy), EffectiveRemediation (with a remediate.Envelope),
-// RunnerKubernetes.Kube (kube.Config), EffectiveAlertPolicy, and lists the
-// secrets it names (SecretFiles, SecretValues) for redaction.
+// It is a leaf of plain data plus validation. Where a subsystem owns a
+// block of settings, config embeds that subsystem's type rather than
+// copying its fields: runner.kubernetes is kubecfg.Config (kube.Config is
+// a defined type over it; Kube returns it), a remediation block embeds
+// envelope.Envelope (remediate.Envelope), backend_policy is
+// backendpolicy.Overrides (EffectiveBackendPolicy merges the layers into a
+// backend.Policy), an ignore entry is pattern.Ignore. What config derives
+// is plain data the subsystems take as is: EffectiveForbidden (which
+// policy.CompileRules compiles with the Ignore entries),
+// EffectiveRemediation, EffectiveAlertPolicy, EffectiveTimeout, and the
+// secrets it names (SecretFiles, SecretValues) for redaction. Validation
+// uses the subsystems' own checks from the same leaves: pattern.Compile
+// (globs), cronspec (schedules, as the scheduler parses them),
+// severity.Parse, cafile.Read (the callback CA), kubecfg.Config.Validate
+// and envelope.Envelope.Validate.
 //
 // Loading reads the config and its fragments and checks that the files it
 // names exist (token files: readable and not empty); it opens no
 // connection, starts nothing and constructs no runner, notifier or store.
 //
-// It imports backend, notify, policy, remediate, runner/kube and schedule
-// for their types, parsers and validators; none of them may import it.
-// It must not import app, audit, server, store, outbox, incident,
-// remediation, tfsession, runner/local, runner/sandbox, runner/remote or
-// the notifier implementations. Only cmd/driftwatch, app and remediation
-// import it (and kubetest's tests).
+// It imports no internal package but leaves (packages that import no other
+// internal package): backend/backendpolicy, cafile, notify/severity,
+// policy/pattern, remediate/envelope, runner/kube/kubecfg and
+// schedule/cronspec (the depguard rule config-imports-leaves-only in
+// .golangci.yml enforces the list). Only cmd/driftwatch, app and
+// remediation import it (and kubetest's tests).
 package config

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediate/envelope"
 )
 
 // Remediation modes.
@@ -33,11 +33,11 @@ func (r RemediationSwitch) On() bool { return r.Enabled == nil || *r.Enabled }
 type Remediation struct {
 	// Mode is off (default), approve or auto.
 	Mode string `yaml:"mode"`
-	// AllowActions lists the planned actions an apply may perform
-	// (default [update]; also create, delete, replace).
-	AllowActions []string `yaml:"allow_actions"`
-	// MaxResources caps the resources one remediation changes (default 10).
-	MaxResources int `yaml:"max_resources"`
+	// Envelope is allow_actions, the planned actions an apply may perform
+	// (default [update]; also create, delete, replace), and max_resources,
+	// the resources one remediation changes at most (default 10): the
+	// remediation envelope's own keys and checks (envelope.Envelope).
+	envelope.Envelope `yaml:",inline"`
 	// ApprovalTTL: a pending remediation expires after this (default 24h).
 	ApprovalTTL Duration `yaml:"approval_ttl"`
 	// LockTimeout is how long plan and apply wait for the state lock
@@ -48,7 +48,7 @@ type Remediation struct {
 // RemediationPolicy is a workspace's effective remediation policy.
 type RemediationPolicy struct {
 	Mode        string
-	Envelope    remediate.Envelope
+	Envelope    envelope.Envelope
 	ApprovalTTL time.Duration
 	LockTimeout time.Duration
 }
@@ -63,8 +63,7 @@ func (r *Remediation) validate(pos *positions, key string) []error {
 	default:
 		errs = append(errs, pos.errorf(key+".mode", "unknown mode %q (use off, approve or auto)", r.Mode))
 	}
-	env := remediate.Envelope{AllowActions: r.AllowActions, MaxResources: r.MaxResources}
-	if err := env.Validate(); err != nil {
+	if err := r.Envelope.Validate(); err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			k, msg, _ := strings.Cut(line, ": ")
 			errs = append(errs, pos.errorf(key+"."+k, "%s", msg))

@@ -5,9 +5,8 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/driftwatch/driftwatch/internal/runner/kube"
+	"github.com/driftwatch/driftwatch/internal/cafile"
+	"github.com/driftwatch/driftwatch/internal/runner/kube/kubecfg"
 )
 
 // Runner modes.
@@ -62,88 +61,23 @@ func (l LeaderElection) Timings() (lease, renew, retry time.Duration) {
 	return lease, renew, retry
 }
 
-// RunnerKubernetes is `runner.kubernetes:`, mapped onto kube.Config.
+// RunnerKubernetes is `runner.kubernetes:`: where the daemon finds the
+// cluster, and the Kubernetes runner's own settings (kubecfg.Config, keys
+// and checks included), which kube.Config is a defined type over.
 type RunnerKubernetes struct {
 	// Kubeconfig is a kubeconfig file (out-of-cluster, tests); empty: the
 	// in-cluster service account.
-	Kubeconfig       string   `yaml:"kubeconfig"`
-	Namespace        string   `yaml:"namespace"`
-	Image            string   `yaml:"image"`
-	ImagePullPolicy  string   `yaml:"image_pull_policy"`
-	ImagePullSecrets []string `yaml:"image_pull_secrets"`
-	Command          []string `yaml:"command"`
-	ServiceAccount   string   `yaml:"service_account"`
-	CallbackURL      string   `yaml:"callback_url"`
-	// CallbackCAFile is a PEM file of the CA that signed the daemon's
-	// certificate (server.tls_cert_file), for an https callback_url: run
-	// pods trust the system roots plus this CA. Relative to the config file.
-	CallbackCAFile   string                   `yaml:"callback_ca_file"`
-	Resources        KubeResources            `yaml:"resources"`
-	DefaultTimeout   Duration                 `yaml:"default_timeout"`
-	StartupAllowance Duration                 `yaml:"startup_allowance"`
-	TTLAfterFinished Duration                 `yaml:"ttl_after_finished"`
-	CLIConfigFile    string                   `yaml:"cli_config_file"`
-	Events           bool                     `yaml:"events"`
-	Workspaces       map[string]KubeWorkspace `yaml:"workspaces"`
+	Kubeconfig     string `yaml:"kubeconfig"`
+	kubecfg.Config `yaml:",inline"`
 }
 
-// KubeResources are requests and limits by resource name.
-type KubeResources struct {
-	Requests map[string]string `yaml:"requests"`
-	Limits   map[string]string `yaml:"limits"`
-}
-
-// KubeWorkspace is runner.kubernetes.workspaces.<name>.
-type KubeWorkspace struct {
-	SecretEnv      map[string]SecretKeyRef `yaml:"secret_env"`
-	GitCredentials *SecretKeyRef           `yaml:"git_credentials"`
-	Resources      KubeResources           `yaml:"resources"`
-}
-
-// SecretKeyRef names one key of a Secret.
-type SecretKeyRef struct {
-	Secret string `yaml:"secret"`
-	Key    string `yaml:"key"`
-}
-
-// Kube returns the Kubernetes runner's configuration.
-func (k *RunnerKubernetes) Kube() kube.Config {
+// Kube returns the Kubernetes runner's configuration (the zero Config when
+// k is nil); the app hands it to kube.New as kube.Config(k.Kube()).
+func (k *RunnerKubernetes) Kube() kubecfg.Config {
 	if k == nil {
-		return kube.Config{}
+		return kubecfg.Config{}
 	}
-	c := kube.Config{
-		Namespace:        k.Namespace,
-		Image:            k.Image,
-		ImagePullPolicy:  corev1.PullPolicy(k.ImagePullPolicy),
-		ImagePullSecrets: k.ImagePullSecrets,
-		Command:          k.Command,
-		ServiceAccount:   k.ServiceAccount,
-		CallbackURL:      k.CallbackURL,
-		CallbackCAFile:   k.CallbackCAFile,
-		Resources:        kube.Resources{Requests: k.Resources.Requests, Limits: k.Resources.Limits},
-		DefaultTimeout:   time.Duration(k.DefaultTimeout),
-		StartupAllowance: time.Duration(k.StartupAllowance),
-		TTLAfterFinished: time.Duration(k.TTLAfterFinished),
-		CLIConfigFile:    k.CLIConfigFile,
-		Events:           k.Events,
-	}
-	if len(k.Workspaces) > 0 {
-		c.Workspaces = map[string]kube.Workspace{}
-		for name, w := range k.Workspaces {
-			kw := kube.Workspace{Resources: kube.Resources{Requests: w.Resources.Requests, Limits: w.Resources.Limits}}
-			if len(w.SecretEnv) > 0 {
-				kw.SecretEnv = map[string]kube.SecretKeyRef{}
-				for env, r := range w.SecretEnv {
-					kw.SecretEnv[env] = kube.SecretKeyRef{Name: r.Secret, Key: r.Key}
-				}
-			}
-			if w.GitCredentials != nil {
-				kw.GitCredentials = &kube.SecretKeyRef{Name: w.GitCredentials.Secret, Key: w.GitCredentials.Key}
-			}
-			c.Workspaces[name] = kw
-		}
-	}
-	return c
+	return k.Config
 }
 
 // LeaseNamespace is the Lease's namespace.
@@ -178,11 +112,11 @@ func (c *Config) validateRunner(pos *positions) []error {
 	}
 	r.Kubernetes.CallbackCAFile = absFrom(filepath.Dir(c.File), r.Kubernetes.CallbackCAFile)
 	if f := r.Kubernetes.CallbackCAFile; f != "" {
-		if _, err := kube.ReadCallbackCA(f); err != nil {
+		if _, err := cafile.Read(f); err != nil {
 			errs = append(errs, pos.errorf("runner.kubernetes.callback_ca_file", "%v", err))
 		}
 	}
-	if err := r.Kubernetes.Kube().Validate(); err != nil {
+	if err := r.Kubernetes.Config.Validate(); err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			// Lines start with the key: "namespace is required",
 			// "workspaces.a.secret_env.X: ...".

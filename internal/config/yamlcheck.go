@@ -40,7 +40,11 @@ func (p *positions) errorf(path, format string, args ...any) error {
 	return fmt.Errorf("%s: %s", p.at(path), fmt.Sprintf(format, args...))
 }
 
-var durationType = reflect.TypeOf(Duration(0))
+// durationTypes are checked as durations: Duration, and time.Duration in
+// the settings config embeds from the packages that own them (for example
+// runner.kubernetes's default_timeout), which YAML decodes from the same
+// Go duration strings.
+var durationTypes = map[reflect.Type]bool{reflect.TypeOf(Duration(0)): true, reflect.TypeOf(time.Duration(0)): true}
 
 // check walks node against the Go type t strictly: unknown and duplicate
 // keys, wrong node kinds and unparsable scalars are reported with file, line
@@ -64,7 +68,7 @@ func (p *positions) check(node *yaml.Node, t reflect.Type, path string) []error 
 		return []error{fmt.Errorf("%s:%d: %s: expected %s, got %s", p.file, node.Line, displayPath(path), want, nodeKind(node))}
 	}
 	switch {
-	case t == durationType:
+	case durationTypes[t]:
 		if node.Kind != yaml.ScalarNode {
 			return kindErr("a duration such as 10m")
 		}

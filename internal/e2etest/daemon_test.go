@@ -1,18 +1,12 @@
 package e2etest
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,251 +19,6 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/browsertest"
 )
-
-// daemonProc is a real `driftwatch daemon` process on a random local port.
-type daemonProc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	base   string
-	logs   *syncBuffer
-	exited chan struct{}
-	code   int
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
-// startDaemon starts the daemon and waits until /readyz answers 200.
-func startDaemon(t *testing.T, cfg, listen string) *daemonProc {
-	t.Helper()
-	return startDaemonEnv(t, cfg, listen, nil)
-}
-
-// startDaemonEnv is startDaemon with extra environment variables.
-func startDaemonEnv(t *testing.T, cfg, listen string, env []string) *daemonProc {
-	t.Helper()
-	return startDaemonProbe(t, cfg, listen, env, "/readyz")
-}
-
-// startDaemonProbe is startDaemonEnv waiting for probe to answer 200 (a
-// standby is live, /healthz, but not ready).
-func startDaemonProbe(t *testing.T, cfg, listen string, env []string, probe string) *daemonProc {
-	t.Helper()
-	d := &daemonProc{t: t, base: "http://" + listen, logs: &syncBuffer{}, exited: make(chan struct{})}
-	d.cmd = exec.Command(driftwatchBin, "daemon", "--config", cfg, "--log-level", "debug")
-	d.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	d.cmd.Stdout = d.logs
-	d.cmd.Stderr = d.logs
-	require.NoError(t, d.cmd.Start())
-	go func() {
-		err := d.cmd.Wait()
-		d.code = 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			d.code = ee.ExitCode()
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				d.code = -int(ws.Signal())
-			}
-		}
-		close(d.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-d.exited:
-		default:
-			_ = d.cmd.Process.Kill()
-			<-d.exited
-		}
-		if t.Failed() {
-			t.Logf("daemon logs:\n%s", d.logs.String())
-		}
-	})
-	d.eventually("daemon ready", 20*time.Second, func() bool {
-		resp, err := http.Get(d.base + probe)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
-	return d
-}
-
-func (d *daemonProc) eventually(what string, within time.Duration, cond func() bool) {
-	d.t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		select {
-		case <-d.exited:
-			d.t.Fatalf("daemon exited (code %d) while waiting for %s", d.code, what)
-		default:
-		}
-		if cond() {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	d.t.Fatalf("timed out after %s waiting for %s", within, what)
-}
-
-// signal sends sig and waits for the process to exit.
-func (d *daemonProc) stop(sig syscall.Signal, within time.Duration) int {
-	d.t.Helper()
-	require.NoError(d.t, d.cmd.Process.Signal(sig))
-	select {
-	case <-d.exited:
-		return d.code
-	case <-time.After(within):
-		d.t.Fatalf("daemon did not exit within %s after %v", within, sig)
-	}
-	return 0
-}
-
-type apiWorkspace struct {
-	Name   string `json:"name"`
-	Status string `json:"status"`
-	Counts struct {
-		Drift, Pending, Forbidden int
-	} `json:"counts"`
-	Error     string `json:"error"`
-	LastRunID string `json:"last_run_id"`
-}
-
-func (d *daemonProc) workspaces() map[string]apiWorkspace {
-	d.t.Helper()
-	var body struct {
-		Workspaces []apiWorkspace `json:"workspaces"`
-	}
-	d.getJSON("/api/v1/workspaces", &body)
-	out := map[string]apiWorkspace{}
-	for _, w := range body.Workspaces {
-		out[w.Name] = w
-	}
-	return out
-}
-
-type apiRun struct {
-	ID      string `json:"id"`
-	Status  string `json:"status"`
-	Trigger string `json:"trigger"`
-	Error   string `json:"error"`
-}
-
-func (d *daemonProc) runs(ws string) []apiRun {
-	d.t.Helper()
-	var body struct {
-		Runs []apiRun `json:"runs"`
-	}
-	d.getJSON("/api/v1/workspaces/"+ws+"/runs", &body)
-	return body.Runs
-}
-
-func (d *daemonProc) getJSON(path string, v any) {
-	d.t.Helper()
-	resp, err := http.Get(d.base + path)
-	require.NoError(d.t, err)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	require.Equal(d.t, 200, resp.StatusCode, "%s: %s", path, b)
-	require.NoError(d.t, json.Unmarshal(b, v), string(b))
-}
-
-func (d *daemonProc) post(path, token string) int {
-	d.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, d.base+path, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(d.t, err)
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
-// metric returns the value of one exposition line (name{labels}).
-func (d *daemonProc) metric(series string) float64 {
-	d.t.Helper()
-	resp, err := http.Get(d.base + "/metrics")
-	require.NoError(d.t, err)
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			require.NoError(d.t, err)
-			return f
-		}
-	}
-	return -1
-}
-
-func describeTF(dir string) string {
-	var out []string
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		cwd, err := os.Readlink(filepath.Join("/proc", p.Name(), "cwd"))
-		if err != nil || !strings.HasPrefix(cwd, dir) {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		out = append(out, p.Name()+" "+cwd+" "+strings.ReplaceAll(string(cmd), "\x00", " "))
-	}
-	return strings.Join(out, "\n")
-}
-
-// tfProcesses counts the runs under dir that have a live Terraform/OpenTofu
-// process: distinct run directories, since a process that is forking a
-// provider briefly shows up twice.
-func tfProcesses(dir string) int {
-	runs := map[string]bool{}
-	eachRunProcess(dir, func(rel, exe string) {
-		if b := filepath.Base(exe); b == "terraform" || b == "tofu" {
-			runs[strings.Split(rel, string(filepath.Separator))[0]] = true
-		}
-	})
-	return len(runs)
-}
-
-// eachRunProcess calls fn with the working directory (relative to dir) and
-// executable of every process working under dir.
-func eachRunProcess(dir string, fn func(rel, exe string)) {
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if _, err := strconv.Atoi(p.Name()); err != nil {
-			continue
-		}
-		cwd, err := os.Readlink(filepath.Join("/proc", p.Name(), "cwd"))
-		rel, rerr := filepath.Rel(dir, cwd)
-		if err != nil || rerr != nil || strings.HasPrefix(rel, "..") {
-			continue
-		}
-		exe, _ := os.Readlink(filepath.Join("/proc", p.Name(), "exe"))
-		fn(rel, exe)
-	}
-}
 
 const slowWorkspace = `terraform {
   required_providers {
@@ -438,49 +187,56 @@ workspaces:
 	}
 }
 
-func mustRead(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	require.NoError(t, err)
-	return string(b)
-}
-
-// TestDaemonKill9Restart: a daemon killed with SIGKILL mid-run keeps its
-// history; the restarted daemon marks the run interrupted and runs the
-// workspace again.
+// TestDaemonKill9Restart: a daemon killed with SIGKILL mid-plan keeps its
+// history. The restarted daemon kills the provider its killed run left
+// and removes the run's directory, records the run errored ("daemon
+// restarted") and runs the workspace again, and runs the run that was
+// queued under its own id.
 func TestDaemonKill9Restart(t *testing.T) {
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	fast := e.workspace(t, "fast", map[string]string{"main.tf": `resource "terraform_data" "x" { input = 1 }`})
 	e.apply(t, fast)
 	e.workspace(t, "slow", map[string]string{"main.tf": fmt.Sprintf(slowWorkspace, "8s")})
+	waiting := e.workspace(t, "waiting", map[string]string{"main.tf": `resource "terraform_data" "w" { input = 1 }`})
+	e.apply(t, waiting)
 	listen := freePort(t)
 	cfg := e.config(t, fmt.Sprintf(`
 server: { listen: "%s" }
 store: { path: %s }
+max_concurrent_runs: 1
 workspaces:
   - name: fast
     source: { path: ./fast }
   - name: slow
     source: { path: ./slow }
+  - name: waiting
+    source: { path: ./waiting }
 `, listen, filepath.Join(e.root, "data", "driftwatch.db")))
 	d := startDaemon(t, cfg, listen)
-	d.eventually("fast finished, slow running", 60*time.Second, func() bool {
+	d.eventually("fast finished, slow running, waiting queued", 60*time.Second, func() bool {
 		ws := d.workspaces()
-		runs := d.runs("slow")
-		return ws["fast"].Status == "clean" && len(runs) == 1 && runs[0].Status == "running" && tfProcesses(e.workDir()) > 0
+		slow, waiting := d.runs("slow"), d.runs("waiting")
+		return ws["fast"].Status == "clean" && len(slow) == 1 && slow[0].Status == "running" && providerPIDs(e.workDir()) != nil &&
+			len(waiting) == 1 && waiting[0].Status == "queued"
 	})
-	interruptedID := d.runs("slow")[0].ID
+	killedID := d.runs("slow")[0].ID
+	queuedID := d.runs("waiting")[0].ID
 	fastRun := d.runs("fast")[0].ID
 	require.Equal(t, -int(syscall.SIGKILL), d.stop(syscall.SIGKILL, 10*time.Second))
 	// The killed daemon's run directory (code copy, generated var file)
-	// stays on disk until a daemon of the same store starts again.
+	// and its provider stay until a daemon of the same store starts again.
 	left, _ := filepath.Glob(filepath.Join(e.workDir(), "dw-*"))
 	require.NotEmpty(t, left, "kill -9 leaves its run directory behind")
+	orphans := providerPIDs(e.workDir())
+	require.NotEmpty(t, orphans, "kill -9 leaves the plan's provider running")
 
 	d2 := startDaemon(t, cfg, listen)
 	for _, dir := range left {
 		require.NoDirExists(t, dir, "the restarted daemon removes its predecessor's run directories")
+	}
+	for _, pid := range orphans {
+		require.NoFileExists(t, fmt.Sprintf("/proc/%d/status", pid), "the restarted daemon kills the orphaned provider %d", pid)
 	}
 	// A second daemon on the same store is refused before it does anything.
 	second := driftwatch(t, nil, "daemon", "--config", cfg)
@@ -488,210 +244,29 @@ workspaces:
 	require.Contains(t, second.stderr, "in use by another driftwatch daemon")
 	require.Equal(t, fastRun, d2.runs("fast")[0].ID, "history survives kill -9")
 	require.Len(t, d2.runs("fast"), 1, "a finished workspace is not re-run")
-	d2.eventually("slow re-run finished", 60*time.Second, func() bool {
-		runs := d2.runs("slow")
-		return len(runs) == 2 && runs[0].Status == "clean"
+	d2.eventually("the queued run ran, slow re-run finished", 90*time.Second, func() bool {
+		slow, waiting := d2.runs("slow"), d2.runs("waiting")
+		return len(slow) == 2 && slow[0].Status == "clean" && len(waiting) == 1 && waiting[0].Status == "clean"
 	})
 	runs := d2.runs("slow")
 	require.Equal(t, "rerun", runs[0].Trigger)
-	require.Equal(t, interruptedID, runs[1].ID)
-	require.Equal(t, "interrupted", runs[1].Status)
+	require.Equal(t, killedID, runs[1].ID)
+	require.Equal(t, "errored", runs[1].Status)
+	require.Equal(t, "daemon restarted: the run was in flight when the previous driftwatch process stopped", runs[1].Error)
+	require.Equal(t, queuedID, d2.runs("waiting")[0].ID, "the queued run keeps its id across the restart")
+	require.Equal(t, "initial", d2.runs("waiting")[0].Trigger)
 	require.Equal(t, 0, d2.stop(syscall.SIGTERM, 30*time.Second))
 	require.Zero(t, tfProcesses(e.workDir()), "no orphan Terraform after kill -9 and restart")
+	require.Empty(t, providerPIDs(e.workDir()), "no orphan provider after kill -9 and restart")
 }
 
-// TestDaemonLogsAndCancel follows a slow plan's log live over SSE, cancels
-// the run through the API, and checks the run ends cancelled with no
-// Terraform left, its stored log redacted.
-func TestDaemonLogsAndCancel(t *testing.T) {
-	bins, cli := tftest.Tools(t)
-	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
-	e.workspace(t, "slow", map[string]string{"main.tf": fmt.Sprintf(slowWorkspace, "60s") + `
-variable "marker" { type = string }
-resource "terraform_data" "m" {
-  input = var.marker
-}
-`})
-	e.workspace(t, "quick", map[string]string{"main.tf": `output "x" { value = 1 }` + "\n"})
-	token := "dw-api-token-logs-77"
-	tokenFile := filepath.Join(e.root, "api-token")
-	require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
-	listen := freePort(t)
-	cfg := e.config(t, fmt.Sprintf(`
-server: { listen: "%s", token_file: %s }
-store: { path: %s }
-max_concurrent_runs: 1
-workspaces:
-  - name: quick
-    source: { path: ./quick }
-  - name: slow
-    source: { path: ./slow }
-    vars: { marker: "CANARY-var-in-log-9d1" }
-`, listen, tokenFile, filepath.Join(e.root, "data", "dw.db")))
-	d := startDaemon(t, cfg, listen)
-	// The initial runs go one at a time: quick's, then slow's.
-	d.eventually("quick's initial run done", 60*time.Second, func() bool {
-		runs := d.runs("quick")
-		return len(runs) == 1 && runs[0].Status == "clean"
+// providerPIDs lists the provider processes working under dir (nil: none).
+func providerPIDs(dir string) []int {
+	var pids []int
+	eachRunProcess(dir, func(pid int, _, exe string) {
+		if strings.HasPrefix(filepath.Base(exe), "terraform-provider-") {
+			pids = append(pids, pid)
+		}
 	})
-	var runID string
-	d.eventually("slow run started", 60*time.Second, func() bool {
-		runs := d.runs("slow")
-		if len(runs) == 1 && runs[0].Status == "running" {
-			runID = runs[0].ID
-			return true
-		}
-		return false
-	})
-
-	// Never hang: if the stream stalls, dump the daemon's goroutines into
-	// its log (printed on failure) and fail.
-	sseCtx, stopSSE := context.WithTimeout(t.Context(), 90*time.Second)
-	defer stopSSE()
-	stall := time.AfterFunc(85*time.Second, func() { _ = d.cmd.Process.Signal(syscall.SIGQUIT) })
-	defer stall.Stop()
-	// Logs need a read credential: the API token is one.
-	req, _ := http.NewRequestWithContext(sseCtx, http.MethodGet, d.base+"/api/v1/runs/"+runID+"/logs", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no log without a read credential")
-	req, _ = http.NewRequestWithContext(sseCtx, http.MethodGet, d.base+"/api/v1/runs/"+runID+"/logs", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err = http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, "text/event-stream", strings.Split(resp.Header.Get("Content-Type"), ";")[0])
-	sc := bufio.NewScanner(resp.Body)
-	var seen []string
-	for sc.Scan() {
-		seen = append(seen, sc.Text())
-		if strings.Contains(sc.Text(), "== plan ==") {
-			break
-		}
-	}
-	require.Contains(t, strings.Join(seen, "\n"), "== init ==")
-	require.Equal(t, "running", d.runs("slow")[0].Status, "lines arrive while the run is still going")
-
-	// The one run slot is taken: a run of quick is queued, with an id to
-	// follow and cancel it by. Cancelled, it never starts.
-	queued := triggerRun(t, d, "quick", token)
-	var qrun apiRun
-	d.getJSON("/api/v1/runs/"+queued, &qrun)
-	require.Equal(t, apiRun{ID: queued, Status: "queued", Trigger: "manual"}, qrun)
-	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n", logSnapshot(t, d, queued, token), "driftwatch logs ID")
-	qreq, _ := http.NewRequestWithContext(sseCtx, http.MethodGet, d.base+"/api/v1/runs/"+queued+"/logs", nil)
-	qreq.Header.Set("Accept", "text/event-stream")
-	qreq.Header.Set("Authorization", "Bearer "+token)
-	qresp, err := http.DefaultClient.Do(qreq)
-	require.NoError(t, err)
-	defer qresp.Body.Close()
-	qsc := bufio.NewScanner(qresp.Body)
-	require.True(t, qsc.Scan())
-	require.Equal(t, "data: == queued (trigger manual): waiting for a run slot ==", qsc.Text(), "a follower waits on a queued run")
-	time.Sleep(time.Second) // queued stays queued while the slot is taken
-	d.getJSON("/api/v1/runs/"+queued, &qrun)
-	require.Equal(t, "queued", qrun.Status)
-	code, body := postBody(t, d, "/api/v1/runs/"+queued+"/cancel", token)
-	require.Equal(t, http.StatusAccepted, code, body)
-	require.JSONEq(t, `{"run": "`+queued+`", "status": "cancelled"}`, body)
-	var qevents []string
-	for qsc.Scan() {
-		qevents = append(qevents, qsc.Text())
-		if qsc.Text() == "event: end" {
-			break
-		}
-	}
-	require.True(t, qsc.Scan())
-	require.Equal(t, `data: {"status":"cancelled"}`, qsc.Text(), "events: %q", qevents)
-	d.getJSON("/api/v1/runs/"+queued, &qrun)
-	require.Equal(t, apiRun{ID: queued, Status: "cancelled", Trigger: "manual", Error: "cancelled by request"}, qrun)
-	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n== cancelled while queued: cancelled by request ==\n",
-		logSnapshot(t, d, queued, token))
-	require.Equal(t, http.StatusConflict, d.post("/api/v1/runs/"+queued+"/cancel", token), "cancelled already")
-	require.Equal(t, 1, tfProcesses(e.workDir()), "only slow's Terraform runs:\n%s", describeTF(e.workDir()))
-	require.Equal(t, "running", d.runs("slow")[0].Status, "the running run is not affected")
-	require.Equal(t, "clean", d.workspaces()["quick"].Status, "a cancelled queued run changes no state")
-
-	require.Equal(t, http.StatusUnauthorized, d.post("/api/v1/runs/"+runID+"/cancel", ""))
-	require.Equal(t, http.StatusAccepted, d.post("/api/v1/runs/"+runID+"/cancel", token))
-	var end string
-	for sc.Scan() {
-		seen = append(seen, sc.Text())
-		if sc.Text() == "event: end" && sc.Scan() {
-			end = sc.Text()
-			break
-		}
-	}
-	require.NoError(t, sseCtx.Err(), "the log stream stalled")
-	require.Equal(t, `data: {"status":"cancelled"}`, end)
-	d.eventually("run recorded cancelled", 30*time.Second, func() bool {
-		r := d.runs("slow")
-		return len(r) == 1 && r[0].Status == "cancelled"
-	})
-	require.Zero(t, tfProcesses(e.workDir()), "no Terraform left after cancel")
-	require.Equal(t, "unknown", d.workspaces()["slow"].Status, "a cancelled run changes no state")
-
-	stored := logSnapshot(t, d, runID, token)
-	require.Contains(t, stored, "== plan ==")
-	all := strings.Join(seen, "\n") + stored
-	require.NotContains(t, all, "CANARY-var-in-log-9d1")
-	require.Equal(t, http.StatusConflict, d.post("/api/v1/runs/"+runID+"/cancel", token), "not running any more")
-	// The slot is free now: the cancelled run of quick still never starts.
-	time.Sleep(2 * time.Second)
-	require.Equal(t, []apiRun{{ID: queued, Status: "cancelled", Trigger: "manual", Error: "cancelled by request"}},
-		d.runs("quick")[:1])
-	require.Len(t, d.runs("quick"), 2)
-	require.Zero(t, tfProcesses(e.workDir()))
-	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second))
-}
-
-// triggerRun queues a run through the API and returns its id.
-func triggerRun(t *testing.T, d *daemonProc, ws, token string) string {
-	t.Helper()
-	code, body := postBody(t, d, "/api/v1/workspaces/"+ws+"/runs", token)
-	require.Equal(t, http.StatusAccepted, code, body)
-	var out struct {
-		Workspace string `json:"workspace"`
-		RunID     string `json:"run_id"`
-		Status    string `json:"status"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(body), &out), body)
-	require.Equal(t, ws, out.Workspace)
-	require.Equal(t, "queued", out.Status)
-	require.Regexp(t, `^[0-9a-f]{16}$`, out.RunID)
-	return out.RunID
-}
-
-// logSnapshot is what `driftwatch logs ID --token-file F` prints: the log
-// so far (or the stored log), read with token.
-func logSnapshot(t *testing.T, d *daemonProc, id, token string) string {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, d.base+"/api/v1/runs/"+id+"/logs", nil)
-	require.NoError(t, err)
-	req.Header.Set("Accept", "text/plain")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
-	return string(b)
-}
-
-// postBody is post that returns the response body too.
-func postBody(t *testing.T, d *daemonProc, path, token string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, d.base+path, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	return pids
 }

@@ -4,18 +4,22 @@
 // that tells the outbox whether and when to retry. Messages carry no
 // attribute values: findings are addresses, actions and attribute paths.
 // Vendor packages never import each other, the store or the config.
+//
+// Severity and its parser live in the leaf internal/notify/severity (one
+// list of severities, which config also validates against); notify names
+// them as Severity, Severity* and ParseSeverity.
 package notify
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/notify/severity"
 )
 
 // Event is what happened to an incident.
@@ -44,25 +48,21 @@ const (
 )
 
 // Severity of an incident, highest first. OpsGenie maps it to P1..P5.
-type Severity string
+// It is severity.Severity: the leaf internal/notify/severity holds the
+// list, so config validates severities without importing notify.
+type Severity = severity.Severity
 
 // Severities.
 const (
-	SeverityCritical Severity = "critical"
-	SeverityHigh     Severity = "high"
-	SeverityModerate Severity = "moderate"
-	SeverityLow      Severity = "low"
-	SeverityInfo     Severity = "info"
+	SeverityCritical = severity.Critical
+	SeverityHigh     = severity.High
+	SeverityModerate = severity.Moderate
+	SeverityLow      = severity.Low
+	SeverityInfo     = severity.Info
 )
 
-// ParseSeverity validates s.
-func ParseSeverity(s string) (Severity, error) {
-	switch v := Severity(s); v {
-	case SeverityCritical, SeverityHigh, SeverityModerate, SeverityLow, SeverityInfo:
-		return v, nil
-	}
-	return "", fmt.Errorf("unknown severity %q (use critical, high, moderate, low or info)", s)
-}
+// ParseSeverity validates s (severity.Parse).
+func ParseSeverity(s string) (Severity, error) { return severity.Parse(s) }
 
 // Incident is the value-free description of one incident at the time of a
 // message.

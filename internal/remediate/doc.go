@@ -53,6 +53,11 @@
 // The caller owns approval, expiry, the global kill switch's state
 // (Applier.Paused) and running at most one operation per workspace.
 //
+// Envelope, its defaults and its validation live in the leaf
+// internal/remediate/envelope (remediate.Envelope is envelope.Envelope),
+// which config embeds in a workspace's `remediation:` block: the keys and
+// checks are written once.
+//
 // It drives Terraform through internal/tfsession (the one importer of
 // terraform-exec), as the local runner does; it must not import config,
 // store, notify, server or app.

@@ -1,7 +1,6 @@
 package remediate
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -10,74 +9,32 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/planparse"
+	"github.com/driftwatch/driftwatch/internal/remediate/envelope"
 )
 
-// Actions an envelope can allow. They are planparse.Change.Action values of
-// the plan's resource_changes, i.e. what the apply would do, not what the
-// drift was: a resource deleted outside Terraform is drift "delete" and
-// becomes a planned "create".
+// Actions an envelope can allow (envelope.Action*): planned actions of the
+// plan's resource_changes, what the apply would do, not what the drift was.
 const (
-	ActionUpdate  = "update"
-	ActionCreate  = "create"
-	ActionDelete  = "delete"
-	ActionReplace = "replace"
+	ActionUpdate  = envelope.ActionUpdate
+	ActionCreate  = envelope.ActionCreate
+	ActionDelete  = envelope.ActionDelete
+	ActionReplace = envelope.ActionReplace
 )
 
 // Defaults of an Envelope's zero fields.
 const (
-	DefaultMaxResources = 10
+	DefaultMaxResources = envelope.DefaultMaxResources
 )
 
 // DefaultAllowActions is what an empty Envelope.AllowActions means: only
 // in-place updates.
-func DefaultAllowActions() []string { return []string{ActionUpdate} }
-
-// knownActions are the only values AllowActions may hold.
-var knownActions = []string{ActionUpdate, ActionCreate, ActionDelete, ActionReplace}
+func DefaultAllowActions() []string { return envelope.DefaultAllowActions() }
 
 // Envelope is the safety envelope of one workspace: what a remediation may
-// do. Its zero value is the default: update only, at most 10 resources.
-type Envelope struct {
-	// AllowActions lists the planned actions a remediation may perform:
-	// "update" (default), "create", "delete", "replace".
-	//
-	// "create" is its own entry, off by default: the only way drift yields
-	// a planned create is a resource deleted outside Terraform, and
-	// re-creating it makes a new object (new ID, new cost, maybe an empty
-	// database) where a deletion by hand is often deliberate (a
-	// decommission, an incident response). Reverting an attribute is not
-	// in the same risk class, so re-creation must be asked for explicitly.
-	AllowActions []string
-	// MaxResources caps the number of resources one remediation changes
-	// (0: DefaultMaxResources).
-	MaxResources int
-}
-
-// WithDefaults returns e with its zero fields filled in.
-func (e Envelope) WithDefaults() Envelope {
-	if len(e.AllowActions) == 0 {
-		e.AllowActions = DefaultAllowActions()
-	}
-	if e.MaxResources <= 0 {
-		e.MaxResources = DefaultMaxResources
-	}
-	return e
-}
-
-// Validate checks the envelope as configured; the messages name the
-// remediation keys.
-func (e Envelope) Validate() error {
-	var errs []error
-	for _, a := range e.AllowActions {
-		if !slices.Contains(knownActions, a) {
-			errs = append(errs, fmt.Errorf("allow_actions: unknown action %q (allowed: %s)", a, strings.Join(knownActions, ", ")))
-		}
-	}
-	if e.MaxResources < 0 {
-		errs = append(errs, fmt.Errorf("max_resources: must not be negative, got %d", e.MaxResources))
-	}
-	return errors.Join(errs...)
-}
+// do (AllowActions, MaxResources; WithDefaults, Validate). It is
+// envelope.Envelope, the type config embeds in a workspace's
+// `remediation:` block, so the keys, defaults and checks exist once.
+type Envelope = envelope.Envelope
 
 // Refusal codes set by Evaluate.
 const (

@@ -13,6 +13,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/metrics"
 	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/run"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -21,8 +22,8 @@ import (
 // TriggerRemediate is the scheduler trigger (and run trigger) of an apply:
 // going through the scheduler gives it the workspace's slot, so no other
 // run of the workspace is in flight while it applies. Host.QueueApply
-// queues it; the daemon's scheduler job calls Apply for it.
-const TriggerRemediate = "remediate"
+// queues it; the run lifecycle (internal/run) calls Apply for it.
+const TriggerRemediate = run.TriggerRemediate
 
 // triggerVerify is the detection run asked for (Host.Detect) right after
 // an apply.

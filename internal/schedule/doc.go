@@ -12,7 +12,9 @@
 // # Specs
 //
 // See ParseSpec: five cron fields, descriptors (@hourly, @daily, "@every
-// 30m", ...) and an optional "CRON_TZ=Zone " or "TZ=Zone " prefix. Specs
+// 30m", ...) and an optional "CRON_TZ=Zone " or "TZ=Zone " prefix. The
+// parser is the leaf internal/schedule/cronspec (ParseSpec forwards to
+// it), which config validation uses too. Specs
 // without a prefix are evaluated in Options.Location (default time.Local,
 // which is UTC in the container image). Zones are loaded with
 // time.LoadLocation from the system's tzdata: the image's debian-slim

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -19,8 +18,6 @@ import (
 // deadlock guard, not a sleep: the waits return as soon as the condition
 // holds.
 const waitLimit = 5 * time.Second
-
-func quote(s string) string { return strconv.Quote(s) }
 
 // call is one invocation of Options.Run.
 type call struct {

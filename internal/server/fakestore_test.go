@@ -56,8 +56,9 @@ func (f *fakeStore) FinishRun(_ context.Context, r store.Run) (before, after sto
 	return before, after, nil
 }
 
-func (f *fakeStore) MarkInterrupted(context.Context, time.Time, ...string) ([]store.Run, error) {
-	return nil, nil
+// RecoverRuns finds nothing: the server never calls it.
+func (f *fakeStore) RecoverRuns(context.Context, time.Time, ...string) (store.Recovered, error) {
+	return store.Recovered{}, nil
 }
 
 func (f *fakeStore) Run(_ context.Context, id string) (store.Run, error) {

@@ -10,10 +10,9 @@ import "context"
 // A queued run leaves the queue in one of four ways: it starts
 // (StartQueuedRun, then FinishRun, FinishRunWithOutcome or FinishRunOnly),
 // it is finished without starting (FinishQueuedRun: cancelled), it turns
-// out to be no run at all and is deleted (DeleteQueuedRun), or the process
-// stops with it waiting and MarkInterrupted, at the next start, records it
-// interrupted. Queued runs survive a restart as queued until then; Prune
-// never deletes one.
+// out to be no run at all and is deleted (DeleteQueuedRun). A queued run
+// survives a restart as queued: RecoverRuns returns it at the next start,
+// and the daemon queues it again under its id. Prune never deletes one.
 //
 // None of these methods changes a workspace's state or incidents. None is
 // idempotent: each moves a run out of the queued status, so a second call
@@ -31,7 +30,7 @@ type QueueStore interface {
 	// QueueRun failed), r is recorded as running, from r.Workspace,
 	// r.Trigger and r.StartedAt (Error, Tool, Findings and Phases are
 	// ignored). A run with r.ID that is not queued (running, finished,
-	// cancelled, interrupted) or is another workspace's is an error and is
+	// cancelled, errored) or is another workspace's is an error and is
 	// left alone. ID, Workspace and StartedAt are required.
 	StartQueuedRun(ctx context.Context, r Run) error
 	// FinishQueuedRun records the outcome of a queued run that never

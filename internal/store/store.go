@@ -18,13 +18,27 @@ const (
 	RunQueued drift.Status = "queued"
 	// RunRunning marks a run that has started and not finished.
 	RunRunning drift.Status = "running"
-	// RunInterrupted marks a run the process died during, or before a
-	// queued run started (found at startup).
+	// RunInterrupted marks a run that ended without a verdict because its
+	// runner went away: an adopted Job of a workspace removed from the
+	// config meanwhile. Stores written by driftwatch before RecoverRuns
+	// also hold runs interrupted by a restart.
 	RunInterrupted drift.Status = "interrupted"
 	// RunCancelled marks a run stopped on request: neither clean nor
 	// errored, it changes no workspace state and no incident.
 	RunCancelled drift.Status = "cancelled"
 )
+
+// RunRestartedError is the Error of a run that RecoverRuns finds running:
+// its daemon stopped or died during it, and its processes with it.
+const RunRestartedError = "daemon restarted: the run was in flight when the previous driftwatch process stopped"
+
+// Recovered is what RecoverRuns found a previous process left.
+type Recovered struct {
+	// Errored are the runs it was running, now errored.
+	Errored []Run
+	// Queued are the runs still waiting for a slot, still queued.
+	Queued []Run
+}
 
 // Run is one execution of one workspace.
 type Run struct {
@@ -81,18 +95,21 @@ type Store interface {
 	// finished, cancelled, interrupted) is an error and changes nothing: a
 	// run finishes once.
 	FinishRun(ctx context.Context, r Run) (before, after WorkspaceState, err error)
-	// MarkInterrupted turns every run still marked running or queued (the
-	// process died, or stopped with runs in flight or waiting) into
-	// interrupted, finished at at, with an Error that says whether it had
-	// started, and returns them, oldest StartedAt first. Workspace states
-	// are left alone (an interruption says nothing about drift), and so are
-	// finished and cancelled runs. A run is interrupted once: a second call
-	// returns none. The daemon calls it at start, before it queues anything.
-	// Runs whose ID is in keep are left as they are and not returned: runs
-	// still in flight elsewhere (an adopted Kubernetes Job's), which are
-	// finished later by FinishRun like any running run. An ID in keep that
-	// no running or queued run has is ignored.
-	MarkInterrupted(ctx context.Context, at time.Time, keep ...string) ([]Run, error)
+	// RecoverRuns is a daemon's first write at start, before it queues
+	// anything: it settles what a previous process left unfinished. Every
+	// run still marked running (its process died with the daemon: kill -9,
+	// crash, shutdown) is finished errored at at, with Error
+	// RunRestartedError, and returned in Errored, oldest StartedAt first.
+	// Every queued run stays queued and is returned in Queued, oldest first,
+	// so that the daemon queues it again under its own id. Workspace states
+	// and incidents are left alone (a restart says nothing about drift), and
+	// so are finished and cancelled runs. A run is errored once: a second
+	// call returns it no more (a queued run is returned until it leaves the
+	// queue). Runs whose ID is in keep are left as they are and not
+	// returned: runs still in flight elsewhere (an adopted Kubernetes
+	// Job's), which are finished later by FinishRun like any running run.
+	// An ID in keep that no running or queued run has is ignored.
+	RecoverRuns(ctx context.Context, at time.Time, keep ...string) (Recovered, error)
 	// Run returns one run, whatever its status; ErrNotFound if unknown.
 	Run(ctx context.Context, id string) (Run, error)
 	// Runs lists a workspace's runs (queued, running and finished), newest

@@ -246,7 +246,7 @@ func prepare(cfg Config, req runner.Request, now time.Time) (runPlan, error) {
 			req.Workspace, strings.Join(missing, ", "), req.Workspace)
 	}
 
-	p := runPlan{name: JobName(req.Workspace, req.RunID), resources: cfg.Resources.merge(ws.Resources)}
+	p := runPlan{name: JobName(req.Workspace, req.RunID), resources: cfg.Resources.Merge(ws.Resources)}
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = cfg.DefaultTimeout
@@ -279,7 +279,7 @@ func prepare(cfg Config, req runner.Request, now time.Time) (runPlan, error) {
 		WorkDir:        WorkDir,
 		GitCacheDir:    WorkDir + "/git",
 		CallbackURL:    strings.TrimRight(cfg.CallbackURL, "/") + remote.ResultPath(req.RunID),
-		CallbackCA:     cfg.callbackCA,
+		CallbackCA:     cfg.CallbackCA,
 		TokenFile:      TokenPath,
 		ExpiresAt:      now.Add(p.deadline + deliverySlack).UTC().Truncate(time.Second),
 		SecretEnvFiles: secretEnv,
@@ -436,7 +436,7 @@ func buildJob(cfg Config, p runPlan, tokenHash [32]byte) *batchv1.Job {
 							{Name: "HOME", Value: TmpDir},
 							{Name: "TMPDIR", Value: TmpDir},
 						},
-						Resources:    p.resources.requirements(),
+						Resources:    requirements(p.resources),
 						VolumeMounts: mounts,
 						// The result travels over HTTP; the termination
 						// message only explains a pod that could not deliver.
@@ -447,7 +447,7 @@ func buildJob(cfg Config, p runPlan, tokenHash [32]byte) *batchv1.Job {
 						Image:                    cfg.Image,
 						ImagePullPolicy:          cfg.ImagePullPolicy,
 						Command:                  reporterCommand,
-						Resources:                reporterResources.requirements(),
+						Resources:                requirements(reporterResources),
 						VolumeMounts:             reporterMounts,
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 						SecurityContext:          containerSecurity(ReporterUser),

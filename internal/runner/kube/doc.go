@@ -183,5 +183,10 @@
 // waits for it) before cancelling its runs, and records ErrStopped runs as
 // interrupted.
 //
+// Config is a defined type over kubecfg.Config, the leaf that declares
+// runner.kubernetes's settings and checks them (Validate), so config embeds
+// the same type and no field is copied between the two; ReadCallbackCA is
+// cafile.Read, which config validation runs too.
+//
 // This package must not import config, store, audit or notify.
 package kube

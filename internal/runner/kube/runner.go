@@ -292,7 +292,7 @@ func (r *Runner) start(ctx context.Context, req runner.Request, rem *remote.Reme
 		err = fmt.Errorf("callback CA: %w", err)
 		return nil, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}
-	cfg.callbackCA = ca
+	cfg.CallbackCA = ca
 	p, err := prepare(cfg, req, r.now())
 	if err != nil {
 		return nil, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}

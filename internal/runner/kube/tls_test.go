@@ -66,7 +66,7 @@ func TestCallbackCA(t *testing.T) {
 	cfg.CallbackCAFile = caFile
 	require.NoError(t, cfg.Validate())
 	cfg = cfg.withDefaults()
-	cfg.callbackCA = string(ca)
+	cfg.CallbackCA = string(ca)
 	p, err := prepare(cfg, testRequest(), testNow)
 	require.NoError(t, err)
 	require.Equal(t, string(ca), p.spec.CallbackCA)

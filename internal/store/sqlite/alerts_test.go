@@ -88,9 +88,11 @@ func checkMigratedV1(t *testing.T, path string) {
 
 	// The run a v1 process left running is found, and the workspaces carry
 	// on with incidents.
-	interrupted, err := s.MarkInterrupted(ctx, time.Now())
+	recovered, err := s.RecoverRuns(ctx, time.Now())
 	require.NoError(t, err)
-	require.Equal(t, []string{"v1-run-inflight"}, ids(interrupted))
+	require.Equal(t, []string{"v1-run-inflight"}, ids(recovered.Errored))
+	require.Equal(t, store.RunRestartedError, recovered.Errored[0].Error)
+	require.Empty(t, recovered.Queued)
 	r := store.Run{ID: "v2-run", Workspace: "net", Trigger: "schedule", StartedAt: time.Now()}
 	require.NoError(t, s.StartRun(ctx, r))
 	r.Status, r.FinishedAt = drift.StatusClean, time.Now()

@@ -11,7 +11,7 @@
 // versioned schema migrations, and the durability settings. The database
 // runs in WAL mode with synchronous=FULL: a write is on disk when the method
 // returns, so neither kill -9 nor a node losing power can take back a
-// committed run; at most the run in flight is lost, and MarkInterrupted
+// committed run; at most the run in flight is lost, and RecoverRuns
 // finds it at the next start.
 //
 // All writes go through a single connection, so FinishRun's

@@ -38,7 +38,7 @@ CREATE TABLE runs (
 
 -- Runs: newest first per workspace; Prune ranks within a workspace.
 CREATE INDEX runs_workspace_started ON runs (workspace, started_at);
--- MarkInterrupted at startup: only the few running rows.
+-- RecoverRuns at startup: only the few running rows.
 CREATE INDEX runs_running ON runs (started_at) WHERE status = 'running';
 
 CREATE TABLE workspace_state (

@@ -14,8 +14,8 @@ var _ store.QueueStore = (*Store)(nil)
 // Queued runs (store.QueueStore): the daemon records a run when the
 // scheduler queues it (so it can be named, followed and cancelled before it
 // starts), then starts it, or finishes it without starting (cancelled while
-// queued). A queued run the process died with is marked interrupted by
-// MarkInterrupted.
+// queued). A queued run the process died with stays queued: RecoverRuns
+// returns it to the next process, which queues it again.
 
 // QueueRun records r as queued. ID, Workspace and StartedAt (when it was
 // queued) are required, and the ID must be new; Status and FinishedAt are
@@ -42,7 +42,7 @@ func (s *Store) QueueRun(ctx context.Context, r store.Run) error {
 // StartQueuedRun records r as running from r.StartedAt: the queued run with
 // r.ID starts or, when no run has this ID (it was never queued, or its
 // QueueRun failed), it is recorded like StartRun does. A run with this ID
-// that is no longer queued (cancelled, interrupted, started) is an error.
+// that is no longer queued (cancelled, errored, started) is an error.
 func (s *Store) StartQueuedRun(ctx context.Context, r store.Run) error {
 	if err := checkStart(r); err != nil {
 		return fmt.Errorf("start run %q: %w", r.ID, err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/store"
-	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
 
 func TestQueuedRuns(t *testing.T) {
@@ -91,16 +90,18 @@ func TestQueuedRuns(t *testing.T) {
 	require.ErrorContains(t, s.QueueRun(ctx, store.Run{ID: "x", Workspace: "net"}), "started_at is required")
 }
 
-// A queued run the process died with is not left queued: the next start
-// marks it interrupted (and returns it, for a re-run), across a reopen.
+// A queued run the process died with stays queued across a reopen: the
+// next start gets it back from RecoverRuns (at every call, until it leaves
+// the queue) and starts it under its id; the running run is errored once.
 // Prune never deletes a queued run.
-func TestQueuedRunInterruptedAtRestart(t *testing.T) {
+func TestQueuedRunRecoveredAtRestart(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "dw.db")
 	s := openStore(t, path)
 	t0 := time.Date(2026, 3, 14, 3, 0, 0, 0, time.UTC)
 	require.NoError(t, s.StartRun(ctx, store.Run{ID: "running", Workspace: "net", Trigger: "schedule", StartedAt: t0}))
-	require.NoError(t, s.QueueRun(ctx, store.Run{ID: "queued", Workspace: "db", Trigger: "manual", StartedAt: t0.Add(time.Second)}))
+	queued := store.Run{ID: "queued", Workspace: "db", Trigger: "manual", StartedAt: t0.Add(time.Second)}
+	require.NoError(t, s.QueueRun(ctx, queued))
 	n, err := s.Prune(ctx, 1, t0.Add(time.Hour))
 	require.NoError(t, err)
 	require.Zero(t, n)
@@ -108,19 +109,41 @@ func TestQueuedRunInterruptedAtRestart(t *testing.T) {
 
 	s = openStore(t, path)
 	at := t0.Add(time.Hour)
-	runs, err := s.MarkInterrupted(ctx, at)
+	got, err := s.RecoverRuns(ctx, at)
 	require.NoError(t, err)
-	require.Len(t, runs, 2)
-	require.Equal(t, []string{"running", "queued"}, []string{runs[0].ID, runs[1].ID})
-	require.Equal(t, []string{sqlite.InterruptedError, sqlite.InterruptedQueuedError}, []string{runs[0].Error, runs[1].Error})
-	for _, r := range runs {
-		require.Equal(t, store.RunInterrupted, r.Status)
-		got, err := s.Run(ctx, r.ID)
+	require.Equal(t, store.Recovered{
+		Errored: []store.Run{{ID: "running", Workspace: "net", Trigger: "schedule", StartedAt: t0, FinishedAt: at,
+			Status: drift.StatusErrored, Error: store.RunRestartedError}},
+		Queued: []store.Run{{ID: "queued", Workspace: "db", Trigger: "manual", StartedAt: t0.Add(time.Second),
+			Status: store.RunQueued, Findings: []drift.Finding{}, Phases: []drift.Phase{}}},
+	}, got)
+	for _, r := range append(got.Errored, got.Queued...) {
+		stored, err := s.Run(ctx, r.ID)
 		require.NoError(t, err)
-		require.Equal(t, r, got)
-		require.Equal(t, at, got.FinishedAt)
+		require.Equal(t, r, stored)
 	}
-	runs, err = s.MarkInterrupted(ctx, at)
+	_, err = s.Workspace(ctx, "net")
+	require.ErrorIs(t, err, store.ErrNotFound, "a restart gives no workspace a state")
+	require.NoError(t, s.Close())
+
+	// Another restart before the queued run ran: the same queued run, no
+	// errored one.
+	s = openStore(t, path)
+	again, err := s.RecoverRuns(ctx, at.Add(time.Minute))
 	require.NoError(t, err)
-	require.Empty(t, runs)
+	require.Empty(t, again.Errored)
+	require.Equal(t, got.Queued, again.Queued)
+	stored, err := s.Run(ctx, "running")
+	require.NoError(t, err)
+	require.Equal(t, got.Errored[0], stored, "errored once, durably")
+
+	queued.StartedAt = at.Add(2 * time.Minute)
+	require.NoError(t, s.StartQueuedRun(ctx, queued), "started under its id")
+	stored, err = s.Run(ctx, "queued")
+	require.NoError(t, err)
+	require.Equal(t, store.RunRunning, stored.Status)
+	require.Equal(t, queued.StartedAt, stored.StartedAt)
+	left, err := s.RecoverRuns(ctx, at.Add(3*time.Minute), "queued")
+	require.NoError(t, err)
+	require.Equal(t, store.Recovered{}, left, "nothing queued any more; the running one is kept")
 }

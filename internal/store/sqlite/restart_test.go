@@ -267,9 +267,10 @@ func TestRestartAfterCleanExit(t *testing.T) {
 	require.Equal(t, "a-000004", st.LastRunID)
 	require.Equal(t, drift.StatusDrift, st.Status)
 	require.Equal(t, 0, st.ConsecutiveErrors)
-	interrupted, err := s.MarkInterrupted(ctx, time.Now())
+	recovered, err := s.RecoverRuns(ctx, time.Now())
 	require.NoError(t, err)
-	require.Empty(t, interrupted)
+	require.Empty(t, recovered.Errored)
+	require.Empty(t, recovered.Queued)
 }
 
 func TestRestartAfterKillDuringRun(t *testing.T) {
@@ -306,21 +307,27 @@ func TestRestartAfterKillDuringRun(t *testing.T) {
 	require.Equal(t, store.RunRunning, inflight.Status)
 
 	at := time.Now()
-	interrupted, err := s.MarkInterrupted(ctx, at)
+	recovered, err := s.RecoverRuns(ctx, at)
 	require.NoError(t, err)
-	require.Len(t, interrupted, 1)
-	require.Equal(t, "b-000003", interrupted[0].ID)
-	require.Equal(t, store.RunInterrupted, interrupted[0].Status)
-	require.Equal(t, sqlite.InterruptedError, interrupted[0].Error)
-	require.True(t, interrupted[0].FinishedAt.Equal(at))
-	require.True(t, interrupted[0].StartedAt.Equal(inflight.StartedAt))
+	require.Empty(t, recovered.Queued)
+	require.Len(t, recovered.Errored, 1)
+	errored := recovered.Errored[0]
+	require.Equal(t, "b-000003", errored.ID)
+	require.Equal(t, drift.StatusErrored, errored.Status)
+	require.Equal(t, store.RunRestartedError, errored.Error)
+	require.True(t, errored.FinishedAt.Equal(at))
+	require.True(t, errored.StartedAt.Equal(inflight.StartedAt))
+	stored, err := s.Run(ctx, "b-000003")
+	require.NoError(t, err)
+	require.Equal(t, errored, stored)
 
-	again, err := s.MarkInterrupted(ctx, at)
+	again, err := s.RecoverRuns(ctx, at)
 	require.NoError(t, err)
-	require.Empty(t, again)
+	require.Empty(t, again.Errored)
+	require.Empty(t, again.Queued)
 	stAfter, err := s.Workspace(ctx, "ws-b")
 	require.NoError(t, err)
-	require.Equal(t, st, stAfter, "MarkInterrupted changed the workspace state")
+	require.Equal(t, st, stAfter, "RecoverRuns changed the workspace state")
 }
 
 func TestRestartAfterRandomKills(t *testing.T) {
@@ -352,7 +359,7 @@ func TestRestartAfterRandomKills(t *testing.T) {
 		require.NoError(t, db.Close())
 
 		// The next driftwatch: it opens, finds every committed run, and at
-		// most the one in flight as interrupted.
+		// most the one in flight, which RecoverRuns errors.
 		s, err := sqlite.Open(ctx, path, testLogger(t))
 		require.NoError(t, err)
 		runs, err := s.Runs(ctx, "ws-"+prefix, 0)
@@ -368,20 +375,27 @@ func TestRestartAfterRandomKills(t *testing.T) {
 		// The child runs one at a time: at most one run was started and
 		// not finished, and at most one was finished but not yet reported.
 		require.LessOrEqual(t, len(runs), len(committed)+1)
-		interrupted, err := s.MarkInterrupted(ctx, time.Now())
+		stBefore, err := s.Workspace(ctx, "ws-"+prefix)
 		require.NoError(t, err)
-		require.LessOrEqual(t, len(interrupted), 1)
-		for _, r := range interrupted {
+		recovered, err := s.RecoverRuns(ctx, time.Now())
+		require.NoError(t, err)
+		require.Empty(t, recovered.Queued)
+		require.LessOrEqual(t, len(recovered.Errored), 1)
+		for _, r := range recovered.Errored {
 			require.NotContains(t, committed, r.ID)
 			require.Equal(t, fmt.Sprintf("%s-%06d", prefix, len(runs)-1), r.ID, "only the newest run can be in flight")
+			require.Equal(t, drift.StatusErrored, r.Status)
+			require.Equal(t, store.RunRestartedError, r.Error)
 		}
 		st, err := s.Workspace(ctx, "ws-"+prefix)
 		require.NoError(t, err)
+		require.Equal(t, stBefore, st, "RecoverRuns changed the workspace state")
 		last := committed[len(committed)-1]
 		require.True(t, st.LastRunID >= last, "state points at %s, before the last committed %s", st.LastRunID, last)
-		again, err := s.MarkInterrupted(ctx, time.Now())
+		again, err := s.RecoverRuns(ctx, time.Now())
 		require.NoError(t, err)
-		require.Empty(t, again)
+		require.Empty(t, again.Errored)
+		require.Empty(t, again.Queued)
 		require.NoError(t, s.Close())
 	}
 
@@ -426,11 +440,13 @@ func outboxDecide(runID string) store.Outcome {
 	}
 }
 
-// checkOutbox checks, after a crash, that the workspace's finished runs and
-// their messages agree: each finished run's messages are in the outbox once,
-// undelivered, with no attempts, due in order; no message exists without
-// its run; the incident counted each finished run once. It delivers every
-// message and returns the finished runs, oldest first.
+// checkOutbox checks, after a crash and RecoverRuns, that the workspace's
+// finished runs (not the one in flight that RecoverRuns errored: it
+// enqueued nothing) and their messages agree: each finished run's messages
+// are in the outbox once, undelivered, with no attempts, due in order; no
+// message exists without its run; the incident counted each finished run
+// once. It delivers every message and returns the finished runs, oldest
+// first.
 func checkOutbox(t *testing.T, s *sqlite.Store, workspace string) []string {
 	t.Helper()
 	ctx := t.Context()
@@ -438,7 +454,8 @@ func checkOutbox(t *testing.T, s *sqlite.Store, workspace string) []string {
 	require.NoError(t, err)
 	var finished []string
 	for _, r := range runs {
-		if r.Status != store.RunRunning && r.Status != store.RunInterrupted {
+		recovered := r.Status == drift.StatusErrored && r.Error == store.RunRestartedError
+		if r.Status != store.RunRunning && !recovered {
 			finished = append(finished, r.ID)
 		}
 	}
@@ -506,9 +523,10 @@ func TestRestartOutboxAfterKillDuringRun(t *testing.T) {
 	require.Equal(t, []string{"ob-000000", "ob-000001", "ob-000002", "ob-000003"}, committed)
 
 	s := openStore(t, path)
-	interrupted, err := s.MarkInterrupted(ctx, time.Now())
+	recovered, err := s.RecoverRuns(ctx, time.Now())
 	require.NoError(t, err)
-	require.Equal(t, []string{"ob-000004"}, ids(interrupted))
+	require.Equal(t, []string{"ob-000004"}, ids(recovered.Errored))
+	require.Empty(t, recovered.Queued)
 	require.Equal(t, committed, checkOutbox(t, s, "ws-ob"))
 	_, err = s.Run(ctx, "ob-000004")
 	require.NoError(t, err)
@@ -542,8 +560,10 @@ func TestRestartOutboxAfterRandomKills(t *testing.T) {
 
 		s, err := sqlite.Open(ctx, path, testLogger(t))
 		require.NoError(t, err)
-		_, err = s.MarkInterrupted(ctx, time.Now())
+		recovered, err := s.RecoverRuns(ctx, time.Now())
 		require.NoError(t, err)
+		require.LessOrEqual(t, len(recovered.Errored), 1, "at most the run in flight")
+		require.Empty(t, recovered.Queued)
 		finished := checkOutbox(t, s, "ws-"+prefix)
 		// Every reported run is there; at most one more finished unreported.
 		require.Equal(t, committed, finished[:len(committed)])

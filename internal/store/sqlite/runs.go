@@ -17,12 +17,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
-// The Error MarkInterrupted gives the running and the queued runs it finds.
-const (
-	InterruptedError       = "driftwatch stopped during the run"
-	InterruptedQueuedError = "driftwatch stopped before the queued run started"
-)
-
 const runColumns = `id, workspace, "trigger", started_at, finished_at, status, error, tool, findings, phases`
 
 const stateColumns = `workspace, status, since, last_run_id, last_run_at, last_success_at, fingerprint, findings, error, consecutive_errors`
@@ -219,73 +213,65 @@ ON CONFLICT (workspace) DO UPDATE SET
 	return err
 }
 
-// MarkInterrupted turns every running run into interrupted, finished at at
-// with Error InterruptedError, and every queued run likewise with
-// InterruptedQueuedError, and returns them oldest first. Workspace states
-// are left alone: an interrupted run says nothing about drift. Runs whose
-// id is in keep are left alone too.
-func (s *Store) MarkInterrupted(ctx context.Context, at time.Time, keep ...string) ([]store.Run, error) {
+// RecoverRuns finishes every running run errored at at, with Error
+// store.RunRestartedError, and returns them oldest first, with the queued
+// runs (left queued), oldest first. Workspace states are left alone: a
+// restart says nothing about drift. Runs whose id is in keep are left
+// alone too.
+func (s *Store) RecoverRuns(ctx context.Context, at time.Time, keep ...string) (store.Recovered, error) {
+	var out store.Recovered
 	if at.IsZero() {
-		return nil, errors.New("mark interrupted: time is required")
+		return out, errors.New("recover runs: time is required")
 	}
 	finished, err := nanos(at)
 	if err != nil {
-		return nil, fmt.Errorf("mark interrupted: %w", err)
+		return out, fmt.Errorf("recover runs: %w", err)
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("mark interrupted: %w", err)
+		return out, fmt.Errorf("recover runs: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE status IN (?, ?) ORDER BY started_at, id`,
 		string(store.RunRunning), string(store.RunQueued))
 	if err != nil {
-		return nil, fmt.Errorf("mark interrupted: %w", err)
+		return out, fmt.Errorf("recover runs: %w", err)
 	}
 	found, err := collectRuns(rows)
 	if err != nil {
-		return nil, fmt.Errorf("mark interrupted: %w", err)
+		return out, fmt.Errorf("recover runs: %w", err)
 	}
 	kept := make(map[string]bool, len(keep))
 	for _, id := range keep {
 		kept[id] = true
 	}
-	var runs []store.Run
 	for _, r := range found {
-		if !kept[r.ID] {
-			runs = append(runs, r)
+		switch {
+		case kept[r.ID]:
+		case r.Status == store.RunQueued:
+			out.Queued = append(out.Queued, r)
+		default:
+			out.Errored = append(out.Errored, r)
 		}
 	}
-	if len(runs) == 0 {
-		return nil, nil
-	}
-	for _, r := range runs {
-		msg := InterruptedError
-		if r.Status == store.RunQueued {
-			msg = InterruptedQueuedError
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ? AND status IN (?, ?)`,
-			string(store.RunInterrupted), finished, msg, r.ID, string(store.RunQueued), string(store.RunRunning))
+	for _, r := range out.Errored {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ? AND status = ?`,
+			string(drift.StatusErrored), finished, store.RunRestartedError, r.ID, string(store.RunRunning))
 		if err != nil {
-			return nil, fmt.Errorf("mark interrupted: %w", err)
+			return store.Recovered{}, fmt.Errorf("recover runs: %w", err)
 		}
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
 			// Cannot happen while this transaction holds the write lock.
-			return nil, fmt.Errorf("mark interrupted: run %s: updated %d rows (%v)", r.ID, n, err)
+			return store.Recovered{}, fmt.Errorf("recover runs: run %s: updated %d rows (%v)", r.ID, n, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("mark interrupted: %w", err)
+		return store.Recovered{}, fmt.Errorf("recover runs: %w", err)
 	}
-	for i := range runs {
-		runs[i].Error = InterruptedError
-		if runs[i].Status == store.RunQueued {
-			runs[i].Error = InterruptedQueuedError
-		}
-		runs[i].Status = store.RunInterrupted
-		runs[i].FinishedAt = at.UTC()
+	for i := range out.Errored {
+		out.Errored[i].Status, out.Errored[i].Error, out.Errored[i].FinishedAt = drift.StatusErrored, store.RunRestartedError, at.UTC()
 	}
-	return runs, nil
+	return out, nil
 }
 
 // Run returns one run; an unknown id is store.ErrNotFound.

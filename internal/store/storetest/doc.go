@@ -2,16 +2,16 @@
 // test suite: Conformance runs it against any implementation, given a
 // function that opens an empty store. It checks state transitions and the
 // meaning of Since, errored runs keeping findings, listing order and limits,
-// store.ErrNotFound, MarkInterrupted, Prune's rules and concurrent use.
+// store.ErrNotFound, RecoverRuns, Prune's rules and concurrent use.
 // AlertConformance does the same for store.AlertStore: FinishRunWithOutcome's
 // single transaction, the outbox's per-incident order, retries and dead
 // messages, idempotent delivery, notifier state, OutboxStats, Prune of the
 // alert tables and concurrent producers and deliverers.
 //
 // QueueConformance (store.QueueStore: queued runs started, cancelled,
-// deleted and interrupted), LogConformance (store.LogStore) and
-// RemediationConformance (store.RemediationStore, with its alerts and
-// FinishRunOnly) also restart the store: they take an Opener, which opens
+// deleted, and kept queued across restarts by RecoverRuns), LogConformance
+// (store.LogStore) and RemediationConformance (store.RemediationStore, with
+// its alerts and FinishRunOnly) also restart the store: they take an Opener, which opens
 // the store kept in a directory, and open it again on the same directory
 // after closing it, to check what survives a restart. Together the five
 // suites cover every method of store.DaemonStore, all the daemon uses.

@@ -14,7 +14,7 @@ import (
 )
 
 // LogStore is what LogConformance tests: a store.Store (runs are started,
-// finished, interrupted and pruned through it) that is also a
+// finished, recovered and pruned through it) that is also a
 // store.LogStore.
 type LogStore interface {
 	store.Store
@@ -102,17 +102,18 @@ func testLogEmpty(t *testing.T, s LogStore, _ func() LogStore) {
 
 func testLogAnyStatus(t *testing.T, s LogStore, _ func() LogStore) {
 	ctx := t.Context()
-	start(t, s, newRun("interrupted", "net", t0))
-	_, err := s.MarkInterrupted(ctx, minutes(1))
+	restartedRun := start(t, s, newRun("restarted", "net", t0))
+	got, err := s.RecoverRuns(ctx, minutes(1))
 	require.NoError(t, err)
+	equal(t, []store.Run{restarted(restartedRun, minutes(1))}, got.Errored)
 	start(t, s, newRun("running", "net", minutes(2)))
 	run(t, s, "errored", "net", 2, 3, drift.StatusErrored)
-	require.Equal(t, store.RunInterrupted, getRun(t, s, "interrupted").Status)
+	equal(t, restarted(restartedRun, minutes(1)), getRun(t, s, "restarted"))
 	require.Equal(t, store.RunRunning, getRun(t, s, "running").Status)
-	for _, id := range []string{"running", "interrupted", "errored"} {
+	for _, id := range []string{"running", "restarted", "errored"} {
 		saveLog(t, s, id, "log of "+id)
 	}
-	for _, id := range []string{"running", "interrupted", "errored"} {
+	for _, id := range []string{"running", "restarted", "errored"} {
 		require.Equal(t, "log of "+id, string(runLog(t, s, id)))
 	}
 }
@@ -147,7 +148,7 @@ func testLogRestart(t *testing.T, s LogStore, reopen func() LogStore) {
 		big[i] = byte(i * 7)
 	}
 	r := start(t, s, newRun("r1", "net", t0))
-	start(t, s, newRun("r2", "net", minutes(1)))
+	r2 := start(t, s, newRun("r2", "net", minutes(1)))
 	require.NoError(t, s.SaveRunLog(t.Context(), "r1", big))
 	finish(t, s, outcome(r, drift.StatusDrift, minutes(2), fDrift))
 	saveLog(t, s, "r2", "== plan ==\nrunning\n")
@@ -155,13 +156,16 @@ func testLogRestart(t *testing.T, s LogStore, reopen func() LogStore) {
 	s = reopen()
 	require.Equal(t, big, runLog(t, s, "r1"))
 	require.Equal(t, "== plan ==\nrunning\n", string(runLog(t, s, "r2")))
-	_, err := s.MarkInterrupted(t.Context(), minutes(3))
+	got, err := s.RecoverRuns(t.Context(), minutes(3))
 	require.NoError(t, err)
-	saveLog(t, s, "r2", "== plan ==\nrunning\n== interrupted ==\n")
+	equal(t, []store.Run{restarted(r2, minutes(3))}, got.Errored, "the run in flight at the restart")
+	require.Equal(t, "== plan ==\nrunning\n", string(runLog(t, s, "r2")), "recovering a run keeps its log")
+	saveLog(t, s, "r2", "== plan ==\nrunning\n== daemon restarted ==\n")
 
 	s = reopen()
-	require.Equal(t, "== plan ==\nrunning\n== interrupted ==\n", string(runLog(t, s, "r2")))
+	require.Equal(t, "== plan ==\nrunning\n== daemon restarted ==\n", string(runLog(t, s, "r2")))
 	require.Equal(t, big, runLog(t, s, "r1"))
+	equal(t, restarted(r2, minutes(3)), getRun(t, s, "r2"))
 }
 
 func testLogConcurrent(t *testing.T, s LogStore, _ func() LogStore) {

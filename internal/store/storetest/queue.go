@@ -13,7 +13,7 @@ import (
 )
 
 // QueueStore is what QueueConformance tests: a store.Store (runs are
-// started, finished, listed, interrupted and pruned through it) that is
+// started, finished, listed, recovered and pruned through it) that is
 // also a store.QueueStore.
 type QueueStore interface {
 	store.Store
@@ -34,9 +34,12 @@ type QueueStore interface {
 //     zero FinishedAt; a cancelled run is finished (Prune counts and
 //     deletes it like any finished run) but is never a workspace's last
 //     run.
-//   - MarkInterrupted gives every queued run the same non-empty Error, and
-//     a different one from a running run's (it never started); a run it
-//     interrupted can be neither started, finished as queued nor deleted.
+//   - RecoverRuns returns each queued run as a queued run reads back,
+//     without changing it, at every call until the run leaves the queue
+//     (started, finished as queued or deleted, which it still can be);
+//     running and queued ids in keep are neither changed nor returned. A
+//     run it errored can be neither started, finished as queued nor
+//     deleted.
 //   - Of StartQueuedRun and FinishQueuedRun racing for one queued run (a
 //     cancel as the scheduler dispatches it), exactly one succeeds.
 func QueueConformance(t *testing.T, open Opener[QueueStore]) {
@@ -50,9 +53,10 @@ func QueueConformance(t *testing.T, open Opener[QueueStore]) {
 		{"finish queued refuses bad outcomes and runs not queued", testFinishQueuedRefuses},
 		{"finish queued without a queued run records it", testFinishUnqueued},
 		{"delete a queued run", testDeleteQueued},
-		{"mark interrupted takes queued and running runs", testQueuedInterrupted},
+		{"recover runs leaves queued runs queued and errors running ones", testQueuedRecovered},
+		{"recover runs keeps the queued and running runs it is told to", testQueuedRecoverKeep},
 		{"prune spares queued runs", testQueuedPrune},
-		{"queued runs survive a restart until marked interrupted", testQueuedRestart},
+		{"queued runs survive restarts until they leave the queue", testQueuedRestart},
 		{"start and cancel race for a queued run", testQueuedRace},
 	})
 }
@@ -332,48 +336,6 @@ func testDeleteQueued(t *testing.T, s QueueStore, _ func() QueueStore) {
 	require.Equal(t, "dns", getRun(t, s, "q1").Workspace)
 }
 
-func testQueuedInterrupted(t *testing.T, s QueueStore, _ func() QueueStore) {
-	ctx := t.Context()
-	run(t, s, "done", "a", 0, 1, drift.StatusDrift, fDrift)
-	c := queue(t, s, queuedRun("c", "a", minutes(1)))
-	require.NoError(t, s.FinishQueuedRun(ctx, cancelled(c, minutes(2))))
-	r1 := start(t, s, newRun("r1", "a", minutes(3)))
-	q1 := queue(t, s, queuedRun("q1", "b", minutes(2)))
-	q2 := queue(t, s, queuedRun("q2", "a", minutes(4)))
-	doneRun, cancelledRun := getRun(t, s, "done"), getRun(t, s, "c")
-	statesBefore := states(t, s)
-
-	at := t0.Add(time.Hour)
-	got, err := s.MarkInterrupted(ctx, at)
-	require.NoError(t, err)
-	require.Equal(t, []string{"q1", "r1", "q2"}, ids(got), "oldest first, by queue or start time")
-	for i, want := range []store.Run{asQueued(q1), running(r1), asQueued(q2)} {
-		require.NotEmpty(t, got[i].Error, want.ID)
-		want.Status, want.FinishedAt, want.Error = store.RunInterrupted, at, got[i].Error
-		equal(t, want, got[i])
-		equal(t, want, getRun(t, s, want.ID))
-	}
-	require.Equal(t, got[0].Error, got[2].Error, "every queued run gets the same error")
-	require.NotEqual(t, got[1].Error, got[0].Error, "a queued run's error says it never started")
-
-	equal(t, doneRun, getRun(t, s, "done"), "finished runs are left alone")
-	equal(t, cancelledRun, getRun(t, s, "c"), "cancelled runs are left alone")
-	equal(t, statesBefore, states(t, s), "workspace state changed")
-
-	again, err := s.MarkInterrupted(ctx, at.Add(time.Minute))
-	require.NoError(t, err)
-	require.Empty(t, again, "a run is interrupted once")
-
-	startQ1 := q1
-	startQ1.StartedAt = at.Add(time.Minute)
-	require.Error(t, s.StartQueuedRun(ctx, startQ1), "an interrupted queued run never starts")
-	require.Error(t, s.FinishQueuedRun(ctx, cancelled(q2, at.Add(time.Minute))), "nor is it cancelled")
-	require.Error(t, s.DeleteQueuedRun(ctx, "q1"), "nor deleted")
-	for _, r := range got {
-		equal(t, r, getRun(t, s, r.ID))
-	}
-}
-
 // running is r as a store returns it while it runs.
 func running(r store.Run) store.Run {
 	r.Status = store.RunRunning
@@ -403,56 +365,6 @@ func testQueuedPrune(t *testing.T, s QueueStore, _ func() QueueStore) {
 	prune(1, time.Time{}, 2, []string{"ac", "a3", "aq"})
 	prune(0, minutes(10_000), 1, []string{"a3", "aq"})
 	require.Equal(t, store.RunQueued, getRun(t, s, "aq").Status)
-}
-
-func testQueuedRestart(t *testing.T, s QueueStore, reopen func() QueueStore) {
-	ctx := t.Context()
-	st := run(t, s, "done", "net", 0, 1, drift.StatusClean)
-	q1 := queue(t, s, queuedRun("q1", "net", minutes(2)))
-	q2 := queue(t, s, queuedRun("q2", "db", minutes(3)))
-	q3 := queue(t, s, queuedRun("q3", "db", minutes(4)))
-	c3 := cancelled(q3, minutes(5))
-	require.NoError(t, s.FinishQueuedRun(ctx, c3))
-	r1 := start(t, s, newRun("r1", "dns", minutes(6)))
-	q4 := queue(t, s, queuedRun("q4", "net", minutes(7)))
-	q4.StartedAt = minutes(8)
-	require.NoError(t, s.StartQueuedRun(ctx, q4))
-	doneRun := getRun(t, s, "done")
-
-	s = reopen()
-	equal(t, asQueued(q1), getRun(t, s, "q1"), "a queued run stays queued across a restart")
-	equal(t, asQueued(q2), getRun(t, s, "q2"))
-	equal(t, c3, getRun(t, s, "q3"))
-	equal(t, running(r1), getRun(t, s, "r1"))
-	equal(t, running(q4), getRun(t, s, "q4"))
-	runs, err := s.Runs(ctx, "db", 0)
-	require.NoError(t, err)
-	require.Equal(t, []string{"q3", "q2"}, ids(runs))
-	equal(t, []store.WorkspaceState{st}, states(t, s))
-
-	// The restarted daemon marks what it finds queued or running.
-	at := t0.Add(time.Hour)
-	got, err := s.MarkInterrupted(ctx, at)
-	require.NoError(t, err)
-	require.Equal(t, []string{"q1", "q2", "r1", "q4"}, ids(got))
-	for _, r := range got {
-		require.Equal(t, store.RunInterrupted, r.Status, r.ID)
-		require.True(t, r.FinishedAt.Equal(at), r.ID)
-	}
-	require.Equal(t, got[0].Error, got[1].Error)
-	require.Equal(t, got[2].Error, got[3].Error)
-	require.NotEqual(t, got[0].Error, got[2].Error, "queued and running runs are told apart")
-
-	s = reopen()
-	for _, r := range got {
-		equal(t, r, getRun(t, s, r.ID), "%s: the interruption is durable", r.ID)
-	}
-	again, err := s.MarkInterrupted(ctx, at.Add(time.Minute))
-	require.NoError(t, err)
-	require.Empty(t, again)
-	equal(t, doneRun, getRun(t, s, "done"))
-	equal(t, c3, getRun(t, s, "q3"))
-	equal(t, []store.WorkspaceState{st}, states(t, s))
 }
 
 func testQueuedRace(t *testing.T, s QueueStore, _ func() QueueStore) {
@@ -520,7 +432,8 @@ func testQueuedRace(t *testing.T, s QueueStore, _ func() QueueStore) {
 		require.NoError(t, err)
 		require.Len(t, runs, perWorker)
 	}
-	left, err := s.MarkInterrupted(ctx, t0.Add(time.Hour))
+	left, err := s.RecoverRuns(ctx, t0.Add(time.Hour))
 	require.NoError(t, err)
-	require.Empty(t, left, "no run was left queued or running")
+	require.Empty(t, left.Errored, "no run was left running")
+	require.Empty(t, left.Queued, "no run was left queued")
 }

@@ -1,4 +1,4 @@
-package policy
+package pattern
 
 import (
 	"testing"
@@ -50,7 +50,7 @@ func TestGlobMatch(t *testing.T) {
 		{"*aaa", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab", false},
 	}
 	for _, c := range cases {
-		g, err := CompileGlob(c.pattern)
+		g, err := Compile(c.pattern)
 		require.NoError(t, err, c.pattern)
 		require.Equal(t, c.want, g.Match(c.s), "%q.Match(%q)", c.pattern, c.s)
 		require.Equal(t, c.pattern, g.String())
@@ -69,10 +69,10 @@ func TestCompileGlobErrors(t *testing.T) {
 		"\xff":            `pattern is not valid UTF-8`,
 	}
 	for pattern, want := range cases {
-		_, err := CompileGlob(pattern)
+		_, err := Compile(pattern)
 		require.EqualError(t, err, want, pattern)
 	}
-	require.Panics(t, func() { MustCompileGlob("[") })
+	require.Panics(t, func() { MustCompile("[") })
 }
 
 func TestGlobText(t *testing.T) {
@@ -124,7 +124,7 @@ func FuzzGlob(f *testing.F) {
 	f.Add("*a?b[c-e]*", "xxazbdyy")
 	f.Add(`\[[!]]*`, "[x]")
 	f.Fuzz(func(t *testing.T, pattern, s string) {
-		g, err := CompileGlob(pattern)
+		g, err := Compile(pattern)
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package app
+package leader
 
 import (
 	"context"
@@ -13,25 +13,25 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 )
 
-// errStoreInUse is the cause of a lock wait that ran out: another daemon
+// ErrStoreInUse is the cause of a lock wait that ran out: another daemon
 // holds the store.
-var errStoreInUse = errors.New("in use by another driftwatch daemon")
+var ErrStoreInUse = errors.New("in use by another driftwatch daemon")
 
-// storeLockWait is how long a daemon without leader election waits for
+// StoreLockWait is how long a daemon without leader election waits for
 // its store's lock before it gives up.
-var storeLockWait = 5 * time.Second
+const StoreLockWait = 5 * time.Second
 
-// claimStore takes the store's lock (see lockStore), then kills what a
+// ClaimStore takes the store's lock (see lockStore), then kills what a
 // previous holder's runs left running (providers and provisioners of a
 // daemon killed with SIGKILL: Terraform itself died with it) and removes
 // the run directories they left under workDir (copies of the code, var
 // files with the workspaces' vars).
-func claimStore(ctx context.Context, log *slog.Logger, storePath, workDir string, wait time.Duration) (unlock func(), err error) {
+func ClaimStore(ctx context.Context, log *slog.Logger, storePath, workDir string, wait time.Duration) (unlock func(), err error) {
 	unlock, err = lockStore(ctx, storePath, wait)
 	if err != nil {
 		return nil, err
 	}
-	owner := storeOwner(storePath)
+	owner := StoreOwner(storePath)
 	if n := sandbox.KillOwned(owner); n > 0 {
 		log.Warn("killed processes left running by a previous daemon", "processes", n)
 	}
@@ -43,7 +43,7 @@ func claimStore(ctx context.Context, log *slog.Logger, storePath, workDir string
 
 // lockStore makes the daemon the only one scheduling on its store: two
 // daemons on one store would run every workspace twice, mark each other's
-// runs interrupted and kill each other's Terraform (see storeOwner). It
+// runs interrupted and kill each other's Terraform (see StoreOwner). It
 // waits up to wait (0: until ctx ends) for another holder to exit. The
 // lock is a flock on "<store>.lock", released by the kernel when the
 // process dies.
@@ -51,7 +51,7 @@ func lockStore(ctx context.Context, storePath string, wait time.Duration) (unloc
 	path := storePath + ".lock"
 	if wait > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, wait, errStoreInUse)
+		ctx, cancel = context.WithTimeoutCause(ctx, wait, ErrStoreInUse)
 		defer cancel()
 	}
 	unlock, err = sandbox.LockFile(ctx, path)
@@ -61,11 +61,11 @@ func lockStore(ctx context.Context, storePath string, wait time.Duration) (unloc
 	return unlock, nil
 }
 
-// storeOwner is the runner.Request.Owner of a daemon's runs: derived from
+// StoreOwner is the runner.Request.Owner of a daemon's runs: derived from
 // its store, of which it is the only user (lockStore), so that a restarted
 // daemon finds and kills the providers and provisioners its killed
 // predecessor left running (sandbox.KillOwned).
-func storeOwner(storePath string) string {
+func StoreOwner(storePath string) string {
 	abs, err := filepath.Abs(storePath)
 	if err != nil {
 		abs = storePath

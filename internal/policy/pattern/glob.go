@@ -1,4 +1,4 @@
-package policy
+package pattern
 
 import (
 	"fmt"
@@ -39,10 +39,10 @@ type token struct {
 	ranges [][2]rune // tokClass: inclusive ranges
 }
 
-// CompileGlob compiles pattern. Malformed patterns (an unclosed '[', an
+// Compile compiles pattern. Malformed patterns (an unclosed '[', an
 // empty set, a reversed range, a trailing backslash) are errors that say
 // where the problem is; the pattern itself is left for the caller to quote.
-func CompileGlob(pattern string) (Glob, error) {
+func Compile(pattern string) (Glob, error) {
 	g := Glob{pattern: pattern}
 	if !utf8.ValidString(pattern) {
 		return Glob{}, fmt.Errorf("pattern is not valid UTF-8")
@@ -128,10 +128,10 @@ func classChar(rs []rune, i *int, start int) (rune, error) {
 	return c, nil
 }
 
-// MustCompileGlob is CompileGlob for patterns known to be valid (tests,
+// MustCompile is Compile for patterns known to be valid (tests,
 // built-in defaults); it panics on a malformed pattern.
-func MustCompileGlob(pattern string) Glob {
-	g, err := CompileGlob(pattern)
+func MustCompile(pattern string) Glob {
+	g, err := Compile(pattern)
 	if err != nil {
 		panic(fmt.Sprintf("policy: glob %q: %v", pattern, err))
 	}
@@ -146,7 +146,7 @@ func (g Glob) MarshalText() ([]byte, error) { return []byte(g.pattern), nil }
 
 // UnmarshalText compiles a pattern, so a Glob can be a config field.
 func (g *Glob) UnmarshalText(b []byte) error {
-	c, err := CompileGlob(string(b))
+	c, err := Compile(string(b))
 	if err != nil {
 		return err
 	}

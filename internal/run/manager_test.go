@@ -1,11 +1,13 @@
-package app
+package run
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/audit"
-	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/metrics"
 	"github.com/driftwatch/driftwatch/internal/runlog"
@@ -48,39 +49,55 @@ func (b *blockingRunner) state(id string) (active int, started bool) {
 	return b.active, b.started[id]
 }
 
-// newQueueDaemon is the daemon's queue and run path (scheduler, store,
-// run registry) with a runner that never finishes by itself.
-func newQueueDaemon(t *testing.T) (*daemon, *blockingRunner) {
+// testManager is a Manager on a real store, its scheduler running, with
+// a runner that never finishes by itself; leading is what
+// Options.Leading answers.
+type testManager struct {
+	*Manager
+	st      *sqlite.Store
+	leading atomic.Pointer[error]
+}
+
+func newTestManager(t *testing.T) (*testManager, *blockingRunner) {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "dw.db"), logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	br := &blockingRunner{started: map[string]bool{}}
-	d := &daemon{log: logger, store: st, states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}, runs: runlog.NewRegistry()}
-	cfg := &config.Config{MaxConcurrentRuns: 1}
-	d.cfg.Store(cfg)
+	tm := &testManager{st: st}
 	targets := map[string]audit.Target{"net": {Name: "net"}, "db": {Name: "db"}}
-	d.targets.Store(&targets)
-	d.auditor = &audit.Auditor{Runner: br, Logger: logger}
-	d.leading.Store(true) // as lead does once it schedules
-	d.metrics = metrics.New(prometheus.NewRegistry(), d.snapshot)
-	d.sched, err = schedule.New(d.schedOptions(cfg))
+	tm.Manager, err = New(t.Context(), Options{
+		Store: st, Logger: logger, Auditor: &audit.Auditor{Runner: br, Logger: logger},
+		Metrics:  metrics.New(prometheus.NewRegistry(), func() []metrics.WorkspaceSnapshot { return nil }),
+		Schedule: schedule.Options{MaxConcurrent: 1},
+		Target: func(name string) (audit.Target, bool) {
+			tg, ok := targets[name]
+			return tg, ok
+		},
+		Outcome: func(string, time.Time, string) store.Outcome { return nil },
+		Leading: func() error {
+			if err := tm.leading.Load(); err != nil {
+				return *err
+			}
+			return nil
+		},
+	})
 	require.NoError(t, err)
-	require.NoError(t, d.sched.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}, {Name: "db", Spec: "@daily"}}))
+	require.NoError(t, tm.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}, {Name: "db", Spec: "@daily"}}))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = d.sched.Run(ctx) }()
+	go func() { defer close(done); _ = tm.Schedule(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return d, br
+	return tm, br
 }
 
 // waitRun polls the store until the run has status want.
-func waitRun(t *testing.T, d *daemon, id string, want drift.Status) store.Run {
+func waitRun(t *testing.T, d *testManager, id string, want drift.Status) store.Run {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		r, err := d.store.Run(t.Context(), id)
+		r, err := d.st.Run(t.Context(), id)
 		if err == nil && r.Status == want {
 			return r
 		}
@@ -94,21 +111,21 @@ func waitRun(t *testing.T, d *daemon, id string, want drift.Status) store.Run {
 // A cancel racing the run's dispatch always ends with the run recorded
 // cancelled and no runner (Terraform) left; a run cancelled while queued
 // never reaches the runner, and its stored log says so.
-func TestCancelRacesDispatchInDaemon(t *testing.T) {
-	d, br := newQueueDaemon(t)
+func TestCancelRacesDispatch(t *testing.T) {
+	d, br := newTestManager(t)
 	var whileQueued, whileDispatched int
 	for i := 0; i < 1000 && (i < 60 || whileQueued == 0 || whileDispatched == 0); i++ {
-		id, err := d.trigger("net")
+		id, err := d.Trigger("net")
 		require.NoError(t, err)
 		if i%2 == 1 { // else cancel at once: the dispatcher is rarely that fast
-			r, err := d.store.Run(t.Context(), id)
+			r, err := d.st.Run(t.Context(), id)
 			require.NoError(t, err, "the run is recorded before its id is returned")
 			require.Contains(t, []drift.Status{store.RunQueued, store.RunRunning}, r.Status)
 			for range i % 40 {
 				runtime.Gosched()
 			}
 		}
-		queued, err := d.cancel(id)
+		queued, err := d.Cancel(id)
 		require.NoError(t, err)
 		got := waitRun(t, d, id, store.RunCancelled)
 		require.Eventually(t, func() bool { return d.sched.Stats().Active == 0 }, 10*time.Second, time.Millisecond, "the run never returned")
@@ -118,20 +135,20 @@ func TestCancelRacesDispatchInDaemon(t *testing.T) {
 			whileQueued++
 			require.False(t, started, "a run cancelled while queued reached the runner")
 			require.Equal(t, "cancelled by request", got.Error)
-			log, err := d.store.RunLog(t.Context(), id)
+			log, err := d.st.RunLog(t.Context(), id)
 			require.NoError(t, err)
 			require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n== cancelled while queued: cancelled by request ==\n", string(log))
 		} else {
 			whileDispatched++
 		}
-		require.Nil(t, d.runs.Live(id), "the run left the registry")
-		_, err = d.cancel(id)
+		require.Nil(t, d.Live(id), "the run left the registry")
+		_, err = d.Cancel(id)
 		require.ErrorIs(t, err, runlog.ErrNotRunning, "finished: nothing left to cancel")
 	}
 	t.Logf("cancelled while queued: %d, while dispatched: %d", whileQueued, whileDispatched)
 	require.Positive(t, whileQueued)
 	require.Positive(t, whileDispatched)
-	st, err := d.store.Workspaces(t.Context())
+	st, err := d.st.Workspaces(t.Context())
 	require.NoError(t, err)
 	require.Empty(t, st, "cancelled runs change no workspace state")
 }
@@ -140,22 +157,22 @@ func TestCancelRacesDispatchInDaemon(t *testing.T) {
 // why), and a reload that removes its workspace records it cancelled; the
 // running run is not affected, and is cancelled through the scheduler.
 func TestQueuedRunLifecycle(t *testing.T) {
-	d, br := newQueueDaemon(t)
-	running, err := d.trigger("net")
+	d, br := newTestManager(t)
+	running, err := d.Trigger("net")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { active, started := br.state(running); return active == 1 && started }, 10*time.Second, time.Millisecond)
-	queued, err := d.trigger("db")
+	queued, err := d.Trigger("db")
 	require.NoError(t, err)
 	r := waitRun(t, d, queued, store.RunQueued)
 	require.Equal(t, "manual", r.Trigger)
-	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n", string(d.runs.Live(queued).Bytes()))
-	_, err = d.trigger("db")
+	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n", string(d.Live(queued).Bytes()))
+	_, err = d.Trigger("db")
 	require.ErrorIs(t, err, schedule.ErrBusy)
 
 	require.NoError(t, d.sched.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}}))
 	r = waitRun(t, d, queued, store.RunCancelled)
 	require.Equal(t, "the workspace was removed from the config while the run was queued", r.Error)
-	log, err := d.store.RunLog(t.Context(), queued)
+	log, err := d.st.RunLog(t.Context(), queued)
 	require.NoError(t, err)
 	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n"+
 		"== cancelled while queued: the workspace was removed from the config while the run was queued ==\n", string(log))
@@ -163,33 +180,34 @@ func TestQueuedRunLifecycle(t *testing.T) {
 	require.False(t, started)
 	waitRun(t, d, running, store.RunRunning)
 
-	wasQueued, err := d.cancel(running)
+	wasQueued, err := d.Cancel(running)
 	require.NoError(t, err)
 	require.False(t, wasQueued)
 	r = waitRun(t, d, running, store.RunCancelled)
 	require.Equal(t, "cancelled by request", r.Error)
 	// The log is saved just after the status.
-	require.Eventually(t, func() bool { log, err = d.store.RunLog(t.Context(), running); return err == nil }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { log, err = d.st.RunLog(t.Context(), running); return err == nil }, 10*time.Second, time.Millisecond)
 	require.Regexp(t, `^== queued \(trigger manual\): waiting for a run slot ==\n== started after [0-9.]+m?s in the queue ==\n`, string(log))
 	active, _ := br.state(running)
 	require.Zero(t, active)
 }
 
-// Until the daemon schedules (a standby, or lead has not yet marked the
-// runs a previous process left interrupted), the API queues nothing: a run
-// queued then would be marked interrupted and never run.
+// Until the daemon schedules (a standby, or it has not yet recovered the
+// runs a previous process left), the API queues nothing: a run queued
+// then would be taken for one the previous process left.
 func TestTriggerRefusedUntilLeading(t *testing.T) {
-	d, _ := newQueueDaemon(t)
-	d.leading.Store(false)
-	id, err := d.trigger("net")
-	require.ErrorIs(t, err, errStandby)
+	d, _ := newTestManager(t)
+	standby := errors.New("standby")
+	d.leading.Store(&standby)
+	id, err := d.Trigger("net")
+	require.ErrorIs(t, err, standby)
 	require.Empty(t, id)
-	runs, err := d.store.Runs(t.Context(), "net", 10)
+	runs, err := d.st.Runs(t.Context(), "net", 10)
 	require.NoError(t, err)
 	require.Empty(t, runs, "nothing recorded")
 
-	d.leading.Store(true)
-	id, err = d.trigger("net")
+	d.leading.Store(nil)
+	id, err = d.Trigger("net")
 	require.NoError(t, err)
 	require.NotEmpty(t, id)
 }

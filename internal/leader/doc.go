@@ -1,0 +1,17 @@
+// Package leader decides which daemon schedules. Without leader election
+// it is the one holding its store's lock (ClaimStore: a flock on
+// "<store>.lock", taken at start; a second daemon on the same store is
+// refused); with it (Kubernetes, runner.leader_election) it is the holder
+// of a coordination.k8s.io Lease (State.Campaign), which then takes the
+// store's lock, while standbys serve reads from the shared store.
+//
+// What it owns: the store lock and the sweep that follows it (processes
+// and run directories a SIGKILLed predecessor's runs left, found by the
+// owner tag StoreOwner derives from the store's path), the Lease campaign,
+// and the standby's answers (State.Ready, State.NotLeading: 503 naming the
+// leader when known).
+//
+// What it must not touch: runs (internal/run queues and records them) and
+// the scheduler; it only tells its caller when to lead, and its caller
+// tells it when leading has begun (State.SetLeading).
+package leader

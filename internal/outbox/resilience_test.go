@@ -1,0 +1,122 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/notify"
+)
+
+func TestHangingNotifierDoesNotBlockOthers(t *testing.T) {
+	hang := newNotifier("hang")
+	hang.entered = make(chan string, 10)
+	hang.setFn(func(ctx context.Context, _ notify.Message, _ []byte, _ func([]byte) error) ([]byte, error) {
+		<-ctx.Done()
+		return nil, fmt.Errorf("post: %w", ctx.Err())
+	})
+	slack := newNotifier("slack")
+	h := newHarness(t, nil, nil, Options{}, hang, slack)
+	h.store.add(
+		msg("h1", "hang", "inc-a", notify.EventOpen, t0),
+		msg("s1", "slack", "inc-a", notify.EventOpen, t0.Add(time.Second)),
+		msg("s2", "slack", "inc-a", notify.EventUpdate, t0.Add(2*time.Second)),
+	)
+	h.clock.Advance(2 * time.Second)
+	h.start()
+	require.Equal(t, "h1", <-hang.entered)
+	require.Eventually(t, func() bool { return !h.store.get("s2").DeliveredAt.IsZero() }, 10*time.Second, time.Millisecond,
+		"slack delivers while hang is stuck")
+	require.Zero(t, h.store.get("h1").Attempts)
+
+	// Messages enqueued meanwhile for slack still go.
+	h.store.add(msg("s3", "slack", "inc-b", notify.EventOpen, h.clock.Now()))
+	h.d.Wake()
+	require.Eventually(t, func() bool { return !h.store.get("s3").DeliveredAt.IsZero() }, 10*time.Second, time.Millisecond)
+
+	h.advance(DefaultAttemptTimeout) // the attempt times out on the dispatcher's clock
+	h1 := h.store.get("h1")
+	require.Equal(t, 1, h1.Attempts)
+	require.False(t, h1.Dead, "a timeout is retryable")
+	require.Contains(t, h1.LastError, "attempt timed out after 30s: post: context canceled")
+	require.Equal(t, t0.Add(2*time.Second+DefaultAttemptTimeout+time.Minute), h1.NextAttempt)
+	require.Contains(t, h.results.get(), "hang:retry")
+}
+
+func TestAttemptDeadlineIsVisibleToTheNotifier(t *testing.T) {
+	slack := newNotifier("slack")
+	var deadline time.Time
+	var ok bool
+	slack.setFn(func(ctx context.Context, _ notify.Message, s []byte, _ func([]byte) error) ([]byte, error) {
+		deadline, ok = ctx.Deadline()
+		return s, nil
+	})
+	h := newHarness(t, nil, nil, Options{AttemptTimeout: 7 * time.Second}, slack)
+	h.store.add(msg("a1", "slack", "inc-a", notify.EventOpen, t0))
+	h.start()
+	before := time.Now()
+	h.settle()
+	require.True(t, ok, "an HTTP client sees the attempt's deadline")
+	require.WithinDuration(t, before.Add(7*time.Second), deadline, 5*time.Second)
+}
+
+func TestPanickingNotifierIsRetried(t *testing.T) {
+	slack := newNotifier("slack")
+	slack.setFn(func(context.Context, notify.Message, []byte, func([]byte) error) ([]byte, error) {
+		panic("index out of range")
+	})
+	h := newHarness(t, nil, nil, Options{}, slack)
+	h.store.add(msg("a1", "slack", "inc-a", notify.EventOpen, t0))
+	h.start()
+	h.settle()
+	m := h.store.get("a1")
+	require.Equal(t, 1, m.Attempts)
+	require.False(t, m.Dead)
+	require.Equal(t, "notifier panicked: index out of range", m.LastError)
+	require.Len(t, h.logs.find(t, "ERROR", "notifier panicked"), 1)
+}
+
+func TestStoreFailures(t *testing.T) {
+	t.Run("due messages", func(t *testing.T) {
+		slack := newNotifier("slack")
+		h := newHarness(t, nil, nil, Options{}, slack)
+		h.store.setFail("DueMessages", errors.New("database is locked"))
+		h.store.add(msg("a1", "slack", "inc-a", notify.EventOpen, t0))
+		h.start()
+		h.settle()
+		require.NotEmpty(t, h.logs.find(t, "ERROR", "cannot read the outbox"))
+		h.store.setFail("DueMessages", nil)
+		h.advance(storeRetry) // retried soon, not at the next poll
+		require.False(t, h.store.get("a1").DeliveredAt.IsZero())
+	})
+	t.Run("notifier state", func(t *testing.T) {
+		slack := newNotifier("slack")
+		h := newHarness(t, nil, nil, Options{}, slack)
+		h.store.setFail("NotifierState", errors.New("disk I/O error"))
+		h.store.add(msg("a1", "slack", "inc-a", notify.EventOpen, t0), msg("b1", "slack", "inc-b", notify.EventOpen, t0))
+		h.start()
+		h.settle()
+		require.Empty(t, slack.getCalls(), "no delivery without the state")
+		require.Zero(t, h.store.get("a1").Attempts, "not the notifier's failure")
+		h.store.setFail("NotifierState", nil)
+		h.advance(storeRetry)
+		require.Equal(t, []string{"a1", "b1"}, slack.callIDs())
+	})
+	t.Run("mark delivered: delivered again later (at least once)", func(t *testing.T) {
+		slack := newNotifier("slack")
+		h := newHarness(t, nil, nil, Options{}, slack)
+		h.store.setFail("MarkDelivered", errors.New("disk full"))
+		h.store.add(msg("a1", "slack", "inc-a", notify.EventOpen, t0))
+		h.start()
+		h.settle()
+		require.Len(t, h.logs.find(t, "ERROR", "delivered, but cannot record it"), 1)
+		h.store.setFail("MarkDelivered", nil)
+		h.advance(storeRetry)
+		require.Equal(t, []string{"a1", "a1"}, slack.callIDs())
+		require.False(t, h.store.get("a1").DeliveredAt.IsZero())
+	})
+}

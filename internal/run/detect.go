@@ -1,0 +1,231 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/audit"
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/runlog"
+	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/schedule"
+	"github.com/driftwatch/driftwatch/internal/store"
+)
+
+// runOne is the scheduler's job: one run of one workspace, recorded in the
+// store. A run cut short by shutdown is left "running" in the store, so the
+// next start errors it and runs the workspace again (or, in kubernetes
+// mode with its Job still running, adopts the Job and finishes the run).
+func (m *Manager) runOne(ctx context.Context, r schedule.QueuedRun) {
+	if r.Trigger == TriggerRemediate {
+		if m.o.Apply != nil {
+			m.o.Apply(ctx, r.Name)
+		}
+		return
+	}
+	m.mu.Lock()
+	busy := m.adopted[r.Name]
+	m.mu.Unlock()
+	if busy {
+		m.log.Info("run skipped: an adopted Job of the workspace is still running", "workspace", r.Name, "trigger", r.Trigger, "run_id", r.ID)
+		m.skipQueued(ctx, r)
+		return
+	}
+	m.detect(ctx, r, m.o.Auditor, nil)
+}
+
+// Detect is a detection run outside the queue (the verification after a
+// remediation, in the remediation's slot).
+func (m *Manager) Detect(ctx context.Context, workspace, trigger string) {
+	m.detect(ctx, schedule.QueuedRun{Name: workspace, Trigger: trigger}, m.o.Auditor, nil)
+}
+
+// Adopted is a Job a previous daemon started that this one awaits.
+type Adopted struct {
+	Workspace string
+	RunID     string
+	Job       string
+	// Remediation marks an apply's Job: RunID is the apply's run, recorded
+	// on its remediation, and the run awaited here is the verification
+	// detection that follows (trigger "adopted").
+	Remediation bool
+	// Runner's one run is the Job's outcome (and, for a remediation, the
+	// verification after it).
+	Runner runner.Runner
+}
+
+// Adopting marks the workspaces of adopted Jobs busy until AwaitAdopted
+// returns: their scheduled runs are skipped and manual ones refused.
+func (m *Manager) Adopting(as []Adopted) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, a := range as {
+		m.adopted[a.Workspace] = true
+	}
+}
+
+// AwaitAdopted records the outcome of a Job a previous daemon started. A
+// detection Job's run was left running by Recover (its id was kept), so
+// its outcome finishes that run, under its own id. A remediation Job's
+// outcome is recorded on its remediation and the verification detection
+// that follows is a new run with trigger "adopted", as is a detection Job's
+// outcome when the store has no running run with its id.
+func (m *Manager) AwaitAdopted(ctx context.Context, a Adopted) {
+	m.log.Info("awaiting adopted job", "workspace", a.Workspace, "adopted_run_id", a.RunID, "job", a.Job)
+	r := schedule.QueuedRun{Name: a.Workspace, Trigger: "adopted"}
+	var resume *store.Run
+	if !a.Remediation {
+		run, err := m.store.Run(ctx, a.RunID)
+		switch {
+		case err != nil:
+			m.log.Warn("adopted job: its run is not in the store; recording its outcome as a new run",
+				"workspace", a.Workspace, "adopted_run_id", a.RunID, "job", a.Job, "err", err)
+		case run.Status != store.RunRunning || run.Workspace != a.Workspace:
+			m.log.Warn("adopted job: its run is not running; recording its outcome as a new run",
+				"workspace", a.Workspace, "adopted_run_id", a.RunID, "job", a.Job, "status", run.Status, "run_workspace", run.Workspace)
+		default:
+			resume = &run
+			r = schedule.QueuedRun{ID: run.ID, Name: a.Workspace, Trigger: run.Trigger}
+		}
+	}
+	m.detect(ctx, r, &audit.Auditor{Runner: a.Runner, Logger: m.log}, resume)
+	m.mu.Lock()
+	delete(m.adopted, a.Workspace)
+	m.mu.Unlock()
+}
+
+// detect runs and records one detection run: the queued run r (its
+// record and live log exist), or a new run when r has no ID. With resume
+// (r.ID is its ID), the run is an adopted Job's that a previous daemon
+// recorded as running: it is not started again but finished.
+func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *audit.Auditor, resume *store.Run) {
+	if m.stopping.Load() {
+		// Shutting down or lost the Lease: start nothing. A queued run's
+		// record stays queued and is queued again at the next start.
+		return
+	}
+	name, trigger := r.Name, r.Trigger
+	t, ok := m.o.Target(name)
+	if !ok && resume == nil {
+		m.dropQueued(ctx, r, "the workspace was removed from the config while the run was queued")
+		return
+	}
+	if !ok {
+		// An adopted Job of a workspace no longer in the config: its run
+		// ends interrupted.
+		run := *resume
+		run.FinishedAt, run.Status = time.Now().UTC(), store.RunInterrupted
+		run.Error = "the workspace was removed from the config while its adopted Job ran"
+		if err := m.store.FinishRunOnly(context.WithoutCancel(ctx), run); err != nil {
+			m.log.Warn("store: finish adopted run", "workspace", name, "run_id", run.ID, "err", err)
+		}
+		return
+	}
+	if errors.Is(context.Cause(ctx), runlog.ErrCancelled) && resume == nil {
+		// Cancelled just as the scheduler dispatched it: start nothing.
+		m.dropQueued(ctx, r, "cancelled by request")
+		return
+	}
+	t.Request.RunID = r.ID
+	if r.ID == "" {
+		t.Request.RunID = newID()
+	}
+	log := m.log.With("workspace", name, "run_id", t.Request.RunID)
+	// The run's own log (redacted by the runner; head and tail kept),
+	// created when it was queued, and a cancel function for Cancel.
+	runLog := m.runs.Live(t.Request.RunID)
+	if runLog == nil {
+		runLog = m.newLog(name)
+	}
+	if t.Request.LogPlanText && !runlog.HoldsValues(runLog.Bytes()) {
+		// Opted in after this log began without the notice (a reload while
+		// queued): its readers were not told to authenticate, so no values.
+		t.Request.LogPlanText = false
+	}
+	run := store.Run{ID: t.Request.RunID, Workspace: name, Trigger: trigger, StartedAt: time.Now().UTC(), Status: store.RunRunning}
+	switch {
+	case resume != nil:
+		// Started by a previous daemon: it goes on under its id.
+		run.StartedAt = resume.StartedAt
+		log.Info("run adopted", "trigger", trigger)
+		runLog.Printf("== adopted: its Kubernetes Job was started by a previous daemon (started %s); awaiting its result ==",
+			run.StartedAt.UTC().Format(time.RFC3339))
+	default:
+		// Recorded even if a cancel arrives meanwhile: the run then ends
+		// at once, recorded cancelled.
+		if err := m.store.StartQueuedRun(context.WithoutCancel(ctx), run); err != nil {
+			log.Error("store: start run", "err", err)
+			runLog.Close(string(drift.StatusErrored))
+			m.runs.Remove(run.ID)
+			return
+		}
+		log.Info("run started", "trigger", trigger)
+		if r.ID != "" {
+			runLog.Printf("== started after %s in the queue ==", run.StartedAt.Sub(r.QueuedAt).Round(time.Millisecond))
+		}
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	m.runs.Add(run.ID, runLog, cancel)
+	defer m.runs.Remove(run.ID)
+	t.Request.Log = runLog
+	defer func() {
+		// A bug must not leave the run "running" and its log followers
+		// waiting forever: record it errored, then let the scheduler's
+		// recovery log the panic.
+		if p := recover(); p != nil {
+			run.FinishedAt = time.Now().UTC()
+			run.Status, run.Error = drift.StatusErrored, "internal error: the run panicked (see the daemon log)"
+			_ = m.store.FinishRunOnly(context.WithoutCancel(ctx), run)
+			m.saveLog(ctx, log, run.ID, runLog, drift.StatusErrored)
+			panic(p)
+		}
+	}()
+	res, tfPlan := auditor.CheckPlan(runCtx, t)
+	if errors.Is(context.Cause(runCtx), runlog.ErrCancelled) {
+		// Cancelled: neither clean nor errored; state and incidents stay.
+		run.FinishedAt = time.Now().UTC()
+		run.Status, run.Error, run.Tool, run.Phases = store.RunCancelled, "cancelled by request", res.Tool, res.Phases
+		if err := m.store.FinishRunOnly(context.WithoutCancel(ctx), run); err != nil {
+			log.Error("store: finish cancelled run", "err", err)
+		}
+		m.saveLog(ctx, log, run.ID, runLog, store.RunCancelled)
+		log.Info("run cancelled")
+		return
+	}
+	if ctx.Err() != nil || m.stopping.Load() {
+		// Kubernetes mode: the Job keeps running and the next daemon
+		// adopts it; locally the next start records the run errored.
+		log.Info("run interrupted by shutdown; it will be re-run at the next start")
+		return
+	}
+	run.FinishedAt = res.Started.Add(res.Duration).UTC()
+	run.Status, run.Error, run.Tool, run.Findings, run.Phases = res.Status, res.Error, res.Tool, res.Findings, res.Phases
+	// Record even if the daemon is stopping: the result is already paid
+	// for. Incident changes and their notifications are written in the same
+	// transaction, so a crash can lose neither.
+	_, after, err := m.store.FinishRunWithOutcome(context.WithoutCancel(ctx), run, m.o.Outcome(name, time.Now().UTC(), run.ID))
+	if err != nil {
+		log.Error("store: finish run", "err", err)
+		return
+	}
+	if m.o.Recorded != nil {
+		m.o.Recorded()
+	}
+	m.saveLog(ctx, log, run.ID, runLog, run.Status)
+	m.mu.Lock()
+	m.states[name] = after
+	m.mu.Unlock()
+	if m.o.AfterDetect != nil {
+		m.o.AfterDetect(ctx, t, run.ID, res, tfPlan)
+	}
+	total := drift.Phase{Name: "total", Duration: res.Duration}
+	m.o.Metrics.RunFinished(res.Status, append(res.Phases, total))
+	m.mu.Lock()
+	onResult := m.onResult
+	m.mu.Unlock()
+	if onResult != nil {
+		onResult(res)
+	}
+}

@@ -1,0 +1,26 @@
+// Package run is the run lifecycle, as one noun: a run of a workspace is
+// queued (recorded at once, with a live log that can be followed and a
+// cancel that works before it starts), started, and ends with a verdict
+// (clean, drift, errored: recorded with the incident decisions and outbox
+// messages in one store transaction), cancelled (on request, queued or
+// running), or errored by a restart (RecoverRuns at the next start). Its
+// Manager owns the scheduler's queue and the registry of live runs, so
+// the daemon, the HTTP API (Trigger, Cancel, Live), remediation (QueueApply,
+// Detect) and the Kubernetes adoption path (Adopting, AwaitAdopted) all go
+// through one place.
+//
+// What it owns: the order of a run's records (queued before cancelled,
+// started before finished, the log saved before its followers end), the
+// per-workspace state cache the metrics read, which workspaces are busy
+// with an adopted Job, and what a restart does with what the previous
+// process left: runs that were running are errored ("daemon restarted")
+// and their workspaces re-run; queued runs are queued again under their
+// own ids.
+//
+// What it must not touch: it does not start Terraform (the audit.Auditor
+// and its runner do), decide incidents (the Outcome it is given does),
+// deliver notifications (it only wakes the outbox), decide remediations
+// (its Apply and AfterDetect hooks do), or know the runner mode: an
+// adopted Kubernetes Job reaches it as a runner.Runner. Run ids are minted
+// in one place, runid (the scheduler takes one per queued run).
+package run

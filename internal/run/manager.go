@@ -1,0 +1,181 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/audit"
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/metrics"
+	"github.com/driftwatch/driftwatch/internal/planparse"
+	"github.com/driftwatch/driftwatch/internal/runlog"
+	"github.com/driftwatch/driftwatch/internal/schedule"
+	"github.com/driftwatch/driftwatch/internal/store"
+)
+
+// TriggerRemediate is the scheduler trigger of a remediation's apply: the
+// Manager hands such a run to its Apply hook, which records it itself.
+const TriggerRemediate = "remediate"
+
+// Store is what the Manager records runs in: store.DaemonStore's run,
+// queue and log methods.
+type Store interface {
+	QueueRun(ctx context.Context, r store.Run) error
+	StartQueuedRun(ctx context.Context, r store.Run) error
+	FinishQueuedRun(ctx context.Context, r store.Run) error
+	DeleteQueuedRun(ctx context.Context, id string) error
+	FinishRunOnly(ctx context.Context, r store.Run) error
+	FinishRunWithOutcome(ctx context.Context, r store.Run, decide store.Outcome) (before, after store.WorkspaceState, err error)
+	RecoverRuns(ctx context.Context, at time.Time, keep ...string) (store.Recovered, error)
+	Run(ctx context.Context, id string) (store.Run, error)
+	Workspaces(ctx context.Context) ([]store.WorkspaceState, error)
+	SaveRunLog(ctx context.Context, runID string, log []byte) error
+	Prune(ctx context.Context, keep int, olderThan time.Time) (int, error)
+}
+
+// Options configures a Manager. Store, Logger, Auditor, Metrics, Target
+// and Outcome are required.
+type Options struct {
+	Store   Store
+	Logger  *slog.Logger
+	Auditor *audit.Auditor // runs a detection (the runner mode's)
+	Metrics *metrics.Metrics
+	// Schedule is the scheduler's configuration; its callbacks (Run,
+	// OnEnqueue, OnDrop, OnSkip, OnQueue) are the Manager's.
+	Schedule schedule.Options
+	// Target is a workspace's run target in the current config.
+	Target func(workspace string) (audit.Target, bool)
+	// Outcome is the incident decision for a workspace's finished run:
+	// recorded with the run in one transaction.
+	Outcome func(workspace string, now time.Time, runID string) store.Outcome
+	// MaxLogBytes bounds a run's log (store.max_log_bytes).
+	MaxLogBytes func() int
+	// Leading is nil while this daemon may queue runs, else the error the
+	// API answers (a standby's). Nil: always leading.
+	Leading func() error
+	// Apply runs an approved remediation's apply (a TriggerRemediate run,
+	// in the workspace's slot).
+	Apply func(ctx context.Context, workspace string)
+	// AfterDetect is told every recorded detection (remediation proposals).
+	AfterDetect func(ctx context.Context, t audit.Target, runID string, res drift.Result, plan *planparse.Plan)
+	// Recorded is told every recorded run: the outbox has new messages.
+	Recorded func()
+}
+
+// Manager is the run lifecycle of one daemon (see the package doc).
+type Manager struct {
+	o     Options
+	log   *slog.Logger
+	store Store
+	sched *schedule.Scheduler
+	// runs registers queued and running runs: their live log and cancel.
+	runs *runlog.Registry
+
+	mu     sync.Mutex
+	states map[string]store.WorkspaceState // cache of the store's workspace states
+	// adopted holds the workspaces whose adopted Job (kubernetes mode) is
+	// still awaited: their scheduled runs are skipped, manual ones refused.
+	adopted map[string]bool
+	// recovered holds the ids of queued runs a previous process recorded,
+	// queued again by Recover: their record exists already.
+	recovered map[string]bool
+	// onResult is told every recorded result while Once waits.
+	onResult func(drift.Result)
+	// queueMu orders recording a queued run (queued) before any cancel of
+	// it is recorded (Cancel).
+	queueMu sync.Mutex
+	// stopping is set when no run may start any more (shutdown, lost
+	// Lease, the Kubernetes runner's Watch stopped): runs ending then were
+	// interrupted, not failed, and stay running in the store.
+	stopping atomic.Bool
+}
+
+// New builds a Manager and its scheduler, and loads the workspace states.
+func New(ctx context.Context, o Options) (*Manager, error) {
+	if o.Store == nil || o.Logger == nil || o.Auditor == nil || o.Metrics == nil || o.Target == nil || o.Outcome == nil {
+		return nil, errors.New("driftwatch/run: Store, Logger, Auditor, Metrics, Target and Outcome are required")
+	}
+	m := &Manager{o: o, log: o.Logger, store: o.Store, runs: runlog.NewRegistry(),
+		states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}, recovered: map[string]bool{}}
+	states, err := o.Store.Workspaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range states {
+		m.states[s.Workspace] = s
+	}
+	so := o.Schedule
+	so.Logger = o.Logger
+	so.Run = m.runOne
+	so.OnEnqueue = m.queued
+	so.OnDrop = func(r schedule.QueuedRun) {
+		m.dropQueued(context.Background(), r, "the workspace was removed from the config while the run was queued")
+	}
+	so.OnSkip = o.Metrics.Skipped
+	so.OnQueue = o.Metrics.SetQueue
+	if m.sched, err = schedule.New(so); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// SetJobs replaces the scheduled workspaces (start and reload).
+func (m *Manager) SetJobs(jobs []schedule.Job) error { return m.sched.SetJobs(jobs) }
+
+// Schedule runs the scheduler until ctx ends: scheduled and queued runs
+// start from here on.
+func (m *Manager) Schedule(ctx context.Context) error { return m.sched.Run(ctx) }
+
+// Next is a workspace's next scheduled run.
+func (m *Manager) Next(workspace string) (time.Time, bool) { return m.sched.Next(workspace) }
+
+// Live is a queued or running run's log (nil: not queued or running here).
+func (m *Manager) Live(runID string) *runlog.Log { return m.runs.Live(runID) }
+
+// Stop is called when no run may start any more: runs ending from here on
+// were interrupted, and stay running in the store for the next daemon.
+func (m *Manager) Stop() { m.stopping.Store(true) }
+
+// State is a workspace's last recorded state.
+func (m *Manager) State(workspace string) (store.WorkspaceState, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.states[workspace]
+	return s, ok
+}
+
+// leading is Options.Leading's answer (nil: leading).
+func (m *Manager) leading() error {
+	if m.o.Leading == nil {
+		return nil
+	}
+	return m.o.Leading()
+}
+
+// newLog is a run's log. For a workspace with log_plan_text its first
+// line is runlog.ValuesNotice, so the server serves it only to an
+// authenticated reader, from the first line on.
+func (m *Manager) newLog(workspace string) *runlog.Log {
+	limit := 0
+	if m.o.MaxLogBytes != nil {
+		limit = m.o.MaxLogBytes()
+	}
+	l := runlog.New(limit, nil)
+	if t, ok := m.o.Target(workspace); ok && t.Request.LogPlanText {
+		l.Printf("%s", runlog.ValuesNotice)
+	}
+	return l
+}
+
+// saveLog stores a finished run's log and ends its live followers with
+// the verdict: stored first, so a reader finds it in one place or the other.
+func (m *Manager) saveLog(ctx context.Context, log *slog.Logger, runID string, l *runlog.Log, verdict drift.Status) {
+	if err := m.store.SaveRunLog(context.WithoutCancel(ctx), runID, l.Bytes()); err != nil {
+		log.Warn("store: save run log", "err", err)
+	}
+	l.Close(string(verdict))
+}

@@ -1,0 +1,183 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/store"
+)
+
+func testFirstFinish(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	r := start(t, s, newRun("r1", "net", t0))
+	done := outcome(r, drift.StatusForbidden, minutes(3), fForbidden, fDrift, fNoise, fIgnored)
+	before, after := finish(t, s, done)
+
+	equal(t, store.WorkspaceState{Workspace: "net"}, before)
+	want := store.WorkspaceState{
+		Workspace:     "net",
+		Status:        drift.StatusForbidden,
+		Since:         minutes(3),
+		LastRunID:     "r1",
+		LastRunAt:     t0,
+		LastSuccessAt: minutes(3),
+		Fingerprint:   drift.Fingerprint("net", done.Findings),
+		Findings:      done.Findings,
+	}
+	require.NotEmpty(t, want.Fingerprint)
+	equal(t, want, after)
+
+	st, err := s.Workspace(ctx, "net")
+	require.NoError(t, err)
+	equal(t, want, st)
+	states, err := s.Workspaces(ctx)
+	require.NoError(t, err)
+	equal(t, []store.WorkspaceState{want}, states)
+
+	got, err := s.Run(ctx, "r1")
+	require.NoError(t, err)
+	equal(t, done, got)
+	require.True(t, got.FinishedAt.Equal(minutes(3)))
+	require.Equal(t, drift.Counts{Drift: 1, Forbidden: 1, Noise: 1}, got.Counts())
+}
+
+func testSince(t *testing.T, s store.Store) {
+	steps := []struct {
+		status    drift.Status
+		findings  []drift.Finding
+		sinceFrom int // index of the step whose finish Since must equal
+	}{
+		{drift.StatusClean, nil, 0},
+		{drift.StatusClean, nil, 0},
+		{drift.StatusDrift, []drift.Finding{fDrift}, 2},
+		{drift.StatusDrift, []drift.Finding{fDrift, fPending}, 2}, // new fingerprint, same status
+		{drift.StatusErrored, nil, 4},
+		{drift.StatusErrored, nil, 4},
+		{drift.StatusDrift, []drift.Finding{fDrift}, 6},
+		{drift.StatusPending, []drift.Finding{fPending, fNoise}, 7},
+	}
+	var prev store.WorkspaceState
+	for i, step := range steps {
+		r := start(t, s, newRun(fmt.Sprintf("r%d", i), "net", minutes(10*i)))
+		before, after := finish(t, s, outcome(r, step.status, minutes(10*i+5), step.findings...))
+		if i == 0 {
+			prev = store.WorkspaceState{Workspace: "net"}
+		}
+		equal(t, prev, before, "step %d: before is not the previous after", i)
+		require.Equal(t, step.status, after.Status, "step %d", i)
+		require.True(t, after.Since.Equal(minutes(10*step.sinceFrom+5)), "step %d: since %s, want the finish of step %d", i, after.Since, step.sinceFrom)
+		require.True(t, after.LastRunAt.Equal(minutes(10*i)), "step %d: last_run_at", i)
+		require.Equal(t, r.ID, after.LastRunID, "step %d", i)
+		prev = after
+	}
+}
+
+func testErroredKeepsFindings(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	good := run(t, s, "r1", "net", 0, 1, drift.StatusDrift, fDrift, fNoise)
+
+	r2 := start(t, s, newRun("r2", "net", minutes(10)))
+	failed := outcome(r2, drift.StatusErrored, minutes(11))
+	failed.Findings = []drift.Finding{fPending} // whatever an errored run carries, it says nothing about drift
+	_, after := finish(t, s, failed)
+	want := good
+	want.Status = drift.StatusErrored
+	want.Since = minutes(11)
+	want.LastRunID = "r2"
+	want.LastRunAt = minutes(10)
+	want.Error = failed.Error
+	want.ConsecutiveErrors = 1
+	equal(t, want, after)
+	require.Equal(t, good.Fingerprint, after.Fingerprint)
+	require.True(t, after.LastSuccessAt.Equal(minutes(1)))
+
+	got, err := s.Run(ctx, "r2")
+	require.NoError(t, err)
+	require.Equal(t, drift.StatusErrored, got.Status)
+	require.Equal(t, failed.Error, got.Error, "the run keeps its own error")
+
+	after = run(t, s, "r3", "net", 20, 21, drift.StatusErrored)
+	want.LastRunID, want.LastRunAt = "r3", minutes(20)
+	want.Error = after.Error
+	want.ConsecutiveErrors = 2
+	require.NotEqual(t, failed.Error, after.Error, "the state has the latest error")
+	equal(t, want, after)
+
+	after = run(t, s, "r4", "net", 30, 31, drift.StatusClean)
+	equal(t, store.WorkspaceState{
+		Workspace:     "net",
+		Status:        drift.StatusClean,
+		Since:         minutes(31),
+		LastRunID:     "r4",
+		LastRunAt:     minutes(30),
+		LastSuccessAt: minutes(31),
+	}, after)
+	st, err := s.Workspace(ctx, "net")
+	require.NoError(t, err)
+	equal(t, after, st)
+}
+
+func testFirstRunErrored(t *testing.T, s store.Store) {
+	after := run(t, s, "r1", "net", 0, 2, drift.StatusErrored)
+	require.NotEmpty(t, after.Error)
+	equal(t, store.WorkspaceState{
+		Workspace:         "net",
+		Status:            drift.StatusErrored,
+		Since:             minutes(2),
+		LastRunID:         "r1",
+		LastRunAt:         t0,
+		Error:             after.Error,
+		ConsecutiveErrors: 1,
+	}, after)
+	require.True(t, after.LastSuccessAt.IsZero())
+}
+
+func testRunsOrder(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	// Started out of order; one still running.
+	for _, n := range []int{3, 1, 5, 2} {
+		run(t, s, fmt.Sprintf("a%d", n), "a", n, n+10, drift.StatusClean)
+	}
+	start(t, s, newRun("a4", "a", minutes(4)))
+	run(t, s, "b1", "b", 1, 2, drift.StatusDrift, fDrift)
+	run(t, s, "b2", "b", 6, 7, drift.StatusDrift, fDrift)
+
+	for _, tc := range []struct {
+		workspace string
+		limit     int
+		want      []string
+	}{
+		{"a", 0, []string{"a5", "a4", "a3", "a2", "a1"}},
+		{"a", 2, []string{"a5", "a4"}},
+		{"a", 5, []string{"a5", "a4", "a3", "a2", "a1"}},
+		{"a", 50, []string{"a5", "a4", "a3", "a2", "a1"}},
+		{"b", 0, []string{"b2", "b1"}},
+		{"b", 1, []string{"b2"}},
+		{"c", 0, nil},
+	} {
+		t.Run(fmt.Sprintf("%s limit %d", tc.workspace, tc.limit), func(t *testing.T) {
+			runs, err := s.Runs(ctx, tc.workspace, tc.limit)
+			require.NoError(t, err)
+			equal(t, tc.want, ids(runs))
+		})
+	}
+}
+
+func testWorkspacesOrder(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for i, ws := range []string{"zeta", "alpha", "mid", "Alpha-2"} {
+		run(t, s, "r-"+ws, ws, i, i+1, drift.StatusClean)
+	}
+	start(t, s, newRun("r-unfinished", "never-finished", t0))
+	states, err := s.Workspaces(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"Alpha-2", "alpha", "mid", "zeta"}, names(states))
+	for _, st := range states {
+		one, err := s.Workspace(ctx, st.Workspace)
+		require.NoError(t, err)
+		equal(t, one, st)
+	}
+}
