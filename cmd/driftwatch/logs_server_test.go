@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -85,12 +86,12 @@ func TestLogsFollowRealServer(t *testing.T) {
 	readToken := filepath.Join(t.TempDir(), "read-token")
 	require.NoError(t, os.WriteFile(readToken, []byte("read-tok-CANARY\n"), 0o600))
 	srv, err := server.New(server.Options{
-		ReadTokenFile: readToken,
-		Store:         st,
-		Control:       logsControl{reg},
-		Gatherer:      prometheus.NewRegistry(),
-		Logger:        logger,
-		Logs:          st,
+		Config:   config.Server{ReadTokenFile: readToken},
+		Store:    st,
+		Control:  logsControl{reg},
+		Gatherer: prometheus.NewRegistry(),
+		Logger:   logger,
+		Logs:     st,
 	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())
@@ -155,12 +156,12 @@ func TestLogsRefusedRealServer(t *testing.T) {
 	require.NoError(t, os.WriteFile(wrong, []byte("wrong-tok-CANARY"), 0o600))
 	serve := func(tokenFile string) string {
 		srv, err := server.New(server.Options{
-			TokenFile: tokenFile,
-			Store:     st,
-			Control:   logsControl{},
-			Gatherer:  prometheus.NewRegistry(),
-			Logger:    logger,
-			Logs:      st,
+			Config:   config.Server{TokenFile: tokenFile},
+			Store:    st,
+			Control:  logsControl{},
+			Gatherer: prometheus.NewRegistry(),
+			Logger:   logger,
+			Logs:     st,
 		})
 		require.NoError(t, err)
 		ts := httptest.NewServer(srv.Handler())

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -108,7 +109,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
 		return report.ExitError
 	}
-	fmt.Fprintf(stdout, "%s: ok, %d workspaces (%s)\n", cfg.File, len(cfg.Workspaces), strings.Join(app.WorkspaceNames(cfg), ", "))
+	fmt.Fprintf(stdout, "%s: ok, %d workspaces (%s)\n", cfg.File, len(cfg.Workspaces), strings.Join(workspaceNames(cfg), ", "))
 	return 0
 }
 
@@ -144,7 +145,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
 		return report.ExitError
 	}
-	sel, err := app.ParseLabels(labels)
+	sel, err := parseLabels(labels)
 	if err != nil {
 		fmt.Fprintf(stderr, "driftwatch: --label: %v\n", err)
 		return report.ExitError
@@ -259,4 +260,27 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+}
+
+// parseLabels parses "k=v" selectors.
+func parseLabels(sel []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, s := range sel {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("invalid label selector %q (want key=value)", s)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// workspaceNames lists the config's workspace names, sorted.
+func workspaceNames(cfg *config.Config) []string {
+	var n []string
+	for _, w := range cfg.Workspaces {
+		n = append(n, w.Name)
+	}
+	sort.Strings(n)
+	return n
 }

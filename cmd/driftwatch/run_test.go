@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/apiclient"
+	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/server"
@@ -61,13 +62,12 @@ func newTestDaemon(t *testing.T, externalURL string) *testDaemon {
 	d.tok = filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(d.tok, []byte(runToken+"\n"), 0o600))
 	srv, err := server.New(server.Options{
-		Store:       st,
-		Control:     testControl{d},
-		Gatherer:    prometheus.NewRegistry(),
-		Logger:      logger,
-		TokenFile:   d.tok,
-		ExternalURL: externalURL,
-		Logs:        st,
+		Store:    st,
+		Control:  testControl{d},
+		Gatherer: prometheus.NewRegistry(),
+		Logger:   logger,
+		Config:   config.Server{TokenFile: d.tok, ExternalURL: externalURL},
+		Logs:     st,
 	})
 	require.NoError(t, err)
 	h := srv.Handler()

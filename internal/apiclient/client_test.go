@@ -33,6 +33,12 @@ func statusErr(t *testing.T, err error, sentinel error, want string) *apiclient.
 	return se
 }
 
+// requireStatus is statusErr for callers that need only its assertions.
+func requireStatus(t *testing.T, err error, sentinel error, want string) {
+	t.Helper()
+	_ = statusErr(t, err, sentinel, want)
+}
+
 // Trigger: the exact request (the API token, JSON accepted, no body) and
 // the queued run.
 func TestTrigger(t *testing.T) {
@@ -61,12 +67,12 @@ func TestTriggerRefused(t *testing.T) {
 	require.Equal(t, apiclient.StatusError{Code: 409, Status: "409 Conflict", Message: "a run of this workspace is already queued or running", RunID: "run-1"}, *se)
 
 	_, err = c.Trigger(t.Context(), "no such")
-	statusErr(t, err, apiclient.ErrNotFound, "404 Not Found: unknown workspace")
+	requireStatus(t, err, apiclient.ErrNotFound, "404 Not Found: unknown workspace")
 	require.Equal(t, "/api/v1/workspaces/no%20such/runs", d.last().URI)
 
 	wrong := writeFile(t, "wrong", "wrong-tok-CANARY")
 	_, err = apiclient.New(d.url, wrong, nil).Trigger(t.Context(), "net")
-	statusErr(t, err, apiclient.ErrUnauthorized, "401 Unauthorized: invalid bearer token")
+	requireStatus(t, err, apiclient.ErrUnauthorized, "401 Unauthorized: invalid bearer token")
 	require.Equal(t, "Bearer wrong-tok-CANARY", d.last().Authorization)
 
 	_, err = apiclient.New(d.url, "", nil).Trigger(t.Context(), "net")
@@ -77,7 +83,7 @@ func TestTriggerRefused(t *testing.T) {
 	d.unavailable = true
 	d.mu.Unlock()
 	_, err = c.Trigger(t.Context(), "net")
-	statusErr(t, err, apiclient.ErrUnavailable, "503 Service Unavailable: unavailable: this replica is a standby; the leader runs workspaces")
+	requireStatus(t, err, apiclient.ErrUnavailable, "503 Service Unavailable: unavailable: this replica is a standby; the leader runs workspaces")
 	require.NotErrorIs(t, err, apiclient.ErrNotFound)
 
 	d.mu.Lock()
@@ -124,7 +130,7 @@ func TestGetRun(t *testing.T) {
 	require.Len(t, rawField(t, r.Raw, "findings"), 3)
 
 	_, err = c.GetRun(t.Context(), "nope")
-	statusErr(t, err, apiclient.ErrNotFound, "404 Not Found: unknown run")
+	requireStatus(t, err, apiclient.ErrNotFound, "404 Not Found: unknown run")
 }
 
 func rawField(t *testing.T, raw json.RawMessage, key string) any {
@@ -223,10 +229,10 @@ func TestLogRefused(t *testing.T) {
 		require.Empty(t, d.last().Authorization)
 
 		_, err = apiclient.New(d.url, writeFile(t, "wrong", "wrong-CANARY"), nil).Log(t.Context(), q.RunID, follow)
-		statusErr(t, err, apiclient.ErrUnauthorized, "401 Unauthorized: invalid read credential: it is neither the API token nor the read token")
+		requireStatus(t, err, apiclient.ErrUnauthorized, "401 Unauthorized: invalid read credential: it is neither the API token nor the read token")
 
 		_, err = apiclient.New(d.url, d.readTokenFile, nil).Log(t.Context(), "nope", follow)
-		statusErr(t, err, apiclient.ErrNotFound, "404 Not Found: unknown run")
+		requireStatus(t, err, apiclient.ErrNotFound, "404 Not Found: unknown run")
 
 		_, err = apiclient.New(d.url, d.readTokenFile, nil).FollowLog(t.Context(), "nope", &bytes.Buffer{})
 		require.ErrorIs(t, err, apiclient.ErrNotFound)
@@ -262,11 +268,11 @@ func TestCancel(t *testing.T) {
 	require.Equal(t, apiclient.Cancelled{Run: "run-2", Status: apiclient.StatusCancelling}, res, "a running run is asked to stop")
 
 	_, err = c.Cancel(t.Context(), q.RunID)
-	statusErr(t, err, apiclient.ErrConflict, "409 Conflict: the run is not queued or running")
+	requireStatus(t, err, apiclient.ErrConflict, "409 Conflict: the run is not queued or running")
 	_, err = c.Cancel(t.Context(), "nope")
-	statusErr(t, err, apiclient.ErrNotFound, "404 Not Found: unknown run")
+	requireStatus(t, err, apiclient.ErrNotFound, "404 Not Found: unknown run")
 	_, err = apiclient.New(d.url, d.readTokenFile, nil).Cancel(t.Context(), q2.RunID)
-	statusErr(t, err, apiclient.ErrUnauthorized, "401 Unauthorized: invalid bearer token")
+	requireStatus(t, err, apiclient.ErrUnauthorized, "401 Unauthorized: invalid bearer token")
 }
 
 // Approve and Reject: the exact requests (the API token, JSON, the hash
@@ -284,7 +290,7 @@ func TestApproveReject(t *testing.T) {
 	}, d.last())
 
 	_, err = c.Approve(t.Context(), "77aa00d2a1b2c3d4", "h-other")
-	statusErr(t, err, apiclient.ErrConflict, "409 Conflict: "+server.ErrHashMismatch.Error())
+	requireStatus(t, err, apiclient.ErrConflict, "409 Conflict: "+server.ErrHashMismatch.Error())
 	require.Equal(t, request{
 		Method: "POST", URI: "/api/v1/remediations/77aa00d2a1b2c3d4/approve",
 		Authorization: "Bearer " + apiToken, ContentType: "application/json", Body: `{"change_set_hash":"h-other"}`,
@@ -299,11 +305,11 @@ func TestApproveReject(t *testing.T) {
 	}, d.last())
 
 	_, err = c.Reject(t.Context(), "77aa00d2a1b2c3d4")
-	statusErr(t, err, apiclient.ErrConflict, "409 Conflict: conflict: remediation 77aa00d2a1b2c3d4 is rejected, not pending")
+	requireStatus(t, err, apiclient.ErrConflict, "409 Conflict: conflict: remediation 77aa00d2a1b2c3d4 is rejected, not pending")
 	_, err = c.Approve(t.Context(), "0000000000000000", "")
-	statusErr(t, err, apiclient.ErrNotFound, "404 Not Found: unknown remediation")
+	requireStatus(t, err, apiclient.ErrNotFound, "404 Not Found: unknown remediation")
 	_, err = apiclient.New(d.url, d.readTokenFile, nil).Reject(t.Context(), "5e1f00d2a1b2c3d4")
-	statusErr(t, err, apiclient.ErrUnauthorized, "401 Unauthorized: invalid bearer token")
+	requireStatus(t, err, apiclient.ErrUnauthorized, "401 Unauthorized: invalid bearer token")
 }
 
 // The token file is read at each call that sends it (a rotated token is
@@ -382,9 +388,9 @@ func TestTokenNeverShown(t *testing.T) {
 	}
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
-	real := newTestDaemon(t, daemonOptions{})
+	live := newTestDaemon(t, daemonOptions{})
 	redacted := 0 // errors whose reason repeated the token
-	for _, u := range []string{echo(http.StatusUnauthorized), echo(http.StatusOK), echo(http.StatusAccepted), dead.URL, real.url} {
+	for _, u := range []string{echo(http.StatusUnauthorized), echo(http.StatusOK), echo(http.StatusAccepted), dead.URL, live.url} {
 		c := apiclient.New(u, tokenFile, nil)
 		var errs []error
 		call := func(err error) { errs = append(errs, err) }

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -89,17 +90,15 @@ func newTestDaemon(t *testing.T, o daemonOptions) *testDaemon {
 	d.apiTokenFile = writeFile(t, "api-token", apiToken+"\n")
 	d.readTokenFile = writeFile(t, "read-token", readToken+"\n")
 	opts := server.Options{
-		Store:         st,
-		Control:       control{d, remediations{d}},
-		Gatherer:      prometheus.NewRegistry(),
-		Logger:        logger,
-		TokenFile:     d.apiTokenFile,
-		ReadTokenFile: d.readTokenFile,
-		ExternalURL:   o.externalURL,
-		Logs:          st,
+		Store:    st,
+		Control:  control{d, remediations{d}},
+		Gatherer: prometheus.NewRegistry(),
+		Logger:   logger,
+		Config:   config.Server{TokenFile: d.apiTokenFile, ReadTokenFile: d.readTokenFile, ExternalURL: o.externalURL},
+		Logs:     st,
 	}
 	if o.noTokens {
-		opts.TokenFile, opts.ReadTokenFile = "", ""
+		opts.Config.TokenFile, opts.Config.ReadTokenFile = "", ""
 	}
 	srv, err := server.New(opts)
 	require.NoError(t, err)

@@ -17,12 +17,15 @@ import (
 	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/metrics"
+	"github.com/driftwatch/driftwatch/internal/notify/notifiers"
 	"github.com/driftwatch/driftwatch/internal/outbox"
 	"github.com/driftwatch/driftwatch/internal/remediation"
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/run"
+	"github.com/driftwatch/driftwatch/internal/runid"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
@@ -57,7 +60,7 @@ type daemon struct {
 	isolation sandbox.Isolation
 	cfg       atomic.Pointer[config.Config]
 	targets   atomic.Pointer[map[string]audit.Target]
-	alerts    atomic.Pointer[map[string]alertPlan]
+	alerts    atomic.Pointer[map[string]incident.Plan]
 	store     store.DaemonStore
 	outbox    *outbox.Dispatcher
 	metrics   *metrics.Metrics
@@ -194,7 +197,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 			return t, ok
 		},
 		Outcome: func(name string, now time.Time, runID string) store.Outcome {
-			return (*d.alerts.Load())[name].outcome(now, runID)
+			return (*d.alerts.Load())[name].Outcome(now, runID, runid.New)
 		},
 		MaxLogBytes: func() int { return d.cfg.Load().Store.MaxLogBytes },
 		Leading:     d.leader.Ready,
@@ -208,12 +211,12 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 	if err := d.runs.SetJobs(jobs(cfg)); err != nil {
 		return nil, err
 	}
-	notifiers, err := buildNotifiers(cfg, log)
+	ns, err := notifiers.Build(cfg, log)
 	if err != nil {
 		return nil, err
 	}
 	d.outbox, err = outbox.New(outbox.Options{
-		Store: st, Notifiers: notifiers, Logger: log,
+		Store: st, Notifiers: ns, Logger: log,
 		OnResult: d.metrics.NotificationResult, OnPending: d.metrics.SetNotificationsPending,
 	})
 	return d, err
@@ -226,7 +229,7 @@ func (d *daemon) setConfig(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	plans := alertPlans(cfg)
+	plans := incident.Plans(cfg)
 	d.cfg.Store(cfg)
 	d.targets.Store(&targets)
 	d.alerts.Store(&plans)
@@ -243,24 +246,17 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 		callbackURL = cfg.Runner.Kubernetes.Kube().CallbackURL
 	}
 	return server.New(server.Options{
-		Store:         d.store,
-		Logs:          d.store,
-		Control:       control{d: d, RemediationControl: remediationControl{d.rem}},
-		Handlers:      handlers,
-		Gatherer:      d.reg,
-		TokenFile:     cfg.Server.TokenFile,
-		ReadTokenFile: cfg.Server.ReadTokenFile,
-		OpenReads:     cfg.Server.OpenReads,
-		ExternalURL:   cfg.Server.ExternalURL,
-		CallbackURL:   callbackURL,
-		AllowedHosts:  cfg.Server.AllowedHosts,
-		Listen:        cfg.Server.Listen,
-		TLSCertFile:   cfg.Server.TLSCertFile,
-		TLSKeyFile:    cfg.Server.TLSKeyFile,
-		Logger:        d.log,
-		Version:       version.Version,
-		Sandbox:       server.SandboxStatus{Mode: d.isolation.Mode, Reason: d.isolation.Reason},
-		Leader:        d.leader.Leader,
+		Store:       d.store,
+		Logs:        d.store,
+		Control:     control{d: d, RemediationControl: remediationControl{d.rem}},
+		Handlers:    handlers,
+		Gatherer:    d.reg,
+		Config:      cfg.Server,
+		CallbackURL: callbackURL,
+		Logger:      d.log,
+		Version:     version.Version,
+		Sandbox:     server.SandboxStatus{Mode: d.isolation.Mode, Reason: d.isolation.Reason},
+		Leader:      d.leader.Leader,
 	})
 }
 
@@ -370,7 +366,7 @@ func (d *daemon) snapshot() []metrics.WorkspaceSnapshot {
 }
 
 func targetMap(cfg *config.Config, owner string) (map[string]audit.Target, error) {
-	ts, err := Targets(cfg, Filter{})
+	ts, err := audit.Targets(cfg, audit.Filter{})
 	if err != nil {
 		return nil, err
 	}

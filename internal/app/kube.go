@@ -11,8 +11,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/remediation"
@@ -31,23 +29,6 @@ type kubeRuntime struct {
 	client kubernetes.Interface
 }
 
-// kubeClient connects to the cluster: the kubeconfig file if set, else the
-// in-cluster service account.
-func kubeClient(path string) (kubernetes.Interface, error) {
-	var rc *rest.Config
-	var err error
-	if path != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", path)
-	} else {
-		rc, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes runner: client config: %w", err)
-	}
-	rc.UserAgent = "driftwatch"
-	return kubernetes.NewForConfig(rc)
-}
-
 // newKubeRuntime builds the kubernetes mode's parts; proceed answers
 // remediation pods' proceed checks (daemon.mayApply).
 func newKubeRuntime(cfg *config.Config, log *slog.Logger, proceed remote.ProceedFunc) (*kubeRuntime, error) {
@@ -55,7 +36,7 @@ func newKubeRuntime(cfg *config.Config, log *slog.Logger, proceed remote.Proceed
 	if k == nil {
 		return nil, errors.New("kubernetes runner: runner.kubernetes is required")
 	}
-	cs, err := kubeClient(k.Kubeconfig)
+	cs, err := kube.NewClient(k.Kubeconfig)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/notify/notifiers"
 )
 
 // reloadLoop applies a changed config on SIGHUP or when the file changes:
@@ -61,11 +62,11 @@ func (d *daemon) apply(path string) error {
 	}
 	old := d.cfg.Load()
 	if !reflect.DeepEqual(old.Notifiers, cfg.Notifiers) {
-		notifiers, err := buildNotifiers(cfg, d.log)
+		ns, err := notifiers.Build(cfg, d.log)
 		if err != nil {
 			d.log.Error("config reload: notifiers; keeping the previous ones", "err", err.Error())
 		} else {
-			d.outbox.SetNotifiers(notifiers)
+			d.outbox.SetNotifiers(ns)
 		}
 	}
 	if err := d.setConfig(cfg); err != nil {

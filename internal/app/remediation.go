@@ -77,7 +77,7 @@ func (h remediationHost) Detect(ctx context.Context, workspace, trigger string) 
 
 func (h remediationHost) AlertPlan(workspace string) (remediation.AlertPlan, bool) {
 	p, ok := (*h.d.alerts.Load())[workspace]
-	return remediation.AlertPlan{Policy: p.policy, Targets: p.targets}, ok
+	return p, ok
 }
 
 func (h remediationHost) WakeOutbox() { h.d.outbox.Wake() }

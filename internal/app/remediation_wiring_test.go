@@ -176,8 +176,8 @@ func TestRemediationHost(t *testing.T) {
 	plan, ok := h.AlertPlan("db")
 	require.True(t, ok)
 	want := (*w.d.alerts.Load())["db"]
-	require.Equal(t, want.policy, plan.Policy)
-	require.Equal(t, want.targets, plan.Targets)
+	require.Equal(t, want.Policy, plan.Policy)
+	require.Equal(t, want.Targets, plan.Targets)
 	require.NotEmpty(t, plan.Targets)
 	_, ok = h.AlertPlan("nope")
 	require.False(t, ok)

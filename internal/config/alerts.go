@@ -25,9 +25,9 @@ type Notifier struct {
 	CAFile string `yaml:"ca_file"`
 }
 
-// SlackConfig: bot mode (token_file + channel: one message per incident,
-// updated in place, changes in its thread) or webhook mode (webhook_url_file:
-// one message per transition).
+// SlackConfig is the Slack notifier's settings: bot mode (token_file +
+// channel: one message per incident, updated in place, changes in its
+// thread) or webhook mode (webhook_url_file: one message per transition).
 type SlackConfig struct {
 	Mode           string `yaml:"mode"`
 	TokenFile      string `yaml:"token_file"`

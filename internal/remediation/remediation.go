@@ -55,10 +55,7 @@ type Host interface {
 
 // AlertPlan is a workspace's incident policy and notifier targets: where
 // a remediation is announced.
-type AlertPlan struct {
-	Policy  incident.Policy
-	Targets []incident.Target
-}
+type AlertPlan = incident.Plan
 
 // Store is every store method the controller uses: remediations and the
 // pause flag, and its apply runs.

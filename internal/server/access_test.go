@@ -26,7 +26,7 @@ const testReadToken = "read-CANARY-7c1e-token"
 // log, already ended, so a stream of it ends at once).
 func accessHarness(t *testing.T) (*logHarness, Options) {
 	h, o := newLogHarness(t)
-	o.TokenFile = ""
+	o.Config.TokenFile = ""
 	h.store.addRun(store.Run{ID: "done-1", Workspace: "prod-network", Trigger: "schedule", StartedAt: testNow, FinishedAt: testNow.Add(time.Minute), Status: "clean"})
 	h.logs.logs["done-1"] = []byte("== plan ==\nNo changes.\n")
 	h.store.addRun(store.Run{ID: "live-1", Workspace: "prod-network", Trigger: "schedule", StartedAt: testNow, Status: store.RunRunning})
@@ -71,12 +71,12 @@ func TestReadAccess(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h, o := accessHarness(t)
 			if c.token {
-				o.TokenFile = writeToken(t, testToken+"\n")
+				o.Config.TokenFile = writeToken(t, testToken+"\n")
 			}
 			if c.readToken {
-				o.ReadTokenFile = writeToken(t, " "+testReadToken+"\n")
+				o.Config.ReadTokenFile = writeToken(t, " "+testReadToken+"\n")
 			}
-			o.OpenReads = c.open
+			o.Config.OpenReads = c.open
 			ts := serve(t, o)
 			var seen strings.Builder
 			for _, rd := range reads {
@@ -142,8 +142,8 @@ func TestReadAccess(t *testing.T) {
 // browser would replay it on a cross-site request).
 func TestReadTokenCannotMutate(t *testing.T) {
 	h, o := accessHarness(t)
-	o.TokenFile = writeToken(t, testToken)
-	o.ReadTokenFile = writeToken(t, testReadToken)
+	o.Config.TokenFile = writeToken(t, testToken)
+	o.Config.ReadTokenFile = writeToken(t, testReadToken)
 	ts := serve(t, o)
 	code, _, body := do(t, http.MethodGet, ts.URL+"/api/v1/runs/done-1/logs", bearerAuth(testReadToken))
 	require.Equal(t, http.StatusOK, code, body)
@@ -164,9 +164,9 @@ func TestReadTokenCannotMutate(t *testing.T) {
 // and live, as text, stream and page.
 func TestValuesLogNeedsCredential(t *testing.T) {
 	h, o := accessHarness(t)
-	o.TokenFile = writeToken(t, testToken)
-	o.ReadTokenFile = writeToken(t, testReadToken)
-	o.OpenReads = true
+	o.Config.TokenFile = writeToken(t, testToken)
+	o.Config.ReadTokenFile = writeToken(t, testReadToken)
+	o.Config.OpenReads = true
 	const value = "password = \"hunter2-CANARY\""
 	h.logs.logs["done-1"] = []byte(runlog.ValuesNotice + "\n  ~ " + value + "\n")
 	l := runlog.New(1<<20, nil)
@@ -248,7 +248,7 @@ func TestValuesLogNeedsCredential(t *testing.T) {
 
 	// With reads open but no token to authenticate with, nobody can read
 	// it: 403 says what to configure.
-	o.TokenFile, o.ReadTokenFile = "", ""
+	o.Config.TokenFile, o.Config.ReadTokenFile = "", ""
 	ts = serve(t, o)
 	code, _, body = get(t, ts.URL+"/api/v1/runs/done-1/logs")
 	require.Equal(t, http.StatusForbidden, code)
@@ -275,10 +275,10 @@ func openStream(t *testing.T, url string, hdr map[string]string) *http.Response 
 func TestHostAllowlist(t *testing.T) {
 	h := newHarness(t)
 	o := h.options()
-	o.TokenFile = writeToken(t, testToken)
-	o.ExternalURL = "https://Drift.Example.com/dw"
+	o.Config.TokenFile = writeToken(t, testToken)
+	o.Config.ExternalURL = "https://Drift.Example.com/dw"
 	o.CallbackURL = "http://driftwatch.ops.svc:8080"
-	o.AllowedHosts = []string{"status.internal", "*.corp.example"}
+	o.Config.AllowedHosts = []string{"status.internal", "*.corp.example"}
 	ts := serve(t, o)
 	send := func(method, host, path string) (int, string) {
 		t.Helper()
@@ -363,8 +363,8 @@ func TestPageCommandsIgnoreHost(t *testing.T) {
 			h := newHarness(t)
 			o := h.options()
 			o.Control = withRemediation{h, remediationFixture(h)}
-			o.Listen, o.ExternalURL = c.listen, c.external
-			o.AllowedHosts = []string{"forged.example"}
+			o.Config.Listen, o.Config.ExternalURL = c.listen, c.external
+			o.Config.AllowedHosts = []string{"forged.example"}
 			s, err := New(o)
 			require.NoError(t, err)
 			ts := serveHandler(t, s.Handler())
@@ -512,11 +512,11 @@ func TestNewChecksAccessOptions(t *testing.T) {
 		tune func(*Options)
 		want string
 	}{
-		"empty read token":   {func(o *Options) { o.ReadTokenFile = writeToken(t, " \n") }, "Options.ReadTokenFile: token file is empty"},
-		"missing read token": {func(o *Options) { o.ReadTokenFile = "/nonexistent/read-token" }, "Options.ReadTokenFile: read token file: open /nonexistent/read-token"},
+		"empty read token":   {func(o *Options) { o.Config.ReadTokenFile = writeToken(t, " \n") }, "Options.Config.ReadTokenFile: token file is empty"},
+		"missing read token": {func(o *Options) { o.Config.ReadTokenFile = "/nonexistent/read-token" }, "Options.Config.ReadTokenFile: read token file: open /nonexistent/read-token"},
 		"bad callback URL":   {func(o *Options) { o.CallbackURL = "driftwatch.ops.svc:8080" }, `Options.CallbackURL "driftwatch.ops.svc:8080" must be an absolute http(s) URL`},
-		"bare wildcard":      {func(o *Options) { o.AllowedHosts = []string{"ok.example", "*"} }, `Options.AllowedHosts[1] "*" is not a host name`},
-		"URL as host":        {func(o *Options) { o.AllowedHosts = []string{"https://x.example"} }, `Options.AllowedHosts[0] "https://x.example"`},
+		"bare wildcard":      {func(o *Options) { o.Config.AllowedHosts = []string{"ok.example", "*"} }, `Options.Config.AllowedHosts[1] "*" is not a host name`},
+		"URL as host":        {func(o *Options) { o.Config.AllowedHosts = []string{"https://x.example"} }, `Options.Config.AllowedHosts[0] "https://x.example"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := h.options()
@@ -526,8 +526,8 @@ func TestNewChecksAccessOptions(t *testing.T) {
 		})
 	}
 	o := h.options()
-	o.TokenFile = writeToken(t, testToken)
-	o.ReadTokenFile = writeToken(t, testToken+"\n")
+	o.Config.TokenFile = writeToken(t, testToken)
+	o.Config.ReadTokenFile = writeToken(t, testToken+"\n")
 	_, err := New(o)
 	require.NoError(t, err)
 	require.Contains(t, h.logs.String(), "the read token (server.read_token_file) is the API token")
@@ -538,10 +538,10 @@ func TestNewChecksAccessOptions(t *testing.T) {
 // names the file, never a token) unless the other token matches.
 func TestReadTokenUnavailable(t *testing.T) {
 	h, o := accessHarness(t)
-	o.TokenFile = writeToken(t, testToken)
-	o.ReadTokenFile = writeToken(t, testReadToken)
+	o.Config.TokenFile = writeToken(t, testToken)
+	o.Config.ReadTokenFile = writeToken(t, testReadToken)
 	ts := serve(t, o)
-	require.NoError(t, os.Remove(o.TokenFile))
+	require.NoError(t, os.Remove(o.Config.TokenFile))
 	code, _, body := do(t, http.MethodGet, ts.URL+"/api/v1/runs/done-1/logs", bearerAuth(testToken))
 	require.Equal(t, http.StatusInternalServerError, code, body)
 	require.JSONEq(t, `{"error": "the read token is unavailable (see the driftwatch log)"}`, body)
@@ -550,7 +550,7 @@ func TestReadTokenUnavailable(t *testing.T) {
 	code, _, body = do(t, http.MethodGet, ts.URL+"/api/v1/runs/done-1/logs", bearerAuth(testReadToken))
 	require.Equal(t, http.StatusOK, code, body)
 	logs := h.harness.logs.String()
-	require.Contains(t, logs, "check a read credential: read token file: open "+o.TokenFile)
+	require.Contains(t, logs, "check a read credential: read token file: open "+o.Config.TokenFile)
 	require.NotContains(t, logs, testToken)
 	require.NotContains(t, logs, testReadToken)
 }

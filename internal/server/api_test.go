@@ -25,16 +25,16 @@ func TestNewValidatesOptions(t *testing.T) {
 		{"logger", func(o *Options) { o.Logger = nil }, "driftwatch/server: Options.Logger is required"},
 		{"several", func(o *Options) { o.Store, o.Logger = nil, nil },
 			"driftwatch/server: Options.Store is required\ndriftwatch/server: Options.Logger is required"},
-		{"relative external url", func(o *Options) { o.ExternalURL = "/driftwatch" },
-			`driftwatch/server: Options.ExternalURL "/driftwatch" must be an absolute http(s) URL without query or fragment`},
-		{"external url with query", func(o *Options) { o.ExternalURL = "https://x.example/?a=b" },
-			`driftwatch/server: Options.ExternalURL "https://x.example/?a=b" must be an absolute http(s) URL without query or fragment`},
-		{"missing token file", func(o *Options) { o.TokenFile = "/nonexistent/token" },
-			"driftwatch/server: Options.TokenFile: read token file: open /nonexistent/token: no such file or directory"},
-		{"empty token file", func(o *Options) { o.TokenFile = writeToken(t, " \n") },
-			"driftwatch/server: Options.TokenFile: token file is empty"},
-		{"huge token file", func(o *Options) { o.TokenFile = writeToken(t, strings.Repeat("x", 5000)) },
-			"driftwatch/server: Options.TokenFile: token file is larger than 4096 bytes"},
+		{"relative external url", func(o *Options) { o.Config.ExternalURL = "/driftwatch" },
+			`driftwatch/server: Options.Config.ExternalURL "/driftwatch" must be an absolute http(s) URL without query or fragment`},
+		{"external url with query", func(o *Options) { o.Config.ExternalURL = "https://x.example/?a=b" },
+			`driftwatch/server: Options.Config.ExternalURL "https://x.example/?a=b" must be an absolute http(s) URL without query or fragment`},
+		{"missing token file", func(o *Options) { o.Config.TokenFile = "/nonexistent/token" },
+			"driftwatch/server: Options.Config.TokenFile: read token file: open /nonexistent/token: no such file or directory"},
+		{"empty token file", func(o *Options) { o.Config.TokenFile = writeToken(t, " \n") },
+			"driftwatch/server: Options.Config.TokenFile: token file is empty"},
+		{"huge token file", func(o *Options) { o.Config.TokenFile = writeToken(t, strings.Repeat("x", 5000)) },
+			"driftwatch/server: Options.Config.TokenFile: token file is larger than 4096 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,7 +182,7 @@ func TestListWorkspaces(t *testing.T) {
 func TestExternalURL(t *testing.T) {
 	h := newHarness(t)
 	o := h.options()
-	o.ExternalURL = "https://ops.example.com/driftwatch/"
+	o.Config.ExternalURL = "https://ops.example.com/driftwatch/"
 	ts := serve(t, o)
 	code, hdr, body := get(t, ts.URL+"/api/v1/workspaces/sandbox")
 	require.Equal(t, http.StatusOK, code)

@@ -64,11 +64,11 @@ func tokenEqual(a, b []byte) bool {
 // on every call, so a rotated token applies at once; the token is never
 // logged or echoed.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
-	if s.o.TokenFile == "" {
+	if s.o.Config.TokenFile == "" {
 		writeError(w, http.StatusForbidden, "mutating endpoints are disabled: no API token is configured on this driftwatch")
 		return false
 	}
-	want, err := readToken(s.o.TokenFile)
+	want, err := readToken(s.o.Config.TokenFile)
 	if err != nil {
 		// err names the file, never its content.
 		s.o.Logger.Error("cannot authorize request", "path", r.URL.Path, "err", err)
@@ -112,7 +112,9 @@ func offeredToken(r *http.Request) (tok []byte, offered bool) {
 }
 
 // readTokens reports whether any token is configured to read with.
-func (s *Server) readTokens() bool { return s.o.TokenFile != "" || s.o.ReadTokenFile != "" }
+func (s *Server) readTokens() bool {
+	return s.o.Config.TokenFile != "" || s.o.Config.ReadTokenFile != ""
+}
 
 // readAuthenticated reports whether r carries a read credential: the API
 // token or the read token. Both files are read on every call (rotation);
@@ -124,7 +126,7 @@ func (s *Server) readAuthenticated(r *http.Request) (ok, offered bool, err error
 		return false, offered, nil
 	}
 	var errs []error
-	for _, f := range []string{s.o.TokenFile, s.o.ReadTokenFile} {
+	for _, f := range []string{s.o.Config.TokenFile, s.o.Config.ReadTokenFile} {
 		if f == "" {
 			continue
 		}
@@ -174,7 +176,7 @@ func (s *Server) readAccess(w http.ResponseWriter, r *http.Request, page bool) (
 		return false, false
 	}
 	switch {
-	case authed, s.o.OpenReads:
+	case authed, s.o.Config.OpenReads:
 		return authed, true
 	case !s.readTokens():
 		s.refuseRead(w, r, page, http.StatusForbidden, msgReadsClosed)

@@ -40,7 +40,7 @@ func TestTriggerAuth(t *testing.T) {
 			h := newHarness(t)
 			o := h.options()
 			if tt.tokenFile {
-				o.TokenFile = writeToken(t, testToken+"\n")
+				o.Config.TokenFile = writeToken(t, testToken+"\n")
 			}
 			ts := serve(t, o)
 			hdr := map[string]string{}
@@ -88,7 +88,7 @@ func TestTriggerOutcomes(t *testing.T) {
 			h := newHarness(t)
 			h.setTriggerErr(tt.triggerErr)
 			o := h.options()
-			o.TokenFile = writeToken(t, testToken)
+			o.Config.TokenFile = writeToken(t, testToken)
 			ts := serve(t, o)
 			code, rh, body := do(t, http.MethodPost, ts.URL+"/api/v1/workspaces/"+tt.workspace+"/runs",
 				map[string]string{"Authorization": "Bearer " + testToken})
@@ -100,7 +100,7 @@ func TestTriggerOutcomes(t *testing.T) {
 func TestTokenRotation(t *testing.T) {
 	h := newHarness(t)
 	o := h.options()
-	o.TokenFile = writeToken(t, "old-token")
+	o.Config.TokenFile = writeToken(t, "old-token")
 	ts := serve(t, o)
 	post := func(tok string) int {
 		code, _, _ := do(t, http.MethodPost, ts.URL+"/api/v1/workspaces/sandbox/runs", map[string]string{"Authorization": "Bearer " + tok})
@@ -108,15 +108,15 @@ func TestTokenRotation(t *testing.T) {
 	}
 	require.Equal(t, http.StatusAccepted, post("old-token"))
 
-	require.NoError(t, os.WriteFile(o.TokenFile, []byte("new-token\n"), 0o600))
+	require.NoError(t, os.WriteFile(o.Config.TokenFile, []byte("new-token\n"), 0o600))
 	require.Equal(t, http.StatusUnauthorized, post("old-token"))
 	require.Equal(t, http.StatusAccepted, post("new-token"))
 
 	// A token file that vanishes or empties fails closed, never open.
-	require.NoError(t, os.WriteFile(o.TokenFile, nil, 0o600))
+	require.NoError(t, os.WriteFile(o.Config.TokenFile, nil, 0o600))
 	code, rh, body := do(t, http.MethodPost, ts.URL+"/api/v1/workspaces/sandbox/runs", map[string]string{"Authorization": "Bearer "})
 	requireJSON(t, http.StatusInternalServerError, `{"error": "the API token is unavailable (see the driftwatch log)"}`, code, rh, body)
-	require.NoError(t, os.Remove(o.TokenFile))
+	require.NoError(t, os.Remove(o.Config.TokenFile))
 	require.Equal(t, http.StatusInternalServerError, post("new-token"))
 	require.Contains(t, h.logs.String(), "token file is empty")
 	require.Equal(t, []string{"sandbox", "sandbox"}, h.triggeredNames())
@@ -151,8 +151,8 @@ func TestBearer(t *testing.T) {
 func TestAccessLog(t *testing.T) {
 	h := newHarness(t)
 	o := h.options()
-	o.TokenFile = writeToken(t, testToken)
-	o.AllowedHosts = []string{"example.com"} // httptest.NewRequest's Host
+	o.Config.TokenFile = writeToken(t, testToken)
+	o.Config.AllowedHosts = []string{"example.com"} // httptest.NewRequest's Host
 	s, err := New(o)
 	require.NoError(t, err)
 

@@ -28,8 +28,10 @@
 // # The seam
 //
 // New takes Options: plain data (the store, the log store, the metrics
-// gatherer, the logger, token files, host names, URLs, version, sandbox,
-// extra handlers, the clock) and one Control, which the daemon implements.
+// gatherer, the logger, the config file's server section as it is
+// (config.Server: token files, host names, URLs, listen address, TLS),
+// the Kubernetes callback URL, version, sandbox, extra handlers, the
+// clock) and one Control, which the daemon implements.
 // Control is everything the server asks of the running daemon: the
 // configured workspaces, readiness, queueing and cancelling a run, the
 // live log of a run in flight and notifier health. Remediation is the
@@ -49,18 +51,20 @@
 // rendering (JSON and HTML), status codes and the limits on log streams.
 // It only reads the store: every write (queueing, cancelling, approving a
 // remediation) goes through the Control, which decides and records. It
-// knows nothing of the scheduler, runners, notifiers, leader election or
-// the config file, and must not import them (schedule, runner, audit,
-// notify, config, app): the Control is its only way to the rest of the
-// daemon, and Options.Handlers (routes the daemon owns, such as the
-// Kubernetes result callback) are mounted as they are, behind the same
-// Host allowlist and access log.
+// knows nothing of the scheduler, runners, notifiers or leader election,
+// and must not import them (schedule, runner, audit, notify, app). Of the
+// config file it knows only its own section, config.Server, taken whole
+// (config is a leaf of plain data: importing it pulls in nothing else);
+// it never loads or validates the file. The Control is its only way to
+// the rest of the daemon, and Options.Handlers (routes the daemon owns,
+// such as the Kubernetes result callback) are mounted as they are, behind
+// the same Host allowlist and access log.
 //
 // Access: mutating endpoints need the API token as a bearer token. Run
 // logs and run pages need a read credential, the API token or the read
 // token, as a bearer token or an HTTP Basic password (a browser), unless
-// Options.OpenReads; a log that holds attribute values (it starts with
-// runlog.ValuesNotice) always needs one. The other reads are open. Every
+// Options.Config.OpenReads; a log that holds attribute values (it starts
+// with runlog.ValuesNotice) always needs one. The other reads are open. Every
 // route but /healthz and /readyz answers only to allowed Host names
 // (hostPolicy: DNS rebinding), and log event streams are capped in
 // number and bounded per write.

@@ -288,12 +288,12 @@ func newHarness(t *testing.T) *harness {
 }
 
 // serve starts the server from o on a real 127.0.0.1 listener, whose
-// address is o.Listen unless set (the commands pages show use it).
+// address is o.Config.Listen unless set (the commands pages show use it).
 func serve(t *testing.T, o Options) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(nil)
-	if o.Listen == "" {
-		o.Listen = ts.Listener.Addr().String()
+	if o.Config.Listen == "" {
+		o.Config.Listen = ts.Listener.Addr().String()
 	}
 	s, err := New(o)
 	require.NoError(t, err)

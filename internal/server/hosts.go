@@ -45,7 +45,7 @@ func newHostPolicy(urlHosts, names []string) (hostPolicy, error) {
 		h := normHost(n)
 		name := strings.TrimPrefix(h, "*.")
 		if name == "" || strings.ContainsAny(name, "*:/@[] ") {
-			return hostPolicy{}, fmt.Errorf("Options.AllowedHosts[%d] %q is not a host name or \"*.\" and a domain", i, n)
+			return hostPolicy{}, fmt.Errorf("Options.Config.AllowedHosts[%d] %q is not a host name or \"*.\" and a domain", i, n)
 		}
 		if name != h {
 			p.suffixes = append(p.suffixes, "."+name)

@@ -70,7 +70,7 @@ func newLogHarness(t *testing.T) (*logHarness, Options) {
 		}
 		return false, fmt.Errorf("cancel %s: %w", id, store.ErrNotFound)
 	})
-	o.TokenFile = writeToken(t, testToken)
+	o.Config.TokenFile = writeToken(t, testToken)
 	return h, o
 }
 

@@ -166,7 +166,7 @@ func serveRemediation(t *testing.T, h *harness, f *fakeRemediations) string {
 	t.Helper()
 	o := h.options()
 	o.Control = withRemediation{h, f}
-	o.TokenFile = writeToken(t, testToken)
+	o.Config.TokenFile = writeToken(t, testToken)
 	return serve(t, o).URL
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -49,42 +50,43 @@ type Options struct {
 
 	// Logs holds finished runs' logs (nil: none are served).
 	Logs store.LogStore
-	// TokenFile holds the bearer token for mutating endpoints. It is read
-	// on every mutating request, so a rotated token applies at once. ""
-	// disables mutating endpoints (403); they are never open. It is also a
-	// read credential (see ReadTokenFile).
-	TokenFile string
-	// ReadTokenFile holds a read-only token: it reads run logs and run
-	// pages (as TokenFile's token does) but never passes for a mutating
-	// call. It is read on every read of a log, like TokenFile. "": none.
-	ReadTokenFile string
-	// OpenReads serves run logs and run pages without a credential. A log
-	// that starts with runlog.ValuesNotice is still served only to a
-	// reader with a credential.
-	OpenReads bool
-	// ExternalURL is the URL the server is reached at, e.g.
-	// "https://drift.example.com/driftwatch". Its path prefixes the status
-	// page's links and it makes the "url" of API workspaces absolute. Its
-	// host is an allowed Host.
-	ExternalURL string
+	// Config is the config file's server section; config.Server documents
+	// each setting. The server uses it as follows (zero: no tokens, no
+	// TLS, no external URL, the default listen address):
+	//
+	//   - TokenFile holds the bearer token for mutating endpoints. It is
+	//     read on every mutating request, so a rotated token applies at
+	//     once. "" disables mutating endpoints (403); they are never open.
+	//     It is also a read credential (see ReadTokenFile).
+	//   - ReadTokenFile holds a read-only token: it reads run logs and run
+	//     pages (as TokenFile's token does) but never passes for a
+	//     mutating call. It is read on every read of a log, like TokenFile.
+	//     "": none.
+	//   - OpenReads serves run logs and run pages without a credential. A
+	//     log that starts with runlog.ValuesNotice is still served only to
+	//     a reader with a credential.
+	//   - ExternalURL is the URL the server is reached at, e.g.
+	//     "https://drift.example.com/driftwatch". Its path prefixes the
+	//     status page's links and it makes the "url" of API workspaces
+	//     absolute. Its host is an allowed Host.
+	//   - AllowedHosts are more host names requests may be addressed to
+	//     (the Host header, port ignored); "*.example.com" allows every
+	//     subdomain of example.com. localhost and IP literals are always
+	//     allowed; see hostPolicy.
+	//   - Listen is the configured listen address (default
+	//     "127.0.0.1:8080"). Without ExternalURL the commands a page shows
+	//     address the API there (127.0.0.1 for a wildcard address), never
+	//     at the request's Host. Run takes its address separately.
+	//   - TLSCertFile and TLSKeyFile (PEM; both or neither) make Run and
+	//     Serve speak HTTPS, TLS 1.2 or later. The pair is loaded by New
+	//     (an unusable pair fails there) and read again whenever either
+	//     file changes, so a renewed certificate applies without a
+	//     restart.
+	Config config.Server
 	// CallbackURL is the URL Kubernetes run pods post their results to
-	// (runner.kubernetes.callback_url): its host is an allowed Host.
+	// (runner.kubernetes.callback_url, set only in kubernetes mode): its
+	// host is an allowed Host.
 	CallbackURL string
-	// AllowedHosts are more host names requests may be addressed to (the
-	// Host header, port ignored); "*.example.com" allows every subdomain
-	// of example.com. localhost and IP literals are always allowed; see
-	// hostPolicy.
-	AllowedHosts []string
-	// Listen is the configured listen address (default "127.0.0.1:8080").
-	// Without ExternalURL the commands a page shows address the API there
-	// (127.0.0.1 for a wildcard address), never at the request's Host.
-	Listen string
-	// TLSCertFile and TLSKeyFile (PEM; both or neither) make Run and
-	// Serve speak HTTPS, TLS 1.2 or later. The pair is loaded by New (an
-	// unusable pair fails there) and read again whenever either file
-	// changes, so a renewed certificate applies without a restart.
-	TLSCertFile string
-	TLSKeyFile  string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Handlers are extra routes (ServeMux patterns), e.g. the endpoint
@@ -174,11 +176,12 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, maxStreams: DefaultMaxLogStreams, sseWriteTimeout: LogStreamWriteTimeout, writeTimeout: 60 * time.Second}
 	s.rem, _ = o.Control.(RemediationControl)
+	c := o.Config
 	var hostURLs []string
-	if o.ExternalURL != "" {
-		u, err := url.Parse(o.ExternalURL)
+	if c.ExternalURL != "" {
+		u, err := url.Parse(c.ExternalURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("driftwatch/server: Options.ExternalURL %q must be an absolute http(s) URL without query or fragment", o.ExternalURL)
+			return nil, fmt.Errorf("driftwatch/server: Options.Config.ExternalURL %q must be an absolute http(s) URL without query or fragment", c.ExternalURL)
 		}
 		s.base = strings.TrimSuffix(u.String(), "/")
 		s.prefix = strings.TrimSuffix(u.EscapedPath(), "/")
@@ -191,22 +194,22 @@ func New(o Options) (*Server, error) {
 		}
 		hostURLs = append(hostURLs, u.Hostname())
 	}
-	hosts, err := newHostPolicy(hostURLs, o.AllowedHosts)
+	hosts, err := newHostPolicy(hostURLs, c.AllowedHosts)
 	if err != nil {
 		return nil, fmt.Errorf("driftwatch/server: %w", err)
 	}
 	s.hosts = hosts
 	s.apiBase = s.base
 	if s.apiBase == "" {
-		s.apiBase = listenURL(o.Listen)
-		if o.TLSCertFile != "" {
+		s.apiBase = listenURL(c.Listen)
+		if c.TLSCertFile != "" {
 			s.apiBase = "https://" + strings.TrimPrefix(s.apiBase, "http://")
 		}
 	}
 	// Fail at startup on a token that can never work; the files are still
 	// read on every request so that rotation needs no restart.
 	var toks [][]byte
-	for _, f := range []struct{ name, path string }{{"TokenFile", o.TokenFile}, {"ReadTokenFile", o.ReadTokenFile}} {
+	for _, f := range []struct{ name, path string }{{"Config.TokenFile", c.TokenFile}, {"Config.ReadTokenFile", c.ReadTokenFile}} {
 		if f.path == "" {
 			continue
 		}
@@ -219,11 +222,11 @@ func New(o Options) (*Server, error) {
 	if len(toks) == 2 && tokenEqual(toks[0], toks[1]) {
 		o.Logger.Warn("the read token (server.read_token_file) is the API token (server.token_file): whoever holds it can call mutating endpoints too")
 	}
-	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
-		return nil, errors.New("driftwatch/server: Options.TLSCertFile and Options.TLSKeyFile go together")
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return nil, errors.New("driftwatch/server: Options.Config.TLSCertFile and Options.Config.TLSKeyFile go together")
 	}
-	if o.TLSCertFile != "" {
-		if s.certs, err = newCertReloader(o.TLSCertFile, o.TLSKeyFile, o.Logger); err != nil {
+	if c.TLSCertFile != "" {
+		if s.certs, err = newCertReloader(c.TLSCertFile, c.TLSKeyFile, o.Logger); err != nil {
 			return nil, fmt.Errorf("driftwatch/server: TLS: %w", err)
 		}
 	}
@@ -302,7 +305,7 @@ func (s *Server) Run(ctx context.Context, addr string) error {
 }
 
 // Serve is Run on a listener the caller opened; it closes ln. With
-// Options.TLSCertFile it serves HTTPS.
+// Options.Config.TLSCertFile it serves HTTPS.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,
@@ -316,7 +319,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	if s.certs != nil {
 		srv.TLSConfig = s.certs.tlsConfig()
-		s.o.Logger.Info("https server listening", "addr", ln.Addr().String(), "cert_file", s.o.TLSCertFile)
+		s.o.Logger.Info("https server listening", "addr", ln.Addr().String(), "cert_file", s.o.Config.TLSCertFile)
 		go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	} else {
 		s.o.Logger.Info("http server listening", "addr", ln.Addr().String())

@@ -115,7 +115,7 @@ func TestServeTLS(t *testing.T) {
 	ca.issue(t, 100, certFile, keyFile)
 	h := newHarness(t)
 	o := h.options()
-	o.TLSCertFile, o.TLSKeyFile = certFile, keyFile
+	o.Config.TLSCertFile, o.Config.TLSKeyFile = certFile, keyFile
 	base := serveTLS(t, o)
 
 	code, serial, err := tlsGet(t, base+"/healthz", &tls.Config{RootCAs: ca.pool})
@@ -181,7 +181,7 @@ func TestNewTLSErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := newHarness(t).options()
-			o.TLSCertFile, o.TLSKeyFile = tc.cert, tc.key
+			o.Config.TLSCertFile, o.Config.TLSKeyFile = tc.cert, tc.key
 			_, err := New(o)
 			require.ErrorContains(t, err, tc.want)
 		})

@@ -3,41 +3,13 @@ package remote
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"time"
-)
 
-// ParseCAs parses PEM text holding one or more CA certificates (the
-// callback's, runner.kubernetes.callback_ca_file) and returns them. It
-// refuses text with no certificate, or with a block that is not a
-// parsable certificate, so a key or a truncated file is caught where it is
-// configured, not at a pod's first post.
-func ParseCAs(pemText []byte) ([]*x509.Certificate, error) {
-	var certs []*x509.Certificate
-	for rest := pemText; ; {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		if b.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("PEM block %q is not a CERTIFICATE", b.Type)
-		}
-		c, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("parse certificate: %w", err)
-		}
-		certs = append(certs, c)
-	}
-	if len(certs) == 0 {
-		return nil, errors.New("no PEM certificate found")
-	}
-	return certs, nil
-}
+	"github.com/driftwatch/driftwatch/internal/cafile"
+)
 
 // rootsWith returns the system roots plus the CA certificates in pemText
 // (none when empty).
@@ -49,7 +21,7 @@ func rootsWith(pemText string) (*x509.CertPool, error) {
 	if pemText == "" {
 		return pool, nil
 	}
-	certs, err := ParseCAs([]byte(pemText))
+	certs, err := cafile.Parse([]byte(pemText))
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +51,7 @@ func (s *Spec) checkCallbackCA() error {
 	if s.CallbackCA == "" {
 		return nil
 	}
-	if _, err := ParseCAs([]byte(s.CallbackCA)); err != nil {
+	if _, err := cafile.Parse([]byte(s.CallbackCA)); err != nil {
 		return fmt.Errorf("callback_ca: %w", err)
 	}
 	for _, raw := range []string{s.CallbackURL, s.ProceedURL} {

@@ -149,7 +149,7 @@ func NewJail(req runner.Request, runDir, bin string) (*Jail, error) {
 	if req.Jail == "" {
 		return &Jail{exe: bin}, nil
 	}
-	real, err := filepath.EvalSymlinks(bin)
+	resolved, err := filepath.EvalSymlinks(bin)
 	if err != nil {
 		return nil, fmt.Errorf("jail: terraform binary: %w", err)
 	}
@@ -162,7 +162,7 @@ func NewJail(req runner.Request, runDir, bin string) (*Jail, error) {
 		j.Close()
 		return nil, fmt.Errorf("jail: %w", err)
 	}
-	j.spec = jailSpec{Bwrap: req.Jail, Bin: bin, Args: jailArgs(req, runDir, bin, real)}
+	j.spec = jailSpec{Bwrap: req.Jail, Bin: bin, Args: jailArgs(req, runDir, bin, resolved)}
 	if err := j.write(false); err != nil {
 		j.Close()
 		return nil, err

@@ -17,8 +17,8 @@ type Tail struct {
 	buf []byte
 }
 
-// NewTail returns a Tail of max bytes.
-func NewTail(max int) *Tail { return &Tail{max: max} }
+// NewTail returns a Tail of n bytes.
+func NewTail(n int) *Tail { return &Tail{max: n} }
 
 func (t *Tail) Write(p []byte) (int, error) {
 	t.mu.Lock()

@@ -94,7 +94,7 @@ func (r *hclReader) sensitiveVariables(dir string) map[string]bool {
 			return names
 		}
 		n := e.Name()
-		if e.IsDir() || !(strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json")) {
+		if e.IsDir() || (!strings.HasSuffix(n, ".tf") && !strings.HasSuffix(n, ".tf.json")) {
 			continue
 		}
 		f := r.parseFile(filepath.Join(dir, n))

@@ -206,8 +206,8 @@ func (c *child) waitFirst(t *testing.T) {
 	select {
 	case <-c.first:
 	case <-c.eof:
-		c.wait(t)
-		t.Fatalf("child closed stdout before its first line; stderr:\n%s", c.stderr.String())
+		err := c.wait(t)
+		t.Fatalf("child closed stdout before its first line (exit: %v); stderr:\n%s", err, c.stderr.String())
 	case <-time.After(time.Minute):
 		t.Fatalf("child printed nothing in a minute; stderr:\n%s", c.stderr.String())
 	}

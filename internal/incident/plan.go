@@ -1,0 +1,74 @@
+package incident
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/store"
+)
+
+// Plan is what turns one workspace's runs into incidents and outbox
+// messages: its policy and its notifier targets.
+type Plan struct {
+	Policy  Policy
+	Targets []Target
+}
+
+// Plans computes each configured workspace's Plan: its effective alert
+// policy (alerts: with the workspace's overrides), a link to its status
+// page under server.external_url, and its routes' notifier targets.
+func Plans(cfg *config.Config) map[string]Plan {
+	routes := make([]Route, 0, len(cfg.Alerts.Routes))
+	for _, r := range cfg.Alerts.Routes {
+		routes = append(routes, Route{
+			Match:     RouteMatch{Workspaces: r.Match.Workspaces, Labels: r.Match.Labels},
+			Notifiers: r.Notifiers, Severity: severities(r.Severity), Team: r.Team, Continue: r.Continue,
+		})
+	}
+	out := make(map[string]Plan, len(cfg.Workspaces))
+	for _, w := range cfg.Workspaces {
+		p := cfg.EffectiveAlertPolicy(w)
+		url := ""
+		if cfg.Server.ExternalURL != "" {
+			url = cfg.Server.ExternalURL + "/workspaces/" + w.Name
+		}
+		out[w.Name] = Plan{
+			Policy: Policy{
+				IncludePending: *p.IncludePending, ConfirmAfter: p.ConfirmAfter, ErroredAfter: p.ErroredAfter,
+				RenotifyAfter: time.Duration(p.RenotifyAfter), Severity: severities(p.Severity),
+				Owner: w.Owner, URL: url, Labels: w.Labels,
+			},
+			Targets: Routes(routes, cfg.Alerts.DefaultNotifiers, w.Name, w.Labels),
+		}
+	}
+	return out
+}
+
+func severities(m map[string]string) map[notify.Class]notify.Severity {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[notify.Class]notify.Severity, len(m))
+	for k, v := range m {
+		out[notify.Class(k)] = notify.Severity(v)
+	}
+	return out
+}
+
+// Outcome is the store.Outcome of a run under p: Decide's incident
+// transitions and, by Enqueue, one outbox message per notifier target.
+// With no notifier configured, incidents are still tracked (for the status
+// page and API). newID mints the incidents' and messages' ids.
+func (p Plan) Outcome(now time.Time, runID string, newID func() string) store.Outcome {
+	return func(before, after store.WorkspaceState, incidents []store.Incident) ([]store.Incident, []store.OutboxMessage) {
+		changed, msgs := Decide(now, runID, p.Policy, before, after, incidents, newID)
+		out, err := Enqueue(now, msgs, p.Targets)
+		if err != nil {
+			// Enqueue only fails on a payload that cannot be encoded: a bug.
+			panic(fmt.Sprintf("driftwatch/incident: enqueue: %v", err))
+		}
+		return changed, out
+	}
+}
