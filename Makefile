@@ -9,6 +9,8 @@ export DRIFTWATCH_TOOLS ?= $(HOME)/.cache/driftwatch
 TOOLS_ENV := $(DRIFTWATCH_TOOLS)/tools.env
 KUBE_ENV  := $(DRIFTWATCH_TOOLS)/kube.env
 LINT_ENV  := $(DRIFTWATCH_TOOLS)/lint.env
+IMAGE_ENV := $(DRIFTWATCH_TOOLS)/image.env
+IMAGE     ?= driftwatch:dev
 GO        ?= go
 BIN       := bin/driftwatch
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -38,6 +40,26 @@ lint-tools:
 	@bash hack/provision-lint.sh | tail -n 1 | sed -E 's/^([A-Z_]+)=(.*)$$/\1="\2"/' > $(LINT_ENV).tmp
 	@grep -q '^GOLANGCI_LINT=' $(LINT_ENV).tmp && mv $(LINT_ENV).tmp $(LINT_ENV)
 	@cat $(LINT_ENV)
+
+#? image-tools: our own dockerd (Debian's docker.io, under $DRIFTWATCH_TOOLS/image) and the Dockerfile's base images, assembled offline (idempotent)
+image-tools:
+	@mkdir -p $(DRIFTWATCH_TOOLS)
+	@bash hack/provision-image.sh | tail -n 5 | sed -E 's/^([A-Z_]+)=(.*)$$/\1="\2"/' > $(IMAGE_ENV).tmp
+	@grep -q '^RUNTIME_IMAGE=' $(IMAGE_ENV).tmp && mv $(IMAGE_ENV).tmp $(IMAGE_ENV)
+	@cat $(IMAGE_ENV)
+
+#? image: build the Dockerfile offline into driftwatch:dev (IMAGE=...): local base images, Terraform from `make tools` (TERRAFORM_SOURCE=context)
+image: image-tools tools
+	@source $(IMAGE_ENV); source $(TOOLS_ENV); export DOCKER_HOST; \
+	tf=""; for b in $$TF_BINARIES; do [ "$${b##*/}" = terraform ] && tf=$$(readlink -f "$$b"); done; \
+	[ -n "$$tf" ] || { echo "make image: no terraform among TF_BINARIES ($$TF_BINARIES)"; exit 1; }; \
+	mkdir -p bin/image; cmp -s "$$tf" bin/image/terraform || cp "$$tf" bin/image/terraform; \
+	start=$$SECONDS; \
+	DOCKER_BUILDKIT=$$DOCKER_BUILDKIT "$$DOCKER" build --network host \
+	  --build-arg BUILD_IMAGE="$$BUILD_IMAGE" --build-arg RUNTIME_IMAGE="$$RUNTIME_IMAGE" \
+	  --build-arg TERRAFORM_SOURCE=context --build-arg VERSION=$(VERSION) -t $(IMAGE) . ; \
+	size=$$("$$DOCKER" image inspect --format '{{.Size}}' $(IMAGE)); \
+	echo "$(IMAGE): $$(numfmt --to=si --suffix=B $$size) ($$size bytes), built in $$((SECONDS - start))s"
 
 #? deps: install the Debian packages the tests need (chromium, git, bubblewrap), if missing
 deps:
@@ -70,10 +92,11 @@ lint: lint-tools
 	@source $(LINT_ENV); "$$GOLANGCI_LINT" config verify && "$$GOLANGCI_LINT" run ./...
 
 #? test: provision tools, lint, and run every test (unit + end-to-end) with -race
-test: deps tools kube-tools lint
-	@source $(TOOLS_ENV); source $(KUBE_ENV); \
+test: deps tools kube-tools lint image
+	@source $(TOOLS_ENV); source $(KUBE_ENV); source $(IMAGE_ENV); \
 	DRIFTWATCH_E2E=1 DRIFTWATCH_TF_BINARIES="$$TF_BINARIES" DRIFTWATCH_TF_CLI_CONFIG="$$TF_CLI_CONFIG" \
 	DRIFTWATCH_KUBE_BIN_DIR="$$KUBE_BIN_DIR" \
+	DOCKER_HOST="$$DOCKER_HOST" DRIFTWATCH_DOCKER="$$DOCKER" DRIFTWATCH_IMAGE=$(IMAGE) \
 	  $(GO) test -race -count=1 -timeout 40m ./...
 
 #? testdata: regenerate the plan JSON fixtures from real Terraform
@@ -91,4 +114,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
-.PHONY: help deps tools kube-tools lint-tools build run lint test testdata bench fuzz
+.PHONY: help deps tools kube-tools lint-tools image-tools image build run lint test testdata bench fuzz
