@@ -290,16 +290,14 @@ func (d *daemon) lead(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	runCtx := gctx
 	var adopted []run.Adopted
-	var keep []string // adopted detection Jobs' runs: finished under their ids
+	var keep []string // adopted Jobs' runs: finished under their ids
 	if d.kube != nil {
 		var err error
 		if runCtx, adopted, err = d.kube.adopt(gctx, g, d.runs, d.rem); err != nil {
 			return err
 		}
 		for _, a := range adopted {
-			if !a.Remediation {
-				keep = append(keep, a.RunID)
-			}
+			keep = append(keep, a.RunID)
 		}
 	}
 	// Nothing was queued by this process yet: the API refuses runs until

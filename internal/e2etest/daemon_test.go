@@ -1,6 +1,7 @@
 package e2etest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -194,7 +195,10 @@ workspaces:
 // queued under its own id.
 func TestDaemonKill9Restart(t *testing.T) {
 	bins, cli := tftest.Tools(t)
-	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
+	// Unjailed: a jailed run's processes die with its PID namespace, so
+	// only an unjailed run leaves a provider behind for the restart to
+	// sweep.
+	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir(), sandbox: "off"}
 	fast := e.workspace(t, "fast", map[string]string{"main.tf": `resource "terraform_data" "x" { input = 1 }`})
 	e.apply(t, fast)
 	e.workspace(t, "slow", map[string]string{"main.tf": fmt.Sprintf(slowWorkspace, "8s")})
@@ -236,7 +240,7 @@ workspaces:
 		require.NoDirExists(t, dir, "the restarted daemon removes its predecessor's run directories")
 	}
 	for _, pid := range orphans {
-		require.NoFileExists(t, fmt.Sprintf("/proc/%d/status", pid), "the restarted daemon kills the orphaned provider %d", pid)
+		require.False(t, processAlive(pid), "the restarted daemon kills the orphaned provider %d", pid)
 	}
 	// A second daemon on the same store is refused before it does anything.
 	second := driftwatch(t, nil, "daemon", "--config", cfg)
@@ -258,6 +262,17 @@ workspaces:
 	require.Equal(t, 0, d2.stop(syscall.SIGTERM, 30*time.Second))
 	require.Zero(t, tfProcesses(e.workDir()), "no orphan Terraform after kill -9 and restart")
 	require.Empty(t, providerPIDs(e.workDir()), "no orphan provider after kill -9 and restart")
+}
+
+// processAlive reports whether pid is a live process: a killed orphan is a
+// zombie until its new parent reaps it.
+func processAlive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || !bytes.HasPrefix(bytes.TrimSpace(stat[i+1:]), []byte("Z"))
 }
 
 // providerPIDs lists the provider processes working under dir (nil: none).

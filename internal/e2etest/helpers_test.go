@@ -49,6 +49,7 @@ type tfEnv struct {
 	bin       string
 	cliConfig string
 	root      string
+	sandbox   string // terraform.sandbox ("": the default, auto)
 }
 
 // workspace writes files (name -> content; "@ROOT@" is replaced by the
@@ -89,8 +90,12 @@ func (e *tfEnv) config(t *testing.T, workspaces string) string {
 	p := filepath.Join(e.root, "driftwatch.yaml")
 	// The workspaces' local_file resources live under root: the sandbox
 	// lets the runs reach it.
-	body := fmt.Sprintf("terraform:\n  binary: %s\n  cli_config_file: %s\n  plugin_cache_dir: %s\n  work_dir: %s\n  kill_grace: 2s\n  sandbox_paths: [%s]\n%s",
-		e.bin, e.cliConfig, filepath.Join(e.root, "plugin-cache"), e.workDir(), e.root, workspaces)
+	sandbox := ""
+	if e.sandbox != "" {
+		sandbox = "  sandbox: " + e.sandbox + "\n"
+	}
+	body := fmt.Sprintf("terraform:\n  binary: %s\n  cli_config_file: %s\n  plugin_cache_dir: %s\n  work_dir: %s\n  kill_grace: 2s\n  sandbox_paths: [%s]\n%s%s",
+		e.bin, e.cliConfig, filepath.Join(e.root, "plugin-cache"), e.workDir(), e.root, sandbox, workspaces)
 	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 	return p
 }

@@ -192,8 +192,12 @@ func TestKubeRemediationRestart(t *testing.T) {
 	var triggers []string
 	for _, run := range d2.runs("remedy") {
 		triggers = append(triggers, run.Trigger+"/"+run.Status)
+		if run.Trigger == "remediate" {
+			require.Equal(t, r.ApplyRunID, run.ID, "the apply's run keeps its id")
+		}
 	}
-	require.ElementsMatch(t, []string{"initial/drift", "remediate/interrupted", "adopted/clean"}, triggers)
+	require.ElementsMatch(t, []string{"initial/drift", "remediate/applied", "adopted/clean"}, triggers,
+		"the apply's run keeps its id and record across the restart, finished with the adopted Job's outcome")
 	jobs, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{
 		LabelSelector: kube.WorkspaceSelector("remedy") + "," + kube.LabelKind + "=" + kube.KindRemediate,
 	})

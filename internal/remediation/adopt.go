@@ -27,13 +27,19 @@ func (c *Controller) AwaitAdopted(ctx context.Context, a *kube.Adopted) error {
 	if errors.Is(err, kube.ErrStopped) {
 		return err
 	}
+	fin := time.Now().UTC()
+	// The apply's run was left running at the restart (the daemon keeps
+	// adopted Jobs' runs): it finishes under its id, with the outcome.
+	if run, err := c.store.Run(wctx, a.RunID); err == nil && run.Status == store.RunRunning && run.Workspace == a.Workspace {
+		c.finishApplyRun(wctx, log, run, out, fin)
+	}
 	r, lerr := c.store.RemediationByApplyRun(wctx, a.RunID)
 	if lerr != nil {
 		log.Warn("adopted remediation job finished; no remediation to record it on",
 			"result", out.Result, "reason", out.Reason, "err", lerr)
 		return nil
 	}
-	if !c.recordOutcome(wctx, log, r, store.RemediationFailed, out, time.Now().UTC()) {
+	if !c.recordOutcome(wctx, log, r, store.RemediationFailed, out, fin) {
 		log.Info("adopted remediation job finished", "remediation", r.ID, "result", out.Result, "reason", out.Reason)
 	}
 	return nil

@@ -152,11 +152,7 @@ func (c *Controller) Apply(ctx context.Context, name string) {
 		}
 	}
 	fin := time.Now().UTC()
-	run.FinishedAt, run.Status, run.Error, run.Tool, run.Phases = fin, drift.Status(out.Result), out.Reason, out.Tool, out.Phases
-	run.Findings = out.Residual
-	if err := c.store.FinishRunOnly(wctx, run); err != nil {
-		log.Error("store: finish remediation run", "err", err)
-	}
+	c.finishApplyRun(wctx, log, run, out, fin)
 	if c.recordOutcome(wctx, log, r, store.RemediationRunning, out, fin) {
 		return // held by the kill switch: approved again
 	}
@@ -167,6 +163,16 @@ func (c *Controller) Apply(ctx context.Context, name string) {
 	// A fresh detection in the same slot: it resolves the incident after
 	// a successful revert, and keeps it open after a failed one.
 	c.host.Detect(ctx, name, triggerVerify)
+}
+
+// finishApplyRun records an apply's run finished at fin with the result
+// of its outcome (applied, failed, refused...).
+func (c *Controller) finishApplyRun(ctx context.Context, log *slog.Logger, run store.Run, out remediate.Outcome, fin time.Time) {
+	run.FinishedAt, run.Status, run.Error, run.Tool, run.Phases = fin, drift.Status(out.Result), out.Reason, out.Tool, out.Phases
+	run.Findings = out.Residual
+	if err := c.store.FinishRunOnly(ctx, run); err != nil {
+		log.Error("store: finish remediation run", "err", err)
+	}
 }
 
 // recordOutcome ends remediation r, in state from, with the outcome of

@@ -58,10 +58,12 @@ type Host interface {
 type AlertPlan = incident.Plan
 
 // Store is every store method the controller uses: remediations and the
-// pause flag, and its apply runs.
+// pause flag, and its apply runs (an adopted Job's is finished under its
+// id).
 type Store interface {
 	store.RemediationStore
 	StartRun(ctx context.Context, r store.Run) error
+	Run(ctx context.Context, id string) (store.Run, error)
 }
 
 // Applier performs an approved remediation where the workspace's runs

@@ -46,9 +46,10 @@ type Adopted struct {
 	Workspace string
 	RunID     string
 	Job       string
-	// Remediation marks an apply's Job: RunID is the apply's run, recorded
-	// on its remediation, and the run awaited here is the verification
-	// detection that follows (trigger "adopted").
+	// Remediation marks an apply's Job: RunID is the apply's run (kept
+	// running by Recover; remediation finishes it with the outcome), and
+	// the run awaited here is the verification detection that follows
+	// (trigger "adopted").
 	Remediation bool
 	// Runner's one run is the Job's outcome (and, for a remediation, the
 	// verification after it).
