@@ -42,8 +42,8 @@ func ClaimStore(ctx context.Context, log *slog.Logger, storePath, workDir string
 }
 
 // lockStore makes the daemon the only one scheduling on its store: two
-// daemons on one store would run every workspace twice, mark each other's
-// runs interrupted and kill each other's Terraform (see StoreOwner). It
+// daemons on one store would run every workspace twice, error each other's
+// runs as restarted and kill each other's Terraform (see StoreOwner). It
 // waits up to wait (0: until ctx ends) for another holder to exit. The
 // lock is a flock on "<store>.lock", released by the kernel when the
 // process dies.

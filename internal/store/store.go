@@ -44,8 +44,10 @@ type Recovered struct {
 type Run struct {
 	ID        string
 	Workspace string
-	// Trigger says why it ran: "schedule", "manual", "rerun" (after an
-	// interrupted run), "once".
+	// Trigger says why it ran: "schedule", "manual", "initial" (never
+	// checked), "rerun" (after a run a restart errored), "once",
+	// "remediate" (an apply), "verify" and "adopted" (the detections after
+	// an apply).
 	Trigger    string
 	StartedAt  time.Time
 	FinishedAt time.Time // zero while running

@@ -171,7 +171,7 @@
 // them; the app awaits each (Adopted.Wait, or Adopted.WaitOutcome for a
 // remediation Job: it is awaited, never deleted, since stopping an apply
 // half way leaves the infrastructure half reverted) and records the
-// outcome under Adopted.RunID. If the app instead re-runs an interrupted run, Run adopts
+// outcome under Adopted.RunID. If the app instead re-runs a run a restart cut short, Run adopts
 // the Job it finds for the workspace, so a restart never duplicates a Job
 // either way. Jobs whose outcome this daemon already took are never
 // adopted, even while their pod is still exiting.
@@ -180,8 +180,8 @@
 // error matching ErrStopped and their Jobs are left running for the next
 // daemon to adopt; a Run whose own ctx ends first deletes its Job. So a
 // daemon that wants its Jobs to survive a graceful restart stops Watch (and
-// waits for it) before cancelling its runs, and records ErrStopped runs as
-// interrupted.
+// waits for it) before cancelling its runs, and leaves ErrStopped runs
+// running in its store for the next daemon.
 //
 // Config is a defined type over kubecfg.Config, the leaf that declares
 // runner.kubernetes's settings and checks them (Validate), so config embeds
