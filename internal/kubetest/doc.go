@@ -8,7 +8,13 @@
 // PlayKubeletContainers, with an exit per container) lets a test play the
 // kubelet for the pods of one namespace, so the real Job controller
 // completes or fails Jobs; Processes.Run plays a pod's containers as local
-// processes, each with only its own volume mounts materialised. It also
+// processes, each with only its own volume mounts materialised; and
+// PlayKubeletDocker runs them for real, in containers of driftwatch's image
+// (DockerKubelet: image, command, env and envFrom, Secret/ConfigMap/
+// emptyDir/projected token volumes with their modes and fsGroup, security
+// context, probes, activeDeadlineSeconds, termination message), refusing
+// any pod field it does not honour so that a new chart field cannot go
+// untested. It also
 // holds the tests of the Helm chart (charts/driftwatch), rendered by the
 // provisioned helm and validated server-side by the real API server.
 //
