@@ -232,37 +232,32 @@ func getWaiting[T any](ctx context.Context, optional *bool, get func() (T, error
 }
 
 func (o *objects) secret(ctx context.Context, name string, optional *bool) (*corev1.Secret, error) {
-	if s, ok := o.secrets[name]; ok {
-		return s, nil
-	}
-	s, ok, err := getWaiting(ctx, optional, func() (*corev1.Secret, error) {
+	return cachedGet(ctx, o.secrets, "secret", name, optional, func() (*corev1.Secret, error) {
 		return o.cs.CoreV1().Secrets(o.ns).Get(ctx, name, metav1.GetOptions{})
 	})
-	if err != nil {
-		return nil, fmt.Errorf("secret %s: %w", name, err)
-	}
-	if !ok {
-		s = nil
-	}
-	o.secrets[name] = s
-	return s, nil
 }
 
 func (o *objects) configMap(ctx context.Context, name string, optional *bool) (*corev1.ConfigMap, error) {
-	if c, ok := o.cms[name]; ok {
-		return c, nil
-	}
-	c, ok, err := getWaiting(ctx, optional, func() (*corev1.ConfigMap, error) {
+	return cachedGet(ctx, o.cms, "configmap", name, optional, func() (*corev1.ConfigMap, error) {
 		return o.cs.CoreV1().ConfigMaps(o.ns).Get(ctx, name, metav1.GetOptions{})
 	})
+}
+
+// cachedGet is getWaiting for the object name of kind, remembered in cache
+// (nil: an optional object that does not exist).
+func cachedGet[T any](ctx context.Context, cache map[string]*T, kind, name string, optional *bool, get func() (*T, error)) (*T, error) {
+	if v, ok := cache[name]; ok {
+		return v, nil
+	}
+	v, ok, err := getWaiting(ctx, optional, get)
 	if err != nil {
-		return nil, fmt.Errorf("configmap %s: %w", name, err)
+		return nil, fmt.Errorf("%s %s: %w", kind, name, err)
 	}
 	if !ok {
-		c = nil
+		v = nil
 	}
-	o.cms[name] = c
-	return c, nil
+	cache[name] = v
+	return v, nil
 }
 
 // file is one file of a Secret, ConfigMap or projected volume.
