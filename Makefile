@@ -10,6 +10,7 @@ TOOLS_ENV := $(DRIFTWATCH_TOOLS)/tools.env
 KUBE_ENV  := $(DRIFTWATCH_TOOLS)/kube.env
 LINT_ENV  := $(DRIFTWATCH_TOOLS)/lint.env
 IMAGE_ENV := $(DRIFTWATCH_TOOLS)/image.env
+S3_ENV    := $(DRIFTWATCH_TOOLS)/s3.env
 IMAGE     ?= driftwatch:dev
 GO        ?= go
 BIN       := bin/driftwatch
@@ -41,6 +42,13 @@ lint-tools:
 	@grep -q '^GOLANGCI_LINT=' $(LINT_ENV).tmp && mv $(LINT_ENV).tmp $(LINT_ENV)
 	@cat $(LINT_ENV)
 
+#? s3-tools: SeaweedFS's weed (an S3-compatible store, for the s3 backend tests) built from the Go module proxy (idempotent)
+s3-tools:
+	@mkdir -p $(DRIFTWATCH_TOOLS)
+	@bash hack/provision-s3.sh | tail -n 1 | sed -E 's/^([A-Z_]+)=(.*)$$/\1="\2"/' > $(S3_ENV).tmp
+	@grep -q '^WEED=' $(S3_ENV).tmp && mv $(S3_ENV).tmp $(S3_ENV)
+	@cat $(S3_ENV)
+
 #? image-tools: our own dockerd (Debian's docker.io, under $DRIFTWATCH_TOOLS/image) and the Dockerfile's base images, assembled offline (idempotent)
 image-tools:
 	@mkdir -p $(DRIFTWATCH_TOOLS)
@@ -58,6 +66,7 @@ image: image-tools tools
 	DOCKER_BUILDKIT=$$DOCKER_BUILDKIT "$$DOCKER" build --network host \
 	  --build-arg BUILD_IMAGE="$$BUILD_IMAGE" --build-arg RUNTIME_IMAGE="$$RUNTIME_IMAGE" \
 	  --build-arg TERRAFORM_SOURCE=context --build-arg VERSION=$(VERSION) -t $(IMAGE) . ; \
+	"$$DOCKER" image prune -f --filter label=org.opencontainers.image.title=driftwatch >/dev/null; \
 	size=$$("$$DOCKER" image inspect --format '{{.Size}}' $(IMAGE)); \
 	echo "$(IMAGE): $$(numfmt --to=si --suffix=B $$size) ($$size bytes), built in $$((SECONDS - start))s"
 
@@ -92,10 +101,10 @@ lint: lint-tools
 	@source $(LINT_ENV); "$$GOLANGCI_LINT" config verify && "$$GOLANGCI_LINT" run ./...
 
 #? test: provision tools, lint, and run every test (unit + end-to-end) with -race
-test: deps tools kube-tools lint image
-	@source $(TOOLS_ENV); source $(KUBE_ENV); source $(IMAGE_ENV); \
+test: deps tools kube-tools s3-tools lint image
+	@source $(TOOLS_ENV); source $(KUBE_ENV); source $(S3_ENV); source $(IMAGE_ENV); \
 	DRIFTWATCH_E2E=1 DRIFTWATCH_TF_BINARIES="$$TF_BINARIES" DRIFTWATCH_TF_CLI_CONFIG="$$TF_CLI_CONFIG" \
-	DRIFTWATCH_KUBE_BIN_DIR="$$KUBE_BIN_DIR" \
+	DRIFTWATCH_KUBE_BIN_DIR="$$KUBE_BIN_DIR" DRIFTWATCH_WEED="$$WEED" \
 	DOCKER_HOST="$$DOCKER_HOST" DRIFTWATCH_DOCKER="$$DOCKER" DRIFTWATCH_IMAGE=$(IMAGE) \
 	  $(GO) test -race -count=1 -timeout 40m ./...
 
@@ -114,4 +123,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
-.PHONY: help deps tools kube-tools lint-tools image-tools image build run lint test testdata bench fuzz
+.PHONY: help deps tools kube-tools lint-tools s3-tools image-tools image build run lint test testdata bench fuzz

@@ -24,6 +24,13 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// WaitDuration is a Duration that may be zero ("0s": do not wait), for
+// settings where zero is a choice, not a mistake (remediation.lock_timeout).
+type WaitDuration Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *WaitDuration) UnmarshalYAML(n *yaml.Node) error { return (*Duration)(d).UnmarshalYAML(n) }
+
 // Config is the whole driftwatch configuration file.
 type Config struct {
 	// Include lists glob patterns of inventory fragments (files holding only

@@ -41,8 +41,9 @@ type Remediation struct {
 	// ApprovalTTL: a pending remediation expires after this (default 24h).
 	ApprovalTTL Duration `yaml:"approval_ttl"`
 	// LockTimeout is how long plan and apply wait for the state lock
-	// (default 0: refuse at once as state_locked).
-	LockTimeout Duration `yaml:"lock_timeout"`
+	// (default 0s: refuse at once as state_locked). A workspace's 0s
+	// overrides a longer default.
+	LockTimeout *WaitDuration `yaml:"lock_timeout"`
 }
 
 // RemediationPolicy is a workspace's effective remediation policy.
@@ -92,8 +93,8 @@ func (c *Config) EffectiveRemediation(w Workspace) RemediationPolicy {
 		if r.ApprovalTTL > 0 {
 			p.ApprovalTTL = time.Duration(r.ApprovalTTL)
 		}
-		if r.LockTimeout > 0 {
-			p.LockTimeout = time.Duration(r.LockTimeout)
+		if r.LockTimeout != nil {
+			p.LockTimeout = time.Duration(*r.LockTimeout)
 		}
 	}
 	p.Envelope = p.Envelope.WithDefaults()

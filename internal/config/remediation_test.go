@@ -63,6 +63,15 @@ workspaces:
 	require.Equal(t, RemediationOff, p.Mode, "off by default")
 	require.Equal(t, DefaultApprovalTTL, p.ApprovalTTL)
 	require.Equal(t, 10, p.Envelope.MaxResources)
+
+	// lock_timeout: 0s is "refuse at once", and overrides a longer default;
+	// a negative one is an error naming file, line and key.
+	zero, err := Load("/tmp/x.yaml", []byte("defaults:\n  remediation: { lock_timeout: 1m }\nworkspaces:\n  - name: a\n    source: { path: "+mustAbs(t, "testdata/net")+" }\n    remediation: { lock_timeout: 0s }\n  - name: b\n    source: { path: "+mustAbs(t, "testdata/net")+" }\n"))
+	require.NoError(t, err)
+	require.Zero(t, zero.EffectiveRemediation(zero.Workspaces[0]).LockTimeout)
+	require.Equal(t, time.Minute, zero.EffectiveRemediation(zero.Workspaces[1]).LockTimeout)
+	_, err = Load("/tmp/x.yaml", []byte("defaults:\n  remediation: { lock_timeout: -1s }\nworkspaces: []\n"))
+	require.EqualError(t, err, `/tmp/x.yaml:2: defaults.remediation.lock_timeout: invalid duration "-1s" (use 0s or a positive Go duration such as 30s, 5m)`)
 }
 
 func mustAbs(t *testing.T, p string) string {

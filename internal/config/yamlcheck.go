@@ -77,6 +77,15 @@ func (p *positions) check(node *yaml.Node, t reflect.Type, path string) []error 
 			return []error{fmt.Errorf("%s:%d: %s: invalid duration %q (use a positive Go duration such as 90s, 10m, 1h30m)", p.file, node.Line, displayPath(path), node.Value)}
 		}
 		return nil
+	case t == reflect.TypeOf(WaitDuration(0)):
+		if node.Kind != yaml.ScalarNode {
+			return kindErr("a duration such as 30s")
+		}
+		d, err := time.ParseDuration(node.Value)
+		if err != nil || d < 0 {
+			return []error{fmt.Errorf("%s:%d: %s: invalid duration %q (use 0s or a positive Go duration such as 30s, 5m)", p.file, node.Line, displayPath(path), node.Value)}
+		}
+		return nil
 	case t.Kind() == reflect.Struct:
 		if node.Kind != yaml.MappingNode {
 			return kindErr("a mapping")

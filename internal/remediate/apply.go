@@ -309,7 +309,7 @@ func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *
 	planFile := filepath.Join(s.tmp, "remediate.tfplan")
 	if _, err := tf.Plan(ctx, tfsession.PlanOptions{Out: planFile, Lock: true}); err != nil {
 		if isLockError(tf.Stderr()) && ctx.Err() == nil {
-			return refused(*out, Refusal{Code: CodeStateLocked, Reason: "another operation holds the state lock: nothing applied; re-detect later"}), nil
+			return refused(*out, Refusal{Code: CodeStateLocked, Reason: lockedReason("another operation holds the state lock", tf.Stderr())}), nil
 		}
 		return s.fail(ctx, out, err)
 	}
@@ -359,7 +359,7 @@ func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *
 			switch stderr := tf.Stderr(); {
 			case isLockError(stderr):
 				out.ApplyStarted = false
-				return refused(*out, Refusal{Code: CodeStateLocked, Reason: "another operation took the state lock before the apply: nothing applied; re-detect later"}), nil
+				return refused(*out, Refusal{Code: CodeStateLocked, Reason: lockedReason("another operation took the state lock before the apply", stderr)}), nil
 			case strings.Contains(stderr, "Saved plan is stale"):
 				out.ApplyStarted = false
 				return refused(*out, Refusal{Code: CodePlanChanged, Reason: "the state changed between plan and apply (saved plan is stale): nothing applied; re-detect"}), nil

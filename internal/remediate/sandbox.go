@@ -77,3 +77,38 @@ func stateInSandbox(ctx context.Context, moduleDir string, env map[string]string
 func isLockError(stderr string) bool {
 	return strings.Contains(stderr, "Error acquiring the state lock")
 }
+
+// lockedReason is the state_locked refusal's reason: what was refused
+// (while), and the holder from the "Lock Info:" block of Terraform's
+// stderr (ID, operation, who, since), so that an operator can find the
+// holder or, if it is gone, `terraform force-unlock` that ID.
+func lockedReason(while, stderr string) string {
+	info := map[string]string{}
+	if _, block, ok := strings.Cut(stderr, "Lock Info:"); ok {
+		for _, line := range strings.Split(block, "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if !ok || k == "" || strings.Contains(k, " ") {
+				if strings.TrimSpace(line) != "" {
+					break // past the block
+				}
+				continue
+			}
+			info[k] = strings.TrimSpace(v)
+		}
+	}
+	holder := ""
+	if id := info["ID"]; id != "" {
+		holder = " (lock ID " + id
+		if op := info["Operation"]; op != "" {
+			holder += ", " + op
+		}
+		if who := info["Who"]; who != "" {
+			holder += " by " + who
+		}
+		if at := info["Created"]; at != "" {
+			holder += " since " + at
+		}
+		holder += ")"
+	}
+	return while + holder + ": nothing applied; re-detect later"
+}

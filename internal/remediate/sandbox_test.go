@@ -61,3 +61,29 @@ func TestIsLockError(t *testing.T) {
 	require.True(t, isLockError("\nError: Error acquiring the state lock\n\nError message: resource temporarily unavailable"))
 	require.False(t, isLockError("Error: Cannot write file"))
 }
+
+// The state_locked reason names the holder from Terraform's "Lock Info:"
+// block, so an operator can find it or force-unlock that ID.
+func TestLockedReason(t *testing.T) {
+	stderr := `
+Error: Error acquiring the state lock
+
+Error message: operation error S3: PutObject, https response error StatusCode: 412
+Lock Info:
+  ID:        7d3c6a0e-1f2b-4c5d-8e9f-0a1b2c3d4e5f
+  Path:      tfstate/rem/refuse.tfstate
+  Operation: OperationTypeApply
+  Who:       ci@runner-7
+  Version:   1.11.4
+  Created:   2026-11-25 16:40:01.123 +0000 UTC
+  Info:      
+
+Terraform acquires a state lock to protect the state from being written
+by multiple users at the same time.
+`
+	require.Equal(t, "another operation holds the state lock (lock ID 7d3c6a0e-1f2b-4c5d-8e9f-0a1b2c3d4e5f, OperationTypeApply by ci@runner-7 since 2026-11-25 16:40:01.123 +0000 UTC): nothing applied; re-detect later",
+		lockedReason("another operation holds the state lock", stderr))
+	require.Equal(t, "another operation holds the state lock: nothing applied; re-detect later",
+		lockedReason("another operation holds the state lock", "\nError: Error acquiring the state lock\n\nError message: resource temporarily unavailable"),
+		"no Lock Info block: no holder")
+}

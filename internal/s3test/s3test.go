@@ -1,0 +1,421 @@
+// Package s3test runs a real S3-compatible object store for tests: SeaweedFS's
+// `weed server -s3`, built by `make s3-tools` (hack/provision-s3.sh) and
+// named by DRIFTWATCH_WEED. It listens on 127.0.0.1 only, on free ports,
+// keeps its data in a temporary directory, accepts only the credentials it
+// was started with (an identities file), and is stopped, by its PID, when
+// the test ends. A small SigV4 client (Put, Get, Head, Delete) lets a test
+// look at or plant objects (a state file, a Terraform lock file) the way
+// any other S3 client would.
+//
+// Under `make test` (DRIFTWATCH_E2E=1) a missing binary fails the test; a
+// plain `go test` without it skips. Only tests import it.
+package s3test
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Region is the region the server answers for (any region is accepted;
+// this is the one requests are signed with).
+const Region = "us-east-1"
+
+// Weed returns the weed binary (DRIFTWATCH_WEED).
+func Weed(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("DRIFTWATCH_WEED")
+	if p == "" {
+		unavailable(t, "SeaweedFS not provisioned (DRIFTWATCH_WEED); run `make s3-tools` or `make test`")
+	}
+	if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		unavailable(t, fmt.Sprintf("DRIFTWATCH_WEED=%s is not an executable file; run `make s3-tools`", p))
+	}
+	return p
+}
+
+// unavailable fails the test under `make test` (DRIFTWATCH_E2E=1), where
+// everything a test needs is provisioned, and skips it elsewhere.
+func unavailable(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("DRIFTWATCH_E2E") == "1" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
+
+// Options are Start's. Empty fields get random values.
+type Options struct {
+	Bucket    string
+	AccessKey string
+	SecretKey string
+}
+
+// Server is a running object store with one bucket.
+type Server struct {
+	// Endpoint is the S3 endpoint, http://127.0.0.1:PORT.
+	Endpoint  string
+	Bucket    string
+	AccessKey string
+	SecretKey string
+
+	client *http.Client
+	cmd    *exec.Cmd
+	logs   *logBuffer
+	exited chan struct{}
+}
+
+// Start starts weed on free 127.0.0.1 ports, waits until it accepts a
+// write, creates the bucket, and registers its stop (SIGTERM, then SIGKILL
+// after 3s, by PID) with t.Cleanup.
+func Start(t testing.TB, o Options) *Server {
+	t.Helper()
+	weed := Weed(t)
+	if o.Bucket == "" {
+		o.Bucket = "tfstate-" + strings.ToLower(randomString(t, 8))
+	}
+	if o.AccessKey == "" {
+		o.AccessKey = "AK" + randomString(t, 18)
+	}
+	if o.SecretKey == "" {
+		o.SecretKey = randomString(t, 40)
+	}
+	// A short directory of our own: weed puts unix sockets in it, and a
+	// socket path is limited to 108 bytes (t.TempDir's can be longer).
+	dir, err := os.MkdirTemp("", "s3test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	identities := map[string]any{"identities": []any{map[string]any{
+		"name":        "driftwatch-test",
+		"credentials": []any{map[string]string{"accessKey": o.AccessKey, "secretKey": o.SecretKey}},
+		"actions":     []string{"Admin", "Read", "Write", "List", "Tagging"},
+	}}}
+	cfg, err := json.Marshal(identities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(dir, "s3.json")
+	if err := os.WriteFile(cfgFile, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	p := freePorts(t, 8)
+	args := []string{"server",
+		"-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+		"-dir=" + data, "-volume.max=4", "-master.volumeSizeLimitMB=64",
+		"-master.telemetry=false",
+		"-master.port=" + p[0], "-master.port.grpc=" + p[1],
+		"-volume.port=" + p[2], "-volume.port.grpc=" + p[3], "-volume.preStopSeconds=0",
+		"-filer.port=" + p[4], "-filer.port.grpc=" + p[5],
+		"-filer.localSocket=" + filepath.Join(dir, "filer.sock"),
+		"-s3", "-s3.port=" + p[6], "-s3.port.grpc=" + p[7],
+		"-s3.port.iceberg=0", "-s3.port.lance=0",
+		"-s3.localSocket=" + filepath.Join(dir, "s3.sock"),
+		"-s3.config=" + cfgFile,
+	}
+	s := &Server{
+		Endpoint: "http://127.0.0.1:" + p[6], Bucket: o.Bucket, AccessKey: o.AccessKey, SecretKey: o.SecretKey,
+		client: &http.Client{Timeout: 10 * time.Second},
+		logs:   &logBuffer{}, exited: make(chan struct{}),
+	}
+	s.cmd = exec.Command(weed, args...)
+	s.cmd.Dir = dir
+	s.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir}
+	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	// Its own process group (a ^C to the test is the test's), and killed
+	// with the test binary should that die first.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start weed: %v", err)
+	}
+	go func() { _ = s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() {
+		s.stop()
+		if t.Failed() {
+			t.Logf("weed logs (tail):\n%s", tail(s.logs.String(), 60))
+		}
+	})
+
+	// Ready: the bucket is created and an object can be written, read
+	// and deleted (the volume server has registered with the master).
+	started := time.Now()
+	deadline := started.Add(90 * time.Second)
+	var last string
+	for {
+		select {
+		case <-s.exited:
+			t.Fatalf("weed exited while starting:\n%s", tail(s.logs.String(), 60))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("weed not ready within 90s (last: %s):\n%s", last, tail(s.logs.String(), 60))
+		}
+		last = s.ready()
+		if last == "" {
+			t.Logf("weed ready on %s after %s", s.Endpoint, time.Since(started).Round(100*time.Millisecond))
+			return s
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// ready returns "" once the bucket exists and takes a write, else why not.
+func (s *Server) ready() string {
+	code, body, err := s.Do(http.MethodPut, "", nil, nil)
+	if err != nil {
+		return err.Error()
+	}
+	if code != http.StatusOK && !strings.Contains(string(body), "BucketAlreadyOwnedByYou") && !strings.Contains(string(body), "BucketAlreadyExists") {
+		return fmt.Sprintf("create bucket: %d %s", code, body)
+	}
+	const probe = ".s3test-ready"
+	if code, body, err = s.Do(http.MethodPut, probe, []byte("ok"), nil); err != nil || code != http.StatusOK {
+		return fmt.Sprintf("put probe: %d %s %v", code, body, err)
+	}
+	if code, body, err = s.Do(http.MethodGet, probe, nil, nil); err != nil || code != http.StatusOK || string(body) != "ok" {
+		return fmt.Sprintf("get probe: %d %s %v", code, body, err)
+	}
+	if code, body, err = s.Do(http.MethodDelete, probe, nil, nil); err != nil || code != http.StatusNoContent {
+		return fmt.Sprintf("delete probe: %d %s %v", code, body, err)
+	}
+	return ""
+}
+
+// stop ends weed by its PID: SIGTERM, then SIGKILL after 3s (its graceful
+// stop takes ~15s, its filer retrying the volume server it stopped first;
+// a test's data need not survive).
+func (s *Server) stop() {
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(3 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// Logs returns weed's output so far.
+func (s *Server) Logs() string { return s.logs.String() }
+
+// Put writes key with body; hdr adds request headers (If-None-Match, say).
+// It returns the status code.
+func (s *Server) Put(t testing.TB, key string, body []byte, hdr http.Header) int {
+	t.Helper()
+	code, _, err := s.Do(http.MethodPut, key, body, hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
+// Get reads key: its body, and whether it exists (fails the test on any
+// other answer).
+func (s *Server) Get(t testing.TB, key string) ([]byte, bool) {
+	t.Helper()
+	code, body, err := s.Do(http.MethodGet, key, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch code {
+	case http.StatusOK:
+		return body, true
+	case http.StatusNotFound:
+		return nil, false
+	}
+	t.Fatalf("GET %s: %d %s", key, code, body)
+	return nil, false
+}
+
+// Delete removes key.
+func (s *Server) Delete(t testing.TB, key string) {
+	t.Helper()
+	code, body, err := s.Do(http.MethodDelete, key, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != http.StatusNoContent && code != http.StatusOK {
+		t.Fatalf("DELETE %s: %d %s", key, code, body)
+	}
+}
+
+// Do sends one SigV4-signed request for key in the bucket (key "": the
+// bucket itself), path-style, and returns the status and body.
+func (s *Server) Do(method, key string, body []byte, hdr http.Header) (int, []byte, error) {
+	path := "/" + s.Bucket
+	if key != "" {
+		path += "/" + key
+	}
+	req, err := http.NewRequest(method, s.Endpoint+uriEncode(path), bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	for k, vs := range hdr {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	s.sign(req, body, time.Now().UTC())
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// sign adds AWS Signature Version 4 headers (host, x-amz-date and
+// x-amz-content-sha256 signed; the query is always empty here).
+func (s *Server) sign(req *http.Request, body []byte, now time.Time) {
+	amzDate := now.Format("20060102T150405Z")
+	day := now.Format("20060102")
+	sum := sha256.Sum256(body)
+	payload := hex.EncodeToString(sum[:])
+	req.Header.Set("X-Amz-Date", amzDate)
+	req.Header.Set("X-Amz-Content-Sha256", payload)
+	headers := map[string]string{
+		"host":                 req.URL.Host,
+		"x-amz-content-sha256": payload,
+		"x-amz-date":           amzDate,
+	}
+	names := make([]string, 0, len(headers))
+	for k := range headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var canonHeaders strings.Builder
+	for _, k := range names {
+		canonHeaders.WriteString(k + ":" + headers[k] + "\n")
+	}
+	signed := strings.Join(names, ";")
+	canonical := strings.Join([]string{req.Method, req.URL.EscapedPath(), "", canonHeaders.String(), signed, payload}, "\n")
+	scope := day + "/" + Region + "/s3/aws4_request"
+	crSum := sha256.Sum256([]byte(canonical))
+	toSign := "AWS4-HMAC-SHA256\n" + amzDate + "\n" + scope + "\n" + hex.EncodeToString(crSum[:])
+	key := hmacSHA256([]byte("AWS4"+s.SecretKey), day)
+	key = hmacSHA256(key, Region)
+	key = hmacSHA256(key, "s3")
+	key = hmacSHA256(key, "aws4_request")
+	sig := hex.EncodeToString(hmacSHA256(key, toSign))
+	req.Header.Set("Authorization", fmt.Sprintf("AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s",
+		s.AccessKey, scope, signed, sig))
+}
+
+func hmacSHA256(key []byte, msg string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(msg))
+	return m.Sum(nil)
+}
+
+// uriEncode encodes a path as SigV4 wants it: every byte but the
+// unreserved characters and '/' percent-encoded.
+func uriEncode(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("-_.~/", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1, all held open
+// until every one is chosen.
+func freePorts(t testing.TB, n int) []string {
+	t.Helper()
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	var out []string
+	for len(out) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		port := l.Addr().(*net.TCPAddr).Port
+		// weed derives nothing from these (every gRPC port is given), but
+		// keep below 55536 anyway, where port+10000 still fits.
+		if port > 55535 {
+			continue
+		}
+		out = append(out, strconv.Itoa(port))
+	}
+	return out
+}
+
+func randomString(t testing.TB, n int) string {
+	t.Helper()
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(s, "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// Cap what is kept: weed can be chatty over a long test.
+	if l.b.Len() < 8<<20 {
+		l.b.Write(p)
+	}
+	return len(p), nil
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
