@@ -14,7 +14,10 @@ import (
 // is busy until then.
 func TestRequeueKeepsTheRun(t *testing.T) {
 	rec := newRecorder()
-	h := newHarness(t, rec.wire)
+	h := newHarness(t, func(o *schedule.Options) {
+		rec.wire(o)
+		o.MaxConcurrent = 1 // one at a time: they run in queue order
+	})
 	require.NoError(t, h.s.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}, {Name: "db", Spec: "@daily"}}))
 
 	was := schedule.QueuedRun{ID: "0123456789abcdef", Name: "db", Trigger: schedule.TriggerSchedule, QueuedAt: ref.Add(-time.Hour)}
