@@ -12,8 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -164,6 +166,50 @@ func (p *Processes) Run(ctx context.Context, pod *corev1.Pod) map[string]Contain
 		})
 	}
 	wg.Wait()
+	reap(dir, logf)
+	return out
+}
+
+// reap kills what the pod's containers left running, as a container
+// runtime tears down a container's PID namespace with it: every process
+// working under the pod's directory dir (a provider whose Terraform was
+// killed with its runner, say), and waits up to 10 s for them to go.
+func reap(dir string, logf func(string, ...any)) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pids := processesUnder(dir)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			logf("kubetest: processes under %s survived SIGKILL: %v", dir, pids)
+			return
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// processesUnder lists the live processes whose working directory is
+// under dir (a zombie has none: it is not listed).
+func processesUnder(dir string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(dir, cwd); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			out = append(out, pid)
+		}
+	}
 	return out
 }
 
