@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/tftest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,10 +28,7 @@ func Chromium(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("chromium")
 	if err != nil {
-		if os.Getenv("DRIFTWATCH_E2E") == "1" {
-			t.Fatalf("chromium not found on PATH (DRIFTWATCH_E2E=1 requires it; apt-get install -y chromium): %v", err)
-		}
-		t.Skip("chromium not found on PATH; set DRIFTWATCH_E2E=1 to make this a failure")
+		tftest.Unavailable(t, fmt.Sprintf("chromium not found on PATH (`make deps` installs it): %v", err))
 	}
 	return p
 }

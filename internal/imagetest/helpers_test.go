@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/report"
+	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
 const (
@@ -28,15 +29,6 @@ const (
 	ctrCache  = "/var/cache/driftwatch"       // plugin cache volume
 	ctrHome   = "/home/driftwatch"
 )
-
-// unavailable fails under `make test` (DRIFTWATCH_E2E=1) and skips elsewhere.
-func unavailable(t testing.TB, why string) {
-	t.Helper()
-	if os.Getenv("DRIFTWATCH_E2E") == "1" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
-}
 
 // env is what every test needs: the image, a docker CLI that reaches its
 // engine, and the offline provider mirror.
@@ -50,20 +42,20 @@ func setup(t *testing.T) *env {
 	t.Helper()
 	e := &env{image: os.Getenv("DRIFTWATCH_IMAGE"), docker: os.Getenv("DRIFTWATCH_DOCKER")}
 	if e.image == "" {
-		unavailable(t, "DRIFTWATCH_IMAGE not set; run `make image` and export it (make test does)")
+		tftest.Unavailable(t, "DRIFTWATCH_IMAGE not set; run `make image` and export it (make test does)")
 	}
 	if e.docker == "" {
 		e.docker = "docker"
 	}
 	if _, err := exec.LookPath(e.docker); err != nil {
-		unavailable(t, "no docker CLI ("+e.docker+"); `make image-tools` installs Debian's docker.io")
+		tftest.Unavailable(t, "no docker CLI ("+e.docker+"); `make image-tools` installs Debian's docker.io")
 	}
 	if out, err := exec.Command(e.docker, "image", "inspect", "--format", "{{.Id}}", e.image).CombinedOutput(); err != nil {
-		unavailable(t, fmt.Sprintf("image %s not found at DOCKER_HOST=%q: %v: %s", e.image, os.Getenv("DOCKER_HOST"), err, out))
+		tftest.Unavailable(t, fmt.Sprintf("image %s not found at DOCKER_HOST=%q: %v: %s", e.image, os.Getenv("DOCKER_HOST"), err, out))
 	}
 	rc := os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
 	if rc == "" {
-		unavailable(t, "DRIFTWATCH_TF_CLI_CONFIG not set; run `make tools` (make test does)")
+		tftest.Unavailable(t, "DRIFTWATCH_TF_CLI_CONFIG not set; run `make tools` (make test does)")
 	}
 	data, err := os.ReadFile(rc)
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/report"
+	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
 // TestImageVersion: `driftwatch --version` (and `version`) print the
@@ -134,7 +135,7 @@ func TestImageGitModuleSource(t *testing.T) {
 	e := setup(t)
 	gitBin, err := exec.LookPath("git")
 	if err != nil {
-		unavailable(t, "git is not on PATH; `make deps` installs it")
+		tftest.Unavailable(t, "git is not on PATH; `make deps` installs it")
 	}
 	// The module repository, made on the host: owned by the test's user.
 	src := filepath.Join(t.TempDir(), "src")

@@ -23,5 +23,6 @@
 // (make test, CI) turns that into a failure.
 //
 // Only tests import this package. It must not import driftwatch's own
-// packages other than internal/config, so any package may use it in tests.
+// packages other than internal/config and internal/tftest (a leaf of test
+// helpers), so any package may use it in tests.
 package kubetest

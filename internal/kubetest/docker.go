@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/tftest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,15 +47,6 @@ type DockerEnv struct {
 	Image string // driftwatch's image (DRIFTWATCH_IMAGE)
 }
 
-// dockerUnavailable skips the test, or fails it under DRIFTWATCH_E2E=1.
-func dockerUnavailable(t testing.TB, why string) {
-	t.Helper()
-	if os.Getenv("DRIFTWATCH_E2E") == "1" {
-		t.Fatalf("%s (DRIFTWATCH_E2E=1 requires it)", why)
-	}
-	t.Skipf("%s (DRIFTWATCH_E2E=1 makes this a failure)", why)
-}
-
 // Docker returns the docker CLI and image from the environment after
 // checking that the engine answers and holds the image. Missing, the test
 // is skipped, unless DRIFTWATCH_E2E=1 makes that a failure.
@@ -62,16 +54,16 @@ func Docker(t testing.TB) DockerEnv {
 	t.Helper()
 	e := DockerEnv{CLI: os.Getenv(EnvDocker), Image: os.Getenv(EnvImage)}
 	if e.Image == "" {
-		dockerUnavailable(t, EnvImage+" not set: run `make image` and export it (make test does)")
+		tftest.Unavailable(t, EnvImage+" not set: run `make image` and export it (make test does)")
 	}
 	if e.CLI == "" {
 		e.CLI = "docker"
 	}
 	if _, err := exec.LookPath(e.CLI); err != nil {
-		dockerUnavailable(t, "no docker CLI ("+e.CLI+"): `make image-tools` installs Debian's docker.io")
+		tftest.Unavailable(t, "no docker CLI ("+e.CLI+"): `make image-tools` installs Debian's docker.io")
 	}
 	if out, err := exec.Command(e.CLI, "image", "inspect", "--format", "{{.Id}}", e.Image).CombinedOutput(); err != nil {
-		dockerUnavailable(t, fmt.Sprintf("image %s not found at DOCKER_HOST=%q: %v: %s", e.Image, os.Getenv("DOCKER_HOST"), err, bytes.TrimSpace(out)))
+		tftest.Unavailable(t, fmt.Sprintf("image %s not found at DOCKER_HOST=%q: %v: %s", e.Image, os.Getenv("DOCKER_HOST"), err, bytes.TrimSpace(out)))
 	}
 	return e
 }

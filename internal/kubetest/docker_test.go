@@ -29,6 +29,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
 // TestDockerKubeletRefuses: a field the container kubelet does not honour
@@ -86,7 +87,7 @@ func mirrorDir(t *testing.T) string {
 	t.Helper()
 	rc := os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
 	if rc == "" {
-		dockerUnavailable(t, "DRIFTWATCH_TF_CLI_CONFIG not set: run `make tools` (make test does)")
+		tftest.Unavailable(t, "DRIFTWATCH_TF_CLI_CONFIG not set: run `make tools` (make test does)")
 	}
 	data, err := os.ReadFile(rc)
 	require.NoError(t, err)

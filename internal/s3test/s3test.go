@@ -32,6 +32,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
 // Region is the region the server answers for (any region is accepted;
@@ -43,22 +45,12 @@ func Weed(t testing.TB) string {
 	t.Helper()
 	p := os.Getenv("DRIFTWATCH_WEED")
 	if p == "" {
-		unavailable(t, "SeaweedFS not provisioned (DRIFTWATCH_WEED); run `make s3-tools` or `make test`")
+		tftest.Unavailable(t, "SeaweedFS not provisioned (DRIFTWATCH_WEED); run `make s3-tools` or `make test`")
 	}
 	if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		unavailable(t, fmt.Sprintf("DRIFTWATCH_WEED=%s is not an executable file; run `make s3-tools`", p))
+		tftest.Unavailable(t, fmt.Sprintf("DRIFTWATCH_WEED=%s is not an executable file; run `make s3-tools`", p))
 	}
 	return p
-}
-
-// unavailable fails the test under `make test` (DRIFTWATCH_E2E=1), where
-// everything a test needs is provisioned, and skips it elsewhere.
-func unavailable(t testing.TB, why string) {
-	t.Helper()
-	if os.Getenv("DRIFTWATCH_E2E") == "1" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
 }
 
 // Options are Start's. Empty fields get random values.

@@ -16,7 +16,7 @@ func Tools(t testing.TB) (bins []string, cliConfig string) {
 	bins = strings.Fields(os.Getenv("DRIFTWATCH_TF_BINARIES"))
 	cliConfig = os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
 	if len(bins) == 0 || cliConfig == "" {
-		unavailable(t, "Terraform test tools not provisioned (DRIFTWATCH_TF_BINARIES / DRIFTWATCH_TF_CLI_CONFIG); run `make test`")
+		Unavailable(t, "Terraform test tools not provisioned (DRIFTWATCH_TF_BINARIES / DRIFTWATCH_TF_CLI_CONFIG); run `make test`")
 	}
 	return bins, cliConfig
 }
@@ -29,7 +29,7 @@ func Jail(t testing.TB) string {
 		t.Fatal(err)
 	}
 	if iso.Mode != "namespaces" {
-		unavailable(t, "the jail is unavailable here ("+iso.Reason+"); `make deps` installs bubblewrap")
+		Unavailable(t, "the jail is unavailable here ("+iso.Reason+"); `make deps` installs bubblewrap")
 	}
 	return iso.Bwrap
 }
@@ -40,14 +40,15 @@ func Program(t testing.TB, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		unavailable(t, name+" is not on PATH; `make deps` installs it")
+		Unavailable(t, name+" is not on PATH; `make deps` installs it")
 	}
 	return p
 }
 
-// unavailable fails the test under `make test` (DRIFTWATCH_E2E=1), where
-// everything a test needs is provisioned, and skips it elsewhere.
-func unavailable(t testing.TB, why string) {
+// Unavailable fails the test under `make test` (DRIFTWATCH_E2E=1), where
+// everything a test needs is provisioned, and skips it elsewhere: the one
+// rule for a test of a real component whose tool is missing.
+func Unavailable(t testing.TB, why string) {
 	t.Helper()
 	if os.Getenv("DRIFTWATCH_E2E") == "1" {
 		t.Fatal(why)
