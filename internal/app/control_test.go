@@ -10,6 +10,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/run"
 	"github.com/driftwatch/driftwatch/internal/runlog"
+	"github.com/driftwatch/driftwatch/internal/runner/runnertest"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -19,7 +20,7 @@ import (
 // the scheduler's and the run registry's onto them, keeping the text the
 // API shows and the original error for the log.
 func TestControlMapsErrors(t *testing.T) {
-	br := &blockingRunner{started: map[string]bool{}}
+	br := runnertest.NewBlocking()
 	d := newTestDaemon(t, writeConfig(t, t.TempDir(), "off", "off"), br, nil)
 	d.schedule(t)
 	c := control{d: d}
@@ -27,7 +28,7 @@ func TestControlMapsErrors(t *testing.T) {
 	running, err := c.Trigger("net")
 	require.NoError(t, err)
 	require.NotEmpty(t, running)
-	require.Eventually(t, func() bool { active, started := br.state(running); return active == 1 && started }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { active, started := br.State(running); return active == 1 && started }, 10*time.Second, time.Millisecond)
 	require.Same(t, d.runs.Live(running), c.LiveLog(running))
 
 	t.Run("busy names the run", func(t *testing.T) {

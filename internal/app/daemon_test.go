@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,31 +17,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
-
-// blockingRunner stands in for Terraform: a run lasts until its ctx ends.
-type blockingRunner struct {
-	mu      sync.Mutex
-	active  int
-	started map[string]bool // run ids it was asked to run
-}
-
-func (b *blockingRunner) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
-	b.mu.Lock()
-	b.active++
-	b.started[req.RunID] = true
-	b.mu.Unlock()
-	<-ctx.Done()
-	b.mu.Lock()
-	b.active--
-	b.mu.Unlock()
-	return runner.Result{}, &runner.Error{Phase: "plan", Reason: context.Cause(ctx).Error(), Err: context.Cause(ctx)}
-}
-
-func (b *blockingRunner) state(id string) (active int, started bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.active, b.started[id]
-}
 
 // writeConfig writes a config of workspaces net and db (their remediation
 // modes net and db) with a webhook notifier, in dir.

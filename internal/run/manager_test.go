@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,36 +17,11 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/metrics"
 	"github.com/driftwatch/driftwatch/internal/runlog"
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/runnertest"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
-
-// blockingRunner stands in for Terraform: a run lasts until its ctx ends.
-type blockingRunner struct {
-	mu      sync.Mutex
-	active  int
-	started map[string]bool // run ids it was asked to run
-}
-
-func (b *blockingRunner) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
-	b.mu.Lock()
-	b.active++
-	b.started[req.RunID] = true
-	b.mu.Unlock()
-	<-ctx.Done()
-	b.mu.Lock()
-	b.active--
-	b.mu.Unlock()
-	return runner.Result{}, &runner.Error{Phase: "plan", Reason: context.Cause(ctx).Error(), Err: context.Cause(ctx)}
-}
-
-func (b *blockingRunner) state(id string) (active int, started bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.active, b.started[id]
-}
 
 // testManager is a Manager on a real store, its scheduler running, with
 // a runner that never finishes by itself; leading is what
@@ -58,13 +32,13 @@ type testManager struct {
 	leading atomic.Pointer[error]
 }
 
-func newTestManager(t *testing.T) (*testManager, *blockingRunner) {
+func newTestManager(t *testing.T) (*testManager, *runnertest.Blocking) {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "dw.db"), logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	br := &blockingRunner{started: map[string]bool{}}
+	br := runnertest.NewBlocking()
 	tm := &testManager{st: st}
 	targets := map[string]audit.Target{"net": {Name: "net"}, "db": {Name: "db"}}
 	tm.Manager, err = New(t.Context(), Options{
@@ -129,7 +103,7 @@ func TestCancelRacesDispatch(t *testing.T) {
 		require.NoError(t, err)
 		got := waitRun(t, d, id, store.RunCancelled)
 		require.Eventually(t, func() bool { return d.sched.Stats().Active == 0 }, 10*time.Second, time.Millisecond, "the run never returned")
-		active, started := br.state(id)
+		active, started := br.State(id)
 		require.Zero(t, active, "no runner left after cancel")
 		if queued {
 			whileQueued++
@@ -160,7 +134,7 @@ func TestQueuedRunLifecycle(t *testing.T) {
 	d, br := newTestManager(t)
 	running, err := d.Trigger("net")
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { active, started := br.state(running); return active == 1 && started }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { active, started := br.State(running); return active == 1 && started }, 10*time.Second, time.Millisecond)
 	queued, err := d.Trigger("db")
 	require.NoError(t, err)
 	r := waitRun(t, d, queued, store.RunQueued)
@@ -176,7 +150,7 @@ func TestQueuedRunLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n"+
 		"== cancelled while queued: the workspace was removed from the config while the run was queued ==\n", string(log))
-	_, started := br.state(queued)
+	_, started := br.State(queued)
 	require.False(t, started)
 	waitRun(t, d, running, store.RunRunning)
 
@@ -188,7 +162,7 @@ func TestQueuedRunLifecycle(t *testing.T) {
 	// The log is saved just after the status.
 	require.Eventually(t, func() bool { log, err = d.st.RunLog(t.Context(), running); return err == nil }, 10*time.Second, time.Millisecond)
 	require.Regexp(t, `^== queued \(trigger manual\): waiting for a run slot ==\n== started after [0-9.]+m?s in the queue ==\n`, string(log))
-	active, _ := br.state(running)
+	active, _ := br.State(running)
 	require.Zero(t, active)
 }
 

@@ -38,7 +38,7 @@ func TestRecoverAfterRestart(t *testing.T) {
 	// The queued run was queued first: it takes the one slot, under its id.
 	r = waitRun(t, d, "was-queued", store.RunRunning)
 	require.Equal(t, "schedule", r.Trigger)
-	require.Eventually(t, func() bool { _, started := br.state("was-queued"); return started }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { _, started := br.State("was-queued"); return started }, 10*time.Second, time.Millisecond)
 	log := string(d.Live("was-queued").Bytes())
 	require.True(t, strings.HasPrefix(log, "== queued (trigger schedule) at "+t0.Add(time.Minute).Format(time.RFC3339)+
 		" by a previous daemon process; queued again after its restart: waiting for a run slot ==\n== started after "), log)
@@ -81,6 +81,6 @@ func TestRecoverSkipsAdoptedWorkspaces(t *testing.T) {
 	runs, err := d.st.Runs(ctx, "db", 0)
 	require.NoError(t, err)
 	require.Len(t, runs, 3, "no re-run while the adopted Job runs")
-	_, started := br.state("queued")
+	_, started := br.State("queued")
 	require.False(t, started)
 }
