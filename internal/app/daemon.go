@@ -176,13 +176,14 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 	if detect != nil {
 		auditor = &audit.Auditor{Runner: detect, Logger: log}
 	}
-	if err := d.setConfig(cfg); err != nil {
+	targets, err := targetMap(cfg, d.owner)
+	if err != nil {
 		return nil, err
 	}
+	d.setConfig(cfg, targets)
 	d.reg = prometheus.NewRegistry()
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.metrics = metrics.New(d.reg, d.snapshot)
-	var err error
 	// The controller reaches the runs through remediationHost, at call
 	// time: d.runs is set before anything runs.
 	if d.rem, err = newRemediator(ctx, d, metrics.NewRemediations(d.reg)); err != nil {
@@ -222,18 +223,14 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 	return d, err
 }
 
-// setConfig makes cfg the current config, with its run targets and alert
+// setConfig makes cfg the current config, with its run targets (built by
+// targetMap, which reads every secret file: once per load) and alert
 // plans (start and reload).
-func (d *daemon) setConfig(cfg *config.Config) error {
-	targets, err := targetMap(cfg, d.owner)
-	if err != nil {
-		return err
-	}
+func (d *daemon) setConfig(cfg *config.Config, targets map[string]audit.Target) {
 	plans := incident.Plans(cfg)
 	d.cfg.Store(cfg)
 	d.targets.Store(&targets)
 	d.alerts.Store(&plans)
-	return nil
 }
 
 // server is the HTTP server: status page, API (through control), metrics

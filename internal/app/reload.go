@@ -54,7 +54,8 @@ func (d *daemon) apply(path string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := targetMap(cfg, d.owner); err != nil {
+	targets, err := targetMap(cfg, d.owner)
+	if err != nil {
 		return err
 	}
 	if err := d.runs.SetJobs(jobs(cfg)); err != nil {
@@ -69,9 +70,7 @@ func (d *daemon) apply(path string) error {
 			d.outbox.SetNotifiers(ns)
 		}
 	}
-	if err := d.setConfig(cfg); err != nil {
-		return err
-	}
+	d.setConfig(cfg, targets)
 	d.rem.Reloaded(context.Background(), old) // remediations of workspaces turned off end
 	if !reflect.DeepEqual(old.Server, cfg.Server) || old.Store.Path != cfg.Store.Path || old.MaxConcurrentRuns != cfg.MaxConcurrentRuns || old.Defaults.Jitter != cfg.Defaults.Jitter {
 		d.log.Warn("server, store, max_concurrent_runs and jitter changes take effect after a restart")
