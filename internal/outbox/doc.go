@@ -33,7 +33,9 @@
 // MarkDelivered sends that message again after the restart, so notifiers
 // use notify.Message.ID to make delivery idempotent where the vendor allows.
 // Within one process a message is never handed to a notifier again once
-// delivered. Store writes after an attempt run on a context detached from
+// delivered: when MarkDelivered fails (a full disk, a read-only file
+// system), the delivery is kept in memory and recorded at the message's
+// next turn instead of sending it again. Store writes after an attempt run on a context detached from
 // Run's, so a shutdown that lands mid-delivery still records the outcome;
 // an attempt cut short by the shutdown itself is not counted as a failure
 // and is retried at the next start.

@@ -106,6 +106,10 @@ type Dispatcher struct {
 	// or whose store calls failed, until when.
 	retries []time.Time
 	paused  map[string]time.Time
+	// unrecorded holds messages the notifier accepted whose MarkDelivered
+	// failed (a full disk): their next turn records the delivery instead
+	// of sending them again.
+	unrecorded map[string]delivery
 
 	// Test hooks: testEpoch is read at the start of each pass and handed to
 	// testIdle when the loop goes to sleep with no delivery in flight and no
@@ -157,6 +161,7 @@ func New(o Options) (*Dispatcher, error) {
 		wake:        make(chan struct{}, 1),
 		notifiers:   maps.Clone(o.Notifiers),
 		paused:      map[string]time.Time{},
+		unrecorded:  map[string]delivery{},
 	}
 	if d.clock == nil {
 		d.clock = schedule.RealClock{}
@@ -326,6 +331,10 @@ func (d *Dispatcher) deliver(ctx context.Context, n notify.Notifier, m store.Out
 	attempt := m.Attempts + 1
 	log := d.logger.With("notifier", m.Notifier, "message_id", m.ID, "incident", m.IncidentKey, "attempt", attempt)
 
+	if dl, ok := d.takeUnrecorded(m.ID); ok {
+		return d.record(ctx, log, m, dl)
+	}
+
 	var msg notify.Message
 	if err := json.Unmarshal(m.Payload, &msg); err != nil {
 		d.dead(ctx, m, fmt.Sprintf("decode payload: %v", err))
@@ -343,10 +352,12 @@ func (d *Dispatcher) deliver(ctx context.Context, n notify.Notifier, m store.Out
 		d.pause(m.Notifier, d.clock.Now().Add(storeRetry))
 		return false
 	}
+	var saveFailed atomic.Bool
 	saveState := func(s []byte) error {
 		sctx, cancel := storeContext(ctx)
 		defer cancel()
 		if err := d.store.SaveNotifierState(sctx, m.Notifier, m.IncidentKey, s); err != nil {
+			saveFailed.Store(true)
 			return fmt.Errorf("save notifier state: %w", err)
 		}
 		return nil
@@ -355,16 +366,15 @@ func (d *Dispatcher) deliver(ctx context.Context, n notify.Notifier, m store.Out
 	newState, timedOut, err := d.attempt(ctx, n, msg, state, saveState)
 	now := d.clock.Now()
 	if err == nil {
-		sctx, cancel := storeContext(ctx)
-		defer cancel()
-		if err := d.store.MarkDelivered(sctx, m.ID, now, newState); err != nil {
-			log.Error("delivered, but cannot record it: it will be delivered again", "err", capError(err.Error()))
-			d.pause(m.Notifier, now.Add(storeRetry))
-			return false
-		}
-		d.onResult(m.Notifier, ResultDelivered)
-		log.Info("notification delivered")
-		return true
+		return d.record(ctx, log, m, delivery{at: now, state: newState})
+	}
+	if saveFailed.Load() && !timedOut {
+		// The store failed, not the notifier (which saves its state
+		// before anything else can fail, so the retry finds what this
+		// attempt sent): not an attempt, never a reason to give up.
+		log.Error("cannot save notifier state; delivery postponed", "err", capError(err.Error()))
+		d.pause(m.Notifier, now.Add(storeRetry))
+		return false
 	}
 	if ctx.Err() != nil && !timedOut {
 		// Shutting down: not the notifier's failure, and not an attempt.
@@ -405,6 +415,45 @@ func (d *Dispatcher) deliver(ctx context.Context, n notify.Notifier, m store.Out
 		return false
 	}
 	return true
+}
+
+// delivery is a message the notifier accepted: when, and the notifier's
+// new state for its incident.
+type delivery struct {
+	at    time.Time
+	state []byte
+}
+
+// record marks m delivered. When the store cannot (a full disk, a
+// read-only file system), the delivery is kept in memory and recorded at
+// m's next turn, after storeRetry: this process never hands a delivered
+// message to its notifier again. Only a restart before the store is back
+// sends it again (at least once, see the package doc).
+func (d *Dispatcher) record(ctx context.Context, log *slog.Logger, m store.OutboxMessage, dl delivery) bool {
+	sctx, cancel := storeContext(ctx)
+	defer cancel()
+	if err := d.store.MarkDelivered(sctx, m.ID, dl.at, dl.state); err != nil {
+		d.mu.Lock()
+		d.unrecorded[m.ID] = dl
+		d.mu.Unlock()
+		log.Error("delivered, but cannot record it yet; recording is retried, the message is not sent again",
+			"err", capError(err.Error()), "delivered_at", dl.at)
+		d.pause(m.Notifier, d.clock.Now().Add(storeRetry))
+		return false
+	}
+	d.onResult(m.Notifier, ResultDelivered)
+	log.Info("notification delivered")
+	return true
+}
+
+// takeUnrecorded returns and forgets the delivery of message id that record
+// could not store.
+func (d *Dispatcher) takeUnrecorded(id string) (delivery, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dl, ok := d.unrecorded[id]
+	delete(d.unrecorded, id)
+	return dl, ok
 }
 
 // attempt calls Notify with the attempt timeout, on the dispatcher's clock

@@ -106,17 +106,57 @@ func TestStoreFailures(t *testing.T) {
 		h.advance(storeRetry)
 		require.Equal(t, []string{"a1", "b1"}, slack.callIDs())
 	})
-	t.Run("mark delivered: delivered again later (at least once)", func(t *testing.T) {
+	t.Run("mark delivered: recorded later, never sent twice", func(t *testing.T) {
+		// A full disk after the notifier accepted the message: the
+		// delivery is kept and recorded once the store is back, with the
+		// notifier's state and the time it was delivered; sending it again
+		// would page twice.
 		slack := newNotifier("slack")
+		slack.setFn(func(context.Context, notify.Message, []byte, func([]byte) error) ([]byte, error) {
+			return []byte("ts-1"), nil
+		})
 		h := newHarness(t, nil, nil, Options{}, slack)
 		h.store.setFail("MarkDelivered", errors.New("disk full"))
+		h.store.add(msg("a1", "slack", "inc-a", notify.EventOpen, t0), msg("a2", "slack", "inc-a", notify.EventUpdate, t0))
+		h.start()
+		h.settle()
+		delivered := h.clock.Now()
+		require.Len(t, h.logs.find(t, "ERROR", "delivered, but cannot record it yet"), 1)
+		h.advance(storeRetry) // still failing: retried, not sent
+		require.Len(t, h.logs.find(t, "ERROR", "delivered, but cannot record it yet"), 2)
+		require.Equal(t, []string{"a1"}, slack.callIDs())
+		require.True(t, h.store.get("a1").DeliveredAt.IsZero())
+
+		h.store.setFail("MarkDelivered", nil)
+		h.advance(storeRetry)
+		require.Equal(t, []string{"a1", "a2"}, slack.callIDs(), "a1 never sent again; a2 follows it")
+		require.Equal(t, delivered, h.store.get("a1").DeliveredAt)
+		require.Equal(t, "ts-1", h.store.notifierState("slack", "inc-a"))
+		require.Equal(t, []string{"slack:delivered", "slack:delivered"}, h.results.get())
+	})
+	t.Run("save notifier state: postponed, not given up", func(t *testing.T) {
+		// A notifier that cannot save its state stops with whatever error
+		// it makes of it; the message must neither die nor count an
+		// attempt: the store failed, not the notifier.
+		slack := newNotifier("slack")
+		slack.setFn(func(_ context.Context, _ notify.Message, _ []byte, save func([]byte) error) ([]byte, error) {
+			if err := save([]byte("ts-1")); err != nil {
+				return nil, fmt.Errorf("post: %w", err)
+			}
+			return []byte("ts-1"), nil
+		})
+		h := newHarness(t, nil, nil, Options{}, slack)
+		h.store.setFail("SaveNotifierState", errors.New("disk full"))
 		h.store.add(msg("a1", "slack", "inc-a", notify.EventOpen, t0))
 		h.start()
 		h.settle()
-		require.Len(t, h.logs.find(t, "ERROR", "delivered, but cannot record it"), 1)
-		h.store.setFail("MarkDelivered", nil)
+		m := h.store.get("a1")
+		require.False(t, m.Dead)
+		require.Zero(t, m.Attempts)
+		require.Len(t, h.logs.find(t, "ERROR", "cannot save notifier state; delivery postponed"), 1)
+		h.store.setFail("SaveNotifierState", nil)
 		h.advance(storeRetry)
-		require.Equal(t, []string{"a1", "a1"}, slack.callIDs())
 		require.False(t, h.store.get("a1").DeliveredAt.IsZero())
+		require.Equal(t, "ts-1", h.store.notifierState("slack", "inc-a"))
 	})
 }

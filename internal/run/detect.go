@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/audit"
@@ -155,7 +156,10 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *aud
 	default:
 		// Recorded even if a cancel arrives meanwhile: the run then ends
 		// at once, recorded cancelled.
-		if err := m.store.StartQueuedRun(context.WithoutCancel(ctx), run); err != nil {
+		err := m.storeRetry(ctx, log, "the run's start", func() error {
+			return m.store.StartQueuedRun(context.WithoutCancel(ctx), run)
+		})
+		if err != nil {
 			log.Error("store: start run", "err", err)
 			runLog.Close(string(drift.StatusErrored))
 			m.runs.Remove(run.ID)
@@ -188,7 +192,10 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *aud
 		// Cancelled: neither clean nor errored; state and incidents stay.
 		run.FinishedAt = time.Now().UTC()
 		run.Status, run.Error, run.Tool, run.Phases = store.RunCancelled, "cancelled by request", res.Tool, res.Phases
-		if err := m.store.FinishRunOnly(context.WithoutCancel(ctx), run); err != nil {
+		err := m.storeRetry(ctx, log, "the cancelled run", func() error {
+			return m.store.FinishRunOnly(context.WithoutCancel(ctx), run)
+		})
+		if err != nil {
 			log.Error("store: finish cancelled run", "err", err)
 		}
 		m.saveLog(ctx, log, run.ID, runLog, store.RunCancelled)
@@ -206,9 +213,20 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *aud
 	// Record even if the daemon is stopping: the result is already paid
 	// for. Incident changes and their notifications are written in the same
 	// transaction, so a crash can lose neither.
-	_, after, err := m.store.FinishRunWithOutcome(context.WithoutCancel(ctx), run, m.o.Outcome(name, time.Now().UTC(), run.ID))
+	// A storage failure (disk full, read-only file system) keeps the
+	// verdict here and retries until it is written: the workspace stays
+	// busy meanwhile, so its next slots are skipped rather than run twice.
+	var after store.WorkspaceState
+	err := m.storeRetry(ctx, log, "the run's verdict", func() error {
+		var err error
+		_, after, err = m.store.FinishRunWithOutcome(context.WithoutCancel(ctx), run, m.o.Outcome(name, time.Now().UTC(), run.ID))
+		return err
+	})
 	if err != nil {
-		log.Error("store: finish run", "err", err)
+		// Stopping (the next start errors the run and runs the workspace
+		// again), or an error no retry can fix.
+		log.Error("store: finish run: the verdict is not recorded", "status", run.Status, "err", err)
+		runLog.Close(string(drift.StatusErrored))
 		return
 	}
 	if m.o.Recorded != nil {
@@ -228,5 +246,39 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *aud
 	m.mu.Unlock()
 	if onResult != nil {
 		onResult(res)
+	}
+}
+
+// Bounds of storeRetry's backoff.
+var (
+	storeRetryFirst   = time.Second
+	storeRetryLongest = 30 * time.Second
+)
+
+// storeRetry calls write until it succeeds, retrying with backoff while it
+// fails because the storage is unavailable (store.ErrUnavailable: disk
+// full, a read-only file system) and ctx lasts: what is being written (a
+// verdict Terraform already paid for) is kept rather than lost. Any other
+// error is returned at once, as is the last one when ctx ends.
+func (m *Manager) storeRetry(ctx context.Context, log *slog.Logger, what string, write func() error) error {
+	delay := storeRetryFirst
+	for attempt := 1; ; attempt++ {
+		err := write()
+		switch {
+		case err == nil:
+			if attempt > 1 {
+				log.Info("store: recorded "+what+" after the storage came back", "attempts", attempt)
+			}
+			return nil
+		case !errors.Is(err, store.ErrUnavailable):
+			return err
+		}
+		log.Error("store: cannot record "+what+"; retrying", "err", err, "attempt", attempt, "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, storeRetryLongest)
 	}
 }

@@ -17,6 +17,12 @@
 // and their workspaces re-run; queued runs are queued again under their
 // own ids.
 //
+// A record the store cannot write because its storage is unavailable (a
+// full disk: store.ErrUnavailable) is retried with backoff until it is
+// written or the daemon stops: a verdict is never dropped while the
+// daemon runs, and the run holds its workspace meanwhile, so no slot runs
+// it twice.
+//
 // What it must not touch: it does not start Terraform (the audit.Auditor
 // and its runner do), decide incidents (the Outcome it is given does),
 // deliver notifications (it only wakes the outbox), decide remediations

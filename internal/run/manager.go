@@ -174,7 +174,10 @@ func (m *Manager) newLog(workspace string) *runlog.Log {
 // saveLog stores a finished run's log and ends its live followers with
 // the verdict: stored first, so a reader finds it in one place or the other.
 func (m *Manager) saveLog(ctx context.Context, log *slog.Logger, runID string, l *runlog.Log, verdict drift.Status) {
-	if err := m.store.SaveRunLog(context.WithoutCancel(ctx), runID, l.Bytes()); err != nil {
+	err := m.storeRetry(ctx, log, "the run's log", func() error {
+		return m.store.SaveRunLog(context.WithoutCancel(ctx), runID, l.Bytes())
+	})
+	if err != nil {
 		log.Warn("store: save run log", "err", err)
 	}
 	l.Close(string(verdict))

@@ -11,6 +11,13 @@ import (
 // ErrNotFound is returned when a run or workspace does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrUnavailable marks a write that failed because of the storage itself
+// (disk full, a read-only or failing file system), not because of what
+// was written: the same write may succeed once the storage is back, so a
+// caller holding a result it must not lose (a run's verdict, a delivery)
+// keeps it and tries again. Errors wrapping it keep their own text.
+var ErrUnavailable = errors.New("store unavailable")
+
 // Run statuses beyond drift.Status.
 const (
 	// RunQueued marks a run waiting for a run slot; its StartedAt is when

@@ -22,5 +22,12 @@
 // file: Open reads the file's header with a plain descriptor, and closing a
 // descriptor drops every POSIX lock the process holds on that file.
 //
+// A write the storage refuses (a full disk, a read-only or failing file
+// system) fails with an error matching store.ErrUnavailable, so callers
+// keep what they meant to write and try again; WriteHealth counts such
+// failures and says whether writes are failing now (the daemon exports it
+// as metrics), and the store logs when writes start failing and when they
+// recover. Reads go on meanwhile.
+//
 // It must not import audit, notify or runner.
 package sqlite

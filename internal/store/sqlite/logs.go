@@ -13,7 +13,8 @@ var _ store.LogStore = (*Store)(nil)
 
 // SaveRunLog stores (or replaces) a run's log. An unknown run is
 // store.ErrNotFound.
-func (s *Store) SaveRunLog(ctx context.Context, runID string, log []byte) error {
+func (s *Store) SaveRunLog(ctx context.Context, runID string, log []byte) (err error) {
+	defer s.noteWrite(&err)
 	if log == nil {
 		log = []byte{}
 	}

@@ -95,7 +95,8 @@ func messageStatus(ctx context.Context, tx *sql.Tx, id string) (notifier, incide
 // delivery time and notifier state included, and the call succeeds: a
 // repeated MarkDelivered (a retry after a lost reply, or a second worker)
 // must not put back an older state over a newer one.
-func (s *Store) MarkDelivered(ctx context.Context, id string, at time.Time, notifierState []byte) error {
+func (s *Store) MarkDelivered(ctx context.Context, id string, at time.Time, notifierState []byte) (err error) {
+	defer s.noteWrite(&err)
 	if at.IsZero() {
 		return fmt.Errorf("mark delivered %q: time is required", id)
 	}
@@ -132,7 +133,8 @@ func (s *Store) MarkDelivered(ctx context.Context, id string, at time.Time, noti
 // is required then. An unknown id is store.ErrNotFound. A delivered message
 // is left as it is and the call succeeds (a late report of a duplicate
 // attempt); a dead message stays dead, though the attempt is counted.
-func (s *Store) MarkFailed(ctx context.Context, id string, lastError string, next time.Time, dead bool) error {
+func (s *Store) MarkFailed(ctx context.Context, id string, lastError string, next time.Time, dead bool) (err error) {
+	defer s.noteWrite(&err)
 	if !dead && next.IsZero() {
 		return fmt.Errorf("mark failed %q: next attempt time is required unless dead", id)
 	}
@@ -186,7 +188,8 @@ func (s *Store) NotifierState(ctx context.Context, notifier, incidentKey string)
 // empty: deletes it), durably, at once. The row's updated_at, kept for a
 // person reading the file, is the wall clock here (the interface passes no
 // time) and the delivery time in MarkDelivered.
-func (s *Store) SaveNotifierState(ctx context.Context, notifier, incidentKey string, state []byte) error {
+func (s *Store) SaveNotifierState(ctx context.Context, notifier, incidentKey string, state []byte) (err error) {
+	defer s.noteWrite(&err)
 	if notifier == "" || incidentKey == "" {
 		return fmt.Errorf("save notifier state %s/%s: notifier and incident key are required", notifier, incidentKey)
 	}

@@ -20,7 +20,8 @@ var _ store.QueueStore = (*Store)(nil)
 // QueueRun records r as queued. ID, Workspace and StartedAt (when it was
 // queued) are required, and the ID must be new; Status and FinishedAt are
 // ignored.
-func (s *Store) QueueRun(ctx context.Context, r store.Run) error {
+func (s *Store) QueueRun(ctx context.Context, r store.Run) (err error) {
+	defer s.noteWrite(&err)
 	if err := checkStart(r); err != nil {
 		return fmt.Errorf("queue run %q: %w", r.ID, err)
 	}
@@ -43,7 +44,8 @@ func (s *Store) QueueRun(ctx context.Context, r store.Run) error {
 // r.ID starts or, when no run has this ID (it was never queued, or its
 // QueueRun failed), it is recorded like StartRun does. A run with this ID
 // that is no longer queued (cancelled, errored, started) is an error.
-func (s *Store) StartQueuedRun(ctx context.Context, r store.Run) error {
+func (s *Store) StartQueuedRun(ctx context.Context, r store.Run) (err error) {
+	defer s.noteWrite(&err)
 	if err := checkStart(r); err != nil {
 		return fmt.Errorf("start run %q: %w", r.ID, err)
 	}
@@ -68,7 +70,8 @@ ON CONFLICT (id) DO UPDATE SET status = ?5, started_at = ?4 WHERE runs.status = 
 // this ID yet (its QueueRun failed) it is recorded with that outcome, from
 // r.Workspace, r.Trigger and r.StartedAt (when it was queued). A run with
 // this ID that is no longer queued is left alone and is an error.
-func (s *Store) FinishQueuedRun(ctx context.Context, r store.Run) error {
+func (s *Store) FinishQueuedRun(ctx context.Context, r store.Run) (err error) {
+	defer s.noteWrite(&err)
 	if err := checkStart(r); err != nil {
 		return fmt.Errorf("finish queued run %q: %w", r.ID, err)
 	}
@@ -98,7 +101,8 @@ ON CONFLICT (id) DO UPDATE SET finished_at = ?5, status = ?6, error = ?7 WHERE r
 // DeleteQueuedRun deletes a queued run that turned out to be no run at all
 // (a scheduled slot skipped because the workspace was busy). A run with
 // this ID that is not queued is left alone and is an error.
-func (s *Store) DeleteQueuedRun(ctx context.Context, id string) error {
+func (s *Store) DeleteQueuedRun(ctx context.Context, id string) (err error) {
+	defer s.noteWrite(&err)
 	res, err := s.w.ExecContext(ctx, `DELETE FROM runs WHERE id = ? AND status = ?`, id, string(store.RunQueued))
 	if err != nil {
 		return fmt.Errorf("delete queued run %q: %w", id, err)

@@ -39,7 +39,8 @@ func (s *Store) CreateRemediation(ctx context.Context, r store.Remediation) erro
 // transaction, what alert returns for it (checked as FinishRunWithOutcome
 // checks decide's; a message's zero CreatedAt becomes the remediation's).
 // Any failure, alert panicking included, writes nothing.
-func (s *Store) CreateRemediationWithAlert(ctx context.Context, r store.Remediation, alert store.RemediationAlert) error {
+func (s *Store) CreateRemediationWithAlert(ctx context.Context, r store.Remediation, alert store.RemediationAlert) (err error) {
+	defer s.noteWrite(&err)
 	switch {
 	case r.ID == "", r.Workspace == "":
 		return fmt.Errorf("create remediation %q: id and workspace are required", r.ID)
@@ -192,7 +193,8 @@ func (s *Store) TransitionRemediation(ctx context.Context, id string, from []sto
 // FinishRunWithOutcome checks decide's; a message's zero CreatedAt becomes
 // the transition's time). Any failure, alert panicking included, writes
 // nothing.
-func (s *Store) TransitionRemediationWithAlert(ctx context.Context, id string, from []store.RemediationState, to store.Transition, alert store.RemediationAlert) (store.Remediation, error) {
+func (s *Store) TransitionRemediationWithAlert(ctx context.Context, id string, from []store.RemediationState, to store.Transition, alert store.RemediationAlert) (_ store.Remediation, err error) {
+	defer s.noteWrite(&err)
 	fail := func(err error) (store.Remediation, error) {
 		return store.Remediation{}, fmt.Errorf("remediation %q: %w", id, err)
 	}
@@ -258,7 +260,16 @@ func (s *Store) TransitionRemediationWithAlert(ctx context.Context, id string, f
 
 // bulkTransition moves every remediation matched by where (in state from)
 // to state, returning the updated rows.
-func (s *Store) bulkTransition(ctx context.Context, from, to store.RemediationState, where string, whereArgs []any, at time.Time, by, reason string) ([]store.Remediation, error) {
+func (s *Store) bulkTransition(ctx context.Context, from, to store.RemediationState, where string, whereArgs []any, at time.Time, by, reason string) (_ []store.Remediation, err error) {
+	// Most calls (ExpireRemediations every second) change nothing: a
+	// commit that writes no page succeeds on a full disk too, and must
+	// not pass for the storage's recovery.
+	changed := false
+	defer func() {
+		if err != nil || changed {
+			s.noteWrite(&err)
+		}
+	}()
 	n, err := nanos(at)
 	if err != nil || !n.Valid {
 		return nil, fmt.Errorf("time: %v", err)
@@ -291,6 +302,7 @@ func (s *Store) bulkTransition(ctx context.Context, from, to store.RemediationSt
 		r.State, r.Reason, r.DecidedBy, r.DecidedAt, r.FinishedAt = to, reason, decidedBy, fromNanos(decidedAt), fromNanos(n)
 		out = append(out, r)
 	}
+	changed = len(out) > 0
 	return out, tx.Commit()
 }
 
@@ -332,8 +344,9 @@ func (s *Store) RemediationPaused(ctx context.Context) (bool, error) {
 }
 
 // SetRemediationPaused persists the pause flag.
-func (s *Store) SetRemediationPaused(ctx context.Context, paused bool) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)
+func (s *Store) SetRemediationPaused(ctx context.Context, paused bool) (err error) {
+	defer s.noteWrite(&err)
+	_, err = s.w.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, pausedKey, fmt.Sprint(paused))
 	if err != nil {
 		return fmt.Errorf("set remediation paused: %w", err)
@@ -343,7 +356,8 @@ func (s *Store) SetRemediationPaused(ctx context.Context, paused bool) error {
 
 // FinishRunOnly records a running run's outcome, leaving workspace state
 // and incidents alone. Its status may be any non-empty value.
-func (s *Store) FinishRunOnly(ctx context.Context, r store.Run) error {
+func (s *Store) FinishRunOnly(ctx context.Context, r store.Run) (err error) {
+	defer s.noteWrite(&err)
 	if r.Status == "" || r.FinishedAt.IsZero() {
 		return fmt.Errorf("finish run %q: status and finished_at are required", r.ID)
 	}

@@ -23,7 +23,8 @@ const stateColumns = `workspace, status, since, last_run_id, last_run_at, last_s
 
 // StartRun records r as running. Status and FinishedAt are ignored; ID,
 // Workspace and StartedAt are required, and the ID must be new.
-func (s *Store) StartRun(ctx context.Context, r store.Run) error {
+func (s *Store) StartRun(ctx context.Context, r store.Run) (err error) {
+	defer s.noteWrite(&err)
 	if err := checkStart(r); err != nil {
 		return fmt.Errorf("start run %q: %w", r.ID, err)
 	}
@@ -73,6 +74,7 @@ func (s *Store) FinishRun(ctx context.Context, r store.Run) (before, after store
 // the run's outcome, the workspace's new state and decide's consequences are
 // written in one transaction, or nothing is.
 func (s *Store) finishRun(ctx context.Context, r store.Run, decide store.Outcome) (before, after store.WorkspaceState, err error) {
+	defer s.noteWrite(&err)
 	if r.Status.Severity() < 0 {
 		return before, after, fmt.Errorf("finish run %q: status %q is not a finished status", r.ID, r.Status)
 	}
@@ -218,7 +220,8 @@ ON CONFLICT (workspace) DO UPDATE SET
 // runs (left queued), oldest first. Workspace states are left alone: a
 // restart says nothing about drift. Runs whose id is in keep are left
 // alone too.
-func (s *Store) RecoverRuns(ctx context.Context, at time.Time, keep ...string) (store.Recovered, error) {
+func (s *Store) RecoverRuns(ctx context.Context, at time.Time, keep ...string) (_ store.Recovered, err error) {
+	defer s.noteWrite(&err)
 	var out store.Recovered
 	if at.IsZero() {
 		return out, errors.New("recover runs: time is required")
@@ -353,7 +356,8 @@ func (s *Store) Workspaces(ctx context.Context) ([]store.WorkspaceState, error) 
 // delivered outbox messages beyond the newest 1000 per notifier or
 // delivered before olderThan, and incidents resolved before olderThan. Those
 // deletions are logged, not counted in the result, which keeps meaning runs.
-func (s *Store) Prune(ctx context.Context, keep int, olderThan time.Time) (int, error) {
+func (s *Store) Prune(ctx context.Context, keep int, olderThan time.Time) (_ int, err error) {
+	defer s.noteWrite(&err)
 	if keep < 0 {
 		return 0, fmt.Errorf("prune: negative keep %d", keep)
 	}

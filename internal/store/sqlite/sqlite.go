@@ -61,6 +61,9 @@ type Store struct {
 	// r is a pool of query_only connections.
 	r *sql.DB
 
+	// health is how writes fare (WriteHealth).
+	health health
+
 	closeOnce sync.Once
 	closeErr  error
 }
