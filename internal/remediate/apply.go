@@ -59,6 +59,10 @@ type Outcome struct {
 	// ApplyStarted is set once `terraform apply` was started: from then
 	// on, infrastructure and state may have changed, even on failure.
 	ApplyStarted bool `json:"apply_started"`
+	// StateLock is what a check of the state lock found after a failed
+	// apply that may have left it behind (killed, or no reason given: see
+	// LockCheck); nil when no check was needed or made.
+	StateLock *LockCheck `json:"state_lock,omitempty"`
 	// Tool is the binary and version, e.g. "terraform 1.11.4".
 	Tool string `json:"tool,omitempty"`
 	// Commit is the resolved commit of a git source.
@@ -115,7 +119,9 @@ type Applier struct {
 //  4. classify the fresh plan (policy.Classify with Rules), run Evaluate,
 //     and refuse unless the fresh ChangeSet's Hash equals approved.Hash()
 //     (plan_changed: the plan changed between approval and apply);
-//  5. apply exactly that saved plan file, lock on;
+//  5. apply exactly that saved plan file, lock on; if the apply was
+//     killed (or failed without a reason), check whether it left the state
+//     lock behind (see LockCheck) and say so in the reason;
 //  6. a fresh verification plan (without the lock, like detection: it
 //     changes nothing) must show no drift and no change at any approved
 //     address.
@@ -365,7 +371,8 @@ func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *
 				return refused(*out, Refusal{Code: CodePlanChanged, Reason: "the state changed between plan and apply (saved plan is stale): nothing applied; re-detect"}), nil
 			}
 		}
-		return s.fail(ctx, out, err)
+		o, ferr := s.fail(ctx, out, err)
+		return a.withLockCheck(ctx, s, err, o, ferr)
 	}
 	tf.Phase("apply")
 	if a.afterApply != nil {

@@ -45,6 +45,38 @@
 // as digests that never leave the process, and refuses (not_a_revert)
 // when a planned value of a drifted resource differs from its prior state.
 //
+// # The state lock after a failed apply
+//
+// Terraform releases the state lock when an apply fails or is interrupted
+// and it stops by itself (a provider error; SIGINT on cancellation or
+// timeout), and says so when it cannot. An apply that is killed (SIGKILL
+// of the runner, the OOM killer, the kill that follows SIGINT after the
+// grace) cannot: the lock stays in the backend (an S3 lock file, say), and
+// every later apply of the state fails until someone force-unlocks it.
+// So, after a failed apply that was killed by a signal (an exit status of
+// 128+signal through the jail), that reports "Error releasing the state
+// lock", or that printed no diagnostic at all (a crash), Apply checks the
+// lock (checkLock): `terraform plan -lock=true -lock-timeout=0s` in the
+// same sandbox, which writes no state. Terraform takes and gives back a
+// free lock; a held one fails the plan with the "Lock Info:" block that
+// names it. The check runs under a context and a run marker of its own,
+// even after the apply's context ended, so that the sweep of the apply's
+// processes cannot kill it while it holds the lock. It never force-unlocks:
+// whether the holder is gone is for a person to decide. Outcome.StateLock
+// records what it found (released, held with the lock's ID, operation,
+// holder and creation time, or unknown with why), and the failed outcome's
+// reason ends with it: for a held lock, that the remediation is not
+// retried and the `terraform force-unlock ID` to run once nobody is
+// applying. No check is made after a failure Terraform explained itself:
+// the check takes the lock, and a kill of the daemon or the pod during it
+// would leave one behind. The check plans with refresh (tfsession's plan
+// has no -refresh=false), so on a large workspace it costs a refresh.
+//
+// A failed apply is never retried for the same change set: the
+// controller (internal/remediation) proposes a change set again only
+// after a passing refusal (state_locked, daemon_unreachable,
+// remediation_off), never after failed.
+//
 // The state must outlive the sandbox: a workspace whose state is a local
 // file inside its code (no backend block, or a local backend with a
 // relative path) is refused (state_in_sandbox), since the apply would

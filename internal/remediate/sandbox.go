@@ -83,6 +83,18 @@ func isLockError(stderr string) bool {
 // stderr (ID, operation, who, since), so that an operator can find the
 // holder or, if it is gone, `terraform force-unlock` that ID.
 func lockedReason(while, stderr string) string {
+	return while + parseLockInfo(stderr).holder() + ": nothing applied; re-detect later"
+}
+
+// lockInfo is the holder of a state lock, as Terraform's "Lock Info:"
+// block names it; every field may be empty.
+type lockInfo struct {
+	ID, Operation, Who, Created string
+}
+
+// parseLockInfo reads the "Lock Info:" block of Terraform's stderr (both
+// Terraform and OpenTofu print it when the lock is held by someone else).
+func parseLockInfo(stderr string) lockInfo {
 	info := map[string]string{}
 	if _, block, ok := strings.Cut(stderr, "Lock Info:"); ok {
 		for _, line := range strings.Split(block, "\n") {
@@ -96,19 +108,24 @@ func lockedReason(while, stderr string) string {
 			info[k] = strings.TrimSpace(v)
 		}
 	}
-	holder := ""
-	if id := info["ID"]; id != "" {
-		holder = " (lock ID " + id
-		if op := info["Operation"]; op != "" {
-			holder += ", " + op
-		}
-		if who := info["Who"]; who != "" {
-			holder += " by " + who
-		}
-		if at := info["Created"]; at != "" {
-			holder += " since " + at
-		}
-		holder += ")"
+	return lockInfo{ID: info["ID"], Operation: info["Operation"], Who: info["Who"], Created: info["Created"]}
+}
+
+// holder is " (lock ID X, OPERATION by WHO since CREATED)", or "" without
+// an ID.
+func (l lockInfo) holder() string {
+	if l.ID == "" {
+		return ""
 	}
-	return while + holder + ": nothing applied; re-detect later"
+	h := " (lock ID " + l.ID
+	if l.Operation != "" {
+		h += ", " + l.Operation
+	}
+	if l.Who != "" {
+		h += " by " + l.Who
+	}
+	if l.Created != "" {
+		h += " since " + l.Created
+	}
+	return h + ")"
 }

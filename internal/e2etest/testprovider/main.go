@@ -5,10 +5,11 @@
 // The provider name comes from the basename of os.Args[0]
 // ("terraform-provider-NAME_v0.1.0" -> NAME, falling back to "dwtest"), so one
 // binary can be installed in a filesystem mirror as driftwatch/dwtest,
-// driftwatch/kubernetes and driftwatch/helm. Every name exposes one managed
+// driftwatch/kubernetes and driftwatch/helm. Every name exposes a managed
 // resource backed by a local file:
 //
-//	dwtest     -> dwtest_file (plus data source dwtest_file)
+//	dwtest     -> dwtest_file, plus dwtest_revision_file (revisionFileResource)
+//	              and data sources dwtest_file and dwtest_sleep
 //	kubernetes -> kubernetes_config_map
 //	helm       -> helm_release
 //

@@ -1,6 +1,12 @@
 package main
 
-import "testing"
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+)
 
 func TestProviderName(t *testing.T) {
 	cases := map[string]string{
@@ -18,6 +24,27 @@ func TestProviderName(t *testing.T) {
 	for name, want := range map[string]string{"dwtest": "dwtest_file", "kubernetes": "kubernetes_config_map", "helm": "helm_release"} {
 		if got := resourceTypeName(name); got != want {
 			t.Errorf("resourceTypeName(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// dwtest serves dwtest_revision_file besides dwtest_file; the other
+// names serve their one type only.
+func TestResourceTypes(t *testing.T) {
+	want := map[string][]string{
+		"dwtest":     {"dwtest_file", "dwtest_revision_file"},
+		"kubernetes": {"kubernetes_config_map"},
+		"helm":       {"helm_release"},
+	}
+	for name, types := range want {
+		var got []string
+		for _, r := range newProvider(name)().Resources(context.Background()) {
+			var resp resource.MetadataResponse
+			r().Metadata(context.Background(), resource.MetadataRequest{}, &resp)
+			got = append(got, resp.TypeName)
+		}
+		if !slices.Equal(got, types) {
+			t.Errorf("%s serves %v, want %v", name, got, types)
 		}
 	}
 }

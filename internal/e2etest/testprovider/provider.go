@@ -36,9 +36,13 @@ func (p *testProvider) Configure(context.Context, provider.ConfigureRequest, *pr
 
 func (p *testProvider) Resources(context.Context) []func() resource.Resource {
 	typeName := resourceTypeName(p.name)
-	return []func() resource.Resource{
+	rs := []func() resource.Resource{
 		func() resource.Resource { return &fileResource{typeName: typeName} },
 	}
+	if p.name == defaultName {
+		rs = append(rs, func() resource.Resource { return &revisionFileResource{typeName: p.name + "_revision_file"} })
+	}
+	return rs
 }
 
 func (p *testProvider) DataSources(context.Context) []func() datasource.DataSource {
