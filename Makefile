@@ -100,13 +100,26 @@ lint: lint-tools
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@source $(LINT_ENV); "$$GOLANGCI_LINT" config verify && "$$GOLANGCI_LINT" run ./...
 
-#? test: provision tools, lint, and run every test (unit + end-to-end) with -race
-test: deps tools kube-tools s3-tools lint image
-	@source $(TOOLS_ENV); source $(KUBE_ENV); source $(S3_ENV); source $(IMAGE_ENV); \
-	DRIFTWATCH_E2E=1 DRIFTWATCH_TF_BINARIES="$$TF_BINARIES" DRIFTWATCH_TF_CLI_CONFIG="$$TF_CLI_CONFIG" \
+# The environment every test step runs in: the provisioned tools, and
+# DRIFTWATCH_E2E=1 (a missing tool fails instead of skipping).
+TEST_ENV = source $(TOOLS_ENV); source $(KUBE_ENV); source $(S3_ENV); source $(IMAGE_ENV); \
+	export DRIFTWATCH_E2E=1 DRIFTWATCH_TF_BINARIES="$$TF_BINARIES" DRIFTWATCH_TF_CLI_CONFIG="$$TF_CLI_CONFIG" \
 	DRIFTWATCH_KUBE_BIN_DIR="$$KUBE_BIN_DIR" DRIFTWATCH_WEED="$$WEED" \
-	DOCKER_HOST="$$DOCKER_HOST" DRIFTWATCH_DOCKER="$$DOCKER" DRIFTWATCH_IMAGE=$(IMAGE) \
-	  $(GO) test -race -count=1 -timeout 40m ./...
+	DOCKER_HOST="$$DOCKER_HOST" DRIFTWATCH_DOCKER="$$DOCKER" DRIFTWATCH_IMAGE=$(IMAGE)
+# The fault-injection suite: TestFaults* in internal/e2etest, built with the
+# faults tag; run on its own, after the rest, so its load (the soak keeps
+# both cores busy) does not share the machine with other tests. -v prints
+# the figures each test logs.
+FAULTS_TEST = $(GO) test -race -count=1 -tags faults -run '^TestFaults' -timeout 40m -v ./internal/e2etest/
+
+#? test: provision tools, lint, and run every test (unit + end-to-end) with -race, then the fault-injection suite
+test: deps tools kube-tools s3-tools lint image
+	@$(TEST_ENV); $(GO) test -race -count=1 -timeout 40m ./...
+	@$(TEST_ENV); $(FAULTS_TEST)
+
+#? test-faults: only the fault-injection suite (DRIFTWATCH_SOAK_DURATION=10m by default)
+test-faults: deps tools kube-tools s3-tools image
+	@$(TEST_ENV); $(FAULTS_TEST)
 
 #? testdata: regenerate the plan JSON fixtures from real Terraform
 testdata: tools
@@ -123,4 +136,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
-.PHONY: help deps tools kube-tools lint-tools s3-tools image-tools image build run lint test testdata bench fuzz
+.PHONY: help deps tools kube-tools lint-tools s3-tools image-tools image build run lint test test-faults testdata bench fuzz

@@ -18,13 +18,17 @@ import (
 
 var driftwatchBin string
 
+// buildTags are the tags the driftwatch binary under test is built with
+// ("faults" in the fault-injection suite: see faults_main_test.go).
+var buildTags string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "driftwatch-e2e-bin-")
 	if err != nil {
 		panic(err)
 	}
 	driftwatchBin = filepath.Join(dir, "driftwatch")
-	out, err := exec.Command("go", "build", "-o", driftwatchBin, "github.com/driftwatch/driftwatch/cmd/driftwatch").CombinedOutput()
+	out, err := exec.Command("go", "build", "-tags="+buildTags, "-o", driftwatchBin, "github.com/driftwatch/driftwatch/cmd/driftwatch").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build driftwatch: %v\n%s", err, out)
 		os.Exit(1)

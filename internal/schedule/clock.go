@@ -40,3 +40,20 @@ type realTimer struct{ t *time.Timer }
 
 func (r realTimer) C() <-chan time.Time { return r.t.C }
 func (r realTimer) Stop() bool          { return r.t.Stop() }
+
+// OffsetClock is the wall clock shifted by Offset(), read at every call:
+// it stands for a wall clock that can be stepped (the fault-injection
+// tests). Its timers are real timers for the time left on the shifted
+// clock, so, like real ones, they do not notice a step made while they
+// wait: the scheduler's one-minute cap on a sleep does.
+type OffsetClock struct {
+	Offset func() time.Duration
+}
+
+// Now returns time.Now shifted by Offset.
+func (c OffsetClock) Now() time.Time { return time.Now().Add(c.Offset()) }
+
+// NewTimerAt returns a time.Timer that fires after t.Sub(c.Now()).
+func (c OffsetClock) NewTimerAt(t time.Time) Timer {
+	return realTimer{time.NewTimer(t.Sub(c.Now()))}
+}

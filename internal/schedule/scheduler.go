@@ -23,6 +23,10 @@ const (
 // clock steps; waking at least once a minute keeps slots on the wall clock.
 const maxSleep = time.Minute
 
+// clockStepBack is how far the wall clock must go back between two turns
+// of the loop to be logged as a step back.
+const clockStepBack = 5 * time.Second
+
 var (
 	// ErrUnknownJob is returned by Trigger for a name not in the current
 	// job set.
@@ -246,7 +250,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	var timer Timer
-	var armed time.Time
+	var armed, lastNow time.Time
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -271,6 +275,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		dropped := s.listLocked(es, rs)
 		now := s.now()
+		if !lastNow.IsZero() && now.Before(lastNow.Add(-clockStepBack)) {
+			// Slots are wall-clock instants: those already handled are
+			// not handled again, so each job waits for the clock to
+			// reach its next slot (as ISC cron does for a step back).
+			s.logger.Warn("wall clock stepped back; slots already run are not run again, each job waits for its next slot",
+				"by", lastNow.Sub(now).Round(time.Second))
+		}
+		lastNow = now
 		s.dispatchLocked(ctx, &wg)
 		wakeAt := now.Add(maxSleep)
 		if len(s.due) > 0 && s.due[0].due.Before(wakeAt) {

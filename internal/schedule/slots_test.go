@@ -74,3 +74,33 @@ func TestLateWakeDoesNotReplay(t *testing.T) {
 	require.Equal(t, ref.Add(61*time.Minute), h.next().at)
 	h.idle()
 }
+
+// TestClockStepBackRunsNoSlotTwice: the wall clock steps back an hour (a
+// bad time source corrected): no slot already handled runs again and
+// nothing storms; the job waits for the clock to reach its next slot.
+// (The fake clock's timers follow the fake wall clock, so the loop's
+// one-minute wake-up and its warning are TestFaultsClockJump's, with real
+// timers.)
+func TestClockStepBackRunsNoSlotTwice(t *testing.T) {
+	h := newHarness(t, nil)
+	require.NoError(t, h.s.SetJobs([]schedule.Job{{Name: "m", Spec: "* * * * *"}}))
+	h.start()
+	h.advance(time.Minute)
+	require.Equal(t, ref.Add(time.Minute), h.next().at)
+	h.idle()
+
+	h.set(ref.Add(time.Minute - time.Hour))
+	h.idle()
+	next, ok := h.s.Next("m")
+	require.True(t, ok)
+	require.Equal(t, ref.Add(2*time.Minute), next, "the next slot stays the one after the last run")
+	// The repeated hour runs nothing.
+	for range 60 {
+		h.advance(time.Minute)
+		h.idle()
+	}
+	require.Zero(t, h.s.Stats().Skipped)
+	h.advance(time.Minute)
+	require.Equal(t, ref.Add(2*time.Minute), h.next().at)
+	h.idle()
+}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"maps"
+	mrand "math/rand"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -59,6 +61,68 @@ type Faults struct {
 	queue  []Failure
 	down   bool
 	closed chan struct{}
+	flaky  *flakiness
+}
+
+// flakiness fails requests at random (see Flaky).
+type flakiness struct {
+	rate        float64
+	maxInARow   int
+	inARow      int
+	rng         *mrand.Rand
+	failed      int
+	failedKinds map[string]int
+}
+
+// Flaky makes the server fail a fraction rate of the requests it would
+// otherwise handle, chosen by a generator seeded with seed, never more
+// than maxInARow in a row: each failure is, at random, a 500, a 503, a 429
+// with Retry-After: 1, or a dropped connection. Like every injected
+// failure, a failed request is not handled (nothing is recorded as
+// received). Rate 0 ends it.
+func (f *Faults) Flaky(rate float64, maxInARow int, seed int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rate <= 0 {
+		f.flaky = nil
+		return
+	}
+	f.flaky = &flakiness{rate: rate, maxInARow: maxInARow, rng: mrand.New(mrand.NewSource(seed)), failedKinds: map[string]int{}}
+}
+
+// FlakyFailures returns how many requests Flaky failed, by kind ("500",
+// "503", "429", "drop").
+func (f *Faults) FlakyFailures() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.flaky == nil {
+		return nil
+	}
+	return maps.Clone(f.flaky.failedKinds)
+}
+
+// next decides, under f.mu, whether Flaky fails this request and how.
+func (k *flakiness) next() (Failure, bool) {
+	if k.inARow >= k.maxInARow || k.rng.Float64() >= k.rate {
+		k.inARow = 0
+		return Failure{}, false
+	}
+	k.inARow++
+	k.failed++
+	switch k.rng.Intn(4) {
+	case 0:
+		k.failedKinds["500"]++
+		return Failure{Status: http.StatusInternalServerError}, true
+	case 1:
+		k.failedKinds["503"]++
+		return Failure{Status: http.StatusServiceUnavailable}, true
+	case 2:
+		k.failedKinds["429"]++
+		return Failure{Status: http.StatusTooManyRequests, RetryAfter: "1"}, true
+	default:
+		k.failedKinds["drop"]++
+		return Failure{Status: -1}, true
+	}
 }
 
 // FailNext queues f for the next request.
@@ -115,9 +179,13 @@ func (f *Faults) Wrap(next http.Handler) http.Handler {
 		if !down && len(f.queue) > 0 {
 			x = &f.queue[0]
 			f.queue = f.queue[1:]
+		} else if !down && f.flaky != nil {
+			if fl, ok := f.flaky.next(); ok {
+				x = &fl
+			}
 		}
 		f.mu.Unlock()
-		if down {
+		if down || (x != nil && x.Status == -1) {
 			// Closes the connection without a response: the client
 			// sees a network error.
 			panic(http.ErrAbortHandler)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -140,6 +141,9 @@ func NewWebhookServer(t testing.TB, secret string) *WebhookServer {
 
 // HTTPClient trusts the server's certificate.
 func (s *WebhookServer) HTTPClient() *http.Client { return s.srv.Client() }
+
+// Certificate is the server's certificate (for a notifier's ca_file).
+func (s *WebhookServer) Certificate() *x509.Certificate { return s.srv.Certificate() }
 
 // Secrets implements ServerControl: the URL, its token and the secret.
 func (s *WebhookServer) Secrets() []string {

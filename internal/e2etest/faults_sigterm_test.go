@@ -1,0 +1,272 @@
+//go:build faults
+
+package e2etest
+
+import (
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
+	"github.com/driftwatch/driftwatch/internal/tftest"
+)
+
+// blockingWrapper stands in for the Terraform binary: it runs the real one
+// (@REAL@), except for the subcommand named in @CTL@/block, where it
+// marks @CTL@/blocked and waits until it is interrupted, as a slow
+// Terraform step would. "verify" names the plan of the verification run
+// (a plan after an apply of this test succeeded).
+const blockingWrapper = `#!/bin/sh
+ctl=@CTL@
+sub=
+for a in "$@"; do
+  case "$a" in -*) ;; *) sub=$a; break ;; esac
+done
+if [ "$sub" = plan ] && [ -e "$ctl/applied" ]; then sub=verify; fi
+if [ -n "$sub" ] && [ "$(cat "$ctl/block" 2>/dev/null)" = "$sub" ]; then
+  : > "$ctl/blocked"
+  trap 'exit 130' INT TERM
+  while :; do sleep 0.1; done
+fi
+if [ "$sub" = apply ]; then
+  @REAL@ "$@" || exit $?
+  : > "$ctl/applied"
+  exit 0
+fi
+exec @REAL@ "$@"
+`
+
+// holdingProxy forwards to target, except that while held it keeps every
+// request waiting (until released or the client gives up).
+type holdingProxy struct {
+	URL     string
+	held    atomic.Bool
+	waiting atomic.Int32
+	release chan struct{}
+}
+
+func newHoldingProxy(t *testing.T, target string) *holdingProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	require.NoError(t, err)
+	p := &holdingProxy{release: make(chan struct{})}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.held.Load() {
+			p.waiting.Add(1)
+			select {
+			case <-p.release:
+			case <-r.Context().Done():
+				p.waiting.Add(-1)
+				return
+			}
+			p.waiting.Add(-1)
+		}
+		rp.ServeHTTP(w, r)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { p.Release(); _ = srv.Close() })
+	p.URL = "http://" + ln.Addr().String()
+	return p
+}
+
+// Release lets held requests through and stops holding.
+func (p *holdingProxy) Release() {
+	if p.held.CompareAndSwap(true, false) {
+		close(p.release)
+	}
+}
+
+// TestFaultsSIGTERM: a SIGTERM in every phase of a run (source, init,
+// plan, show, apply, verify, notify) stops the daemon gracefully: it exits
+// 0 within a few seconds (Terraform gets terraform.kill_grace after
+// SIGINT), leaves no process and no run directory behind, and keeps a
+// correct record. A detection cut short stays "running" in the store and
+// the next start records it errored ("daemon restarted") and runs the
+// workspace again; a remediation cut short before its apply is recorded
+// failed (never re-applied blindly), one cut short in its verification
+// stays applied; a notification in flight is delivered once after the
+// restart. In every case the drift is found, its incident opened once, and
+// its "open" notification delivered exactly once.
+//
+// The phases alternate between the available binaries (Terraform,
+// OpenTofu).
+func TestFaultsSIGTERM(t *testing.T) {
+	bins, cli := tftest.Tools(t)
+	for i, phase := range []string{"source", "init", "plan", "show", "apply", "verify", "notify"} {
+		bin := bins[i%len(bins)]
+		t.Run(phase+"/"+filepath.Base(bin), func(t *testing.T) {
+			sigtermIn(t, &tfEnv{bin: bin, cliConfig: cli, root: t.TempDir()}, phase)
+		})
+	}
+}
+
+func sigtermIn(t *testing.T, e *tfEnv, phase string) {
+	remediating := phase == "apply" || phase == "verify"
+	for _, d := range []string{"out", "state", "ctl", "bin", "served"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(e.root, d), 0o755))
+	}
+	// The code, in a git repository served over HTTP behind a proxy that
+	// can hold the fetch.
+	repo := e.workspace(t, "repo", map[string]string{"main.tf": fmt.Sprintf(remediationWorkspace, "ws", "")})
+	e.apply(t, repo)
+	require.NoError(t, os.RemoveAll(filepath.Join(repo, ".terraform")))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(".terraform*\n"), 0o644))
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", ".")
+	git(t, repo, "commit", "-qm", "initial")
+	git(t, e.root, "clone", "-q", "--bare", repo, filepath.Join(e.root, "served", "infra.git"))
+	base, _ := gitServer(t, filepath.Join(e.root, "served"))
+	gitProxy := newHoldingProxy(t, base)
+	creds := filepath.Join(e.root, "git-token")
+	require.NoError(t, os.WriteFile(creds, []byte(canaryGitToken+"\n"), 0o600))
+	drifted := filepath.Join(e.root, "out", "ws.txt")
+	require.NoError(t, os.WriteFile(drifted, []byte("hand edit"), 0o644))
+
+	// Terraform behind the blocking wrapper.
+	real, err := filepath.EvalSymlinks(e.bin)
+	require.NoError(t, err)
+	ctl := filepath.Join(e.root, "ctl")
+	wrapper := filepath.Join(e.root, "bin", filepath.Base(e.bin))
+	script := strings.NewReplacer("@CTL@", ctl, "@REAL@", real).Replace(blockingWrapper)
+	require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
+	block := map[string]string{"init": "init", "plan": "plan", "show": "show", "apply": "apply", "verify": "verify"}[phase]
+	if block != "" {
+		require.NoError(t, os.WriteFile(filepath.Join(ctl, "block"), []byte(block), 0o644))
+	}
+	if phase == "source" {
+		gitProxy.held.Store(true)
+	}
+	hook := notifytest.NewWebhookServer(t, "")
+	if phase == "notify" {
+		hook.FailNext(notifytest.Failure{Status: http.StatusServiceUnavailable, Delay: time.Minute})
+	}
+	caFile := filepath.Join(e.root, "hook-ca.pem")
+	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw}), 0o644))
+
+	mode := "off"
+	if remediating {
+		mode = "auto"
+	}
+	listen := freePort(t)
+	e.bin = wrapper
+	cfg := e.config(t, fmt.Sprintf(`
+server: { listen: "%s" }
+store: { path: %s }
+defaults:
+  schedule: "@hourly"
+  backend_policy: { allow_local: true }
+notifiers:
+  - name: hook
+    type: webhook
+    webhook: { url_file: %s, secret_file: %s }
+    ca_file: %s
+alerts: { default_notifiers: [hook] }
+workspaces:
+  - name: ws
+    source:
+      git: { url: "%s/infra.git", ref: main, credentials_file: %s }
+    remediation: { mode: %s }
+`, listen, filepath.Join(e.root, "data", "dw.db"), hook.URLFile, hook.SecretFile, caFile, gitProxy.URL, creds, mode))
+	// The wrapper and the real binary must be reachable in the jail.
+	body := mustRead(t, cfg)
+	body = strings.Replace(body, "sandbox_paths: ["+e.root+"]", "sandbox_paths: ["+e.root+", "+filepath.Dir(real)+"]", 1)
+	require.NoError(t, os.WriteFile(cfg, []byte(body), 0o644))
+
+	d := startDaemon(t, cfg, listen)
+	d.eventually("the run in phase "+phase, 90*time.Second, func() bool {
+		switch phase {
+		case "source":
+			return gitProxy.waiting.Load() > 0
+		case "notify":
+			return hook.Attempts() > 0
+		}
+		_, err := os.Stat(filepath.Join(ctl, "blocked"))
+		return err == nil
+	})
+	var inFlight string
+	if runs := d.runs("ws"); len(runs) > 0 && runs[0].Status == "running" {
+		inFlight = runs[0].ID
+	}
+	sent := time.Now()
+	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second), "SIGTERM in %s: a graceful exit", phase)
+	took := time.Since(sent)
+	t.Logf("SIGTERM in %s: exited 0 after %s", phase, took.Round(time.Millisecond))
+	require.Less(t, took, 10*time.Second, "the stop is bounded by terraform.kill_grace (2s), not by the step")
+	require.Zero(t, tfProcesses(e.workDir()), "no Terraform left running")
+	left, _ := filepath.Glob(filepath.Join(e.workDir(), "dw-*"))
+	require.Empty(t, left, "no run directory left behind")
+	require.NoError(t, os.RemoveAll(filepath.Join(ctl, "block")), "the fault is gone")
+
+	// The restart: the fault is gone.
+	gitProxy.Release()
+	d = startDaemon(t, cfg, listen)
+	wantStatus := "drift"
+	if remediating {
+		wantStatus = "clean"
+	}
+	d.eventually("ws settles as "+wantStatus+" and the outbox drains", 120*time.Second, func() bool {
+		w := d.workspaces()["ws"]
+		return w.Status == wantStatus && d.metric(`driftwatch_notifications_pending{notifier="hook"}`) == 0
+	})
+	runs := d.runs("ws")
+	if inFlight != "" {
+		var found bool
+		for _, r := range runs {
+			if r.ID == inFlight {
+				found = true
+				require.Equal(t, "errored", r.Status, "the run cut short in %s", phase)
+				require.Contains(t, r.Error, "daemon restarted")
+			}
+		}
+		require.True(t, found, "the interrupted run %s keeps its record", inFlight)
+	}
+	for _, r := range runs {
+		require.NotEqual(t, "running", r.Status, "no run is left running: %+v", r)
+		require.NotEqual(t, "queued", r.Status, "no run is left queued: %+v", r)
+	}
+	if remediating {
+		rems := d.remediations("ws")
+		require.NotEmpty(t, rems)
+		last := rems[0]
+		switch phase {
+		case "apply":
+			// Cut short before Terraform applied: recorded as failed, and
+			// never applied blindly after the restart.
+			require.Equal(t, "failed", last.State, "%+v", rems)
+			require.Equal(t, "hand edit", mustRead(t, drifted))
+		case "verify":
+			require.Equal(t, "applied", last.State, "%+v", rems)
+			require.Equal(t, "v1", mustRead(t, drifted))
+		}
+		t.Logf("remediation after SIGTERM in %s: %s (%s)", phase, last.State, last.Reason)
+	}
+
+	// Exactly one delivery of each event of the incident, none duplicated.
+	events := map[string]int{}
+	for _, del := range hook.Deliveries() {
+		require.True(t, del.Verified, del.Reason)
+		require.False(t, del.Duplicate, "delivered twice: %s", del.Body)
+		events[del.Payload.Event]++
+	}
+	require.Equal(t, 1, events["open"], "the incident's open notification, once: %v", events)
+	for ev, n := range events {
+		require.Equal(t, 1, n, "event %s delivered %d times", ev, n)
+	}
+	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second))
+	assertNoCanary(t, "daemon log", d.logs.String())
+}
