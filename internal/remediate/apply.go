@@ -387,7 +387,11 @@ func (a *Applier) verify(ctx context.Context, s *session, approved ChangeSet, ou
 		out.Result = ResultVerificationFailed
 		out.Reason = reason
 		if ce := context.Cause(ctx); ce != nil {
-			out.Reason = "verify: " + ce.Error()
+			// Cut short (shutdown, cancel, timeout) after a successful
+			// apply: applied, not verified. The detection that follows
+			// (at once, or at the next start) is the verification.
+			out.Result = ResultApplied
+			out.Reason = "applied; the verification plan was cut short (" + ce.Error() + "): the next detection checks the workspace"
 		}
 		return *out, nil
 	}

@@ -151,17 +151,19 @@ func (c *Controller) Apply(ctx context.Context, name string) {
 			return
 		}
 	}
+	if ctx.Err() != nil && out.Result == remediate.ResultFailed && out.ApplyStarted {
+		// The daemon is stopping: Terraform was interrupted mid-apply.
+		out.Reason = "interrupted by the daemon's shutdown during the apply: part of the change set may be applied; not retried, the next detection shows what is left (" + out.Reason + ")"
+	}
 	fin := time.Now().UTC()
 	c.finishApplyRun(wctx, log, run, out, fin)
 	if c.recordOutcome(wctx, log, r, store.RemediationRunning, out, fin) {
 		return // held by the kill switch: approved again
 	}
 	c.metrics.Finished(string(out.Result))
-	if ctx.Err() != nil {
-		return
-	}
 	// A fresh detection in the same slot: it resolves the incident after
-	// a successful revert, and keeps it open after a failed one.
+	// a successful revert, and keeps it open after a failed one. When the
+	// daemon is stopping, it is queued for the next start instead.
 	c.host.Detect(ctx, name, triggerVerify)
 }
 

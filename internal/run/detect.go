@@ -102,9 +102,14 @@ func (m *Manager) AwaitAdopted(ctx context.Context, a Adopted) {
 // (r.ID is its ID), the run is an adopted Job's that a previous daemon
 // recorded as running: it is not started again but finished.
 func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *audit.Auditor, resume *store.Run) {
-	if m.stopping.Load() {
+	if m.stopping.Load() || (ctx.Err() != nil && r.ID == "" && resume == nil) {
 		// Shutting down or lost the Lease: start nothing. A queued run's
-		// record stays queued and is queued again at the next start.
+		// record stays queued and is queued again at the next start; a
+		// detection asked for outside the queue (a remediation's
+		// verification) is recorded queued, for the next start to run.
+		if r.ID == "" && resume == nil {
+			m.queueForNextStart(ctx, r)
+		}
 		return
 	}
 	name, trigger := r.Name, r.Trigger
@@ -281,4 +286,17 @@ func (m *Manager) storeRetry(ctx context.Context, log *slog.Logger, what string,
 		}
 		delay = min(2*delay, storeRetryLongest)
 	}
+}
+
+// queueForNextStart records r, a detection asked for outside the queue
+// while the daemon stops, as a queued run: Recover queues it again at the
+// next start, so the workspace is checked then rather than at its next
+// slot (an apply it followed may have changed everything).
+func (m *Manager) queueForNextStart(ctx context.Context, r schedule.QueuedRun) {
+	run := store.Run{ID: newID(), Workspace: r.Name, Trigger: r.Trigger, StartedAt: time.Now().UTC(), Status: store.RunQueued}
+	if err := m.store.QueueRun(context.WithoutCancel(ctx), run); err != nil {
+		m.log.Warn("store: queue a detection for the next start", "workspace", r.Name, "trigger", r.Trigger, "err", err)
+		return
+	}
+	m.log.Info("stopping: detection queued for the next start", "workspace", r.Name, "trigger", r.Trigger, "run_id", run.ID)
 }

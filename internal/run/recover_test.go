@@ -1,6 +1,7 @@
 package run
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -83,4 +84,24 @@ func TestRecoverSkipsAdoptedWorkspaces(t *testing.T) {
 	require.Len(t, runs, 3, "no re-run while the adopted Job runs")
 	_, started := br.State("queued")
 	require.False(t, started)
+}
+
+// A detection asked for outside the queue while the daemon stops (a
+// remediation's verification) starts nothing: it is recorded queued, and
+// the next start runs it under its id.
+func TestDetectWhileStoppingQueuesForNextStart(t *testing.T) {
+	d, _ := newTestManager(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	d.Detect(ctx, "net", "verify")
+	runs, err := d.st.Runs(t.Context(), "net", 0)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, store.RunQueued, runs[0].Status)
+	require.Equal(t, "verify", runs[0].Trigger)
+
+	rec, err := d.st.RecoverRuns(t.Context(), time.Now())
+	require.NoError(t, err)
+	require.Len(t, rec.Queued, 1, "the next start queues it again")
+	require.Equal(t, runs[0].ID, rec.Queued[0].ID)
 }
