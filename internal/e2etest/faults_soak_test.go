@@ -136,6 +136,7 @@ workspaces:
 		}
 		d.sleep(min(45*time.Second, time.Until(start.Add(dur))))
 	}
+	injected := hook.FlakyFailures()
 	hook.Flaky(0, 0, 0)
 	settled := time.Now()
 
@@ -173,7 +174,7 @@ workspaces:
 		d.sleep(time.Second)
 	}
 	finished := d.metricSum("driftwatch_runs_total{")
-	skipped := d.metric("driftwatch_runs_skipped_total")
+	skipped := d.metricSum("driftwatch_runs_skipped_total{")
 	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second))
 
 	// The store, read as it was left.
@@ -207,7 +208,9 @@ workspaces:
 		var id, key string
 		var seq int
 		require.NoError(t, rows.Scan(&id, &seq, &key))
-		enqueued[id] = sent{seq, key}
+		// The row is per (message, notifier): "<message id>/hook"; the
+		// delivery header carries the message id.
+		enqueued[strings.TrimSuffix(id, "/hook")] = sent{seq, key}
 	}
 	require.NoError(t, rows.Err())
 	received := map[string]int{}
@@ -257,7 +260,7 @@ workspaces:
 	}
 	sort.Strings(keys)
 	t.Logf("soak: %s of drift, %d workspaces (%d drifting), %d edits; %d runs, %.0f skipped slots; %d notifications delivered once each %v after %d attempts (injected failures %v); losses 0, duplicates 0; settled %s after the last edit",
-		dur, soakWorkspaces, len(drifters), edits, runs, skipped, len(received), events, hook.Attempts(), hook.FlakyFailures(), settleTook.Round(time.Second))
+		dur, soakWorkspaces, len(drifters), edits, runs, skipped, len(received), events, hook.Attempts(), injected, settleTook.Round(time.Second))
 }
 
 // sleep waits for dur, failing the test if the daemon exits meanwhile.
