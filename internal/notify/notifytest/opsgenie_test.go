@@ -180,3 +180,40 @@ func TestFaults(t *testing.T) {
 	s.srv.Close()
 	require.Less(t, time.Since(start), 2*time.Second)
 }
+
+// Flaky fails about the fraction of requests it is given, never more than
+// maxInARow in a row, with the failures it reports; rate 0 ends it.
+func TestFlaky(t *testing.T) {
+	s := NewOpsGenieServer(t)
+	s.Flaky(0.5, 2, 42)
+	failed, inARow, longest := 0, 0, 0
+	const n = 200
+	for range n {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", "https://"+s.APIURL()+"/v2/alerts/requests/x", nil)
+		req.Header.Set("Authorization", "GenieKey "+s.APIKey)
+		resp, err := s.HTTPClient().Do(req)
+		ok := err == nil && resp.StatusCode == http.StatusNotFound // the handler's answer
+		if err == nil {
+			resp.Body.Close()
+		}
+		if ok {
+			inARow = 0
+			continue
+		}
+		failed++
+		inARow++
+		longest = max(longest, inARow)
+	}
+	require.InDelta(t, n*0.4, failed, n*0.15, "about half, less the forced successes after two failures")
+	require.LessOrEqual(t, longest, 2)
+	kinds := s.FlakyFailures()
+	total := 0
+	for _, k := range []string{"500", "503", "429", "drop"} {
+		require.Positive(t, kinds[k], "kind %s used: %v", k, kinds)
+		total += kinds[k]
+	}
+	require.Equal(t, failed, total)
+	s.Flaky(0, 0, 0)
+	code, _, _ := ogDo(t, s, "GET", "/v2/alerts/requests/x", "")
+	require.Equal(t, 404, code)
+}
