@@ -29,8 +29,13 @@ func DefaultPolicy() Policy { return backendpolicy.Default() }
 // or cloud block of its *.tf and *.tf.json files, with backendConfig
 // entries, "key=value" or a file path relative to dir, applied on top) and
 // returns its findings under p. It evaluates literals only (never variables
-// or functions), copies no value into a finding or error, and never
-// touches the network. Invalid HCL is an error naming the file and line.
+// or functions) and copies no value into a finding or error. Invalid HCL is
+// an error naming the file and line.
+//
+// Its one network call: for an s3 backend under p.CheckBucketPolicy, with
+// credentials in env.Vars, it reads the bucket's policy (within a few
+// seconds) and reports one that grants public access. A policy it cannot
+// see is no finding and never an error; env.Log says why at debug level.
 //
 // dir lies in root, the source tree (the checkout or copy), and every file
 // is read with source.ReadFile confined to it: a configuration file that is
@@ -38,8 +43,8 @@ func DefaultPolicy() Policy { return backendpolicy.Default() }
 // source.MaxConfigFileSize is an error naming it, never a hang. Only a
 // backendConfig file outside root (the operator's own) is read unconfined,
 // but as safely otherwise. A done ctx stops the reads.
-func Check(ctx context.Context, root, dir string, backendConfig []string, p Policy) ([]drift.Finding, error) {
-	is, err := check(ctx, root, dir, backendConfig, p)
+func Check(ctx context.Context, root, dir string, backendConfig []string, p Policy, env Env) ([]drift.Finding, error) {
+	is, err := check(ctx, root, dir, backendConfig, p, env)
 	if err != nil {
 		return nil, err
 	}
@@ -52,8 +57,8 @@ func Check(ctx context.Context, root, dir string, backendConfig []string, p Poli
 
 // check is Check before the issues become findings: the I/O steps (read
 // the module, read backend_config files, stat local state files) around the
-// pure effectiveBackend, mergeConfig and issues.
-func check(ctx context.Context, root, dir string, backendConfig []string, p Policy) ([]issue, error) {
+// pure effectiveBackend, mergeConfig and issues, then the bucket policy.
+func check(ctx context.Context, root, dir string, backendConfig []string, p Policy, env Env) ([]issue, error) {
 	if !p.Enabled {
 		return nil, nil
 	}
@@ -87,7 +92,13 @@ func check(ctx context.Context, root, dir string, backendConfig []string, p Poli
 	if c.typ == "local" {
 		states = localStates(dir, c)
 	}
-	return issues(c, states, p), nil
+	out := issues(c, states, p)
+	if c.typ == "s3" && p.CheckBucketPolicy {
+		if is, ok := bucketPolicyIssue(ctx, c, env); ok {
+			out = append(out, is)
+		}
+	}
+	return out, nil
 }
 
 // confinedTo returns root if name lies in it, else the file system root:

@@ -118,6 +118,24 @@ var checkCases = map[string]checkCase{
 	"s3 partial, unparsable bool is unknown": {
 		dir: "s3-partial", config: []string{"encrypt=yes", "use_lockfile=true"},
 	},
+	"s3 endpoints over plain http to remote hosts": {
+		dir: "s3-endpoints-remote", want: []drift.Finding{finding("s3", "endpoints.dynamodb", "endpoints.s3")},
+	},
+	"s3 remote plain endpoints, encryption not required": {
+		dir: "s3-endpoints-remote", policy: &Policy{Enabled: true, RequireLocking: true},
+	},
+	"s3 endpoints over plain http to loopback": {dir: "s3-endpoints-loopback"},
+	"s3 endpoints not known statically":        {dir: "s3-endpoints-unknown"},
+	"s3 legacy endpoint over plain http": {
+		dir: "s3-lockfile", config: []string{"endpoint=http://objects.example.com", "sts_endpoint=https://sts.example.com"},
+		want: []drift.Finding{finding("s3", "endpoint")},
+	},
+	"s3 legacy endpoint, localhost": {dir: "s3-lockfile", config: []string{"endpoint=http://LOCALHOST:9000/"}},
+	"s3 legacy endpoint, https":     {dir: "s3-lockfile", config: []string{"endpoint=https://objects.example.com"}},
+	"s3 legacy endpoint, a loopback look-alike host": {
+		dir: "s3-lockfile", config: []string{"iam_endpoint=http://127.0.0.1.example.com"},
+		want: []drift.Finding{finding("s3", "iam_endpoint")},
+	},
 	"s3 variable references are unknown":  {dir: "variables"},
 	"s3 json backend":                     {dir: "json", want: []drift.Finding{s3Encrypt}},
 	"s3 json templates are unknown":       {dir: "json-templates"},
@@ -193,7 +211,7 @@ func TestCheck(t *testing.T) {
 		tc := checkCases[name]
 		t.Run(name, func(t *testing.T) {
 			dir := setup(t, tc)
-			got, err := Check(t.Context(), dir, dir, tc.config, policyOf(tc))
+			got, err := Check(t.Context(), dir, dir, tc.config, policyOf(tc), Env{})
 			if len(tc.wantErr) > 0 {
 				require.Error(t, err)
 				for _, want := range tc.wantErr {
@@ -225,7 +243,7 @@ func TestNoValueLeaves(t *testing.T) {
 		tc := checkCases[name]
 		t.Run(name, func(t *testing.T) {
 			dir := setup(t, tc)
-			is, err := check(t.Context(), dir, dir, tc.config, policyOf(tc))
+			is, err := check(t.Context(), dir, dir, tc.config, policyOf(tc), Env{})
 			if err != nil {
 				require.NotContains(t, err.Error(), canary)
 				require.NotContains(t, err.Error(), "corp-tfstate")
@@ -250,13 +268,13 @@ func TestReasons(t *testing.T) {
 		"terraform.tfstate":                       0o644,
 		"terraform.tfstate.d/a/terraform.tfstate": 0o604,
 	}})
-	is, err := check(t.Context(), dir, dir, nil, DefaultPolicy())
+	is, err := check(t.Context(), dir, dir, nil, DefaultPolicy(), Env{})
 	require.NoError(t, err)
 	require.Len(t, is, 2)
 	require.Equal(t, "no backend block: state lives on one disk, with no locking across machines and no encryption at rest", is[0].reason)
 	require.Equal(t, "2 local state files are readable by group or other users (mode 0644): chmod 600", is[1].reason)
 
-	is, err = check(t.Context(), "", setup(t, checkCase{dir: "s3-insecure"}), nil, DefaultPolicy())
+	is, err = check(t.Context(), "", setup(t, checkCase{dir: "s3-insecure"}), nil, DefaultPolicy(), Env{})
 	require.NoError(t, err)
 	require.Len(t, is, 2)
 	require.Contains(t, is[0].reason, "encrypt = true")
@@ -341,7 +359,7 @@ func TestReadModuleSkipsIgnoredFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`terraform {
   backend "gcs" {}
 }`), 0o600))
-	got, err := Check(t.Context(), dir, dir, nil, DefaultPolicy())
+	got, err := Check(t.Context(), dir, dir, nil, DefaultPolicy(), Env{})
 	require.NoError(t, err)
 	require.Empty(t, got)
 	names := []string{}
@@ -354,7 +372,7 @@ func TestReadModuleSkipsIgnoredFiles(t *testing.T) {
 }
 
 func TestDefaultPolicy(t *testing.T) {
-	require.Equal(t, Policy{Enabled: true, RequireEncryption: true, RequireLocking: true}, DefaultPolicy())
+	require.Equal(t, Policy{Enabled: true, RequireEncryption: true, RequireLocking: true, CheckBucketPolicy: true}, DefaultPolicy())
 	require.Equal(t, drift.KindBackend, finding("s3").Kind)
 	require.True(t, strings.HasPrefix(finding("s3").Address, "backend."))
 }
@@ -434,7 +452,7 @@ func TestCheckUnsafeFiles(t *testing.T) {
 			tc.setup(t, module)
 			done := make(chan error, 1)
 			go func() {
-				_, err := Check(t.Context(), root, module, tc.config, DefaultPolicy())
+				_, err := Check(t.Context(), root, module, tc.config, DefaultPolicy(), Env{})
 				done <- err
 			}()
 			select {
@@ -458,10 +476,10 @@ func TestCheckUnsafeFiles(t *testing.T) {
 }`), 0o600))
 		require.NoError(t, os.WriteFile(filepath.Join(root, "shared", "prod.s3.tfbackend"), []byte("encrypt = true\nuse_lockfile = true\n"), 0o600))
 		require.NoError(t, os.Symlink("../../shared/backend.tf", filepath.Join(module, "backend.tf")))
-		got, err := Check(t.Context(), root, module, nil, DefaultPolicy())
+		got, err := Check(t.Context(), root, module, nil, DefaultPolicy(), Env{})
 		require.NoError(t, err)
 		require.Equal(t, []drift.Finding{s3Encrypt, s3Lock}, stripDetail(got))
-		got, err = Check(t.Context(), root, module, []string{"../../shared/prod.s3.tfbackend"}, DefaultPolicy())
+		got, err = Check(t.Context(), root, module, []string{"../../shared/prod.s3.tfbackend"}, DefaultPolicy(), Env{})
 		require.NoError(t, err)
 		require.Empty(t, got)
 	})

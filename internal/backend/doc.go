@@ -11,7 +11,8 @@
 // later entries winning. Attribute values are evaluated without variables
 // or functions: anything that is not a literal (var.x, local.y, lower(...),
 // "${...}" in JSON) is unknown, and an unknown attribute never yields a
-// finding. Nothing here touches the network or runs Terraform.
+// finding. Nothing here runs Terraform, and only one check touches the
+// network (the s3 bucket policy, below).
 //
 // Values never leave the package: findings carry attribute names only, and
 // errors carry file names, positions and HCL diagnostic summaries (never
@@ -32,6 +33,12 @@
 //	  [encrypt]
 //	s3 without use_lockfile = true and without a dynamodb_table (RequireLocking):
 //	  [dynamodb_table use_lockfile]
+//	s3 with endpoints.{dynamodb,iam,s3,sso,sts} or the legacy endpoint,
+//	dynamodb_endpoint, iam_endpoint, sts_endpoint over plain http:// to a
+//	host that is not loopback (127.0.0.0/8, ::1, localhost) (RequireEncryption):
+//	  the offending attribute names (endpoints.s3, ...)
+//	s3 whose bucket policy grants public access (CheckBucketPolicy):
+//	  [bucket]
 //	http without lock_address (RequireLocking):
 //	  [lock_address]
 //	http with address, lock_address or unlock_address over plain http:// (RequireEncryption):
@@ -47,6 +54,26 @@
 // Any other backend type is unknown here and yields no finding. Consul's
 // scheme is not checked: the backend usually talks to a local agent.
 //
+// The bucket-policy check is the package's one network call: with the
+// run's own credentials (Env.Vars: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+// AWS_SESSION_TOKEN; the daemon's environment is never read) it sends one
+// SigV4-signed GET /?policy (package sigv4) to the block's endpoint or the
+// region's AWS endpoint, path-style under use_path_style, follows no
+// redirect and gives up after a few seconds. A statement is public when it
+// allows (Effect Allow) Principal "*" or {"AWS": "*"}, or any NotPrincipal,
+// one of the actions that read, write, list or take over the state objects
+// (s3:GetObject, s3:PutObject, s3:ListBucket, s3:PutBucketPolicy, ...,
+// matched through wildcards and NotAction), without a Condition that pins
+// the caller (aws:SourceIp, aws:SourceVpce, aws:PrincipalOrgID, ... under a
+// positive operator). Deny statements and Resource are not weighed. A policy
+// it cannot see (no credentials, a value not known statically,
+// NoSuchBucketPolicy, AccessDenied, NotImplemented, a network error, a
+// timeout, unparsable JSON) is no finding and never an error: Env.Log gets
+// a debug line with the reason (an HTTP status and S3 error code at most).
+// The finding's reason names the principal forms, the canonical action
+// names and statement numbers; never the credentials, the signature, or
+// the policy's text.
+//
 // The state-file check reads file modes only (never contents) and looks at
 // the file, not its parent directories. Backend findings do not change a
 // workspace's status; the caller counts them separately.
@@ -61,6 +88,7 @@
 // config needs no import of this package.
 //
 // This package may import drift, source (for its safe reader),
-// backend/backendpolicy and HCL; it must not import runner, config, store,
-// notify or app, and must never open a network connection.
+// backend/backendpolicy, backend/sigv4 and HCL; it must not import runner,
+// config, store, notify or app, and opens no network connection but the
+// bucket-policy read.
 package backend

@@ -3,6 +3,8 @@ package backend
 import (
 	"fmt"
 	"io/fs"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -74,6 +76,22 @@ func issues(c config, states []stateFile, p Policy) []issue {
 				add("s3 backend without locking: set use_lockfile = true (Terraform >= 1.10) or dynamodb_table", "use_lockfile", "dynamodb_table")
 			}
 		}
+		if p.RequireEncryption {
+			var plain []string
+			for _, name := range []string{"endpoint", "dynamodb_endpoint", "iam_endpoint", "sts_endpoint"} {
+				if u, pr := c.str(name); pr == known && isPlainRemoteHTTP(u) {
+					plain = append(plain, name)
+				}
+			}
+			for _, svc := range []string{"dynamodb", "iam", "s3", "sso", "sts"} {
+				if u, pr := c.field("endpoints", svc); pr == known && isPlainRemoteHTTP(u) {
+					plain = append(plain, "endpoints."+svc)
+				}
+			}
+			if len(plain) > 0 {
+				add("s3 backend endpoint over plain http:// to a host that is not loopback: state, lock and session tokens cross the network unencrypted", plain...)
+			}
+		}
 	case "http":
 		if p.RequireLocking {
 			if addr, pr := c.str("lock_address"); pr == unset || (pr == known && strings.TrimSpace(addr) == "") {
@@ -135,6 +153,26 @@ func readableStates(states []stateFile) (issue, bool) {
 		files = fmt.Sprintf("%d local state files are", n)
 	}
 	return issue{attrs: attrs, reason: fmt.Sprintf("%s readable by group or other users (mode %04o): chmod 600", files, mode)}, true
+}
+
+// isPlainRemoteHTTP reports whether u is a plain http:// URL to a host
+// other than loopback (127.0.0.0/8, ::1, localhost): a loopback endpoint
+// (a local S3-compatible store, a proxy on the same machine) is not on the
+// wire. A URL that does not parse is not known to be loopback.
+func isPlainRemoteHTTP(u string) bool {
+	if !isPlainHTTP(u) {
+		return false
+	}
+	parsed, err := url.Parse(strings.TrimSpace(u))
+	if err != nil {
+		return true
+	}
+	host := strings.TrimSuffix(strings.ToLower(parsed.Hostname()), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // isPlainHTTP reports whether u uses the unencrypted http scheme.

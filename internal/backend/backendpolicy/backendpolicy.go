@@ -11,21 +11,25 @@ package backendpolicy
 // otherwise.
 type Policy struct {
 	// Enabled turns the check on; when false, Check reads nothing.
-	Enabled bool
+	Enabled bool `json:"enabled"`
 	// AllowLocal accepts local state (e.g. a workspace labelled dev). The
 	// state-file permission check still applies.
-	AllowLocal bool
+	AllowLocal bool `json:"allow_local"`
 	// RequireEncryption reports backends that store or send state
 	// unencrypted (s3 encrypt, http over plain http).
-	RequireEncryption bool
+	RequireEncryption bool `json:"require_encryption"`
 	// RequireLocking reports backends without state locking.
-	RequireLocking bool
+	RequireLocking bool `json:"require_locking"`
+	// CheckBucketPolicy reads an s3 backend's bucket policy, with the
+	// run's own credentials, and reports one that grants public access.
+	// It is the only check that talks to the network.
+	CheckBucketPolicy bool `json:"check_bucket_policy"`
 }
 
 // Default returns the policy of a workspace with no backend_policy: every
 // check on, local state not allowed.
 func Default() Policy {
-	return Policy{Enabled: true, RequireEncryption: true, RequireLocking: true}
+	return Policy{Enabled: true, RequireEncryption: true, RequireLocking: true, CheckBucketPolicy: true}
 }
 
 // Overrides is a `backend_policy:` block (findings of kind backend). Unset
@@ -39,6 +43,9 @@ type Overrides struct {
 	RequireEncryption *bool `yaml:"require_encryption"`
 	// RequireLocking: s3 use_lockfile/dynamodb_table, http lock_address (default true).
 	RequireLocking *bool `yaml:"require_locking"`
+	// CheckBucketPolicy: read the s3 state bucket's policy and report public
+	// access (default true; false keeps the check off the network).
+	CheckBucketPolicy *bool `yaml:"check_bucket_policy"`
 }
 
 // Apply returns p with the keys o sets; a nil o changes nothing.
@@ -47,7 +54,8 @@ func (o *Overrides) Apply(p Policy) Policy {
 		return p
 	}
 	for dst, src := range map[*bool]*bool{&p.Enabled: o.Enabled, &p.AllowLocal: o.AllowLocal,
-		&p.RequireEncryption: o.RequireEncryption, &p.RequireLocking: o.RequireLocking} {
+		&p.RequireEncryption: o.RequireEncryption, &p.RequireLocking: o.RequireLocking,
+		&p.CheckBucketPolicy: o.CheckBucketPolicy} {
 		if src != nil {
 			*dst = *src
 		}

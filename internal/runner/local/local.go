@@ -68,9 +68,11 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 	secrets = append(secrets, sandbox.SensitiveValues(ctx, sandbox.SourceDir(tmp), moduleDir, req.VarFiles, req.Vars, req.Env)...)
 	red = sandbox.NewRedactor(secrets)
 	res.Commit = commit
-	// A static read, before Terraform writes anything into the copy. An
+	// A static read, before Terraform writes anything into the copy (and,
+	// for s3, the bucket policy read with the run's own credentials). An
 	// unreadable backend block is left to init, which reports it properly.
-	if fs, err := backend.Check(ctx, sandbox.SourceDir(tmp), moduleDir, req.BackendConfig, req.Backend); err == nil {
+	benv := backend.Env{Vars: env, Log: r.Logger.With("workspace", req.Workspace)}
+	if fs, err := backend.Check(ctx, sandbox.SourceDir(tmp), moduleDir, req.BackendConfig, req.Backend, benv); err == nil {
 		res.Backend = fs
 	} else {
 		r.Logger.Debug("backend check skipped", "workspace", req.Workspace, "err", red.Apply(err.Error()))
