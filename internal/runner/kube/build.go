@@ -287,6 +287,12 @@ func prepare(cfg Config, req runner.Request, now time.Time) (runPlan, error) {
 	if len(secretEnv) == 0 {
 		spec.SecretEnvFiles = nil
 	}
+	if req.Backend.Enabled {
+		// The pod runs the hygiene checks (the bucket policy is read with
+		// the workspace's own credentials, which only the pod has).
+		b := req.Backend
+		spec.Backend = &b
+	}
 	if g := req.Source.Git; g != nil {
 		spec.Source.Git = &remote.Git{URL: g.URL, Ref: g.Ref, Path: g.Path}
 		switch {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/driftwatch/driftwatch/internal/backend/backendpolicy"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
 )
@@ -59,6 +60,7 @@ func testRequest() runner.Request {
 		Env:            map[string]string{"AWS_REGION": "eu-west-1"},
 		SecretEnvFiles: map[string]string{"AWS_SECRET_ACCESS_KEY": "/daemon/path/aws-secret"},
 		BackendConfig:  []string{"key=net.tfstate"},
+		Backend:        backendpolicy.Policy{Enabled: true, RequireEncryption: true, RequireLocking: true, CheckBucketPolicy: true},
 		Timeout:        15 * time.Minute,
 		// Daemon-local paths that must not reach the pod:
 		CLIConfigFile:  "/home/daemon/.terraformrc",
@@ -157,6 +159,8 @@ func TestPrepare(t *testing.T) {
 			"AWS_SECRET_ACCESS_KEY": "/etc/driftwatch/secrets/AWS_SECRET_ACCESS_KEY",
 		},
 		BackendConfig: []string{"key=net.tfstate"},
+		// The pod runs the backend checks with the workspace's policy.
+		Backend:       &backendpolicy.Policy{Enabled: true, RequireEncryption: true, RequireLocking: true, CheckBucketPolicy: true},
 		Timeout:       remote.Duration(15 * time.Minute),
 		KillGrace:     remote.Duration(5 * time.Second),
 		CLIConfigFile: "/etc/driftwatch/terraformrc",

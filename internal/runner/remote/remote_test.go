@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/backend/backendpolicy"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/runner"
@@ -171,4 +172,25 @@ func TestSpec(t *testing.T) {
 		"callback_url: \"\" is not an absolute http(s) URL\ntoken_file is required\nexpires_at is required")
 	_, err = DecodeSpec(strings.NewReader(`{`))
 	require.ErrorContains(t, err, "decode spec")
+}
+
+// The pod runs the backend hygiene checks with the workspace's policy: it
+// crosses the spec file and comes back as the request's; no policy in the
+// spec means no check.
+func TestSpecCarriesBackendPolicy(t *testing.T) {
+	p := backendpolicy.Policy{Enabled: true, RequireLocking: true, CheckBucketPolicy: true}
+	s := Spec{Version: Version, RunID: "r1", Workspace: "w", Source: Source{Path: "/src"}, Backend: &p,
+		CallbackURL: "https://d.example/internal/v1/runs/r1/result", TokenFile: "/t", ExpiresAt: time.Now().Add(time.Hour)}
+	b, err := s.Encode()
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"check_bucket_policy": true`)
+	got, err := DecodeSpec(bytes.NewReader(b))
+	require.NoError(t, err)
+	require.Equal(t, p, got.Request().Backend)
+	s.Backend = nil
+	b, err = s.Encode()
+	require.NoError(t, err)
+	got, err = DecodeSpec(bytes.NewReader(b))
+	require.NoError(t, err)
+	require.False(t, got.Request().Backend.Enabled)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/backend/backendpolicy"
 	"github.com/driftwatch/driftwatch/internal/runner"
 )
 
@@ -40,12 +41,14 @@ type Spec struct {
 	// holding its value.
 	SecretEnvFiles map[string]string `json:"secret_env_files,omitempty"`
 	BackendConfig  []string          `json:"backend_config,omitempty"`
-	Timeout        Duration          `json:"timeout,omitempty"`
-	KillGrace      Duration          `json:"kill_grace,omitempty"`
-	CLIConfigFile  string            `json:"cli_config_file,omitempty"`
-	PluginCacheDir string            `json:"plugin_cache_dir,omitempty"`
-	WorkDir        string            `json:"work_dir,omitempty"`
-	GitCacheDir    string            `json:"git_cache_dir,omitempty"`
+	// Backend is the state-backend hygiene policy (nil: no check).
+	Backend        *backendpolicy.Policy `json:"backend_policy,omitempty"`
+	Timeout        Duration              `json:"timeout,omitempty"`
+	KillGrace      Duration              `json:"kill_grace,omitempty"`
+	CLIConfigFile  string                `json:"cli_config_file,omitempty"`
+	PluginCacheDir string                `json:"plugin_cache_dir,omitempty"`
+	WorkDir        string                `json:"work_dir,omitempty"`
+	GitCacheDir    string                `json:"git_cache_dir,omitempty"`
 	// Remediation, if set, makes this a remediation run: the pod applies
 	// the approved change set instead of detecting, and delivers the
 	// outcome.
@@ -173,6 +176,9 @@ func (s *Spec) Request() runner.Request {
 	}
 	if g := s.Source.Git; g != nil {
 		req.Source.Git = &runner.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}
+	}
+	if s.Backend != nil {
+		req.Backend = *s.Backend
 	}
 	return req
 }
