@@ -97,8 +97,9 @@ run: build
 #? lint: go vet, gofmt and golangci-lint (.golangci.yml: linters and the import layering)
 lint: lint-tools
 	$(GO) vet ./...
+	$(GO) vet -tags faults ./internal/e2etest/ ./internal/app/
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@source $(LINT_ENV); "$$GOLANGCI_LINT" config verify && "$$GOLANGCI_LINT" run ./...
+	@source $(LINT_ENV); "$$GOLANGCI_LINT" config verify && "$$GOLANGCI_LINT" run --build-tags faults ./...
 
 # The environment every test step runs in: the provisioned tools, and
 # DRIFTWATCH_E2E=1 (a missing tool fails instead of skipping).

@@ -138,11 +138,11 @@ func sigtermIn(t *testing.T, e *tfEnv, phase string) {
 	require.NoError(t, os.WriteFile(drifted, []byte("hand edit"), 0o644))
 
 	// Terraform behind the blocking wrapper.
-	real, err := filepath.EvalSymlinks(e.bin)
+	realBin, err := filepath.EvalSymlinks(e.bin)
 	require.NoError(t, err)
 	ctl := filepath.Join(e.root, "ctl")
 	wrapper := filepath.Join(e.root, "bin", filepath.Base(e.bin))
-	script := strings.NewReplacer("@CTL@", ctl, "@REAL@", real).Replace(blockingWrapper)
+	script := strings.NewReplacer("@CTL@", ctl, "@REAL@", realBin).Replace(blockingWrapper)
 	require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
 	block := map[string]string{"init": "init", "plan": "plan", "show": "show", "apply": "apply", "verify": "verify"}[phase]
 	if block != "" {
@@ -184,7 +184,7 @@ workspaces:
 `, listen, filepath.Join(e.root, "data", "dw.db"), hook.URLFile, hook.SecretFile, caFile, gitProxy.URL, creds, mode))
 	// The wrapper and the real binary must be reachable in the jail.
 	body := mustRead(t, cfg)
-	body = strings.Replace(body, "sandbox_paths: ["+e.root+"]", "sandbox_paths: ["+e.root+", "+filepath.Dir(real)+"]", 1)
+	body = strings.Replace(body, "sandbox_paths: ["+e.root+"]", "sandbox_paths: ["+e.root+", "+filepath.Dir(realBin)+"]", 1)
 	require.NoError(t, os.WriteFile(cfg, []byte(body), 0o644))
 
 	d := startDaemon(t, cfg, listen)

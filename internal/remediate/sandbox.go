@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 	"github.com/driftwatch/driftwatch/internal/source"
 )
 
@@ -75,7 +76,13 @@ func stateInSandbox(ctx context.Context, moduleDir string, env map[string]string
 // isLockError reports whether Terraform's stderr says the state lock is
 // held by someone else (Terraform and OpenTofu word it the same).
 func isLockError(stderr string) bool {
-	return strings.Contains(stderr, "Error acquiring the state lock")
+	if !strings.Contains(stderr, "Error acquiring the state lock") {
+		return false
+	}
+	// The same words when the backend could not be asked (no answer, a
+	// 5xx): that is not someone else's lock, and is told as what it is.
+	_, unreachable := sandbox.BackendFailure("", stderr)
+	return !unreachable
 }
 
 // lockedReason is the state_locked refusal's reason: what was refused

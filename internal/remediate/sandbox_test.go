@@ -60,6 +60,21 @@ func TestStateInSandbox(t *testing.T) {
 func TestIsLockError(t *testing.T) {
 	require.True(t, isLockError("\nError: Error acquiring the state lock\n\nError message: resource temporarily unavailable"))
 	require.False(t, isLockError("Error: Cannot write file"))
+	// The backend could not be asked: not a lock held by someone else.
+	require.False(t, isLockError(`
+Error: Error acquiring the state lock
+
+Error message: operation error S3: PutObject, exceeded maximum number of
+attempts, 5, https response error StatusCode: 0, RequestID: , HostID: ,
+request send failed, Put "http://127.0.0.1:9/b/k.tflock": dial tcp
+127.0.0.1:9: connect: connection refused
+`))
+	// A held lock's answer (412) is one.
+	require.True(t, isLockError(`
+Error: Error acquiring the state lock
+
+Error message: operation error S3: PutObject, https response error StatusCode: 412, RequestID: 1, HostID: 2, api error PreconditionFailed: At least one of the pre-conditions you specified did not hold
+`))
 }
 
 // The state_locked reason names the holder from Terraform's "Lock Info:"

@@ -31,7 +31,10 @@
 //
 // Each step fails with a *runner.Error naming its phase (init, workspace,
 // plan, show, apply) with a one-line reason taken from Terraform's
-// diagnostics and redacted of every secret the session knows. Phases
+// diagnostics and redacted of every secret the session knows; a failed
+// call of the s3 state backend (no answer, or a 5xx after the SDK's
+// retries) is told as such (sandbox.BackendFailure), without the SDK's
+// request URL. Phases
 // times the run's phases; callers mark them where their phases end.
 //
 // What it owns besides: the run log of Terraform's output (complete,

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/driftwatch/driftwatch/internal/planparse"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 )
 
 // planLog renders `plan -json`'s machine-readable stream into the run log
@@ -141,7 +142,13 @@ func (p *planLog) render(line []byte) {
 			}
 			out = diagnosticText(d.Severity, d.Summary, d.Address, d.Detail, at)
 			if d.Severity == "error" {
-				p.errs = append(p.errs, diagnosticText(d.Severity, d.Summary, d.Address, "", at))
+				reason := diagnosticText(d.Severity, d.Summary, d.Address, "", at)
+				// A failed call of the state backend says so, from the
+				// summary or the detail (which the reason otherwise omits).
+				if r, ok := sandbox.BackendFailure(d.Summary, d.Summary+"\n\n"+d.Detail); ok {
+					reason = r
+				}
+				p.errs = append(p.errs, reason)
 			}
 		}
 	}

@@ -126,3 +126,23 @@ func TestWriteChanges(t *testing.T) {
 	writeChanges(&out, &planparse.Plan{})
 	require.Equal(t, "no changes\n", out.String())
 }
+
+// A plan whose read of the state failed (recorded from OpenTofu 1.10.6
+// and Terraform 1.11.4, the store behind s3test.FaultProxy resetting the
+// connection): the reason says the state backend could not be reached,
+// not the SDK's message with the request's URL; the log keeps Terraform's
+// own line.
+func TestPlanLogBackendFailure(t *testing.T) {
+	for tool, line := range map[string]string{
+		"tofu":      `{"@level":"error","@message":"Error: error loading state: operation error S3: GetObject, exceeded maximum number of attempts, 5, https response error StatusCode: 0, RequestID: , HostID: , request send failed, Get \"http://127.0.0.1:45249/tfstate-orba18o5/f/ws.tfstate?x-id=GetObject\": read tcp 127.0.0.1:46482-\u003e127.0.0.1:45249: read: connection reset by peer","@module":"tofu.ui","@timestamp":"2026-11-25T18:15:31.937885Z","diagnostic":{"severity":"error","summary":"error loading state: operation error S3: GetObject, exceeded maximum number of attempts, 5, https response error StatusCode: 0, RequestID: , HostID: , request send failed, Get \"http://127.0.0.1:45249/tfstate-orba18o5/f/ws.tfstate?x-id=GetObject\": read tcp 127.0.0.1:46482-\u003e127.0.0.1:45249: read: connection reset by peer","detail":""},"type":"diagnostic"}`,
+		"terraform": `{"@level":"error","@message":"Error: error loading state: Unable to access object \"f/ws.tfstate\" in S3 bucket \"tfstate-i6fk1t42\": operation error S3: GetObject, exceeded maximum number of attempts, 5, https response error StatusCode: 0, RequestID: , HostID: , request send failed, Get \"http://127.0.0.1:42229/tfstate-i6fk1t42/f/ws.tfstate?x-id=GetObject\": read tcp 127.0.0.1:37472-\u003e127.0.0.1:42229: read: connection reset by peer","@module":"terraform.ui","@timestamp":"2026-11-25T18:14:19.336190Z","diagnostic":{"severity":"error","summary":"error loading state: Unable to access object \"f/ws.tfstate\" in S3 bucket \"tfstate-i6fk1t42\": operation error S3: GetObject, exceeded maximum number of attempts, 5, https response error StatusCode: 0, RequestID: , HostID: , request send failed, Get \"http://127.0.0.1:42229/tfstate-i6fk1t42/f/ws.tfstate?x-id=GetObject\": read tcp 127.0.0.1:37472-\u003e127.0.0.1:42229: read: connection reset by peer","detail":""},"type":"diagnostic"}`,
+	} {
+		t.Run(tool, func(t *testing.T) {
+			log, reason := render(t, []byte(line+"\n"), 64)
+			conn := map[string]string{"tofu": "127.0.0.1:46482->127.0.0.1:45249", "terraform": "127.0.0.1:37472->127.0.0.1:42229"}[tool]
+			require.Equal(t, "the state backend could not be reached: S3 GetObject failed after 5 attempts: read tcp "+conn+": read: connection reset by peer (error loading state)", reason)
+			require.NotContains(t, reason, "http://")
+			require.True(t, strings.HasPrefix(log, "Error: error loading state: "), log)
+		})
+	}
+}

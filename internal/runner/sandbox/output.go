@@ -79,24 +79,40 @@ var (
 	diagError = regexp.MustCompile(`(?m)^(?:│\s*)?Error: (.+)$`)
 	diagWith  = regexp.MustCompile(`(?m)^(?:│\s*)?\s*with ([^,\s]+),`)
 	diagAt    = regexp.MustCompile(`(?m)^(?:│\s*)?\s*on (\S+) line (\d+)`)
+	// plainError is an error printed as plain text rather than as a
+	// diagnostic: OpenTofu's init prints a backend's failure to read the
+	// state as "Error refreshing state: ..." without "Error:".
+	plainError = regexp.MustCompile(`(?m)^(?:│\s*)?(Error [a-z]+(?: [a-z]+){0,5}: .+)$`)
 )
 
 // Diagnostic extracts a one-line reason from Terraform's stderr: the first
 // "Error:" summary and, when they belong to it, the resource it is about
 // ("with ADDRESS,") and its "on FILE line N" location. Detail paragraphs
-// and source snippets are left out: they can quote values.
+// and source snippets are left out: they can quote values. A failed call
+// of the s3 state backend is told as such (BackendFailure), from the
+// summary or its detail.
 func Diagnostic(stderr string, err error) string {
 	m := diagError.FindStringSubmatchIndex(stderr)
 	if m == nil {
+		if p := plainError.FindStringSubmatch(stderr); p != nil {
+			if r, ok := BackendFailure(p[1], p[1]); ok {
+				return r
+			}
+			return strings.TrimSpace(p[1])
+		}
 		if err != nil {
 			return FirstLine(ErrorText(err))
 		}
 		return "failed"
 	}
-	reason := "Error: " + strings.TrimSpace(stderr[m[2]:m[3]])
+	summary := strings.TrimSpace(stderr[m[2]:m[3]])
+	reason := "Error: " + summary
 	rest := stderr[m[1]:]
 	if next := diagError.FindStringIndex(rest); next != nil {
 		rest = rest[:next[0]]
+	}
+	if r, ok := BackendFailure(summary, summary+"\n"+rest); ok {
+		reason = r
 	}
 	var where []string
 	if w := diagWith.FindStringSubmatch(rest); w != nil {
@@ -112,6 +128,78 @@ func Diagnostic(stderr string, err error) string {
 		reason += " (and " + strconv.Itoa(n-1) + " more errors)"
 	}
 	return reason
+}
+
+// s3CallError is the AWS SDK's error for a failed S3 call, as the s3
+// state backend of Terraform and OpenTofu reports it: "operation error S3:
+// HeadObject, exceeded maximum number of attempts, 5, https response
+// error StatusCode: 500, RequestID: , HostID: , api error
+// InternalServerError: Internal Server Error"; status 0 is a request that
+// got no answer ("request send failed, Get \"URL\": dial tcp ...").
+var (
+	s3CallError = regexp.MustCompile(`operation error S3: (\w+), (?:exceeded maximum number of attempts, (\d+), )?https response error StatusCode: (\d+), RequestID: [^,]*, HostID: [^,]*, (.*)`)
+	s3APIError  = regexp.MustCompile(`^api error (\w+)`)
+	s3SendError = regexp.MustCompile(`^request send failed, \w+ "[^"]*": (.+)`)
+)
+
+// BackendFailure explains a failed call of the s3 state backend found in
+// text (a diagnostic: its summary and detail, where Terraform may have
+// wrapped the SDK's message across lines): whether the backend could not
+// be reached (no answer) or failed (5xx), which call, after how many
+// attempts, and Terraform's own summary (up to its first colon) for
+// context, e.g.
+//
+//	the state backend could not be reached: S3 GetObject failed after 5 attempts: dial tcp 127.0.0.1:9000: connect: connection refused (error loading state)
+//
+// Only the structured parts of the SDK's message are kept (the request's
+// URL is not); ok is false when text holds no such failure, or the
+// backend gave an answer of its own (4xx: a held lock, a refused
+// credential), which Terraform's summary tells.
+func BackendFailure(summary, text string) (reason string, ok bool) {
+	// Undo the wrapping: each paragraph (lines up to a blank one, the
+	// box of a diagnostic taken off) as one line.
+	var m []string
+	var para []string
+	for _, line := range append(strings.Split(text, "\n"), "") {
+		if line = strings.Trim(line, " \t│╷╵"); line != "" {
+			para = append(para, line)
+			continue
+		}
+		if m = s3CallError.FindStringSubmatch(strings.Join(para, " ")); m != nil {
+			break
+		}
+		para = para[:0]
+	}
+	if m == nil {
+		return "", false
+	}
+	op, attempts, status, rest := m[1], m[2], m[3], strings.TrimSpace(m[4])
+	after := ""
+	if attempts != "" {
+		after = " after " + attempts + " attempts"
+	}
+	switch code, _ := strconv.Atoi(status); {
+	case code == 0:
+		why := rest
+		if s := s3SendError.FindStringSubmatch(rest); s != nil {
+			why = s[1]
+		}
+		reason = "the state backend could not be reached: S3 " + op + " failed" + after + ": " + why
+	case code >= 500:
+		reason = "the state backend failed: S3 " + op + " answered " + status
+		if a := s3APIError.FindStringSubmatch(rest); a != nil {
+			reason += " " + a[1]
+		}
+		reason += after
+	default:
+		// An answer the backend meant (a held lock's 412, a refused
+		// credential's 403): Terraform's own summary says it best.
+		return "", false
+	}
+	if ctx, _, _ := strings.Cut(summary, ":"); ctx != "" && !strings.HasPrefix(ctx, "operation error") {
+		reason += " (" + strings.TrimSpace(ctx) + ")"
+	}
+	return reason, true
 }
 
 // ErrorText is err.Error(), safe for tfexec's errors: after a cancelled
