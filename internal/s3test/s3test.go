@@ -13,10 +13,7 @@ package s3test
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/backend/sigv4"
 	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
@@ -265,7 +262,7 @@ func (s *Server) Do(method, key string, body []byte, hdr http.Header) (int, []by
 	if key != "" {
 		path += "/" + key
 	}
-	req, err := http.NewRequest(method, s.Endpoint+uriEncode(path), bytes.NewReader(body))
+	req, err := http.NewRequest(method, s.Endpoint+sigv4.URIEncode(path), bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -274,7 +271,7 @@ func (s *Server) Do(method, key string, body []byte, hdr http.Header) (int, []by
 			req.Header.Add(k, v)
 		}
 	}
-	s.sign(req, body, time.Now().UTC())
+	sigv4.Sign(req, body, sigv4.Credentials{AccessKeyID: s.AccessKey, SecretAccessKey: s.SecretKey}, Region, "s3", time.Now().UTC())
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -282,64 +279,6 @@ func (s *Server) Do(method, key string, body []byte, hdr http.Header) (int, []by
 	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, b, err
-}
-
-// sign adds AWS Signature Version 4 headers (host, x-amz-date and
-// x-amz-content-sha256 signed; the query is always empty here).
-func (s *Server) sign(req *http.Request, body []byte, now time.Time) {
-	amzDate := now.Format("20060102T150405Z")
-	day := now.Format("20060102")
-	sum := sha256.Sum256(body)
-	payload := hex.EncodeToString(sum[:])
-	req.Header.Set("X-Amz-Date", amzDate)
-	req.Header.Set("X-Amz-Content-Sha256", payload)
-	headers := map[string]string{
-		"host":                 req.URL.Host,
-		"x-amz-content-sha256": payload,
-		"x-amz-date":           amzDate,
-	}
-	names := make([]string, 0, len(headers))
-	for k := range headers {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	var canonHeaders strings.Builder
-	for _, k := range names {
-		canonHeaders.WriteString(k + ":" + headers[k] + "\n")
-	}
-	signed := strings.Join(names, ";")
-	canonical := strings.Join([]string{req.Method, req.URL.EscapedPath(), "", canonHeaders.String(), signed, payload}, "\n")
-	scope := day + "/" + Region + "/s3/aws4_request"
-	crSum := sha256.Sum256([]byte(canonical))
-	toSign := "AWS4-HMAC-SHA256\n" + amzDate + "\n" + scope + "\n" + hex.EncodeToString(crSum[:])
-	key := hmacSHA256([]byte("AWS4"+s.SecretKey), day)
-	key = hmacSHA256(key, Region)
-	key = hmacSHA256(key, "s3")
-	key = hmacSHA256(key, "aws4_request")
-	sig := hex.EncodeToString(hmacSHA256(key, toSign))
-	req.Header.Set("Authorization", fmt.Sprintf("AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s",
-		s.AccessKey, scope, signed, sig))
-}
-
-func hmacSHA256(key []byte, msg string) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(msg))
-	return m.Sum(nil)
-}
-
-// uriEncode encodes a path as SigV4 wants it: every byte but the
-// unreserved characters and '/' percent-encoded.
-func uriEncode(p string) string {
-	var b strings.Builder
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("-_.~/", c) >= 0 {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
 }
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1, all held open
