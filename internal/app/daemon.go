@@ -184,7 +184,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 	d.reg = prometheus.NewRegistry()
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.metrics = metrics.New(d.reg, d.snapshot)
-	registerStoreHealth(d.reg, st)
+	if h, ok := st.(interface{ WriteHealth() sqlite.WriteHealth }); ok {
+		metrics.RegisterStoreHealth(d.reg, func() (uint64, bool) { w := h.WriteHealth(); return w.Errors, w.Failing })
+	}
 	// The controller reaches the runs through remediationHost, at call
 	// time: d.runs is set before anything runs.
 	if d.rem, err = newRemediator(ctx, d, metrics.NewRemediations(d.reg)); err != nil {
@@ -391,30 +393,4 @@ func workspaceNames(cfg *config.Config) []string {
 		out = append(out, w.Name)
 	}
 	return out
-}
-
-// registerStoreHealth exports how the store's writes fare, so a full disk
-// or a read-only file system pages someone before the history runs short:
-// driftwatch_store_write_errors_total counts writes the storage refused,
-// driftwatch_store_write_failing is 1 while the last write failed.
-func registerStoreHealth(reg prometheus.Registerer, st store.DaemonStore) {
-	h, ok := st.(interface{ WriteHealth() sqlite.WriteHealth })
-	if !ok {
-		return
-	}
-	reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "driftwatch_store_write_errors_total",
-			Help: "Store writes that failed because of the storage (disk full, read-only or failing file system).",
-		}, func() float64 { return float64(h.WriteHealth().Errors) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "driftwatch_store_write_failing",
-			Help: "1 while the store's last write failed because of the storage, else 0.",
-		}, func() float64 {
-			if h.WriteHealth().Failing {
-				return 1
-			}
-			return 0
-		}),
-	)
 }

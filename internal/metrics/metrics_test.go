@@ -345,3 +345,25 @@ func TestNotificationsConcurrent(t *testing.T) {
 func formatFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
+
+func TestStoreHealth(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	var errs uint64
+	var failing bool
+	RegisterStoreHealth(reg, func() (uint64, bool) { return errs, failing })
+	errs, failing = 3, true
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP driftwatch_store_write_errors_total Store writes that failed because of the storage (disk full, read-only or failing file system).
+# TYPE driftwatch_store_write_errors_total counter
+driftwatch_store_write_errors_total 3
+# HELP driftwatch_store_write_failing 1 while the store's last write failed because of the storage, else 0.
+# TYPE driftwatch_store_write_failing gauge
+driftwatch_store_write_failing 1
+`)))
+	failing = false
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP driftwatch_store_write_failing 1 while the store's last write failed because of the storage, else 0.
+# TYPE driftwatch_store_write_failing gauge
+driftwatch_store_write_failing 0
+`), "driftwatch_store_write_failing"))
+}
