@@ -61,7 +61,10 @@ func benchAudit(b *testing.B, latency string) {
 	// n workspaces, each with a few real resources; applied once, then one
 	// file per workspace is edited so every plan has real drift to refresh.
 	var ws strings.Builder
-	fmt.Fprintf(&ws, "terraform:\n  binary: %s\n  cli_config_file: %s\nworkspaces:\n", tf, cli)
+	// sandbox_paths: the runs' jail must see the files the resources
+	// manage, or audit plans different work (every file "deleted") from
+	// the loop it is compared with.
+	fmt.Fprintf(&ws, "terraform:\n  binary: %s\n  cli_config_file: %s\n  sandbox_paths: [%s]\nworkspaces:\n", tf, cli, root)
 	src := filepath.Join(root, "src")
 	for i := range n {
 		dir := filepath.Join(src, fmt.Sprintf("ws%d", i))

@@ -9,6 +9,11 @@
 //     TestMain dispatches on DRIFTWATCH_BENCH_CHILD).
 //   - audit_test.go: driftwatch audit versus raw plan time and a naive
 //     sequential shell loop, with real Terraform.
+//   - recheck_test.go: the CPU time (user+sys, children included) of a
+//     running daemon's re-check of one unchanged and one drifted
+//     15-resource workspace versus a bare plan, and plan + show -json, in
+//     initialised directories, with real Terraform (goal: both
+//     ratios <= 1.15).
 //   - schedule_test.go: internal/schedule's own overhead.
 //
 // Run them with make bench, or:
