@@ -76,6 +76,14 @@ func storeFaultRemount(t *testing.T, dir, opt string) {
 
 // storeFaultFill fills the file system of dir with a filler file until it
 // refuses another byte (ENOSPC) and returns the filler's path.
+// storeFaultChattr sets or clears dir's immutable attribute (attr "+i"
+// or "-i").
+func storeFaultChattr(t *testing.T, dir, attr string) {
+	t.Helper()
+	out, err := exec.Command("chattr", attr, dir).CombinedOutput()
+	require.NoError(t, err, "chattr %s %s: %s", attr, dir, out)
+}
+
 func storeFaultFill(t *testing.T, dir string) string {
 	t.Helper()
 	p := filepath.Join(dir, "filler")
@@ -392,24 +400,45 @@ func TestFaultsStoreDiskFull(t *testing.T) {
 	})
 }
 
-// TestFaultsStoreReadOnly makes the store's file system read-only. Linux
-// refuses to remount a file system read-only while a file on it is open
-// for writing (EBUSY), and the daemon holds its store open from start to
-// exit, so the fault a running daemon can meet is the disk-full one
-// (TestFaultsStoreDiskFull: the same failed-write path). What a read-only
-// store directory does happen to is a daemon (re)started on it.
+// TestFaultsStoreReadOnly makes the store's directory, then its file
+// system, read-only.
 //
+// The directory, while the daemon runs: made immutable (chattr +i: no
+// entry may be added or removed, even by root). Expectation: the daemon
+// goes on recording runs and notifications (SQLite in WAL mode writes only
+// to the files it already has open), and a stop and a start in that state
+// lose nothing.
+//
+// The file system: Linux refuses to remount a file system read-only while
+// a file on it is open for writing (EBUSY), and the daemon holds its store
+// open from start to exit, so a running daemon meets this fault as the
+// disk-full one (TestFaultsStoreDiskFull: the same failed-write path).
 // Expectation: a daemon started with its store's file system read-only
 // refuses to start (exit 1) with a message naming the store and saying
-// the file system is read-only; once it is writable
-// again the daemon starts, the runs from before are all there, new runs
-// are recorded once each, and the store passes integrity_check with the
-// API's runs matching its rows.
+// the file system is read-only; once it is writable again the daemon
+// starts, the runs from before are all there, new runs are recorded once
+// each, and the store passes integrity_check with the API's runs matching
+// its rows.
 func TestFaultsStoreReadOnly(t *testing.T) {
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		f := newStoreFaultEnv(t, e)
 		d := f.start(t)
 		d.eventually("the initial clean run", 60*time.Second, func() bool { return d.workspaces()["payments"].Status == "clean" })
+
+		// The store's directory made read-only while the daemon runs:
+		// immutable (chattr +i), so that not even root may add or remove
+		// an entry, as a read-only mode does for a daemon that is not
+		// root. The store's files are open and stay writable (WAL mode
+		// creates none while running): the run and its notifications are
+		// recorded, and a stop and a start in that state lose nothing.
+		storeFaultChattr(t, f.dataDir, "+i")
+		immutable := true
+		t.Cleanup(func() {
+			if immutable {
+				storeFaultChattr(t, f.dataDir, "-i")
+			}
+		})
+		require.Error(t, os.WriteFile(filepath.Join(f.dataDir, "probe"), nil, 0o600), "the directory takes no new entry")
 		f.edit(t, "hand edit")
 		id := storeFaultTrigger(t, d, "payments", f.token)
 		f.awaitRun(d, id, "drift", 60*time.Second)
@@ -417,6 +446,11 @@ func TestFaultsStoreReadOnly(t *testing.T) {
 			return len(f.as.hook.Deliveries()) == 1 && d.storeFaultPending()["hook"] == 0 && d.storeFaultPending()["slack-oncall"] == 0
 		})
 		require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second))
+		d = f.start(t)
+		require.Equal(t, "drift", d.workspaces()["payments"].Status, "restarted in the read-only directory, the history is intact")
+		require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second))
+		storeFaultChattr(t, f.dataDir, "-i")
+		immutable = false
 
 		storeFaultRemount(t, f.dataDir, "ro")
 		remounted := true
