@@ -290,3 +290,83 @@ workspaces:
 	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second))
 	assertNoCanary(t, "daemon log", d.logs.String())
 }
+
+// TestFaultsCancelApply: cancelling a remediation's apply run by API
+// (POST /api/v1/runs/ID/cancel, the same as for a detection) while
+// Terraform applies stops Terraform (SIGINT, then the kill after the
+// grace) and records the remediation failed, "cancelled by request during
+// the apply", with nothing left running; it is never re-applied, however
+// many detections follow.
+func TestFaultsCancelApply(t *testing.T) {
+	bins, cli := tftest.Tools(t)
+	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
+	for _, d := range []string{"out", "state", "ctl", "bin"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(e.root, d), 0o755))
+	}
+	dir := e.workspace(t, "ws", map[string]string{"main.tf": fmt.Sprintf(remediationWorkspace, "ws", "")})
+	e.apply(t, dir)
+	drifted := filepath.Join(e.root, "out", "ws.txt")
+	require.NoError(t, os.WriteFile(drifted, []byte("hand edit"), 0o644))
+	realBin, err := filepath.EvalSymlinks(e.bin)
+	require.NoError(t, err)
+	ctl := filepath.Join(e.root, "ctl")
+	e.bin = filepath.Join(e.root, "bin", filepath.Base(e.bin))
+	require.NoError(t, os.WriteFile(e.bin, []byte(strings.NewReplacer("@CTL@", ctl, "@REAL@", realBin).Replace(blockingWrapper)), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ctl, "block"), []byte("apply"), 0o644))
+	token := "dw-cancel-apply-token"
+	tokenFile := filepath.Join(e.root, "api-token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
+	listen := freePort(t)
+	cfg := e.config(t, fmt.Sprintf(`
+server: { listen: "%s", token_file: %s }
+store: { path: %s }
+defaults:
+  schedule: "@hourly"
+  backend_policy: { allow_local: true }
+workspaces:
+  - name: ws
+    source: { path: ./ws }
+    remediation: { mode: auto }
+`, listen, tokenFile, filepath.Join(e.root, "data", "dw.db")))
+	body := strings.Replace(mustRead(t, cfg), "sandbox_paths: ["+e.root+"]", "sandbox_paths: ["+e.root+", "+filepath.Dir(realBin)+"]", 1)
+	require.NoError(t, os.WriteFile(cfg, []byte(body), 0o644))
+
+	d := startDaemon(t, cfg, listen)
+	var applyRun string
+	d.eventually("the apply blocked", 90*time.Second, func() bool {
+		if _, err := os.Stat(filepath.Join(ctl, "blocked")); err != nil {
+			return false
+		}
+		for _, r := range d.runs("ws") {
+			if r.Trigger == "remediate" && r.Status == "running" {
+				applyRun = r.ID
+			}
+		}
+		return applyRun != ""
+	})
+	require.Equal(t, http.StatusAccepted, d.post("/api/v1/runs/"+applyRun+"/cancel", token))
+	r := d.waitRemediation("ws", 30*time.Second, "failed", "applied", "refused", "verification_failed")
+	require.Equal(t, "failed", r.State, "%+v", r)
+	require.Contains(t, r.Reason, "cancelled by request during the apply")
+	require.Equal(t, applyRun, r.ApplyRunID, "the cancelled run is the apply's")
+	require.Equal(t, "hand edit", mustRead(t, drifted))
+	d.eventually("nothing left running", 15*time.Second, func() bool { return tfProcesses(e.workDir()) == 0 })
+
+	// Not re-applied: two more detections find the drift, and nothing
+	// else happens.
+	require.NoError(t, os.Remove(filepath.Join(ctl, "block")))
+	for range 2 {
+		id := triggerRun(t, d, "ws", token)
+		d.eventually("detection "+id, 60*time.Second, func() bool {
+			for _, x := range d.runs("ws") {
+				if x.ID == id {
+					return x.Status == "drift"
+				}
+			}
+			return false
+		})
+	}
+	require.Len(t, d.remediations("ws"), 1)
+	require.Equal(t, "hand edit", mustRead(t, drifted))
+	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second))
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/remediate"
 	"github.com/driftwatch/driftwatch/internal/runid"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -80,8 +81,10 @@ func (c *Controller) queueApproved(ctx context.Context, now time.Time, rs []stor
 // job for a TriggerRemediate run): it applies the oldest approved
 // remediation of the workspace, records the outcome (on the remediation
 // and as a run with trigger "remediate"), then runs a fresh detection
-// (Host.Detect) so the workspace's state and incidents follow.
-func (c *Controller) Apply(ctx context.Context, name string) {
+// (Host.Detect) so the workspace's state and incidents follow. runID is
+// the apply run's id: the scheduler's, so that cancelling that run
+// (the API's cancel) stops the apply ("" mints one).
+func (c *Controller) Apply(ctx context.Context, name, runID string) {
 	if c.stopped() {
 		return // stays approved; queued again on resume
 	}
@@ -117,7 +120,10 @@ func (c *Controller) Apply(ctx context.Context, name string) {
 		c.decide.Unlock()
 		return
 	}
-	t.Request.RunID = runid.New()
+	t.Request.RunID = runID
+	if runID == "" {
+		t.Request.RunID = runid.New()
+	}
 	log := c.log.With("workspace", name, "remediation", r.ID, "run_id", t.Request.RunID)
 	_, err = c.store.TransitionRemediation(wctx, r.ID, []store.RemediationState{store.RemediationApproved},
 		store.Transition{State: store.RemediationRunning, At: now, ApplyRunID: t.Request.RunID})
@@ -152,8 +158,13 @@ func (c *Controller) Apply(ctx context.Context, name string) {
 		}
 	}
 	if ctx.Err() != nil && out.Result == remediate.ResultFailed && out.ApplyStarted {
-		// The daemon is stopping: Terraform was interrupted mid-apply.
-		out.Reason = "interrupted by the daemon's shutdown during the apply: part of the change set may be applied; not retried, the next detection shows what is left (" + out.Reason + ")"
+		// Terraform was interrupted mid-apply: by a cancel of the apply's
+		// run, or because the daemon is stopping.
+		why := "interrupted by the daemon's shutdown during the apply"
+		if errors.Is(context.Cause(ctx), runlog.ErrCancelled) {
+			why = "cancelled by request during the apply"
+		}
+		out.Reason = why + ": part of the change set may be applied; not retried, the next detection shows what is left (" + out.Reason + ")"
 	}
 	fin := time.Now().UTC()
 	c.finishApplyRun(wctx, log, run, out, fin)
@@ -161,6 +172,9 @@ func (c *Controller) Apply(ctx context.Context, name string) {
 		return // held by the kill switch: approved again
 	}
 	c.metrics.Finished(string(out.Result))
+	if errors.Is(context.Cause(ctx), runlog.ErrCancelled) {
+		return // cancelled by request: the next detection shows what is left
+	}
 	// A fresh detection in the same slot: it resolves the incident after
 	// a successful revert, and keeps it open after a failed one. When the
 	// daemon is stopping, it is queued for the next start instead.

@@ -21,7 +21,7 @@ import (
 func (m *Manager) runOne(ctx context.Context, r schedule.QueuedRun) {
 	if r.Trigger == TriggerRemediate {
 		if m.o.Apply != nil {
-			m.o.Apply(ctx, r.Name)
+			m.o.Apply(ctx, r.Name, r.ID)
 		}
 		return
 	}
@@ -107,7 +107,7 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *aud
 		// record stays queued and is queued again at the next start; a
 		// detection asked for outside the queue (a remediation's
 		// verification) is recorded queued, for the next start to run.
-		if r.ID == "" && resume == nil {
+		if r.ID == "" && resume == nil && !errors.Is(context.Cause(ctx), runlog.ErrCancelled) {
 			m.queueForNextStart(ctx, r)
 		}
 		return

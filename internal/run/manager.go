@@ -58,8 +58,9 @@ type Options struct {
 	// API answers (a standby's). Nil: always leading.
 	Leading func() error
 	// Apply runs an approved remediation's apply (a TriggerRemediate run,
-	// in the workspace's slot).
-	Apply func(ctx context.Context, workspace string)
+	// in the workspace's slot) as run runID, the scheduler's id of that
+	// run, so that Cancel reaches it.
+	Apply func(ctx context.Context, workspace, runID string)
 	// AfterDetect is told every recorded detection (remediation proposals).
 	AfterDetect func(ctx context.Context, t audit.Target, runID string, res drift.Result, plan *planparse.Plan)
 	// Recorded is told every recorded run: the outbox has new messages.
