@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
 // BenchmarkAuditVsShellLoop measures, side by side in one run and with the
@@ -39,7 +41,7 @@ func benchAudit(b *testing.B, latency string) {
 	bins := strings.Fields(os.Getenv("DRIFTWATCH_TF_BINARIES"))
 	cli := os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
 	if len(bins) == 0 || cli == "" {
-		b.Skip("needs DRIFTWATCH_TF_BINARIES and DRIFTWATCH_TF_CLI_CONFIG (make bench)")
+		tftest.Unavailable(b, "needs DRIFTWATCH_TF_BINARIES and DRIFTWATCH_TF_CLI_CONFIG (make bench)")
 	}
 	tf := bins[0]
 	const n = 8

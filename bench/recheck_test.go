@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/apiclient"
+	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
 // BenchmarkRecheck measures, side by side in one run and with the real
@@ -55,7 +56,7 @@ func BenchmarkRecheck(b *testing.B) {
 	bins := strings.Fields(os.Getenv("DRIFTWATCH_TF_BINARIES"))
 	cli := os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
 	if len(bins) == 0 || cli == "" {
-		b.Skip("needs DRIFTWATCH_TF_BINARIES and DRIFTWATCH_TF_CLI_CONFIG (make bench)")
+		tftest.Unavailable(b, "needs DRIFTWATCH_TF_BINARIES and DRIFTWATCH_TF_CLI_CONFIG (make bench)")
 	}
 	tf := bins[0]
 	root := b.TempDir()

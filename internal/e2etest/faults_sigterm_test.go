@@ -48,6 +48,20 @@ fi
 exec @REAL@ "$@"
 `
 
+// blockingTerraform puts e's binary behind blockingWrapper, controlled
+// from ctl (which must exist), and lets the jail reach the real binary.
+func (e *tfEnv) blockingTerraform(t *testing.T, ctl string) {
+	t.Helper()
+	realBin, err := filepath.EvalSymlinks(e.bin)
+	require.NoError(t, err)
+	wrapper := filepath.Join(e.root, "bin", filepath.Base(e.bin))
+	require.NoError(t, os.MkdirAll(filepath.Dir(wrapper), 0o755))
+	script := strings.NewReplacer("@CTL@", ctl, "@REAL@", realBin).Replace(blockingWrapper)
+	require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
+	e.bin = wrapper
+	e.extraSandbox = append(e.extraSandbox, filepath.Dir(realBin))
+}
+
 // holdingProxy forwards to target, except that while held it keeps every
 // request waiting (until released or the client gives up).
 type holdingProxy struct {
@@ -137,13 +151,7 @@ func sigtermIn(t *testing.T, e *tfEnv, phase string) {
 	drifted := filepath.Join(e.root, "out", "ws.txt")
 	require.NoError(t, os.WriteFile(drifted, []byte("hand edit"), 0o644))
 
-	// Terraform behind the blocking wrapper.
-	realBin, err := filepath.EvalSymlinks(e.bin)
-	require.NoError(t, err)
 	ctl := filepath.Join(e.root, "ctl")
-	wrapper := filepath.Join(e.root, "bin", filepath.Base(e.bin))
-	script := strings.NewReplacer("@CTL@", ctl, "@REAL@", realBin).Replace(blockingWrapper)
-	require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
 	block := map[string]string{"init": "init", "plan": "plan", "show": "show", "apply": "apply", "verify": "verify"}[phase]
 	if block != "" {
 		require.NoError(t, os.WriteFile(filepath.Join(ctl, "block"), []byte(block), 0o644))
@@ -163,7 +171,7 @@ func sigtermIn(t *testing.T, e *tfEnv, phase string) {
 		mode = "auto"
 	}
 	listen := freePort(t)
-	e.bin = wrapper
+	e.blockingTerraform(t, ctl)
 	cfg := e.config(t, fmt.Sprintf(`
 server: { listen: "%s" }
 store: { path: %s }
@@ -182,10 +190,6 @@ workspaces:
       git: { url: "%s/infra.git", ref: main, credentials_file: %s }
     remediation: { mode: %s }
 `, listen, filepath.Join(e.root, "data", "dw.db"), hook.URLFile, hook.SecretFile, caFile, gitProxy.URL, creds, mode))
-	// The wrapper and the real binary must be reachable in the jail.
-	body := mustRead(t, cfg)
-	body = strings.Replace(body, "sandbox_paths: ["+e.root+"]", "sandbox_paths: ["+e.root+", "+filepath.Dir(realBin)+"]", 1)
-	require.NoError(t, os.WriteFile(cfg, []byte(body), 0o644))
 
 	d := startDaemon(t, cfg, listen)
 	d.eventually("the run in phase "+phase, 90*time.Second, func() bool {
@@ -307,11 +311,8 @@ func TestFaultsCancelApply(t *testing.T) {
 	e.apply(t, dir)
 	drifted := filepath.Join(e.root, "out", "ws.txt")
 	require.NoError(t, os.WriteFile(drifted, []byte("hand edit"), 0o644))
-	realBin, err := filepath.EvalSymlinks(e.bin)
-	require.NoError(t, err)
 	ctl := filepath.Join(e.root, "ctl")
-	e.bin = filepath.Join(e.root, "bin", filepath.Base(e.bin))
-	require.NoError(t, os.WriteFile(e.bin, []byte(strings.NewReplacer("@CTL@", ctl, "@REAL@", realBin).Replace(blockingWrapper)), 0o755))
+	e.blockingTerraform(t, ctl)
 	require.NoError(t, os.WriteFile(filepath.Join(ctl, "block"), []byte("apply"), 0o644))
 	token := "dw-cancel-apply-token"
 	tokenFile := filepath.Join(e.root, "api-token")
@@ -328,8 +329,6 @@ workspaces:
     source: { path: ./ws }
     remediation: { mode: auto }
 `, listen, tokenFile, filepath.Join(e.root, "data", "dw.db")))
-	body := strings.Replace(mustRead(t, cfg), "sandbox_paths: ["+e.root+"]", "sandbox_paths: ["+e.root+", "+filepath.Dir(realBin)+"]", 1)
-	require.NoError(t, os.WriteFile(cfg, []byte(body), 0o644))
 
 	d := startDaemon(t, cfg, listen)
 	var applyRun string

@@ -54,6 +54,8 @@ type tfEnv struct {
 	cliConfig string
 	root      string
 	sandbox   string // terraform.sandbox ("": the default, auto)
+	// extraSandbox are sandbox_paths besides root.
+	extraSandbox []string
 }
 
 // workspace writes files (name -> content; "@ROOT@" is replaced by the
@@ -99,7 +101,7 @@ func (e *tfEnv) config(t *testing.T, workspaces string) string {
 		sandbox = "  sandbox: " + e.sandbox + "\n"
 	}
 	body := fmt.Sprintf("terraform:\n  binary: %s\n  cli_config_file: %s\n  plugin_cache_dir: %s\n  work_dir: %s\n  kill_grace: 2s\n  sandbox_paths: [%s]\n%s%s",
-		e.bin, e.cliConfig, filepath.Join(e.root, "plugin-cache"), e.workDir(), e.root, sandbox, workspaces)
+		e.bin, e.cliConfig, filepath.Join(e.root, "plugin-cache"), e.workDir(), strings.Join(append([]string{e.root}, e.extraSandbox...), ", "), sandbox, workspaces)
 	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 	return p
 }
