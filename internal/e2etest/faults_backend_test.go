@@ -217,6 +217,7 @@ func bfRunStatuses(d *daemonProc, ws string) []string {
 // wrote nothing to the bucket; and once the backend is back, the next run
 // finds the same drift, with no notification sent twice.
 func TestFaultsS3DownMidPlan(t *testing.T) {
+	parallelBesideSoak(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		fs := newBFStore(t, e, "ws")
 		px := fs.proxies["ws"]
@@ -270,6 +271,7 @@ func TestFaultsS3DownMidPlan(t *testing.T) {
 // applies nothing; no process and no run directory is left; each
 // notification is sent once.
 func TestFaultsS3DownMidApply(t *testing.T) {
+	parallelBesideSoak(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		fs := newBFStore(t, e, "ws")
 		px, key := fs.proxies["ws"], fs.keys["ws"]
@@ -378,6 +380,7 @@ func bfCount(list []string, s string) int {
 // credential; once down's store answers again its next run finds the
 // drift; every run recorded once, no process, run directory or lock left.
 func TestFaultsS3Errors500(t *testing.T) {
+	parallelBesideSoak(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		fs := newBFStore(t, e, "burst", "down")
 		fs.proxies["burst"].MustSet(t, s3test.Fault{Kind: s3test.Error500, N: 3, KeySuffix: ".tfstate"})
@@ -423,6 +426,7 @@ func TestFaultsS3Errors500(t *testing.T) {
 // its run directory removed, and it took no lock; once the store answers
 // promptly again, stuck's next run finds the drift.
 func TestFaultsS3Slow(t *testing.T) {
+	parallelBesideSoak(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		fs := newBFStore(t, e, "slow", "stuck")
 		fs.proxies["slow"].MustSet(t, s3test.Fault{Kind: s3test.Slow, Delay: time.Second})
@@ -467,6 +471,7 @@ func TestFaultsS3Slow(t *testing.T) {
 // on, and the same URL works again after the next Set; Slow holds each
 // answer back; the store behind it changes only for requests forwarded.
 func TestFaultsS3Proxy(t *testing.T) {
+	parallelBesideSoak(t)
 	srv := s3test.Start(t, s3test.Options{})
 	px := s3test.StartFaultProxy(t, srv)
 	via := *srv

@@ -23,6 +23,7 @@ import (
 // runs until the clock reaches the next slot, the step is logged, and a
 // run asked for by hand still runs at once.
 func TestFaultsClockJump(t *testing.T) {
+	parallelBesideSoak(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	names := []string{"a", "b", "c", "d", "e"}

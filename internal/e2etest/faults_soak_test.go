@@ -58,6 +58,7 @@ const (
 // The figures (runs, skipped slots, deliveries, injected failures, losses)
 // are logged for the README's reliability section.
 func TestFaultsSoak(t *testing.T) {
+	t.Parallel() // the other fault tests run beside it: see parallelBesideSoak
 	dur := soakDuration(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}

@@ -323,6 +323,7 @@ func (f *storeFaultEnv) stopAndReconcile(t *testing.T, d *daemonProc, wantRuns [
 // integrity_check with the API's runs and the receivers' messages matching
 // its rows.
 func TestFaultsStoreDiskFull(t *testing.T) {
+	parallelBesideSoak(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		f := newStoreFaultEnv(t, e)
 		d := f.start(t)
@@ -420,6 +421,7 @@ func TestFaultsStoreDiskFull(t *testing.T) {
 // each, and the store passes integrity_check with the API's runs matching
 // its rows.
 func TestFaultsStoreReadOnly(t *testing.T) {
+	parallelBesideSoak(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		f := newStoreFaultEnv(t, e)
 		d := f.start(t)
@@ -490,6 +492,7 @@ func TestFaultsStoreReadOnly(t *testing.T) {
 // with it, and leaves the file as it was: same bytes, same modification
 // time. It never repairs a store by recreating it.
 func TestFaultsStoreCorruptAtStart(t *testing.T) {
+	parallelBesideSoak(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	e.workspace(t, "payments", map[string]string{"main.tf": `resource "terraform_data" "x" { input = 1 }`})
