@@ -2,7 +2,7 @@
 //
 //	driftwatch validate --config FILE
 //	driftwatch audit    --config FILE [--workspace NAME]... [--label k=v]... [--concurrency N]
-//	                    [--format table|json|markdown|junit] [--output FILE] [--strict]
+//	                    [--format table|json|markdown|junit] [--output FILE] [--strict] [--cache-dir DIR]
 //	driftwatch daemon   --config FILE [--once] [--log-level L] [--log-format json|text]
 //	driftwatch run      WORKSPACE --token-file FILE [--follow | --wait] [--timeout D] [--format text|json]
 //	driftwatch logs     RUN_ID [--follow] [--token-file FILE]

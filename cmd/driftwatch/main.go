@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -125,6 +126,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 	output := fs.String("output", "", "write the report to this file instead of stdout")
 	logLevel := fs.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	strict := fs.Bool("strict", false, "exit 2 on state-backend findings too")
+	cacheDir := fs.String("cache-dir", "", "keep each workspace's initialised working directory here between audits (skips init when nothing changed)")
 	if err := fs.Parse(args); err != nil {
 		return report.ExitError
 	}
@@ -156,11 +158,19 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		return report.ExitError
 	}
 
+	cacheAbs := ""
+	if *cacheDir != "" {
+		if cacheAbs, err = filepath.Abs(*cacheDir); err != nil {
+			fmt.Fprintf(stderr, "driftwatch: --cache-dir: %v\n", err)
+			return report.ExitError
+		}
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := app.Audit(ctx, app.AuditOptions{
 		Config: cfg, Filter: app.Filter{Names: names, Labels: sel}, Concurrency: *concurrency,
-		Logger: logger, Progress: stderr, ProgressTTY: isTerminal(stderr),
+		Logger: logger, Progress: stderr, ProgressTTY: isTerminal(stderr), CacheDir: cacheAbs,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "driftwatch: %v\n", err)

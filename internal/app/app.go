@@ -28,6 +28,11 @@ type AuditOptions struct {
 	Progress io.Writer
 	// ProgressTTY enables the live-updating display.
 	ProgressTTY bool
+	// CacheDir, if set, keeps each workspace's initialised working
+	// directory there between audits (runs skip init when nothing it
+	// depends on changed); the runs' directories are made there too, so
+	// that the kept state moves in and out by rename.
+	CacheDir string
 }
 
 // Audit runs every selected workspace once and returns the report.
@@ -51,8 +56,13 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 	}
 	for i := range targets {
 		targets[i].Request.Jail = iso.Bwrap
+		if o.CacheDir != "" {
+			targets[i].Request.WorkDir = o.CacheDir
+		}
 	}
-	a := &audit.Auditor{Runner: local.New(o.Logger), Logger: o.Logger}
+	lr := local.New(o.Logger)
+	lr.KeepWorkDirs = o.CacheDir != ""
+	a := &audit.Auditor{Runner: lr, Logger: o.Logger}
 	var obs audit.Observer
 	if o.Progress != nil {
 		p := report.NewProgress(o.Progress, o.ProgressTTY, len(targets))

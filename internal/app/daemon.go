@@ -160,7 +160,11 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, log *slog.Logger, detect runner.Runner) (*daemon, error) {
 	d := &daemon{log: log, owner: leader.StoreOwner(cfg.Store.Path), store: st, leader: leader.New(log)}
 	d.isolation = sandbox.Isolation{Mode: "none", Reason: "runs are Kubernetes Jobs: the pod is their sandbox"}
-	auditor := &audit.Auditor{Runner: local.New(log), Logger: log}
+	// The daemon re-checks the same workspaces: it keeps their initialised
+	// working directories between runs.
+	lr := local.New(log)
+	lr.KeepWorkDirs = true
+	auditor := &audit.Auditor{Runner: lr, Logger: log}
 	if cfg.Runner.Mode == config.RunnerModeKubernetes {
 		var err error
 		if d.kube, err = newKubeRuntime(cfg, log, d.mayApply); err != nil {

@@ -74,6 +74,7 @@ func Targets(cfg *config.Config, f Filter) ([]Target, error) {
 			Redact:         secrets,
 			JailPaths:      cfg.Terraform.SandboxPaths,
 			LogPlanText:    w.LogPlanText,
+			NoFastPaths:    !cfg.Terraform.FastPathsOn(),
 		}
 		if g := w.Source.Git; g != nil {
 			req.Source.Git = &runner.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}

@@ -82,7 +82,17 @@ type Terraform struct {
 	// sandbox of every local run: what the workspaces' code must reach on
 	// this machine, such as files a local provider manages.
 	SandboxPaths []string `yaml:"sandbox_paths"`
+	// FastPaths (default true) lets a check skip work that cannot change
+	// its verdict: show -json after a plan that found nothing (the
+	// summary comes from the plan file), and, in the daemon, init when
+	// nothing init depends on changed since the workspace's last
+	// successful run (a kept working directory). false: every check
+	// inits in a fresh directory and runs show -json.
+	FastPaths *bool `yaml:"fast_paths"`
 }
+
+// FastPathsOn reports terraform.fast_paths (default true).
+func (t Terraform) FastPathsOn() bool { return t.FastPaths == nil || *t.FastPaths }
 
 // Server configures the daemon's HTTP server.
 type Server struct {

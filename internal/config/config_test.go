@@ -94,7 +94,7 @@ func TestInvalidCasesCovered(t *testing.T) {
 
 func TestUnknownKeyListsKnownKeys(t *testing.T) {
 	_, err := Load("/tmp/x.yaml", []byte("terraform:\n  nonsense: 1\n"))
-	require.EqualError(t, err, `/tmp/x.yaml:2: terraform.nonsense: unknown key "nonsense" (known keys: binary, cli_config_file, plugin_cache_dir, work_dir, git_cache_dir, kill_grace, sandbox, sandbox_paths)`)
+	require.EqualError(t, err, `/tmp/x.yaml:2: terraform.nonsense: unknown key "nonsense" (known keys: binary, cli_config_file, plugin_cache_dir, work_dir, git_cache_dir, kill_grace, sandbox, sandbox_paths, fast_paths)`)
 }
 
 func TestLoadCollectsAllErrors(t *testing.T) {

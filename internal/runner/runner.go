@@ -56,6 +56,10 @@ type Request struct {
 	// daemon's own secrets and every workspace's, not only this run's.
 	// Never serialised: it must not travel into a Job's Secret.
 	Redact []string `json:"-"`
+	// NoFastPaths turns the fast paths off (config terraform.fast_paths:
+	// false): every run inits in a fresh directory and runs show -json,
+	// even when the plan found nothing.
+	NoFastPaths bool
 	// LogPlanText opts the workspace in to Terraform's full, human-readable
 	// plan text in its log, attribute values included (config
 	// log_plan_text). Off, the log has addresses, actions and attribute

@@ -13,16 +13,23 @@
 // never -var: argv is visible to every user of the machine, and
 // terraform-exec logs it). The steps are:
 //
-//   - Init: `init`, with the shared plugin cache rules (Shared holds the
+//   - Init: `init` (the caller skips it when it restored a kept working
+//     directory, sandbox.Kept), with the shared plugin cache rules (Shared holds the
 //     in-process lock, a file lock covers other processes; only a cold
 //     init, under the lock, may write the cache, and the jail lets it);
 //     remediation's init uses no cache;
 //   - Version: "terraform 1.11.4", asked once per binary path and
 //     modification time when the caller keeps a Shared;
 //   - WorkspaceSelect: the request's Terraform workspace, if not default;
-//   - Plan: detection's `plan -json` (lock off), whose machine-readable
-//     stream is rendered into the run log without values; remediation's
-//     plan under the state lock, with its timeout;
+//   - Plan: detection's `plan -json` (lock off; run by the session's own
+//     command, since terraform-exec's PlanJSON spends a `version` process
+//     per handle), whose machine-readable stream is rendered into the run
+//     log without values and counted; remediation's plan (terraform-exec)
+//     under the state lock, with its timeout;
+//   - Unchanged: after a JSON plan whose stream reported no change of any
+//     kind, the value-free summary read from the plan file itself
+//     (internal/planfile: prior state and configuration snapshot), so
+//     that show -json, which starts every provider again, is skipped;
 //   - Show: `show -json` streamed into planparse (and into any other reader
 //     the caller adds, such as remediation's revert check), never buffered
 //     whole and never logged; ShowText, the human-readable plan, only where

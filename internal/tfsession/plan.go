@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 
+	"github.com/driftwatch/driftwatch/internal/planfile"
 	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/runner"
 )
@@ -63,13 +65,27 @@ func (s *Session) Plan(ctx context.Context, o PlanOptions) (changed bool, err er
 		}
 		return changed, nil
 	}
+	// The JSON plan runs through the session's own command, not
+	// terraform-exec's PlanJSON: that spends a `version -json` process on
+	// every new handle (one per run) to check compatibility, where the
+	// session asks each binary's version once (Version).
+	args := []string{"plan", "-no-color", "-input=false", "-detailed-exitcode", "-refresh=true", "-out=" + o.Out, "-json"}
+	if o.Lock {
+		args = append(args, "-lock=true", "-lock-timeout="+s.lockWait)
+	} else {
+		args = append(args, "-lock=false")
+	}
+	for _, f := range s.varFiles {
+		args = append(args, "-var-file="+f)
+	}
 	pl := newPlanLog(s.log.stdout())
-	// PlanJSON first asks the version (stdout dropped), then points the
-	// handle's stdout at pl.
-	s.tf.SetStdout(io.Discard)
-	changed, err = s.tf.PlanJSON(ctx, pl, opts...)
+	err = s.cmd.Run(ctx, pl, args...)
 	pl.flush()
-	s.tf.SetStdout(io.Discard)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 2 {
+		changed, err = true, nil
+	}
+	s.nothing = err == nil && !changed && pl.summary().nothing()
 	if err != nil {
 		if reason := pl.reason(); reason != "" && ctx.Err() == nil {
 			s.log.flush()
@@ -78,6 +94,27 @@ func (s *Session) Plan(ctx context.Context, o PlanOptions) (changed bool, err er
 		return false, s.fail("plan", err)
 	}
 	return changed, nil
+}
+
+// Unchanged is the value-free summary of the last Plan's saved plan file
+// when that plan (with JSON) found nothing at all: exit code 0, and its
+// machine-readable stream complete with no drift, no planned change, no
+// output change and a zero summary. It is read from the plan file alone
+// (planfile.CleanResources: prior state and configuration snapshot), so
+// the caller skips `show -json`, a second Terraform process that starts
+// every provider again. Its Resources are what show -json's would be, so
+// the forbidden-resource rule finds a forbidden type in configuration
+// (count = 0 too) or state. ok is false when there was a change, or the
+// file cannot be read that way (an encrypted plan): then Show.
+func (s *Session) Unchanged(planFile string) (plan *planparse.Plan, ok bool) {
+	if !s.nothing {
+		return nil, false
+	}
+	res, err := planfile.CleanResources(planFile)
+	if err != nil {
+		return nil, false
+	}
+	return &planparse.Plan{Resources: res, RelevantAttributes: map[string][]string{}}, true
 }
 
 // Apply applies exactly the saved plan file, lock on (waiting up to

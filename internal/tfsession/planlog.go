@@ -28,6 +28,37 @@ type planLog struct {
 	// errs are the error diagnostics as one line each (summary, address,
 	// location; no detail): with -json they are on stdout, not stderr.
 	errs []string
+	// sum is what the stream says about the plan as a whole.
+	sum streamSummary
+}
+
+// streamSummary counts what a `plan -json` stream reported: enough to tell
+// a plan with nothing to classify (streamSummary.nothing) from one that
+// needs `show -json`.
+type streamSummary struct {
+	// version is the stream's version message was seen; summary its
+	// change_summary.
+	version, summary bool
+	// changes is the change_summary's add+change+remove+import.
+	changes int
+	// drift, planned and outputs count resource_drift, planned_change and
+	// root outputs whose action is not a no-op.
+	drift, planned, outputs int
+}
+
+// nothing reports whether the stream was complete (a version message and a
+// change summary) and reported no change of any kind: no drift (relevant
+// or not), no planned change (no-op moves and imports included), no
+// output change, a zero summary.
+func (s streamSummary) nothing() bool {
+	return s.version && s.summary && s.changes == 0 && s.drift == 0 && s.planned == 0 && s.outputs == 0
+}
+
+// summary is the stream's summary so far.
+func (p *planLog) summary() streamSummary {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sum
 }
 
 // reason is the first error diagnostic, and how many more there were, in
@@ -82,6 +113,10 @@ type uiMessage struct {
 	Changes *struct {
 		Add, Change, Import, Remove int
 	} `json:"changes"`
+	// Outputs is an outputs message: root module outputs by name.
+	Outputs map[string]struct {
+		Action string `json:"action"`
+	} `json:"outputs"`
 	Diagnostic *struct {
 		Severity string `json:"severity"`
 		Summary  string `json:"summary"`
@@ -114,19 +149,30 @@ func (p *planLog) render(line []byte) {
 	switch m.Type {
 	case "version":
 		out = m.Message
+		p.sum.version = true
 	case "resource_drift":
+		p.sum.drift++
 		if m.Change != nil {
 			out = fmt.Sprintf("drift  %-3s %s  %s (changed outside Terraform)", actionSigns[m.Change.Action], m.Change.Action, m.Change.Resource.Addr)
 		}
 	case "planned_change":
+		p.sum.planned++
 		if m.Change != nil {
 			out = fmt.Sprintf("plan   %-3s %s  %s", actionSigns[m.Change.Action], m.Change.Action, m.Change.Resource.Addr)
 			if m.Change.Reason != "" {
 				out += " (" + strings.ReplaceAll(m.Change.Reason, "_", " ") + ")"
 			}
 		}
+	case "outputs":
+		for _, o := range m.Outputs {
+			if o.Action != "noop" {
+				p.sum.outputs++
+			}
+		}
 	case "change_summary":
 		if c := m.Changes; c != nil {
+			p.sum.summary = true
+			p.sum.changes += c.Add + c.Change + c.Remove + c.Import
 			out = fmt.Sprintf("Plan: %d to add, %d to change, %d to destroy.", c.Add, c.Change, c.Remove)
 			if c.Import > 0 {
 				out = fmt.Sprintf("Plan: %d to import, %d to add, %d to change, %d to destroy.", c.Import, c.Add, c.Change, c.Remove)

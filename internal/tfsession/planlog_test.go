@@ -2,6 +2,7 @@ package tfsession
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,5 +145,40 @@ func TestPlanLogBackendFailure(t *testing.T) {
 			require.NotContains(t, reason, "http://")
 			require.True(t, strings.HasPrefix(log, "Error: error loading state: "), log)
 		})
+	}
+}
+
+// The stream's summary, which decides whether show -json can be skipped,
+// counts every kind of change: a drift or planned change, a non-no-op
+// output, a non-zero summary each make a plan "not nothing", as does a
+// stream cut short before its change summary.
+func TestPlanLogSummary(t *testing.T) {
+	const (
+		version = `{"type":"version","@message":"Terraform 1.11.4","terraform":"1.11.4"}`
+		zero    = `{"type":"change_summary","changes":{"add":0,"change":0,"import":0,"remove":0,"operation":"plan"}}`
+	)
+	summarise := func(lines ...string) streamSummary {
+		pl := newPlanLog(io.Discard)
+		_, _ = pl.Write([]byte(strings.Join(lines, "\n") + "\n"))
+		pl.flush()
+		return pl.summary()
+	}
+	require.True(t, summarise(version, zero).nothing(), "a complete stream without changes")
+	require.True(t, summarise(version, `{"type":"outputs","outputs":{"o":{"sensitive":false,"action":"noop"}}}`, zero).nothing(), "unchanged outputs")
+	for name, lines := range map[string][]string{
+		"drift":          {version, `{"type":"resource_drift","change":{"resource":{"addr":"a.b"},"action":"update"}}`, zero},
+		"planned change": {version, `{"type":"planned_change","change":{"resource":{"addr":"a.b"},"action":"move"}}`, zero},
+		"output change":  {version, `{"type":"outputs","outputs":{"o":{"sensitive":true,"action":"create"}}}`, zero},
+		"import":         {version, `{"type":"change_summary","changes":{"add":0,"change":0,"import":1,"remove":0}}`},
+		"no summary":     {version},
+		"no version":     {zero},
+	} {
+		require.False(t, summarise(lines...).nothing(), name)
+	}
+	for _, file := range []string{"terraform-drift.jsonl", "tofu-drift.jsonl"} {
+		stream, err := os.ReadFile(filepath.Join("testdata", "planjson", file))
+		require.NoError(t, err)
+		s := summarise(string(stream))
+		require.Equal(t, streamSummary{version: true, summary: true, changes: 2, drift: 1, planned: 2}, s, file)
 	}
 }

@@ -72,6 +72,9 @@ type Session struct {
 	lockWait string
 	shared   *Shared
 	phases   *Phases
+	// nothing is set by a Plan whose stream reported no change at all
+	// (Unchanged).
+	nothing bool
 }
 
 // stderrTail bounds the stderr a failure is explained from.

@@ -283,6 +283,7 @@ func prepare(cfg Config, req runner.Request, now time.Time) (runPlan, error) {
 		TokenFile:      TokenPath,
 		ExpiresAt:      now.Add(p.deadline + deliverySlack).UTC().Truncate(time.Second),
 		SecretEnvFiles: secretEnv,
+		NoFastPaths:    req.NoFastPaths,
 	}
 	if len(secretEnv) == 0 {
 		spec.SecretEnvFiles = nil

@@ -7,6 +7,13 @@
 // backend check) and drives Terraform through a tfsession.Session: init
 // with the shared plugin cache, workspace, plan -json, show -json.
 //
+// Its fast paths (off with runner.Request.NoFastPaths): show -json only
+// when the plan reported a change (tfsession.Session.Unchanged otherwise),
+// and, with Runner.KeepWorkDirs, the workspace's kept working state
+// (sandbox.Kept) moved into the fresh copy instead of an init when its key
+// matches; a reused state that fails for want of an init is retried once
+// from a fresh init.
+//
 // It owns the order of a detection run's steps and turning them into a
 // runner.Result (a timeout or cancellation reported as such, whatever
 // Terraform printed). The sandbox itself is runner/sandbox's and

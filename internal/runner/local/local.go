@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/driftwatch/driftwatch/internal/backend"
+	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 	"github.com/driftwatch/driftwatch/internal/tfsession"
@@ -17,6 +19,12 @@ import (
 // Runner is the local runner.
 type Runner struct {
 	Logger *slog.Logger
+	// KeepWorkDirs keeps each workspace's initialised working state
+	// between its runs (sandbox.Kept), beside the run directories
+	// (sandbox.KeptDir), and skips init when nothing init depends on
+	// changed: the daemon's re-checks, and audit --cache-dir. A request
+	// with NoFastPaths never uses it.
+	KeepWorkDirs bool
 	// shared serialises cold inits of the plugin cache within this process
 	// and caches each binary's version.
 	shared tfsession.Shared
@@ -43,16 +51,48 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 			}
 		}
 	}()
+	kept := r.openKept(req)
+	defer kept.Close()
+	res, stale, err := r.attempt(ctx, req, marker, grace, kept)
+	if stale {
+		// The kept state no longer fits (a provider or module gone, the
+		// backend changed): once more, from a fresh init.
+		r.Logger.Info("kept working directory no longer fits: fresh init", "workspace", req.Workspace, "run_id", req.RunID)
+		kept.Discard()
+		res, _, err = r.attempt(ctx, req, marker, grace, kept)
+	}
+	return res, err
+}
 
+// openKept takes the workspace's kept directory, or returns nil: kept
+// state off, or the directory busy or unusable (the run then inits in a
+// fresh directory, as without it).
+func (r *Runner) openKept(req runner.Request) *sandbox.Kept {
+	if !r.KeepWorkDirs || req.NoFastPaths {
+		return nil
+	}
+	k, err := sandbox.OpenKept(sandbox.KeptDir(req.WorkDir, req.Owner, req.Workspace))
+	if err != nil {
+		r.Logger.Debug("kept working directory unavailable", "workspace", req.Workspace, "err", err)
+		return nil
+	}
+	return k
+}
+
+// attempt is one try of the run in a fresh run directory. With kept, it
+// reuses the kept state when its key matches (skipping init) and saves
+// the state of a successful run; stale reports a failure of a reused
+// state that a fresh init may cure.
+func (r *Runner) attempt(ctx context.Context, req runner.Request, marker string, grace time.Duration, kept *sandbox.Kept) (res runner.Result, stale bool, err error) {
 	tmp, err := sandbox.NewDir(req.WorkDir, "dw-", req.Owner)
 	if err != nil {
-		return res, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
+		return res, false, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}
 	defer os.RemoveAll(tmp)
 
 	env, secrets, err := sandbox.BuildEnv(req, tmp, marker)
 	if err != nil {
-		return res, &runner.Error{Phase: "setup", Err: err}
+		return res, false, &runner.Error{Phase: "setup", Err: err}
 	}
 	// Every secret the daemon knows is redacted, not only this workspace's.
 	secrets = append(secrets, req.Redact...)
@@ -61,7 +101,7 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 
 	moduleDir, commit, err := sandbox.PrepareSource(ctx, req, tmp)
 	if err != nil {
-		return res, &runner.Error{Phase: "source", Reason: red.Apply(err.Error()), Err: err}
+		return res, false, &runner.Error{Phase: "source", Reason: red.Apply(err.Error()), Err: err}
 	}
 	// Values of variables declared sensitive (var files, vars, TF_VAR_)
 	// are redacted too: a provider's error message prints them verbatim.
@@ -84,40 +124,84 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 		Grace: grace, Log: req.Log, Shared: &r.shared, Phases: phases,
 	})
 	if err != nil {
-		return res, err
+		return res, false, err
 	}
 	defer s.Close()
 
-	if err := s.Init(ctx, tfsession.InitOptions{PluginCache: true}); err != nil {
-		return res, err
+	var key string
+	var initAt time.Time
+	reused := false
+	if kept != nil {
+		if key, err = sandbox.KeptKey(ctx, req, s.Binary(), commit, sandbox.SourceDir(tmp)); err != nil {
+			r.Logger.Debug("kept working directory: no key", "workspace", req.Workspace, "err", red.Apply(err.Error()))
+			kept = nil
+		} else {
+			initAt, reused = kept.Restore(key, moduleDir)
+		}
+	}
+	// A failed run leaves nothing kept: the next one inits afresh.
+	defer func() {
+		if kept == nil {
+			return
+		}
+		if err != nil {
+			kept.Discard()
+		} else if serr := kept.Save(key, moduleDir, initAt); serr != nil {
+			r.Logger.Debug("kept working directory not saved", "workspace", req.Workspace, "err", red.Apply(serr.Error()))
+		}
+	}()
+	// stale: a failure of a reused state that names a missing init.
+	staleErr := func(err error) bool {
+		var re *runner.Error
+		return reused && ctx.Err() == nil && errors.As(err, &re) && sandbox.InitNeeded(re.Reason+"\n"+s.Stderr())
+	}
+
+	if !reused {
+		if err := s.Init(ctx, tfsession.InitOptions{PluginCache: true}); err != nil {
+			return res, false, err
+		}
+		initAt = time.Now()
 	}
 	res.Tool = s.Version(ctx)
-	s.Phase("init")
+	if reused {
+		s.Phase("reuse")
+	} else {
+		s.Phase("init")
+	}
 
 	if err := s.WorkspaceSelect(ctx); err != nil {
-		return res, err
+		return res, staleErr(err), err
 	}
 	planFile := filepath.Join(tmp, "driftwatch.tfplan")
 	changed, err := s.Plan(ctx, tfsession.PlanOptions{Out: planFile, JSON: true})
 	if err != nil {
-		return res, err
+		return res, staleErr(err), err
 	}
 	if changed {
 		res.ExitCode = 2
 	}
 	s.Phase("plan")
 
-	plan, err := s.Show(ctx, planFile)
-	if err != nil {
-		return res, err
+	// A plan that found nothing at all is summarised from the plan file;
+	// only one with something to classify pays for show -json.
+	plan, ok := (*planparse.Plan)(nil), false
+	if !req.NoFastPaths {
+		plan, ok = s.Unchanged(planFile)
+	}
+	if !ok {
+		if plan, err = s.Show(ctx, planFile); err != nil {
+			return res, false, err
+		}
 	}
 	res.Plan = plan
 	s.LogChanges(plan)
 	if req.LogPlanText {
 		if err := s.ShowText(ctx, planFile); err != nil {
-			return res, err
+			return res, false, err
 		}
 	}
-	s.Phase("show")
-	return res, nil
+	if !ok || req.LogPlanText {
+		s.Phase("show")
+	}
+	return res, false, nil
 }

@@ -49,6 +49,9 @@ type Spec struct {
 	PluginCacheDir string                `json:"plugin_cache_dir,omitempty"`
 	WorkDir        string                `json:"work_dir,omitempty"`
 	GitCacheDir    string                `json:"git_cache_dir,omitempty"`
+	// NoFastPaths is runner.Request's (config terraform.fast_paths: false):
+	// show -json after every plan.
+	NoFastPaths bool `json:"no_fast_paths,omitempty"`
 	// Remediation, if set, makes this a remediation run: the pod applies
 	// the approved change set instead of detecting, and delivers the
 	// outcome.
@@ -173,6 +176,7 @@ func (s *Spec) Request() runner.Request {
 		WorkDir:        s.WorkDir,
 		GitCacheDir:    s.GitCacheDir,
 		KillGrace:      time.Duration(s.KillGrace),
+		NoFastPaths:    s.NoFastPaths,
 	}
 	if g := s.Source.Git; g != nil {
 		req.Source.Git = &runner.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}

@@ -79,8 +79,8 @@ func NewDir(base, prefix, owner string) (string, error) {
 }
 
 // SweepOwnedDirs removes the run directories under base (the OS temp dir
-// if empty) of owner's runs: at a daemon's start, what its predecessor,
-// killed with SIGKILL, left on disk. They hold a copy of the code and the
+// if empty) of owner's runs, and its kept directories (KeptDir): at a
+// daemon's start, what its predecessor, killed with SIGKILL, left on disk. They hold a copy of the code and the
 // generated var file, the workspace's vars (secrets among them). Call it
 // holding the store's lock, after KillOwned: nothing of owner runs.
 func SweepOwnedDirs(base, owner string) (removed int) {
@@ -95,7 +95,7 @@ func SweepOwnedDirs(base, owner string) (removed int) {
 		return 0
 	}
 	for _, e := range entries {
-		for _, p := range RunDirPrefixes {
+		for _, p := range append(RunDirPrefixes, KeptDirPrefix) {
 			if e.IsDir() && strings.HasPrefix(e.Name(), p+ownerTag(owner)) {
 				if os.RemoveAll(filepath.Join(base, e.Name())) == nil {
 					removed++
