@@ -244,3 +244,44 @@ resource "dwtest_file" "a" {
 		})
 	}
 }
+
+// A git source is kept by its commit: a re-check of the same commit skips
+// init, a new commit (on the same ref) inits afresh.
+func TestKeptWorkDirGitCommit(t *testing.T) {
+	tftest.Program(t, "git")
+	bins, cli := tftest.Tools(t)
+	repo := t.TempDir()
+	gitCmd(t, repo, "init", "--quiet", "--initial-branch=main")
+	mainTF := `terraform {
+  required_providers {
+    dwtest = { source = "driftwatch/dwtest" }
+  }
+}
+resource "terraform_data" "d" { input = "v1" }
+`
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, "envs", "prod"), 0o755))
+	commit := func(content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(repo, "envs", "prod", "main.tf"), []byte(content), 0o644))
+		gitCmd(t, repo, "add", "--all")
+		gitCmd(t, repo, "commit", "--quiet", "-m", "change")
+	}
+	commit(mainTF)
+	req := runner.Request{RunID: "r", Workspace: "git", Binary: bins[0],
+		Source:  runner.Source{Git: &runner.Git{URL: repo, Ref: "main", Path: "envs/prod"}},
+		WorkDir: shortDir(t), GitCacheDir: shortDir(t), Timeout: 2 * time.Minute, KillGrace: time.Second, CLIConfigFile: cli}
+	r := testRunner()
+	r.KeepWorkDirs = true
+	check := func(step, want string) string {
+		t.Helper()
+		res, err := r.Run(t.Context(), req)
+		require.NoError(t, err, step)
+		require.Contains(t, phaseNames(res), want, "%s: phases %v", step, phaseNames(res))
+		return res.Commit
+	}
+	first := check("first run", "init")
+	require.Equal(t, first, check("same commit", "reuse"))
+	commit(mainTF + "# a new commit\n")
+	second := check("new commit", "init")
+	require.NotEqual(t, first, second)
+	check("same new commit", "reuse")
+}
