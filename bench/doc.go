@@ -15,6 +15,12 @@
 //     initialised directories, with real Terraform (goal: both
 //     ratios <= 1.15).
 //   - schedule_test.go: internal/schedule's own overhead.
+//   - cycle_test.go: a real daemon with 1,000 workspaces: its own CPU
+//     while none is due (goal: < 1% of a core), and one full 15-minute
+//     cycle with 4 runners of tiny real Terraform roots (goal: every
+//     workspace checked in the cycle), with runs/min and CPU per run; the
+//     cycle takes over half an hour and skips unless -timeout allows it
+//     (DRIFTWATCH_BENCH_WORKSPACES and DRIFTWATCH_BENCH_CADENCE shrink it).
 //
 // Run them with make bench, or:
 //

@@ -21,8 +21,10 @@ type Shared struct {
 	// initMu serialises cold inits within this process; a file lock
 	// (sandbox.InitLockName) covers other processes.
 	initMu sync.Mutex
-	// versions maps a binary's path to its versionEntry.
-	versions sync.Map
+	// versions maps a binary's path to its versionEntry; versionMu makes
+	// the sessions that start together ask a binary once, not each.
+	versions  sync.Map
+	versionMu sync.Mutex
 }
 
 // versionEntry is a binary's version as asked of the file info holds.
@@ -136,6 +138,8 @@ func (s *Session) Version(ctx context.Context) string {
 	fi, statErr := os.Stat(s.bin)
 	cache := s.shared != nil && statErr == nil
 	if cache {
+		s.shared.versionMu.Lock()
+		defer s.shared.versionMu.Unlock()
 		if v, ok := s.shared.versions.Load(s.bin); ok {
 			if e := v.(versionEntry); sameBinary(e.file, fi) {
 				return e.name
