@@ -25,7 +25,8 @@ const StoreLockWait = 5 * time.Second
 // previous holder's runs left running (providers and provisioners of a
 // daemon killed with SIGKILL: Terraform itself died with it) and removes
 // the run directories they left under workDir (copies of the code, var
-// files with the workspaces' vars).
+// files with the workspaces' vars). Its unlock removes the daemon's kept
+// working directories (sandbox.RemoveKeptDirs) before it releases the lock.
 func ClaimStore(ctx context.Context, log *slog.Logger, storePath, workDir string, wait time.Duration) (unlock func(), err error) {
 	unlock, err = lockStore(ctx, storePath, wait)
 	if err != nil {
@@ -38,7 +39,11 @@ func ClaimStore(ctx context.Context, log *slog.Logger, storePath, workDir string
 	if n := sandbox.SweepOwnedDirs(workDir, owner); n > 0 {
 		log.Warn("removed run directories left by a previous daemon", "directories", n)
 	}
-	return unlock, nil
+	return func() {
+		// The workspaces' kept working directories go with the daemon.
+		sandbox.RemoveKeptDirs(workDir, owner)
+		unlock()
+	}, nil
 }
 
 // lockStore makes the daemon the only one scheduling on its store: two

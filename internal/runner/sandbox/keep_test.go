@@ -191,6 +191,8 @@ func TestKeptOneRunAtATime(t *testing.T) {
 	k2.Close()
 }
 
+// A daemon's kept directories go at its start (with a killed
+// predecessor's run directories) and at its stop; another daemon's stay.
 func TestSweepRemovesKeptDirs(t *testing.T) {
 	base := t.TempDir()
 	mine := KeptDir(base, "daemon-a", "ws")
@@ -199,9 +201,14 @@ func TestSweepRemovesKeptDirs(t *testing.T) {
 	for _, d := range []string{mine, theirs} {
 		require.NoError(t, os.MkdirAll(d, 0o700))
 	}
-	SweepOwnedDirs(base, "daemon-a")
+	run, err := NewDir(base, "dw-", "daemon-a")
+	require.NoError(t, err)
+	require.Equal(t, 1, SweepOwnedDirs(base, "daemon-a"), "a run directory left behind is counted, kept ones are not")
 	require.NoDirExists(t, mine)
+	require.NoDirExists(t, run)
 	require.DirExists(t, theirs)
+	RemoveKeptDirs(base, "daemon-b")
+	require.NoDirExists(t, theirs)
 }
 
 func TestInitNeeded(t *testing.T) {

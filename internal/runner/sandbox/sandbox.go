@@ -79,11 +79,30 @@ func NewDir(base, prefix, owner string) (string, error) {
 }
 
 // SweepOwnedDirs removes the run directories under base (the OS temp dir
-// if empty) of owner's runs, and its kept directories (KeptDir): at a
-// daemon's start, what its predecessor, killed with SIGKILL, left on disk. They hold a copy of the code and the
-// generated var file, the workspace's vars (secrets among them). Call it
-// holding the store's lock, after KillOwned: nothing of owner runs.
+// if empty) of owner's runs: at a daemon's start, what its predecessor,
+// killed with SIGKILL, left on disk. They hold a copy of the code and the
+// generated var file, the workspace's vars (secrets among them). It
+// removes owner's kept directories too (RemoveKeptDirs), without counting
+// them: a daemon stopped gracefully removed its own. Call it holding the
+// store's lock, after KillOwned: nothing of owner runs.
 func SweepOwnedDirs(base, owner string) (removed int) {
+	RemoveKeptDirs(base, owner)
+	for _, p := range RunDirPrefixes {
+		removed += removeOwned(base, p, owner)
+	}
+	return removed
+}
+
+// RemoveKeptDirs removes owner's kept directories (KeptDir) under base:
+// what init wrote for each workspace, the backend's configuration among
+// it, is not left behind by a daemon that stops.
+func RemoveKeptDirs(base, owner string) {
+	removeOwned(base, KeptDirPrefix, owner)
+}
+
+// removeOwned removes the directories under base named prefix and
+// owner's tag.
+func removeOwned(base, prefix, owner string) (removed int) {
 	if owner == "" {
 		return 0
 	}
@@ -95,11 +114,9 @@ func SweepOwnedDirs(base, owner string) (removed int) {
 		return 0
 	}
 	for _, e := range entries {
-		for _, p := range append(RunDirPrefixes, KeptDirPrefix) {
-			if e.IsDir() && strings.HasPrefix(e.Name(), p+ownerTag(owner)) {
-				if os.RemoveAll(filepath.Join(base, e.Name())) == nil {
-					removed++
-				}
+		if e.IsDir() && strings.HasPrefix(e.Name(), prefix+ownerTag(owner)) {
+			if os.RemoveAll(filepath.Join(base, e.Name())) == nil {
+				removed++
 			}
 		}
 	}
