@@ -402,14 +402,16 @@ type daemonConfig struct {
 	jitter         time.Duration // 0: none
 	runners        int           // 0: the default
 	names, dirs    []string
+	sandboxPaths   []string // terraform.sandbox_paths
 }
 
 // runningDaemon is a started `driftwatch daemon`, stopped by the
 // benchmark's cleanup.
 type runningDaemon struct {
-	pid  int
-	base string // http://ADDR
-	logs *lockedBuffer
+	pid   int
+	base  string // http://ADDR
+	token string // the API token file
+	logs  *lockedBuffer
 }
 
 // startDaemon writes a config for c under root, starts the daemon with
@@ -433,9 +435,10 @@ func startDaemon(b *testing.B, bin, root string, c daemonConfig) *runningDaemon 
   cli_config_file: %s
   plugin_cache_dir: %s
   work_dir: %s
+  sandbox_paths: [%s]
 server: { listen: "%s", token_file: %s }
 store: { path: %s }
-`, c.tf, c.cli, filepath.Join(root, "plugin-cache"), filepath.Join(root, "runs"), listen, tokenFile, c.store)
+`, c.tf, c.cli, filepath.Join(root, "plugin-cache"), filepath.Join(root, "runs"), strings.Join(c.sandboxPaths, ", "), listen, tokenFile, c.store)
 	if c.runners > 0 {
 		fmt.Fprintf(&y, "max_concurrent_runs: %d\n", c.runners)
 	}
@@ -473,7 +476,7 @@ store: { path: %s }
 			<-exited
 		}
 	})
-	d := &runningDaemon{pid: cmd.Process.Pid, base: "http://" + listen, logs: logs}
+	d := &runningDaemon{pid: cmd.Process.Pid, base: "http://" + listen, token: tokenFile, logs: logs}
 	ready := time.Now().Add(2 * time.Minute)
 	for {
 		resp, err := http.Get(d.base + "/readyz")

@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 import (
@@ -5,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -126,78 +126,22 @@ resource "terraform_data" "d" {
 
 	// The daemon: both workspaces on an hourly schedule, so that after
 	// their first runs at start only the API's re-checks run. It is
-	// configured as a deployment would be: a shared plugin cache, and the
-	// sources' directory visible in the run sandbox (the default, "auto")
-	// because the dwtest_file resources live there.
-	listen := freeAddr(b)
-	tokenFile := filepath.Join(root, "api-token")
-	if err := os.WriteFile(tokenFile, []byte(fmt.Sprintf("bench-%d\n", time.Now().UnixNano())), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	for _, d := range []string{"plugin-cache", "runs"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			b.Fatal(err)
-		}
-	}
-	cfg := filepath.Join(root, "driftwatch.yaml")
-	yaml := fmt.Sprintf(`terraform:
-  binary: %s
-  cli_config_file: %s
-  plugin_cache_dir: %s
-  work_dir: %s
-  sandbox_paths: [%s]
-server: { listen: "%s", token_file: %s }
-store: { path: %s }
-defaults:
-  schedule: "@hourly"
-workspaces:
-  - name: clean
-    source: { path: %s }
-  - name: drift
-    source: { path: %s }
-`, tf, cli, filepath.Join(root, "plugin-cache"), filepath.Join(root, "runs"), src, listen, tokenFile, filepath.Join(root, "data", "driftwatch.db"), filepath.Join(src, "clean"), filepath.Join(src, "drift"))
-	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	logs := &lockedBuffer{}
-	daemon := exec.Command(dwBin, "daemon", "--config", cfg, "--log-level", "warn")
-	daemon.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root}
-	daemon.Stdout, daemon.Stderr = logs, logs
-	if err := daemon.Start(); err != nil {
-		b.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = daemon.Wait(); close(exited) }()
-	b.Cleanup(func() {
-		_ = daemon.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = daemon.Process.Kill()
-			<-exited
-		}
+	// configured as a deployment would be (startDaemon), with the sources'
+	// directory visible in the run sandbox (the default, "auto") because
+	// the dwtest_file resources live there.
+	d := startDaemon(b, dwBin, root, daemonConfig{
+		tf: tf, cli: cli, store: filepath.Join(root, "data", "driftwatch.db"), schedule: "@hourly",
+		names: []string{"clean", "drift"}, dirs: []string{filepath.Join(src, "clean"), filepath.Join(src, "drift")},
+		sandboxPaths: []string{src},
 	})
-	ready := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + listen + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(ready) {
-			b.Fatalf("daemon not ready after 30s; logs:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	client := apiclient.New("http://"+listen, tokenFile, nil)
+	logs := d.logs
+	client := apiclient.New(d.base, d.token, nil)
 	ctx := context.Background()
 	// recheck queues a run of name, waiting first for a run in flight (the
 	// one at start), and returns the daemon's CPU time across the run.
 	recheck := func(name string, want apiclient.Status) time.Duration {
 		for {
-			before := procCPU(b, daemon.Process.Pid)
+			before := procCPU(b, d.pid)
 			q, err := client.Trigger(ctx, name)
 			var se *apiclient.StatusError
 			if errors.As(err, &se) && errors.Is(se, apiclient.ErrConflict) && se.RunID != "" {
@@ -208,7 +152,7 @@ workspaces:
 				b.Fatalf("trigger %s: %v", name, err)
 			}
 			waitRun(b, client, q.RunID, want, logs)
-			return procCPU(b, daemon.Process.Pid) - before
+			return procCPU(b, d.pid) - before
 		}
 	}
 	// Warm up: the runs at start, the page cache, the baselines' plugin
