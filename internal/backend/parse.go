@@ -1,14 +1,13 @@
 package backend
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
 
+	"github.com/driftwatch/driftwatch/internal/source"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 )
@@ -99,57 +98,9 @@ func staticValue(expr hcl.Expression) value {
 	return value{v: v, known: true}
 }
 
-// parseFile parses one file as HCL native syntax, or as JSON when its name
-// ends in .json.
+// parseFile parses one file (source.ParseConfig).
 func parseFile(s configFile) (*hcl.File, error) {
-	var (
-		f     *hcl.File
-		diags hcl.Diagnostics
-	)
-	if strings.HasSuffix(s.name, ".json") {
-		f, diags = hcljson.Parse(s.src, s.name)
-	} else {
-		f, diags = hclsyntax.ParseConfig(s.src, s.name, hcl.InitialPos)
-	}
-	if err := diagError(s.name, diags); err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
-// diagError turns error diagnostics into a one-line error naming the file,
-// line and column of the first, with a count of the rest. Only summaries
-// are kept: details can quote source text, which may hold a secret.
-func diagError(name string, diags hcl.Diagnostics) error {
-	errs := diags.Errs()
-	if len(errs) == 0 {
-		return nil
-	}
-	var d *hcl.Diagnostic
-	for _, e := range diags {
-		if e.Severity == hcl.DiagError {
-			d = e
-			break
-		}
-	}
-	pos := name
-	if d.Subject != nil {
-		pos = fmt.Sprintf("%s:%d,%d", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
-	}
-	msg := pos + ": " + lowerFirst(d.Summary)
-	if n := len(errs) - 1; n > 0 {
-		msg += fmt.Sprintf(" (and %d more)", n)
-	}
-	return errors.New(msg)
-}
-
-// lowerFirst lowercases the first letter of an HCL summary, keeping
-// acronyms such as JSON.
-func lowerFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToLower(s[:1]) + s[1:]
+	return source.ParseConfig(s.name, s.src)
 }
 
 // attributes returns the attributes of body, ignoring nested blocks (such
@@ -165,7 +116,7 @@ func attributes(body hcl.Body, name string) (map[string]value, error) {
 	// JSON cannot tell a nested block from an object value: everything is an
 	// attribute, and an object value is simply never read.
 	attrs, diags := body.JustAttributes()
-	if err := diagError(name, diags); err != nil {
+	if err := source.DiagError(name, diags); err != nil {
 		return nil, err
 	}
 	out := make(map[string]value, len(attrs))
@@ -198,13 +149,13 @@ func blocks(s configFile) ([]stateBlock, error) {
 		return nil, err
 	}
 	root, _, diags := f.Body.PartialContent(rootSchema)
-	if err := diagError(s.name, diags); err != nil {
+	if err := source.DiagError(s.name, diags); err != nil {
 		return nil, err
 	}
 	var out []stateBlock
 	for _, tb := range root.Blocks {
 		tc, _, diags := tb.Body.PartialContent(tfSchema)
-		if err := diagError(s.name, diags); err != nil {
+		if err := source.DiagError(s.name, diags); err != nil {
 			return nil, err
 		}
 		for _, b := range tc.Blocks {

@@ -3,16 +3,15 @@ package planfile
 import (
 	"archive/zip"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	hcljson "github.com/hashicorp/hcl/v2/json"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/source"
 )
 
 // manifestRecord is one entry of tfconfig/modules.json. Key is the module
@@ -177,20 +176,12 @@ type fileContent struct {
 // readFile reads the block headers of one configuration file: native
 // syntax, or JSON for .json files. No expression is evaluated.
 func readFile(name string, src []byte) (fileContent, error) {
-	var (
-		f     *hcl.File
-		diags hcl.Diagnostics
-	)
-	if strings.HasSuffix(name, ".json") {
-		f, diags = hcljson.Parse(src, name)
-	} else {
-		f, diags = hclsyntax.ParseConfig(src, name, hcl.InitialPos)
-	}
-	if err := diagError(name, diags); err != nil {
+	f, err := source.ParseConfig(name, src)
+	if err != nil {
 		return fileContent{}, err
 	}
 	content, _, diags := f.Body.PartialContent(fileSchema)
-	if err := diagError(name, diags); err != nil {
+	if err := source.DiagError(name, diags); err != nil {
 		return fileContent{}, err
 	}
 	var fc fileContent
@@ -218,7 +209,7 @@ func readFile(name string, src []byte) (fileContent, error) {
 			fc.calls = append(fc.calls, b.Labels[0])
 		case "check":
 			inner, _, diags := b.Body.PartialContent(checkSchema)
-			if err := diagError(name, diags); err != nil {
+			if err := source.DiagError(name, diags); err != nil {
 				return fileContent{}, err
 			}
 			for _, d := range inner.Blocks {
@@ -233,33 +224,4 @@ func readFile(name string, src []byte) (fileContent, error) {
 
 func blockError(name string, b *hcl.Block, msg string) error {
 	return fmt.Errorf("%s:%d,%d: %s", name, b.DefRange.Start.Line, b.DefRange.Start.Column, msg)
-}
-
-// diagError turns error diagnostics into a one-line error naming the file,
-// line and column of the first, with a count of the rest. Only summaries
-// are kept: details can quote source text.
-func diagError(name string, diags hcl.Diagnostics) error {
-	errs := diags.Errs()
-	if len(errs) == 0 {
-		return nil
-	}
-	var d *hcl.Diagnostic
-	for _, e := range diags {
-		if e.Severity == hcl.DiagError {
-			d = e
-			break
-		}
-	}
-	pos := name
-	if d.Subject != nil {
-		pos = fmt.Sprintf("%s:%d,%d", name, d.Subject.Start.Line, d.Subject.Start.Column)
-	}
-	msg := pos + ": invalid configuration"
-	if d.Summary != "" {
-		msg = pos + ": " + strings.ToLower(d.Summary[:1]) + d.Summary[1:]
-	}
-	if n := len(errs) - 1; n > 0 {
-		msg += fmt.Sprintf(" (and %d more)", n)
-	}
-	return errors.New(msg)
 }
