@@ -148,7 +148,7 @@ const wantWorkspacesJSON = `{"workspaces": [
   {"name": "sandbox", "owner": "", "labels": {}, "schedule": "@daily", "status": "pending",
    "since": "2026-03-14T01:00:00Z", "last_run_at": "2026-03-14T02:30:00Z", "last_success_at": "2026-03-14T02:31:00Z",
    "next_run": "2026-03-15T00:00:00Z", "last_run_id": "run-sbx-1", "consecutive_errors": 0,
-   "counts": {"drift": 0, "pending": 1, "forbidden": 0, "noise": 0, "hygiene": 0}, "error": "", "url": "/workspaces/sandbox"},
+   "counts": {"drift": 0, "pending": 1, "forbidden": 0, "noise": 0, "hygiene": 1}, "error": "", "url": "/workspaces/sandbox"},
   {"name": "staging-web", "owner": "team-web", "labels": {"env": "staging"}, "schedule": "@hourly", "status": "clean",
    "since": "2026-03-05T03:00:00Z", "last_run_at": "2026-03-14T02:40:00Z", "last_success_at": "2026-03-14T02:41:00Z",
    "next_run": "2026-03-14T03:40:00Z", "last_run_id": "run-stg-1", "consecutive_errors": 0,

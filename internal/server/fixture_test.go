@@ -80,6 +80,7 @@ func fixture(st *fakeStore) []WorkspaceInfo {
 		LastRunID: "run-sbx-1", LastRunAt: ago(30 * time.Minute), LastSuccessAt: ago(29 * time.Minute),
 		Findings: []drift.Finding{
 			{Kind: drift.KindPending, Address: "aws_s3_bucket.scratch", Type: "aws_s3_bucket", Action: "create"},
+			{Kind: drift.KindBackend, Address: "backend.local", Type: "local", Action: "state_permissions", Detail: "mode 0644: chmod 600 terraform.tfstate"},
 		},
 	})
 	// State of a workspace since removed from the config: never shown.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +161,17 @@ func TestWorkspacePage(t *testing.T) {
 		require.Contains(t, body, "No run has finished yet.")
 		require.Contains(t, body, `<span class="badge s-unknown">unknown</span>`)
 	})
+	t.Run("state-backend finding", func(t *testing.T) {
+		// Its kind badge is coloured like every other (white text on no
+		// background read as an empty badge) and its detail is shown.
+		_, _, body := get(t, ts.URL+"/workspaces/sandbox")
+		require.Contains(t, body, `<tr class="s-row-backend">`)
+		require.Contains(t, body, `<span class="badge s-backend">backend</span>`)
+		require.Contains(t, body, `<span class="detail">mode 0644: chmod 600 terraform.tfstate</span>`)
+		code, _, api := get(t, ts.URL+"/api/v1/workspaces/sandbox")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, api, `"detail": "mode 0644: chmod 600 terraform.tfstate"`)
+	})
 	t.Run("clean", func(t *testing.T) {
 		_, _, body := get(t, ts.URL+"/workspaces/staging-web")
 		require.Contains(t, body, "No findings: the infrastructure matches the code.")
@@ -268,4 +280,23 @@ func TestRun(t *testing.T) {
 		var opErr *net.OpError
 		require.True(t, errors.As(err, &opErr))
 	})
+}
+
+// Every kind and status the pages badge has a colour in the stylesheet:
+// the badge's text is white, so a class without a background shows an
+// empty badge.
+func TestEveryBadgeHasAColour(t *testing.T) {
+	css, err := assets.ReadFile("assets/style.css")
+	require.NoError(t, err)
+	var names []string
+	for _, k := range []drift.Kind{drift.KindDrift, drift.KindPending, drift.KindForbidden, drift.KindNoise, drift.KindBackend} {
+		names = append(names, string(k))
+	}
+	for _, st := range []drift.Status{drift.StatusClean, drift.StatusPending, drift.StatusDrift, drift.StatusForbidden, drift.StatusErrored} {
+		names = append(names, string(st))
+	}
+	names = append(names, "unknown", "running", "queued", "cancelled", "interrupted")
+	for _, n := range names {
+		require.Regexp(t, `\.s-`+regexp.QuoteMeta(n)+` \{ background: var\(--[a-z]+\); \}`, string(css), "badge class s-%s", n)
+	}
 }

@@ -179,6 +179,8 @@ type apiFinding struct {
 	Attributes []string   `json:"attributes"`
 	SeenIn     []string   `json:"seen_in"`
 	Ignored    bool       `json:"ignored"`
+	// Detail explains a backend finding (e.g. "mode 0644: chmod 600").
+	Detail string `json:"detail,omitempty"`
 }
 
 type apiRun struct {
@@ -245,6 +247,7 @@ func toAPIFindings(fs []drift.Finding) []apiFinding {
 			Attributes: nonNil(f.Attributes),
 			SeenIn:     nonNil(f.SeenIn),
 			Ignored:    f.Ignored,
+			Detail:     f.Detail,
 		})
 	}
 	return out
