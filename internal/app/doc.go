@@ -2,7 +2,8 @@
 // running parts, wires them together, starts them and stops them. Only
 // cmd/driftwatch imports it, and, tests aside, it is the only importer of
 // runner/local, store/sqlite, the notifier implementations (notify/slack,
-// notify/opsgenie, notify/webhook), outbox, server and remediation.
+// notify/opsgenie, notify/pagerduty, notify/webhook), outbox, server and
+// remediation.
 //
 // What it owns:
 //

@@ -2,11 +2,14 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"net"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 
 	"github.com/driftwatch/driftwatch/internal/notify/severity"
 )
@@ -14,11 +17,12 @@ import (
 // Notifier is one named alert destination. Secrets come from files.
 type Notifier struct {
 	Name string `yaml:"name"`
-	// Type is slack, opsgenie or webhook.
-	Type     string          `yaml:"type"`
-	Slack    *SlackConfig    `yaml:"slack"`
-	OpsGenie *OpsGenieConfig `yaml:"opsgenie"`
-	Webhook  *WebhookConfig  `yaml:"webhook"`
+	// Type is slack, opsgenie, webhook or pagerduty.
+	Type      string           `yaml:"type"`
+	Slack     *SlackConfig     `yaml:"slack"`
+	OpsGenie  *OpsGenieConfig  `yaml:"opsgenie"`
+	Webhook   *WebhookConfig   `yaml:"webhook"`
+	PagerDuty *PagerDutyConfig `yaml:"pagerduty"`
 	// Timeout bounds one HTTP request of a delivery (default 10s).
 	Timeout Duration `yaml:"timeout"`
 	// CAFile adds PEM certificates to trust (private CAs, TLS proxies).
@@ -52,6 +56,27 @@ type WebhookConfig struct {
 	SecretFile string            `yaml:"secret_file"`
 	Headers    map[string]string `yaml:"headers"`
 }
+
+// PagerDutyConfig is a PagerDuty Events API v2 integration (on a service
+// or a ruleset).
+type PagerDutyConfig struct {
+	// RoutingKeyFile holds the integration key (routing key).
+	RoutingKeyFile string `yaml:"routing_key_file"`
+	// URL overrides the Events API's base URL, https://events.pagerduty.com
+	// (EU accounts: https://events.eu.pagerduty.com; proxies, tests).
+	URL string `yaml:"url"`
+	// Source is the events' payload.source (default: the workspace, which
+	// then moves to payload.component).
+	Source string `yaml:"source"`
+	// SeverityMap maps driftwatch severities (critical, high, moderate,
+	// low, info) to PagerDuty's (critical, error, warning, info), over the
+	// default critical→critical, high→error, moderate→warning,
+	// low→warning, info→info.
+	SeverityMap map[string]string `yaml:"severity_map"`
+}
+
+// pagerDutySeverities are the Events API's payload.severity values.
+var pagerDutySeverities = []string{"critical", "error", "warning", "info"}
 
 // Alerts configures incidents and their routing.
 type Alerts struct {
@@ -123,7 +148,7 @@ func (c *Config) validateAlerts(pos *positions) []error {
 		}
 		names[n.Name] = true
 		set := 0
-		for _, b := range []bool{n.Slack != nil, n.OpsGenie != nil, n.Webhook != nil} {
+		for _, b := range []bool{n.Slack != nil, n.OpsGenie != nil, n.Webhook != nil, n.PagerDuty != nil} {
 			if b {
 				set++
 			}
@@ -202,10 +227,30 @@ func (c *Config) validateAlerts(pos *positions) []error {
 			}
 			w.URLFile = file("webhook.url_file", w.URLFile)
 			w.SecretFile = file("webhook.secret_file", w.SecretFile)
+		case "pagerduty":
+			p := n.PagerDuty
+			if p == nil {
+				add(key+".pagerduty", "required for type pagerduty")
+				continue
+			}
+			p.RoutingKeyFile = file("pagerduty.routing_key_file", p.RoutingKeyFile)
+			checkURL(p.URL, key+".pagerduty.url", add)
+			if u, err := url.Parse(p.URL); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+				add(key+".pagerduty.url", "must be https: the routing key travels in the body (http only to a loopback address)")
+			}
+			for _, sev := range slices.Sorted(maps.Keys(p.SeverityMap)) {
+				k := key + ".pagerduty.severity_map." + sev
+				if _, err := severity.Parse(sev); err != nil {
+					add(k, "%v", err)
+				}
+				if v := p.SeverityMap[sev]; !slices.Contains(pagerDutySeverities, v) {
+					add(k, "unknown PagerDuty severity %q (use critical, error, warning or info)", v)
+				}
+			}
 		case "":
-			add(key+".type", "required (slack, opsgenie or webhook)")
+			add(key+".type", "required (slack, opsgenie, webhook or pagerduty)")
 		default:
-			add(key+".type", "unknown type %q (use slack, opsgenie or webhook)", n.Type)
+			add(key+".type", "unknown type %q (use slack, opsgenie, webhook or pagerduty)", n.Type)
 		}
 	}
 
@@ -268,6 +313,14 @@ func checkURL(u, key string, add func(key, format string, args ...any)) {
 	} else if pu.User != nil {
 		add(key, "credentials in the URL are not allowed")
 	}
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // EffectiveAlertPolicy merges alerts (daemon-wide) with the workspace's

@@ -17,6 +17,9 @@ func (c *Config) SecretFiles() []string {
 		if w := n.Webhook; w != nil {
 			files = append(files, w.URLFile, w.SecretFile)
 		}
+		if p := n.PagerDuty; p != nil {
+			files = append(files, p.RoutingKeyFile)
+		}
 	}
 	for _, w := range c.Workspaces {
 		for _, f := range w.SecretEnvFiles {

@@ -3,6 +3,7 @@ package notifiers
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/notify"
 	"github.com/driftwatch/driftwatch/internal/notify/opsgenie"
+	"github.com/driftwatch/driftwatch/internal/notify/pagerduty"
 	"github.com/driftwatch/driftwatch/internal/notify/slack"
 	"github.com/driftwatch/driftwatch/internal/notify/webhook"
 )
@@ -41,6 +43,14 @@ func Build(cfg *config.Config, logger *slog.Logger) (map[string]notify.Notifier,
 			w := n.Webhook
 			nt, err = webhook.New(webhook.Config{Name: n.Name, URLFile: w.URLFile, SecretFile: w.SecretFile, Headers: w.Headers, Timeout: timeout},
 				hc, log)
+		case "pagerduty":
+			p := n.PagerDuty
+			if p == nil {
+				err = errors.New("type pagerduty without a pagerduty block")
+				break
+			}
+			nt, err = pagerduty.New(pagerduty.Config{Name: n.Name, RoutingKeyFile: p.RoutingKeyFile, URL: p.URL, Source: p.Source,
+				SeverityMap: p.SeverityMap, Timeout: timeout}, hc, log)
 		default:
 			err = fmt.Errorf("unknown type %q", n.Type)
 		}

@@ -1,8 +1,8 @@
 // Package notifytest holds what notifier tests share: local servers that
-// speak each vendor's protocol (OpsGenie's Alert API v2, a signed-webhook
-// receiver, Slack's Web API), failure injection for the cases a real
-// service cannot produce on demand, and Conformance, the checks every
-// notify.Notifier must pass.
+// speak each vendor's protocol (OpsGenie's Alert API v2, PagerDuty's
+// Events API v2, a signed-webhook receiver, Slack's Web API), failure
+// injection for the cases a real service cannot produce on demand, and
+// Conformance, the checks every notify.Notifier must pass.
 //
 // The servers are real HTTP(S) servers on 127.0.0.1 (httptest), so the
 // notifiers' real clients, SDKs and TLS stacks run in tests; they record

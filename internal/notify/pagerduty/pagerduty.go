@@ -1,0 +1,242 @@
+package pagerduty
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/driftwatch/driftwatch/internal/notify"
+)
+
+// routingKeyLen is the length of an Events API v2 integration key.
+const routingKeyLen = 32
+
+// maxResponse is how much of a response body is read.
+const maxResponse = 64 << 10
+
+// Notifier sends incidents to one PagerDuty Events API v2 integration. It
+// implements notify.Notifier.
+type Notifier struct {
+	name    string
+	url     string // the enqueue endpoint
+	key     string
+	opts    options
+	timeout time.Duration
+	hc      *http.Client
+	logger  *slog.Logger
+	// now is the clock for Retry-After dates (a test seam).
+	now func() time.Time
+}
+
+var _ notify.Notifier = (*Notifier)(nil)
+
+// New validates cfg and reads the routing key file. It does no network
+// I/O. hc (nil: a default client) is what requests go through (a proxy, a
+// private CA, a test server); it is copied, and redirects are never
+// followed, whatever hc says: the routing key is in the body.
+func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
+	if logger == nil {
+		return nil, errors.New("pagerduty: logger is required")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("pagerduty %q: %w", cfg.Name, err)
+	}
+	raw, err := os.ReadFile(cfg.RoutingKeyFile)
+	if err != nil {
+		// The *PathError names the file, not its content.
+		return nil, fmt.Errorf("pagerduty %q: routing_key_file: %w", cfg.Name, err)
+	}
+	key := strings.TrimSpace(string(raw))
+	switch {
+	case key == "":
+		return nil, fmt.Errorf("pagerduty %q: routing_key_file %q is empty", cfg.Name, cfg.RoutingKeyFile)
+	case len(key) != routingKeyLen || strings.IndexFunc(key, notKeyRune) >= 0:
+		// Say what is wrong, never what the file holds.
+		return nil, fmt.Errorf("pagerduty %q: routing_key_file %q: want the %d-character integration key of an Events API v2 integration, on one line", cfg.Name, cfg.RoutingKeyFile, routingKeyLen)
+	}
+	base := cfg.URL
+	if base == "" {
+		base = DefaultURL
+	}
+	endpoint, err := enqueueURL(base)
+	if err != nil {
+		return nil, fmt.Errorf("pagerduty %q: %w", cfg.Name, err)
+	}
+
+	// A copy: the caller's client is never changed.
+	c := &http.Client{}
+	if hc != nil {
+		cp := *hc
+		c = &cp
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+	return &Notifier{
+		name:    cfg.Name,
+		url:     endpoint,
+		key:     key,
+		opts:    options{routingKey: key, source: notify.OneLine(cfg.Source), severities: cfg.severities()},
+		timeout: cfg.timeout(),
+		hc:      c,
+		logger:  logger.With("notifier", cfg.Name),
+		now:     time.Now,
+	}, nil
+}
+
+func notKeyRune(r rune) bool {
+	return r > unicode.MaxASCII || !unicode.IsLetter(r) && !unicode.IsDigit(r)
+}
+
+// Name implements notify.Notifier.
+func (n *Notifier) Name() string { return n.name }
+
+// Notify implements notify.Notifier: one event per message. PagerDuty
+// keeps the incident's state (by dedup_key), so state is returned
+// unchanged, and nil after a resolve.
+func (n *Notifier) Notify(ctx context.Context, m notify.Message, state []byte, _ func([]byte) error) ([]byte, error) {
+	ev, err := buildEvent(m, n.opts)
+	if err != nil {
+		return state, fmt.Errorf("pagerduty %s: %w", n.name, err)
+	}
+	body, err := encode(ev)
+	if err != nil {
+		return state, fmt.Errorf("pagerduty %s: %s %s: %s", n.name, ev.EventAction, ev.DedupKey, n.redact(err.Error()))
+	}
+	if err := n.send(ctx, ev, body); err != nil {
+		return state, err
+	}
+	if m.Event == notify.EventResolve {
+		return nil, nil
+	}
+	return state, nil
+}
+
+// response is the Events API's answer: {"status","message","dedup_key"}
+// on success, {"status","message","errors"} on a 400.
+type response struct {
+	Status   string   `json:"status"`
+	Message  string   `json:"message"`
+	DedupKey string   `json:"dedup_key"`
+	Errors   []string `json:"errors"`
+}
+
+// send posts body once and classifies the outcome: 2xx is delivered; 408,
+// 429, 5xx, network errors and timeouts are retryable (after Retry-After
+// if sent); anything else, a 400 "invalid event" first, is permanent.
+func (n *Notifier) send(ctx context.Context, ev event, body []byte) error {
+	op := fmt.Sprintf("%s %s", ev.EventAction, ev.DedupKey)
+	if ctx.Err() != nil {
+		return notify.Retryable(fmt.Errorf("pagerduty %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
+	}
+	actx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, n.url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("pagerduty %s: %s: build request: %s", n.name, op, n.redact(err.Error()))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "driftwatch-pagerduty/1")
+
+	resp, err := n.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return notify.Retryable(fmt.Errorf("pagerduty %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
+		}
+		return notify.Retryable(fmt.Errorf("pagerduty %s: %s: %s", n.name, op, n.transportError(err)), 0)
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+	_ = resp.Body.Close()
+
+	var r response
+	_ = json.Unmarshal(raw, &r) // an unreadable body leaves r empty
+	code := resp.StatusCode
+	switch {
+	case code >= 200 && code < 300:
+		if r.DedupKey != "" && r.DedupKey != ev.DedupKey {
+			n.logger.Warn("pagerduty answered with another dedup_key", "incident", ev.DedupKey, "dedup_key", n.clean(r.DedupKey, 300))
+		}
+		return nil
+	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code >= 500:
+		return notify.Retryable(fmt.Errorf("pagerduty %s: %s: %w", n.name, op, n.apiError(code, r)),
+			notify.ParseRetryAfter(resp.Header.Get("Retry-After"), n.now()))
+	case code >= 300 && code < 400:
+		return fmt.Errorf("pagerduty %s: %s: status %d: redirects are not followed", n.name, op, code)
+	}
+	return fmt.Errorf("pagerduty %s: %s: %w", n.name, op, n.apiError(code, r))
+}
+
+// apiError is r as an error, redacted and bounded.
+func (n *Notifier) apiError(code int, r response) *APIError {
+	e := &APIError{StatusCode: code, Status: n.clean(r.Status, 100), Message: n.clean(r.Message, 300)}
+	for i, s := range r.Errors {
+		if i == 5 {
+			e.Errors = append(e.Errors, fmt.Sprintf("… and %d more", len(r.Errors)-5))
+			break
+		}
+		e.Errors = append(e.Errors, n.clean(s, 300))
+	}
+	return e
+}
+
+func (n *Notifier) clean(s string, limit int) string {
+	// Redacted before cutting, so no partial key survives the cut.
+	return notify.Truncate(notify.OneLine(n.redact(s)), limit)
+}
+
+// APIError is an error response from the Events API, redacted.
+type APIError struct {
+	StatusCode int
+	// Status is the body's status, e.g. "invalid event".
+	Status  string
+	Message string
+	// Errors are a 400's reasons, e.g. "Length of 'routing_key' is
+	// incorrect (should be 32 characters)".
+	Errors []string
+}
+
+// Error implements error.
+func (e *APIError) Error() string {
+	s := fmt.Sprintf("status %d", e.StatusCode)
+	if e.Status != "" {
+		s += " (" + e.Status + ")"
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if len(e.Errors) > 0 {
+		s += ": " + strings.Join(e.Errors, "; ")
+	}
+	return s
+}
+
+// transportError describes err without the URL that *url.Error quotes.
+func (n *Notifier) transportError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout after " + n.timeout.String()
+	}
+	return n.redact(err.Error())
+}
+
+// redact removes the routing key from s.
+func (n *Notifier) redact(s string) string {
+	if n.key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, n.key, "[REDACTED]")
+}

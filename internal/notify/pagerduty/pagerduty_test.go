@@ -1,0 +1,322 @@
+package pagerduty
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
+)
+
+const dedupKey = "drift-prod-network-3f9a2c"
+
+func newTestNotifier(t *testing.T, srv *notifytest.PagerDutyServer, logger *slog.Logger) *Notifier {
+	t.Helper()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	n, err := New(Config{Name: "pd-oncall", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
+	require.NoError(t, err)
+	return n
+}
+
+func send(t *testing.T, n *Notifier, m notify.Message, state []byte) ([]byte, error) {
+	t.Helper()
+	return n.Notify(t.Context(), m, state, func([]byte) error {
+		t.Fatal("pagerduty must not need saveState")
+		return nil
+	})
+}
+
+func TestConformance(t *testing.T) {
+	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
+		srv := notifytest.NewPagerDutyServer(t)
+		return newTestNotifier(t, srv, nil), srv
+	})
+}
+
+// One incident is one PagerDuty alert: open, update, remediation and
+// renotify trigger on the same dedup_key (de-duplicated into the open
+// alert), resolve resolves it; the bodies on the wire are the builder's.
+func TestLifecycle(t *testing.T) {
+	srv := notifytest.NewPagerDutyServer(t)
+	n := newTestNotifier(t, srv, nil)
+	events := []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventRemediation, notify.EventRenotify, notify.EventResolve}
+	for _, ev := range events {
+		state, err := send(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
+		require.NoError(t, err, ev)
+		if ev == notify.EventResolve {
+			require.Nil(t, state)
+		} else {
+			require.JSONEq(t, `{"kept":true}`, string(state), "pagerduty keeps no state of its own")
+		}
+	}
+
+	o := options{routingKey: srv.RoutingKey, severities: DefaultSeverityMap()}
+	reqs := srv.Requests()
+	require.Len(t, reqs, len(events))
+	for i, r := range reqs {
+		require.Equal(t, "POST", r.Method)
+		require.Equal(t, "/v2/enqueue", r.Path)
+		require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+		require.JSONEq(t, body(t, notifytest.SampleMessage(events[i]), o), string(r.Body), "event %s", events[i])
+	}
+	alerts := srv.Alerts()
+	require.Len(t, alerts, 1)
+	a := alerts[0]
+	require.Equal(t, dedupKey, a.DedupKey)
+	require.Equal(t, "resolved", a.Status)
+	require.Equal(t, 4, a.Triggers())
+	require.Equal(t, "Terraform drift in prod/network: 1 drifted, 1 pending", a.Summary)
+	require.Equal(t, "critical", a.Log[2].Payload.Severity, "the failed remediation's raised severity")
+
+	// The incident re-opens under the same key: a new alert.
+	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.NoError(t, err)
+	require.Len(t, srv.Alerts(), 2)
+	got, ok := srv.Alert(dedupKey)
+	require.True(t, ok)
+	require.Equal(t, "triggered", got.Status)
+}
+
+// The outbox resends a message whose delivery was not recorded (a crash,
+// kill -9, between the send and the record): the same dedup_key lands on
+// the same alert, and a resent resolve is harmless.
+func TestResendIsDeduplicated(t *testing.T) {
+	srv := notifytest.NewPagerDutyServer(t)
+	n := newTestNotifier(t, srv, nil)
+	open := notifytest.SampleMessage(notify.EventOpen)
+	for range 2 {
+		_, err := send(t, n, open, nil)
+		require.NoError(t, err)
+	}
+	require.Len(t, srv.Alerts(), 1)
+	require.Equal(t, 2, srv.Alerts()[0].Triggers())
+	for range 2 {
+		_, err := send(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
+		require.NoError(t, err)
+	}
+	as := srv.Alerts()
+	require.Len(t, as, 1)
+	require.Equal(t, "resolved", as[0].Status)
+}
+
+// 400 is permanent and its message and reasons are on the error (what the
+// notifier's status shows), without the routing key.
+func TestInvalidEventIsPermanent(t *testing.T) {
+	srv := notifytest.NewPagerDutyServer(t)
+	n := newTestNotifier(t, srv, nil)
+	srv.FailNext(notifytest.Failure{Status: 400, Body: `{"status":"invalid event","message":"Event object is invalid","errors":["'payload.summary' is missing or blank","bad key ` + srv.RoutingKey + `"]}`})
+	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, `pagerduty pd-oncall: trigger `+dedupKey+`: status 400 (invalid event): Event object is invalid: 'payload.summary' is missing or blank; bad key [REDACTED]`)
+	retry, _ := notify.IsRetryable(err)
+	require.False(t, retry)
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, 400, apiErr.StatusCode)
+	notifytest.RequireNoSecrets(t, err, srv.Secrets())
+
+	// The fake's own validation, end to end: a summary over 1024
+	// characters never leaves the builder, a refused key is a 400.
+	bad := filepath.Join(t.TempDir(), "other-key")
+	require.NoError(t, os.WriteFile(bad, []byte(strings.Repeat("k", 32)), 0o600))
+	other, err := New(Config{Name: "pd-oncall", RoutingKeyFile: bad, URL: srv.URL()}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	_, err = send(t, other, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, `pagerduty pd-oncall: trigger `+dedupKey+`: status 400 (invalid event): Event object is invalid: 'routing_key' is not the key of an integration`)
+	notifytest.RequireNoSecrets(t, err, []string{strings.Repeat("k", 32)})
+}
+
+func TestRateLimited(t *testing.T) {
+	srv := notifytest.NewPagerDutyServer(t)
+	n := newTestNotifier(t, srv, nil)
+	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	n.now = func() time.Time { return now }
+	for _, tc := range []struct {
+		retryAfter string
+		want       time.Duration
+	}{
+		{"30", 30 * time.Second},
+		{now.Add(2 * time.Minute).Format(http.TimeFormat), 2 * time.Minute},
+		{"", 0}, // the outbox's backoff
+	} {
+		srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: tc.retryAfter, Body: `{"status":"throttle event","message":"Requests for this service are arriving too quickly. Please retry later."}`})
+		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		retry, after := notify.IsRetryable(err)
+		require.True(t, retry)
+		require.Equal(t, tc.want, after, tc.retryAfter)
+		require.EqualError(t, err, `pagerduty pd-oncall: trigger `+dedupKey+`: status 429 (throttle event): Requests for this service are arriving too quickly. Please retry later.`)
+	}
+	require.Empty(t, srv.Alerts())
+	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.NoError(t, err)
+	require.Len(t, srv.Alerts(), 1)
+}
+
+func TestStatusClasses(t *testing.T) {
+	for _, tc := range []struct {
+		status    int
+		retryable bool
+	}{
+		{500, true}, {502, true}, {503, true}, {408, true},
+		{401, false}, {403, false}, {404, false}, {413, false},
+	} {
+		srv := notifytest.NewPagerDutyServer(t)
+		n := newTestNotifier(t, srv, nil)
+		srv.FailNext(notifytest.Failure{Status: tc.status})
+		_, err := send(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
+		require.Error(t, err)
+		retry, _ := notify.IsRetryable(err)
+		require.Equal(t, tc.retryable, retry, "%d: %v", tc.status, err)
+		require.Len(t, srv.Requests(), 1, "one attempt per Notify: the outbox retries")
+	}
+}
+
+// Redirects are not followed: the routing key is in the body.
+func TestRedirectNotFollowed(t *testing.T) {
+	var hits int
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	t.Cleanup(target.Close)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/v2/enqueue", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(strings.Repeat("a", 32)), 0o600))
+	n, err := New(Config{Name: "pd", RoutingKeyFile: keyFile, URL: redirect.URL}, nil, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, "pagerduty pd: trigger "+dedupKey+": status 307: redirects are not followed")
+	require.Zero(t, hits)
+}
+
+func TestTimeoutIsRetryable(t *testing.T) {
+	srv := notifytest.NewPagerDutyServer(t)
+	n, err := New(Config{Name: "pd", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	srv.FailNext(notifytest.Failure{Delay: time.Minute})
+	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, "pagerduty pd: trigger "+dedupKey+": timeout after 100ms")
+	retry, _ := notify.IsRetryable(err)
+	require.True(t, retry)
+}
+
+func TestPermanentErrors(t *testing.T) {
+	srv := notifytest.NewPagerDutyServer(t)
+	n := newTestNotifier(t, srv, nil)
+	m := notifytest.SampleMessage(notify.EventOpen)
+	m.Event = "snooze"
+	_, err := send(t, n, m, []byte("{}"))
+	require.EqualError(t, err, `pagerduty pd-oncall: unknown event "snooze"`)
+	retry, _ := notify.IsRetryable(err)
+	require.False(t, retry)
+	require.Empty(t, srv.Requests())
+}
+
+// The routing key is in the body's routing_key and nowhere else: not in
+// another field, a header, an error, a state or a log line, whatever the
+// server echoes.
+func TestCanaryAbsentEverywhere(t *testing.T) {
+	srv := notifytest.NewPagerDutyServer(t)
+	logger, logs := notifytest.CaptureLogger()
+	n := newTestNotifier(t, srv, logger)
+	secrets := srv.Secrets()
+	echo := `{"status":"invalid event","message":"bad ` + srv.RoutingKey + `","errors":["routing_key ` + srv.RoutingKey + `"],"dedup_key":"` + srv.RoutingKey + `"}`
+	var errs []error
+	var states [][]byte
+	run := func(ev notify.Event) {
+		st, err := send(t, n, notifytest.SampleMessage(ev), nil)
+		errs = append(errs, err)
+		states = append(states, st)
+	}
+	run(notify.EventOpen)
+	for _, status := range []int{400, 401, 429, 500} {
+		srv.FailNext(notifytest.Failure{Status: status, Body: echo})
+		run(notify.EventUpdate)
+	}
+	srv.FailNext(notifytest.Failure{Status: 202, Body: echo})
+	run(notify.EventRemediation)
+	srv.Down()
+	run(notify.EventRenotify)
+	srv.Up()
+	run(notify.EventResolve)
+
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+		}
+		notifytest.RequireNoSecrets(t, err, secrets)
+	}
+	require.Equal(t, 5, failed)
+	for _, s := range states {
+		notifytest.RequireNoSecretsIn(t, string(s), secrets)
+	}
+	notifytest.RequireNoSecretsIn(t, logs(), secrets)
+	for _, r := range srv.Requests() {
+		require.Equal(t, srv.RoutingKey, r.JSON(t)["routing_key"])
+		require.Equal(t, 1, strings.Count(string(r.Body), srv.RoutingKey), "the key only as routing_key")
+		for k, vs := range r.Header {
+			notifytest.RequireNoSecretsIn(t, k+": "+strings.Join(vs, ","), secrets)
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	dir := t.TempDir()
+	key := strings.Repeat("Ab3", 10) + "Z9" // 32
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	logger := slog.New(slog.DiscardHandler)
+	good := write("good", key+"\n")
+
+	_, err := New(Config{Name: "pd", RoutingKeyFile: good}, nil, nil)
+	require.EqualError(t, err, "pagerduty: logger is required")
+
+	_, err = New(Config{Name: "pd"}, nil, logger)
+	require.EqualError(t, err, `pagerduty "pd": routing_key_file is required`)
+
+	_, err = New(Config{Name: "pd", RoutingKeyFile: filepath.Join(dir, "missing")}, nil, logger)
+	require.ErrorIs(t, err, os.ErrNotExist)
+
+	_, err = New(Config{Name: "pd", RoutingKeyFile: write("empty", " \n")}, nil, logger)
+	require.EqualError(t, err, `pagerduty "pd": routing_key_file "`+filepath.Join(dir, "empty")+`" is empty`)
+
+	for name, content := range map[string]string{"short": key[:31], "two": key + "\n" + key, "spaced": key[:16] + " " + key[17:]} {
+		_, err = New(Config{Name: "pd", RoutingKeyFile: write(name, content)}, nil, logger)
+		require.EqualError(t, err, `pagerduty "pd": routing_key_file "`+filepath.Join(dir, name)+`": want the 32-character integration key of an Events API v2 integration, on one line`)
+		notifytest.RequireNoSecrets(t, err, []string{key, key[:31], key[:16]})
+	}
+
+	n, err := New(Config{Name: "pd", RoutingKeyFile: good}, nil, logger)
+	require.NoError(t, err)
+	require.Equal(t, "pd", n.Name())
+	require.Equal(t, key, n.key)
+	require.Equal(t, "https://events.pagerduty.com/v2/enqueue", n.url)
+
+	n, err = New(Config{Name: "pd", RoutingKeyFile: good, URL: "https://pd-proxy.corp.example/pagerduty/"}, nil, logger)
+	require.NoError(t, err)
+	require.Equal(t, "https://pd-proxy.corp.example/pagerduty/v2/enqueue", n.url)
+}
+
+func TestContextDoneBeforeSend(t *testing.T) {
+	srv := notifytest.NewPagerDutyServer(t)
+	n := newTestNotifier(t, srv, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := n.Notify(ctx, notifytest.SampleMessage(notify.EventOpen), nil, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, srv.Requests())
+}
