@@ -23,12 +23,14 @@ import (
 // A daemon kills, at start, the processes its store's previous daemon left
 // running (providers, provisioners: Terraform itself dies with its parent),
 // and no other; a second daemon on the same store is refused while the
-// first runs, naming the store and its lock file.
+// first runs, naming the store and its lock file. A daemon that stops
+// removes its kept working directories.
 func TestDaemonStoreOwnership(t *testing.T) {
 	dir := t.TempDir()
 	storePath := filepath.Join(dir, "data", "dw.db")
 	cfg := filepath.Join(dir, "driftwatch.yaml")
-	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, "server: { listen: \"127.0.0.1:0\" }\nstore: { path: %s }\nworkspaces: []\n", storePath), 0o600))
+	workDir := filepath.Join(dir, "runs")
+	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, "server: { listen: \"127.0.0.1:0\" }\nstore: { path: %s }\nterraform: { work_dir: %s }\nworkspaces: []\n", storePath, workDir), 0o600))
 
 	orphan := func(owner string) *exec.Cmd {
 		c := exec.Command("sleep", "60")
@@ -62,8 +64,13 @@ func TestDaemonStoreOwnership(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.EqualError(t, err, "store "+storePath+": in use by another driftwatch daemon (lock file "+storePath+".lock)")
 
+	// A workspace's kept working directory goes with the daemon.
+	kept := sandbox.KeptDir(workDir, leader.StoreOwner(storePath), "ws")
+	require.NoError(t, os.MkdirAll(kept, 0o700))
+
 	cancel()
 	require.NoError(t, <-done)
+	require.NoDirExists(t, kept, "a stopped daemon leaves no kept working directory")
 	// Stopped: the store is free again.
 	unlock, err := leader.ClaimStore(t.Context(), slog.New(slog.DiscardHandler), storePath, dir, 200*time.Millisecond)
 	require.NoError(t, err)

@@ -28,7 +28,7 @@ const StoreLockWait = 5 * time.Second
 // files with the workspaces' vars). Its unlock removes the daemon's kept
 // working directories (sandbox.RemoveKeptDirs) before it releases the lock.
 func ClaimStore(ctx context.Context, log *slog.Logger, storePath, workDir string, wait time.Duration) (unlock func(), err error) {
-	unlock, err = lockStore(ctx, storePath, wait)
+	release, err := lockStore(ctx, storePath, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func ClaimStore(ctx context.Context, log *slog.Logger, storePath, workDir string
 	return func() {
 		// The workspaces' kept working directories go with the daemon.
 		sandbox.RemoveKeptDirs(workDir, owner)
-		unlock()
+		release()
 	}, nil
 }
 
