@@ -120,66 +120,13 @@ TEST_ENV = source $(TOOLS_ENV); source $(KUBE_ENV); source $(S3_ENV); source $(I
 # the figures each test logs.
 FAULTS_TEST = $(GO) test -race -count=1 -tags faults -run '^TestFaults' -parallel 32 -timeout 40m -v ./internal/e2etest/
 
-# What the test targets need first, in lanes that run side by side (lanes
-# separated by ";"; a lane's targets run in order, each as `make TARGET`).
-# The Go builds mostly keep both cores busy, so lanes of builds beside one
-# another gain only their single-threaded parts (links, module copies);
-# what the lanes win is overlapping the download- and disk-bound steps
-# (debootstrap, the base images, the image build's module downloads) with
-# the builds. Every target stays idempotent and cached, keyed by version,
-# as when run alone, and no two lanes run the same provisioner (`image`
-# does not need `tools`); each provisioner locks its own directory.
-TEST_LANES := kube-tools
-TEST_LANES += ; tools s3-tools
-TEST_LANES += ; image lint
-FAULTS_LANES := kube-tools ; tools s3-tools ; image
-# Each target's output, in full, in $(LANE_LOGS)/TARGET.log; shown on the
-# terminal as it comes, each line prefixed [TARGET], and in full again at
-# the end for a target that failed. A lane stops at its first failure; the
-# others run to their end (what they build is cached for the next run),
-# then the step fails.
-LANE_LOGS := bin/lanes
-# The provisioners that install Debian packages (etcd for kube-tools;
-# docker.io, debootstrap for image-tools) would meet on apt's lock: when
-# etcd is missing, image-tools runs first, alone.
-define RUN_LANES
-mkdir -p $(LANE_LOGS); rm -f $(LANE_LOGS)/*.log $(LANE_LOGS)/failed; \
-target() { \
-  local t=$$1 start=$$SECONDS; \
-  echo "[$$t] start, log in $(LANE_LOGS)/$$t.log"; \
-  if $(MAKE) --no-print-directory $$t 2>&1 | tee $(LANE_LOGS)/$$t.log | sed -u "s/^/[$$t] /"; then \
-    echo "[$$t] done in $$((SECONDS - start))s"; \
-  else \
-    echo "[$$t] FAILED after $$((SECONDS - start))s"; echo $$t >> $(LANE_LOGS)/failed; return 1; \
-  fi; \
-}; \
-lane() { local t; for t in $$1; do target $$t || return 1; done; }; \
-if ! command -v etcd >/dev/null; then lane image-tools || true; fi; \
-pids=(); IFS=';' read -ra lanes <<< "$(1)"; \
-for l in "$${lanes[@]}"; do lane "$$l" & pids+=($$!); done; \
-for p in "$${pids[@]}"; do wait $$p || true; done; \
-if [ -s $(LANE_LOGS)/failed ]; then \
-  for t in $$(cat $(LANE_LOGS)/failed); do \
-    echo; echo "==== make $$t failed; its log ($(LANE_LOGS)/$$t.log): ===="; cat $(LANE_LOGS)/$$t.log; \
-  done; \
-  echo; echo "failed: $$(echo $$(cat $(LANE_LOGS)/failed))"; exit 1; \
-fi
-endef
-
-#? test-prereqs: what `make test` needs first (tools, kube-tools, s3-tools, image, lint), in lanes side by side; logs in bin/lanes
-test-prereqs: deps
-	@$(call RUN_LANES,$(TEST_LANES))
-
 #? test: provision tools, lint, and run every test (unit + end-to-end) with -race, then the fault-injection suite
-test: test-prereqs
+test: deps tools kube-tools s3-tools lint image
 	@$(TEST_ENV); $(GO) test -race -count=1 -timeout 40m ./...
 	@$(TEST_ENV); $(FAULTS_TEST)
 
-faults-prereqs: deps
-	@$(call RUN_LANES,$(FAULTS_LANES))
-
 #? test-faults: only the fault-injection suite (DRIFTWATCH_SOAK_DURATION=10m by default)
-test-faults: faults-prereqs
+test-faults: deps tools kube-tools s3-tools image
 	@$(TEST_ENV); $(FAULTS_TEST)
 
 #? testdata: regenerate the plan JSON fixtures from real Terraform
@@ -197,4 +144,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
-.PHONY: help deps tools kube-tools lint-tools s3-tools image-tools image build run lint test-prereqs test faults-prereqs test-faults testdata bench fuzz
+.PHONY: help deps tools kube-tools lint-tools s3-tools image-tools image build run lint test test-faults testdata bench fuzz
