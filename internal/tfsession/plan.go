@@ -52,14 +52,14 @@ type PlanOptions struct {
 // are changes", a coarse signal only.
 func (s *Session) Plan(ctx context.Context, o PlanOptions) (changed bool, err error) {
 	s.step("plan")
-	opts := []tfexec.PlanOption{tfexec.Out(o.Out), tfexec.Lock(o.Lock), tfexec.Refresh(true)}
-	if o.Lock {
-		opts = append(opts, tfexec.LockTimeout(s.lockWait))
-	}
-	for _, f := range s.varFiles {
-		opts = append(opts, tfexec.VarFile(f))
-	}
 	if !o.JSON {
+		opts := []tfexec.PlanOption{tfexec.Out(o.Out), tfexec.Lock(o.Lock), tfexec.Refresh(true)}
+		if o.Lock {
+			opts = append(opts, tfexec.LockTimeout(s.lockWait))
+		}
+		for _, f := range s.varFiles {
+			opts = append(opts, tfexec.VarFile(f))
+		}
 		if changed, err = s.tf.Plan(ctx, opts...); err != nil {
 			return false, s.fail("plan", err)
 		}
