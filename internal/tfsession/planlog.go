@@ -44,14 +44,17 @@ type streamSummary struct {
 	// drift, planned and outputs count resource_drift, planned_change and
 	// root outputs whose action is not a no-op.
 	drift, planned, outputs int
+	// unread is set when a line was not read as a UI message (not JSON, or
+	// too long to keep): it may have been a change.
+	unread bool
 }
 
 // nothing reports whether the stream was complete (a version message and a
-// change summary) and reported no change of any kind: no drift (relevant
-// or not), no planned change (no-op moves and imports included), no
-// output change, a zero summary.
+// change summary), every line of it read, and reported no change of any
+// kind: no drift (relevant or not), no planned change (no-op moves and
+// imports included), no output change, a zero summary.
 func (s streamSummary) nothing() bool {
-	return s.version && s.summary && s.changes == 0 && s.drift == 0 && s.planned == 0 && s.outputs == 0
+	return s.version && s.summary && !s.unread && s.changes == 0 && s.drift == 0 && s.planned == 0 && s.outputs == 0
 }
 
 // summary is the stream's summary so far.
@@ -93,6 +96,7 @@ func (p *planLog) Write(b []byte) (int, error) {
 	}
 	if len(p.buf) > maxLogLine*16 {
 		p.buf = p.buf[:0] // a message this long is not one to show
+		p.sum.unread = true
 	}
 	p.buf = append([]byte(nil), p.buf...)
 	return len(b), nil
@@ -143,6 +147,7 @@ func (p *planLog) render(line []byte) {
 	}
 	var m uiMessage
 	if json.Unmarshal(line, &m) != nil {
+		p.sum.unread = true
 		return // not a UI message: nothing of it is shown
 	}
 	var out string

@@ -172,6 +172,7 @@ func TestPlanLogSummary(t *testing.T) {
 		"import":         {version, `{"type":"change_summary","changes":{"add":0,"change":0,"import":1,"remove":0}}`},
 		"no summary":     {version},
 		"no version":     {zero},
+		"a line unread":  {version, `{"type":"resource_drift","change":`, zero},
 	} {
 		require.False(t, summarise(lines...).nothing(), name)
 	}
