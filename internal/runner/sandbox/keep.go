@@ -117,11 +117,14 @@ func (k *Kept) Restore(key, moduleDir string) (initAt time.Time, ok bool) {
 		return time.Time{}, false
 	}
 	for _, name := range []string{keptTerraform, keptLockFile} {
-		dst := filepath.Join(moduleDir, name)
+		src, dst := filepath.Join(k.dir, name), filepath.Join(moduleDir, name)
+		if _, err := os.Lstat(src); name == keptLockFile && errors.Is(err, fs.ErrNotExist) {
+			continue // init wrote none (no provider): the copy's stays
+		}
 		if err := os.RemoveAll(dst); err != nil {
 			return time.Time{}, k.undo(moduleDir)
 		}
-		if err := os.Rename(filepath.Join(k.dir, name), dst); err != nil {
+		if err := os.Rename(src, dst); err != nil {
 			return time.Time{}, k.undo(moduleDir)
 		}
 	}

@@ -144,6 +144,19 @@ func TestKeptSaveRestore(t *testing.T) {
 	require.NoError(t, k.Save("k1", fresh, got))
 	_, ok = k.Restore("k1", t.TempDir())
 	require.True(t, ok)
+
+	// A configuration without providers: init wrote no lock file, and a
+	// restore leaves the copy's own alone.
+	noLock := initDir(t, cache)
+	require.NoError(t, os.Remove(filepath.Join(noLock, ".terraform.lock.hcl")))
+	require.NoError(t, k.Save("k2", noLock, at))
+	next := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(next, ".terraform.lock.hcl"), []byte("source's lock"), 0o644))
+	_, ok = k.Restore("k2", next)
+	require.True(t, ok)
+	lock, err = os.ReadFile(filepath.Join(next, ".terraform.lock.hcl"))
+	require.NoError(t, err)
+	require.Equal(t, "source's lock", string(lock))
 }
 
 func TestKeptRefusesIncompleteOrOldState(t *testing.T) {
