@@ -62,6 +62,10 @@ type bfStore struct {
 // proxy passing) and then drifted by hand: a's content changed.
 func newBFStore(t *testing.T, e *tfEnv, names ...string) *bfStore {
 	t.Helper()
+	// The faults are injected at a run's Nth request for the state (init
+	// reads it twice, then the plan): every run inits, as without the fast
+	// paths, so that the counts hold for every run, not only the first.
+	e.fastPathsOff = true
 	fs := &bfStore{e: e, srv: s3test.Start(t, s3test.Options{AccessKey: s3CanaryKeyID, SecretKey: s3CanarySecret}),
 		proxies: map[string]*s3test.FaultProxy{}, keys: map[string]string{}, before: map[string]tfState{}, secrets: map[string]string{}, setup: map[string]int{}}
 	require.NoError(t, os.MkdirAll(filepath.Join(e.root, "out"), 0o755))

@@ -56,6 +56,9 @@ type tfEnv struct {
 	sandbox   string // terraform.sandbox ("": the default, auto)
 	// extraSandbox are sandbox_paths besides root.
 	extraSandbox []string
+	// fastPathsOff writes terraform.fast_paths: false: every run inits
+	// and runs show -json, for tests that count a run's requests.
+	fastPathsOff bool
 }
 
 // workspace writes files (name -> content; "@ROOT@" is replaced by the
@@ -99,6 +102,9 @@ func (e *tfEnv) config(t *testing.T, workspaces string) string {
 	sandbox := ""
 	if e.sandbox != "" {
 		sandbox = "  sandbox: " + e.sandbox + "\n"
+	}
+	if e.fastPathsOff {
+		sandbox += "  fast_paths: false\n"
 	}
 	body := fmt.Sprintf("terraform:\n  binary: %s\n  cli_config_file: %s\n  plugin_cache_dir: %s\n  work_dir: %s\n  kill_grace: 2s\n  sandbox_paths: [%s]\n%s%s",
 		e.bin, e.cliConfig, filepath.Join(e.root, "plugin-cache"), e.workDir(), strings.Join(append([]string{e.root}, e.extraSandbox...), ", "), sandbox, workspaces)
