@@ -65,7 +65,7 @@ type Terraform struct {
 	CLIConfigFile string `yaml:"cli_config_file"`
 	// PluginCacheDir is a provider cache shared by all runs; driftwatch
 	// serialises `init` on it (Terraform's cache is not safe under concurrent
-	// init, terraform#31964). Empty disables the cache.
+	// init: two inits writing one entry tear it). Empty disables the cache.
 	PluginCacheDir string `yaml:"plugin_cache_dir"`
 	// WorkDir is where per-run temporary directories are created (default: the OS temp dir).
 	WorkDir string `yaml:"work_dir"`

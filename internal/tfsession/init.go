@@ -58,7 +58,7 @@ type InitOptions struct {
 // provider, so it installs from the source and rewrites the cache entry in
 // place, while other runs' plans execute that very file through their
 // symlinks: a torn binary, "Required plugins are not installed"
-// (terraform#31964 and its read/write twin). With a lock file, init only
+// (and its twin: an init reading an entry another is writing). With a lock file, init only
 // writes entries that are absent, so: a workspace whose lock file was
 // already installed through the cache (a marker per binary and lock file)
 // only reads and runs in parallel; a cold one takes an exclusive lock

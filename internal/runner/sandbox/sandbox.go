@@ -27,7 +27,7 @@ const MarkerEnv = "DRIFTWATCH_RUN_MARKER"
 const OwnerEnv = "DRIFTWATCH_RUN_OWNER"
 
 // InitLockName is the file under the plugin cache dir that serialises cold
-// `terraform init`s across processes (terraform#31964).
+// `terraform init`s across processes: concurrent inits tear cache entries.
 const InitLockName = ".driftwatch-init.lock"
 
 // DefaultKillGrace is how long Terraform gets to stop after SIGINT.
