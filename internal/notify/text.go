@@ -1,6 +1,8 @@
 package notify
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -22,4 +24,39 @@ func Truncate(s string, limit int) string {
 	}
 	r := []rune(s)
 	return string(r[:limit-1]) + "…"
+}
+
+// Title is an incident's one-line title, as pagers show it: "Terraform
+// drift in WS: 2 drifted, 1 pending", "Forbidden resource types in WS: 1
+// resource" or "Drift checks failing for WS: REASON".
+func Title(in Incident) string {
+	switch in.Class {
+	case ClassErrored:
+		s := "Drift checks failing for " + in.Workspace
+		if in.Error != "" {
+			s += ": " + OneLine(in.Error)
+		}
+		return s
+	case ClassForbidden:
+		return fmt.Sprintf("Forbidden resource types in %s: %s", in.Workspace, Plural(in.Counts.Forbidden, "resource"))
+	}
+	var parts []string
+	if in.Counts.Drift > 0 {
+		parts = append(parts, fmt.Sprintf("%d drifted", in.Counts.Drift))
+	}
+	if in.Counts.Pending > 0 {
+		parts = append(parts, fmt.Sprintf("%d pending", in.Counts.Pending))
+	}
+	if len(parts) == 0 {
+		return "Terraform drift in " + in.Workspace
+	}
+	return "Terraform drift in " + in.Workspace + ": " + strings.Join(parts, ", ")
+}
+
+// Plural is n and noun, with an s unless n is 1: "1 resource", "3 resources".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -55,7 +55,7 @@ func priority(s notify.Severity) alert.Priority {
 func buildCreate(m notify.Message, extra []Responder) *alert.CreateAlertRequest {
 	in := m.Incident
 	req := &alert.CreateAlertRequest{
-		Message:     notify.Truncate(summary(in), maxMessage),
+		Message:     notify.Truncate(notify.Title(in), maxMessage),
 		Alias:       in.Key,
 		Description: description(in),
 		Responders:  responders(in.Team, extra),
@@ -94,14 +94,14 @@ func remediationNote(m notify.Message) string {
 	var what string
 	switch r.Result {
 	case notify.RemediationAwaitingApproval:
-		what = fmt.Sprintf("Remediation proposed: reverts %s; awaiting approval (driftwatch approve %s)", plural(r.Resources, "resource"), r.ID)
+		what = fmt.Sprintf("Remediation proposed: reverts %s; awaiting approval (driftwatch approve %s)", notify.Plural(r.Resources, "resource"), r.ID)
 		if !r.ExpiresAt.IsZero() {
 			what += " before " + r.ExpiresAt.UTC().Format(time.RFC3339)
 		}
 	case notify.RemediationApproved:
-		what = fmt.Sprintf("Remediation approved (%s): reverting %s now", orNone(r.Mode), plural(r.Resources, "resource"))
+		what = fmt.Sprintf("Remediation approved (%s): reverting %s now", orNone(r.Mode), notify.Plural(r.Resources, "resource"))
 	case notify.RemediationApplied:
-		what = fmt.Sprintf("Remediation applied: reverted %s; a verification run follows", plural(r.Resources, "resource"))
+		what = fmt.Sprintf("Remediation applied: reverted %s; a verification run follows", notify.Plural(r.Resources, "resource"))
 	case notify.RemediationFailed:
 		what = "Remediation failed"
 	case notify.RemediationVerificationFailed:
@@ -154,31 +154,6 @@ func buildClose(m notify.Message) *alert.CloseAlertRequest {
 		Source:          source,
 		Note:            notify.Truncate(fmt.Sprintf("Resolved: %s (run %s).", what, orNone(in.RunID)), maxNote),
 	}
-}
-
-// summary is the one-line alert message.
-func summary(in notify.Incident) string {
-	switch in.Class {
-	case notify.ClassErrored:
-		s := "Drift checks failing for " + in.Workspace
-		if in.Error != "" {
-			s += ": " + notify.OneLine(in.Error)
-		}
-		return s
-	case notify.ClassForbidden:
-		return fmt.Sprintf("Forbidden resource types in %s: %s", in.Workspace, plural(in.Counts.Forbidden, "resource"))
-	}
-	var parts []string
-	if in.Counts.Drift > 0 {
-		parts = append(parts, fmt.Sprintf("%d drifted", in.Counts.Drift))
-	}
-	if in.Counts.Pending > 0 {
-		parts = append(parts, fmt.Sprintf("%d pending", in.Counts.Pending))
-	}
-	if len(parts) == 0 {
-		return "Terraform drift in " + in.Workspace
-	}
-	return "Terraform drift in " + in.Workspace + ": " + strings.Join(parts, ", ")
 }
 
 // description lists the incident and its findings, within OpsGenie's
@@ -352,13 +327,6 @@ func validAlias(key string) bool {
 		}
 	}
 	return key != "." && key != ".."
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 func orNone(s string) string {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
@@ -215,7 +214,7 @@ func severityOf(s notify.Severity, m map[notify.Severity]string) string {
 // eventSummary is the incident's one-line summary, with what this event
 // reports: PagerDuty shows it as the alert's title and in its log.
 func eventSummary(m notify.Message) string {
-	s := summary(m.Incident)
+	s := notify.Title(m.Incident)
 	switch m.Event {
 	case notify.EventUpdate:
 		s += " (findings changed)"
@@ -244,32 +243,6 @@ func remediationText(r notify.RemediationResult) string {
 	}
 	return "remediation " + string(r)
 }
-
-// summary is the incident's one-line title.
-func summary(in notify.Incident) string {
-	switch in.Class {
-	case notify.ClassErrored:
-		s := "Drift checks failing for " + in.Workspace
-		if in.Error != "" {
-			s += ": " + notify.OneLine(in.Error)
-		}
-		return s
-	case notify.ClassForbidden:
-		return fmt.Sprintf("Forbidden resource types in %s: %s", in.Workspace, plural(in.Counts.Forbidden, "resource"))
-	}
-	var parts []string
-	if in.Counts.Drift > 0 {
-		parts = append(parts, fmt.Sprintf("%d drifted", in.Counts.Drift))
-	}
-	if in.Counts.Pending > 0 {
-		parts = append(parts, fmt.Sprintf("%d pending", in.Counts.Pending))
-	}
-	if len(parts) == 0 {
-		return "Terraform drift in " + in.Workspace
-	}
-	return "Terraform drift in " + in.Workspace + ": " + strings.Join(parts, ", ")
-}
-
 func buildDetails(m notify.Message) *details {
 	in := m.Incident
 	d := &details{
@@ -346,13 +319,6 @@ func findings(fs []drift.Finding, limit int) ([]finding, int) {
 		out = nil
 	}
 	return out, len(fs) - n
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func orNone(s string) string {
