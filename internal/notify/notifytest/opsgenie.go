@@ -62,26 +62,7 @@ type OpsGenieServer struct {
 }
 
 // OpsGenieRequest is one request as received.
-type OpsGenieRequest struct {
-	Method string
-	Path   string // unescaped path, e.g. /v2/alerts/drift-x/notes
-	Query  string // raw query, e.g. identifierType=alias
-	Header http.Header
-	Body   []byte
-}
-
-// JSON decodes the request body into a generic map (nil if empty).
-func (r OpsGenieRequest) JSON(t testing.TB) map[string]any {
-	t.Helper()
-	if len(r.Body) == 0 {
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("%s %s: body is not JSON: %v", r.Method, r.Path, err)
-	}
-	return m
-}
+type OpsGenieRequest = Request
 
 // OpsGenieAlert is an alert as the server holds it.
 type OpsGenieAlert struct {

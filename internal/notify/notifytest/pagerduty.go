@@ -65,25 +65,7 @@ type PagerDutyServer struct {
 
 // PagerDutyRequest is one request as received, injected failures
 // included.
-type PagerDutyRequest struct {
-	Method string
-	Path   string
-	Header http.Header
-	Body   []byte
-}
-
-// JSON decodes the request body into a generic map (nil if empty).
-func (r PagerDutyRequest) JSON(t testing.TB) map[string]any {
-	t.Helper()
-	if len(r.Body) == 0 {
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("%s %s: body is not JSON: %v", r.Method, r.Path, err)
-	}
-	return m
-}
+type PagerDutyRequest = Request
 
 // PagerDutyEvent is an alert event as the server decodes it.
 type PagerDutyEvent struct {
