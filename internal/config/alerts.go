@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/driftwatch/driftwatch/internal/notify/severity"
 )
@@ -17,12 +18,18 @@ import (
 // Notifier is one named alert destination. Secrets come from files.
 type Notifier struct {
 	Name string `yaml:"name"`
-	// Type is slack, opsgenie, webhook or pagerduty.
+	// Type is one of NotifierTypes; the block of the same name holds
+	// its settings.
 	Type      string           `yaml:"type"`
 	Slack     *SlackConfig     `yaml:"slack"`
 	OpsGenie  *OpsGenieConfig  `yaml:"opsgenie"`
 	Webhook   *WebhookConfig   `yaml:"webhook"`
 	PagerDuty *PagerDutyConfig `yaml:"pagerduty"`
+	Teams     *TeamsConfig     `yaml:"teams"`
+	JSM       *JSMConfig       `yaml:"jsm"`
+	GitHub    *GitHubConfig    `yaml:"github"`
+	GitLab    *GitLabConfig    `yaml:"gitlab"`
+	Email     *EmailConfig     `yaml:"email"`
 	// Timeout bounds one HTTP request of a delivery (default 10s).
 	Timeout Duration `yaml:"timeout"`
 	// CAFile adds PEM certificates to trust (private CAs, TLS proxies).
@@ -126,6 +133,62 @@ const (
 
 var slackChannelID = regexp.MustCompile(`^[CGD][A-Z0-9]{6,}$`)
 
+// NotifierTypes are the notifier types, each with a settings block of
+// the same name.
+var NotifierTypes = []string{"slack", "opsgenie", "webhook", "pagerduty", "teams", "jsm", "github", "gitlab", "email"}
+
+var typeList = strings.Join(NotifierTypes[:len(NotifierTypes)-1], ", ") + " or " + NotifierTypes[len(NotifierTypes)-1]
+
+// notifierBlock is the settings block of one of the newer notifier
+// types, each in its own file (notifier_<type>.go).
+type notifierBlock interface {
+	// validate checks the block and makes its file paths absolute.
+	validate(c blockCheck)
+	// secretFiles are the block's files holding secrets.
+	secretFiles() []string
+}
+
+// blockCheck is what a notifierBlock's validate reports through: keys are
+// relative to the block (e.g. "webhook_url_file").
+type blockCheck struct {
+	// file resolves a required file path against the config's
+	// directory and checks that it exists.
+	file func(sub, p string) string
+	add  func(sub, format string, args ...any)
+}
+
+// url checks an optional http(s) URL without credentials in it.
+func (c blockCheck) url(sub, u string) {
+	checkURL(u, sub, c.add)
+}
+
+// block is n's notifierBlock for the newer types (nil: none set).
+func (n *Notifier) block() notifierBlock {
+	switch n.Type {
+	case "teams":
+		if n.Teams != nil {
+			return n.Teams
+		}
+	case "jsm":
+		if n.JSM != nil {
+			return n.JSM
+		}
+	case "github":
+		if n.GitHub != nil {
+			return n.GitHub
+		}
+	case "gitlab":
+		if n.GitLab != nil {
+			return n.GitLab
+		}
+	case "email":
+		if n.Email != nil {
+			return n.Email
+		}
+	}
+	return nil
+}
+
 var alertClasses = map[string]bool{"drift": true, "forbidden": true, "errored": true}
 
 // validateAlerts checks notifiers, alert policy and routes.
@@ -148,7 +211,8 @@ func (c *Config) validateAlerts(pos *positions) []error {
 		}
 		names[n.Name] = true
 		set := 0
-		for _, b := range []bool{n.Slack != nil, n.OpsGenie != nil, n.Webhook != nil, n.PagerDuty != nil} {
+		for _, b := range []bool{n.Slack != nil, n.OpsGenie != nil, n.Webhook != nil, n.PagerDuty != nil,
+			n.Teams != nil, n.JSM != nil, n.GitHub != nil, n.GitLab != nil, n.Email != nil} {
 			if b {
 				set++
 			}
@@ -247,10 +311,20 @@ func (c *Config) validateAlerts(pos *positions) []error {
 					add(k, "unknown PagerDuty severity %q (use critical, error, warning or info)", v)
 				}
 			}
+		case "teams", "jsm", "github", "gitlab", "email":
+			b := n.block()
+			if b == nil {
+				add(key+"."+n.Type, "required for type %s", n.Type)
+				continue
+			}
+			b.validate(blockCheck{
+				file: func(sub, p string) string { return file(n.Type+"."+sub, p) },
+				add:  func(sub, format string, args ...any) { add(key+"."+n.Type+"."+sub, format, args...) },
+			})
 		case "":
-			add(key+".type", "required (slack, opsgenie, webhook or pagerduty)")
+			add(key+".type", "required (%s)", typeList)
 		default:
-			add(key+".type", "unknown type %q (use slack, opsgenie, webhook or pagerduty)", n.Type)
+			add(key+".type", "unknown type %q (use %s)", n.Type, typeList)
 		}
 	}
 

@@ -95,7 +95,7 @@ func TestPagerDutyConfigInvalid(t *testing.T) {
 		"two blocks": {head + "    pagerduty:\n      routing_key_file: pd-key\n    webhook:\n      url_file: pd-key\n",
 			"notifiers[0]: set only the block of its type (pagerduty)"},
 		"unknown type": {"notifiers:\n  - name: pager\n    type: pagerdutty\n",
-			`driftwatch.yaml:3: notifiers[0].type: unknown type "pagerdutty" (use slack, opsgenie, webhook or pagerduty)`},
+			`driftwatch.yaml:3: notifiers[0].type: unknown type "pagerdutty" (use slack, opsgenie, webhook, pagerduty, teams, jsm, github, gitlab or email)`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := config.Load(file, []byte(c.yaml))

@@ -20,6 +20,9 @@ func (c *Config) SecretFiles() []string {
 		if p := n.PagerDuty; p != nil {
 			files = append(files, p.RoutingKeyFile)
 		}
+		if b := n.block(); b != nil {
+			files = append(files, b.secretFiles()...)
+		}
 	}
 	for _, w := range c.Workspaces {
 		for _, f := range w.SecretEnvFiles {

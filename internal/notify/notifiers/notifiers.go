@@ -51,6 +51,16 @@ func Build(cfg *config.Config, logger *slog.Logger) (map[string]notify.Notifier,
 			}
 			nt, err = pagerduty.New(pagerduty.Config{Name: n.Name, RoutingKeyFile: p.RoutingKeyFile, URL: p.URL, Source: p.Source,
 				SeverityMap: p.SeverityMap, Timeout: timeout}, hc, log)
+		case "teams":
+			nt, err = buildTeams(n, timeout, hc, log)
+		case "jsm":
+			nt, err = buildJSM(n, timeout, hc, log)
+		case "github":
+			nt, err = buildGitHub(n, timeout, hc, log)
+		case "gitlab":
+			nt, err = buildGitLab(n, timeout, hc, log)
+		case "email":
+			nt, err = buildEmail(n, timeout, log)
 		default:
 			err = fmt.Errorf("unknown type %q", n.Type)
 		}
