@@ -252,6 +252,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 	return server.New(server.Options{
 		Store:       d.store,
 		Logs:        d.store,
+		Incidents:   d.store,
 		Control:     control{d: d, RemediationControl: remediationControl{d.rem}},
 		Handlers:    handlers,
 		Gatherer:    d.reg,

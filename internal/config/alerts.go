@@ -91,6 +91,9 @@ type Alerts struct {
 	DefaultNotifiers []string `yaml:"default_notifiers"`
 	AlertPolicy      `yaml:",inline"`
 	Routes           []Route `yaml:"routes"`
+	// SeverityRules set incidents' severities from what they found
+	// (severity_rules.go).
+	SeverityRules []SeverityRule `yaml:"severity_rules"`
 }
 
 // AlertPolicy can be set in alerts and overridden per workspace.
@@ -116,6 +119,10 @@ type Route struct {
 	Team string `yaml:"team"`
 	// Continue evaluates the next routes too (default: first match wins).
 	Continue bool `yaml:"continue"`
+	// MinSeverity is the lowest severity these notifiers hear of: an
+	// incident reaches them when its severity reaches it, and resolves
+	// there when it falls below (default: every severity).
+	MinSeverity string `yaml:"min_severity"`
 }
 
 // RouteMatch selects workspaces by name globs and labels (all must match).
@@ -350,8 +357,13 @@ func (c *Config) validateAlerts(pos *positions) []error {
 			}
 		}
 		errs = append(errs, checkSeverities(pos, key+".severity", r.Severity)...)
+		if r.MinSeverity != "" {
+			if _, err := severity.Parse(r.MinSeverity); err != nil {
+				add(key+".min_severity", "%v", err)
+			}
+		}
 	}
-	return errs
+	return append(errs, a.validateSeverityRules(pos)...)
 }
 
 func (p *AlertPolicy) validate(pos *positions, key string) []error {

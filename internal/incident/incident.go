@@ -48,6 +48,9 @@ type Policy struct {
 	// Severity per class; missing classes use DefaultSeverity. Route
 	// overrides are applied later, per notifier, by Enqueue.
 	Severity map[notify.Class]notify.Severity
+	// Rules set severities from findings (base); the class's severity
+	// applies where none matches.
+	Rules []SeverityRule
 	// Owner, Team, URL and Labels are copied into every message.
 	Owner, Team, URL string
 	Labels           map[string]string
@@ -230,7 +233,7 @@ func cloneFinding(f drift.Finding) drift.Finding {
 // observe starts or continues the confirmation of an incident that is not
 // open: a new row (or a resolved one re-used under its key) becomes pending
 // with one observation.
-func (d *decider) observe(cur *store.Incident, c notify.Class, observations int) store.Incident {
+func (d *decider) observe(cur *store.Incident, c notify.Class, observations int, fs []drift.Finding) store.Incident {
 	if cur == nil || cur.State == store.IncidentResolved {
 		in := store.Incident{
 			Key:       Key(d.after.Workspace, c),
@@ -246,7 +249,7 @@ func (d *decider) observe(cur *store.Incident, c notify.Class, observations int)
 		cur = &in
 	}
 	cur.Observations = observations
-	cur.Severity = string(d.p.severity(c))
+	d.setBase(cur, c, fs, 0)
 	return *cur
 }
 
@@ -262,7 +265,7 @@ func (d *decider) findings(cur *store.Incident, c notify.Class, fs []drift.Findi
 		if cur != nil && cur.State == store.IncidentPending {
 			obs = cur.Observations + 1
 		}
-		in := d.observe(cur, c, obs)
+		in := d.observe(cur, c, obs, fs)
 		if obs < d.p.confirmAfter() {
 			return &in, nil
 		}
@@ -274,10 +277,12 @@ func (d *decider) findings(cur *store.Incident, c notify.Class, fs []drift.Findi
 	}
 	if cur.Fingerprint != fp {
 		delta := Diff(cur.Findings, fs)
+		was := *cur
+		esc := escalation(*cur, d.p, c) // a raise lasts until the incident resolves
 		cur.Fingerprint, cur.Findings = fp, fs
 		cur.NotifiedAt = d.now
-		cur.Severity = string(effectiveSeverity(*cur, d.p, c)) // a raise lasts until the incident resolves
-		return cur, d.message(notify.EventUpdate, *cur, c, fs, "", &delta)
+		d.setBase(cur, c, fs, esc)
+		return cur, d.withPrev(was, d.message(notify.EventUpdate, *cur, c, fs, "", &delta))
 	}
 	return d.renotify(cur, c, fs, "")
 }
@@ -292,9 +297,10 @@ func (d *decider) errored(cur *store.Incident, errored bool) (*store.Incident, *
 	if cur != nil && cur.State == store.IncidentOpen {
 		return d.renotify(cur, c, nil, d.after.Error)
 	}
+	sev, _ := d.p.base(c, nil)
 	unchanged := cur != nil && cur.State == store.IncidentPending && cur.Observations == n &&
-		cur.Severity == string(d.p.severity(c))
-	in := d.observe(cur, c, n)
+		cur.Severity == string(sev)
+	in := d.observe(cur, c, n, nil)
 	if n < d.p.erroredAfter() {
 		if unchanged {
 			return nil, nil
@@ -317,17 +323,18 @@ func (d *decider) clear(cur *store.Incident, c notify.Class) (*store.Incident, *
 	}
 	switch cur.State {
 	case store.IncidentOpen:
+		was := *cur
 		cur.State = store.IncidentResolved
 		cur.ResolvedAt = d.now
 		cur.NotifiedAt = d.now
 		cur.Observations = 0
-		cur.Severity = string(d.p.severity(c)) // a failed remediation's raise ends here
+		d.setBase(cur, c, cur.Findings, 0) // a failed remediation's raise ends here
 		errText := ""
 		if c == notify.ClassErrored {
 			errText = d.before.Error // the error that had the incident open
 		}
 		// The resolve message lists what was last notified: what resolved.
-		return cur, d.message(notify.EventResolve, *cur, c, cur.Findings, errText, nil)
+		return cur, d.withPrev(was, d.message(notify.EventResolve, *cur, c, cur.Findings, errText, nil))
 	case store.IncidentPending:
 		cur.State = store.IncidentResolved
 		cur.ResolvedAt = d.now
@@ -344,7 +351,22 @@ func (d *decider) renotify(cur *store.Incident, c notify.Class, fs []drift.Findi
 		return nil, nil
 	}
 	cur.NotifiedAt = d.now
-	return cur, d.message(notify.EventRenotify, *cur, c, fs, errText, nil)
+	return cur, d.withPrev(*cur, d.message(notify.EventRenotify, *cur, c, fs, errText, nil))
+}
+
+// setBase sets in's severity from its class and findings fs (base),
+// raised by esc steps, and the rule that set it.
+func (d *decider) setBase(in *store.Incident, c notify.Class, fs []drift.Finding, esc int) {
+	sev, rule := d.p.base(c, fs)
+	in.Severity, in.SeverityRule = string(Raise(sev, esc)), rule
+}
+
+// withPrev records on m the severity of the incident's previous message,
+// was's (a route's min_severity compares the two).
+func (d *decider) withPrev(was store.Incident, m *notify.Message) *notify.Message {
+	m.PrevSeverity = notify.Severity(was.Severity)
+	m.PrevEscalated = escalation(was, d.p, m.Incident.Class)
+	return m
 }
 
 func (d *decider) message(ev notify.Event, in store.Incident, c notify.Class, fs []drift.Finding, errText string, delta *notify.Delta) *notify.Message {

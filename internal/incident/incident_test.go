@@ -458,7 +458,8 @@ func TestDecideMessages(t *testing.T) {
 			Findings: []drift.Finding{fBucketMore}, Counts: drift.Counts{Drift: 1},
 			RunID: "run-2", URL: "https://driftwatch.example/workspaces/net",
 		},
-		Delta: &notify.Delta{Removed: []drift.Finding{fSG}, Changed: []drift.Finding{fBucketMore}},
+		Delta:        &notify.Delta{Removed: []drift.Finding{fSG}, Changed: []drift.Finding{fBucketMore}},
+		PrevSeverity: notify.SeverityModerate,
 	}}, msgs))
 
 	_, msgs = s.run(step{at: 2 * time.Hour, findings: []drift.Finding{fForbidden}})

@@ -25,6 +25,7 @@ func Plans(cfg *config.Config) map[string]Plan {
 		routes = append(routes, Route{
 			Match:     RouteMatch{Workspaces: r.Match.Workspaces, Labels: r.Match.Labels},
 			Notifiers: r.Notifiers, Severity: severities(r.Severity), Team: r.Team, Continue: r.Continue,
+			MinSeverity: notify.Severity(r.MinSeverity),
 		})
 	}
 	out := make(map[string]Plan, len(cfg.Workspaces))
@@ -38,10 +39,31 @@ func Plans(cfg *config.Config) map[string]Plan {
 			Policy: Policy{
 				IncludePending: *p.IncludePending, ConfirmAfter: p.ConfirmAfter, ErroredAfter: p.ErroredAfter,
 				RenotifyAfter: time.Duration(p.RenotifyAfter), Severity: severities(p.Severity),
-				Owner: w.Owner, URL: url, Labels: w.Labels,
+				Rules: rules(cfg.Alerts.SeverityRules, w), Owner: w.Owner, URL: url, Labels: w.Labels,
 			},
 			Targets: Routes(routes, cfg.Alerts.DefaultNotifiers, w.Name, w.Labels),
 		}
+	}
+	return out
+}
+
+// rules are the severity rules whose workspace conditions w meets, without
+// them.
+func rules(rs []config.SeverityRule, w config.Workspace) []SeverityRule {
+	var out []SeverityRule
+	for i, r := range rs {
+		if !(RouteMatch{Workspaces: r.Match.Workspaces, Labels: r.Match.Labels}).Matches(w.Name, w.Labels) {
+			continue
+		}
+		classes := make([]notify.Class, len(r.Match.Classes))
+		for j, c := range r.Match.Classes {
+			classes[j] = notify.Class(c)
+		}
+		out = append(out, SeverityRule{
+			Name: r.RuleName(i), Severity: notify.Severity(r.Severity), Classes: classes,
+			Types: r.Match.ResourceTypes, Addresses: r.Match.Addresses, Actions: r.Match.Actions,
+			Attributes: r.Match.Attributes, OnlyAttributes: r.Match.OnlyAttributes,
+		})
 	}
 	return out
 }

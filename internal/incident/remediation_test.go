@@ -93,8 +93,9 @@ func TestRemediationMessage(t *testing.T) {
 			Findings: []drift.Finding{fBucket}, Counts: drift.Counts{Drift: 1}, RunID: "apply-run",
 			URL: "https://dw.example/workspaces/net",
 		},
-		Remediation: &rem,
-		At:          t0.Add(time.Minute),
+		Remediation:  &rem,
+		At:           t0.Add(time.Minute),
+		PrevSeverity: notify.SeverityModerate,
 	}
 	require.Empty(t, cmp.Diff(want, msg))
 

@@ -25,6 +25,9 @@ type Route struct {
 	// Continue goes on matching the routes after this one; without it the
 	// first matching route is the last.
 	Continue bool
+	// MinSeverity is the lowest severity these notifiers hear of (empty:
+	// every severity).
+	MinSeverity notify.Severity
 }
 
 // RouteMatch selects workspaces. Every set condition must hold; an empty
@@ -42,6 +45,8 @@ type Target struct {
 	Notifier string
 	Severity map[notify.Class]notify.Severity
 	Team     string
+	// MinSeverity gates what the notifier hears (Enqueue).
+	MinSeverity notify.Severity
 }
 
 // Matches reports whether the workspace with these labels matches m. A
@@ -76,13 +81,13 @@ func (m RouteMatch) Matches(workspace string, labels map[string]string) bool {
 func Routes(routes []Route, defaultNotifiers []string, workspace string, labels map[string]string) []Target {
 	var out []Target
 	seen := map[string]bool{}
-	add := func(names []string, sev map[notify.Class]notify.Severity, team string) {
+	add := func(names []string, r Route) {
 		for _, n := range names {
 			if n == "" || seen[n] {
 				continue
 			}
 			seen[n] = true
-			out = append(out, Target{Notifier: n, Severity: maps.Clone(sev), Team: team})
+			out = append(out, Target{Notifier: n, Severity: maps.Clone(r.Severity), Team: r.Team, MinSeverity: r.MinSeverity})
 		}
 	}
 	matched := false
@@ -95,13 +100,13 @@ func Routes(routes []Route, defaultNotifiers []string, workspace string, labels 
 		if len(names) == 0 {
 			names = defaultNotifiers
 		}
-		add(names, r.Severity, r.Team)
+		add(names, r)
 		if !r.Continue {
 			break
 		}
 	}
 	if !matched {
-		add(defaultNotifiers, nil, "")
+		add(defaultNotifiers, Route{})
 	}
 	return out
 }
@@ -113,6 +118,11 @@ func Routes(routes []Route, defaultNotifiers []string, workspace string, labels 
 // JSON of the notify.Message (what outbox.Dispatcher decodes); the row ID is
 // "<message id>/<notifier>", so it is unique per message and notifier and
 // stable across retries. Every row is due at now.
+//
+// A target with a MinSeverity hears of an incident only while its
+// severity is at least that: the message that lifts it there is sent as
+// an open (without a delta), the one that takes it below as a resolve,
+// and nothing in between.
 func Enqueue(now time.Time, msgs []notify.Message, targets []Target) ([]store.OutboxMessage, error) {
 	out := make([]store.OutboxMessage, 0, len(msgs)*len(targets))
 	for _, m := range msgs {
@@ -120,6 +130,12 @@ func Enqueue(now time.Time, msgs []notify.Message, targets []Target) ([]store.Ou
 			mm := m
 			if s, ok := t.Severity[m.Incident.Class]; ok && s != "" {
 				mm.Incident.Severity = Raise(s, m.Incident.Escalated)
+				if mm.PrevSeverity != "" {
+					mm.PrevSeverity = Raise(s, m.PrevEscalated)
+				}
+			}
+			if !gate(&mm, t.MinSeverity) {
+				continue
 			}
 			if t.Team != "" {
 				mm.Incident.Team = t.Team
@@ -139,4 +155,25 @@ func Enqueue(now time.Time, msgs []notify.Message, targets []Target) ([]store.Ou
 		}
 	}
 	return out, nil
+}
+
+// gate applies a target's minimum severity to m: false drops it, or it
+// changes m's event where the incident crosses min.
+func gate(m *notify.Message, min notify.Severity) bool {
+	if min == "" {
+		return true
+	}
+	now := m.Incident.Severity.AtLeast(min)
+	was := m.PrevSeverity != "" && m.PrevSeverity.AtLeast(min)
+	switch {
+	case m.Event == notify.EventOpen:
+		return now
+	case m.Event == notify.EventResolve:
+		return was
+	case now && !was:
+		m.Event, m.Delta = notify.EventOpen, nil
+	case !now && was:
+		m.Event, m.Delta, m.Remediation = notify.EventResolve, nil, nil
+	}
+	return now || was
 }

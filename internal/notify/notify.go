@@ -106,6 +106,11 @@ type Message struct {
 	// Remediation is set on EventRemediation only.
 	Remediation *Remediation
 	At          time.Time
+	// PrevSeverity and PrevEscalated are the incident's Severity and
+	// Escalated on its previous message (empty on open): a route's
+	// min_severity sees the incident cross it.
+	PrevSeverity  Severity `json:",omitempty"`
+	PrevEscalated int      `json:",omitempty"`
 }
 
 // RemediationResult is what a remediation message reports.

@@ -43,9 +43,15 @@ func (s *Server) apiWorkspace(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
+	incidents, err := s.liveIncidents(r.Context(), v.Name)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, apiWorkspaceDetail{
 		apiWorkspace: s.toAPIWorkspace(v),
 		Findings:     toAPIFindings(v.State.Findings),
+		Incidents:    toAPIIncidents(incidents),
 	})
 }
 

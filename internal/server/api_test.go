@@ -219,6 +219,12 @@ func TestGetWorkspace(t *testing.T) {
 		     "attributes": ["tags.Owner"], "seen_in": [], "ignored": false},
 		    {"kind": "noise", "address": "data.aws_ami.ubuntu", "type": "aws_ami", "action": "read",
 		     "attributes": [], "seen_in": [], "ignored": false}
+		  ],
+		  "incidents": [
+		    {"key": "dw-drift-prod-network-1", "class": "drift", "state": "open", "severity": "critical", "severity_rule": "sg-ingress",
+		     "since": "2026-03-14T00:00:00Z", "notified_at": "2026-03-14T02:52:00Z", "findings": 1},
+		    {"key": "dw-errored-prod-network-1", "class": "errored", "state": "pending", "severity": "low", "severity_rule": "",
+		     "since": "2026-03-14T02:00:00Z", "findings": 0}
 		  ]}`},
 		{"forbidden", "/api/v1/workspaces/prod-k8s", http.StatusOK, `{
 		  "name": "prod-k8s", "owner": "team-platform", "labels": {"env": "prod"}, "schedule": "@hourly",
@@ -231,12 +237,12 @@ func TestGetWorkspace(t *testing.T) {
 		     "action": "create", "attributes": [], "seen_in": ["config", "plan"], "ignored": false},
 		    {"kind": "drift", "address": "helm_release.ingress", "type": "helm_release", "action": "update",
 		     "attributes": ["values"], "seen_in": [], "ignored": false}
-		  ]}`},
+		  ], "incidents": []}`},
 		{"never ran", "/api/v1/workspaces/new-service", http.StatusOK, `{
 		  "name": "new-service", "owner": "team-web", "labels": {}, "schedule": "@hourly", "status": "unknown",
 		  "since": null, "last_run_at": null, "last_success_at": null, "next_run": null, "last_run_id": "",
 		  "consecutive_errors": 0, "counts": {"drift": 0, "pending": 0, "forbidden": 0, "noise": 0, "hygiene": 0}, "error": "",
-		  "url": "/workspaces/new-service", "findings": []}`},
+		  "url": "/workspaces/new-service", "findings": [], "incidents": []}`},
 		{"unknown", "/api/v1/workspaces/nope", http.StatusNotFound, `{"error": "unknown workspace"}`},
 		{"stored but no longer configured", "/api/v1/workspaces/retired", http.StatusNotFound, `{"error": "unknown workspace"}`},
 	}

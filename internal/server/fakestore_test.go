@@ -20,6 +20,24 @@ type fakeStore struct {
 	err    error
 	// lastLimit records the limit of the last Runs call.
 	lastLimit int
+	// incidents are every workspace's incidents (any state).
+	incidents []store.Incident
+}
+
+// Incidents lists a workspace's incidents, as the store does.
+func (f *fakeStore) Incidents(_ context.Context, workspace string) ([]store.Incident, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	var out []store.Incident
+	for _, in := range f.incidents {
+		if in.Workspace == workspace {
+			out = append(out, in)
+		}
+	}
+	return out, nil
 }
 
 var _ store.Store = (*fakeStore)(nil)

@@ -42,6 +42,15 @@ const testToken = "s3cr3t-t0ken-value"
 // configured workspaces (new-service has never run).
 func fixture(st *fakeStore) []WorkspaceInfo {
 	ago := func(d time.Duration) time.Time { return testNow.Add(-d) }
+	st.incidents = []store.Incident{
+		{Key: "dw-drift-prod-network-1", Workspace: "prod-network", Class: "drift", State: store.IncidentOpen, OpenedAt: ago(3 * time.Hour),
+			NotifiedAt: ago(8 * time.Minute), Severity: "critical", SeverityRule: "sg-ingress",
+			Findings: []drift.Finding{{Kind: drift.KindDrift, Address: "aws_security_group.web"}}},
+		{Key: "dw-errored-prod-network-1", Workspace: "prod-network", Class: "errored", State: store.IncidentPending, OpenedAt: ago(time.Hour),
+			Severity: "low"},
+		{Key: "dw-forbidden-prod-network-1", Workspace: "prod-network", Class: "forbidden", State: store.IncidentResolved,
+			OpenedAt: ago(48 * time.Hour), Severity: "high"},
+	}
 	st.setState(store.WorkspaceState{
 		Workspace: "prod-network", Status: drift.StatusDrift, Since: ago(3 * time.Hour),
 		LastRunID: "run-net-3", LastRunAt: ago(10 * time.Minute), LastSuccessAt: ago(8 * time.Minute),
@@ -272,11 +281,12 @@ func (h *harness) triggeredNames() []string {
 // options returns Options with h as the Control; mutate before New.
 func (h *harness) options() Options {
 	return Options{
-		Store:    h.store,
-		Control:  h,
-		Gatherer: h.reg,
-		Logger:   slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:      func() time.Time { return testNow },
+		Store:     h.store,
+		Incidents: h.store,
+		Control:   h,
+		Gatherer:  h.reg,
+		Logger:    slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:       func() time.Time { return testNow },
 	}
 }
 

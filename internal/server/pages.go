@@ -146,6 +146,8 @@ type workspacePageData struct {
 	HasRemediation    bool
 	Remediations      []remediationView
 	RemediationsLimit int
+	// Incidents are the workspace's open and confirming incidents.
+	Incidents []store.Incident
 }
 
 type messagePageData struct {
@@ -235,6 +237,11 @@ func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
+	incidents, err := s.liveIncidents(r.Context(), name)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
 	s.render(w, r, http.StatusOK, s.pages.workspace, workspacePageData{
 		page:              s.newPage("driftwatch: "+name+" ("+string(v.Status)+")", true),
 		W:                 v,
@@ -245,6 +252,7 @@ func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request) {
 		HasRemediation:    s.rem != nil,
 		Remediations:      rems,
 		RemediationsLimit: pageRemediationsLimit,
+		Incidents:         incidents,
 	})
 }
 

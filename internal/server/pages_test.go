@@ -161,6 +161,14 @@ func TestWorkspacePage(t *testing.T) {
 		require.Contains(t, body, "No run has finished yet.")
 		require.Contains(t, body, `<span class="badge s-unknown">unknown</span>`)
 	})
+	t.Run("incidents with their severity and the rule that set it", func(t *testing.T) {
+		require.Contains(t, body, `<td><span class="sev sev-critical">critical</span></td>
+  <td>rule <code>sg-ingress</code></td>`)
+		require.Contains(t, body, `<td><span class="sev sev-low">low</span></td>
+  <td><span class="muted">class default</span></td>`)
+		require.Less(t, strings.Index(body, "sev-critical"), strings.Index(body, "sev-low"), "open before confirming")
+		require.NotContains(t, body, "sev-high", "a resolved incident is not listed")
+	})
 	t.Run("state-backend finding", func(t *testing.T) {
 		// Its kind badge is coloured like every other (white text on no
 		// background read as an empty badge) and its detail is shown.

@@ -32,6 +32,11 @@ type WorkspaceInfo struct {
 	NextRun  time.Time // zero: not scheduled
 }
 
+// IncidentLister is the part of store.AlertStore the server reads.
+type IncidentLister interface {
+	Incidents(ctx context.Context, workspace string) ([]store.Incident, error)
+}
+
 // Options configures a Server: plain data, plus the Control the daemon
 // implements.
 type Options struct {
@@ -50,6 +55,9 @@ type Options struct {
 
 	// Logs holds finished runs' logs (nil: none are served).
 	Logs store.LogStore
+	// Incidents lists a workspace's incidents, shown with their severity
+	// and the rule that set it (nil: none are shown).
+	Incidents IncidentLister
 	// Config is the config file's server section; config.Server documents
 	// each setting. The server uses it as follows (zero: no tokens, no
 	// TLS, no external URL, the default listen address):

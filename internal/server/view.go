@@ -168,7 +168,55 @@ type apiWorkspace struct {
 
 type apiWorkspaceDetail struct {
 	apiWorkspace
-	Findings []apiFinding `json:"findings"`
+	Findings  []apiFinding  `json:"findings"`
+	Incidents []apiIncident `json:"incidents"`
+}
+
+// apiIncident is an open or confirming incident: its severity and the
+// severity rule that set it (empty: its class's severity).
+type apiIncident struct {
+	Key          string    `json:"key"`
+	Class        string    `json:"class"`
+	State        string    `json:"state"`
+	Severity     string    `json:"severity"`
+	SeverityRule string    `json:"severity_rule"`
+	Since        time.Time `json:"since"`
+	NotifiedAt   time.Time `json:"notified_at,omitzero"`
+	Findings     int       `json:"findings"`
+}
+
+func toAPIIncidents(ins []store.Incident) []apiIncident {
+	out := make([]apiIncident, 0, len(ins))
+	for _, in := range ins {
+		out = append(out, apiIncident{
+			Key: in.Key, Class: in.Class, State: string(in.State), Severity: in.Severity, SeverityRule: in.SeverityRule,
+			Since: in.OpenedAt, NotifiedAt: in.NotifiedAt, Findings: len(in.Findings),
+		})
+	}
+	return out
+}
+
+// liveIncidents are a workspace's open and confirming (pending)
+// incidents, open first, then by class.
+func (s *Server) liveIncidents(ctx context.Context, name string) ([]store.Incident, error) {
+	if s.o.Incidents == nil {
+		return nil, nil
+	}
+	all, err := s.o.Incidents.Incidents(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %q: incidents: %w", name, err)
+	}
+	out := slices.DeleteFunc(all, func(in store.Incident) bool { return in.State == store.IncidentResolved })
+	slices.SortFunc(out, func(a, b store.Incident) int {
+		if (a.State == store.IncidentOpen) != (b.State == store.IncidentOpen) {
+			if a.State == store.IncidentOpen {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.Class, b.Class)
+	})
+	return out, nil
 }
 
 type apiFinding struct {

@@ -179,6 +179,9 @@ type Incident struct {
 	Fingerprint  string          // fingerprint of the findings last notified
 	Findings     []drift.Finding // findings last notified (for deltas)
 	Severity     string
+	// SeverityRule names the severity rule that set Severity (empty:
+	// the class's severity).
+	SeverityRule string
 }
 
 // OutboxMessage is one notification for one notifier, persisted before it

@@ -26,3 +26,23 @@ func Parse(s string) (Severity, error) {
 	}
 	return "", fmt.Errorf("unknown severity %q (use critical, high, moderate, low or info)", s)
 }
+
+// order is every severity, lowest first.
+var order = []Severity{Info, Low, Moderate, High, Critical}
+
+// Rank orders severities: info 0, low 1, moderate 2, high 3, critical 4;
+// an unknown severity is -1.
+func (s Severity) Rank() int {
+	for i, o := range order {
+		if o == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// AtLeast reports whether s is min or higher; every severity is at least
+// the empty one.
+func (s Severity) AtLeast(min Severity) bool {
+	return min == "" || s.Rank() >= min.Rank()
+}

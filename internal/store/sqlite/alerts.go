@@ -33,7 +33,7 @@ import (
 //     NotifierState is nil again (a notifier can forget an incident).
 //   - Prune (store.Store) also trims these tables; see pruneAlerts.
 
-const incidentColumns = `key, workspace, class, state, observations, opened_at, notified_at, resolved_at, fingerprint, findings, severity`
+const incidentColumns = `key, workspace, class, state, observations, opened_at, notified_at, resolved_at, fingerprint, findings, severity, severity_rule`
 
 const outboxColumns = `id, notifier, incident_key, payload, created_at, attempts, next_attempt, last_error, delivered_at, dead`
 
@@ -211,7 +211,7 @@ func upsertIncident(ctx context.Context, tx *sql.Tx, in store.Incident) error {
 	}
 	// The WHERE makes a key of another workspace a no-op, found below,
 	// rather than moving the incident.
-	res, err := tx.ExecContext(ctx, `INSERT INTO incidents (`+incidentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	res, err := tx.ExecContext(ctx, `INSERT INTO incidents (`+incidentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET
 	class = excluded.class,
 	state = excluded.state,
@@ -221,9 +221,10 @@ ON CONFLICT (key) DO UPDATE SET
 	resolved_at = excluded.resolved_at,
 	fingerprint = excluded.fingerprint,
 	findings = excluded.findings,
-	severity = excluded.severity
+	severity = excluded.severity,
+	severity_rule = excluded.severity_rule
 WHERE incidents.workspace = excluded.workspace`,
-		in.Key, in.Workspace, in.Class, string(in.State), in.Observations, times[0], times[1], times[2], in.Fingerprint, string(findings), in.Severity)
+		in.Key, in.Workspace, in.Class, string(in.State), in.Observations, times[0], times[1], times[2], in.Fingerprint, string(findings), in.Severity, in.SeverityRule)
 	if err != nil {
 		return err
 	}
@@ -295,7 +296,7 @@ func collectIncidents(rows *sql.Rows) ([]store.Incident, error) {
 			state, findings            string
 			opened, notified, resolved sql.NullInt64
 		)
-		if err := rows.Scan(&in.Key, &in.Workspace, &in.Class, &state, &in.Observations, &opened, &notified, &resolved, &in.Fingerprint, &findings, &in.Severity); err != nil {
+		if err := rows.Scan(&in.Key, &in.Workspace, &in.Class, &state, &in.Observations, &opened, &notified, &resolved, &in.Fingerprint, &findings, &in.Severity, &in.SeverityRule); err != nil {
 			return nil, err
 		}
 		in.State = store.IncidentState(state)

@@ -179,6 +179,12 @@ CREATE TABLE run_logs (
 	log    BLOB NOT NULL
 ) STRICT, WITHOUT ROWID;
 `,
+
+	// 5: the severity rule that set an incident's severity (empty: its
+	// class's). Older rows keep ''.
+	`
+ALTER TABLE incidents ADD COLUMN severity_rule TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrate applies the missing migrations, one transaction each. The version

@@ -93,7 +93,7 @@ func incident(key, workspace string, class string, opened time.Time) store.Incid
 		Key: key, Workspace: workspace, Class: class, State: store.IncidentOpen,
 		Observations: 1, OpenedAt: opened, NotifiedAt: opened,
 		Fingerprint: drift.Fingerprint(workspace, []drift.Finding{fDrift}), Findings: []drift.Finding{fDrift},
-		Severity: "high",
+		Severity: "high", SeverityRule: "sg-ingress",
 	}
 }
 
