@@ -31,6 +31,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
+	"github.com/driftwatch/driftwatch/internal/silence"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 	"github.com/driftwatch/driftwatch/internal/version"
@@ -73,6 +74,10 @@ type daemon struct {
 	electing bool
 	// kube is the kubernetes runner mode (nil: local).
 	kube *kubeRuntime
+	// holds are the silences and maintenance windows (silences.go).
+	holds silence.Book
+	// released wakes the release of held messages (a silence ended).
+	released chan struct{}
 }
 
 // RunDaemon runs the daemon until ctx is done (SIGTERM/SIGINT in main),
@@ -159,6 +164,12 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 // replaces the runner of detection runs (tests).
 func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, log *slog.Logger, detect runner.Runner) (*daemon, error) {
 	d := &daemon{log: log, owner: leader.StoreOwner(cfg.Store.Path), store: st, leader: leader.New(log)}
+	d.released = make(chan struct{}, 1)
+	silences, err := st.Silences(ctx, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	d.holds.SetSilences(silences)
 	d.isolation = sandbox.Isolation{Mode: "none", Reason: "runs are Kubernetes Jobs: the pod is their sandbox"}
 	// The daemon re-checks the same workspaces: it keeps their initialised
 	// working directories between runs.
@@ -235,6 +246,17 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 // plans (start and reload).
 func (d *daemon) setConfig(cfg *config.Config, targets map[string]audit.Target) {
 	plans := incident.Plans(cfg)
+	for _, w := range cfg.Workspaces {
+		p := plans[w.Name]
+		p.Held = func(at time.Time) bool {
+			_, held := d.holds.Held(w.Name, w.Labels, at)
+			return held
+		}
+		plans[w.Name] = p
+	}
+	if windows, err := silence.Windows(cfg.MaintenanceWindows); err == nil { // validated with the config
+		d.holds.SetWindows(windows)
+	}
 	d.cfg.Store(cfg)
 	d.targets.Store(&targets)
 	d.alerts.Store(&plans)
@@ -314,8 +336,16 @@ func (d *daemon) lead(ctx context.Context) error {
 	for _, a := range adopted {
 		g.Go(func() error { d.runs.AwaitAdopted(runCtx, a); return nil })
 	}
+	// A standby became leader: the silences its predecessor added.
+	silences, err := d.store.Silences(ctx, time.Now())
+	if err != nil {
+		g.Go(func() error { return err })
+		return g.Wait()
+	}
+	d.holds.SetSilences(silences)
 	d.leader.SetLeading(true)
 	g.Go(func() error { return d.runs.Schedule(runCtx) })
+	g.Go(func() error { d.releaseLoop(gctx); return nil })
 	g.Go(func() error { return d.rem.Run(gctx) })
 	d.runs.QueueUnchecked(workspaceNames(d.cfg.Load()))
 	return g.Wait()

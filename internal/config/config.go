@@ -46,6 +46,8 @@ type Config struct {
 	// Notifiers are the named alert destinations; Alerts routes incidents to them.
 	Notifiers []Notifier `yaml:"notifiers"`
 	Alerts    Alerts     `yaml:"alerts"`
+	// MaintenanceWindows hold notifications on a schedule (maintenance.go).
+	MaintenanceWindows []MaintenanceWindow `yaml:"maintenance_windows"`
 	// Remediation is the daemon-wide remediation switch.
 	Remediation RemediationSwitch `yaml:"remediation"`
 	Defaults    Defaults          `yaml:"defaults"`

@@ -14,6 +14,22 @@ import (
 type Plan struct {
 	Policy  Policy
 	Targets []Target
+	// Held reports whether the workspace's notifications are held at a
+	// moment (a silence, a maintenance window); nil: never.
+	Held func(at time.Time) bool
+}
+
+// Enqueue is Enqueue to p's targets, the rows marked held when p.Held
+// says so at now.
+func (p Plan) Enqueue(now time.Time, msgs []notify.Message) ([]store.OutboxMessage, error) {
+	out, err := Enqueue(now, msgs, p.Targets)
+	if err != nil || p.Held == nil || len(out) == 0 || !p.Held(now) {
+		return out, err
+	}
+	for i := range out {
+		out[i].Held = true
+	}
+	return out, nil
 }
 
 // Plans computes each configured workspace's Plan: its effective alert
@@ -86,7 +102,7 @@ func severities(m map[string]string) map[notify.Class]notify.Severity {
 func (p Plan) Outcome(now time.Time, runID string, newID func() string) store.Outcome {
 	return func(before, after store.WorkspaceState, incidents []store.Incident) ([]store.Incident, []store.OutboxMessage) {
 		changed, msgs := Decide(now, runID, p.Policy, before, after, incidents, newID)
-		out, err := Enqueue(now, msgs, p.Targets)
+		out, err := p.Enqueue(now, msgs)
 		if err != nil {
 			// Enqueue only fails on a payload that cannot be encoded: a bug.
 			panic(fmt.Sprintf("driftwatch/incident: enqueue: %v", err))

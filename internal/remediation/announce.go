@@ -60,7 +60,7 @@ func (c *Controller) announce(workspace string, at time.Time) store.RemediationA
 				"workspace", r.Workspace, "remediation", r.ID, "result", string(rem.Result))
 			return nil, nil
 		}
-		out, err := incident.Enqueue(at, []notify.Message{*msg}, plan.Targets)
+		out, err := plan.Enqueue(at, []notify.Message{*msg})
 		if err != nil {
 			// Enqueue only fails on a payload that cannot be encoded: a bug.
 			panic(fmt.Sprintf("driftwatch/remediation: enqueue remediation message: %v", err))

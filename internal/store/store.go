@@ -152,6 +152,7 @@ type DaemonStore interface {
 	AlertStore
 	LogStore
 	RemediationStore
+	SilenceStore
 }
 
 // IncidentState is whether an incident is open.
@@ -199,6 +200,58 @@ type OutboxMessage struct {
 	// Dead marks a message given up on (a permanent error); it stays for
 	// inspection and no longer blocks later messages of its incident.
 	Dead bool
+	// Held marks a message enqueued while its workspace was silenced or
+	// in a maintenance window: it is not due, and it holds back the rest
+	// of its queue, until ReleaseHeld replaces its queue's held messages
+	// with what they add up to.
+	Held bool
+}
+
+// Silence holds the messages of the workspaces it matches from StartsAt
+// until EndsAt: their incidents are still recorded and shown.
+type Silence struct {
+	ID string
+	// Workspace is the silenced workspace's name, or "" with Labels.
+	Workspace string
+	// Labels silence every workspace that has them all.
+	Labels             map[string]string
+	StartsAt, EndsAt   time.Time
+	Comment, CreatedBy string
+	CreatedAt          time.Time
+}
+
+// Active reports whether s holds messages at t.
+func (s Silence) Active(t time.Time) bool {
+	return !t.Before(s.StartsAt) && t.Before(s.EndsAt)
+}
+
+// Matches reports whether s names the workspace or all its labels are
+// on it.
+func (s Silence) Matches(workspace string, labels map[string]string) bool {
+	if s.Workspace != "" {
+		return s.Workspace == workspace
+	}
+	if len(s.Labels) == 0 {
+		return false
+	}
+	for k, v := range s.Labels {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// SilenceStore keeps silences across restarts.
+type SilenceStore interface {
+	// AddSilence stores a new silence; its ID must be new.
+	AddSilence(ctx context.Context, s Silence) error
+	// Silences lists the silences that end after now (active or
+	// future), soonest end first.
+	Silences(ctx context.Context, now time.Time) ([]Silence, error)
+	// ExpireSilence ends a silence at at (if it ends later); an unknown
+	// id is ErrNotFound.
+	ExpireSilence(ctx context.Context, id string, at time.Time) (Silence, error)
 }
 
 // Outcome is what the pipeline decides after a run: the incidents to write
@@ -238,13 +291,23 @@ type OutboxStore interface {
 	// SaveNotifierState stores it at once (a Slack parent ts right after
 	// chat.postMessage, before thread replies).
 	SaveNotifierState(ctx context.Context, notifier, incidentKey string, state []byte) error
-	// OutboxStats counts undelivered (pending) and dead messages per notifier.
+	// OutboxStats counts undelivered (pending), held and dead messages
+	// per notifier.
 	OutboxStats(ctx context.Context) (map[string]OutboxCounts, error)
+	// HeldWorkspaces lists the workspaces with held messages.
+	HeldWorkspaces(ctx context.Context) ([]string, error)
+	// ReleaseHeld replaces, in one transaction, each (notifier, incident)
+	// queue of workspace's held messages with what collapse makes of them
+	// (oldest first; nil: nothing), enqueued as due at now after every
+	// message already in the outbox.
+	ReleaseHeld(ctx context.Context, workspace string, now time.Time, collapse func([]OutboxMessage) *OutboxMessage) (released int, err error)
 }
 
 // OutboxCounts are per-notifier outbox totals.
 type OutboxCounts struct {
-	Pending, Dead int
+	// Pending excludes Held: held messages wait for a silence to end,
+	// not for the notifier.
+	Pending, Held, Dead int
 	// LastError of the most recent failed attempt, for the status page.
 	LastError     string
 	OldestPending time.Time

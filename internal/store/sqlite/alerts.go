@@ -35,7 +35,7 @@ import (
 
 const incidentColumns = `key, workspace, class, state, observations, opened_at, notified_at, resolved_at, fingerprint, findings, severity, severity_rule`
 
-const outboxColumns = `id, notifier, incident_key, payload, created_at, attempts, next_attempt, last_error, delivered_at, dead`
+const outboxColumns = `id, notifier, incident_key, payload, created_at, attempts, next_attempt, last_error, delivered_at, dead, held`
 
 // pendingOutbox is the condition of a pending message: neither delivered nor
 // dead. The partial indexes of migration 2 use the same expression, which
@@ -249,9 +249,9 @@ func insertMessage(ctx context.Context, tx *sql.Tx, m store.OutboxMessage) error
 	if err != nil {
 		return fmt.Errorf("next_attempt: %w", err)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (id, seq, notifier, incident_key, payload, created_at, next_attempt)
-VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM outbox), ?, ?, ?, ?, ?)`,
-		m.ID, m.Notifier, m.IncidentKey, m.Payload, created, next)
+	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (id, seq, notifier, incident_key, payload, created_at, next_attempt, held)
+VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM outbox), ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.Notifier, m.IncidentKey, m.Payload, created, next, m.Held)
 	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) {
 		return errors.New("a message with this id is already in the outbox")
 	}

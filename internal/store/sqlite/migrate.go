@@ -185,6 +185,25 @@ CREATE TABLE run_logs (
 	`
 ALTER TABLE incidents ADD COLUMN severity_rule TEXT NOT NULL DEFAULT '';
 `,
+
+	// 6: silences (store.SilenceStore) and held outbox messages.
+	`
+ALTER TABLE outbox ADD COLUMN held INTEGER NOT NULL DEFAULT 0 CHECK (held IN (0, 1));
+-- HeldWorkspaces and ReleaseHeld: the few held messages.
+CREATE INDEX outbox_held ON outbox (incident_key, notifier, seq) WHERE held = 1;
+
+CREATE TABLE silences (
+	id         TEXT PRIMARY KEY,
+	workspace  TEXT NOT NULL,
+	labels     TEXT NOT NULL CHECK (json_valid(labels)),
+	starts_at  INTEGER NOT NULL,
+	ends_at    INTEGER NOT NULL,
+	comment    TEXT NOT NULL,
+	created_by TEXT NOT NULL,
+	created_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX silences_ends ON silences (ends_at);
+`,
 }
 
 // migrate applies the missing migrations, one transaction each. The version

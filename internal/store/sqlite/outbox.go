@@ -34,7 +34,7 @@ func (s *Store) DueMessages(ctx context.Context, now time.Time, limit int) ([]st
 		n = -1 // SQLite: no limit
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+outboxColumns+` FROM outbox AS o
-WHERE `+pendingOutbox+` AND next_attempt <= ?1
+WHERE `+pendingOutbox+` AND next_attempt <= ?1 AND held = 0
 AND NOT EXISTS (
 	SELECT 1 FROM outbox AS p
 	WHERE p.notifier = o.notifier AND p.incident_key = o.incident_key AND p.seq < o.seq
@@ -65,15 +65,16 @@ func scanMessage(sc scanner) (store.OutboxMessage, error) {
 		m             store.OutboxMessage
 		created, next int64
 		delivered     sql.NullInt64
-		dead          int64
+		dead, held    int64
 	)
-	if err := sc.Scan(&m.ID, &m.Notifier, &m.IncidentKey, &m.Payload, &created, &m.Attempts, &next, &m.LastError, &delivered, &dead); err != nil {
+	if err := sc.Scan(&m.ID, &m.Notifier, &m.IncidentKey, &m.Payload, &created, &m.Attempts, &next, &m.LastError, &delivered, &dead, &held); err != nil {
 		return store.OutboxMessage{}, err
 	}
 	m.CreatedAt = fromNanos(sql.NullInt64{Int64: created, Valid: true})
 	m.NextAttempt = fromNanos(sql.NullInt64{Int64: next, Valid: true})
 	m.DeliveredAt = fromNanos(delivered)
 	m.Dead = dead != 0
+	m.Held = held != 0
 	return m, nil
 }
 
@@ -231,9 +232,10 @@ ON CONFLICT (notifier, incident_key) DO UPDATE SET state = excluded.state, updat
 // absent.
 func (s *Store) OutboxStats(ctx context.Context) (map[string]store.OutboxCounts, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT o.notifier,
-	sum(o.delivered_at IS NULL AND o.dead = 0),
+	sum(o.delivered_at IS NULL AND o.dead = 0 AND o.held = 0),
+	sum(o.held),
 	sum(o.delivered_at IS NULL AND o.dead = 1),
-	min(CASE WHEN o.delivered_at IS NULL AND o.dead = 0 THEN o.created_at END),
+	min(CASE WHEN o.delivered_at IS NULL AND o.dead = 0 AND o.held = 0 THEN o.created_at END),
 	coalesce((SELECT f.last_error FROM outbox AS f
 		WHERE f.notifier = o.notifier AND f.failed_seq IS NOT NULL
 		ORDER BY f.failed_seq DESC LIMIT 1), '')
@@ -250,7 +252,7 @@ GROUP BY o.notifier`)
 			c        store.OutboxCounts
 			oldest   sql.NullInt64
 		)
-		if err := rows.Scan(&notifier, &c.Pending, &c.Dead, &oldest, &c.LastError); err != nil {
+		if err := rows.Scan(&notifier, &c.Pending, &c.Held, &c.Dead, &oldest, &c.LastError); err != nil {
 			return nil, fmt.Errorf("outbox stats: %w", err)
 		}
 		c.OldestPending = fromNanos(oldest)
