@@ -200,9 +200,11 @@ func (f *Faults) Wrap(next http.Handler) http.Handler {
 			select {
 			case <-t.C:
 			case <-r.Context().Done():
-				return
+				// Returning would answer an implicit 200: drop the
+				// connection, as a server that never answered.
+				panic(http.ErrAbortHandler)
 			case <-f.closedChan():
-				return
+				panic(http.ErrAbortHandler)
 			}
 		}
 		if x.RetryAfter != "" {

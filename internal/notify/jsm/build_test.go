@@ -1,0 +1,223 @@
+package jsm
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
+)
+
+// The create body of SampleMessage's incident.
+const sampleCreate = `{
+	"message": "Terraform drift in prod/network: 1 drifted, 1 pending",
+	"alias": "drift-prod-network-3f9a2c",
+	"description": "Workspace: prod/network\nClass: drift, severity: high\nSince: 2026-11-03T09:00:00Z\nRun: run-0042\nOwner: network-team\nStatus page: https://driftwatch.example.com/workspaces/prod%2Fnetwork\n\nFindings (1 drifted, 1 pending, 0 forbidden):\n- drift update aws_security_group.web: ingress, tags.Name\n- pending create aws_s3_bucket.logs",
+	"responders": [{"type": "team", "name": "platform"}],
+	"tags": ["driftwatch", "drift", "prod/network", "env:prod", "tier:core"],
+	"details": {
+		"incident_key": "drift-prod-network-3f9a2c", "workspace": "prod/network", "class": "drift", "severity": "high",
+		"drift": "1", "pending": "1", "forbidden": "0", "run_id": "run-0042",
+		"status_page": "https://driftwatch.example.com/workspaces/prod%2Fnetwork",
+		"owner": "network-team", "team": "platform", "since": "2026-11-03T09:00:00Z"
+	},
+	"entity": "prod/network", "source": "driftwatch", "priority": "P2"
+}`
+
+const (
+	notesPath = "/drift-prod-network-3f9a2c/notes"
+	closePath = "/drift-prod-network-3f9a2c/close"
+)
+
+type wantRequest struct {
+	op, path, query, body string
+}
+
+func TestBuildRequests(t *testing.T) {
+	for _, tc := range []struct {
+		event notify.Event
+		want  []wantRequest
+	}{
+		{notify.EventOpen, []wantRequest{{opCreate, "", "", sampleCreate}}},
+		{notify.EventRenotify, []wantRequest{
+			{opCreate, "", "", sampleCreate},
+			{opNote, notesPath, "identifierType=alias", `{"source": "driftwatch", "note": "Still open since 2026-11-03T09:00:00Z (re-notification, run run-0042)."}`},
+		}},
+		{notify.EventUpdate, []wantRequest{
+			{opNote, notesPath, "identifierType=alias", `{"source": "driftwatch", "note": "Findings changed in prod/network (run run-0042), now 1 drifted, 1 pending, 0 forbidden.\nAdded:\n+ pending create aws_s3_bucket.logs"}`},
+		}},
+		{notify.EventRemediation, []wantRequest{
+			{opNote, notesPath, "identifierType=alias", `{"source": "driftwatch", "note": "Remediation failed (remediation rem-0007, run run-0043).\nReason: apply: Error: Cannot write file (aws_security_group.web, main.tf line 3)\nSeverity raised to critical (P1); the open alert keeps its priority.\nRun: https://driftwatch.example.com/runs/run-0043"}`},
+		}},
+		{notify.EventResolve, []wantRequest{
+			{opClose, closePath, "identifierType=alias", `{"source": "driftwatch", "note": "Resolved: prod/network matches its Terraform configuration again (run run-0042)."}`},
+		}},
+	} {
+		t.Run(string(tc.event), func(t *testing.T) {
+			got, err := buildRequests(notifytest.SampleMessage(tc.event))
+			require.NoError(t, err)
+			require.Len(t, got, len(tc.want))
+			for i, w := range tc.want {
+				require.Equal(t, w.op, got[i].Op)
+				require.Equal(t, w.path, got[i].Path)
+				require.Equal(t, w.query, got[i].Query)
+				require.JSONEq(t, w.body, string(got[i].Body))
+			}
+		})
+	}
+}
+
+func TestBuildRequestsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*notify.Message)
+		want string
+	}{
+		{"alias unusable in a path", func(m *notify.Message) { m.Incident.Key = "drift/prod/network" },
+			`incident key "drift/prod/network" cannot be an alias (want [A-Za-z0-9._-], at most 512 characters)`},
+		{"unknown event", func(m *notify.Message) { m.Event = "snooze" }, `unknown event "snooze"`},
+		{"remediation without its remediation", func(m *notify.Message) { m.Event, m.Remediation = notify.EventRemediation, nil },
+			"message msg-open-0001: remediation event without its remediation"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := notifytest.SampleMessage(notify.EventOpen)
+			tc.edit(&m)
+			_, err := buildRequests(m)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+func TestBuildCreateClasses(t *testing.T) {
+	t.Run("errored, no team", func(t *testing.T) {
+		m := notifytest.SampleMessage(notify.EventOpen)
+		m.Incident.Class = notify.ClassErrored
+		m.Incident.Findings, m.Incident.Counts = nil, drift.Counts{}
+		m.Incident.Error = "terraform init:\n  provider registry unreachable"
+		m.Incident.Team, m.Incident.Labels = "", nil
+		got := buildCreate(m)
+		require.Equal(t, "Drift checks failing for prod/network: terraform init: provider registry unreachable", got.Message)
+		require.Contains(t, got.Description, "Error: terraform init: provider registry unreachable")
+		require.NotContains(t, got.Description, "Findings")
+		require.Equal(t, "terraform init: provider registry unreachable", got.Details["error"])
+		require.Empty(t, got.Responders)
+		require.Equal(t, []string{"driftwatch", "errored", "prod/network"}, got.Tags)
+	})
+	t.Run("forbidden", func(t *testing.T) {
+		m := notifytest.SampleMessage(notify.EventOpen)
+		m.Incident.Class = notify.ClassForbidden
+		m.Incident.Findings = []drift.Finding{{Kind: drift.KindForbidden, Address: "kubernetes_manifest.app", Type: "kubernetes_manifest", Action: "no-op", SeenIn: []string{"config", "state"}}}
+		m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
+		got := buildCreate(m)
+		require.Equal(t, "Forbidden resource types in prod/network: 1 resource", got.Message)
+		require.Contains(t, got.Description, "- forbidden no-op kubernetes_manifest.app (seen in config, state)")
+	})
+}
+
+func TestPriority(t *testing.T) {
+	for sev, want := range map[notify.Severity]string{
+		notify.SeverityCritical: "P1", notify.SeverityHigh: "P2", notify.SeverityModerate: "P3",
+		notify.SeverityLow: "P4", notify.SeverityInfo: "P5", "": "P3", "bogus": "P3",
+	} {
+		m := notifytest.SampleMessage(notify.EventOpen)
+		m.Incident.Severity = sev
+		require.Equal(t, want, buildCreate(m).Priority, "severity %q", sev)
+	}
+}
+
+func TestCloseNote(t *testing.T) {
+	for class, want := range map[notify.Class]string{
+		notify.ClassDrift:     "Resolved: prod/network matches its Terraform configuration again (run run-0042).",
+		notify.ClassForbidden: "Resolved: no forbidden resource types left in prod/network (run run-0042).",
+		notify.ClassErrored:   "Resolved: drift checks of prod/network succeed again (run run-0042).",
+	} {
+		in := notifytest.SampleMessage(notify.EventResolve).Incident
+		in.Class = class
+		require.Equal(t, want, closeNote(in))
+	}
+}
+
+func TestRemediationNotes(t *testing.T) {
+	m := notifytest.SampleMessage(notify.EventRemediation)
+	for _, tc := range []struct {
+		edit func(*notify.Remediation)
+		want string
+	}{
+		{func(r *notify.Remediation) {
+			r.Result, r.Reason, r.ApplyRunID, r.URL = notify.RemediationAwaitingApproval, "", "", ""
+			r.ExpiresAt = time.Date(2026, 11, 4, 10, 0, 0, 0, time.UTC)
+		}, "Remediation proposed: reverts 1 resource; awaiting approval (driftwatch approve rem-0007) before 2026-11-04T10:00:00Z (remediation rem-0007)."},
+		{func(r *notify.Remediation) {
+			r.Result, r.Reason, r.ApplyRunID, r.URL = notify.RemediationApproved, "", "", ""
+		},
+			"Remediation approved (auto): reverting 1 resource now (remediation rem-0007)."},
+		{func(r *notify.Remediation) { r.Result, r.Reason = notify.RemediationApplied, "" },
+			"Remediation applied: reverted 1 resource; a verification run follows (remediation rem-0007, run run-0043).\nRun: https://driftwatch.example.com/runs/run-0043"},
+		{func(r *notify.Remediation) {
+			r.Result, r.Reason, r.URL = notify.RemediationVerificationFailed, "1 resource still drifted", ""
+		},
+			"Remediation verification failed (remediation rem-0007, run run-0043).\nReason: 1 resource still drifted\nSeverity raised to critical (P1); the open alert keeps its priority."},
+		{func(r *notify.Remediation) {
+			r.Result, r.Reason, r.ApplyRunID, r.URL = notify.RemediationRefused, "plan changed", "", ""
+		},
+			"Remediation refused (remediation rem-0007).\nReason: plan changed"},
+	} {
+		mm := m
+		r := *m.Remediation
+		tc.edit(&r)
+		mm.Remediation = &r
+		require.Equal(t, tc.want, remediationNote(mm))
+	}
+}
+
+// Bodies stay within the field limits whatever the incident holds; what
+// is cut is counted.
+func TestLimits(t *testing.T) {
+	m := notifytest.SampleMessage(notify.EventOpen)
+	m.Incident.Workspace = strings.Repeat("w", 600)
+	m.Incident.Labels = map[string]string{}
+	for i := range 30 {
+		m.Incident.Labels[fmt.Sprintf("label%02d", i)] = strings.Repeat("v", 60)
+	}
+	m.Incident.Findings = []drift.Finding{{Kind: drift.KindDrift, Address: strings.Repeat("a", 50000), Action: "update"}}
+	for i := range 2000 {
+		m.Incident.Findings = append(m.Incident.Findings, drift.Finding{Kind: drift.KindDrift, Address: fmt.Sprintf("aws_instance.web[%d]", i), Action: "update", Attributes: []string{"tags.Owner", "ami"}})
+	}
+	m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
+	got := buildCreate(m)
+	require.Equal(t, maxMessage, utf8.RuneCountInString(got.Message))
+	require.True(t, strings.HasSuffix(got.Message, "…"))
+	require.LessOrEqual(t, utf8.RuneCountInString(got.Description), maxDescription)
+	require.Contains(t, got.Description, "- drift update aws_instance.web[0]: tags.Owner, ami", "one giant address does not take the description")
+	require.Regexp(t, `\n… and \d+ more \(see the status page\)$`, got.Description)
+	require.LessOrEqual(t, utf8.RuneCountInString(got.Entity), maxEntity)
+	require.Len(t, got.Tags, maxTags)
+	for _, tag := range got.Tags {
+		require.LessOrEqual(t, utf8.RuneCountInString(tag), maxTag)
+	}
+	for k, v := range got.Details {
+		require.LessOrEqual(t, utf8.RuneCountInString(v), maxDetailValue, k)
+	}
+
+	u := notifytest.SampleMessage(notify.EventUpdate)
+	u.Delta = &notify.Delta{Added: m.Incident.Findings, Removed: m.Incident.Findings[:10]}
+	note := deltaNote(u)
+	require.LessOrEqual(t, utf8.RuneCountInString(note), maxNote)
+	require.Regexp(t, `\n… and \d+ more \(see the status page\)$`, note)
+	require.NotContains(t, note, "Removed:")
+}
+
+func TestValidAlias(t *testing.T) {
+	for key, want := range map[string]bool{
+		"drift-prod-network-3f9a": true, "a_b.C9": true, "": false, "drift/prod": false, "a b": false,
+		"a?b": false, "a%2Fb": false, "..": false, strings.Repeat("a", 512): true, strings.Repeat("a", 513): false,
+	} {
+		require.Equal(t, want, validAlias(key), "%q", key)
+	}
+}

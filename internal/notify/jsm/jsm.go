@@ -1,0 +1,249 @@
+package jsm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/notify"
+)
+
+// maxResponse is how much of a response body is read.
+const maxResponse = 64 << 10
+
+// Notifier sends incidents to one Jira Service Management "API"
+// integration. It implements notify.Notifier.
+type Notifier struct {
+	name    string
+	alerts  *url.URL // the alerts endpoint
+	key     string
+	timeout time.Duration
+	hc      *http.Client
+	logger  *slog.Logger
+	// now is the clock for Retry-After dates (a test seam).
+	now func() time.Time
+}
+
+var _ notify.Notifier = (*Notifier)(nil)
+
+// New validates cfg and reads the API key file. It does no network I/O.
+// hc (nil: a default client) is what requests go through (a proxy, a
+// private CA, a test server); it is copied, and redirects are never
+// followed, whatever hc says.
+func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
+	if logger == nil {
+		return nil, errors.New("jsm: logger is required")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("jsm %q: %w", cfg.Name, err)
+	}
+	raw, err := os.ReadFile(cfg.APIKeyFile)
+	if err != nil {
+		// The *PathError names the file, not its content.
+		return nil, fmt.Errorf("jsm %q: api_key_file: %w", cfg.Name, err)
+	}
+	key := strings.TrimSpace(string(raw))
+	switch {
+	case key == "":
+		return nil, fmt.Errorf("jsm %q: api_key_file %q is empty", cfg.Name, cfg.APIKeyFile)
+	case strings.IndexFunc(key, notKeyRune) >= 0:
+		// Say what is wrong, never what the file holds.
+		return nil, fmt.Errorf("jsm %q: api_key_file %q: the key must be one line of printable ASCII without spaces", cfg.Name, cfg.APIKeyFile)
+	}
+	base := cfg.APIURL
+	if base == "" {
+		base = DefaultURL
+	}
+	alerts, err := alertsURL(base)
+	if err != nil {
+		return nil, fmt.Errorf("jsm %q: %w", cfg.Name, err)
+	}
+
+	// A copy: the caller's client is never changed.
+	c := &http.Client{}
+	if hc != nil {
+		cp := *hc
+		c = &cp
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+	return &Notifier{
+		name:    cfg.Name,
+		alerts:  alerts,
+		key:     key,
+		timeout: cfg.timeout(),
+		hc:      c,
+		logger:  logger.With("notifier", cfg.Name),
+		now:     time.Now,
+	}, nil
+}
+
+// notKeyRune: a header value must be printable ASCII, and a key has no
+// spaces.
+func notKeyRune(r rune) bool { return r <= ' ' || r >= 0x7f }
+
+// Name implements notify.Notifier.
+func (n *Notifier) Name() string { return n.name }
+
+// Notify implements notify.Notifier: the message's requests (see
+// buildRequests), in order, each once. JSM keeps the incident's alert by
+// alias, so state is returned unchanged, and nil after a resolve.
+func (n *Notifier) Notify(ctx context.Context, m notify.Message, state []byte, _ func([]byte) error) ([]byte, error) {
+	reqs, err := buildRequests(m)
+	if err != nil {
+		return state, fmt.Errorf("jsm %s: %s", n.name, n.redact(err.Error()))
+	}
+	for _, r := range reqs {
+		if err := n.send(ctx, m.Incident.Key, r); err != nil {
+			return state, err
+		}
+	}
+	if m.Event == notify.EventResolve {
+		return nil, nil
+	}
+	return state, nil
+}
+
+// response is the integration API's answer: {"result","took",
+// "requestId"} with 202, {"message","took","requestId"} (and for a 422
+// "errors") otherwise.
+type response struct {
+	Result    string            `json:"result"`
+	RequestID string            `json:"requestId"`
+	Message   string            `json:"message"`
+	Errors    map[string]string `json:"errors"`
+}
+
+// send posts r once and classifies the outcome: 2xx is delivered; 408,
+// 429, 5xx, network errors and timeouts are retryable (after Retry-After
+// if sent); anything else is permanent, with the service's message.
+func (n *Notifier) send(ctx context.Context, alias string, r apiRequest) error {
+	op := fmt.Sprintf("%s %q", r.Op, alias)
+	if ctx.Err() != nil {
+		return notify.Retryable(fmt.Errorf("jsm %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
+	}
+	// validAlias keeps the alias free of anything a path must escape.
+	u := *n.alerts
+	u.Path += r.Path
+	u.RawQuery = r.Query
+
+	actx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, u.String(), bytes.NewReader(r.Body))
+	if err != nil {
+		return fmt.Errorf("jsm %s: %s: build request: %s", n.name, op, n.redact(err.Error()))
+	}
+	req.Header.Set("Authorization", "GenieKey "+n.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "driftwatch-jsm/1")
+
+	resp, err := n.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return notify.Retryable(fmt.Errorf("jsm %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
+		}
+		return notify.Retryable(fmt.Errorf("jsm %s: %s: %s", n.name, op, n.transportError(err)), 0)
+	}
+	raw, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+	_ = resp.Body.Close()
+	// An answer that races the deadline (the transport may hand over a
+	// response it read as the context ended) or arrives incomplete is not
+	// trusted: the outbox retries, and a resend is safe (doc.go).
+	switch {
+	case ctx.Err() != nil:
+		return notify.Retryable(fmt.Errorf("jsm %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
+	case actx.Err() != nil:
+		return notify.Retryable(fmt.Errorf("jsm %s: %s: timeout after %s", n.name, op, n.timeout), 0)
+	case readErr != nil:
+		return notify.Retryable(fmt.Errorf("jsm %s: %s: status %d: reading the response: %s", n.name, op, resp.StatusCode, n.transportError(readErr)), 0)
+	}
+
+	var body response
+	_ = json.Unmarshal(raw, &body) // an unreadable body leaves it empty
+	code := resp.StatusCode
+	switch {
+	case code >= 200 && code < 300:
+		n.logger.Debug("jsm accepted", "op", r.Op, "incident", alias, "status", code, "request_id", n.clean(body.RequestID, 100))
+		return nil
+	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code >= 500:
+		return notify.Retryable(fmt.Errorf("jsm %s: %s: %w", n.name, op, n.apiError(code, body)),
+			notify.ParseRetryAfter(resp.Header.Get("Retry-After"), n.now()))
+	case code >= 300 && code < 400:
+		return fmt.Errorf("jsm %s: %s: status %d: redirects are not followed", n.name, op, code)
+	}
+	return fmt.Errorf("jsm %s: %s: %w", n.name, op, n.apiError(code, body))
+}
+
+// apiError is r as an error, redacted and bounded.
+func (n *Notifier) apiError(code int, r response) *APIError {
+	e := &APIError{StatusCode: code, Message: n.clean(r.Message, 300)}
+	keys := slices.Sorted(maps.Keys(r.Errors))
+	for i, k := range keys {
+		if i == 5 {
+			e.Errors = append(e.Errors, fmt.Sprintf("… and %d more", len(keys)-5))
+			break
+		}
+		e.Errors = append(e.Errors, n.clean(k+": "+r.Errors[k], 300))
+	}
+	return e
+}
+
+func (n *Notifier) clean(s string, limit int) string {
+	// Redacted before cutting, so no partial key survives the cut.
+	return notify.Truncate(notify.OneLine(n.redact(s)), limit)
+}
+
+// APIError is an error response from the integration API, redacted.
+type APIError struct {
+	StatusCode int
+	// Message is the body's message, e.g. "Request body is not
+	// processable. Please check the errors."
+	Message string
+	// Errors are a 422's field errors as "field: reason", sorted.
+	Errors []string
+}
+
+// Error implements error.
+func (e *APIError) Error() string {
+	s := fmt.Sprintf("status %d", e.StatusCode)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if len(e.Errors) > 0 {
+		s += " (" + strings.Join(e.Errors, "; ") + ")"
+	}
+	return s
+}
+
+// transportError describes err without the URL that *url.Error quotes.
+func (n *Notifier) transportError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout after " + n.timeout.String()
+	}
+	return n.redact(err.Error())
+}
+
+// redact removes the API key from s.
+func (n *Notifier) redact(s string) string {
+	if n.key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, n.key, "[REDACTED]")
+}

@@ -1,0 +1,467 @@
+package jsm
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
+)
+
+const alias = "drift-prod-network-3f9a2c"
+
+func newTestNotifier(t *testing.T, srv *notifytest.JSMServer, logger *slog.Logger) *Notifier {
+	t.Helper()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	n, err := New(Config{Name: "jsm-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
+	require.NoError(t, err)
+	return n
+}
+
+func send(t *testing.T, n *Notifier, m notify.Message, state []byte) ([]byte, error) {
+	t.Helper()
+	return n.Notify(t.Context(), m, state, func([]byte) error {
+		t.Fatal("jsm must not need saveState")
+		return nil
+	})
+}
+
+// req is the part of a recorded request the tests assert exactly.
+type req struct {
+	Method, Path, Query, Body string
+}
+
+func requests(srv *notifytest.JSMServer) []req {
+	var out []req
+	for _, r := range srv.Requests() {
+		out = append(out, req{r.Method, r.Path, r.Query, string(r.Body)})
+	}
+	return out
+}
+
+// built is what the builder makes of m, as the server should receive it.
+func built(t *testing.T, m notify.Message) []req {
+	t.Helper()
+	rs, err := buildRequests(m)
+	require.NoError(t, err)
+	var out []req
+	for _, r := range rs {
+		out = append(out, req{"POST", notifytest.JSMPathPrefix + "/v2/alerts" + r.Path, r.Query, string(r.Body)})
+	}
+	return out
+}
+
+func TestConformance(t *testing.T) {
+	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
+		srv := notifytest.NewJSMServer(t)
+		return newTestNotifier(t, srv, nil), srv
+	})
+}
+
+// One incident is one JSM alert: open creates it, update and remediation
+// add notes, renotify re-creates (de-duplicated) and notes, resolve
+// closes it; every request carries the key in the GenieKey header and
+// the builder's exact body.
+func TestLifecycle(t *testing.T) {
+	srv := notifytest.NewJSMServer(t)
+	n := newTestNotifier(t, srv, nil)
+	events := []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventRemediation, notify.EventRenotify, notify.EventResolve}
+	var want []req
+	for _, ev := range events {
+		m := notifytest.SampleMessage(ev)
+		state, err := send(t, n, m, []byte(`{"kept":true}`))
+		require.NoError(t, err, ev)
+		if ev == notify.EventResolve {
+			require.Nil(t, state)
+		} else {
+			require.JSONEq(t, `{"kept":true}`, string(state), "jsm keeps no state of its own")
+		}
+		want = append(want, built(t, m)...)
+	}
+	require.Equal(t, want, requests(srv))
+	require.Equal(t, []req{
+		{"POST", "/jsm/ops/integration/v2/alerts", "", built(t, notifytest.SampleMessage(notify.EventOpen))[0].Body},
+		{"POST", "/jsm/ops/integration/v2/alerts/" + alias + "/notes", "identifierType=alias", `{"source":"driftwatch","note":"Findings changed in prod/network (run run-0042), now 1 drifted, 1 pending, 0 forbidden.\nAdded:\n+ pending create aws_s3_bucket.logs"}`},
+	}, requests(srv)[:2], "the paths and bodies on the wire")
+	for _, r := range srv.Requests() {
+		require.Equal(t, "GenieKey "+srv.APIKey, r.Header.Get("Authorization"))
+		require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+	}
+
+	alerts := srv.Alerts()
+	require.Len(t, alerts, 1)
+	a := alerts[0]
+	require.Equal(t, alias, a.Alias)
+	require.Equal(t, "closed", a.Status)
+	require.Equal(t, 2, a.Count, "the renotify was de-duplicated")
+	require.Equal(t, "P2", a.Priority)
+	require.Equal(t, []notifytest.JSMResponder{{Type: "team", Name: "platform"}}, a.Responders)
+	require.Len(t, a.Notes, 3) // update, remediation, renotify
+	require.Equal(t, "Still open since 2026-11-03T09:00:00Z (re-notification, run run-0042).", a.Notes[2])
+	require.Equal(t, "Resolved: prod/network matches its Terraform configuration again (run run-0042).", a.CloseNote)
+	for _, st := range srv.Statuses() {
+		require.True(t, st.Success, "%+v", st)
+	}
+
+	// The incident re-opens under the same key: a new alert.
+	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.NoError(t, err)
+	require.Len(t, srv.Alerts(), 2)
+	got, ok := srv.Alert(alias)
+	require.True(t, ok)
+	require.Equal(t, "open", got.Status)
+}
+
+// A crash between JSM accepting a request and the outbox recording it:
+// the outbox sends the message again with the state it had before (the
+// first call's result is lost). The create lands on the same alert, the
+// close of a closed alert is harmless; a note is added twice (doc.go).
+func TestCrashReplay(t *testing.T) {
+	srv := notifytest.NewJSMServer(t)
+	n := newTestNotifier(t, srv, nil)
+	var prev []byte
+	for _, ev := range []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventResolve} {
+		m := notifytest.SampleMessage(ev)
+		_, err := send(t, n, m, prev) // accepted; its result is lost
+		require.NoError(t, err)
+		st, err := send(t, n, m, prev) // the replay
+		require.NoError(t, err)
+		prev = st
+	}
+	alerts := srv.Alerts()
+	require.Len(t, alerts, 1, "no duplicate alert")
+	require.Equal(t, 2, alerts[0].Count)
+	require.Equal(t, "closed", alerts[0].Status)
+	require.Len(t, alerts[0].Notes, 2, "a replayed note appears twice")
+	sts := srv.Statuses()
+	require.Equal(t, "Alert is de-duplicated", sts[1].Status)
+	last := sts[len(sts)-1]
+	require.Equal(t, notifytest.JSMStatus{RequestID: last.RequestID, Action: "Close", Alias: alias, Status: "Alert does not exist"}, last)
+}
+
+// A renotify whose note fails is resent whole: the create again
+// (de-duplicated), then the note, which is added once. (The first
+// create is answered by an injected 202, so the server does not process
+// it: the alert's count is the open's create and the resent one.)
+func TestRenotifyRetriedWhole(t *testing.T) {
+	srv := notifytest.NewJSMServer(t)
+	n := newTestNotifier(t, srv, nil)
+	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.NoError(t, err)
+	srv.FailNext(notifytest.Failure{Status: 202, Body: `{"result":"Request will be processed","took":0.1,"requestId":"r"}`}) // the create
+	srv.FailNext(notifytest.Failure{Status: 503})                                                                            // the note
+	renotify := notifytest.SampleMessage(notify.EventRenotify)
+	_, err = send(t, n, renotify, nil)
+	retry, _ := notify.IsRetryable(err)
+	require.True(t, retry, "%v", err)
+	require.EqualError(t, err, `jsm jsm-oncall: add note to alert "`+alias+`": status 503: Service Unavailable`)
+	_, err = send(t, n, renotify, nil)
+	require.NoError(t, err)
+	a, _ := srv.Alert(alias)
+	require.Equal(t, 2, a.Count)
+	require.Len(t, a.Notes, 1)
+	var paths []string
+	for _, r := range srv.Requests() {
+		paths = append(paths, r.Path)
+	}
+	create, note := "/jsm/ops/integration/v2/alerts", "/jsm/ops/integration/v2/alerts/"+alias+"/notes"
+	require.Equal(t, []string{create, create, note, create, note}, paths)
+}
+
+// 400, 401, 403, 404 and 422 are permanent, with the service's message
+// (and a 422's field errors) on the error, which is what the notifier's
+// status shows.
+func TestPermanentErrors(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		body   string
+		want   string
+	}{
+		{400, `{"message":"Could not parse request body","took":0.001,"requestId":"r"}`, "status 400: Could not parse request body"},
+		{401, `{"message":"Key format is not valid","took":0.001,"requestId":"r"}`, "status 401: Key format is not valid"},
+		{403, `{"message":"You are not authorized to perform this action","took":0.001,"requestId":"r"}`, "status 403: You are not authorized to perform this action"},
+		{404, `{"message":"No handler found","took":0.001,"requestId":"r"}`, "status 404: No handler found"},
+		{422, `{"message":"Request body is not processable. Please check the errors.","errors":{"message":"Message can not be empty.","alias":"too long"},"took":0.0,"requestId":"r"}`,
+			"status 422: Request body is not processable. Please check the errors. (alias: too long; message: Message can not be empty.)"},
+		{422, `not json`, "status 422"},
+	} {
+		srv := notifytest.NewJSMServer(t)
+		n := newTestNotifier(t, srv, nil)
+		srv.FailNext(notifytest.Failure{Status: tc.status, Body: tc.body})
+		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		require.EqualError(t, err, `jsm jsm-oncall: create alert "`+alias+`": `+tc.want)
+		retry, _ := notify.IsRetryable(err)
+		require.False(t, retry)
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		require.Equal(t, tc.status, apiErr.StatusCode)
+		require.Len(t, srv.Requests(), 1, "one attempt per Notify: the outbox retries")
+	}
+
+	// The fake's own validation, end to end: a key it does not know.
+	srv := notifytest.NewJSMServer(t)
+	other := filepath.Join(t.TempDir(), "other-key")
+	require.NoError(t, os.WriteFile(other, []byte("not-the-key"), 0o600))
+	n, err := New(Config{Name: "jsm-oncall", APIKeyFile: other, APIURL: srv.APIURL()}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	_, err = send(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
+	require.EqualError(t, err, `jsm jsm-oncall: close alert "`+alias+`": status 401: Key format is not valid or the key does not belong to an API integration`)
+	notifytest.RequireNoSecrets(t, err, []string{"not-the-key"})
+
+	t.Run("refused before sending", func(t *testing.T) {
+		srv := notifytest.NewJSMServer(t)
+		n := newTestNotifier(t, srv, nil)
+		m := notifytest.SampleMessage(notify.EventOpen)
+		m.Incident.Key = "drift/prod/network"
+		_, err := send(t, n, m, []byte("{}"))
+		require.EqualError(t, err, `jsm jsm-oncall: incident key "drift/prod/network" cannot be an alias (want [A-Za-z0-9._-], at most 512 characters)`)
+		m = notifytest.SampleMessage(notify.EventOpen)
+		m.Event = "snooze"
+		_, err = send(t, n, m, nil)
+		require.EqualError(t, err, `jsm jsm-oncall: unknown event "snooze"`)
+		retry, _ := notify.IsRetryable(err)
+		require.False(t, retry)
+		require.Empty(t, srv.Requests())
+	})
+}
+
+func TestRetryable(t *testing.T) {
+	srv := notifytest.NewJSMServer(t)
+	n := newTestNotifier(t, srv, nil)
+	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	n.now = func() time.Time { return now }
+	for _, tc := range []struct {
+		status     int
+		retryAfter string
+		want       time.Duration
+	}{
+		{429, "30", 30 * time.Second},
+		{429, now.Add(2 * time.Minute).Format(http.TimeFormat), 2 * time.Minute},
+		{429, "", 0}, // the outbox's backoff
+		{500, "", 0},
+		{502, "", 0},
+		{503, "5", 5 * time.Second},
+		{408, "", 0},
+	} {
+		srv.FailNext(notifytest.Failure{Status: tc.status, RetryAfter: tc.retryAfter, Body: `{"message":"You are making too many requests!","took":0.001,"requestId":"r"}`})
+		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		retry, after := notify.IsRetryable(err)
+		require.True(t, retry, "%d", tc.status)
+		require.Equal(t, tc.want, after, "%d %q", tc.status, tc.retryAfter)
+		require.ErrorContains(t, err, "You are making too many requests!")
+	}
+	require.Empty(t, srv.Alerts())
+	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.NoError(t, err)
+	require.Len(t, srv.Alerts(), 1)
+}
+
+func TestTimeoutAndDrop(t *testing.T) {
+	srv := notifytest.NewJSMServer(t)
+	n, err := New(Config{Name: "jsm", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	srv.FailNext(notifytest.Failure{Delay: time.Minute})
+	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, `jsm jsm: create alert "`+alias+`": timeout after 100ms`)
+	retry, _ := notify.IsRetryable(err)
+	require.True(t, retry)
+
+	srv.FailNext(notifytest.Failure{Status: -1}) // the connection drops
+	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.ErrorContains(t, err, `jsm jsm: create alert "`+alias+`": `)
+	retry, after := notify.IsRetryable(err)
+	require.True(t, retry)
+	require.Zero(t, after)
+	require.Empty(t, srv.Alerts())
+}
+
+func TestContextDoneBeforeSend(t *testing.T) {
+	srv := notifytest.NewJSMServer(t)
+	n := newTestNotifier(t, srv, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := n.Notify(ctx, notifytest.SampleMessage(notify.EventOpen), nil, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	retry, _ := notify.IsRetryable(err)
+	require.True(t, retry)
+	require.Empty(t, srv.Requests())
+}
+
+// Redirects are not followed: the key would go along.
+func TestRedirectNotFollowed(t *testing.T) {
+	var hits int
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	t.Cleanup(target.Close)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("k"), 0o600))
+	n, err := New(Config{Name: "jsm", APIKeyFile: keyFile, APIURL: redirect.URL}, nil, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, `jsm jsm: create alert "`+alias+`": status 307: redirects are not followed`)
+	require.Zero(t, hits)
+}
+
+// The API key is in the Authorization header and nowhere else: not in a
+// path, query, body, other header, error, state or log line, whatever the
+// server echoes.
+func TestCanaryAbsentEverywhere(t *testing.T) {
+	srv := notifytest.NewJSMServer(t)
+	logger, logs := notifytest.CaptureLogger()
+	n := newTestNotifier(t, srv, logger)
+	secrets := srv.Secrets()
+	echo := `{"message":"invalid key ` + srv.APIKey + `","errors":{"GenieKey ` + srv.APIKey + `":"bad ` + srv.APIKey + `"},"took":0.0,"requestId":"` + srv.APIKey + `"}`
+	var errs []error
+	var states [][]byte
+	run := func(ev notify.Event) {
+		st, err := send(t, n, notifytest.SampleMessage(ev), nil)
+		errs = append(errs, err)
+		states = append(states, st)
+	}
+	run(notify.EventOpen)
+	for _, status := range []int{400, 401, 403, 422, 429, 500} {
+		srv.FailNext(notifytest.Failure{Status: status, Body: echo})
+		run(notify.EventUpdate)
+	}
+	srv.FailNext(notifytest.Failure{Status: 202, Body: echo})
+	run(notify.EventRemediation)
+	srv.Down()
+	run(notify.EventRenotify)
+	srv.Up()
+	run(notify.EventResolve)
+
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			require.NotContains(t, err.Error(), "canary", "redacted: %v", err)
+		}
+		notifytest.RequireNoSecrets(t, err, secrets)
+	}
+	require.Equal(t, 7, failed)
+	for _, s := range states {
+		notifytest.RequireNoSecretsIn(t, string(s), secrets)
+	}
+	out := logs()
+	require.Contains(t, out, "[REDACTED]", "the echoed request id was logged, redacted")
+	notifytest.RequireNoSecretsIn(t, out, secrets)
+	for _, r := range srv.Requests() {
+		require.Equal(t, "GenieKey "+srv.APIKey, r.Header.Get("Authorization"))
+		h := r.Header.Clone()
+		h.Del("Authorization")
+		for k, vs := range h {
+			notifytest.RequireNoSecretsIn(t, k+": "+strings.Join(vs, ","), secrets)
+		}
+		notifytest.RequireNoSecretsIn(t, r.Path+"?"+r.Query+string(r.Body), secrets)
+	}
+}
+
+func TestNew(t *testing.T) {
+	dir := t.TempDir()
+	key := notifytest.Canary("jsm-key")
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	logger := slog.New(slog.DiscardHandler)
+	good := write("good", key+"\n")
+
+	_, err := New(Config{Name: "jsm", APIKeyFile: good}, nil, nil)
+	require.EqualError(t, err, "jsm: logger is required")
+
+	_, err = New(Config{Name: "jsm"}, nil, logger)
+	require.EqualError(t, err, `jsm "jsm": api_key_file is required`)
+
+	_, err = New(Config{Name: "jsm", APIKeyFile: filepath.Join(dir, "missing")}, nil, logger)
+	require.ErrorIs(t, err, os.ErrNotExist)
+
+	_, err = New(Config{Name: "jsm", APIKeyFile: write("empty", " \n")}, nil, logger)
+	require.EqualError(t, err, `jsm "jsm": api_key_file "`+filepath.Join(dir, "empty")+`" is empty`)
+
+	for name, content := range map[string]string{"two": key + "\n" + key, "spaced": key[:10] + " " + key[11:]} {
+		_, err = New(Config{Name: "jsm", APIKeyFile: write(name, content)}, nil, logger)
+		require.EqualError(t, err, `jsm "jsm": api_key_file "`+filepath.Join(dir, name)+`": the key must be one line of printable ASCII without spaces`)
+		notifytest.RequireNoSecrets(t, err, []string{key, key[:10], key[11:]})
+	}
+
+	for _, tc := range []struct{ url, want string }{
+		{"", "https://api.atlassian.com/jsm/ops/integration/v2/alerts"},
+		{"https://jsm-proxy.corp.example/jsm/", "https://jsm-proxy.corp.example/jsm/v2/alerts"},
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080/v2/alerts"},
+	} {
+		n, err := New(Config{Name: "jsm", APIKeyFile: good, APIURL: tc.url}, nil, logger)
+		require.NoError(t, err)
+		require.Equal(t, "jsm", n.Name())
+		require.Equal(t, key, n.key)
+		require.Equal(t, tc.want, n.alerts.String())
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "name is required\napi_key_file is required"},
+		{Config{Name: "j", APIKeyFile: "k", APIURL: "http://api.atlassian.com/jsm/ops/integration"},
+			`api_url "http://api.atlassian.com/jsm/ops/integration": scheme must be https (the API key travels in a header); plain http is allowed to loopback addresses only`},
+		{Config{Name: "j", APIKeyFile: "k", APIURL: "https://u:p@api.atlassian.com"}, "api_url: credentials in the URL are not allowed"},
+		{Config{Name: "j", APIKeyFile: "k", APIURL: "https://api.atlassian.com/x?y=1"}, `api_url "https://api.atlassian.com/x?y=1": only scheme, host, port and a path prefix are allowed`},
+		{Config{Name: "j", APIKeyFile: "k", APIURL: "api.atlassian.com"}, `api_url "api.atlassian.com": want an absolute https URL such as https://api.atlassian.com/jsm/ops/integration`},
+		{Config{Name: "j", APIKeyFile: "k", Timeout: -time.Second}, "timeout -1s: must not be negative"},
+	} {
+		require.EqualError(t, tc.cfg.Validate(), tc.want)
+	}
+	require.NoError(t, Config{Name: "j", APIKeyFile: "k", APIURL: "http://localhost:9/jsm"}.Validate())
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// An answer the transport hands over as the context ends is not trusted:
+// the delivery is retried (a resend is safe), so Notify reports the
+// context's error as a done context must.
+func TestAnswerRacingTheDeadline(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("k"), 0o600))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		cancel()
+		return &http.Response{StatusCode: http.StatusAccepted, Header: http.Header{}, Request: r,
+			Body: io.NopCloser(strings.NewReader(`{"result":"Request will be processed","took":0.1,"requestId":"r"}`))}, nil
+	})}
+	n, err := New(Config{Name: "jsm", APIKeyFile: keyFile}, hc, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	_, err = n.Notify(ctx, notifytest.SampleMessage(notify.EventOpen), nil, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	retry, _ := notify.IsRetryable(err)
+	require.True(t, retry)
+
+	// The same answer in time is a delivery.
+	hc.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusAccepted, Header: http.Header{}, Request: r,
+			Body: io.NopCloser(strings.NewReader(`{"result":"Request will be processed","took":0.1,"requestId":"r"}`))}, nil
+	})
+	n, err = New(Config{Name: "jsm", APIKeyFile: keyFile}, hc, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	_, err = n.Notify(t.Context(), notifytest.SampleMessage(notify.EventOpen), nil, nil)
+	require.NoError(t, err)
+}

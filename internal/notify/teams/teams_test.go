@@ -1,0 +1,390 @@
+package teams
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
+)
+
+const incidentKey = "drift-prod-network-3f9a2c"
+
+func newTestNotifier(t *testing.T, srv *notifytest.TeamsServer, logger *slog.Logger) *Notifier {
+	t.Helper()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	n, err := New(Config{Name: "teams-oncall", WebhookURLFile: srv.URLFile, Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
+	require.NoError(t, err)
+	return n
+}
+
+func send(t *testing.T, n *Notifier, m notify.Message, state []byte) ([]byte, error) {
+	t.Helper()
+	return n.Notify(t.Context(), m, state, func([]byte) error {
+		t.Fatal("teams must not need saveState")
+		return nil
+	})
+}
+
+func writeURL(t *testing.T, u string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "url")
+	require.NoError(t, os.WriteFile(p, []byte(u), 0o600))
+	return p
+}
+
+func TestConformance(t *testing.T) {
+	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
+		srv := notifytest.NewTeamsServer(t)
+		return newTestNotifier(t, srv, nil), srv
+	})
+}
+
+// Every event posts one card to the trigger URL, signature included; the
+// bodies on the wire are the builder's, and Teams shows one card each.
+func TestLifecycle(t *testing.T) {
+	srv := notifytest.NewTeamsServer(t)
+	n := newTestNotifier(t, srv, nil)
+	events := []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventRemediation, notify.EventRenotify, notify.EventResolve}
+	for _, ev := range events {
+		state, err := send(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
+		require.NoError(t, err, ev)
+		require.JSONEq(t, `{"kept":true}`, string(state), "teams keeps no state of its own")
+	}
+
+	webhook, err := url.Parse(srv.WebhookURL())
+	require.NoError(t, err)
+	reqs := srv.Requests()
+	require.Len(t, reqs, len(events))
+	for i, r := range reqs {
+		require.Equal(t, "POST", r.Method)
+		require.Equal(t, "/workflows/"+srv.WorkflowID+"/triggers/manual/paths/invoke", r.Path)
+		require.Equal(t, webhook.Path, r.Path)
+		require.Equal(t, webhook.RawQuery, r.Query, "the query as configured, sig included")
+		require.Equal(t, "application/json; charset=utf-8", r.Header.Get("Content-Type"))
+		want, err := encode(notifytest.SampleMessage(events[i]))
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(r.Body), "event %s", events[i])
+	}
+	cards := srv.Cards()
+	require.Len(t, cards, len(events))
+	require.Equal(t, "Resolved", cards[4]["body"].([]any)[0].(map[string]any)["items"].([]any)[0].(map[string]any)["text"])
+}
+
+// Hundreds of findings with long addresses: the card is cut to fit and
+// Teams (the fake refuses a message over 28 KB) posts it.
+func TestLargeIncidentFits(t *testing.T) {
+	srv := notifytest.NewTeamsServer(t)
+	n := newTestNotifier(t, srv, nil)
+	m := notifytest.SampleMessage(notify.EventUpdate)
+	m.Incident.Findings = nil
+	for i := range 500 {
+		m.Incident.Findings = append(m.Incident.Findings, drift.Finding{Kind: drift.KindDrift, Action: "update",
+			Address:    fmt.Sprintf("module.region[%q].aws_instance.%s_%d", "eu-west-1", strings.Repeat("ä", 500), i),
+			Attributes: []string{"tags.Name", "instance_type"}})
+	}
+	m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
+	m.Delta = &notify.Delta{Changed: m.Incident.Findings[:300]}
+	_, err := send(t, n, m, nil)
+	require.NoError(t, err)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	require.LessOrEqual(t, len(reqs[0].Body), maxPayload)
+	require.Contains(t, string(reqs[0].Body), "more findings (see the status page)")
+	require.Len(t, srv.Cards(), 1)
+}
+
+// Workflows sometimes answers 200 instead of 202: delivered too.
+func TestAccepted200(t *testing.T) {
+	srv := notifytest.NewTeamsServer(t)
+	srv.AcceptStatus = http.StatusOK
+	n := newTestNotifier(t, srv, nil)
+	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.NoError(t, err)
+	require.Len(t, srv.Cards(), 1)
+}
+
+// A crash between Workflows accepting a card and the outbox recording it
+// replays the message with the previous state: Teams has no way to
+// de-duplicate, so the card is posted again, identical to the first: a
+// human sees a duplicate, never a contradiction.
+func TestCrashReplayPostsIdenticalCard(t *testing.T) {
+	srv := notifytest.NewTeamsServer(t)
+	n := newTestNotifier(t, srv, nil)
+	open := notifytest.SampleMessage(notify.EventOpen)
+	prev := []byte(nil)
+	_, err := send(t, n, open, prev)
+	require.NoError(t, err)
+	// The returned state is discarded: the replay gets prev again, from a
+	// fresh notifier (the restarted process).
+	n = newTestNotifier(t, srv, nil)
+	_, err = send(t, n, open, prev)
+	require.NoError(t, err)
+
+	reqs := srv.Requests()
+	require.Len(t, reqs, 2)
+	require.Equal(t, string(reqs[0].Body), string(reqs[1].Body))
+	cards := srv.Cards()
+	require.Len(t, cards, 2, "posted twice")
+	require.Equal(t, cards[0], cards[1])
+}
+
+// 400 is permanent, and its code and message are on the error (what the
+// notifier's status shows), redacted.
+func TestBadPayloadIsPermanent(t *testing.T) {
+	srv := notifytest.NewTeamsServer(t)
+	n := newTestNotifier(t, srv, nil)
+	srv.FailNext(notifytest.Failure{Status: 400, Body: `{"error":{"code":"InvalidTemplate","message":"Unable to process template language expressions in action 'Post_card' inputs for ` + srv.WebhookURL() + `"}}`})
+	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 400 (InvalidTemplate): Unable to process template language expressions in action 'Post_card' inputs for [REDACTED]`)
+	retry, _ := notify.IsRetryable(err)
+	require.False(t, retry)
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, 400, apiErr.StatusCode)
+	notifytest.RequireNoSecrets(t, err, srv.Secrets())
+	require.Empty(t, srv.Cards())
+}
+
+// A refused signature (401) and a deleted flow (404), end to end through
+// the fake: permanent, with what to do, and nothing of the URL.
+func TestRefusedSignatureAndDeletedFlow(t *testing.T) {
+	srv := notifytest.NewTeamsServer(t)
+	wrong := "canarywrongsig" + strings.Repeat("0", 20)
+	n, err := New(Config{Name: "teams-oncall", WebhookURLFile: writeURL(t, srv.URLWithSig(wrong))}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 401 (DirectApiInvalidAuthorizationSignature): The provided authorization signature '[REDACTED]' is not valid. [the URL's signature was refused: copy the trigger URL again into webhook_url_file]`)
+	retry, _ := notify.IsRetryable(err)
+	require.False(t, retry)
+	notifytest.RequireNoSecrets(t, err, append(srv.Secrets(), wrong))
+
+	srv.Delete()
+	_, err = send(t, newTestNotifier(t, srv, nil), notifytest.SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 404 (WorkflowNotFound): The workflow could not be found. [no such flow: it was deleted or its trigger changed; create it again and update webhook_url_file]`)
+	retry, _ = notify.IsRetryable(err)
+	require.False(t, retry)
+	require.Empty(t, srv.Cards())
+}
+
+func TestThrottled(t *testing.T) {
+	srv := notifytest.NewTeamsServer(t)
+	n := newTestNotifier(t, srv, nil)
+	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	n.now = func() time.Time { return now }
+	for _, tc := range []struct {
+		retryAfter string
+		want       time.Duration
+	}{
+		{"30", 30 * time.Second},
+		{now.Add(2 * time.Minute).Format(http.TimeFormat), 2 * time.Minute},
+		{"", 0}, // the outbox's backoff
+	} {
+		srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: tc.retryAfter, Body: `{"error":{"code":"WorkflowTriggerIsThrottled","message":"The workflow's trigger is throttled."}}`})
+		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		retry, after := notify.IsRetryable(err)
+		require.True(t, retry)
+		require.Equal(t, tc.want, after, tc.retryAfter)
+		require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 429 (WorkflowTriggerIsThrottled): The workflow's trigger is throttled.`)
+	}
+	require.Empty(t, srv.Cards())
+	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.NoError(t, err)
+	require.Len(t, srv.Cards(), 1)
+}
+
+func TestStatusClasses(t *testing.T) {
+	for _, tc := range []struct {
+		status    int
+		retryable bool
+	}{
+		{500, true}, {502, true}, {503, true}, {504, true}, {408, true},
+		{400, false}, {401, false}, {403, false}, {404, false}, {413, false},
+	} {
+		srv := notifytest.NewTeamsServer(t)
+		n := newTestNotifier(t, srv, nil)
+		srv.FailNext(notifytest.Failure{Status: tc.status, Body: "<html>not json</html>"})
+		_, err := send(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
+		require.Error(t, err)
+		retry, _ := notify.IsRetryable(err)
+		require.Equal(t, tc.retryable, retry, "%d: %v", tc.status, err)
+		require.Len(t, srv.Requests(), 1, "one attempt per Notify: the outbox retries")
+	}
+}
+
+// Redirects are not followed: the card would go where it was not
+// configured to.
+func TestRedirectNotFollowed(t *testing.T) {
+	var hits int
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	t.Cleanup(target.Close)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	n, err := New(Config{Name: "teams", WebhookURLFile: writeURL(t, redirect.URL+"/workflows/x/triggers/manual/paths/invoke?sig=canaryredirect")}, nil, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, "teams teams: post open card for "+incidentKey+": status 307: redirects are not followed")
+	require.Zero(t, hits)
+}
+
+func TestTimeoutIsRetryable(t *testing.T) {
+	srv := notifytest.NewTeamsServer(t)
+	n, err := New(Config{Name: "teams", WebhookURLFile: srv.URLFile, Timeout: 100 * time.Millisecond}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	srv.FailNext(notifytest.Failure{Delay: time.Minute})
+	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, "teams teams: post open card for "+incidentKey+": timeout after 100ms")
+	retry, _ := notify.IsRetryable(err)
+	require.True(t, retry)
+}
+
+// A dropped connection is retryable, and its error names neither the
+// host nor the URL.
+func TestConnectionDropped(t *testing.T) {
+	srv := notifytest.NewTeamsServer(t)
+	n := newTestNotifier(t, srv, nil)
+	srv.Down()
+	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.ErrorContains(t, err, "teams teams-oncall: post open card for "+incidentKey+": ")
+	retry, _ := notify.IsRetryable(err)
+	require.True(t, retry)
+	notifytest.RequireNoSecrets(t, err, srv.Secrets())
+	require.NotContains(t, err.Error(), "127.0.0.1")
+}
+
+func TestPermanentErrors(t *testing.T) {
+	srv := notifytest.NewTeamsServer(t)
+	n := newTestNotifier(t, srv, nil)
+	m := notifytest.SampleMessage(notify.EventOpen)
+	m.Event = "snooze"
+	_, err := send(t, n, m, []byte("{}"))
+	require.EqualError(t, err, `teams teams-oncall: unknown event "snooze"`)
+	retry, _ := notify.IsRetryable(err)
+	require.False(t, retry)
+	require.Empty(t, srv.Requests())
+}
+
+// The URL (host, path, query, sig) is the request's target and nowhere
+// else: not in the body, a header, an error, a state or a log line,
+// whatever the server echoes.
+func TestCanaryAbsentEverywhere(t *testing.T) {
+	srv := notifytest.NewTeamsServer(t)
+	logger, logs := notifytest.CaptureLogger()
+	n := newTestNotifier(t, srv, logger)
+	secrets := srv.Secrets()
+	echo := `{"error":{"code":"` + srv.Sig + `","message":"bad request to ` + srv.WebhookURL() + ` flow ` + srv.WorkflowID + ` sig ` + srv.Sig + `"}}`
+	var errs []error
+	var states [][]byte
+	run := func(ev notify.Event) {
+		st, err := send(t, n, notifytest.SampleMessage(ev), nil)
+		errs = append(errs, err)
+		states = append(states, st)
+	}
+	run(notify.EventOpen)
+	for _, status := range []int{400, 401, 403, 404, 429, 500} {
+		srv.FailNext(notifytest.Failure{Status: status, Body: echo})
+		run(notify.EventUpdate)
+	}
+	srv.FailNext(notifytest.Failure{Status: 202, Body: echo})
+	run(notify.EventRemediation)
+	srv.Down()
+	run(notify.EventRenotify)
+	srv.Up()
+	run(notify.EventResolve)
+
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+		}
+		notifytest.RequireNoSecrets(t, err, secrets)
+	}
+	require.Equal(t, 7, failed)
+	for _, s := range states {
+		notifytest.RequireNoSecretsIn(t, string(s), secrets)
+	}
+	require.Contains(t, logs(), "teams flow accepted the card", "the accepted cards are logged, without the URL")
+	notifytest.RequireNoSecretsIn(t, logs(), secrets)
+	for _, r := range srv.Requests() {
+		notifytest.RequireNoSecretsIn(t, string(r.Body), secrets)
+		for k, vs := range r.Header {
+			notifytest.RequireNoSecretsIn(t, k+": "+strings.Join(vs, ","), secrets)
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	dir := t.TempDir()
+	good := "https://prod-07.westeurope.logic.azure.com:443/workflows/0123abcd/triggers/manual/paths/invoke?api-version=2016-06-01&sp=%2Ftriggers%2Fmanual%2Frun&sv=1.0&sig=CANARYsig0123456789"
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	logger := slog.New(slog.DiscardHandler)
+	goodFile := write("good", good+"\n")
+
+	_, err := New(Config{Name: "teams", WebhookURLFile: goodFile}, nil, nil)
+	require.EqualError(t, err, "teams: logger is required")
+
+	_, err = New(Config{Name: "teams"}, nil, logger)
+	require.EqualError(t, err, `teams "teams": webhook_url_file is required`)
+
+	_, err = New(Config{Name: "teams", WebhookURLFile: filepath.Join(dir, "missing")}, nil, logger)
+	require.ErrorIs(t, err, os.ErrNotExist)
+
+	_, err = New(Config{Name: "teams", WebhookURLFile: write("empty", " \n")}, nil, logger)
+	require.EqualError(t, err, `teams "teams": webhook_url_file "`+filepath.Join(dir, "empty")+`" is empty`)
+
+	for name, tc := range map[string]struct{ content, want string }{
+		"two lines":  {good + "\n" + good, "want one URL on one line"},
+		"not a URL":  {"CANARY not a url", "want one URL on one line"},
+		"relative":   {"/workflows/x?sig=CANARY", `want the absolute https URL of a Workflows trigger ("When a Teams webhook request is received"), on one line`},
+		"plain http": {strings.Replace(good, "https:", "http:", 1), "the URL must be https: its sig parameter is the credential (plain http only to a loopback address)"},
+		"no sig":     {strings.Split(good, "&sig=")[0], "the URL has no sig parameter: copy the whole trigger URL, query included"},
+		"retired connector": {"https://contoso.webhook.office.com/webhookb2/CANARY@x/IncomingWebhook/CANARY/y",
+			`this is an Office 365 connector (Incoming Webhook) URL, and those connectors are retired: create a Workflows flow with the trigger "When a Teams webhook request is received" and use its URL`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := write(strings.ReplaceAll(name, " ", "-"), tc.content)
+			_, err := New(Config{Name: "teams", WebhookURLFile: p}, nil, logger)
+			require.EqualError(t, err, `teams "teams": webhook_url_file "`+p+`": `+tc.want)
+			require.NotContains(t, err.Error(), "CANARY")
+		})
+	}
+
+	n, err := New(Config{Name: "teams", WebhookURLFile: goodFile}, nil, logger)
+	require.NoError(t, err)
+	require.Equal(t, "teams", n.Name())
+	require.Equal(t, good, n.url)
+	require.Equal(t, DefaultTimeout, n.timeout)
+	for _, part := range []string{"CANARYsig0123456789", "prod-07.westeurope.logic.azure.com", "/workflows/0123abcd/triggers/manual/paths/invoke", "0123abcd"} {
+		require.Equal(t, "x [REDACTED] y", n.redact("x "+part+" y"))
+	}
+}
+
+func TestContextDoneBeforeSend(t *testing.T) {
+	srv := notifytest.NewTeamsServer(t)
+	n := newTestNotifier(t, srv, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := n.Notify(ctx, notifytest.SampleMessage(notify.EventOpen), nil, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, srv.Requests())
+}
