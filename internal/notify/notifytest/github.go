@@ -1,0 +1,812 @@
+package notifytest
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// GitHubServer is a local GitHub REST API (as GitHub Enterprise Server
+// serves it, under /api/v3) on an httptest TLS server on 127.0.0.1, for
+// one repository, Owner/Repo:
+//
+//	GET   /api/v3/repos/{owner}/{repo}/issues                   list issues (and pull requests)
+//	POST  /api/v3/repos/{owner}/{repo}/issues                   create an issue
+//	GET   /api/v3/repos/{owner}/{repo}/issues/{number}          get an issue
+//	PATCH /api/v3/repos/{owner}/{repo}/issues/{number}          update an issue
+//	GET   /api/v3/repos/{owner}/{repo}/issues/{number}/comments list an issue's comments
+//	POST  /api/v3/repos/{owner}/{repo}/issues/{number}/comments create a comment
+//
+// As the service documents: requests need "Authorization: Bearer TOKEN"
+// (or "token TOKEN"; else 401 {"message":"Bad credentials"}) and a
+// User-Agent (else 403); another repository is a 404 {"message":"Not
+// Found"}. Lists take per_page (default 30, at most 100) and page, and
+// answer with a Link header (rel next, last, first, prev); the issue list
+// filters by state (open by default, closed or all) and labels (a comma
+// list, all must match), sorts by created, updated or comments, desc by
+// default, and includes pull requests (with a pull_request key); the
+// comment list is oldest first and filters by since (updated at or after
+// it). Creating an issue needs a title and creates its labels; updating
+// one changes only the fields sent, and state open/closed with
+// state_reason (completed by default when closing, reopened when
+// reopening, as the service sets it). Titles are at most 256 characters
+// and bodies 65536 (422 Validation Failed, with the service's field
+// error). A deleted issue is a 410 {"message":"This issue
+// was deleted"}; DisableIssues makes every issue request a 410
+// {"message":"Issues are disabled for this repo"}; DropLabels drops new
+// issues' labels silently, as the service does for a token that may not
+// set them. Every answer carries
+// X-RateLimit-* headers; LimitNext answers one request with a primary or
+// secondary rate limit as the service does.
+//
+// Stricter than the service, where that catches bugs: unknown fields in
+// a request body are a 422, and so is an invalid query value (naming
+// it). Messages are the service's
+// where it documents them, illustrative otherwise.
+type GitHubServer struct {
+	Faults
+
+	// Token is the only token accepted: a random canary that must never
+	// appear in errors or logs.
+	Token string
+	// TokenFile holds Token (for Config.TokenFile).
+	TokenFile string
+	// Owner and Repo name the one repository served.
+	Owner, Repo string
+
+	srv *httptest.Server
+
+	mu        sync.Mutex
+	requests  []Request
+	issues    []*GitHubIssue
+	commentID int64
+	limits    []GitHubRateLimit
+	failOn    []ghFailOn
+	disabled  bool
+	noLabels  bool
+	remaining int
+	// now is the server's clock (time.Now), for timestamps.
+	now func() time.Time
+}
+
+// GitHubIssue is an issue (or a pull request) as the server holds it.
+type GitHubIssue struct {
+	Number      int
+	Title       string
+	Body        string
+	State       string // open or closed
+	StateReason string // "", completed, not_planned, reopened, duplicate
+	Labels      []string
+	PullRequest bool
+	Deleted     bool
+	Comments    []GitHubComment
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	ClosedAt    time.Time
+	// Reopened counts the updates that reopened it.
+	Reopened int
+}
+
+// GitHubComment is an issue comment.
+type GitHubComment struct {
+	ID        int64
+	Body      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// GitHubRateLimit is an injected rate-limit answer (see LimitNext).
+type GitHubRateLimit struct {
+	// Status is 403 or 429 (0: 403).
+	Status int
+	// Secondary answers with the secondary rate limit's message and
+	// documentation URL; otherwise the primary limit's, with
+	// X-RateLimit-Remaining: 0.
+	Secondary bool
+	// RetryAfter is sent as Retry-After if not empty.
+	RetryAfter string
+	// Reset is X-RateLimit-Reset (zero: an hour from now).
+	Reset time.Time
+}
+
+// NewGitHubServer starts a server for the repository driftwatch-test/infra
+// that lives until the test ends.
+func NewGitHubServer(t testing.TB) *GitHubServer {
+	t.Helper()
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	s := &GitHubServer{
+		Token: "github_pat_canary" + hex.EncodeToString(b),
+		Owner: "driftwatch-test", Repo: "infra",
+		remaining: 5000, now: time.Now,
+	}
+	s.TokenFile = filepath.Join(t.TempDir(), "github-token")
+	if err := os.WriteFile(s.TokenFile, []byte(s.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.srv = startTLS(s.record(s.Wrap(http.HandlerFunc(s.serve))))
+	t.Cleanup(func() {
+		s.Faults.Close()
+		s.srv.Close()
+	})
+	return s
+}
+
+// URL is the API's base URL (https://127.0.0.1:port/api/v3/), the value
+// for the notifier's api_url.
+func (s *GitHubServer) URL() string { return s.srv.URL + "/api/v3/" }
+
+// Repository is "owner/repo", the value for the notifier's repository.
+func (s *GitHubServer) Repository() string { return s.Owner + "/" + s.Repo }
+
+// HTTPClient trusts the server's certificate.
+func (s *GitHubServer) HTTPClient() *http.Client { return s.srv.Client() }
+
+// Certificate is the server's TLS certificate, for a ca_file.
+func (s *GitHubServer) Certificate() *x509.Certificate { return s.srv.Certificate() }
+
+// Secrets implements ServerControl.
+func (s *GitHubServer) Secrets() []string { return []string{s.Token} }
+
+// Requests returns every request received, in order, including those
+// answered by an injected failure.
+func (s *GitHubServer) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+// Issues returns copies of all issues and pull requests, by number.
+func (s *GitHubServer) Issues() []GitHubIssue {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]GitHubIssue, 0, len(s.issues))
+	for _, is := range s.issues {
+		out = append(out, ghCopyIssue(is))
+	}
+	return out
+}
+
+// Issue returns a copy of issue number.
+func (s *GitHubServer) Issue(number int) (GitHubIssue, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if number < 1 || number > len(s.issues) {
+		return GitHubIssue{}, false
+	}
+	return ghCopyIssue(s.issues[number-1]), true
+}
+
+func ghCopyIssue(is *GitHubIssue) GitHubIssue {
+	c := *is
+	c.Labels = slices.Clone(is.Labels)
+	c.Comments = slices.Clone(is.Comments)
+	return c
+}
+
+// Seed adds an issue (or pull request) as if someone had created it, and
+// returns its number; an empty State is open.
+func (s *GitHubServer) Seed(is GitHubIssue) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.stamp()
+	is.Number = len(s.issues) + 1
+	if is.State == "" {
+		is.State = "open"
+	}
+	is.CreatedAt, is.UpdatedAt = now, now
+	is.Labels = slices.Clone(is.Labels)
+	s.issues = append(s.issues, &is)
+	return is.Number
+}
+
+// Close closes issue number as a person would (state_reason reason).
+func (s *GitHubServer) Close(number int, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	is := s.issues[number-1]
+	is.State, is.StateReason, is.ClosedAt = "closed", reason, s.stamp()
+}
+
+// Delete deletes issue number (GitHub answers 410 for it from then on,
+// and lists it no more).
+func (s *GitHubServer) Delete(number int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.issues[number-1].Deleted = true
+}
+
+// Edit changes issue number's body as a person would.
+func (s *GitHubServer) Edit(number int, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	is := s.issues[number-1]
+	is.Body, is.UpdatedAt = body, s.stamp()
+}
+
+// DisableIssues turns the repository's issues off (410 for every issue
+// request) or on again.
+func (s *GitHubServer) DisableIssues(disabled bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.disabled = disabled
+}
+
+type ghFailOn struct {
+	method, suffix string
+	f              Failure
+}
+
+// FailOn answers the next request with method whose path ends in suffix
+// with f instead of handling it: to fail a request in the middle of a
+// delivery. Delay and dropped connections (Status -1) are not supported:
+// use FailNext, Down or Up for those.
+func (s *GitHubServer) FailOn(method, suffix string, f Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failOn = append(s.failOn, ghFailOn{method: method, suffix: suffix, f: f})
+}
+
+// DropLabels makes the server drop the labels of new issues, silently,
+// as GitHub does when the token may not set them.
+func (s *GitHubServer) DropLabels(drop bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noLabels = drop
+}
+
+// LimitNext answers the next request that passes Faults with l.
+func (s *GitHubServer) LimitNext(l GitHubRateLimit) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limits = append(s.limits, l)
+}
+
+// stamp is the server's time to the second, as GitHub's timestamps are.
+// s.mu must be held.
+func (s *GitHubServer) stamp() time.Time { return s.now().UTC().Truncate(time.Second) }
+
+func (s *GitHubServer) record(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.mu.Lock()
+		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
+		s.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
+}
+
+const (
+	ghDocs     = "https://docs.github.com/rest"
+	ghMaxBody  = 65536
+	ghMaxTitle = 256
+)
+
+func (s *GitHubServer) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.remaining = max(s.remaining-1, 0)
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", "5000")
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(s.remaining))
+	h.Set("X-RateLimit-Used", strconv.Itoa(5000-s.remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(s.now().Add(time.Hour).Unix(), 10))
+	h.Set("X-RateLimit-Resource", "core")
+	h.Set("X-GitHub-Media-Type", "github.v3; format=json")
+
+	auth := r.Header.Get("Authorization")
+	scheme, tok, _ := strings.Cut(auth, " ")
+	switch {
+	case auth == "":
+		ghReply(w, http.StatusUnauthorized, ghMessage("Requires authentication"))
+		return
+	case (scheme != "Bearer" && scheme != "token") || tok != s.Token:
+		ghReply(w, http.StatusUnauthorized, ghMessage("Bad credentials"))
+		return
+	case r.UserAgent() == "":
+		ghReply(w, http.StatusForbidden, ghMessage("Request forbidden by administrative rules. Please make sure your request has a User-Agent header"))
+		return
+	}
+	for i, fo := range s.failOn {
+		if r.Method == fo.method && strings.HasSuffix(r.URL.Path, fo.suffix) {
+			s.failOn = append(s.failOn[:i], s.failOn[i+1:]...)
+			s.fail(w, fo.f)
+			return
+		}
+	}
+	if len(s.limits) > 0 {
+		l := s.limits[0]
+		s.limits = s.limits[1:]
+		s.limit(w, l)
+		return
+	}
+
+	rest, ok := strings.CutPrefix(r.URL.Path, "/api/v3/repos/")
+	parts := strings.Split(rest, "/")
+	if !ok || len(parts) < 3 || parts[2] != "issues" || len(parts) > 5 ||
+		!strings.EqualFold(parts[0], s.Owner) || !strings.EqualFold(parts[1], s.Repo) {
+		ghReply(w, http.StatusNotFound, ghMessage("Not Found"))
+		return
+	}
+	if s.disabled {
+		ghReply(w, http.StatusGone, ghMessage("Issues are disabled for this repo"))
+		return
+	}
+	if len(parts) == 3 {
+		switch r.Method {
+		case http.MethodGet:
+			s.listIssues(w, r)
+		case http.MethodPost:
+			s.createIssue(w, r)
+		default:
+			ghReply(w, http.StatusNotFound, ghMessage("Not Found"))
+		}
+		return
+	}
+	number, err := strconv.Atoi(parts[3])
+	if err != nil || number < 1 || number > len(s.issues) || (len(parts) == 5 && parts[4] != "comments") {
+		ghReply(w, http.StatusNotFound, ghMessage("Not Found"))
+		return
+	}
+	is := s.issues[number-1]
+	if is.Deleted {
+		ghReply(w, http.StatusGone, ghMessage("This issue was deleted"))
+		return
+	}
+	switch {
+	case len(parts) == 4 && r.Method == http.MethodGet:
+		ghReply(w, http.StatusOK, s.issueJSON(is))
+	case len(parts) == 4 && r.Method == http.MethodPatch:
+		s.editIssue(w, r, is)
+	case len(parts) == 5 && r.Method == http.MethodGet:
+		s.listComments(w, r, is)
+	case len(parts) == 5 && r.Method == http.MethodPost:
+		s.createComment(w, r, is)
+	default:
+		ghReply(w, http.StatusNotFound, ghMessage("Not Found"))
+	}
+}
+
+// fail answers with f as Faults does.
+func (s *GitHubServer) fail(w http.ResponseWriter, f Failure) {
+	if f.RetryAfter != "" {
+		w.Header().Set("Retry-After", f.RetryAfter)
+	}
+	status := f.Status
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	body := f.Body
+	if body == "" {
+		body = fmt.Sprintf(`{"message":%q}`, http.StatusText(status))
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+}
+
+// limit answers with a rate limit, as GitHub does. s.mu must be held.
+func (s *GitHubServer) limit(w http.ResponseWriter, l GitHubRateLimit) {
+	status := l.Status
+	if status == 0 {
+		status = http.StatusForbidden
+	}
+	if l.RetryAfter != "" {
+		w.Header().Set("Retry-After", l.RetryAfter)
+	}
+	if l.Secondary {
+		ghReply(w, status, map[string]any{
+			"message":           "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.",
+			"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+		})
+		return
+	}
+	reset := l.Reset
+	if reset.IsZero() {
+		reset = s.now().Add(time.Hour)
+	}
+	w.Header().Set("X-RateLimit-Remaining", "0")
+	w.Header().Set("X-RateLimit-Used", "5000")
+	w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+	ghReply(w, status, map[string]any{
+		"message":           "API rate limit exceeded for user ID 1. If you reach out to GitHub Support for help, please include the request ID.",
+		"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-primary-rate-limits",
+	})
+}
+
+// listIssues is GET .../issues. s.mu must be held.
+func (s *GitHubServer) listIssues(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	state := ghValueOr(q.Get("state"), "open")
+	sortBy := ghValueOr(q.Get("sort"), "created")
+	dir := ghValueOr(q.Get("direction"), "desc")
+	var bad []string
+	if !slices.Contains([]string{"open", "closed", "all"}, state) {
+		bad = append(bad, "state")
+	}
+	if !slices.Contains([]string{"created", "updated", "comments"}, sortBy) {
+		bad = append(bad, "sort")
+	}
+	if !slices.Contains([]string{"asc", "desc"}, dir) {
+		bad = append(bad, "direction")
+	}
+	perPage, page, badPage := ghPageParams(q)
+	bad = append(bad, badPage...)
+	if len(bad) > 0 {
+		ghInvalid(w, "Issue", bad...)
+		return
+	}
+	var want []string
+	if l := q.Get("labels"); l != "" {
+		want = strings.Split(l, ",")
+	}
+	var out []*GitHubIssue
+	for _, is := range s.issues {
+		if is.Deleted || (state != "all" && is.State != state) {
+			continue
+		}
+		if !ghHasAllLabels(is.Labels, want) {
+			continue
+		}
+		out = append(out, is)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		var less bool
+		switch sortBy {
+		case "updated":
+			less = a.UpdatedAt.Before(b.UpdatedAt) || a.UpdatedAt.Equal(b.UpdatedAt) && a.Number < b.Number
+		case "comments":
+			less = len(a.Comments) < len(b.Comments) || len(a.Comments) == len(b.Comments) && a.Number < b.Number
+		default:
+			less = a.Number < b.Number
+		}
+		if dir == "desc" {
+			return !less
+		}
+		return less
+	})
+	items := make([]any, 0, perPage)
+	for _, is := range ghPaginate(out, perPage, page) {
+		items = append(items, s.issueJSON(is))
+	}
+	s.link(w, r, len(out), perPage, page)
+	ghReply(w, http.StatusOK, items)
+}
+
+// createIssue is POST .../issues. s.mu must be held.
+func (s *GitHubServer) createIssue(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Title     *string  `json:"title"`
+		Body      *string  `json:"body"`
+		Labels    []string `json:"labels"`
+		Assignees []string `json:"assignees"`
+		Assignee  *string  `json:"assignee"`
+		Milestone *int     `json:"milestone"`
+		Type      *string  `json:"type"`
+	}
+	if !ghDecode(w, r, &req) {
+		return
+	}
+	switch {
+	case req.Title == nil || strings.TrimSpace(*req.Title) == "":
+		ghReply(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "documentation_url": ghDocs + "/issues/issues#create-an-issue", "status": "422",
+			"errors": []map[string]string{{"resource": "Issue", "code": "missing_field", "field": "title"}}})
+		return
+	case !s.checkText(w, "Issue", "title", *req.Title, ghMaxTitle):
+		return
+	case req.Body != nil && !s.checkText(w, "Issue", "body", *req.Body, ghMaxBody):
+		return
+	}
+	now := s.stamp()
+	is := &GitHubIssue{Number: len(s.issues) + 1, Title: *req.Title, State: "open", CreatedAt: now, UpdatedAt: now}
+	if req.Body != nil {
+		is.Body = *req.Body
+	}
+	for _, l := range req.Labels {
+		if !s.noLabels && !slices.Contains(is.Labels, l) {
+			is.Labels = append(is.Labels, l)
+		}
+	}
+	s.issues = append(s.issues, is)
+	w.Header().Set("Location", s.apiURL(fmt.Sprintf("issues/%d", is.Number)))
+	ghReply(w, http.StatusCreated, s.issueJSON(is))
+}
+
+// editIssue is PATCH .../issues/{number}. s.mu must be held.
+func (s *GitHubServer) editIssue(w http.ResponseWriter, r *http.Request, is *GitHubIssue) {
+	var req struct {
+		Title       *string   `json:"title"`
+		Body        *string   `json:"body"`
+		State       *string   `json:"state"`
+		StateReason *string   `json:"state_reason"`
+		Labels      *[]string `json:"labels"`
+		Assignees   []string  `json:"assignees"`
+		Assignee    *string   `json:"assignee"`
+		Milestone   *int      `json:"milestone"`
+		Type        *string   `json:"type"`
+	}
+	if !ghDecode(w, r, &req) {
+		return
+	}
+	if req.Title != nil && !s.checkText(w, "Issue", "title", *req.Title, ghMaxTitle) ||
+		req.Body != nil && !s.checkText(w, "Issue", "body", *req.Body, ghMaxBody) {
+		return
+	}
+	if req.State != nil && *req.State != "open" && *req.State != "closed" {
+		ghInvalid(w, "Issue", "state")
+		return
+	}
+	if req.StateReason != nil && !slices.Contains([]string{"completed", "not_planned", "reopened", "duplicate"}, *req.StateReason) {
+		ghInvalid(w, "Issue", "state_reason")
+		return
+	}
+	now := s.stamp()
+	if req.Title != nil {
+		is.Title = *req.Title
+	}
+	if req.Body != nil {
+		is.Body = *req.Body
+	}
+	if req.Labels != nil {
+		is.Labels = slices.Clone(*req.Labels)
+	}
+	switch {
+	case req.State != nil && *req.State == "closed":
+		if is.State != "closed" {
+			is.ClosedAt = now
+		}
+		is.State, is.StateReason = "closed", "completed"
+		if req.StateReason != nil {
+			is.StateReason = *req.StateReason
+		}
+	case req.State != nil && *req.State == "open" && is.State == "closed":
+		is.State, is.StateReason, is.ClosedAt = "open", "reopened", time.Time{}
+		is.Reopened++
+	}
+	is.UpdatedAt = now
+	ghReply(w, http.StatusOK, s.issueJSON(is))
+}
+
+// listComments is GET .../issues/{number}/comments. s.mu must be held.
+func (s *GitHubServer) listComments(w http.ResponseWriter, r *http.Request, is *GitHubIssue) {
+	q := r.URL.Query()
+	perPage, page, bad := ghPageParams(q)
+	var since time.Time
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			bad = append(bad, "since")
+		}
+		since = t
+	}
+	if len(bad) > 0 {
+		ghInvalid(w, "IssueComment", bad...)
+		return
+	}
+	var out []GitHubComment
+	for _, c := range is.Comments {
+		if !c.UpdatedAt.Before(since) {
+			out = append(out, c)
+		}
+	}
+	items := make([]any, 0, perPage)
+	for _, c := range ghPaginate(out, perPage, page) {
+		items = append(items, s.commentJSON(is, c))
+	}
+	s.link(w, r, len(out), perPage, page)
+	ghReply(w, http.StatusOK, items)
+}
+
+// createComment is POST .../issues/{number}/comments. s.mu must be held.
+func (s *GitHubServer) createComment(w http.ResponseWriter, r *http.Request, is *GitHubIssue) {
+	var req struct {
+		Body *string `json:"body"`
+	}
+	if !ghDecode(w, r, &req) {
+		return
+	}
+	if req.Body == nil || strings.TrimSpace(*req.Body) == "" {
+		ghReply(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "documentation_url": ghDocs + "/issues/comments#create-an-issue-comment", "status": "422",
+			"errors": []map[string]string{{"resource": "IssueComment", "code": "missing_field", "field": "body"}}})
+		return
+	}
+	if utf8.RuneCountInString(*req.Body) > ghMaxBody {
+		// The service's words for a comment differ from an issue's.
+		ghReply(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "documentation_url": ghDocs + "/issues/comments#create-an-issue-comment", "status": "422",
+			"errors": []map[string]string{{"resource": "IssueComment", "code": "unprocessable", "field": "data",
+				"message": fmt.Sprintf("Body is too long (maximum is %d characters)", ghMaxBody)}}})
+		return
+	}
+	s.commentID++
+	now := s.stamp()
+	c := GitHubComment{ID: 1000 + s.commentID, Body: *req.Body, CreatedAt: now, UpdatedAt: now}
+	is.Comments = append(is.Comments, c)
+	is.UpdatedAt = now
+	w.Header().Set("Location", s.apiURL(fmt.Sprintf("issues/comments/%d", c.ID)))
+	ghReply(w, http.StatusCreated, s.commentJSON(is, c))
+}
+
+// checkText answers 422 if v is longer than limit characters.
+func (s *GitHubServer) checkText(w http.ResponseWriter, resource, field, v string, limit int) bool {
+	if utf8.RuneCountInString(v) <= limit {
+		return true
+	}
+	ghReply(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "documentation_url": ghDocs, "status": "422",
+		"errors": []map[string]string{{"resource": resource, "code": "custom", "field": field,
+			"message": fmt.Sprintf("%s is too long (maximum is %d characters)", field, limit)}}})
+	return false
+}
+
+func (s *GitHubServer) apiURL(sub string) string {
+	return s.srv.URL + "/api/v3/repos/" + s.Owner + "/" + s.Repo + "/" + sub
+}
+
+func (s *GitHubServer) htmlURL(sub string) string {
+	return s.srv.URL + "/" + s.Owner + "/" + s.Repo + "/" + sub
+}
+
+var ghUser = map[string]any{"login": "driftwatch-bot", "id": 4242, "node_id": "U_kgDOAAAQkg", "type": "User", "site_admin": false}
+
+func ghTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func (s *GitHubServer) issueJSON(is *GitHubIssue) map[string]any {
+	labels := make([]map[string]any, 0, len(is.Labels))
+	for i, l := range is.Labels {
+		labels = append(labels, map[string]any{"id": 9000 + i, "node_id": "LA_" + strconv.Itoa(i), "url": s.apiURL("labels/" + url.PathEscape(l)),
+			"name": l, "color": "ededed", "default": false, "description": nil})
+	}
+	kind := "issues"
+	if is.PullRequest {
+		kind = "pull"
+	}
+	m := map[string]any{
+		"id": 70000 + is.Number, "node_id": "I_kwDOA" + strconv.Itoa(is.Number), "number": is.Number,
+		"url":            s.apiURL(fmt.Sprintf("issues/%d", is.Number)),
+		"repository_url": s.srv.URL + "/api/v3/repos/" + s.Owner + "/" + s.Repo,
+		"labels_url":     s.apiURL(fmt.Sprintf("issues/%d/labels{/name}", is.Number)),
+		"comments_url":   s.apiURL(fmt.Sprintf("issues/%d/comments", is.Number)),
+		"events_url":     s.apiURL(fmt.Sprintf("issues/%d/events", is.Number)),
+		"html_url":       s.htmlURL(fmt.Sprintf("%s/%d", kind, is.Number)),
+		"title":          is.Title, "body": is.Body, "state": is.State, "user": ghUser,
+		"labels": labels, "assignee": nil, "assignees": []any{}, "milestone": nil, "locked": false,
+		"comments": len(is.Comments), "created_at": ghTime(is.CreatedAt), "updated_at": ghTime(is.UpdatedAt),
+		"closed_at": ghTime(is.ClosedAt), "author_association": "NONE", "state_reason": nil,
+	}
+	if is.StateReason != "" {
+		m["state_reason"] = is.StateReason
+	}
+	if is.PullRequest {
+		m["pull_request"] = map[string]any{"url": s.apiURL(fmt.Sprintf("pulls/%d", is.Number)), "html_url": m["html_url"]}
+	}
+	return m
+}
+
+func (s *GitHubServer) commentJSON(is *GitHubIssue, c GitHubComment) map[string]any {
+	return map[string]any{
+		"id": c.ID, "node_id": "IC_kwDOA" + strconv.FormatInt(c.ID, 10),
+		"url":       s.apiURL(fmt.Sprintf("issues/comments/%d", c.ID)),
+		"html_url":  s.htmlURL(fmt.Sprintf("issues/%d#issuecomment-%d", is.Number, c.ID)),
+		"issue_url": s.apiURL(fmt.Sprintf("issues/%d", is.Number)),
+		"body":      c.Body, "user": ghUser, "created_at": ghTime(c.CreatedAt), "updated_at": ghTime(c.UpdatedAt),
+		"author_association": "NONE",
+	}
+}
+
+// link sets the Link header of a page of total items, as GitHub does.
+func (s *GitHubServer) link(w http.ResponseWriter, r *http.Request, total, perPage, page int) {
+	last := max((total+perPage-1)/perPage, 1)
+	ref := func(p int, rel string) string {
+		q := r.URL.Query()
+		q.Set("page", strconv.Itoa(p))
+		q.Set("per_page", strconv.Itoa(perPage))
+		return fmt.Sprintf(`<%s%s?%s>; rel="%s"`, s.srv.URL, r.URL.Path, q.Encode(), rel)
+	}
+	var links []string
+	if page > 1 {
+		links = append(links, ref(page-1, "prev"), ref(1, "first"))
+	}
+	if page < last {
+		links = append(links, ref(page+1, "next"), ref(last, "last"))
+	}
+	if len(links) > 0 {
+		w.Header().Set("Link", strings.Join(links, ", "))
+	}
+}
+
+func ghPageParams(q url.Values) (perPage, page int, bad []string) {
+	perPage, page = 30, 1
+	if v := q.Get("per_page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			bad = append(bad, "per_page")
+		}
+		perPage = min(max(n, 1), 100)
+	}
+	if v := q.Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			bad = append(bad, "page")
+		}
+		page = max(n, 1)
+	}
+	return perPage, page, bad
+}
+
+func ghPaginate[T any](xs []T, perPage, page int) []T {
+	from := min((page-1)*perPage, len(xs))
+	return xs[from:min(from+perPage, len(xs))]
+}
+
+func ghHasAllLabels(have, want []string) bool {
+	for _, l := range want {
+		if !slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, l) }) {
+			return false
+		}
+	}
+	return true
+}
+
+func ghValueOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// ghDecode reads a JSON request body, answering 400 or 422 if it is not
+// one.
+func ghDecode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if strings.Contains(err.Error(), "unknown field") {
+			ghReply(w, http.StatusUnprocessableEntity, map[string]any{"message": "Invalid request.\n\n" + err.Error() + " (this fake refuses unknown fields)", "documentation_url": ghDocs, "status": "422"})
+			return false
+		}
+		ghReply(w, http.StatusBadRequest, map[string]any{"message": "Problems parsing JSON", "documentation_url": ghDocs, "status": "400"})
+		return false
+	}
+	return true
+}
+
+func ghMessage(msg string) map[string]any {
+	return map[string]any{"message": msg, "documentation_url": ghDocs}
+}
+
+func ghInvalid(w http.ResponseWriter, resource string, fields ...string) {
+	var errs []map[string]string
+	for _, f := range fields {
+		errs = append(errs, map[string]string{"resource": resource, "code": "invalid", "field": f})
+	}
+	ghReply(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "errors": errs, "documentation_url": ghDocs, "status": "422"})
+}
+
+func ghReply(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
