@@ -30,7 +30,8 @@ type Notifier struct {
 	GitHub    *GitHubConfig    `yaml:"github"`
 	GitLab    *GitLabConfig    `yaml:"gitlab"`
 	Email     *EmailConfig     `yaml:"email"`
-	// Timeout bounds one HTTP request of a delivery (default 10s).
+	// Timeout bounds one HTTP request of a delivery (default 10s; for
+	// email, one SMTP session, default 30s).
 	Timeout Duration `yaml:"timeout"`
 	// CAFile adds PEM certificates to trust (private CAs, TLS proxies).
 	CAFile string `yaml:"ca_file"`

@@ -1,6 +1,7 @@
 // Package notify is the seam between incidents and the systems that page
 // people: the Message a notifier delivers, the Notifier interface every
-// vendor package implements (slack, opsgenie, webhook), and the error type
+// vendor package implements (slack, opsgenie, jsm, pagerduty, teams,
+// github, gitlab, email, webhook), and the error type
 // that tells the outbox whether and when to retry. Messages carry no
 // attribute values: findings are addresses, actions and attribute paths.
 // Vendor packages never import each other, the store or the config.

@@ -1,6 +1,9 @@
 // Package notifytest holds what notifier tests share: local servers that
-// speak each vendor's protocol (OpsGenie's Alert API v2, PagerDuty's
-// Events API v2, a signed-webhook receiver, Slack's Web API), failure
+// speak each vendor's protocol (OpsGenie's Alert API v2, Jira Service
+// Management's integration API, PagerDuty's Events API v2, a Teams
+// Workflows trigger, GitHub's REST API, GitLab's REST API v4, a real SMTP
+// server (emersion/go-smtp) with STARTTLS and AUTH, a signed-webhook
+// receiver, Slack's Web API), failure
 // injection for the cases a real service cannot produce on demand, and
 // Conformance, the checks every notify.Notifier must pass.
 //

@@ -9,7 +9,7 @@ import (
 // Request is one request as a vendor server received it.
 type Request struct {
 	Method string
-	Path   string // unescaped path, e.g. /v2/alerts/drift-x/notes
+	Path   string // the path as the server routes it, e.g. /v2/alerts/drift-x/notes (unescaped; the GitLab server keeps it escaped, as project ids are on the wire)
 	Query  string // raw query, e.g. identifierType=alias
 	Header http.Header
 	Body   []byte
