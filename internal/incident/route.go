@@ -158,13 +158,13 @@ func Enqueue(now time.Time, msgs []notify.Message, targets []Target) ([]store.Ou
 }
 
 // gate applies a target's minimum severity to m: false drops it, or it
-// changes m's event where the incident crosses min.
-func gate(m *notify.Message, min notify.Severity) bool {
-	if min == "" {
+// changes m's event where the incident crosses floor.
+func gate(m *notify.Message, floor notify.Severity) bool {
+	if floor == "" {
 		return true
 	}
-	now := m.Incident.Severity.AtLeast(min)
-	was := m.PrevSeverity != "" && m.PrevSeverity.AtLeast(min)
+	now := m.Incident.Severity.AtLeast(floor)
+	was := m.PrevSeverity != "" && m.PrevSeverity.AtLeast(floor)
 	switch {
 	case m.Event == notify.EventOpen:
 		return now

@@ -11,6 +11,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/genie"
 	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 )
 
@@ -131,18 +132,6 @@ func TestPriority(t *testing.T) {
 	}
 }
 
-func TestCloseNote(t *testing.T) {
-	for class, want := range map[notify.Class]string{
-		notify.ClassDrift:     "Resolved: prod/network matches its Terraform configuration again (run run-0042).",
-		notify.ClassForbidden: "Resolved: no forbidden resource types left in prod/network (run run-0042).",
-		notify.ClassErrored:   "Resolved: drift checks of prod/network succeed again (run run-0042).",
-	} {
-		in := notifytest.SampleMessage(notify.EventResolve).Incident
-		in.Class = class
-		require.Equal(t, want, closeNote(in))
-	}
-}
-
 func TestRemediationNotes(t *testing.T) {
 	m := notifytest.SampleMessage(notify.EventRemediation)
 	for _, tc := range []struct {
@@ -191,33 +180,24 @@ func TestLimits(t *testing.T) {
 	}
 	m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
 	got := buildCreate(m)
-	require.Equal(t, maxMessage, utf8.RuneCountInString(got.Message))
+	require.Equal(t, genie.MaxMessage, utf8.RuneCountInString(got.Message))
 	require.True(t, strings.HasSuffix(got.Message, "…"))
-	require.LessOrEqual(t, utf8.RuneCountInString(got.Description), maxDescription)
+	require.LessOrEqual(t, utf8.RuneCountInString(got.Description), genie.MaxDescription)
 	require.Contains(t, got.Description, "- drift update aws_instance.web[0]: tags.Owner, ami", "one giant address does not take the description")
 	require.Regexp(t, `\n… and \d+ more \(see the status page\)$`, got.Description)
-	require.LessOrEqual(t, utf8.RuneCountInString(got.Entity), maxEntity)
-	require.Len(t, got.Tags, maxTags)
+	require.LessOrEqual(t, utf8.RuneCountInString(got.Entity), genie.MaxEntity)
+	require.Len(t, got.Tags, genie.MaxTags)
 	for _, tag := range got.Tags {
-		require.LessOrEqual(t, utf8.RuneCountInString(tag), maxTag)
+		require.LessOrEqual(t, utf8.RuneCountInString(tag), genie.MaxTag)
 	}
 	for k, v := range got.Details {
-		require.LessOrEqual(t, utf8.RuneCountInString(v), maxDetailValue, k)
+		require.LessOrEqual(t, utf8.RuneCountInString(v), genie.MaxDetailValue, k)
 	}
 
 	u := notifytest.SampleMessage(notify.EventUpdate)
 	u.Delta = &notify.Delta{Added: m.Incident.Findings, Removed: m.Incident.Findings[:10]}
-	note := deltaNote(u)
-	require.LessOrEqual(t, utf8.RuneCountInString(note), maxNote)
+	note := genie.DeltaNote(u)
+	require.LessOrEqual(t, utf8.RuneCountInString(note), genie.MaxNote)
 	require.Regexp(t, `\n… and \d+ more \(see the status page\)$`, note)
 	require.NotContains(t, note, "Removed:")
-}
-
-func TestValidAlias(t *testing.T) {
-	for key, want := range map[string]bool{
-		"drift-prod-network-3f9a": true, "a_b.C9": true, "": false, "drift/prod": false, "a b": false,
-		"a?b": false, "a%2Fb": false, "..": false, strings.Repeat("a", 512): true, strings.Repeat("a", 513): false,
-	} {
-		require.Equal(t, want, validAlias(key), "%q", key)
-	}
 }

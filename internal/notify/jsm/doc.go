@@ -2,9 +2,10 @@
 // alerts, OpsGenie's successor, through the integration API of a JSM
 // "API" integration, with plain net/http (no SDK). It owns its Config, a
 // pure request builder (buildRequests and the body builders: table
-// tested, exact JSON) and a thin send. It must not import config, store,
-// or any other notify vendor package (opsgenie included); only the
-// notifiers factory constructs it.
+// tested, exact JSON) that encodes the alert body of package genie
+// (shared with package opsgenie), and a thin send. It must not import
+// config, store, or any other notify vendor package (opsgenie included);
+// only the notifiers factory constructs it.
 //
 // # Wire protocol
 //
@@ -32,10 +33,11 @@
 //
 // # Mapping
 //
-// The same as the OpsGenie notifier's, so a team moves from OpsGenie to
-// JSM by changing the notifier's block (a test sends one incident
-// sequence through both and compares the bodies). One incident is one
-// alert, keyed by alias = Incident.Key:
+// The same as the OpsGenie notifier's, as both build the alert from
+// package genie, so a team moves from OpsGenie to JSM by changing the
+// notifier's block (a test sends one incident sequence through both and
+// compares the bodies). One incident is one alert, keyed by alias =
+// Incident.Key:
 //
 //   - open: create (message: the incident's title within 130
 //     characters; description: the incident and its findings with

@@ -12,6 +12,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/genie"
 )
 
 var since = time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)
@@ -113,17 +114,17 @@ func TestBuildCreate(t *testing.T) {
 		}
 		m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
 		got := buildCreate(m, nil)
-		require.Equal(t, maxMessage, utf8.RuneCountInString(got.Message))
+		require.Equal(t, genie.MaxMessage, utf8.RuneCountInString(got.Message))
 		require.True(t, strings.HasSuffix(got.Message, "…"))
-		require.LessOrEqual(t, utf8.RuneCountInString(got.Description), maxDescription)
+		require.LessOrEqual(t, utf8.RuneCountInString(got.Description), genie.MaxDescription)
 		require.Regexp(t, `\n… and \d+ more \(see the status page\)$`, got.Description)
-		require.LessOrEqual(t, utf8.RuneCountInString(got.Entity), maxEntity)
-		require.Len(t, got.Tags, maxTags)
+		require.LessOrEqual(t, utf8.RuneCountInString(got.Entity), genie.MaxEntity)
+		require.Len(t, got.Tags, genie.MaxTags)
 		for _, tag := range got.Tags {
-			require.LessOrEqual(t, utf8.RuneCountInString(tag), maxTag)
+			require.LessOrEqual(t, utf8.RuneCountInString(tag), genie.MaxTag)
 		}
 		for k, v := range got.Details {
-			require.LessOrEqual(t, utf8.RuneCountInString(v), maxDetailValue, k)
+			require.LessOrEqual(t, utf8.RuneCountInString(v), genie.MaxDetailValue, k)
 		}
 	})
 
@@ -132,7 +133,7 @@ func TestBuildCreate(t *testing.T) {
 		m.Incident.Findings = []drift.Finding{{Kind: drift.KindDrift, Address: strings.Repeat("a", 50000), Action: "update"}, {Kind: drift.KindDrift, Address: "b.c", Action: "delete"}}
 		got := buildCreate(m, nil)
 		require.Contains(t, got.Description, "- drift delete b.c")
-		require.LessOrEqual(t, utf8.RuneCountInString(got.Description), maxDescription)
+		require.LessOrEqual(t, utf8.RuneCountInString(got.Description), genie.MaxDescription)
 	})
 }
 
@@ -201,7 +202,7 @@ func TestBuildNote(t *testing.T) {
 		}
 		m.Delta.Removed = m.Delta.Added[:10]
 		note := buildNote(m).Note
-		require.LessOrEqual(t, utf8.RuneCountInString(note), maxNote)
+		require.LessOrEqual(t, utf8.RuneCountInString(note), genie.MaxNote)
 		require.Regexp(t, `\n… and \d+ more \(see the status page\)$`, note)
 		require.NotContains(t, note, "Removed:")
 	})
@@ -220,22 +221,5 @@ func TestBuildClose(t *testing.T) {
 				IdentifierType: alert.ALIAS, IdentifierValue: "drift-prod-network", Source: "driftwatch", Note: want,
 			}, buildClose(m))
 		})
-	}
-}
-
-func TestValidAlias(t *testing.T) {
-	for key, want := range map[string]bool{
-		"drift-prod-network-3f9a": true,
-		"a_b.C9":                  true,
-		"":                        false,
-		"drift/prod":              false,
-		"a b":                     false,
-		"a?b":                     false,
-		"a%2Fb":                   false,
-		"..":                      false,
-		strings.Repeat("a", 512):  true,
-		strings.Repeat("a", 513):  false,
-	} {
-		require.Equal(t, want, validAlias(key), "%q", key)
 	}
 }

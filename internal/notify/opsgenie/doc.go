@@ -1,8 +1,9 @@
 // Package opsgenie delivers incidents to OpsGenie's Alert API v2 through
 // github.com/opsgenie/opsgenie-go-sdk-v2. It owns its Config, a pure request
 // builder (buildCreate, buildNote, buildPriority, buildClose: table tested)
-// and a thin send. It must not import config, store, or any other notify
-// vendor package; only app constructs it.
+// that wraps the alert body of package genie (shared with package jsm)
+// into the SDK's requests, and a thin send. It must not import config,
+// store, or any other notify vendor package; only app constructs it.
 //
 // # Mapping
 //
@@ -79,30 +80,18 @@
 // # End of support and the Jira Service Management successor
 //
 // Atlassian ends OpsGenie support on 2027-04-05; the REST API works until
-// then. The successor is the JSM Ops integration API:
-//
-//	POST https://api.atlassian.com/jsm/ops/integration/v2/alerts
-//	Authorization: GenieKey <integration API key>
-//
-// with the same create body (message, alias, description, responders,
-// tags, details, entity, source, priority). The per-alias actions
-// (close, notes, priority) are expected under the same prefix, like
-// OpsGenie's; that is not verified. What a JSM notifier needs:
-//
-//   - A base URL with a path prefix (/jsm/ops/integration). This SDK cannot
-//     express one: it puts the configured host into url.URL.Host, so a
-//     prefix is escaped into the host. Either an http.RoundTripper that
-//     rewrites the path (untested against JSM) or, better, a small client
-//     of its own using net/http.
-//   - An API key from a JSM "API" integration of the team, not an OpsGenie
-//     key; responders by team name must name JSM teams.
-//   - The request builders here (build.go) are pure functions of
-//     notify.Message and SDK-typed only in their return values, and the
-//     JSM body has the same fields. Vendor packages do not import each
-//     other, so a jsm package copies summary, description, tags, details
-//     and priority, or they move to a shared internal package then; the
-//     table tests in build_test.go pin the mapping either way.
-//
-// Until that exists, the webhook notifier (package webhook) is the
-// vendor-neutral path.
+// then. The successor, Jira Service Management's alerts through the JSM
+// Ops integration API, is package jsm (notifier type jsm): its own small
+// net/http client, as this SDK cannot put a path prefix into its base
+// URL. Both notifiers build the alert from package genie (message,
+// description, tags, details, entity, source, priority, alias rule and
+// notes), so the mapping is the same by construction; they differ in the
+// responders (configured extra ones are OpsGenie's only), in the priority
+// (JSM's integration API has no priority action, so a failed
+// remediation's note says so instead of raising it) and in the renotify
+// note (a note request there, in the create body here). A team moves by
+// changing its notifier block to type jsm with the key of a JSM "API"
+// integration; responders by team name must then name JSM teams. The
+// migration test in package notifytest sends one incident sequence
+// through both and compares the bodies.
 package opsgenie

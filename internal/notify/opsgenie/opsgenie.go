@@ -16,6 +16,7 @@ import (
 	"github.com/opsgenie/opsgenie-go-sdk-v2/client"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/genie"
 )
 
 // Notifier delivers messages to OpsGenie. It implements notify.Notifier.
@@ -119,8 +120,8 @@ type state struct {
 
 // Notify implements notify.Notifier.
 func (n *Notifier) Notify(ctx context.Context, m notify.Message, prev []byte, _ func([]byte) error) ([]byte, error) {
-	if !validAlias(m.Incident.Key) {
-		return prev, fmt.Errorf("opsgenie %s: incident key %q cannot be an alias (want [A-Za-z0-9._-], at most %d characters)", n.name, m.Incident.Key, maxAlias)
+	if !genie.ValidAlias(m.Incident.Key) {
+		return prev, fmt.Errorf("opsgenie %s: incident key %q cannot be an alias (want [A-Za-z0-9._-], at most %d characters)", n.name, m.Incident.Key, genie.MaxAlias)
 	}
 	var st state
 	if len(prev) > 0 {

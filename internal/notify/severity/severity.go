@@ -41,8 +41,8 @@ func (s Severity) Rank() int {
 	return -1
 }
 
-// AtLeast reports whether s is min or higher; every severity is at least
+// AtLeast reports whether s is floor or higher; every severity is at least
 // the empty one.
-func (s Severity) AtLeast(min Severity) bool {
-	return min == "" || s.Rank() >= min.Rank()
+func (s Severity) AtLeast(floor Severity) bool {
+	return floor == "" || s.Rank() >= floor.Rank()
 }
