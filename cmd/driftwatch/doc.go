@@ -9,6 +9,9 @@
 //	driftwatch cancel   RUN_ID --token-file FILE
 //	driftwatch approve  ID --token-file FILE [--hash H]
 //	driftwatch reject   ID --token-file FILE
+//	driftwatch silence  WORKSPACE | --label k=v... --for D --comment TEXT --token-file FILE [--starts-at T] [--by WHO]
+//	driftwatch silence  --list [--format text|json]
+//	driftwatch silence  --expire ID --token-file FILE [--by WHO]
 //	driftwatch runner   [report] --spec FILE --socket PATH   (a Kubernetes run Job's containers)
 //	driftwatch version
 //
@@ -18,8 +21,8 @@
 // command's context). Everything else is a call: validate, audit, daemon
 // and runner go through internal/app (app.Harden first, for every
 // command); the commands that call a running daemon (run, logs, cancel,
-// approve, reject) go through internal/apiclient; reports are written by
-// internal/report.
+// approve, reject, silence) go through internal/apiclient; reports are
+// written by internal/report.
 //
 // It must not import driftwatch packages other than app, apiclient,
 // config, report and version, and keeps no logic beyond parsing and

@@ -40,6 +40,9 @@ Usage:
   driftwatch cancel   RUN_ID --token-file F  cancel a queued run, or stop a running one (SIGINT / Job deleted)
   driftwatch run      WORKSPACE --token-file F [--follow | --wait]  queue a run on the daemon now; with
                       --follow (log) or --wait (summary), exit with its verdict's code
+  driftwatch silence  WORKSPACE | --label k=v --for 4h --comment "why" --token-file F
+                      hold a workspace's notifications (checks go on); --list shows silences
+                      and maintenance windows, --expire ID ends one early
   driftwatch runner   --spec F --socket S        run one run in a Kubernetes Job's pod (started by the daemon)
   driftwatch runner   report --spec F --socket S its reporter container: posts the runner's result
   driftwatch version                    print the version
@@ -71,6 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cancelCmd(args[1:], stdout, stderr)
 	case "run":
 		return runCmd(args[1:], stdout, stderr)
+	case "silence":
+		return silenceCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "driftwatch %s (%s)\n", version.Version, version.Commit)
 		return 0

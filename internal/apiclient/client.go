@@ -1,6 +1,7 @@
 package apiclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -161,13 +162,25 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // answer, up to 4 MiB, into out; a status other than want is a
 // *StatusError.
 func (c *Client) call(ctx context.Context, method, path, token string, want int, out any) error {
+	return c.callBody(ctx, method, path, token, nil, want, out)
+}
+
+// callBody is call with a JSON request body (nil: none).
+func (c *Client) callBody(ctx context.Context, method, path, token string, body []byte, want int, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	authorize(req, token)
 	resp, err := c.httpClient(0).Do(req)
 	if err != nil {

@@ -91,7 +91,7 @@ func newTestDaemon(t *testing.T, o daemonOptions) *testDaemon {
 	d.readTokenFile = writeFile(t, "read-token", readToken+"\n")
 	opts := server.Options{
 		Store:    st,
-		Control:  control{d, remediations{d}},
+		Control:  control{d, remediations{d}, silences{d}},
 		Gatherer: prometheus.NewRegistry(),
 		Logger:   logger,
 		Config:   config.Server{TokenFile: d.apiTokenFile, ReadTokenFile: d.readTokenFile, ExternalURL: o.externalURL},
@@ -146,12 +146,13 @@ func (d *testDaemon) trigger(name string) (string, error) {
 	return id, nil
 }
 
-// control is the test daemon as the server's Control, remediation
-// included: the daemon's errors mapped onto the server's, as the daemon's
+// control is the test daemon as the server's Control, remediation and
+// silences included: the daemon's errors mapped onto the server's, as the daemon's
 // Control does.
 type control struct {
 	d *testDaemon
 	remediations
+	silences
 }
 
 func (c control) Workspaces() []server.WorkspaceInfo {

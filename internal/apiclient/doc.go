@@ -1,27 +1,31 @@
 // Package apiclient is the client side of the daemon's JSON API: the HTTP
 // calls the driftwatch CLI makes to a running daemon (`driftwatch run`,
-// `logs`, `cancel`, `approve`, `reject`), one method each on Client:
+// `logs`, `cancel`, `approve`, `reject`, `silence`), one method each on
+// Client:
 //
-//	Trigger      POST /api/v1/workspaces/{name}/runs        API token
-//	GetRun       GET  /api/v1/runs/{id}                     no credential
-//	Log          GET  /api/v1/runs/{id}/logs                read credential, if a token file is set
-//	FollowLog    GET  /api/v1/runs/{id}/logs (event stream) read credential, if a token file is set
-//	Cancel       POST /api/v1/runs/{id}/cancel              API token
-//	Approve      POST /api/v1/remediations/{id}/approve     API token
-//	Reject       POST /api/v1/remediations/{id}/reject      API token
+//	Trigger       POST   /api/v1/workspaces/{name}/runs        API token
+//	GetRun        GET    /api/v1/runs/{id}                     no credential
+//	Log           GET    /api/v1/runs/{id}/logs                read credential, if a token file is set
+//	FollowLog     GET    /api/v1/runs/{id}/logs (event stream) read credential, if a token file is set
+//	Cancel        POST   /api/v1/runs/{id}/cancel              API token
+//	Approve       POST   /api/v1/remediations/{id}/approve     API token
+//	Reject        POST   /api/v1/remediations/{id}/reject      API token
+//	ListSilences  GET    /api/v1/silences                      no credential
+//	AddSilence    POST   /api/v1/silences                      API token
+//	ExpireSilence DELETE /api/v1/silences/{id}?by=WHO          API token
 //
 // It owns the wire: URLs, methods, headers, request bodies, the decoding
-// of answers (Queued, Run, Cancelled, Remediation, the Server-Sent Events
-// of a followed log) and the run status vocabulary the API speaks
+// of answers (Queued, Run, Cancelled, Remediation, Silence, Silences, the
+// Server-Sent Events of a followed log) and the run status vocabulary the API speaks
 // (Status, Counts: drift's nouns plus the run states). An answer with an
 // unexpected status is a *StatusError carrying the status and the API's
 // reason; errors.Is matches it against ErrUnauthorized, ErrForbidden,
 // ErrNotFound, ErrConflict and ErrUnavailable.
 //
 // The token is read from its file on each call that sends it, so a
-// rotated file is picked up. A file that cannot be read, or (Trigger and
-// the logs) that does not hold one non-empty line, is a *TokenFileError
-// before any request is made; Cancel, Approve and Reject send the file's
+// rotated file is picked up. A file that cannot be read, or (Trigger, the
+// silence calls and the logs) that does not hold one non-empty line, is a
+// *TokenFileError before any request is made; Cancel, Approve and Reject send the file's
 // trimmed content as it is, as the CLI always has. The token goes in an
 // Authorization header and nowhere else: no error, and no reason of the
 // daemon repeated in one, shows it.

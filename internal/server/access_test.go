@@ -125,7 +125,8 @@ func TestReadAccess(t *testing.T) {
 				}
 			}
 			// The other reads stay open.
-			for _, path := range []string{"/", "/workspaces/prod-network", "/api/v1/workspaces", "/api/v1/runs/done-1", "/api/v1/workspaces/prod-network/runs"} {
+			for _, path := range []string{"/", "/workspaces/prod-network", "/api/v1/workspaces", "/api/v1/runs/done-1", "/api/v1/workspaces/prod-network/runs",
+				"/api/v1/silences", "/silences"} {
 				code, _, body := get(t, ts.URL+path)
 				require.Equal(t, http.StatusOK, code, "%s: %s", path, body)
 			}
@@ -154,6 +155,16 @@ func TestReadTokenCannotMutate(t *testing.T) {
 			require.Equal(t, `Bearer realm="driftwatch"`, rh.Get("WWW-Authenticate"))
 		}
 	}
+	for _, c := range []struct{ method, path string }{{http.MethodPost, "/api/v1/silences"}, {http.MethodDelete, "/api/v1/silences/sil-1"}} {
+		for _, hdr := range []map[string]string{bearerAuth(testReadToken), basicAuth(testReadToken), basicAuth(testToken)} {
+			code, rh, body := do(t, c.method, ts.URL+c.path, hdr)
+			require.Equal(t, http.StatusUnauthorized, code, "%s %s %v: %s", c.method, c.path, hdr, body)
+			require.Equal(t, `Bearer realm="driftwatch"`, rh.Get("WWW-Authenticate"))
+		}
+	}
+	added, expired := h.silenceCalls()
+	require.Empty(t, added)
+	require.Empty(t, expired)
 	require.Empty(t, h.triggeredNames())
 	code, _, body = do(t, http.MethodPost, ts.URL+"/api/v1/workspaces/sandbox/runs", bearerAuth(testToken))
 	require.Equal(t, http.StatusAccepted, code, body)

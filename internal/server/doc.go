@@ -17,9 +17,18 @@
 //	GET  /api/v1/runs/{id}                     one run, with findings and phases
 //	GET  /api/v1/runs/{id}/logs                its log, text or Server-Sent Events (read credential)
 //	POST /api/v1/runs/{id}/cancel              cancel a queued or running run (bearer token)
+//	GET  /api/v1/silences                      silences not yet ended, and maintenance windows
+//	POST /api/v1/silences                      add a silence (bearer token)
+//	DELETE /api/v1/silences/{id}?by=WHO        end a silence now (bearer token)
 //	GET  /                                     status page
 //	GET  /workspaces/{name}                    one workspace's page
 //	GET  /runs/{id}                            one run's page, with its log (read credential)
+//	GET  /silences                             what holds notifications now, silences, windows
+//
+// The silence endpoints answer 501 unless the Control implements
+// SilenceControl (silences and maintenance windows); with it, the status
+// and workspace pages also say whose notifications are held, until when
+// and why.
 //
 // and, when the Control implements RemediationControl, the remediation
 // API (/api/v1/remediations..., /api/v1/remediation, the approve, reject,

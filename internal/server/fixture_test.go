@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -167,9 +168,21 @@ type harness struct {
 	liveLog   func(runID string) *runlog.Log
 	cancel    func(runID string) (bool, error)
 	notifiers func(context.Context) ([]NotifierStatus, error)
+
+	// silences and windows stand in for the daemon's silences and
+	// maintenance windows; silenceErr, if set, is every silence call's
+	// error. added and expired record the calls that reached it.
+	silences   []store.Silence
+	windows    []MaintenanceWindow
+	silenceErr error
+	added      []SilenceRequest
+	expired    []string // "id by"
 }
 
-var _ Control = (*harness)(nil)
+var (
+	_ Control        = (*harness)(nil)
+	_ SilenceControl = (*harness)(nil)
+)
 
 func (h *harness) Workspaces() []WorkspaceInfo {
 	h.mu.Lock()
@@ -225,6 +238,97 @@ func (h *harness) Notifiers(ctx context.Context) ([]NotifierStatus, error) {
 		return nil, nil
 	}
 	return f(ctx)
+}
+
+// Silences lists the silences that have not ended at testNow, soonest
+// end first, as the daemon does.
+func (h *harness) Silences(context.Context) ([]store.Silence, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.silenceErr != nil {
+		return nil, h.silenceErr
+	}
+	var out []store.Silence
+	for _, x := range h.silences {
+		if x.EndsAt.After(testNow) {
+			out = append(out, x)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b store.Silence) int { return a.EndsAt.Compare(b.EndsAt) })
+	return out, nil
+}
+
+// AddSilence records req and stores it as the daemon would: a new id,
+// from req.StartsAt (zero: testNow) for req.For. An unknown workspace is
+// ErrUnknownWorkspace.
+func (h *harness) AddSilence(_ context.Context, req SilenceRequest) (store.Silence, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.added = append(h.added, req)
+	if h.silenceErr != nil {
+		return store.Silence{}, h.silenceErr
+	}
+	if req.Workspace != "" && !slices.ContainsFunc(h.workspaces, func(w WorkspaceInfo) bool { return w.Name == req.Workspace }) {
+		return store.Silence{}, fmt.Errorf("silence: %w", ErrUnknownWorkspace)
+	}
+	start := req.StartsAt
+	if start.IsZero() {
+		start = testNow
+	}
+	x := store.Silence{
+		ID: fmt.Sprintf("sil-%d", len(h.added)), Workspace: req.Workspace, Labels: req.Labels,
+		StartsAt: start, EndsAt: start.Add(req.For), Comment: req.Comment, CreatedBy: req.CreatedBy, CreatedAt: testNow,
+	}
+	h.silences = append(h.silences, x)
+	return x, nil
+}
+
+// ExpireSilence ends silence id at testNow; an unknown one is
+// store.ErrNotFound.
+func (h *harness) ExpireSilence(_ context.Context, id, by string) (store.Silence, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.expired = append(h.expired, id+" "+by)
+	if h.silenceErr != nil {
+		return store.Silence{}, h.silenceErr
+	}
+	for i, x := range h.silences {
+		if x.ID == id {
+			if x.EndsAt.After(testNow) {
+				h.silences[i].EndsAt = testNow
+			}
+			return h.silences[i], nil
+		}
+	}
+	return store.Silence{}, fmt.Errorf("silence %q: %w", id, store.ErrNotFound)
+}
+
+// MaintenanceWindows returns the configured windows as they are.
+func (h *harness) MaintenanceWindows(time.Time) []MaintenanceWindow {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]MaintenanceWindow(nil), h.windows...)
+}
+
+// setSilences installs the daemon's silences and windows.
+func (h *harness) setSilences(sils []store.Silence, wins []MaintenanceWindow) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.silences, h.windows = sils, wins
+}
+
+func (h *harness) setSilenceErr(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.silenceErr = err
+}
+
+// silenceCalls returns the recorded AddSilence requests and
+// ExpireSilence calls.
+func (h *harness) silenceCalls() ([]SilenceRequest, []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]SilenceRequest(nil), h.added...), append([]string(nil), h.expired...)
 }
 
 // setLiveLog, setCancel and setNotifiers install the daemon's side of

@@ -126,6 +126,11 @@ type statusPageData struct {
 	Workspaces []workspaceView
 	// Remediation is nil when the daemon has no remediation control.
 	Remediation *remediationSummary
+	// Held are the workspaces whose notifications are held now (by a
+	// silence or a maintenance window), soonest release first; HeldBy
+	// is the same by name.
+	Held   []heldWorkspace
+	HeldBy map[string]*hold
 }
 
 // notifierView is a notifier's row on the status page.
@@ -148,6 +153,8 @@ type workspacePageData struct {
 	RemediationsLimit int
 	// Incidents are the workspace's open and confirming incidents.
 	Incidents []store.Incident
+	// Hold is what holds its notifications now or next (nil: nothing).
+	Hold *hold
 }
 
 type messagePageData struct {
@@ -204,11 +211,17 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
+	held, err := s.heldNow(r, now)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
 	items, verdict, tone := statusSummary(vs)
 	title := "driftwatch: " + verdict
 	s.render(w, r, http.StatusOK, s.pages.status, statusPageData{
 		page:    s.newPage(title, true),
 		Verdict: verdict, Tone: tone, Summary: items, Workspaces: vs, Notifiers: nvs, Remediation: rem,
+		Held: held, HeldBy: heldBy(held),
 	})
 }
 
@@ -242,6 +255,11 @@ func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
+	h, err := s.holdOf(r, s.o.Now(), v.WorkspaceInfo)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
 	s.render(w, r, http.StatusOK, s.pages.workspace, workspacePageData{
 		page:              s.newPage("driftwatch: "+name+" ("+string(v.Status)+")", true),
 		W:                 v,
@@ -253,6 +271,7 @@ func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request) {
 		Remediations:      rems,
 		RemediationsLimit: pageRemediationsLimit,
 		Incidents:         incidents,
+		Hold:              h,
 	})
 }
 

@@ -151,7 +151,10 @@ const (
 type Server struct {
 	o Options
 	// rem is o.Control's remediation side, or nil (no remediation routes).
-	rem    RemediationControl
+	rem RemediationControl
+	// sil is o.Control's silences and maintenance windows, or nil (the
+	// silence routes answer 501).
+	sil    SilenceControl
 	base   string // absolute external URL without trailing slash, or ""
 	prefix string // path of base, without trailing slash, or ""
 	// apiBase is the URL the API is reached at, for the commands pages
@@ -184,6 +187,7 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, maxStreams: DefaultMaxLogStreams, sseWriteTimeout: LogStreamWriteTimeout, writeTimeout: 60 * time.Second}
 	s.rem, _ = o.Control.(RemediationControl)
+	s.sil, _ = o.Control.(SilenceControl)
 	c := o.Config
 	var hostURLs []string
 	if c.ExternalURL != "" {
@@ -287,6 +291,7 @@ func (s *Server) routes() http.Handler {
 	if s.rem != nil {
 		s.remediationRoutes(mux)
 	}
+	s.silenceRoutes(mux)
 	for pattern, h := range s.o.Handlers {
 		mux.Handle(pattern, h)
 	}
