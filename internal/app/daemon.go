@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +35,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/silence"
+	"github.com/driftwatch/driftwatch/internal/slackinteract"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 	"github.com/driftwatch/driftwatch/internal/version"
@@ -271,6 +275,42 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 		handlers = d.kube.handlers()
 		callbackURL = cfg.Runner.Kubernetes.Kube().CallbackURL
 	}
+	// Slack's interactivity requests (the Approve / Reject buttons) carry
+	// no bearer token: the handler authenticates them by their signature.
+	// The notifiers are read from the current config at each request, so
+	// a reload (approvers, a rotated signing secret) applies at once.
+	slackHandler, err := slackinteract.New(slackinteract.Options{
+		Notifiers: func() ([]slackinteract.Notifier, error) {
+			var out []slackinteract.Notifier
+			for _, n := range d.cfg.Load().Notifiers {
+				s := n.Slack
+				if n.Type != "slack" || s == nil || s.SigningSecretFile == "" {
+					continue
+				}
+				b, err := os.ReadFile(s.SigningSecretFile)
+				if err != nil {
+					return nil, fmt.Errorf("notifier %q: signing_secret_file: %w", n.Name, err) // the path, not the content
+				}
+				in := slackinteract.Notifier{Name: n.Name, SigningSecret: strings.TrimSpace(string(b)), Approvers: s.Approvers, Channel: s.Channel}
+				if u, err := url.Parse(s.APIURL); err == nil && s.APIURL != "" {
+					in.ResponseOrigin = u.Scheme + "://" + u.Host // Slack redirected (tests, proxies): its response_urls too
+				}
+				out = append(out, in)
+			}
+			return out, nil
+		},
+		Decider:         remediationControl{d.rem},
+		WithActor:       remediation.WithActor,
+		HashMismatchErr: server.ErrHashMismatch,
+		Logger:          d.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if handlers == nil {
+		handlers = map[string]http.Handler{}
+	}
+	handlers[slackinteract.Route] = slackHandler
 	return server.New(server.Options{
 		Store:       d.store,
 		Logs:        d.store,

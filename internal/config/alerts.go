@@ -47,6 +47,14 @@ type SlackConfig struct {
 	WebhookURLFile string `yaml:"webhook_url_file"`
 	// APIURL overrides https://slack.com/api/ (tests, proxies).
 	APIURL string `yaml:"api_url"`
+	// SigningSecretFile holds the Slack app's signing secret. Set, the
+	// notifier's awaiting-approval remediation messages carry Approve /
+	// Reject buttons, answered by the daemon at server.external_url +
+	// /api/v1/slack/interactions (the app's interactivity Request URL).
+	SigningSecretFile string `yaml:"signing_secret_file"`
+	// Approvers are the Slack user IDs (U0123ABCD) whose clicks decide;
+	// required with signing_secret_file.
+	Approvers []string `yaml:"approvers"`
 }
 
 // OpsGenieConfig is an OpsGenie API integration.
@@ -140,6 +148,9 @@ const (
 )
 
 var slackChannelID = regexp.MustCompile(`^[CGD][A-Z0-9]{6,}$`)
+
+// slackUserID matches Slack user IDs (U…, W… on Enterprise Grid).
+var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{6,}$`)
 
 // NotifierTypes are the notifier types, each with a settings block of
 // the same name.
@@ -274,6 +285,24 @@ func (c *Config) validateAlerts(pos *positions) []error {
 				add(key+".slack.mode", "unknown mode %q (use bot or webhook)", s.Mode)
 			}
 			checkURL(s.APIURL, key+".slack.api_url", add)
+			if s.SigningSecretFile != "" {
+				s.SigningSecretFile = file("slack.signing_secret_file", s.SigningSecretFile)
+				if len(s.Approvers) == 0 {
+					add(key+".slack.approvers", "required with signing_secret_file: the Slack user IDs whose clicks approve")
+				}
+			} else if len(s.Approvers) > 0 {
+				add(key+".slack.approvers", "only with signing_secret_file: the daemon cannot verify Slack's requests without it")
+			}
+			seen := map[string]bool{}
+			for j, u := range s.Approvers {
+				switch {
+				case !slackUserID.MatchString(u):
+					add(fmt.Sprintf("%s.slack.approvers[%d]", key, j), "%q must be a Slack user ID such as U0123ABCD (the member ID in the user's profile, not a name)", u)
+				case seen[u]:
+					add(fmt.Sprintf("%s.slack.approvers[%d]", key, j), "duplicate %q", u)
+				}
+				seen[u] = true
+			}
 		case "opsgenie":
 			o := n.OpsGenie
 			if o == nil {

@@ -9,7 +9,7 @@ func (c *Config) SecretFiles() []string {
 	files := []string{c.Server.TokenFile, c.Server.ReadTokenFile}
 	for _, n := range c.Notifiers {
 		if s := n.Slack; s != nil {
-			files = append(files, s.TokenFile, s.WebhookURLFile)
+			files = append(files, s.TokenFile, s.WebhookURLFile, s.SigningSecretFile)
 		}
 		if o := n.OpsGenie; o != nil {
 			files = append(files, o.APIKeyFile)

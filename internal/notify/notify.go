@@ -153,6 +153,10 @@ type Remediation struct {
 	// ExpiresAt is when an awaiting_approval remediation expires (zero:
 	// never).
 	ExpiresAt time.Time
+	// ChangeSetHash identifies the change set an awaiting_approval
+	// remediation proposes: an approval from the message (Slack's
+	// Approve button) approves that change set and no other.
+	ChangeSetHash string `json:",omitempty"`
 	// URL is the apply run's page, if server.external_url is set.
 	URL string
 }

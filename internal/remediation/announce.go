@@ -104,6 +104,7 @@ func remediationNote(r store.Remediation, externalURL string) (notify.Remediatio
 	}
 	if res == notify.RemediationAwaitingApproval {
 		n.ExpiresAt = r.ExpiresAt
+		n.ChangeSetHash = r.ChangeSetHash
 	}
 	if externalURL != "" && r.ApplyRunID != "" {
 		n.URL = externalURL + "/runs/" + r.ApplyRunID

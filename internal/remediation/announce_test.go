@@ -15,7 +15,7 @@ func TestRemediationNote(t *testing.T) {
 	at := time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)
 	base := store.Remediation{ID: "rem1", Workspace: "net", DetectRunID: "det1", Mode: "approve",
 		ChangeSet: []byte(`{"entries":[{"address":"a.b","action":"update"},{"address":"a.c","action":"create"}]}`),
-		ExpiresAt: at.Add(time.Hour)}
+		ExpiresAt: at.Add(time.Hour), ChangeSetHash: "cs-1"}
 	for _, tc := range []struct {
 		state  store.RemediationState
 		reason string
@@ -24,7 +24,8 @@ func TestRemediationNote(t *testing.T) {
 		ok     bool
 	}{
 		{state: store.RemediationPending, ok: true,
-			want: notify.Remediation{ID: "rem1", Mode: "approve", Result: notify.RemediationAwaitingApproval, Resources: 2, ExpiresAt: at.Add(time.Hour)}},
+			want: notify.Remediation{ID: "rem1", Mode: "approve", Result: notify.RemediationAwaitingApproval, Resources: 2, ExpiresAt: at.Add(time.Hour),
+				ChangeSetHash: "cs-1"}},
 		{state: store.RemediationApproved, ok: true,
 			want: notify.Remediation{ID: "rem1", Mode: "approve", Result: notify.RemediationApproved, Resources: 2}},
 		{state: store.RemediationApplied, apply: "app1", ok: true,

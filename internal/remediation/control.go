@@ -12,6 +12,24 @@ import (
 // store.ErrNotFound answer 404, store.ErrConflict and
 // Options.HashMismatchErr 409.
 
+// actorKey is the context key of WithActor.
+type actorKey struct{}
+
+// WithActor returns ctx carrying who decides through it: Approve and
+// Reject record actor as the decision's By ("slack:U0123ABCD (alice)").
+// Without it (or with ""), the decision is recorded as the API's, "api".
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// actorOf is the By of a decision taken through ctx.
+func actorOf(ctx context.Context) string {
+	if a, _ := ctx.Value(actorKey{}).(string); a != "" {
+		return a
+	}
+	return "api"
+}
+
 // List lists a workspace's (or, with "", every workspace's) remediations,
 // newest first, at most 200.
 func (c *Controller) List(ctx context.Context, workspace string) ([]store.Remediation, error) {
@@ -28,7 +46,7 @@ func (c *Controller) Get(ctx context.Context, id string) (store.Remediation, err
 // pending one is then recorded expired with that reason). hash, if not
 // "", must equal its change set hash (Options.HashMismatchErr). The kill
 // switch does not refuse an approval: the approved remediation waits for
-// resume.
+// resume. The approval is recorded as ctx's actor (WithActor; "api").
 func (c *Controller) Approve(ctx context.Context, id, hash string) (store.Remediation, error) {
 	r, err := c.store.Remediation(ctx, id)
 	if err != nil {
@@ -54,22 +72,25 @@ func (c *Controller) Approve(ctx context.Context, id, hash string) (store.Remedi
 		}
 		return r, fmt.Errorf("remediation %q: %w: it expired at %s", id, store.ErrConflict, r.ExpiresAt.Format(time.RFC3339))
 	}
+	by := actorOf(ctx)
 	out, err := c.store.TransitionRemediation(ctx, id, []store.RemediationState{store.RemediationPending},
-		store.Transition{State: store.RemediationApproved, At: now, By: "api"})
+		store.Transition{State: store.RemediationApproved, At: now, By: by})
 	if err == nil {
-		c.log.Info("remediation approved", "workspace", out.Workspace, "remediation", id)
+		c.log.Info("remediation approved", "workspace", out.Workspace, "remediation", id, "by", by)
 		c.wake()
 	}
 	return out, err
 }
 
 // Reject rejects a pending or approved remediation: the same change set
-// is not proposed again.
+// is not proposed again. The rejection is recorded as ctx's actor
+// (WithActor; "api").
 func (c *Controller) Reject(ctx context.Context, id string) (store.Remediation, error) {
+	by := actorOf(ctx)
 	out, err := c.store.TransitionRemediation(ctx, id, []store.RemediationState{store.RemediationPending, store.RemediationApproved},
-		store.Transition{State: store.RemediationRejected, At: time.Now().UTC(), By: "api", Reason: "rejected"})
+		store.Transition{State: store.RemediationRejected, At: time.Now().UTC(), By: by, Reason: "rejected"})
 	if err == nil {
-		c.log.Info("remediation rejected", "workspace", out.Workspace, "remediation", id)
+		c.log.Info("remediation rejected", "workspace", out.Workspace, "remediation", id, "by", by)
 		c.metrics.Finished(string(store.RemediationRejected))
 	}
 	return out, err

@@ -60,7 +60,7 @@ type Remediation struct {
 	CreatedAt  time.Time
 	ExpiresAt  time.Time // pending only: when it expires unapproved (zero: never)
 	DecidedAt  time.Time // approved, rejected or expired
-	DecidedBy  string    // "api", "auto", "expiry", "config" (expired: remediation turned off)
+	DecidedBy  string    // "api", "auto", "expiry", "config" (expired: remediation turned off), "slack:<user id> (<name>)"
 	FinishedAt time.Time
 	// Outcome is the remediate.Outcome of the apply (JSON), if it ran.
 	Outcome json.RawMessage

@@ -34,7 +34,7 @@ func Build(cfg *config.Config, logger *slog.Logger) (map[string]notify.Notifier,
 		case "slack":
 			s := n.Slack
 			nt, err = slack.New(slack.Config{Name: n.Name, Mode: s.Mode, TokenFile: s.TokenFile, WebhookURLFile: s.WebhookURLFile,
-				Channel: s.Channel, APIURL: s.APIURL, Timeout: timeout}, hc, log)
+				Channel: s.Channel, APIURL: s.APIURL, Timeout: timeout, Interactive: s.SigningSecretFile != ""}, hc, log)
 		case "opsgenie":
 			o := n.OpsGenie
 			nt, err = opsgenie.New(opsgenie.Config{Name: n.Name, APIKeyFile: o.APIKeyFile, Region: o.Region, APIURL: o.APIURL, Timeout: timeout},

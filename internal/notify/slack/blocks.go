@@ -59,7 +59,11 @@ func buildBlocks(m notify.Message) []slackgo.Block {
 // buildWebhookBlocks is one self-contained message per transition: the
 // status view with the event in the header and, for an update, what
 // changed before the current findings.
-func buildWebhookBlocks(m notify.Message) []slackgo.Block {
+func buildWebhookBlocks(m notify.Message) []slackgo.Block { return webhookBlocks(m, nil) }
+
+// webhookBlocks is buildWebhookBlocks with actions (the Approve / Reject
+// buttons, or none) right under the remediation section.
+func webhookBlocks(m notify.Message, actions []slackgo.Block) []slackgo.Block {
 	var groups []group
 	if m.Event == notify.EventUpdate {
 		groups = append(groups, deltaGroups(m.Delta)...)
@@ -70,15 +74,20 @@ func buildWebhookBlocks(m notify.Message) []slackgo.Block {
 	head := statusHead(m, true, len(groups) > 0)
 	if m.Event == notify.EventRemediation {
 		// What happened first, under the header; the status follows.
-		head = append([]slackgo.Block{head[0], section(remediationSection(m))}, head[1:]...)
+		first := append([]slackgo.Block{head[0], section(remediationSection(m))}, actions...)
+		head = append(first, head[1:]...)
 	}
 	return compose(head, groups, contextBlocks(m))
 }
 
 // buildThreadBlocks is the thread reply for an update, renotify, resolve
 // or remediation: what changed, not the whole status (the parent has that).
-func buildThreadBlocks(m notify.Message) []slackgo.Block {
-	head := []slackgo.Block{section(threadSummary(m))}
+func buildThreadBlocks(m notify.Message) []slackgo.Block { return threadBlocks(m, nil) }
+
+// threadBlocks is buildThreadBlocks with actions (the Approve / Reject
+// buttons, or none) right under the summary.
+func threadBlocks(m notify.Message, actions []slackgo.Block) []slackgo.Block {
+	head := append([]slackgo.Block{section(threadSummary(m))}, actions...)
 	if m.Incident.Class == notify.ClassErrored && m.Incident.Error != "" && m.Event != notify.EventResolve {
 		head = append(head, errorSection(m.Incident.Error))
 	}

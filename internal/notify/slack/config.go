@@ -45,6 +45,11 @@ type Config struct {
 	APIURL string `yaml:"api_url"`
 	// Timeout bounds each HTTP request; default 10s.
 	Timeout time.Duration `yaml:"timeout"`
+	// Interactive adds Approve / Reject buttons to awaiting-approval
+	// remediation messages. Set it only when the daemon answers them: the
+	// Slack app's interactivity Request URL points at the daemon, which
+	// has this notifier's signing secret and approvers.
+	Interactive bool `yaml:"-"`
 }
 
 // Validate checks the configuration without reading the secret files.

@@ -11,6 +11,12 @@
 // and timeouts are notify.Retryable; Slack's permanent error codes are not.
 // No error or log line ever carries the bot token or the webhook URL.
 //
+// With Config.Interactive, an awaiting-approval remediation message also
+// carries Approve / Reject buttons (ActionsBlockID, ActionApprove,
+// ActionReject, the ActionValue naming the notifier and the remediation);
+// this package only draws them. The daemon answers them elsewhere
+// (internal/slackinteract), which imports this package for those names.
+//
 // Delivery is idempotent across retries: a bot parent message carries Slack
 // message metadata naming the notify.Message ID that created it, and is
 // looked up with conversations.history before a parent is posted; a thread

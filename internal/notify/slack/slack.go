@@ -42,15 +42,16 @@ const (
 // Notifier delivers notify.Messages to one Slack destination. It is safe
 // for concurrent use.
 type Notifier struct {
-	name    string
-	mode    string
-	channel string
-	timeout time.Duration
-	api     *slackgo.Client // bot mode
-	hookURL string          // webhook mode; a secret
-	http    *http.Client
-	redact  redactor
-	logger  *slog.Logger
+	name        string
+	mode        string
+	interactive bool // Approve / Reject buttons (Config.Interactive)
+	channel     string
+	timeout     time.Duration
+	api         *slackgo.Client // bot mode
+	hookURL     string          // webhook mode; a secret
+	http        *http.Client
+	redact      redactor
+	logger      *slog.Logger
 }
 
 var _ notify.Notifier = (*Notifier)(nil)
@@ -70,12 +71,13 @@ func New(cfg Config, httpClient *http.Client, logger *slog.Logger) (*Notifier, e
 		logger = slog.New(slog.DiscardHandler)
 	}
 	n := &Notifier{
-		name:    cfg.Name,
-		mode:    cfg.Mode,
-		channel: cfg.Channel,
-		timeout: cfg.Timeout,
-		http:    httpClient,
-		logger:  logger.With("notifier", cfg.Name, "mode", cfg.Mode),
+		name:        cfg.Name,
+		mode:        cfg.Mode,
+		interactive: cfg.Interactive,
+		channel:     cfg.Channel,
+		timeout:     cfg.Timeout,
+		http:        httpClient,
+		logger:      logger.With("notifier", cfg.Name, "mode", cfg.Mode),
 	}
 	if n.timeout == 0 {
 		n.timeout = DefaultTimeout
@@ -360,7 +362,7 @@ func (n *Notifier) postReply(ctx context.Context, log *slog.Logger, m notify.Mes
 	}
 	opts := []slackgo.MsgOption{
 		slackgo.MsgOptionText(buildThreadText(m), false),
-		slackgo.MsgOptionBlocks(buildThreadBlocks(m)...),
+		slackgo.MsgOptionBlocks(threadBlocks(m, n.actions(m))...),
 		slackgo.MsgOptionTS(st.TS),
 		slackgo.MsgOptionMetadata(metadata(eventTypeReply, m.Incident.Key, m.ID)),
 		slackgo.MsgOptionDisableLinkUnfurl(),
@@ -420,7 +422,7 @@ func (n *Notifier) postWebhook(ctx context.Context, m notify.Message) error {
 	no := false
 	body, err := json.Marshal(slackgo.WebhookMessage{
 		Text:        buildText(m),
-		Blocks:      &slackgo.Blocks{BlockSet: buildWebhookBlocks(m)},
+		Blocks:      &slackgo.Blocks{BlockSet: webhookBlocks(m, n.actions(m))},
 		UnfurlLinks: &no,
 		UnfurlMedia: &no,
 	})

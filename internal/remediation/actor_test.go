@@ -1,0 +1,46 @@
+package remediation
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/store"
+)
+
+// TestDecisionActor: an approval or rejection records who decided: the
+// actor WithActor put on the context (a Slack user), else "api".
+func TestDecisionActor(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		actor  string // "": no WithActor
+		reject bool
+		want   string
+	}{
+		{name: "api approve", want: "api"},
+		{name: "api reject", reject: true, want: "api"},
+		{name: "slack approve", actor: "slack:U0123ABCD (alice)", want: "slack:U0123ABCD (alice)"},
+		{name: "slack reject", actor: "slack:U0123ABCD", reject: true, want: "slack:U0123ABCD"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newOffFixture(t, approveMode, approveMode)
+			r := f.propose(t, "net", store.RemediationPending)
+			ctx := t.Context()
+			if tc.actor != "" {
+				ctx = WithActor(ctx, tc.actor)
+			}
+			var (
+				out store.Remediation
+				err error
+			)
+			if tc.reject {
+				out, err = f.c.Reject(ctx, r.ID)
+			} else {
+				out, err = f.c.Approve(ctx, r.ID, r.ChangeSetHash)
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, out.DecidedBy)
+			require.Equal(t, tc.want, f.get(t, r.ID).DecidedBy, "stored")
+		})
+	}
+}
