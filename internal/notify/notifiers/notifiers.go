@@ -28,7 +28,7 @@ func Build(cfg *config.Config, logger *slog.Logger) (map[string]notify.Notifier,
 			return nil, fmt.Errorf("notifier %q: %w", n.Name, err)
 		}
 		timeout := time.Duration(n.Timeout)
-		log := logger.With("notifier", n.Name)
+		log := logger // each notifier names itself in its log lines
 		var nt notify.Notifier
 		switch n.Type {
 		case "slack":

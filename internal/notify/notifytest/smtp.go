@@ -70,6 +70,8 @@ type SMTPServer struct {
 	conns      int
 	auths      []SMTPAuth
 	mailBefore int // MAIL FROM refused for want of TLS or AUTH
+	// holds are HoldNextData's channels, one per message to hold.
+	holds []chan struct{}
 }
 
 // SMTPOptions configures an SMTPServer.
@@ -226,6 +228,51 @@ func (s *SMTPServer) Up() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.down = false
+}
+
+// HoldNextData makes the server accept the next message's DATA as usual
+// (it is recorded in Envelopes, as by a server that queued it for
+// delivery) and then hold its 250 reply back until the client goes away
+// or the server closes, without ever sending it: a message the server
+// took although the client never heard so, as when the client crashes
+// or gives up after the final dot. The returned channel is closed once
+// that DATA is recorded. Calls queue up, one per message; a failure
+// FailNext queued at SMTPAtData comes first.
+func (s *SMTPServer) HoldNextData() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{})
+	s.holds = append(s.holds, ch)
+	return ch
+}
+
+// holdReply holds the reply to the DATA just recorded, if HoldNextData
+// asked for it: it signals the hold, waits until the client closes the
+// connection or the server closes, and reports whether it held.
+func (s *SMTPServer) holdReply(c *smtp.Conn) bool {
+	s.mu.Lock()
+	if len(s.holds) == 0 {
+		s.mu.Unlock()
+		return false
+	}
+	ch := s.holds[0]
+	s.holds = s.holds[1:]
+	s.mu.Unlock()
+	close(ch)
+	gone := make(chan struct{})
+	go func() {
+		// The client sends nothing while it waits for the reply: a
+		// read ends when it closes the connection (or the server does).
+		_, _ = c.Conn().Read(make([]byte, 1))
+		close(gone)
+	}()
+	select {
+	case <-gone:
+	case <-s.closed:
+	}
+	_ = c.Conn().Close()
+	<-gone
+	return true
 }
 
 // Envelopes returns every accepted transaction, in order.
@@ -445,6 +492,9 @@ func (x *smtpSession) Data(r io.Reader) error {
 	x.s.mu.Lock()
 	x.s.envelopes = append(x.s.envelopes, SMTPEnvelope{From: x.from, To: slices.Clone(x.to), Data: b, TLS: x.tls(), User: x.user})
 	x.s.mu.Unlock()
+	if x.s.holdReply(x.c) {
+		return errors.New("connection dropped")
+	}
 	return nil
 }
 

@@ -80,7 +80,7 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 		url:        rawURL,
 		timeout:    cfg.timeout(),
 		hc:         c,
-		logger:     logger,
+		logger:     logger.With("notifier", cfg.Name),
 		redactions: redactions(rawURL, u),
 		now:        time.Now,
 	}, nil
