@@ -132,6 +132,8 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	strict := fs.Bool("strict", false, "exit 2 on state-backend findings too")
 	cacheDir := fs.String("cache-dir", "", "keep each workspace's initialised working directory here between audits (skips init when nothing changed)")
+	github := fs.Bool("github", os.Getenv(report.EnvGitHubActions) == "true",
+		"GitHub Actions: annotate each finding and append the Markdown report to $"+report.EnvStepSummary+" (default true when $"+report.EnvGitHubActions+" is true)")
 	if err := fs.Parse(args); err != nil {
 		return report.ExitError
 	}
@@ -181,9 +183,22 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
 		return report.ExitError
 	}
+	rep.SourceRoot = os.Getenv(report.EnvWorkspace) // empty: the working directory
 	if err := writeReport(*output, *format, rep, stdout); err != nil {
 		fmt.Fprintf(stderr, "driftwatch: write report: %v\n", err)
 		return report.ExitError
+	}
+	if *github {
+		// The runner reads workflow commands on stdout and stderr alike;
+		// stderr keeps a machine-readable report on stdout parseable.
+		ann := stdout
+		if *output == "" && *format != "table" && *format != "markdown" {
+			ann = stderr
+		}
+		if err := report.WriteGitHub(ctx, ann, os.Getenv(report.EnvStepSummary), rep); err != nil {
+			fmt.Fprintf(stderr, "driftwatch: --github: %v\n", err)
+			return report.ExitError
+		}
 	}
 	return rep.ExitCode(*strict)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/audit"
@@ -71,7 +72,15 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 	}
 	start := time.Now()
 	results := a.RunAll(ctx, targets, o.Concurrency, obs)
-	return report.New(start, time.Now(), results), nil
+	rep := report.New(start, time.Now(), results)
+	// RunAll keeps target order, and so does New.
+	for i, t := range targets {
+		rep.Workspaces[i].SourceDir = t.Request.Source.Path
+		if g := t.Request.Source.Git; g != nil {
+			rep.Workspaces[i].SourceDir = filepath.FromSlash(g.Path) // in the repository: relative to SourceRoot
+		}
+	}
+	return rep, nil
 }
 
 // isolation resolves terraform.sandbox for local runs and warns when runs

@@ -288,13 +288,27 @@ workspaces:
 		require.Contains(t, r.stderr, "content: drift (drift 1, pending 0, forbidden 0)")
 
 		// Every other format, for the sensitive workspace: no canary anywhere.
-		for _, format := range []string{"table", "markdown", "junit"} {
+		for _, format := range []string{"table", "markdown", "junit", "sarif"} {
 			r := driftwatch(t, nil, "audit", "--config", cfg, "--workspace", "sensitive", "--format", format, "--log-level", "debug")
 			require.Equal(t, 2, r.code, r.stderr)
 			require.Contains(t, r.stdout, "dwtest_file.s", format)
 			require.Contains(t, r.stdout, "sensitive_content", format)
 			assertNoCanary(t, format, r.stdout+r.stderr)
 		}
+		// In GitHub Actions: an annotation on the line declaring each
+		// finding's resource, and the Markdown report appended to the step
+		// summary.
+		summary := filepath.Join(e.root, "step-summary.md")
+		require.NoError(t, os.WriteFile(summary, []byte("earlier step\n"), 0o644))
+		r = driftwatch(t, []string{"GITHUB_ACTIONS=true", "GITHUB_STEP_SUMMARY=" + summary, "GITHUB_WORKSPACE=" + e.root},
+			"audit", "--config", cfg, "--workspace", "sensitive")
+		require.Equal(t, 2, r.code, r.stderr)
+		require.Regexp(t, `(?m)^::error file=sensitive/main\.tf,line=[1-9][0-9]*,title=[^\n]*dwtest_file\.s`, r.stdout)
+		md, err := os.ReadFile(summary)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(string(md), "earlier step\n"), "appended, not overwritten")
+		require.Contains(t, string(md), "dwtest_file.s")
+		assertNoCanary(t, "github annotations and step summary", r.stdout+r.stderr+string(md))
 		// --output writes the file; --label filters; exit codes per outcome.
 		reportFile := filepath.Join(e.root, "report.json")
 		r = driftwatch(t, nil, "audit", "--config", cfg, "--label", "case=drift", "--format", "json", "--output", reportFile)

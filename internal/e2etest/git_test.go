@@ -142,7 +142,7 @@ workspaces:
 		for _, u := range urls() {
 			require.NotContains(t, u, canaryGitToken, "the token never travels in a URL")
 		}
-		for _, format := range []string{"table", "markdown", "junit"} {
+		for _, format := range []string{"table", "markdown", "junit", "sarif"} {
 			r := driftwatch(t, nil, "audit", "--config", cfg, "--format", format)
 			require.NotContains(t, r.stdout+r.stderr, canaryGitToken, format)
 			require.NotContains(t, r.stdout+r.stderr, "ghp_WRONG_token_value_1234", format)

@@ -284,7 +284,7 @@ workspaces:
 		t.Logf("badcreds error: %s", msg)
 
 		assertNoS3Canary(t, "json report and debug logs", r.stdout+r.stderr)
-		for _, format := range []string{"table", "markdown", "junit"} {
+		for _, format := range []string{"table", "markdown", "junit", "sarif"} {
 			r := driftwatch(t, nil, "audit", "--config", cfg, "--format", format, "--log-level", "debug")
 			require.Equal(t, 1, r.code, r.stderr)
 			require.Contains(t, r.stdout, "local_file.b", format)

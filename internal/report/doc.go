@@ -1,6 +1,7 @@
 // Package report renders audit results for people and machines: a table,
-// JSON (the documented contract, version 1), Markdown and JUnit XML, plus the
-// progress display and the audit exit code. It only sees value-free
+// JSON (the documented contract, version 1), Markdown, JUnit XML, SARIF
+// 2.1.0 (WriteSARIF) and GitHub Actions annotations plus the step summary
+// (WriteGitHub), plus the progress display and the audit exit code. It only sees value-free
 // drift.Results, so no output format can leak an attribute value.
 //
 // It owns the report's shape (Report, Summary, Workspace), its formats
@@ -9,7 +10,11 @@
 // forbidden, 1 error) and Progress, an audit.Observer that writes to the
 // io.Writer it is given.
 //
-// It writes only to the writers it is handed: no files, flags or signals
-// (cmd/driftwatch owns those). It imports only drift of driftwatch's
-// packages and must not import audit, runner, store, config or app.
+// It writes to the writers it is handed, with one exception: WriteGitHub
+// appends to the step summary file it is given. It reads a workspace's
+// configuration files (through source.Locator, a static read that keeps
+// no values) to locate SARIF results and annotations. It takes no flags
+// and handles no signals (cmd/driftwatch owns those). Of driftwatch's
+// packages it imports only drift, source and version; it must not import
+// audit, runner, store, config or app.
 package report

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -30,6 +31,11 @@ type Report struct {
 	FinishedAt time.Time   `json:"finished_at"`
 	Summary    Summary     `json:"summary"`
 	Workspaces []Workspace `json:"workspaces"`
+	// SourceRoot is the directory that SARIF and GitHub annotation file
+	// paths are relative to: the repository's checkout (in GitHub Actions,
+	// $GITHUB_WORKSPACE); empty: the working directory. It is not part of
+	// the JSON contract.
+	SourceRoot string `json:"-"`
 }
 
 // Summary counts workspaces by status.
@@ -53,6 +59,11 @@ type Workspace struct {
 	Labels     map[string]string `json:"labels,omitempty"`
 	Tool       string            `json:"tool,omitempty"`
 	Findings   []drift.Finding   `json:"findings"`
+	// SourceDir is the workspace's root module directory (absolute, or
+	// relative to Report.SourceRoot), where SARIF results and GitHub
+	// annotations locate its findings; empty when unknown (then
+	// SourceRoot itself). It is not part of the JSON contract.
+	SourceDir string `json:"-"`
 }
 
 // New builds a report from results.
@@ -106,9 +117,9 @@ func (r *Report) ExitCode(strict bool) int {
 }
 
 // Formats lists the supported output formats.
-var Formats = []string{"table", "json", "markdown", "junit"}
+var Formats = []string{"table", "json", "markdown", "junit", "sarif"}
 
-// Write renders r in format to w.
+// Write renders r in format to w (sarif: WriteSARIF).
 func Write(w io.Writer, format string, r *Report) error {
 	switch format {
 	case "table", "":
@@ -121,6 +132,8 @@ func Write(w io.Writer, format string, r *Report) error {
 		return writeMarkdown(w, r)
 	case "junit":
 		return writeJUnit(w, r)
+	case "sarif":
+		return WriteSARIF(context.Background(), w, r)
 	}
 	return fmt.Errorf("unknown format %q (use one of %s)", format, strings.Join(Formats, ", "))
 }

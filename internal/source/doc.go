@@ -17,6 +17,11 @@
 // an http.<url>.extraHeader), never through an argument or a URL, and every
 // piece of git output that reaches an error is bounded and redacted.
 //
+// [Locator] finds the block that declares a resource address (resource and
+// data blocks, module calls followed into local module directories, the
+// backend block) by a static read of a root module's .tf and .tf.json
+// files, for SARIF and annotation locations.
+//
 // The package owns no configuration type and imports no other driftwatch
 // package; config and app decide where the cache lives and which targets use
 // which source.
