@@ -98,13 +98,7 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	}
 	owner, repo, _ := ParseRepository(cfg.Repository) // Validate checked it
 
-	// A copy: the caller's client is never changed.
-	c := &http.Client{}
-	if hc != nil {
-		cp := *hc
-		c = &cp
-	}
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c := notify.NoRedirectClient(hc)
 	client := gh.NewClient(c).WithAuthToken(token)
 	if cfg.APIURL != "" {
 		u, _ := apiURL(cfg.APIURL) // Validate checked it

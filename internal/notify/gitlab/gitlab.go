@@ -78,13 +78,7 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 		return nil, fmt.Errorf("gitlab %q: %w", cfg.Name, err)
 	}
 
-	// A copy: the caller's client is never changed.
-	c := &http.Client{}
-	if hc != nil {
-		cp := *hc
-		c = &cp
-	}
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c := notify.NoRedirectClient(hc)
 
 	log := logger.With("notifier", cfg.Name)
 	api, err := gl.NewClient(token,

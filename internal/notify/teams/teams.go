@@ -67,13 +67,7 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 		return nil, fmt.Errorf("teams %q: %w", cfg.Name, err)
 	}
 
-	// A copy: the caller's client is never changed.
-	c := &http.Client{}
-	if hc != nil {
-		cp := *hc
-		c = &cp
-	}
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c := notify.NoRedirectClient(hc)
 
 	return &Notifier{
 		name:       cfg.Name,

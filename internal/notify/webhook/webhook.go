@@ -67,13 +67,7 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 		return nil, fmt.Errorf("webhook %q: secret_file %q: the key must be at least %d bytes", cfg.Name, cfg.SecretFile, minSecret)
 	}
 
-	// A copy: the caller's client is never changed.
-	client := &http.Client{}
-	if hc != nil {
-		c := *hc
-		client = &c
-	}
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	client := notify.NoRedirectClient(hc)
 
 	n := &Notifier{
 		name:    cfg.Name,
