@@ -199,3 +199,42 @@ func TestSMTPServerNoTLS(t *testing.T) {
 	c.expect(502, "", "STARTTLS")
 	c.expect(530, "", "MAIL FROM:<dw@example.com>")
 }
+
+// HoldNextData: the message is recorded, its 250 never comes, and the
+// next message is answered as usual.
+func TestSMTPServerHoldNextData(t *testing.T) {
+	s := NewSMTPServer(t, SMTPOptions{})
+	held := s.HoldNextData()
+	send := func(c *smtpConv) {
+		t.Helper()
+		code, _ := c.reply()
+		require.Equal(t, 220, code)
+		c.cmd("EHLO client.example")
+		c.expect(220, "", "STARTTLS")
+		c.upgrade(s)
+		c.cmd("EHLO client.example")
+		c.expect(235, "", "AUTH PLAIN %s", plainResponse(s.Username, s.Password))
+		c.expect(250, "", "MAIL FROM:<dw@example.com>")
+		c.expect(250, "", "RCPT TO:<a@example.com>")
+		c.expect(354, "", "DATA")
+		_, err := c.text.W.WriteString("Subject: x\r\n\r\nbody\r\n.\r\n")
+		require.NoError(t, err)
+		require.NoError(t, c.text.W.Flush())
+	}
+	first := dialSMTP(t, s, false)
+	send(first)
+	<-held
+	require.Len(t, s.Envelopes(), 1, "the held message is recorded")
+	require.NoError(t, first.raw.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
+	_, _, err := first.text.ReadResponse(250)
+	var ne net.Error
+	require.ErrorAs(t, err, &ne, "no reply while held")
+	require.True(t, ne.Timeout())
+	require.NoError(t, first.raw.Close())
+
+	second := dialSMTP(t, s, false)
+	send(second)
+	code, _ := second.reply()
+	require.Equal(t, 250, code, "the next message is answered")
+	require.Len(t, s.Envelopes(), 2)
+}
