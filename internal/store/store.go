@@ -269,6 +269,13 @@ type AlertStore interface {
 	// Incidents lists a workspace's incidents (all states), or every open
 	// or pending incident when workspace is "".
 	Incidents(ctx context.Context, workspace string) ([]Incident, error)
+	// HeldWorkspaces lists the workspaces with held messages.
+	HeldWorkspaces(ctx context.Context) ([]string, error)
+	// ReleaseHeld replaces, in one transaction, each (notifier, incident)
+	// queue of workspace's held messages with what collapse makes of them
+	// (oldest first; nil: nothing), enqueued as due at now after every
+	// message already in the outbox.
+	ReleaseHeld(ctx context.Context, workspace string, now time.Time, collapse func([]OutboxMessage) *OutboxMessage) (released int, err error)
 	OutboxStore
 }
 
@@ -294,13 +301,6 @@ type OutboxStore interface {
 	// OutboxStats counts undelivered (pending), held and dead messages
 	// per notifier.
 	OutboxStats(ctx context.Context) (map[string]OutboxCounts, error)
-	// HeldWorkspaces lists the workspaces with held messages.
-	HeldWorkspaces(ctx context.Context) ([]string, error)
-	// ReleaseHeld replaces, in one transaction, each (notifier, incident)
-	// queue of workspace's held messages with what collapse makes of them
-	// (oldest first; nil: nothing), enqueued as due at now after every
-	// message already in the outbox.
-	ReleaseHeld(ctx context.Context, workspace string, now time.Time, collapse func([]OutboxMessage) *OutboxMessage) (released int, err error)
 }
 
 // OutboxCounts are per-notifier outbox totals.
