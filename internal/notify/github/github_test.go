@@ -1,13 +1,11 @@
 package github
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -495,20 +493,13 @@ func TestStatusClasses(t *testing.T) {
 
 // Redirects are not followed: the token goes with every request.
 func TestRedirectNotFollowed(t *testing.T) {
-	var hits int
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
-	t.Cleanup(target.Close)
-	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, target.URL+r.URL.Path, http.StatusMovedPermanently)
-	}))
-	t.Cleanup(redirect.Close)
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(tokenFile, []byte("ghp_"+strings.Repeat("a", 36)), 0o600))
-	n, err := New(Config{Name: "gh", TokenFile: tokenFile, Repository: "acme/infra", APIURL: redirect.URL + "/api/v3/"}, nil, slog.New(slog.DiscardHandler))
+	redirect, followed := notifytest.RedirectServer(t, http.StatusMovedPermanently)
+	tokenFile := notifytest.SecretFile(t, "token", "ghp_"+strings.Repeat("a", 36))
+	n, err := New(Config{Name: "gh", TokenFile: tokenFile, Repository: "acme/infra", APIURL: redirect + "/api/v3/"}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	d := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, d.err, "github gh: list issues: status 301: Moved Permanently (redirects are not followed: if the repository was renamed or moved, set repository to its new name)")
-	require.Zero(t, hits)
+	require.Zero(t, followed())
 }
 
 func TestTimeoutIsRetryable(t *testing.T) {
@@ -564,33 +555,21 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	srv.Up()
 	run(notify.EventResolve, st)
 
-	failed := 0
-	for _, err := range errs {
-		if err != nil {
-			failed++
-			var apiErr *APIError
-			if errors.As(err, &apiErr) {
-				require.Contains(t, err.Error(), "[REDACTED]", "GitHub's message is shown, redacted")
-			}
-		}
-		notifytest.RequireNoSecrets(t, err, secrets)
-	}
 	// 404 and 410 on the issue make the notifier look for it again, and
 	// it is there: those two deliveries succeed.
-	require.Equal(t, 7, failed)
-	for _, s := range states {
-		notifytest.RequireNoSecretsIn(t, string(s), secrets)
+	require.Equal(t, 7, notifytest.RequireNoSecretsInResults(t, secrets, errs, states))
+	for _, err := range errs {
+		var apiErr *APIError
+		if errors.As(err, &apiErr) {
+			require.Contains(t, err.Error(), "[REDACTED]", "GitHub's message is shown, redacted")
+		}
 	}
 	require.NotEmpty(t, logs())
 	notifytest.RequireNoSecretsIn(t, logs(), secrets)
 	for _, r := range srv.Requests() {
 		require.Equal(t, "Bearer "+srv.Token, r.Header.Get("Authorization"))
 		notifytest.RequireNoSecretsIn(t, r.Path+"?"+r.Query+string(r.Body), secrets)
-		for k, vs := range r.Header {
-			if k != "Authorization" {
-				notifytest.RequireNoSecretsIn(t, k+": "+strings.Join(vs, ","), secrets)
-			}
-		}
+		notifytest.RequireNoSecretsInHeader(t, r.Header, secrets, "Authorization")
 	}
 }
 
@@ -646,16 +625,6 @@ func TestNew(t *testing.T) {
 	n, err = New(Config{Name: "gh", TokenFile: good, Repository: "acme/infra", APIURL: "https://ghe.corp.example"}, nil, logger)
 	require.NoError(t, err)
 	require.Equal(t, "https://ghe.corp.example/api/v3/", n.client.BaseURL.String(), "GitHub Enterprise Server's API path is added")
-}
-
-func TestContextDoneBeforeSend(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	n := newTestNotifier(t, srv, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	_, err := n.Notify(ctx, notifytest.SampleMessage(notify.EventOpen), nil, nil)
-	require.ErrorIs(t, err, context.Canceled)
-	require.Empty(t, srv.Requests())
 }
 
 // GitHub drops a new issue's labels when the token may not set them: the

@@ -1,12 +1,10 @@
 package gitlab
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -479,23 +477,14 @@ func TestCreateRefused(t *testing.T) {
 	require.Empty(t, srv.Issues())
 }
 
+// One attempt per request: the client library does not retry, the outbox
+// does.
 func TestStatusClasses(t *testing.T) {
-	for _, tc := range []struct {
-		status    int
-		retryable bool
-	}{
-		{500, true}, {502, true}, {503, true}, {504, true}, {408, true}, {429, true},
-		{400, false}, {401, false}, {403, false}, {404, false}, {422, false},
-	} {
-		srv := notifytest.NewGitLabServer(t)
-		n := newTestNotifier(t, srv, nil)
-		srv.FailNext(notifytest.Failure{Status: tc.status})
-		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		require.Error(t, err)
-		retry, _ := notify.IsRetryable(err)
-		require.Equal(t, tc.retryable, retry, "%d: %v", tc.status, err)
-		require.Len(t, srv.Requests(), 1, "%d: one attempt per request: the client library does not retry, the outbox does", tc.status)
-	}
+	notifytest.RequireStatusClasses(t, notifytest.NewGitLabServer, "", []int{500, 502, 503, 504, 408, 429}, []int{400, 401, 403, 404, 422},
+		func(t *testing.T, srv *notifytest.GitLabServer) error {
+			_, err := send(t, newTestNotifier(t, srv, nil), notifytest.SampleMessage(notify.EventOpen), nil)
+			return err
+		})
 }
 
 func TestRateLimited(t *testing.T) {
@@ -564,22 +553,13 @@ func TestConnectionDropped(t *testing.T) {
 // Redirects are not followed: the token is in a header that Go would
 // forward to another host.
 func TestRedirectNotFollowed(t *testing.T) {
-	var leaked []string
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		leaked = append(leaked, r.Header.Get("PRIVATE-TOKEN"))
-	}))
-	t.Cleanup(target.Close)
-	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, target.URL+r.URL.RequestURI(), http.StatusFound)
-	}))
-	t.Cleanup(redirect.Close)
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(tokenFile, []byte("glpat-"+strings.Repeat("a", 20)), 0o600))
-	n, err := New(Config{Name: "gl", TokenFile: tokenFile, Project: "g/p", APIURL: redirect.URL}, nil, slog.New(slog.DiscardHandler))
+	redirect, followed := notifytest.RedirectServer(t, http.StatusFound)
+	tokenFile := notifytest.SecretFile(t, "token", "glpat-"+strings.Repeat("a", 20))
+	n, err := New(Config{Name: "gl", TokenFile: tokenFile, Project: "g/p", APIURL: redirect}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "gitlab gl: find the issue of "+testKey+": status 302: redirects are not followed")
-	require.Empty(t, leaked)
+	require.Zero(t, followed(), "the token goes nowhere else")
 }
 
 func TestPermanentMessageErrors(t *testing.T) {
@@ -595,16 +575,6 @@ func TestPermanentMessageErrors(t *testing.T) {
 	require.Empty(t, srv.Requests())
 }
 
-func TestContextDoneBeforeSend(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	_, err := n.Notify(ctx, notifytest.SampleMessage(notify.EventOpen), nil, nil)
-	require.ErrorIs(t, err, context.Canceled)
-	require.Empty(t, srv.Requests())
-}
-
 // The token is in the PRIVATE-TOKEN header and nowhere else: not in a
 // path, query, body, error, state or log line, whatever the server
 // echoes.
@@ -614,52 +584,27 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	n := newTestNotifier(t, srv, logger)
 	secrets := srv.Secrets()
 	echo := `{"message":{"token":["` + srv.Token + ` is invalid"]},"error":"bad ` + srv.Token + `","error_description":"` + srv.Token + `"}`
-	var errs []error
-	var states [][]byte
+	var saved [][]byte
 	var st []byte
-	run := func(ev notify.Event) {
-		next, err := n.Notify(t.Context(), notifytest.SampleMessage(ev), st, func(b []byte) error { states = append(states, b); return nil })
-		errs = append(errs, err)
-		states = append(states, next)
+	// The remediation's 200 is an unreadable answer.
+	errs, states := notifytest.DeliverEchoing(srv, echo, 200, []int{400, 401, 403, 404, 422, 429, 500}, func(ev notify.Event) ([]byte, error) {
+		next, err := n.Notify(t.Context(), notifytest.SampleMessage(ev), st, func(b []byte) error { saved = append(saved, b); return nil })
 		if err == nil {
 			st = next
 		}
-	}
-	run(notify.EventOpen)
-	for _, status := range []int{400, 401, 403, 404, 422, 429, 500} {
-		srv.FailNext(notifytest.Failure{Status: status, Body: echo})
-		run(notify.EventUpdate)
-	}
-	srv.FailNext(notifytest.Failure{Status: 200, Body: echo}) // an unreadable answer
-	run(notify.EventRemediation)
-	srv.Down()
-	run(notify.EventRenotify)
-	srv.Up()
-	run(notify.EventResolve)
+		return next, err
+	})
+	states = append(states, saved...)
 
-	failed := 0
-	for _, err := range errs {
-		if err != nil {
-			failed++
-		}
-		notifytest.RequireNoSecrets(t, err, secrets)
-	}
 	// All but the 404: a 404 on the stored issue sends the notifier
 	// looking for the issue again, and it is there.
-	require.Equal(t, 8, failed)
-	for _, s := range states {
-		notifytest.RequireNoSecretsIn(t, string(s), secrets)
-	}
+	require.Equal(t, 8, notifytest.RequireNoSecretsInResults(t, secrets, errs, states))
 	require.NotEmpty(t, logs())
 	notifytest.RequireNoSecretsIn(t, logs(), secrets)
 	for _, r := range srv.Requests() {
 		require.Equal(t, srv.Token, r.Header.Get("PRIVATE-TOKEN"))
 		notifytest.RequireNoSecretsIn(t, r.Path+"?"+r.Query+"\n"+string(r.Body), secrets)
-		for k, vs := range r.Header {
-			if k != "Private-Token" {
-				notifytest.RequireNoSecretsIn(t, k+": "+strings.Join(vs, ","), secrets)
-			}
-		}
+		notifytest.RequireNoSecretsInHeader(t, r.Header, secrets, "Private-Token")
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -287,34 +286,15 @@ func TestTimeoutAndDrop(t *testing.T) {
 	require.Empty(t, srv.Alerts())
 }
 
-func TestContextDoneBeforeSend(t *testing.T) {
-	srv := notifytest.NewJSMServer(t)
-	n := newTestNotifier(t, srv, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	_, err := n.Notify(ctx, notifytest.SampleMessage(notify.EventOpen), nil, nil)
-	require.ErrorIs(t, err, context.Canceled)
-	retry, _ := notify.IsRetryable(err)
-	require.True(t, retry)
-	require.Empty(t, srv.Requests())
-}
-
 // Redirects are not followed: the key would go along.
 func TestRedirectNotFollowed(t *testing.T) {
-	var hits int
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
-	t.Cleanup(target.Close)
-	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, target.URL+r.URL.Path, http.StatusTemporaryRedirect)
-	}))
-	t.Cleanup(redirect.Close)
-	keyFile := filepath.Join(t.TempDir(), "key")
-	require.NoError(t, os.WriteFile(keyFile, []byte("k"), 0o600))
-	n, err := New(Config{Name: "jsm", APIKeyFile: keyFile, APIURL: redirect.URL}, nil, slog.New(slog.DiscardHandler))
+	redirect, followed := notifytest.RedirectServer(t, http.StatusTemporaryRedirect)
+	keyFile := notifytest.SecretFile(t, "key", "k")
+	n, err := New(Config{Name: "jsm", APIKeyFile: keyFile, APIURL: redirect}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, `jsm jsm: create alert "`+alias+`": status 307: redirects are not followed`)
-	require.Zero(t, hits)
+	require.Zero(t, followed())
 }
 
 // The API key is in the Authorization header and nowhere else: not in a
@@ -326,47 +306,22 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	n := newTestNotifier(t, srv, logger)
 	secrets := srv.Secrets()
 	echo := `{"message":"invalid key ` + srv.APIKey + `","errors":{"GenieKey ` + srv.APIKey + `":"bad ` + srv.APIKey + `"},"took":0.0,"requestId":"` + srv.APIKey + `"}`
-	var errs []error
-	var states [][]byte
-	run := func(ev notify.Event) {
-		st, err := send(t, n, notifytest.SampleMessage(ev), nil)
-		errs = append(errs, err)
-		states = append(states, st)
-	}
-	run(notify.EventOpen)
-	for _, status := range []int{400, 401, 403, 422, 429, 500} {
-		srv.FailNext(notifytest.Failure{Status: status, Body: echo})
-		run(notify.EventUpdate)
-	}
-	srv.FailNext(notifytest.Failure{Status: 202, Body: echo})
-	run(notify.EventRemediation)
-	srv.Down()
-	run(notify.EventRenotify)
-	srv.Up()
-	run(notify.EventResolve)
+	errs, states := notifytest.DeliverEchoing(srv, echo, 202, []int{400, 401, 403, 422, 429, 500}, func(ev notify.Event) ([]byte, error) {
+		return send(t, n, notifytest.SampleMessage(ev), nil)
+	})
 
-	failed := 0
+	require.Equal(t, 7, notifytest.RequireNoSecretsInResults(t, secrets, errs, states))
 	for _, err := range errs {
 		if err != nil {
-			failed++
 			require.NotContains(t, err.Error(), "canary", "redacted: %v", err)
 		}
-		notifytest.RequireNoSecrets(t, err, secrets)
-	}
-	require.Equal(t, 7, failed)
-	for _, s := range states {
-		notifytest.RequireNoSecretsIn(t, string(s), secrets)
 	}
 	out := logs()
 	require.Contains(t, out, "[REDACTED]", "the echoed request id was logged, redacted")
 	notifytest.RequireNoSecretsIn(t, out, secrets)
 	for _, r := range srv.Requests() {
 		require.Equal(t, "GenieKey "+srv.APIKey, r.Header.Get("Authorization"))
-		h := r.Header.Clone()
-		h.Del("Authorization")
-		for k, vs := range h {
-			notifytest.RequireNoSecretsIn(t, k+": "+strings.Join(vs, ","), secrets)
-		}
+		notifytest.RequireNoSecretsInHeader(t, r.Header, secrets, "Authorization")
 		notifytest.RequireNoSecretsIn(t, r.Path+"?"+r.Query+string(r.Body), secrets)
 	}
 }

@@ -324,7 +324,12 @@ func Conformance(t *testing.T, newNotifier NewNotifier) {
 		require.Error(t, err)
 		require.Less(t, time.Since(start), time.Second)
 		require.ErrorIs(t, err, context.Canceled)
+		retry, _ := notify.IsRetryable(err)
+		require.True(t, retry, "a delivery that never started must be retryable: %v", err)
 		RequireNoSecrets(t, err, srv.Secrets())
+		if rs, ok := srv.(RecordingServer); ok {
+			require.Empty(t, rs.Requests(), "nothing is sent once ctx is done")
+		}
 	})
 
 	t.Run("every event", func(t *testing.T) {

@@ -18,7 +18,14 @@
 // permanent); a server that echoes the notifier's secrets in an error body
 // gets none of them into the error; a network failure is retryable and
 // the notifier recovers when the server is back; a cancelled or expired
-// context returns promptly.
+// context returns promptly, and one already done is a retryable error
+// with nothing sent (for servers that record requests).
+//
+// Checks that HTTP notifiers' own tests share, with each vendor's tables
+// and texts: RequireStatusClasses (status → retryable, one attempt per
+// Notify), RedirectServer (no redirect is followed), DeliverEchoing with
+// RequireNoSecretsInResults and RequireNoSecretsInHeader (no secret
+// escapes, whatever the server echoes).
 //
 // Only tests import this package.
 package notifytest

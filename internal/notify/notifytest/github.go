@@ -1,18 +1,12 @@
 package notifytest
 
 import (
-	"bytes"
 	"crypto/rand"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -71,10 +65,9 @@ type GitHubServer struct {
 	// Owner and Repo name the one repository served.
 	Owner, Repo string
 
-	srv *httptest.Server
+	httpServer
 
 	mu        sync.Mutex
-	requests  []Request
 	issues    []*GitHubIssue
 	commentID int64
 	limits    []GitHubRateLimit
@@ -136,16 +129,10 @@ func NewGitHubServer(t testing.TB) *GitHubServer {
 		Token: "github_pat_canary" + hex.EncodeToString(b),
 		Owner: "driftwatch-test", Repo: "infra",
 		remaining: 5000, now: time.Now,
+		httpServer: httpServer{log: requestLog{maxBody: 1 << 20}},
 	}
-	s.TokenFile = filepath.Join(t.TempDir(), "github-token")
-	if err := os.WriteFile(s.TokenFile, []byte(s.Token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.srv = startTLS(s.record(s.Wrap(http.HandlerFunc(s.serve))))
-	t.Cleanup(func() {
-		s.Faults.Close()
-		s.srv.Close()
-	})
+	s.TokenFile = SecretFile(t, "github-token", s.Token)
+	s.start(t, &s.Faults, s.Wrap(http.HandlerFunc(s.serve)))
 	return s
 }
 
@@ -156,22 +143,8 @@ func (s *GitHubServer) URL() string { return s.srv.URL + "/api/v3/" }
 // Repository is "owner/repo", the value for the notifier's repository.
 func (s *GitHubServer) Repository() string { return s.Owner + "/" + s.Repo }
 
-// HTTPClient trusts the server's certificate.
-func (s *GitHubServer) HTTPClient() *http.Client { return s.srv.Client() }
-
-// Certificate is the server's TLS certificate, for a ca_file.
-func (s *GitHubServer) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
 // Secrets implements ServerControl.
 func (s *GitHubServer) Secrets() []string { return []string{s.Token} }
-
-// Requests returns every request received, in order, including those
-// answered by an injected failure.
-func (s *GitHubServer) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
-}
 
 // Issues returns copies of all issues and pull requests, by number.
 func (s *GitHubServer) Issues() []GitHubIssue {
@@ -282,17 +255,6 @@ func (s *GitHubServer) LimitNext(l GitHubRateLimit) {
 // stamp is the server's time to the second, as GitHub's timestamps are.
 // s.mu must be held.
 func (s *GitHubServer) stamp() time.Time { return s.now().UTC().Truncate(time.Second) }
-
-func (s *GitHubServer) record(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		s.mu.Lock()
-		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
-		s.mu.Unlock()
-		next.ServeHTTP(w, r)
-	})
-}
 
 const (
 	ghDocs     = "https://docs.github.com/rest"
@@ -806,7 +768,5 @@ func ghInvalid(w http.ResponseWriter, resource string, fields ...string) {
 }
 
 func ghReply(w http.ResponseWriter, status int, body any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
+	writeJSON(w, status, "application/json; charset=utf-8", body)
 }

@@ -1,19 +1,14 @@
 package notifytest
 
 import (
-	"bytes"
 	"crypto/rand"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,10 +60,9 @@ type GitLabServer struct {
 	// TokenFile holds Token (for Config.TokenFile).
 	TokenFile string
 
-	srv *httptest.Server
+	httpServer
 
 	mu        sync.Mutex
-	requests  []Request
 	issues    []*GitLabIssue
 	labels    []string
 	nextID    int64
@@ -132,19 +126,13 @@ func NewGitLabServer(t testing.TB) *GitLabServer {
 	b := make([]byte, 10)
 	_, _ = rand.Read(b)
 	s := &GitLabServer{
-		Token:  "glpat-canary" + hex.EncodeToString(b),
-		nextID: 90000,
-		clock:  time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC),
+		Token:      "glpat-canary" + hex.EncodeToString(b),
+		nextID:     90000,
+		clock:      time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC),
+		httpServer: httpServer{log: requestLog{maxBody: 4 << 20, escaped: true}},
 	}
-	s.TokenFile = filepath.Join(t.TempDir(), "gitlab-token")
-	if err := os.WriteFile(s.TokenFile, []byte(s.Token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.srv = startTLS(s.record(s.Wrap(s.loseWrap(http.HandlerFunc(s.serve)))))
-	t.Cleanup(func() {
-		s.Faults.Close()
-		s.srv.Close()
-	})
+	s.TokenFile = SecretFile(t, "gitlab-token", s.Token)
+	s.start(t, &s.Faults, s.rateLimitWrap(s.Wrap(s.loseWrap(http.HandlerFunc(s.serve)))))
 	return s
 }
 
@@ -152,22 +140,8 @@ func NewGitLabServer(t testing.TB) *GitLabServer {
 // for the notifier's api_url.
 func (s *GitLabServer) URL() string { return s.srv.URL }
 
-// HTTPClient trusts the server's certificate.
-func (s *GitLabServer) HTTPClient() *http.Client { return s.srv.Client() }
-
-// Certificate is the server's TLS certificate, for a ca_file.
-func (s *GitLabServer) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
 // Secrets implements ServerControl.
 func (s *GitLabServer) Secrets() []string { return []string{s.Token} }
-
-// Requests returns every request received, in order, including those
-// answered by an injected failure.
-func (s *GitLabServer) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
-}
 
 // Issues returns copies of all issues, by iid.
 func (s *GitLabServer) Issues() []GitLabIssue {
@@ -264,12 +238,11 @@ func glCopyIssue(i *GitLabIssue) GitLabIssue {
 	return c
 }
 
-func (s *GitLabServer) record(next http.Handler) http.Handler {
+// rateLimitWrap sets the RateLimit-* headers of SetRateLimitReset, on
+// injected failures too.
+func (s *GitLabServer) rateLimitWrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		s.mu.Lock()
-		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
 		reset := s.rateReset
 		s.mu.Unlock()
 		if !reset.IsZero() {
@@ -803,7 +776,5 @@ func (s *GitLabServer) noteJSON(i *GitLabIssue, n GitLabNote) map[string]any {
 }
 
 func glReply(w http.ResponseWriter, status int, body any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
+	writeJSON(w, status, "application/json", body)
 }

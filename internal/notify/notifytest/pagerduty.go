@@ -3,16 +3,12 @@ package notifytest
 import (
 	"bytes"
 	"crypto/rand"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -55,12 +51,11 @@ type PagerDutyServer struct {
 	// KeyFile holds RoutingKey (for Config.RoutingKeyFile).
 	KeyFile string
 
-	srv *httptest.Server
+	httpServer
 
-	mu       sync.Mutex
-	seq      int
-	requests []PagerDutyRequest
-	alerts   []*PagerDutyAlert
+	mu     sync.Mutex
+	seq    int
+	alerts []*PagerDutyAlert
 }
 
 // PagerDutyRequest is one request as received, injected failures
@@ -133,16 +128,12 @@ func NewPagerDutyServer(t testing.TB) *PagerDutyServer {
 	t.Helper()
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
-	s := &PagerDutyServer{RoutingKey: "canarypd" + hex.EncodeToString(b)} // 8 + 24 = 32
-	s.KeyFile = filepath.Join(t.TempDir(), "pagerduty-routing-key")
-	if err := os.WriteFile(s.KeyFile, []byte(s.RoutingKey+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+	s := &PagerDutyServer{
+		RoutingKey: "canarypd" + hex.EncodeToString(b), // 8 + 24 = 32
+		httpServer: httpServer{log: requestLog{maxBody: pdMaxEvent + 1}},
 	}
-	s.srv = startTLS(s.record(s.Wrap(http.HandlerFunc(s.serve))))
-	t.Cleanup(func() {
-		s.Faults.Close()
-		s.srv.Close()
-	})
+	s.KeyFile = SecretFile(t, "pagerduty-routing-key", s.RoutingKey)
+	s.start(t, &s.Faults, s.Wrap(http.HandlerFunc(s.serve)))
 	return s
 }
 
@@ -150,22 +141,8 @@ func NewPagerDutyServer(t testing.TB) *PagerDutyServer {
 // the notifier's url.
 func (s *PagerDutyServer) URL() string { return s.srv.URL }
 
-// HTTPClient trusts the server's certificate.
-func (s *PagerDutyServer) HTTPClient() *http.Client { return s.srv.Client() }
-
-// Certificate is the server's TLS certificate, for a ca_file.
-func (s *PagerDutyServer) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
 // Secrets implements ServerControl.
 func (s *PagerDutyServer) Secrets() []string { return []string{s.RoutingKey} }
-
-// Requests returns every request received, in order, including those
-// answered by an injected failure.
-func (s *PagerDutyServer) Requests() []PagerDutyRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
-}
 
 // Alerts returns copies of all alerts, in creation order.
 func (s *PagerDutyServer) Alerts() []PagerDutyAlert {
@@ -211,17 +188,6 @@ func (s *PagerDutyServer) find(key string, openOnly bool) *PagerDutyAlert {
 		return nil
 	}
 	return resolved
-}
-
-func (s *PagerDutyServer) record(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, pdMaxEvent+1))
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		s.mu.Lock()
-		s.requests = append(s.requests, PagerDutyRequest{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
-		s.mu.Unlock()
-		next.ServeHTTP(w, r)
-	})
 }
 
 // Events API v2 limits.
@@ -351,7 +317,5 @@ func pdInvalid(w http.ResponseWriter, errs ...string) {
 }
 
 func pdReply(w http.ResponseWriter, status int, body map[string]any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
+	writeJSON(w, status, "application/json", body)
 }

@@ -1,20 +1,15 @@
 package notifytest
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/subtle"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -60,12 +55,11 @@ type TeamsServer struct {
 	// AcceptStatus is the status of an accepted request (0: 202).
 	AcceptStatus int
 
-	srv *httptest.Server
+	httpServer
 
-	mu       sync.Mutex
-	deleted  bool
-	requests []Request
-	cards    []map[string]any
+	mu      sync.Mutex
+	deleted bool
+	cards   []map[string]any
 }
 
 // TeamsMaxMessage is Teams' limit on a message, in bytes (about 28 KB).
@@ -80,16 +74,12 @@ const (
 // NewTeamsServer starts a server that lives until the test ends.
 func NewTeamsServer(t testing.TB) *TeamsServer {
 	t.Helper()
-	s := &TeamsServer{Sig: "canarysig" + randomHex(16), WorkflowID: "canaryflow" + randomHex(8)}
-	s.srv = startTLS(s.record(s.Wrap(http.HandlerFunc(s.serve))))
-	s.URLFile = filepath.Join(t.TempDir(), "teams-webhook-url")
-	if err := os.WriteFile(s.URLFile, []byte(s.WebhookURL()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+	s := &TeamsServer{
+		Sig: "canarysig" + randomHex(16), WorkflowID: "canaryflow" + randomHex(8),
+		httpServer: httpServer{log: requestLog{maxBody: 4 * TeamsMaxMessage}},
 	}
-	t.Cleanup(func() {
-		s.Faults.Close()
-		s.srv.Close()
-	})
+	s.start(t, &s.Faults, s.Wrap(http.HandlerFunc(s.serve)))
+	s.URLFile = SecretFile(t, "teams-webhook-url", s.WebhookURL())
 	return s
 }
 
@@ -111,12 +101,6 @@ func (s *TeamsServer) URLWithSig(sig string) string {
 	return s.srv.URL + "/workflows/" + s.WorkflowID + teamsTriggerPath + "?" + q.Encode()
 }
 
-// HTTPClient trusts the server's certificate.
-func (s *TeamsServer) HTTPClient() *http.Client { return s.srv.Client() }
-
-// Certificate is the server's TLS certificate, for a ca_file.
-func (s *TeamsServer) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
 // Secrets implements ServerControl: the URL, its signature and the flow's
 // ID.
 func (s *TeamsServer) Secrets() []string { return []string{s.WebhookURL(), s.Sig, s.WorkflowID} }
@@ -128,31 +112,12 @@ func (s *TeamsServer) Delete() {
 	s.deleted = true
 }
 
-// Requests returns every request received, in order, including those
-// answered by an injected failure or refused.
-func (s *TeamsServer) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
-}
-
 // Cards returns the cards posted to the channel, in order: the content of
 // each accepted attachment.
 func (s *TeamsServer) Cards() []map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.cards)
-}
-
-func (s *TeamsServer) record(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 4*TeamsMaxMessage))
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		s.mu.Lock()
-		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
-		s.mu.Unlock()
-		next.ServeHTTP(w, r)
-	})
 }
 
 func (s *TeamsServer) serve(w http.ResponseWriter, r *http.Request) {
@@ -335,7 +300,5 @@ func checkCardElement(e any) string {
 }
 
 func teamsError(w http.ResponseWriter, status int, code, message string) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": code, "message": message}})
+	writeJSON(w, status, "application/json; charset=utf-8", map[string]any{"error": map[string]any{"code": code, "message": message}})
 }

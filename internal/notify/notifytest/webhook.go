@@ -11,8 +11,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,15 +121,8 @@ func NewWebhookServer(t testing.TB, secret string) *WebhookServer {
 	s.path = "/hooks/" + Canary("webhook-token")
 	s.srv = startTLS(s.count(s.Wrap(http.HandlerFunc(s.serve))))
 	s.URL = s.srv.URL + s.path
-	dir := t.TempDir()
-	s.URLFile = filepath.Join(dir, "webhook-url")
-	s.SecretFile = filepath.Join(dir, "webhook-secret")
-	if err := os.WriteFile(s.URLFile, []byte(s.URL+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(s.SecretFile, []byte(s.Secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	s.URLFile = SecretFile(t, "webhook-url", s.URL)
+	s.SecretFile = SecretFile(t, "webhook-secret", s.Secret)
 	t.Cleanup(func() {
 		s.Faults.Close()
 		s.srv.Close()

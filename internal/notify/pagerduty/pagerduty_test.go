@@ -1,10 +1,8 @@
 package pagerduty
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,40 +161,22 @@ func TestRateLimited(t *testing.T) {
 }
 
 func TestStatusClasses(t *testing.T) {
-	for _, tc := range []struct {
-		status    int
-		retryable bool
-	}{
-		{500, true}, {502, true}, {503, true}, {408, true},
-		{401, false}, {403, false}, {404, false}, {413, false},
-	} {
-		srv := notifytest.NewPagerDutyServer(t)
-		n := newTestNotifier(t, srv, nil)
-		srv.FailNext(notifytest.Failure{Status: tc.status})
-		_, err := send(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
-		require.Error(t, err)
-		retry, _ := notify.IsRetryable(err)
-		require.Equal(t, tc.retryable, retry, "%d: %v", tc.status, err)
-		require.Len(t, srv.Requests(), 1, "one attempt per Notify: the outbox retries")
-	}
+	notifytest.RequireStatusClasses(t, notifytest.NewPagerDutyServer, "", []int{500, 502, 503, 408}, []int{401, 403, 404, 413},
+		func(t *testing.T, srv *notifytest.PagerDutyServer) error {
+			_, err := send(t, newTestNotifier(t, srv, nil), notifytest.SampleMessage(notify.EventResolve), nil)
+			return err
+		})
 }
 
 // Redirects are not followed: the routing key is in the body.
 func TestRedirectNotFollowed(t *testing.T) {
-	var hits int
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
-	t.Cleanup(target.Close)
-	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, target.URL+"/v2/enqueue", http.StatusTemporaryRedirect)
-	}))
-	t.Cleanup(redirect.Close)
-	keyFile := filepath.Join(t.TempDir(), "key")
-	require.NoError(t, os.WriteFile(keyFile, []byte(strings.Repeat("a", 32)), 0o600))
-	n, err := New(Config{Name: "pd", RoutingKeyFile: keyFile, URL: redirect.URL}, nil, slog.New(slog.DiscardHandler))
+	redirect, followed := notifytest.RedirectServer(t, http.StatusTemporaryRedirect)
+	keyFile := notifytest.SecretFile(t, "key", strings.Repeat("a", 32))
+	n, err := New(Config{Name: "pd", RoutingKeyFile: keyFile, URL: redirect}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "pagerduty pd: trigger "+dedupKey+": status 307: redirects are not followed")
-	require.Zero(t, hits)
+	require.Zero(t, followed())
 }
 
 func TestTimeoutIsRetryable(t *testing.T) {
@@ -231,43 +211,16 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	n := newTestNotifier(t, srv, logger)
 	secrets := srv.Secrets()
 	echo := `{"status":"invalid event","message":"bad ` + srv.RoutingKey + `","errors":["routing_key ` + srv.RoutingKey + `"],"dedup_key":"` + srv.RoutingKey + `"}`
-	var errs []error
-	var states [][]byte
-	run := func(ev notify.Event) {
-		st, err := send(t, n, notifytest.SampleMessage(ev), nil)
-		errs = append(errs, err)
-		states = append(states, st)
-	}
-	run(notify.EventOpen)
-	for _, status := range []int{400, 401, 429, 500} {
-		srv.FailNext(notifytest.Failure{Status: status, Body: echo})
-		run(notify.EventUpdate)
-	}
-	srv.FailNext(notifytest.Failure{Status: 202, Body: echo})
-	run(notify.EventRemediation)
-	srv.Down()
-	run(notify.EventRenotify)
-	srv.Up()
-	run(notify.EventResolve)
+	errs, states := notifytest.DeliverEchoing(srv, echo, 202, []int{400, 401, 429, 500}, func(ev notify.Event) ([]byte, error) {
+		return send(t, n, notifytest.SampleMessage(ev), nil)
+	})
 
-	failed := 0
-	for _, err := range errs {
-		if err != nil {
-			failed++
-		}
-		notifytest.RequireNoSecrets(t, err, secrets)
-	}
-	require.Equal(t, 5, failed)
-	for _, s := range states {
-		notifytest.RequireNoSecretsIn(t, string(s), secrets)
-	}
+	require.Equal(t, 5, notifytest.RequireNoSecretsInResults(t, secrets, errs, states))
 	notifytest.RequireNoSecretsIn(t, logs(), secrets)
 	for _, r := range srv.Requests() {
 		require.Equal(t, srv.RoutingKey, r.JSON(t)["routing_key"])
 		require.Equal(t, 1, strings.Count(string(r.Body), srv.RoutingKey), "the key only as routing_key")
-		for k, vs := range r.Header {
-			notifytest.RequireNoSecretsIn(t, k+": "+strings.Join(vs, ","), secrets)
-		}
+		notifytest.RequireNoSecretsInHeader(t, r.Header, secrets)
 	}
 }
 
@@ -309,14 +262,4 @@ func TestNew(t *testing.T) {
 	n, err = New(Config{Name: "pd", RoutingKeyFile: good, URL: "https://pd-proxy.corp.example/pagerduty/"}, nil, logger)
 	require.NoError(t, err)
 	require.Equal(t, "https://pd-proxy.corp.example/pagerduty/v2/enqueue", n.url)
-}
-
-func TestContextDoneBeforeSend(t *testing.T) {
-	srv := notifytest.NewPagerDutyServer(t)
-	n := newTestNotifier(t, srv, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	_, err := n.Notify(ctx, notifytest.SampleMessage(notify.EventOpen), nil, nil)
-	require.ErrorIs(t, err, context.Canceled)
-	require.Empty(t, srv.Requests())
 }

@@ -1,11 +1,9 @@
 package teams
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -208,39 +206,22 @@ func TestThrottled(t *testing.T) {
 }
 
 func TestStatusClasses(t *testing.T) {
-	for _, tc := range []struct {
-		status    int
-		retryable bool
-	}{
-		{500, true}, {502, true}, {503, true}, {504, true}, {408, true},
-		{400, false}, {401, false}, {403, false}, {404, false}, {413, false},
-	} {
-		srv := notifytest.NewTeamsServer(t)
-		n := newTestNotifier(t, srv, nil)
-		srv.FailNext(notifytest.Failure{Status: tc.status, Body: "<html>not json</html>"})
-		_, err := send(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
-		require.Error(t, err)
-		retry, _ := notify.IsRetryable(err)
-		require.Equal(t, tc.retryable, retry, "%d: %v", tc.status, err)
-		require.Len(t, srv.Requests(), 1, "one attempt per Notify: the outbox retries")
-	}
+	notifytest.RequireStatusClasses(t, notifytest.NewTeamsServer, "<html>not json</html>", []int{500, 502, 503, 504, 408}, []int{400, 401, 403, 404, 413},
+		func(t *testing.T, srv *notifytest.TeamsServer) error {
+			_, err := send(t, newTestNotifier(t, srv, nil), notifytest.SampleMessage(notify.EventResolve), nil)
+			return err
+		})
 }
 
 // Redirects are not followed: the card would go where it was not
 // configured to.
 func TestRedirectNotFollowed(t *testing.T) {
-	var hits int
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
-	t.Cleanup(target.Close)
-	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, target.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
-	}))
-	t.Cleanup(redirect.Close)
-	n, err := New(Config{Name: "teams", WebhookURLFile: writeURL(t, redirect.URL+"/workflows/x/triggers/manual/paths/invoke?sig=canaryredirect")}, nil, slog.New(slog.DiscardHandler))
+	redirect, followed := notifytest.RedirectServer(t, http.StatusTemporaryRedirect)
+	n, err := New(Config{Name: "teams", WebhookURLFile: writeURL(t, redirect+"/workflows/x/triggers/manual/paths/invoke?sig=canaryredirect")}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "teams teams: post open card for "+incidentKey+": status 307: redirects are not followed")
-	require.Zero(t, hits)
+	require.Zero(t, followed())
 }
 
 func TestTimeoutIsRetryable(t *testing.T) {
@@ -289,43 +270,16 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	n := newTestNotifier(t, srv, logger)
 	secrets := srv.Secrets()
 	echo := `{"error":{"code":"` + srv.Sig + `","message":"bad request to ` + srv.WebhookURL() + ` flow ` + srv.WorkflowID + ` sig ` + srv.Sig + `"}}`
-	var errs []error
-	var states [][]byte
-	run := func(ev notify.Event) {
-		st, err := send(t, n, notifytest.SampleMessage(ev), nil)
-		errs = append(errs, err)
-		states = append(states, st)
-	}
-	run(notify.EventOpen)
-	for _, status := range []int{400, 401, 403, 404, 429, 500} {
-		srv.FailNext(notifytest.Failure{Status: status, Body: echo})
-		run(notify.EventUpdate)
-	}
-	srv.FailNext(notifytest.Failure{Status: 202, Body: echo})
-	run(notify.EventRemediation)
-	srv.Down()
-	run(notify.EventRenotify)
-	srv.Up()
-	run(notify.EventResolve)
+	errs, states := notifytest.DeliverEchoing(srv, echo, 202, []int{400, 401, 403, 404, 429, 500}, func(ev notify.Event) ([]byte, error) {
+		return send(t, n, notifytest.SampleMessage(ev), nil)
+	})
 
-	failed := 0
-	for _, err := range errs {
-		if err != nil {
-			failed++
-		}
-		notifytest.RequireNoSecrets(t, err, secrets)
-	}
-	require.Equal(t, 7, failed)
-	for _, s := range states {
-		notifytest.RequireNoSecretsIn(t, string(s), secrets)
-	}
+	require.Equal(t, 7, notifytest.RequireNoSecretsInResults(t, secrets, errs, states))
 	require.Contains(t, logs(), "teams flow accepted the card", "the accepted cards are logged, without the URL")
 	notifytest.RequireNoSecretsIn(t, logs(), secrets)
 	for _, r := range srv.Requests() {
 		notifytest.RequireNoSecretsIn(t, string(r.Body), secrets)
-		for k, vs := range r.Header {
-			notifytest.RequireNoSecretsIn(t, k+": "+strings.Join(vs, ","), secrets)
-		}
+		notifytest.RequireNoSecretsInHeader(t, r.Header, secrets)
 	}
 }
 
@@ -377,14 +331,4 @@ func TestNew(t *testing.T) {
 	for _, part := range []string{"CANARYsig0123456789", "prod-07.westeurope.logic.azure.com", "/workflows/0123abcd/triggers/manual/paths/invoke", "0123abcd"} {
 		require.Equal(t, "x [REDACTED] y", n.redact("x "+part+" y"))
 	}
-}
-
-func TestContextDoneBeforeSend(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	_, err := n.Notify(ctx, notifytest.SampleMessage(notify.EventOpen), nil, nil)
-	require.ErrorIs(t, err, context.Canceled)
-	require.Empty(t, srv.Requests())
 }
