@@ -259,7 +259,7 @@ func runExitCode(r apiclient.Run, strict bool) int {
 			return report.ExitChanges
 		}
 		return report.ExitClean
-	case apiclient.StatusDrift, apiclient.StatusPending, apiclient.StatusForbidden:
+	case apiclient.StatusDrift, apiclient.StatusPending, apiclient.StatusValidation, apiclient.StatusForbidden:
 		return report.ExitChanges
 	}
 	return report.ExitError
@@ -272,7 +272,11 @@ func runSummary(r apiclient.Run, name, page string) string {
 	if r.Status.Severity() < 0 {
 		s += ", no verdict"
 	} else if r.Status != apiclient.StatusErrored {
-		s += fmt.Sprintf(" (drift %d, pending %d, forbidden %d)", r.Counts.Drift, r.Counts.Pending, r.Counts.Forbidden)
+		s += fmt.Sprintf(" (drift %d, pending %d, forbidden %d", r.Counts.Drift, r.Counts.Pending, r.Counts.Forbidden)
+		if r.Counts.Check > 0 {
+			s += fmt.Sprintf(", check %d", r.Counts.Check)
+		}
+		s += ")"
 	}
 	if r.DurationSeconds != nil {
 		s += " in " + time.Duration(*r.DurationSeconds*float64(time.Second)).Round(100*time.Millisecond).String()

@@ -18,11 +18,12 @@ type Status = drift.Status
 
 // Verdicts, as in drift.
 const (
-	StatusClean     = drift.StatusClean
-	StatusPending   = drift.StatusPending
-	StatusDrift     = drift.StatusDrift
-	StatusForbidden = drift.StatusForbidden
-	StatusErrored   = drift.StatusErrored
+	StatusClean      = drift.StatusClean
+	StatusPending    = drift.StatusPending
+	StatusValidation = drift.StatusValidation
+	StatusDrift      = drift.StatusDrift
+	StatusForbidden  = drift.StatusForbidden
+	StatusErrored    = drift.StatusErrored
 )
 
 // Run states without a verdict, as the API spells them (the daemon's

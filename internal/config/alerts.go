@@ -115,7 +115,7 @@ type AlertPolicy struct {
 	ErroredAfter int `yaml:"errored_after"`
 	// RenotifyAfter re-sends an unchanged open incident (default: never).
 	RenotifyAfter Duration `yaml:"renotify_after"`
-	// Severity per class: drift, forbidden, errored.
+	// Severity per class: drift, forbidden, validation, errored.
 	Severity map[string]string `yaml:"severity"`
 }
 
@@ -208,7 +208,7 @@ func (n *Notifier) block() notifierBlock {
 	return nil
 }
 
-var alertClasses = map[string]bool{"drift": true, "forbidden": true, "errored": true}
+var alertClasses = map[string]bool{"drift": true, "forbidden": true, "validation": true, "errored": true}
 
 // validateAlerts checks notifiers, alert policy and routes.
 func (c *Config) validateAlerts(pos *positions) []error {
@@ -411,7 +411,7 @@ func checkSeverities(pos *positions, key string, m map[string]string) []error {
 	var errs []error
 	for class, sev := range m {
 		if !alertClasses[class] {
-			errs = append(errs, pos.errorf(key+"."+class, "unknown class %q (use drift, forbidden or errored)", class))
+			errs = append(errs, pos.errorf(key+"."+class, "unknown class %q (use drift, forbidden, validation or errored)", class))
 		}
 		if _, err := severity.Parse(sev); err != nil {
 			errs = append(errs, pos.errorf(key+"."+class, "%v", err))

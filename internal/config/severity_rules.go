@@ -27,7 +27,7 @@ type SeverityRule struct {
 // must hold; within a list, any entry may match. Globs are path.Match
 // patterns ("*" also matches dots and brackets: "aws_security_group*").
 type SeverityRuleMatch struct {
-	// Classes are incident classes (drift, forbidden, errored).
+	// Classes are incident classes (drift, forbidden, validation, errored).
 	Classes []string `yaml:"classes"`
 	// Workspaces are workspace name globs.
 	Workspaces []string `yaml:"workspaces"`
@@ -86,7 +86,7 @@ func (a *Alerts) validateSeverityRules(pos *positions) []error {
 		m := r.Match
 		for j, c := range m.Classes {
 			if !alertClasses[c] {
-				add(fmt.Sprintf("%s.match.classes[%d]", key, j), "unknown class %q (use drift, forbidden or errored)", c)
+				add(fmt.Sprintf("%s.match.classes[%d]", key, j), "unknown class %q (use drift, forbidden, validation or errored)", c)
 			}
 		}
 		for j, a := range m.Actions {

@@ -70,7 +70,7 @@ func TestSeverityRulesConfigInvalid(t *testing.T) {
 		"bad severity": {"alerts:\n  severity_rules:\n    - severity: urgent\n",
 			`driftwatch.yaml:3: alerts.severity_rules[0].severity: unknown severity "urgent" (use critical, high, moderate, low or info)`},
 		"bad class": {"alerts:\n  severity_rules:\n    - severity: high\n      match:\n        classes: [drfit]\n",
-			`driftwatch.yaml:5: alerts.severity_rules[0].match.classes[0]: unknown class "drfit" (use drift, forbidden or errored)`},
+			`driftwatch.yaml:5: alerts.severity_rules[0].match.classes[0]: unknown class "drfit" (use drift, forbidden, validation or errored)`},
 		"bad action": {"alerts:\n  severity_rules:\n    - severity: high\n      match:\n        actions: [modify]\n",
 			`alerts.severity_rules[0].match.actions[0]: unknown action "modify" (use create, update, delete, replace, read, import or forget)`},
 		"bad glob": {"alerts:\n  severity_rules:\n    - severity: high\n      match:\n        attributes: [\"tags[\"]\n",
@@ -90,4 +90,24 @@ func TestSeverityRulesConfigInvalid(t *testing.T) {
 			require.Contains(t, strings.ReplaceAll(err.Error(), dir+"/", ""), c.want)
 		})
 	}
+}
+
+// The validation class (failing checks) takes a severity and severity
+// rules like the other classes.
+func TestValidationClassConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Load(filepath.Join(dir, "driftwatch.yaml"), []byte(`
+workspaces:
+  - name: api
+    source: { path: . }
+alerts:
+  severity: { validation: critical }
+  severity_rules:
+    - severity: info
+      match: { classes: [validation], addresses: ["check.canary*"] }
+`))
+	require.NoError(t, err)
+	plan := incident.Plans(cfg)["api"]
+	require.Equal(t, notify.SeverityCritical, plan.Policy.Severity[notify.ClassValidation])
+	require.Equal(t, []notify.Class{notify.ClassValidation}, plan.Policy.Rules[0].Classes)
 }

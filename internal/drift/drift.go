@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Kind is the classification of one finding.
@@ -21,33 +22,51 @@ const (
 	// unlocked state, world-readable state files). It never changes a
 	// workspace's status, which answers "does reality match the code?".
 	KindBackend Kind = "backend"
+	// KindCheck is a failing or unknown check of the configuration: a check
+	// block's assertion, a resource or output precondition or
+	// postcondition, or a variable validation. Address is the check's
+	// address (check.NAME, a resource address, output.NAME, var.NAME), Type
+	// the kind of check (check, resource, output, var), Action its status
+	// (fail or unknown) and Detail its author's error message, redacted and
+	// capped at MaxCheckDetail.
+	KindCheck Kind = "check"
 )
+
+// MaxCheckDetail caps a check finding's Detail, in bytes before the
+// ellipsis.
+const MaxCheckDetail = 300
 
 // Status is the verdict for one workspace run.
 type Status string
 
 // Statuses, from least to most severe.
 const (
-	StatusClean     Status = "clean"
-	StatusPending   Status = "pending"
-	StatusDrift     Status = "drift"
-	StatusForbidden Status = "forbidden"
-	StatusErrored   Status = "errored"
+	StatusClean   Status = "clean"
+	StatusPending Status = "pending"
+	// StatusValidation is a workspace with failing or unknown checks and
+	// neither drift nor forbidden resources.
+	StatusValidation Status = "validation"
+	StatusDrift      Status = "drift"
+	StatusForbidden  Status = "forbidden"
+	StatusErrored    Status = "errored"
 )
 
-// Severity orders statuses: errored > forbidden > drift > pending > clean.
+// Severity orders statuses: errored > forbidden > drift > validation >
+// pending > clean.
 func (s Status) Severity() int {
 	switch s {
 	case StatusClean:
 		return 0
 	case StatusPending:
 		return 1
-	case StatusDrift:
+	case StatusValidation:
 		return 2
-	case StatusForbidden:
+	case StatusDrift:
 		return 3
-	case StatusErrored:
+	case StatusForbidden:
 		return 4
+	case StatusErrored:
+		return 5
 	}
 	return -1
 }
@@ -72,7 +91,9 @@ type Finding struct {
 	// Ignored is set when an ignore rule silenced this finding; ignored
 	// findings are listed but do not change the status.
 	Ignored bool `json:"ignored,omitempty"`
-	// Detail is a one-line, value-free explanation (backend findings).
+	// Detail is a one-line explanation: value-free for backend findings;
+	// for check findings the check's error message as its author wrote it,
+	// redacted and capped at MaxCheckDetail.
 	Detail string `json:"detail,omitempty"`
 }
 
@@ -82,7 +103,11 @@ type Counts struct {
 	Drift     int `json:"drift"`
 	Pending   int `json:"pending"`
 	Forbidden int `json:"forbidden"`
-	Noise     int `json:"noise"`
+	// Check counts failing or unknown checks (kind check); omitted when
+	// zero, so that the counts of a workspace without checks read as they
+	// did before checks were findings.
+	Check int `json:"check,omitempty"`
+	Noise int `json:"noise"`
 	// Hygiene counts backend findings (they never change the status).
 	Hygiene int `json:"hygiene"`
 }
@@ -101,6 +126,8 @@ func CountFindings(fs []Finding) Counts {
 			c.Pending++
 		case KindForbidden:
 			c.Forbidden++
+		case KindCheck:
+			c.Check++
 		case KindNoise:
 			c.Noise++
 		case KindBackend:
@@ -119,6 +146,8 @@ func StatusOf(fs []Finding) Status {
 		return StatusForbidden
 	case c.Drift > 0:
 		return StatusDrift
+	case c.Check > 0:
+		return StatusValidation
 	case c.Pending > 0:
 		return StatusPending
 	}
@@ -127,7 +156,7 @@ func StatusOf(fs []Finding) Status {
 
 // SortFindings orders findings by kind severity, then address.
 func SortFindings(fs []Finding) {
-	rank := map[Kind]int{KindForbidden: 0, KindDrift: 1, KindPending: 2, KindBackend: 3, KindNoise: 4}
+	rank := map[Kind]int{KindForbidden: 0, KindDrift: 1, KindCheck: 2, KindPending: 3, KindBackend: 4, KindNoise: 5}
 	sort.SliceStable(fs, func(i, j int) bool {
 		if fs[i].Kind != fs[j].Kind {
 			return rank[fs[i].Kind] < rank[fs[j].Kind]
@@ -158,8 +187,9 @@ type Phase struct {
 }
 
 // Fingerprint identifies the set of counted findings of a workspace: the
-// workspace, and each finding's kind, address and attribute paths, sorted.
-// Values never enter it. Two runs with the same fingerprint describe the
+// workspace, and each finding's kind, address, action and attribute paths,
+// sorted. Values never enter it, nor does Detail (a check's message may
+// change from run to run while the check keeps failing). Two runs with the same fingerprint describe the
 // same incident; a clean workspace has the empty fingerprint.
 func Fingerprint(workspace string, fs []Finding) string {
 	var keys []string
@@ -182,4 +212,19 @@ func Fingerprint(workspace string, fs []Finding) string {
 		h.Write([]byte(k))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// CapDetail makes s one line (runs of white space become one space) of at
+// most MaxCheckDetail bytes, cut at a character boundary and ended with
+// "…" when it was longer.
+func CapDetail(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= MaxCheckDetail {
+		return s
+	}
+	cut := MaxCheckDetail
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

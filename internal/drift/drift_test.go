@@ -1,7 +1,9 @@
 package drift
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -31,4 +33,40 @@ func TestStatusOf(t *testing.T) {
 	require.Equal(t, StatusForbidden, StatusOf([]Finding{{Kind: KindDrift}, {Kind: KindForbidden}}))
 	require.Equal(t, StatusClean, StatusOf([]Finding{{Kind: KindDrift, Ignored: true}}))
 	require.Greater(t, StatusErrored.Severity(), StatusForbidden.Severity())
+}
+
+func TestCheckFindings(t *testing.T) {
+	check := Finding{Kind: KindCheck, Address: "check.health", Type: "check", Action: "fail", Detail: "n is 5"}
+	require.Equal(t, StatusValidation, StatusOf([]Finding{{Kind: KindPending}, check}), "a failing check outranks pending")
+	require.Equal(t, StatusDrift, StatusOf([]Finding{check, {Kind: KindDrift}}), "drift outranks a failing check")
+	require.Equal(t, StatusClean, StatusOf([]Finding{{Kind: KindCheck, Ignored: true}}))
+	require.Equal(t, 1, CountFindings([]Finding{check, {Kind: KindNoise}}).Check)
+	for _, s := range []Status{StatusClean, StatusPending, StatusValidation, StatusDrift, StatusForbidden, StatusErrored} {
+		require.GreaterOrEqual(t, s.Severity(), 0, s)
+	}
+	require.Less(t, StatusPending.Severity(), StatusValidation.Severity())
+	require.Less(t, StatusValidation.Severity(), StatusDrift.Severity())
+
+	fp := Fingerprint("ws", []Finding{check})
+	require.NotEmpty(t, fp, "a failing check is an incident")
+	changed := check
+	changed.Detail = "n is 6"
+	require.Equal(t, fp, Fingerprint("ws", []Finding{changed}), "a new message for the same failing check is the same incident")
+	unknown := check
+	unknown.Action = "unknown"
+	require.NotEqual(t, fp, Fingerprint("ws", []Finding{unknown}), "fail and unknown differ")
+
+	fs := []Finding{{Kind: KindPending, Address: "a"}, check, {Kind: KindDrift, Address: "z"}}
+	SortFindings(fs)
+	require.Equal(t, []Kind{KindDrift, KindCheck, KindPending}, []Kind{fs[0].Kind, fs[1].Kind, fs[2].Kind})
+}
+
+func TestCapDetail(t *testing.T) {
+	require.Equal(t, "a b c", CapDetail(" a\n\n b\t c "))
+	long := strings.Repeat("é", MaxCheckDetail) // two bytes each
+	got := CapDetail(long)
+	require.True(t, strings.HasSuffix(got, "…"))
+	require.LessOrEqual(t, len(got), MaxCheckDetail+len("…"))
+	require.True(t, utf8.ValidString(got), "never cuts a character in two")
+	require.Equal(t, strings.Repeat("x", MaxCheckDetail), CapDetail(strings.Repeat("x", MaxCheckDetail)))
 }

@@ -203,7 +203,7 @@ workspaces:
 		r := driftwatch(t, nil, "audit", "--config", cfg, "--format", "json", "--concurrency", "4", "--log-level", "debug")
 		require.Equal(t, 1, r.code, "an errored workspace wins over drift\n%s", r.stderr)
 		rep := parseReport(t, r.stdout)
-		require.Equal(t, 1, rep.Version)
+		require.Equal(t, 2, rep.Version)
 		require.Len(t, rep.Workspaces, 10)
 
 		st, msg, fs := rep.ws(t, "clean")

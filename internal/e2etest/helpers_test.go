@@ -143,7 +143,7 @@ type jsonReport struct {
 	StartedAt  string `json:"started_at"`
 	FinishedAt string `json:"finished_at"`
 	Summary    struct {
-		Clean, Drift, Pending, Forbidden, Errored, Hygiene int
+		Clean, Drift, Pending, Validation, Forbidden, Errored, Hygiene int
 	} `json:"summary"`
 	Workspaces []struct {
 		Name       string            `json:"name"`

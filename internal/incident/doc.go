@@ -7,7 +7,7 @@
 // # Lifecycle
 //
 // A workspace has at most one incident per class (notify.ClassDrift,
-// ClassForbidden, ClassErrored), stored as one store.Incident row under a
+// ClassForbidden, ClassValidation, ClassErrored), stored as one store.Incident row under a
 // stable Key that is reused when the incident re-opens, so an OpsGenie alias
 // or a Slack parent message follows the same workspace and class forever.
 //
@@ -17,8 +17,9 @@
 //	                       ▼                                        │ unchanged: nothing, or renotify
 //	                    resolved ◀──────────────────────────────────┘ clean run: resolve
 //
-// Drift and forbidden incidents move only on successful runs: an errored run
-// says nothing about drift, so it leaves them exactly as they are. The
+// Drift, forbidden and validation (failing checks: findings of kind check)
+// incidents move only on successful runs: an errored run says nothing
+// about drift or checks, so it leaves them exactly as they are. The
 // errored incident follows the workspace's consecutive-error count instead:
 // pending below errored_after, open at it, resolved by the next run that is
 // not errored.

@@ -22,14 +22,15 @@ const (
 // DefaultSeverity is the severity of each class when the policy does not
 // set one.
 var DefaultSeverity = map[notify.Class]notify.Severity{
-	notify.ClassForbidden: notify.SeverityHigh,
-	notify.ClassDrift:     notify.SeverityModerate,
-	notify.ClassErrored:   notify.SeverityLow,
+	notify.ClassForbidden:  notify.SeverityHigh,
+	notify.ClassDrift:      notify.SeverityModerate,
+	notify.ClassValidation: notify.SeverityModerate,
+	notify.ClassErrored:    notify.SeverityLow,
 }
 
 // classes is every incident class, in the order Decide handles them (and
 // so the order of its messages): most severe first.
-var classes = []notify.Class{notify.ClassForbidden, notify.ClassDrift, notify.ClassErrored}
+var classes = []notify.Class{notify.ClassForbidden, notify.ClassDrift, notify.ClassValidation, notify.ClassErrored}
 
 // Policy is a workspace's alerting policy.
 type Policy struct {
@@ -124,8 +125,10 @@ func slug(s string, n int) string {
 //
 // Drift and forbidden incidents change only on successful runs; an errored
 // run leaves them untouched and drives the errored incident alone. A run
-// whose status is not a verdict (neither clean, pending, drift, forbidden
-// nor errored) changes nothing.
+// whose status is not a verdict (neither clean, pending, validation,
+// drift, forbidden nor errored) changes nothing. A validation incident
+// holds the run's check findings: opened by failing checks, resolved when
+// a successful run has none.
 func Decide(now time.Time, runID string, p Policy, before, after store.WorkspaceState, incidents []store.Incident, newID func() string) (changed []store.Incident, msgs []notify.Message) {
 	if after.Status.Severity() < 0 {
 		return nil, nil
@@ -205,7 +208,8 @@ func classFindings(fs []drift.Finding, c notify.Class, includePending bool) []dr
 		switch {
 		case c == notify.ClassForbidden && f.Kind == drift.KindForbidden,
 			c == notify.ClassDrift && f.Kind == drift.KindDrift,
-			c == notify.ClassDrift && includePending && f.Kind == drift.KindPending:
+			c == notify.ClassDrift && includePending && f.Kind == drift.KindPending,
+			c == notify.ClassValidation && f.Kind == drift.KindCheck:
 			out = append(out, cloneFinding(f))
 		}
 	}

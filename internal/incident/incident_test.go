@@ -579,3 +579,32 @@ func TestPolicyDefaults(t *testing.T) {
 	require.Equal(t, notify.SeverityInfo, p.severity(notify.ClassDrift))
 	require.Equal(t, notify.SeverityLow, p.severity(notify.ClassErrored), "an empty override is no override")
 }
+
+// Failing checks open a validation incident of their own (moderate by
+// default, configurable), beside a drift incident; an errored run leaves
+// it alone; it resolves when the checks pass again.
+func TestDecideValidation(t *testing.T) {
+	fCheck := drift.Finding{Kind: drift.KindCheck, Address: "check.health", Type: "check", Action: "fail", Attributes: []string{}, Detail: "n is 5"}
+	fCheckAgain := fCheck
+	fCheckAgain.Detail = "n is 6"
+	s := newSim(t, Policy{ErroredAfter: 3})
+	_, msgs := s.run(step{findings: []drift.Finding{fCheck, fBucket}})
+	require.Equal(t, []string{"drift:open", "validation:open"}, events(msgs))
+	v := msgs[1]
+	require.Equal(t, notify.SeverityModerate, v.Incident.Severity)
+	require.Equal(t, []drift.Finding{fCheck}, v.Incident.Findings, "the validation incident holds the check findings only")
+	require.Equal(t, "Checks failing in net: 1 check", notify.Title(v.Incident))
+
+	_, msgs = s.run(step{at: time.Hour, findings: []drift.Finding{fCheckAgain}})
+	require.Equal(t, []string{"drift:resolve"}, events(msgs), "a new message for the same failing check changes nothing")
+	_, msgs = s.run(step{at: 2 * time.Hour, err: "plan: boom"})
+	require.Empty(t, events(msgs))
+	require.Equal(t, open, s.incident(notify.ClassValidation).State, "an errored run says nothing about checks")
+	_, msgs = s.run(step{at: 3 * time.Hour})
+	require.Equal(t, []string{"validation:resolve"}, events(msgs))
+
+	s = newSim(t, Policy{Severity: map[notify.Class]notify.Severity{notify.ClassValidation: notify.SeverityCritical}})
+	_, msgs = s.run(step{findings: []drift.Finding{fCheck}})
+	require.Equal(t, []string{"validation:open"}, events(msgs))
+	require.Equal(t, notify.SeverityCritical, msgs[0].Incident.Severity)
+}

@@ -13,7 +13,7 @@ var (
 		"Current status of each configured workspace: 1 for its status, 0 for the others (unknown before its first run).",
 		[]string{"workspace", "status"}, nil)
 	findingsDesc = prometheus.NewDesc("driftwatch_workspace_findings",
-		"Counted findings of each workspace's latest successful run, by kind (drift, pending, forbidden).",
+		"Counted findings of each workspace's latest successful run, by kind (drift, pending, forbidden, check).",
 		[]string{"workspace", "kind"}, nil)
 	lastRunDesc = prometheus.NewDesc("driftwatch_workspace_last_run_timestamp_seconds",
 		"Unix time the workspace's last finished run started (0 if it never ran).",
@@ -57,6 +57,7 @@ func (c *workspaceCollector) Collect(ch chan<- prometheus.Metric) {
 			{drift.KindDrift, w.Counts.Drift},
 			{drift.KindPending, w.Counts.Pending},
 			{drift.KindForbidden, w.Counts.Forbidden},
+			{drift.KindCheck, w.Counts.Check},
 		} {
 			ch <- prometheus.MustNewConstMetric(findingsDesc, prometheus.GaugeValue, float64(k.n), w.Name, string(k.kind))
 		}

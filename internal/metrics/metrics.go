@@ -20,7 +20,7 @@ const TotalPhase = "total"
 // statuses is every value of the status label of
 // driftwatch_workspace_status, in severity order.
 var statuses = []drift.Status{
-	drift.StatusClean, drift.StatusPending, drift.StatusDrift,
+	drift.StatusClean, drift.StatusPending, drift.StatusValidation, drift.StatusDrift,
 	drift.StatusForbidden, drift.StatusErrored, StatusUnknown,
 }
 
@@ -82,7 +82,7 @@ func New(reg prometheus.Registerer, snapshot func() []WorkspaceSnapshot) *Metric
 	m := &Metrics{
 		runs: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_runs_total",
-			Help: "Finished workspace runs, by result (clean, pending, drift, forbidden, errored).",
+			Help: "Finished workspace runs, by result (clean, pending, validation, drift, forbidden, errored).",
 		}, []string{"result"}),
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "driftwatch_run_duration_seconds",

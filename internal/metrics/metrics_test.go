@@ -15,7 +15,7 @@ import (
 )
 
 const workspaceHelp = `
-# HELP driftwatch_workspace_findings Counted findings of each workspace's latest successful run, by kind (drift, pending, forbidden).
+# HELP driftwatch_workspace_findings Counted findings of each workspace's latest successful run, by kind (drift, pending, forbidden, check).
 # TYPE driftwatch_workspace_findings gauge
 # HELP driftwatch_workspace_last_run_timestamp_seconds Unix time the workspace's last finished run started (0 if it never ran).
 # TYPE driftwatch_workspace_last_run_timestamp_seconds gauge
@@ -61,7 +61,7 @@ func TestWorkspaceGauges(t *testing.T) {
 		WorkspaceSnapshot{
 			Name:          "net",
 			Status:        drift.StatusDrift,
-			Counts:        drift.Counts{Drift: 2, Pending: 1, Noise: 7},
+			Counts:        drift.Counts{Drift: 2, Pending: 1, Check: 1, Noise: 7},
 			LastRunAt:     time.Unix(1767225600, 0),
 			LastSuccessAt: time.Unix(1767225660, 500_000_000),
 			StatusSince:   time.Unix(1767200000, 0),
@@ -77,6 +77,9 @@ func TestWorkspaceGauges(t *testing.T) {
 	)
 
 	want := workspaceHelp + `
+driftwatch_workspace_findings{kind="check",workspace="db"} 0
+driftwatch_workspace_findings{kind="check",workspace="net"} 1
+driftwatch_workspace_findings{kind="check",workspace="new"} 0
 driftwatch_workspace_findings{kind="drift",workspace="db"} 0
 driftwatch_workspace_findings{kind="drift",workspace="net"} 2
 driftwatch_workspace_findings{kind="drift",workspace="new"} 0
@@ -113,6 +116,9 @@ driftwatch_workspace_status{status="pending",workspace="new"} 0
 driftwatch_workspace_status{status="unknown",workspace="db"} 0
 driftwatch_workspace_status{status="unknown",workspace="net"} 0
 driftwatch_workspace_status{status="unknown",workspace="new"} 1
+driftwatch_workspace_status{status="validation",workspace="db"} 0
+driftwatch_workspace_status{status="validation",workspace="net"} 0
+driftwatch_workspace_status{status="validation",workspace="new"} 0
 `
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), workspaceNames...))
 }
@@ -124,7 +130,7 @@ func TestWorkspaceRemovedLeavesNoSeries(t *testing.T) {
 	src.set(WorkspaceSnapshot{Name: "a", Status: drift.StatusClean}, WorkspaceSnapshot{Name: "b", Status: drift.StatusClean})
 	n, err := testutil.GatherAndCount(reg, "driftwatch_workspace_status")
 	require.NoError(t, err)
-	require.Equal(t, 12, n)
+	require.Equal(t, 14, n)
 
 	// The config was reloaded without b.
 	src.set(WorkspaceSnapshot{Name: "a", Status: drift.StatusPending, Counts: drift.Counts{Pending: 1}})
@@ -137,6 +143,7 @@ driftwatch_workspace_status{status="errored",workspace="a"} 0
 driftwatch_workspace_status{status="forbidden",workspace="a"} 0
 driftwatch_workspace_status{status="pending",workspace="a"} 1
 driftwatch_workspace_status{status="unknown",workspace="a"} 0
+driftwatch_workspace_status{status="validation",workspace="a"} 0
 `
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "driftwatch_workspace_status"))
 
@@ -176,13 +183,14 @@ func TestRunFinished(t *testing.T) {
 	})
 
 	want := `
-# HELP driftwatch_runs_total Finished workspace runs, by result (clean, pending, drift, forbidden, errored).
+# HELP driftwatch_runs_total Finished workspace runs, by result (clean, pending, validation, drift, forbidden, errored).
 # TYPE driftwatch_runs_total counter
 driftwatch_runs_total{result="clean"} 0
 driftwatch_runs_total{result="drift"} 1
 driftwatch_runs_total{result="errored"} 1
 driftwatch_runs_total{result="forbidden"} 0
 driftwatch_runs_total{result="pending"} 0
+driftwatch_runs_total{result="validation"} 0
 # HELP driftwatch_run_duration_seconds Duration of finished runs, by phase (source, init, plan, show, classify) and in total.
 # TYPE driftwatch_run_duration_seconds histogram
 ` + histogram("classify", 0.25, 1, 0.25) +

@@ -45,7 +45,10 @@ type Class string
 const (
 	ClassDrift     Class = "drift"     // drift (and pending changes if the workspace opts in)
 	ClassForbidden Class = "forbidden" // GitOps-owned resource types managed by Terraform
-	ClassErrored   Class = "errored"   // errored_after consecutive failed runs
+	// ClassValidation is failing or unknown checks of the configuration
+	// (findings of kind check).
+	ClassValidation Class = "validation"
+	ClassErrored    Class = "errored" // errored_after consecutive failed runs
 )
 
 // Severity of an incident, highest first. OpsGenie maps it to P1..P5.

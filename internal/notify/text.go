@@ -28,7 +28,8 @@ func Truncate(s string, limit int) string {
 
 // Title is an incident's one-line title, as pagers show it: "Terraform
 // drift in WS: 2 drifted, 1 pending", "Forbidden resource types in WS: 1
-// resource" or "Drift checks failing for WS: REASON".
+// resource", "Checks failing in WS: 1 check" or "Drift checks failing for
+// WS: REASON".
 func Title(in Incident) string {
 	switch in.Class {
 	case ClassErrored:
@@ -39,6 +40,8 @@ func Title(in Incident) string {
 		return s
 	case ClassForbidden:
 		return fmt.Sprintf("Forbidden resource types in %s: %s", in.Workspace, Plural(in.Counts.Forbidden, "resource"))
+	case ClassValidation:
+		return fmt.Sprintf("Checks failing in %s: %s", in.Workspace, Plural(in.Counts.Check, "check"))
 	}
 	var parts []string
 	if in.Counts.Drift > 0 {

@@ -2,7 +2,10 @@
 // (`terraform show -json PLANFILE`) into a value-free Plan: resource
 // addresses, types, actions and changed attribute paths, kept apart for
 // resource_drift and resource_changes, plus every resource type seen in
-// configuration, prior state and planned values.
+// configuration, prior state and planned values, and the checks that did
+// not pass (address, kind, status and the messages their author wrote:
+// the one text a Plan keeps that may interpolate a value, which the runner
+// redacts).
 //
 // It owns reading the plan format: a streaming, validating JSON scanner (the
 // document is never held in memory as a whole and never unmarshalled into
@@ -11,7 +14,7 @@
 // before/after diff that yields attribute paths. Sensitive values, and map
 // keys below them, never leave the package: a Plan holds no attribute value.
 //
-// Classification (drift, pending, noise, forbidden) belongs to
+// Classification (drift, pending, noise, forbidden, check) belongs to
 // internal/policy. This package is pure: no os/exec, no net/http, and it
 // must not import runner, notify or store.
 package planparse

@@ -60,6 +60,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"format_version":"1.2","resource_changes":[{"address":"a.b","change":{"actions":["update"],` +
 		`"before":{"m":{"k":1},"l":[1,{"x":null}]},"after":{"m":{"k":2},"l":[2]},"after_unknown":{"u":true},` +
 		`"before_sensitive":{"m":true},"after_sensitive":{"l":[true]}}}]}`))
+	f.Add([]byte(checksPlan))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(bytes.NewReader(data))
 		if (p == nil) == (err == nil) {

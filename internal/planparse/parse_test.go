@@ -356,3 +356,37 @@ func TestChangeAction(t *testing.T) {
 		})
 	}
 }
+
+// checksPlan is the "checks" part of a real plan (Terraform 1.11.4; OpenTofu
+// 1.10.6 writes the same): a failing check block, a passing postcondition,
+// a resource with count whose second instance fails, an unknown output
+// precondition and a variable validation that errored.
+const checksPlan = `{"format_version":"1.2","planned_values":{},"checks":[
+ {"address":{"kind":"check","name":"health","to_display":"check.health"},"status":"fail",
+  "instances":[{"address":{"to_display":"check.health"},"status":"fail","problems":[{"message":"n is 5, want more than 7"}]}]},
+ {"address":{"kind":"resource","mode":"managed","type":"terraform_data","name":"ok","to_display":"terraform_data.ok"},"status":"pass",
+  "instances":[{"address":{"to_display":"terraform_data.ok"},"status":"pass"}]},
+ {"address":{"kind":"resource","mode":"managed","type":"terraform_data","name":"x","to_display":"terraform_data.x"},"status":"fail",
+  "instances":[{"address":{"to_display":"terraform_data.x[0]","instance_key":0},"status":"pass"},
+   {"address":{"to_display":"terraform_data.x[1]","instance_key":1},"status":"fail","problems":[{"message":"one"},{"message":"two"}]}]},
+ {"address":{"kind":"output_value","name":"o","to_display":"output.o"},"status":"unknown"},
+ {"address":{"kind":"var","name":"n","to_display":"var.n"},"status":"error","instances":null}
+]}`
+
+func TestParseChecks(t *testing.T) {
+	p, err := Parse(strings.NewReader(checksPlan))
+	require.NoError(t, err)
+	require.Equal(t, []Check{
+		{Address: "check.health", Kind: "check", Status: CheckFail, Messages: []string{"n is 5, want more than 7"}},
+		{Address: "terraform_data.x[1]", Kind: "resource", Status: CheckFail, Messages: []string{"one", "two"}},
+		{Address: "output.o", Kind: "output_value", Status: CheckUnknown},
+		{Address: "var.n", Kind: "var", Status: CheckError},
+	}, p.Checks, "passing checks and instances are dropped; a failing instance is named by its own address")
+
+	p, err = Parse(strings.NewReader(`{"format_version":"1.2","planned_values":{},"checks":null}`))
+	require.NoError(t, err)
+	require.Empty(t, p.Checks)
+
+	_, err = Parse(strings.NewReader(`{"format_version":"1.2","planned_values":{},"checks":[{"status":"fail","instances":[{"problems":[{"message":1}]}]}]}`))
+	require.Error(t, err, "a message that is not a string is malformed")
+}

@@ -48,6 +48,36 @@ type Plan struct {
 	// instance keys), in prior_state and in planned_values (instance
 	// addresses), sorted by address.
 	Resources []TypedResource
+	// Checks holds the configuration's checks (top-level "checks": check
+	// blocks, resource and output conditions, variable validations) whose
+	// status is not pass, in document order.
+	Checks []Check
+}
+
+// Check statuses as the plan JSON spells them.
+const (
+	CheckPass    = "pass"
+	CheckFail    = "fail"
+	CheckError   = "error"
+	CheckUnknown = "unknown"
+)
+
+// Check is one failing, erroring or unknown check object, or one instance
+// of it when the plan lists instances (a resource with count has one per
+// instance).
+type Check struct {
+	// Address is the check's address as Terraform displays it:
+	// check.NAME, a resource (instance) address, output.NAME, var.NAME,
+	// with module prefixes.
+	Address string
+	// Kind is the kind of checkable object as the plan names it: check,
+	// resource, output_value or var.
+	Kind string
+	// Status is fail, error or unknown (never pass).
+	Status string
+	// Messages are the problems' messages, as the configuration's author
+	// wrote them (they may interpolate values the author chose to show).
+	Messages []string
 }
 
 // Change is one resource_changes or resource_drift entry.
@@ -222,6 +252,10 @@ func (p *parser) parse() error {
 				}
 				return s.skipValue()
 			})
+		case "checks":
+			err = s.iterArray(func(int) error {
+				return p.readCheck()
+			})
 		case "values":
 			sawValues = true
 			err = s.skipValue()
@@ -385,6 +419,102 @@ func (p *parser) readChange(isDrift bool) error {
 		p.plan.Changes = append(p.plan.Changes, c)
 	}
 	return nil
+}
+
+// readCheck reads one element of the top-level "checks" array and keeps
+// its failing, erroring or unknown instances (or the object itself, when
+// it lists no instance that is not passing).
+func (p *parser) readCheck() error {
+	s := p.s
+	var obj Check
+	var insts []Check
+	err := s.iterObject(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "address":
+			obj.Address, obj.Kind, err = p.readCheckAddress()
+		case "status":
+			obj.Status, err = p.readInterned()
+		case "instances":
+			err = s.iterArray(func(int) error {
+				var in Check
+				err := s.iterObject(func(key []byte) error {
+					var err error
+					switch string(key) {
+					case "address":
+						in.Address, _, err = p.readCheckAddress()
+					case "status":
+						in.Status, err = p.readInterned()
+					case "problems":
+						in.Messages, err = p.readProblems()
+					default:
+						err = s.skipValue()
+					}
+					return err
+				})
+				if err == nil && in.Status != "" && in.Status != CheckPass {
+					insts = append(insts, in)
+				}
+				return err
+			})
+		default:
+			err = s.skipValue()
+		}
+		return err
+	})
+	if err != nil || obj.Status == "" || obj.Status == CheckPass {
+		return err
+	}
+	if len(insts) == 0 {
+		p.plan.Checks = append(p.plan.Checks, obj)
+		return nil
+	}
+	for _, in := range insts {
+		if in.Address == "" {
+			in.Address = obj.Address
+		}
+		in.Kind = obj.Kind
+		p.plan.Checks = append(p.plan.Checks, in)
+	}
+	return nil
+}
+
+// readCheckAddress reads a check's address object: its to_display and
+// kind.
+func (p *parser) readCheckAddress() (display, kind string, err error) {
+	s := p.s
+	err = s.iterObject(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "to_display":
+			display, err = s.readStringOrNull()
+		case "kind":
+			kind, err = p.readInterned()
+		default:
+			err = s.skipValue()
+		}
+		return err
+	})
+	return display, kind, err
+}
+
+// readProblems reads an instance's problems: their messages.
+func (p *parser) readProblems() ([]string, error) {
+	s := p.s
+	var msgs []string
+	err := s.iterArray(func(int) error {
+		return s.iterObject(func(key []byte) error {
+			if string(key) != "message" {
+				return s.skipValue()
+			}
+			m, err := s.readStringOrNull()
+			if err == nil && m != "" {
+				msgs = append(msgs, m)
+			}
+			return err
+		})
+	})
+	return msgs, err
 }
 
 func (p *parser) readOutputChanges() error {

@@ -50,6 +50,16 @@ const (
 //     SeenIn; Action is its resource_changes action, else "none". A
 //     configuration address (no instance keys) is folded into the instance
 //     addresses it expands to, when state or plan has any.
+//   - check: a check of the configuration (planparse.Plan.Checks: a check
+//     block's assertion, a resource's or output's condition, a variable's
+//     validation) that did not pass. Address is the check's (instance)
+//     address, Type its kind (check, resource, output or var), Action its
+//     status (fail or unknown) and Detail its messages joined with "; ",
+//     one line, capped with drift.CapDetail. The runner redacts the
+//     messages; a check that could not be evaluated (status error, or a
+//     failed data source in its block) fails the run there instead, so a
+//     status error only reaches here from a runner that does not, and is
+//     then a check finding with action error rather than nothing.
 //
 // Ignore rules then mark matching drift findings Ignored or drop ignored
 // attribute paths. Attributes is never nil, so JSON shows [] not null.
@@ -113,7 +123,35 @@ func Classify(p *planparse.Plan, r Rules) []drift.Finding {
 	}
 
 	out = append(out, forbidden(p, r.Forbidden, changes)...)
+	out = append(out, checks(p.Checks)...)
 	drift.SortFindings(out)
+	return out
+}
+
+// checkTypes maps the plan's kinds of checkable objects to a finding's
+// Type.
+var checkTypes = map[string]string{"check": "check", "resource": "resource", "output_value": "output", "var": "var"}
+
+// checks returns one finding per check that did not pass.
+func checks(cs []planparse.Check) []drift.Finding {
+	var out []drift.Finding
+	for _, c := range cs {
+		if c.Status == planparse.CheckPass || c.Status == "" {
+			continue
+		}
+		typ, ok := checkTypes[c.Kind]
+		if !ok {
+			typ = c.Kind
+		}
+		out = append(out, drift.Finding{
+			Kind:       drift.KindCheck,
+			Address:    c.Address,
+			Type:       typ,
+			Action:     c.Status,
+			Attributes: []string{},
+			Detail:     drift.CapDetail(strings.Join(c.Messages, "; ")),
+		})
+	}
 	return out
 }
 

@@ -358,3 +358,29 @@ func TestStripInstanceKeys(t *testing.T) {
 		require.Equal(t, want, stripInstanceKeys(in), in)
 	}
 }
+
+// Checks that did not pass are check findings with their address, kind,
+// status and messages; passing checks are nothing; a check never hides or
+// changes a resource's own finding.
+func TestClassifyChecks(t *testing.T) {
+	p := &planparse.Plan{
+		Changes: []planparse.Change{{Address: "terraform_data.x", Mode: "managed", Type: "terraform_data", Actions: []string{"update"}}},
+		Checks: []planparse.Check{
+			{Address: "check.health", Kind: "check", Status: planparse.CheckFail, Messages: []string{"n is 5,\nwant more than 7"}},
+			{Address: "terraform_data.x", Kind: "resource", Status: planparse.CheckUnknown},
+			{Address: "output.o", Kind: "output_value", Status: planparse.CheckFail, Messages: []string{"one", "two"}},
+			{Address: "var.n", Kind: "var", Status: planparse.CheckFail, Messages: []string{strings.Repeat("x", 400)}},
+			{Address: "check.ok", Kind: "check", Status: planparse.CheckPass},
+		},
+	}
+	got := Classify(p, Rules{Ignore: []IgnoreRule{{Address: MustCompileGlob("*")}}})
+	want := []drift.Finding{
+		{Kind: drift.KindCheck, Address: "check.health", Type: "check", Action: "fail", Attributes: []string{}, Detail: "n is 5, want more than 7"},
+		{Kind: drift.KindCheck, Address: "output.o", Type: "output", Action: "fail", Attributes: []string{}, Detail: "one; two"},
+		{Kind: drift.KindCheck, Address: "terraform_data.x", Type: "resource", Action: "unknown", Attributes: []string{}},
+		{Kind: drift.KindCheck, Address: "var.n", Type: "var", Action: "fail", Attributes: []string{}, Detail: strings.Repeat("x", drift.MaxCheckDetail) + "…"},
+		{Kind: drift.KindPending, Address: "terraform_data.x", Type: "terraform_data", Action: "update", Attributes: []string{}},
+	}
+	require.Equal(t, want, got, "ignore rules (drift only) do not silence checks")
+	require.Equal(t, drift.StatusValidation, drift.StatusOf(got))
+}

@@ -1,5 +1,5 @@
 // Package policy classifies a parsed plan (planparse.Plan) into findings:
-// drift, pending, noise and forbidden (see Classify), and applies a
+// drift, pending, noise, forbidden and check (see Classify), and applies a
 // workspace's ignore rules to drift. It owns Rules, a workspace's compiled
 // rules, and CompileRules, which compiles them from the config's patterns
 // (config.Workspace.EffectiveForbidden and its pattern.Ignore entries).

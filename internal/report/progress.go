@@ -69,8 +69,12 @@ func (p *Progress) Finished(r drift.Result) {
 	delete(p.running, r.Workspace)
 	p.done++
 	c := drift.CountFindings(r.Findings)
-	msg := fmt.Sprintf("[%d/%d] %s: %s (drift %d, pending %d, forbidden %d) in %s",
-		p.done, p.total, r.Workspace, r.Status, c.Drift, c.Pending, c.Forbidden, r.Duration.Round(100*time.Millisecond))
+	counts := fmt.Sprintf("drift %d, pending %d, forbidden %d", c.Drift, c.Pending, c.Forbidden)
+	if c.Check > 0 {
+		counts += fmt.Sprintf(", check %d", c.Check)
+	}
+	msg := fmt.Sprintf("[%d/%d] %s: %s (%s) in %s",
+		p.done, p.total, r.Workspace, r.Status, counts, r.Duration.Round(100*time.Millisecond))
 	if r.Error != "" {
 		msg += ": " + r.Error
 	}

@@ -14,8 +14,9 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 )
 
-// Version of the JSON report contract.
-const Version = 1
+// Version of the JSON report contract. Version 2 added findings of kind
+// check, the status validation and summary.validation.
+const Version = 2
 
 // Exit codes of `driftwatch audit`, mirroring -detailed-exitcode.
 const (
@@ -44,7 +45,10 @@ type Summary struct {
 	Drift     int `json:"drift"`
 	Pending   int `json:"pending"`
 	Forbidden int `json:"forbidden"`
-	Errored   int `json:"errored"`
+	// Validation counts workspaces whose status is validation: failing or
+	// unknown checks, and neither drift nor forbidden resources.
+	Validation int `json:"validation"`
+	Errored    int `json:"errored"`
 	// Hygiene counts workspaces with state-backend findings (kind backend),
 	// whatever their status.
 	Hygiene int `json:"hygiene"`
@@ -95,6 +99,8 @@ func New(started, finished time.Time, results []drift.Result) *Report {
 			r.Summary.Pending++
 		case drift.StatusForbidden:
 			r.Summary.Forbidden++
+		case drift.StatusValidation:
+			r.Summary.Validation++
 		case drift.StatusErrored:
 			r.Summary.Errored++
 		}
@@ -103,12 +109,13 @@ func New(started, finished time.Time, results []drift.Result) *Report {
 }
 
 // ExitCode is 1 if any workspace errored, else 2 if any has drift, pending
-// changes or forbidden resources (or, when strict, backend findings), else 0.
+// changes, forbidden resources or failing checks (or, when strict, backend
+// findings), else 0.
 func (r *Report) ExitCode(strict bool) int {
 	switch {
 	case r.Summary.Errored > 0:
 		return ExitError
-	case r.Summary.Drift+r.Summary.Pending+r.Summary.Forbidden > 0:
+	case r.Summary.Drift+r.Summary.Pending+r.Summary.Forbidden+r.Summary.Validation > 0:
 		return ExitChanges
 	case strict && r.Summary.Hygiene > 0:
 		return ExitChanges
@@ -170,7 +177,7 @@ func attrs(f drift.Finding) string {
 
 func writeTable(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKSPACE\tSTATUS\tDRIFT\tPENDING\tFORBIDDEN\tDURATION\tDETAIL")
+	fmt.Fprintln(tw, "WORKSPACE\tSTATUS\tDRIFT\tPENDING\tFORBIDDEN\tCHECK\tDURATION\tDETAIL")
 	for _, ws := range r.Workspaces {
 		c := drift.CountFindings(ws.Findings)
 		detail := ws.Error
@@ -179,7 +186,7 @@ func writeTable(w io.Writer, r *Report) error {
 				detail = fmt.Sprintf("%d noise", n)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", ws.Name, ws.Status, c.Drift, c.Pending, c.Forbidden,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", ws.Name, ws.Status, c.Drift, c.Pending, c.Forbidden, c.Check,
 			(time.Duration(ws.DurationMS) * time.Millisecond).Round(100*time.Millisecond), detail)
 	}
 	if err := tw.Flush(); err != nil {
@@ -190,7 +197,7 @@ func writeTable(w io.Writer, r *Report) error {
 	for _, ws := range r.Workspaces {
 		for _, f := range counted(ws.Findings) {
 			if !header {
-				fmt.Fprintln(ftw, "\nWORKSPACE\tKIND\tACTION\tADDRESS\tATTRIBUTES")
+				fmt.Fprintln(ftw, "\nWORKSPACE\tKIND\tACTION\tADDRESS\tATTRIBUTES / DETAIL")
 				header = true
 			}
 			fmt.Fprintf(ftw, "%s\t%s\t%s\t%s\t%s\n", ws.Name, f.Kind, f.Action, f.Address, attrs(f))
@@ -200,8 +207,8 @@ func writeTable(w io.Writer, r *Report) error {
 		return err
 	}
 	s := r.Summary
-	_, err := fmt.Fprintf(w, "\n%d workspaces: %d clean, %d drift, %d pending, %d forbidden, %d errored; %d with state-backend findings\n",
-		len(r.Workspaces), s.Clean, s.Drift, s.Pending, s.Forbidden, s.Errored, s.Hygiene)
+	_, err := fmt.Fprintf(w, "\n%d workspaces: %d clean, %d drift, %d pending, %d forbidden, %d validation, %d errored; %d with state-backend findings\n",
+		len(r.Workspaces), s.Clean, s.Drift, s.Pending, s.Forbidden, s.Validation, s.Errored, s.Hygiene)
 	return err
 }
 
@@ -214,21 +221,21 @@ func mdEscape(s string) string {
 func writeMarkdown(w io.Writer, r *Report) error {
 	s := r.Summary
 	var b strings.Builder
-	icon := map[drift.Status]string{drift.StatusClean: "✅", drift.StatusPending: "🕓", drift.StatusDrift: "⚠️", drift.StatusForbidden: "⛔", drift.StatusErrored: "❌"}
-	fmt.Fprintf(&b, "## driftwatch audit\n\n%d workspaces: **%d drift**, **%d forbidden**, %d pending, %d errored, %d clean; %d with state-backend findings.\n\n",
-		len(r.Workspaces), s.Drift, s.Forbidden, s.Pending, s.Errored, s.Clean, s.Hygiene)
-	b.WriteString("| Workspace | Status | Drift | Pending | Forbidden | Duration | Detail |\n|---|---|---:|---:|---:|---:|---|\n")
+	icon := map[drift.Status]string{drift.StatusClean: "✅", drift.StatusPending: "🕓", drift.StatusDrift: "⚠️", drift.StatusForbidden: "⛔", drift.StatusErrored: "❌", drift.StatusValidation: "🔎"}
+	fmt.Fprintf(&b, "## driftwatch audit\n\n%d workspaces: **%d drift**, **%d forbidden**, **%d validation**, %d pending, %d errored, %d clean; %d with state-backend findings.\n\n",
+		len(r.Workspaces), s.Drift, s.Forbidden, s.Validation, s.Pending, s.Errored, s.Clean, s.Hygiene)
+	b.WriteString("| Workspace | Status | Drift | Pending | Forbidden | Check | Duration | Detail |\n|---|---|---:|---:|---:|---:|---:|---|\n")
 	for _, ws := range r.Workspaces {
 		c := drift.CountFindings(ws.Findings)
-		fmt.Fprintf(&b, "| %s | %s %s | %d | %d | %d | %s | %s |\n", mdEscape(ws.Name), icon[ws.Status], ws.Status,
-			c.Drift, c.Pending, c.Forbidden, (time.Duration(ws.DurationMS) * time.Millisecond).Round(100*time.Millisecond), mdEscape(ws.Error))
+		fmt.Fprintf(&b, "| %s | %s %s | %d | %d | %d | %d | %s | %s |\n", mdEscape(ws.Name), icon[ws.Status], ws.Status,
+			c.Drift, c.Pending, c.Forbidden, c.Check, (time.Duration(ws.DurationMS) * time.Millisecond).Round(100*time.Millisecond), mdEscape(ws.Error))
 	}
 	for _, ws := range r.Workspaces {
 		fs := counted(ws.Findings)
 		if len(fs) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n<details><summary><code>%s</code>: %d findings</summary>\n\n| Kind | Action | Address | Attributes |\n|---|---|---|---|\n", mdEscape(ws.Name), len(fs))
+		fmt.Fprintf(&b, "\n<details><summary><code>%s</code>: %d findings</summary>\n\n| Kind | Action | Address | Attributes / detail |\n|---|---|---|---|\n", mdEscape(ws.Name), len(fs))
 		for _, f := range fs {
 			fmt.Fprintf(&b, "| %s | %s | `%s` | %s |\n", f.Kind, f.Action, mdEscape(f.Address), mdEscape(attrs(f)))
 		}

@@ -48,7 +48,8 @@ func TestJSONContract(t *testing.T) {
 	require.NoError(t, Write(&b, "json", sample()))
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(b.Bytes(), &got))
-	require.EqualValues(t, 1, got["version"])
+	require.EqualValues(t, 2, got["version"])
+	require.Contains(t, got["summary"], "validation", "summary.validation is always present")
 	require.Equal(t, "2026-11-21T23:00:00Z", got["started_at"])
 	ws := got["workspaces"].([]any)
 	first := ws[0].(map[string]any)
@@ -88,8 +89,8 @@ func TestTable(t *testing.T) {
 	require.NoError(t, Write(&b, "table", sample()))
 	out := b.String()
 	require.Contains(t, out, "WORKSPACE")
-	require.Regexp(t, `network +drift +1 +0 +0 +1.2s +1 noise`, out)
-	require.Contains(t, out, "4 workspaces: 1 clean, 1 drift, 0 pending, 1 forbidden, 1 errored; 0 with state-backend findings")
+	require.Regexp(t, `network +drift +1 +0 +0 +0 +1.2s +1 noise`, out)
+	require.Contains(t, out, "4 workspaces: 1 clean, 1 drift, 0 pending, 1 forbidden, 0 validation, 1 errored; 0 with state-backend findings")
 	require.Regexp(t, `k8s +forbidden +none +helm_release.x +in state`, out)
 	require.Error(t, Write(&b, "yaml", sample()))
 }
@@ -118,4 +119,31 @@ func TestProgressTTYKeepsLiveStatusLine(t *testing.T) {
 	require.Contains(t, out, "\r\033[K[1/3] a: clean (drift 0, pending 0, forbidden 0) in 0s\n")
 	require.Contains(t, out, "\r\033[K1/3 done, 1 running (b)")
 	require.True(t, strings.HasSuffix(out, "\r\033[K"), "Close clears the status line")
+}
+
+// A workspace with a failing check: status validation, counted in the
+// summary, exit code 2, and the check's message shown in every format.
+func TestValidation(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 23, 0, 0, 0, time.UTC)
+	r := New(t0, t0, []drift.Result{{Workspace: "api", Status: drift.StatusValidation, Findings: []drift.Finding{
+		{Kind: drift.KindCheck, Address: "check.health", Type: "check", Action: "fail", Detail: "health is 503 | want 200"},
+	}}})
+	require.Equal(t, Summary{Validation: 1}, r.Summary)
+	require.Equal(t, ExitChanges, r.ExitCode(false))
+
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, "table", r))
+	require.Regexp(t, `api +validation +0 +0 +0 +1 `, b.String())
+	require.Regexp(t, `api +check +fail +check\.health +health is 503 \| want 200`, b.String())
+	require.Contains(t, b.String(), "1 validation, 0 errored")
+	b.Reset()
+	require.NoError(t, Write(&b, "markdown", r))
+	require.Contains(t, b.String(), "| check | fail | `check.health` | health is 503 \\| want 200 |")
+	b.Reset()
+	require.NoError(t, Write(&b, "junit", r))
+	require.Contains(t, b.String(), `check: fail check.health (health is 503 | want 200)`)
+	b.Reset()
+	require.NoError(t, Write(&b, "json", r))
+	require.Contains(t, b.String(), `"validation": 1`)
+	require.Contains(t, b.String(), `"detail": "health is 503 | want 200"`)
 }

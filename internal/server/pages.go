@@ -175,7 +175,7 @@ func statusSummary(vs []workspaceView) (items []summaryItem, verdict, tone strin
 	for _, s := range summaryStatuses {
 		items = append(items, summaryItem{s, n[s]})
 	}
-	bad := n[drift.StatusErrored] + n[drift.StatusForbidden] + n[drift.StatusDrift]
+	bad := n[drift.StatusErrored] + n[drift.StatusForbidden] + n[drift.StatusDrift] + n[drift.StatusValidation]
 	switch {
 	case len(vs) == 0:
 		return items, "No workspaces", "warn"

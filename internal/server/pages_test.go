@@ -80,13 +80,14 @@ func TestStatusSummary(t *testing.T) {
 		{"unchecked", ws(drift.StatusClean, StatusUnknown), "No drift · 1 not checked yet", "warn"},
 		{"bad", ws(drift.StatusErrored, drift.StatusDrift, drift.StatusPending, drift.StatusClean), "2 of 4 need attention", "bad"},
 		{"forbidden", ws(drift.StatusForbidden), "1 of 1 need attention", "bad"},
+		{"failing checks", ws(drift.StatusValidation, drift.StatusClean), "1 of 2 need attention", "bad"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			items, verdict, tone := statusSummary(tt.vs)
 			require.Equal(t, tt.verdict, verdict)
 			require.Equal(t, tt.tone, tone)
-			require.Len(t, items, 6)
+			require.Len(t, items, 7)
 		})
 	}
 }
@@ -297,10 +298,10 @@ func TestEveryBadgeHasAColour(t *testing.T) {
 	css, err := assets.ReadFile("assets/style.css")
 	require.NoError(t, err)
 	var names []string
-	for _, k := range []drift.Kind{drift.KindDrift, drift.KindPending, drift.KindForbidden, drift.KindNoise, drift.KindBackend} {
+	for _, k := range []drift.Kind{drift.KindDrift, drift.KindPending, drift.KindForbidden, drift.KindNoise, drift.KindBackend, drift.KindCheck} {
 		names = append(names, string(k))
 	}
-	for _, st := range []drift.Status{drift.StatusClean, drift.StatusPending, drift.StatusDrift, drift.StatusForbidden, drift.StatusErrored} {
+	for _, st := range []drift.Status{drift.StatusClean, drift.StatusPending, drift.StatusValidation, drift.StatusDrift, drift.StatusForbidden, drift.StatusErrored} {
 		names = append(names, string(st))
 	}
 	names = append(names, "unknown", "running", "queued", "cancelled", "interrupted")

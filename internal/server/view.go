@@ -57,7 +57,7 @@ func mergeWorkspaces(infos []WorkspaceInfo, states []store.WorkspaceState) []wor
 }
 
 // sortBySeverity orders views most severe first (errored, forbidden,
-// drift, pending, clean, unknown), then by name.
+// drift, validation, pending, clean, unknown), then by name.
 func sortBySeverity(vs []workspaceView) {
 	slices.SortStableFunc(vs, func(a, b workspaceView) int {
 		if c := cmp.Compare(b.Status.Severity(), a.Status.Severity()); c != 0 {
@@ -70,7 +70,7 @@ func sortBySeverity(vs []workspaceView) {
 // summaryStatuses is the order statuses are counted in on the status page.
 var summaryStatuses = []drift.Status{
 	drift.StatusErrored, drift.StatusForbidden, drift.StatusDrift,
-	drift.StatusPending, drift.StatusClean, StatusUnknown,
+	drift.StatusValidation, drift.StatusPending, drift.StatusClean, StatusUnknown,
 }
 
 // configured returns the configured workspace called name.

@@ -27,18 +27,26 @@
 //     log without values and counted; remediation's plan (terraform-exec)
 //     under the state lock, with its timeout;
 //   - Unchanged: after a JSON plan whose stream reported no change of any
-//     kind, the value-free summary read from the plan file itself
-//     (internal/planfile: prior state and configuration snapshot), so
-//     that show -json, which starts every provider again, is skipped;
+//     kind and no warning from within a check block, the value-free
+//     summary read from the plan file itself (internal/planfile: prior
+//     state and configuration snapshot), so that show -json, which starts
+//     every provider again, is skipped; a failing check needs show -json,
+//     which alone has its kind, module path and messages;
 //   - Show: `show -json` streamed into planparse (and into any other reader
 //     the caller adds, such as remediation's revert check), never buffered
-//     whole and never logged; ShowText, the human-readable plan, only where
-//     a workspace opts in (log_plan_text);
+//     whole and never logged; the plan's check messages redacted as the log
+//     is; a check that could not be evaluated (status error, or its nested
+//     data source failed, as the plan stream told) fails the run as a
+//     plan failure, since whether it holds is unknown; ShowText, the
+//     human-readable plan, only where a workspace opts in (log_plan_text);
 //   - Apply: exactly a saved plan file, lock on.
 //
 // Each step fails with a *runner.Error naming its phase (init, workspace,
 // plan, show, apply) with a one-line reason taken from Terraform's
-// diagnostics and redacted of every secret the session knows; a failed
+// diagnostics and redacted of every secret the session knows (a failed
+// condition, a precondition, postcondition or variable validation that
+// fails the plan, keeps its object's address and its author's message,
+// redacted, capped at drift.MaxCheckDetail); a failed
 // call of the s3 state backend (no answer, or a 5xx after the SDK's
 // retries) is told as such (sandbox.BackendFailure), without the SDK's
 // request URL. Phases

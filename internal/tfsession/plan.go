@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/planfile"
 	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/runner"
@@ -78,7 +81,8 @@ func (s *Session) Plan(ctx context.Context, o PlanOptions) (changed bool, err er
 	for _, f := range s.varFiles {
 		args = append(args, "-var-file="+f)
 	}
-	pl := newPlanLog(s.log.stdout())
+	pl := newPlanLog(s.log.stdout(), s.log.red.Apply)
+	s.stream = pl
 	err = s.cmd.Run(ctx, pl, args...)
 	pl.flush()
 	var exit *exec.ExitError
@@ -99,7 +103,9 @@ func (s *Session) Plan(ctx context.Context, o PlanOptions) (changed bool, err er
 // Unchanged is the value-free summary of the last Plan's saved plan file
 // when that plan (with JSON) found nothing at all: exit code 0, and its
 // machine-readable stream complete with no drift, no planned change, no
-// output change and a zero summary. It is read from the plan file alone
+// output change, no warning from within a check block and a zero summary
+// (a failing check needs show -json: its kind, its address with module
+// path and every message are there only). It is read from the plan file alone
 // (planfile.CleanResources: prior state and configuration snapshot), so
 // the caller skips `show -json`, a second Terraform process that starts
 // every provider again. Its Resources are what show -json's would be, so
@@ -132,13 +138,51 @@ func (s *Session) Apply(ctx context.Context, planFile string) error {
 // also (another reader of the same JSON, such as remediation's revert
 // check, run concurrently): the plan JSON, which holds every value, is
 // never buffered whole and never reaches the log (show's stderr does).
+//
+// The plan's checks' messages are redacted as the log is. A check that
+// could not be evaluated makes the run fail (a *runner.Error of phase
+// plan), as a failed plan does: its status is error, or its problem is the
+// failure of a data source nested in its check block (the last Plan's
+// stream, with JSON, names those). A failing check is not an error.
 func (s *Session) Show(ctx context.Context, planFile string, also ...func(io.Reader) error) (*planparse.Plan, error) {
 	s.step("show")
 	plan, err := s.showJSON(ctx, planFile, also)
 	if err != nil {
 		return nil, s.fail("show", err)
 	}
+	if reason := s.checkErrored(plan); reason != "" {
+		s.log.flush()
+		return nil, &runner.Error{Phase: "plan", Reason: reason, Err: errors.New("a check could not be evaluated")}
+	}
+	for i := range plan.Checks {
+		c := &plan.Checks[i]
+		for j, m := range c.Messages {
+			c.Messages[j] = s.log.red.Apply(m)
+		}
+	}
 	return plan, nil
+}
+
+// checkErrored is the redacted reason a check of plan could not be
+// evaluated, "" if every check could.
+func (s *Session) checkErrored(plan *planparse.Plan) string {
+	for _, c := range plan.Checks {
+		why := ""
+		switch {
+		case c.Status == planparse.CheckError:
+			why = "could not be evaluated"
+		case s.stream != nil && slices.ContainsFunc(c.Messages, s.stream.checkDataFailure):
+			why = "could not be evaluated: a data source in it failed"
+		default:
+			continue
+		}
+		reason := c.Address + " " + why
+		if len(c.Messages) > 0 {
+			reason += ": " + drift.CapDetail(s.log.red.Apply(strings.Join(c.Messages, "; ")))
+		}
+		return s.red.Apply(reason)
+	}
+	return ""
 }
 
 func (s *Session) showJSON(ctx context.Context, planFile string, also []func(io.Reader) error) (*planparse.Plan, error) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 )
@@ -30,6 +31,35 @@ type planLog struct {
 	errs []string
 	// sum is what the stream says about the plan as a whole.
 	sum streamSummary
+	// red redacts an error diagnostic's detail where a reason keeps it (a
+	// failed condition's message).
+	red func(string) string
+	// dataDiags are the diagnostics of data sources nested in check blocks,
+	// as "summary: detail": a check whose problem is one of them failed
+	// because its data source did, not because of its assertion.
+	dataDiags map[string]bool
+}
+
+// Summaries of the diagnostics of failed conditions, as Terraform and
+// OpenTofu write them. A check block's assertion that fails or is unknown
+// warns with a summary that starts with checkAssertion.
+const (
+	checkAssertion       = "Check block assertion"
+	summaryPostcondition = "Resource postcondition failed"
+	summaryPrecondition  = "Resource precondition failed"
+	summaryOutputPre     = "Module output value precondition failed"
+	summaryVariable      = "Invalid value for variable"
+)
+
+// conditionFailed reports whether an error diagnostic's summary is one of
+// a failed condition: a resource's or output's precondition or
+// postcondition, or a variable's validation.
+func conditionFailed(summary string) bool {
+	switch summary {
+	case summaryPostcondition, summaryPrecondition, summaryOutputPre, summaryVariable:
+		return true
+	}
+	return false
 }
 
 // streamSummary counts what a `plan -json` stream reported: enough to tell
@@ -47,14 +77,21 @@ type streamSummary struct {
 	// unread is set when a line was not read as a UI message (not JSON, or
 	// too long to keep): it may have been a change.
 	unread bool
+	// checks counts warnings raised within check blocks (a failing or
+	// unknown assertion, a nested data source's failure): show -json has
+	// the checks' results.
+	checks int
 }
 
 // nothing reports whether the stream was complete (a version message and a
 // change summary), every line of it read, and reported no change of any
 // kind: no drift (relevant or not), no planned change (no-op moves and
-// imports included), no output change, a zero summary.
+// imports included), no output change, a zero summary, and no warning from
+// within a check block (a failing check is a finding that only show -json
+// describes in full: its address with module path, its kind, every
+// message).
 func (s streamSummary) nothing() bool {
-	return s.version && s.summary && !s.unread && s.changes == 0 && s.drift == 0 && s.planned == 0 && s.outputs == 0
+	return s.version && s.summary && !s.unread && s.changes == 0 && s.drift == 0 && s.planned == 0 && s.outputs == 0 && s.checks == 0
 }
 
 // summary is the stream's summary so far.
@@ -79,7 +116,19 @@ func (p *planLog) reason() string {
 	return r
 }
 
-func newPlanLog(w io.Writer) *planLog { return &planLog{w: w} }
+// newPlanLog renders into w; red redacts the messages of failed conditions
+// that a reason keeps.
+func newPlanLog(w io.Writer, red func(string) string) *planLog {
+	return &planLog{w: w, red: red, dataDiags: map[string]bool{}}
+}
+
+// checkDataFailure reports whether msg, a check's problem, is the failure
+// of a data source nested in a check block.
+func (p *planLog) checkDataFailure(msg string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dataDiags[msg]
+}
 
 // Write takes the stream; complete lines are rendered.
 func (p *planLog) Write(b []byte) (int, error) {
@@ -132,6 +181,12 @@ type uiMessage struct {
 				Line int `json:"line"`
 			} `json:"start"`
 		} `json:"range"`
+		// Snippet is read for its context (the enclosing block's header)
+		// only: its values hold the values of the expression's references
+		// and are never decoded.
+		Snippet *struct {
+			Context string `json:"context"`
+		} `json:"snippet"`
 	} `json:"diagnostic"`
 }
 
@@ -192,8 +247,26 @@ func (p *planLog) render(line []byte) {
 				return d.Range.Filename, d.Range.Start.Line
 			}
 			out = diagnosticText(d.Severity, d.Summary, d.Address, d.Detail, at)
+			var context string
+			if d.Snippet != nil {
+				context = d.Snippet.Context
+			}
+			if d.Severity == "warning" && strings.HasPrefix(context, `check "`) {
+				p.sum.checks++
+				if !strings.HasPrefix(d.Summary, checkAssertion) {
+					// A nested data source failed: Terraform records it as
+					// the check's problem, "summary: detail".
+					p.dataDiags[d.Summary+": "+d.Detail] = true
+					if d.Detail == "" {
+						p.dataDiags[d.Summary] = true
+					}
+				}
+			}
 			if d.Severity == "error" {
 				reason := diagnosticText(d.Severity, d.Summary, d.Address, "", at)
+				if conditionFailed(d.Summary) {
+					reason = conditionReason(d.Summary, d.Address, context, d.Detail, at, p.red)
+				}
 				// A failed call of the state backend says so, from the
 				// summary or the detail (which the reason otherwise omits).
 				if r, ok := sandbox.BackendFailure(d.Summary, d.Summary+"\n\n"+d.Detail); ok {
@@ -206,6 +279,59 @@ func (p *planLog) render(line []byte) {
 	if out != "" {
 		_, _ = io.WriteString(p.w, out+"\n")
 	}
+}
+
+// conditionReason is the reason of a failed condition: its summary, the
+// object it belongs to (the diagnostic's address, else the block its
+// snippet names), where, and its author's message, redacted, without
+// Terraform's "This was checked by..." trailer, one line, capped.
+func conditionReason(summary, addr, context, detail string, at func() (string, int), red func(string) string) string {
+	if addr == "" {
+		addr = blockAddress(context)
+	}
+	s := diagnosticText("error", summary, addr, "", at)
+	if msg := conditionMessage(detail); msg != "" {
+		if red != nil {
+			msg = red(msg)
+		}
+		s += ": " + drift.CapDetail(msg)
+	}
+	return s
+}
+
+// conditionMessage is a failed condition's detail without the trailer
+// Terraform appends to a variable validation's ("This was checked by the
+// validation rule at ...").
+func conditionMessage(detail string) string {
+	if i := strings.Index(detail, "\n\nThis was checked by "); i >= 0 {
+		detail = detail[:i]
+	}
+	return strings.TrimSpace(detail)
+}
+
+// blockAddress turns a diagnostic snippet's context, the header of the
+// block it is in, into that block's address: check "health" → check.health,
+// resource "T" "N" → T.N, data "T" "N" → data.T.N, output "o" → output.o,
+// variable "n" → var.n. Any other context gives "". Module paths are not
+// in a context.
+func blockAddress(context string) string {
+	f := strings.Fields(context)
+	for i := range f {
+		f[i] = strings.Trim(f[i], `"`)
+	}
+	switch {
+	case len(f) == 2 && f[0] == "check":
+		return "check." + f[1]
+	case len(f) == 2 && f[0] == "output":
+		return "output." + f[1]
+	case len(f) == 2 && f[0] == "variable":
+		return "var." + f[1]
+	case len(f) == 3 && f[0] == "resource":
+		return f[1] + "." + f[2]
+	case len(f) == 3 && f[0] == "data":
+		return "data." + f[1] + "." + f[2]
+	}
+	return ""
 }
 
 func diagnosticText(severity, summary, addr, detail string, at func() (string, int)) string {

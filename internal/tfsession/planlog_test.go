@@ -19,7 +19,7 @@ import (
 func render(t *testing.T, stream []byte, n int) (log, reason string) {
 	t.Helper()
 	var out bytes.Buffer
-	pl := newPlanLog(&out)
+	pl := newPlanLog(&out, nil)
 	for len(stream) > 0 {
 		k := min(n, len(stream))
 		written, err := pl.Write(stream[:k])
@@ -48,8 +48,8 @@ func TestPlanLogRecordedStreams(t *testing.T) {
 	}{
 		{file: "terraform-drift.jsonl", want: "Terraform 1.11.4\n" + drift},
 		{file: "tofu-drift.jsonl", want: "OpenTofu 1.10.6\n" + drift},
-		{file: "terraform-precondition.jsonl", want: "Terraform 1.11.4\n" + precondition, reason: "Error: Resource precondition failed (main.tf line 9)"},
-		{file: "tofu-precondition.jsonl", want: "OpenTofu 1.10.6\n" + precondition, reason: "Error: Resource precondition failed (main.tf line 9)"},
+		{file: "terraform-precondition.jsonl", want: "Terraform 1.11.4\n" + precondition, reason: "Error: Resource precondition failed (terraform_data.x, main.tf line 9): The name is too long."},
+		{file: "tofu-precondition.jsonl", want: "OpenTofu 1.10.6\n" + precondition, reason: "Error: Resource precondition failed (terraform_data.x, main.tf line 9): The name is too long."},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
@@ -97,7 +97,8 @@ func TestPlanLogDiagnostics(t *testing.T) {
 		"plan   -/+ replace  aws_instance.a (cannot update)\n"+
 		"Plan: 1 to import, 0 to add, 0 to change, 0 to destroy.\n"+
 		"Error: Provider produced an error (aws_instance.a)\n", log)
-	require.Equal(t, "Error: Invalid value for variable (main.tf line 12) (and 1 more errors)", reason)
+	require.Equal(t, "Error: Invalid value for variable (var.region, main.tf line 12): The region must be one of the allowed ones. (and 1 more errors)", reason,
+		"a failed condition's reason names its block and keeps its author's message, on one line")
 	require.NotContains(t, log, "CANARY")
 	require.NotContains(t, reason, "CANARY")
 }
@@ -105,7 +106,7 @@ func TestPlanLogDiagnostics(t *testing.T) {
 // An overlong line that never ends is dropped, not held without bound.
 func TestPlanLogBoundsAnUnendedLine(t *testing.T) {
 	var out bytes.Buffer
-	pl := newPlanLog(&out)
+	pl := newPlanLog(&out, nil)
 	_, _ = pl.Write([]byte(`{"type":"version","@message":"` + strings.Repeat("x", maxLogLine*16) + `"}`))
 	require.Empty(t, pl.buf)
 	_, _ = pl.Write([]byte("\n" + `{"type":"version","@message":"Terraform 1.11.4"}` + "\n"))
@@ -158,7 +159,7 @@ func TestPlanLogSummary(t *testing.T) {
 		zero    = `{"type":"change_summary","changes":{"add":0,"change":0,"import":0,"remove":0,"operation":"plan"}}`
 	)
 	summarise := func(lines ...string) streamSummary {
-		pl := newPlanLog(io.Discard)
+		pl := newPlanLog(io.Discard, nil)
 		_, _ = pl.Write([]byte(strings.Join(lines, "\n") + "\n"))
 		pl.flush()
 		return pl.summary()
@@ -166,13 +167,14 @@ func TestPlanLogSummary(t *testing.T) {
 	require.True(t, summarise(version, zero).nothing(), "a complete stream without changes")
 	require.True(t, summarise(version, `{"type":"outputs","outputs":{"o":{"sensitive":false,"action":"noop"}}}`, zero).nothing(), "unchanged outputs")
 	for name, lines := range map[string][]string{
-		"drift":          {version, `{"type":"resource_drift","change":{"resource":{"addr":"a.b"},"action":"update"}}`, zero},
-		"planned change": {version, `{"type":"planned_change","change":{"resource":{"addr":"a.b"},"action":"move"}}`, zero},
-		"output change":  {version, `{"type":"outputs","outputs":{"o":{"sensitive":true,"action":"create"}}}`, zero},
-		"import":         {version, `{"type":"change_summary","changes":{"add":0,"change":0,"import":1,"remove":0}}`},
-		"no summary":     {version},
-		"no version":     {zero},
-		"a line unread":  {version, `{"type":"resource_drift","change":`, zero},
+		"drift":           {version, `{"type":"resource_drift","change":{"resource":{"addr":"a.b"},"action":"update"}}`, zero},
+		"planned change":  {version, `{"type":"planned_change","change":{"resource":{"addr":"a.b"},"action":"move"}}`, zero},
+		"output change":   {version, `{"type":"outputs","outputs":{"o":{"sensitive":true,"action":"create"}}}`, zero},
+		"import":          {version, `{"type":"change_summary","changes":{"add":0,"change":0,"import":1,"remove":0}}`},
+		"no summary":      {version},
+		"no version":      {zero},
+		"a line unread":   {version, `{"type":"resource_drift","change":`, zero},
+		"a failing check": {version, zero, `{"type":"diagnostic","diagnostic":{"severity":"warning","summary":"Check block assertion failed","detail":"n is 5","snippet":{"context":"check \"health\"","values":[]}}}`},
 	} {
 		require.False(t, summarise(lines...).nothing(), name)
 	}
@@ -181,5 +183,52 @@ func TestPlanLogSummary(t *testing.T) {
 		require.NoError(t, err)
 		s := summarise(string(stream))
 		require.Equal(t, streamSummary{version: true, summary: true, changes: 2, drift: 1, planned: 2}, s, file)
+	}
+}
+
+// A failed condition's error keeps its author's message without
+// Terraform's trailer, redacted and capped; warnings from a check block
+// are counted (a plan with a failing check is not "nothing"), and a
+// nested data source's failure is remembered as the check's problem reads.
+func TestPlanLogConditions(t *testing.T) {
+	stream := strings.Join([]string{
+		`{"type":"version","@message":"Terraform 1.11.4"}`,
+		`{"type":"change_summary","changes":{"add":0,"change":0,"import":0,"remove":0}}`,
+		`{"type":"diagnostic","diagnostic":{"severity":"warning","summary":"Check block assertion failed","detail":"token CANARY-secret is stale","snippet":{"context":"check \"health\"","values":[{"traversal":"var.n","statement":"is CANARY-snippet"}]}}}`,
+		`{"type":"diagnostic","diagnostic":{"severity":"warning","summary":"Cannot read file","detail":"open /x: no such file","address":"data.dwtest_file.f","snippet":{"context":"check \"ds\"","values":[]}}}`,
+		`{"type":"diagnostic","diagnostic":{"severity":"error","summary":"Invalid value for variable","detail":"n must be < 10, not CANARY-secret.\n\nThis was checked by the validation rule at main.tf:4,3-13.","range":{"filename":"main.tf","start":{"line":4}}}}`,
+		`{"type":"diagnostic","diagnostic":{"severity":"error","summary":"Resource postcondition failed","detail":"` + strings.Repeat("long ", 100) + `","snippet":{"context":"resource \"terraform_data\" \"x\"","values":[]}}}`,
+	}, "\n") + "\n"
+	var out bytes.Buffer
+	pl := newPlanLog(&out, func(s string) string { return strings.ReplaceAll(s, "CANARY-secret", "[REDACTED]") })
+	_, _ = pl.Write([]byte(stream))
+	pl.flush()
+	require.Equal(t, 2, pl.summary().checks)
+	require.False(t, pl.summary().nothing())
+	require.True(t, pl.checkDataFailure("Cannot read file: open /x: no such file"))
+	require.False(t, pl.checkDataFailure("token CANARY-secret is stale"), "an assertion's failure is not a data source's")
+	reason := pl.reason()
+	require.True(t, strings.HasPrefix(reason, "Error: Invalid value for variable (main.tf line 4): n must be < 10, not [REDACTED]. (and 1 more errors)"), reason)
+	require.NotContains(t, reason, "CANARY")
+	require.NotContains(t, out.String(), "CANARY-snippet")
+
+	pl = newPlanLog(io.Discard, nil)
+	_, _ = pl.Write([]byte(strings.Split(stream, "\n")[5] + "\n"))
+	reason = pl.reason()
+	require.True(t, strings.HasPrefix(reason, "Error: Resource postcondition failed (terraform_data.x): long long"), reason)
+	require.True(t, strings.HasSuffix(reason, "…"), "capped: %s", reason)
+}
+
+func TestBlockAddress(t *testing.T) {
+	for in, want := range map[string]string{
+		`check "health"`:                "check.health",
+		`resource "terraform_data" "x"`: "terraform_data.x",
+		`data "http" "api"`:             "data.http.api",
+		`output "o"`:                    "output.o",
+		`variable "n"`:                  "var.n",
+		`module "m"`:                    "",
+		``:                              "",
+	} {
+		require.Equal(t, want, blockAddress(in), in)
 	}
 }

@@ -75,6 +75,9 @@ type Session struct {
 	// nothing is set by a Plan whose stream reported no change at all
 	// (Unchanged).
 	nothing bool
+	// stream is the last Plan's rendered stream (with JSON): Show asks it
+	// which checks failed because a nested data source did.
+	stream *planLog
 }
 
 // stderrTail bounds the stderr a failure is explained from.
