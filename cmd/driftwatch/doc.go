@@ -1,6 +1,7 @@
 // Command driftwatch finds Terraform/OpenTofu drift.
 //
 //	driftwatch validate --config FILE
+//	driftwatch inventory --config FILE [--format table|yaml]
 //	driftwatch audit    --config FILE [--workspace NAME]... [--label k=v]... [--concurrency N]
 //	                    [--format table|json|markdown|junit] [--output FILE] [--strict] [--cache-dir DIR]
 //	driftwatch daemon   --config FILE [--once] [--log-level L] [--log-format json|text]
@@ -20,7 +21,8 @@
 // forbidden, 1 error) and signal handling (SIGINT and SIGTERM cancel the
 // command's context). Everything else is a call: validate, audit, daemon
 // and runner go through internal/app (app.Harden first, for every
-// command); the commands that call a running daemon (run, logs, cancel,
+// command); inventory prints what config.LoadFile and
+// Config.DiscoverGit expand; the commands that call a running daemon (run, logs, cancel,
 // approve, reject, silence) go through internal/apiclient; reports are
 // written by internal/report.
 //

@@ -33,6 +33,7 @@ const usage = `driftwatch finds Terraform/OpenTofu drift.
 Usage:
   driftwatch daemon   --config FILE     run always-on: scheduler, store, status page, API, metrics
   driftwatch validate --config FILE     check the config and inventory, run nothing
+  driftwatch inventory --config FILE    list every workspace, configured or discovered (--format table|yaml)
   driftwatch audit    --config FILE     run every workspace once and report
   driftwatch approve  ID --token-file F approve a pending remediation (--server URL, default http://127.0.0.1:8080)
   driftwatch reject   ID --token-file F reject a pending or approved remediation
@@ -76,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCmd(args[1:], stdout, stderr)
 	case "silence":
 		return silenceCmd(args[1:], stdout, stderr)
+	case "inventory":
+		return inventoryCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "driftwatch %s (%s)\n", version.Version, version.Commit)
 		return 0

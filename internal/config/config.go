@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -52,6 +53,9 @@ type Config struct {
 	Remediation RemediationSwitch `yaml:"remediation"`
 	Defaults    Defaults          `yaml:"defaults"`
 	Workspaces  []Workspace       `yaml:"workspaces"`
+	// Discover entries expand into workspaces, one per root module found
+	// in a tree (discover.go).
+	Discover []Discover `yaml:"discover"`
 	// Runner selects where runs execute (runner.go).
 	Runner Runner `yaml:"runner"`
 
@@ -178,7 +182,9 @@ func Load(file string, data []byte) (*Config, error) {
 	if err := cfg.loadIncludes(pos); err != nil {
 		return nil, err
 	}
-	if err := cfg.validate(pos); err != nil {
+	// Discovered workspaces are validated with the configured ones.
+	derr := cfg.expandDiscover(context.Background(), pos)
+	if err := errors.Join(derr, cfg.validate(pos)); err != nil {
 		return nil, err
 	}
 	return cfg, nil

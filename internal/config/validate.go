@@ -137,14 +137,7 @@ func (c *Config) validate(pos *positions) error {
 	for i := range c.Workspaces {
 		w := &c.Workspaces[i]
 		errs = append(errs, w.validate(c)...)
-		if w.Name == "" {
-			continue
-		}
-		if prev, dup := first[w.Name]; dup {
-			add(w.pos.errorf(w.prefix+".name", "duplicate workspace name %q (first defined at %s)", w.Name, prev))
-			continue
-		}
-		first[w.Name] = w.pos.at(w.prefix + ".name")
+		errs = append(errs, checkDuplicate(first, w)...)
 	}
 	return errors.Join(errs...)
 }

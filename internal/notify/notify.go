@@ -85,8 +85,11 @@ type Incident struct {
 	Findings []drift.Finding // counted findings only, sorted
 	Counts   drift.Counts
 	Error    string // one-line reason, errored class only
-	RunID    string // the run that caused this message
-	URL      string // the workspace's status page, if server.external_url is set
+	// Reason says why a resolve was not a clean run's (e.g. "workspace
+	// removed"); empty otherwise.
+	Reason string `json:",omitempty"`
+	RunID  string // the run that caused this message
+	URL    string // the workspace's status page, if server.external_url is set
 	// Escalated is how many steps failed remediations raised Severity
 	// above the policy's (0: not raised). It lasts until the incident
 	// resolves.

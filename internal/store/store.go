@@ -269,6 +269,13 @@ type AlertStore interface {
 	// Incidents lists a workspace's incidents (all states), or every open
 	// or pending incident when workspace is "".
 	Incidents(ctx context.Context, workspace string) ([]Incident, error)
+	// RetireWorkspace writes, in one transaction and outside any run,
+	// what decide makes of a workspace's stored incidents (every state):
+	// the changed incidents and the messages to enqueue, checked as
+	// FinishRunWithOutcome checks decide's. For a workspace that left the
+	// config; its runs and state are left alone.
+	RetireWorkspace(ctx context.Context, workspace string, at time.Time,
+		decide func(incidents []Incident) ([]Incident, []OutboxMessage)) error
 	// HeldWorkspaces lists the workspaces with held messages.
 	HeldWorkspaces(ctx context.Context) ([]string, error)
 	// ReleaseHeld replaces, in one transaction, each (notifier, incident)

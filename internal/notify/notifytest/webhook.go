@@ -98,6 +98,7 @@ type WebhookIncident struct {
 	RunID             string            `json:"run_id"`
 	URL               string            `json:"url"`
 	Escalated         int               `json:"escalated"`
+	Reason            string            `json:"reason"`
 }
 
 // WebhookDelta is the payload's delta.

@@ -25,6 +25,7 @@
 //	    "findings_truncated": true,   // only when over 1000 findings
 //	    "error": "...", "run_id": "...", "url": "https://...",
 //	    "escalated": 1                // only when failed remediations raised the severity
+//	    "reason": "workspace removed" // only on a resolve that was not a clean run
 //	  },
 //	  "delta": {"added": [...], "removed": [...], "changed": [...]} | null,
 //	  "remediation": {                // event "remediation" only

@@ -69,6 +69,8 @@ type incident struct {
 	RunID             string            `json:"run_id"`
 	URL               string            `json:"url"`
 	Escalated         int               `json:"escalated,omitempty"`
+	// Reason says why a resolve was not a clean run's ("workspace removed").
+	Reason string `json:"reason,omitempty"`
 }
 
 type delta struct {
@@ -94,7 +96,7 @@ func buildPayload(m notify.Message) ([]byte, error) {
 			Key: in.Key, Workspace: in.Workspace, Class: in.Class, Severity: in.Severity,
 			Owner: in.Owner, Team: in.Team, Labels: labels, Since: in.Since.UTC(),
 			Counts: in.Counts, Findings: fs, FindingsTruncated: cut,
-			Error: in.Error, RunID: in.RunID, URL: in.URL, Escalated: in.Escalated,
+			Error: in.Error, RunID: in.RunID, URL: in.URL, Escalated: in.Escalated, Reason: in.Reason,
 		},
 		At: m.At.UTC(),
 	}
