@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -83,18 +82,10 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("github %q: %w", cfg.Name, err)
 	}
-	raw, err := os.ReadFile(cfg.TokenFile)
+	token, err := notify.ReadSecretFile("token_file", cfg.TokenFile, "want one token on one line (printable ASCII, no spaces)",
+		func(t string) bool { return strings.IndexFunc(t, notTokenRune) < 0 })
 	if err != nil {
-		// The *PathError names the file, not its content.
-		return nil, fmt.Errorf("github %q: token_file: %w", cfg.Name, err)
-	}
-	token := strings.TrimSpace(string(raw))
-	switch {
-	case token == "":
-		return nil, fmt.Errorf("github %q: token_file %q is empty", cfg.Name, cfg.TokenFile)
-	case strings.IndexFunc(token, notTokenRune) >= 0:
-		// Say what is wrong, never what the file holds.
-		return nil, fmt.Errorf("github %q: token_file %q: want one token on one line (printable ASCII, no spaces)", cfg.Name, cfg.TokenFile)
+		return nil, fmt.Errorf("github %q: %w", cfg.Name, err)
 	}
 	owner, repo, _ := ParseRepository(cfg.Repository) // Validate checked it
 

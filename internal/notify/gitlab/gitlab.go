@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,18 +55,10 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("gitlab %q: %w", cfg.Name, err)
 	}
-	raw, err := os.ReadFile(cfg.TokenFile)
+	token, err := notify.ReadSecretFile("token_file", cfg.TokenFile, "want one access token (printable ASCII, no spaces) on one line",
+		func(t string) bool { return len(t) <= 1024 && strings.IndexFunc(t, notTokenRune) < 0 })
 	if err != nil {
-		// The *PathError names the file, not its content.
-		return nil, fmt.Errorf("gitlab %q: token_file: %w", cfg.Name, err)
-	}
-	token := strings.TrimSpace(string(raw))
-	switch {
-	case token == "":
-		return nil, fmt.Errorf("gitlab %q: token_file %q is empty", cfg.Name, cfg.TokenFile)
-	case len(token) > 1024 || strings.IndexFunc(token, notTokenRune) >= 0:
-		// Say what is wrong, never what the file holds.
-		return nil, fmt.Errorf("gitlab %q: token_file %q: want one access token (printable ASCII, no spaces) on one line", cfg.Name, cfg.TokenFile)
+		return nil, fmt.Errorf("gitlab %q: %w", cfg.Name, err)
 	}
 	base := cfg.APIURL
 	if base == "" {

@@ -11,7 +11,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -48,18 +47,10 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("jsm %q: %w", cfg.Name, err)
 	}
-	raw, err := os.ReadFile(cfg.APIKeyFile)
+	key, err := notify.ReadSecretFile("api_key_file", cfg.APIKeyFile, "the key must be one line of printable ASCII without spaces",
+		func(k string) bool { return strings.IndexFunc(k, notKeyRune) < 0 })
 	if err != nil {
-		// The *PathError names the file, not its content.
-		return nil, fmt.Errorf("jsm %q: api_key_file: %w", cfg.Name, err)
-	}
-	key := strings.TrimSpace(string(raw))
-	switch {
-	case key == "":
-		return nil, fmt.Errorf("jsm %q: api_key_file %q is empty", cfg.Name, cfg.APIKeyFile)
-	case strings.IndexFunc(key, notKeyRune) >= 0:
-		// Say what is wrong, never what the file holds.
-		return nil, fmt.Errorf("jsm %q: api_key_file %q: the key must be one line of printable ASCII without spaces", cfg.Name, cfg.APIKeyFile)
+		return nil, fmt.Errorf("jsm %q: %w", cfg.Name, err)
 	}
 	base := cfg.APIURL
 	if base == "" {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -53,17 +52,10 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("opsgenie %q: %w", cfg.Name, err)
 	}
-	raw, err := os.ReadFile(cfg.APIKeyFile)
+	key, err := notify.ReadSecretFile("api_key_file", cfg.APIKeyFile, "the key must be one line without spaces",
+		func(k string) bool { return !strings.ContainsAny(k, " \t\r\n") })
 	if err != nil {
-		// The *PathError names the file, not its content.
-		return nil, fmt.Errorf("opsgenie %q: api_key_file: %w", cfg.Name, err)
-	}
-	key := strings.TrimSpace(string(raw))
-	if key == "" {
-		return nil, fmt.Errorf("opsgenie %q: api_key_file %q is empty", cfg.Name, cfg.APIKeyFile)
-	}
-	if strings.ContainsAny(key, " \t\r\n") {
-		return nil, fmt.Errorf("opsgenie %q: api_key_file %q: the key must be one line without spaces", cfg.Name, cfg.APIKeyFile)
+		return nil, fmt.Errorf("opsgenie %q: %w", cfg.Name, err)
 	}
 	apiURL, err := cfg.apiURL()
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 	"unicode"
@@ -51,18 +50,11 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("pagerduty %q: %w", cfg.Name, err)
 	}
-	raw, err := os.ReadFile(cfg.RoutingKeyFile)
+	key, err := notify.ReadSecretFile("routing_key_file", cfg.RoutingKeyFile,
+		fmt.Sprintf("want the %d-character integration key of an Events API v2 integration, on one line", routingKeyLen),
+		func(k string) bool { return len(k) == routingKeyLen && strings.IndexFunc(k, notKeyRune) < 0 })
 	if err != nil {
-		// The *PathError names the file, not its content.
-		return nil, fmt.Errorf("pagerduty %q: routing_key_file: %w", cfg.Name, err)
-	}
-	key := strings.TrimSpace(string(raw))
-	switch {
-	case key == "":
-		return nil, fmt.Errorf("pagerduty %q: routing_key_file %q is empty", cfg.Name, cfg.RoutingKeyFile)
-	case len(key) != routingKeyLen || strings.IndexFunc(key, notKeyRune) >= 0:
-		// Say what is wrong, never what the file holds.
-		return nil, fmt.Errorf("pagerduty %q: routing_key_file %q: want the %d-character integration key of an Events API v2 integration, on one line", cfg.Name, cfg.RoutingKeyFile, routingKeyLen)
+		return nil, fmt.Errorf("pagerduty %q: %w", cfg.Name, err)
 	}
 	base := cfg.URL
 	if base == "" {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -50,17 +49,10 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("teams %q: %w", cfg.Name, err)
 	}
-	raw, err := os.ReadFile(cfg.WebhookURLFile)
+	rawURL, err := notify.ReadSecretFile("webhook_url_file", cfg.WebhookURLFile, "want one URL on one line",
+		func(u string) bool { return !strings.ContainsAny(u, " \t\r\n") })
 	if err != nil {
-		// The *PathError names the file, not its content.
-		return nil, fmt.Errorf("teams %q: webhook_url_file: %w", cfg.Name, err)
-	}
-	rawURL := strings.TrimSpace(string(raw))
-	if rawURL == "" {
-		return nil, fmt.Errorf("teams %q: webhook_url_file %q is empty", cfg.Name, cfg.WebhookURLFile)
-	}
-	if strings.ContainsAny(rawURL, " \t\r\n") {
-		return nil, fmt.Errorf("teams %q: webhook_url_file %q: want one URL on one line", cfg.Name, cfg.WebhookURLFile)
+		return nil, fmt.Errorf("teams %q: %w", cfg.Name, err)
 	}
 	u, err := checkWebhookURL(rawURL, cfg.WebhookURLFile)
 	if err != nil {
