@@ -104,19 +104,7 @@ func (d *Discover) validate(c *Config) (map[string]*template.Template, []error) 
 		add("name_prefix", "%q is not a DNS label (lowercase letters, digits and '-')", d.NamePrefix)
 	}
 	s := &d.Source
-	switch {
-	case s.Path == "" && s.Git == nil:
-		add("source", "set exactly one of path or git")
-	case s.Path != "" && s.Git != nil:
-		add("source", "set exactly one of path or git, not both")
-	case s.Path != "":
-		s.Path = absFrom(dir, s.Path)
-		if fi, err := os.Stat(s.Path); err != nil {
-			add("source.path", "%v", err)
-		} else if !fi.IsDir() {
-			add("source.path", "%s is not a directory", s.Path)
-		}
-	default:
+	if s.checkChoice(dir, add) {
 		// The generated workspaces' own checks cover the rest of git.
 		if s.Git.URL == "" {
 			add("source.git.url", "required")

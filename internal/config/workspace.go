@@ -129,19 +129,7 @@ func (w *Workspace) validate(c *Config) []error {
 		add("name", "%q is not a DNS label (lowercase letters, digits and '-', at most 63 characters)", w.Name)
 	}
 	s := &w.Source
-	switch {
-	case s.Path == "" && s.Git == nil:
-		add("source", "set exactly one of path or git")
-	case s.Path != "" && s.Git != nil:
-		add("source", "set exactly one of path or git, not both")
-	case s.Path != "":
-		s.Path = absFrom(dir, s.Path)
-		if fi, err := os.Stat(s.Path); err != nil {
-			add("source.path", "%v", err)
-		} else if !fi.IsDir() {
-			add("source.path", "%s is not a directory", s.Path)
-		}
-	default:
+	if s.checkChoice(dir, add) {
 		g := s.Git
 		if g.URL == "" {
 			add("source.git.url", "required")
@@ -242,4 +230,26 @@ func (w *Workspace) validate(c *Config) []error {
 		delete(w.Env, k) // a workspace secret overrides a default plain value
 	}
 	return errs
+}
+
+// checkChoice checks that s is a path or a git source, not both nor
+// neither; a path is made absolute against dir and must be a directory.
+// It reports whether s is a git source, whose keys the caller checks.
+func (s *Source) checkChoice(dir string, add func(k, format string, args ...any)) (git bool) {
+	switch {
+	case s.Path == "" && s.Git == nil:
+		add("source", "set exactly one of path or git")
+	case s.Path != "" && s.Git != nil:
+		add("source", "set exactly one of path or git, not both")
+	case s.Path != "":
+		s.Path = absFrom(dir, s.Path)
+		if fi, err := os.Stat(s.Path); err != nil {
+			add("source.path", "%v", err)
+		} else if !fi.IsDir() {
+			add("source.path", "%s is not a directory", s.Path)
+		}
+	default:
+		return true
+	}
+	return false
 }
