@@ -78,6 +78,11 @@ func runWorkspace(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		return 0
 	}
 	fmt.Fprint(stderr, queuedLine)
+	// Progress as audit shows it: plain lines, and on a terminal a live
+	// status line too, unless the log streams to the same terminal.
+	progress := report.NewProgress(stderr, isTerminal(stderr) && !o.follow, 1)
+	defer progress.Close()
+	progress.Started(name)
 
 	wctx := ctx
 	if o.timeout > 0 {
@@ -106,6 +111,12 @@ func runWorkspace(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		fmt.Fprintf(stderr, "driftwatch: run %s of %s: %v\n", id, name, err)
 		return report.ExitError
 	}
+	var took time.Duration
+	if res.DurationSeconds != nil {
+		took = time.Duration(*res.DurationSeconds * float64(time.Second))
+	}
+	progress.Done(name, res.Status, res.Counts, took, res.Error)
+	progress.Close()
 	code := runExitCode(res, o.strict)
 	switch {
 	case o.format == "json":

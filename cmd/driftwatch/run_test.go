@@ -246,15 +246,21 @@ func TestRunWait(t *testing.T) {
 		fin      store.Run
 		wantLine string
 		wantCode int
+		// progress is the audit-style line on stderr when the run ends.
+		progress string
 	}{
 		{"clean", store.Run{Status: drift.StatusClean, Findings: driftFound[2:]},
-			"run run-1 of payments: clean (drift 0, pending 0, forbidden 0) in 41.3s", 0},
+			"run run-1 of payments: clean (drift 0, pending 0, forbidden 0) in 41.3s", 0,
+			"[1/1] payments: clean (drift 0, pending 0, forbidden 0) in 41.3s"},
 		{"drift", store.Run{Status: drift.StatusDrift, Findings: driftFound},
-			"run run-1 of payments: drift (drift 1, pending 1, forbidden 0) in 41.3s", 2},
+			"run run-1 of payments: drift (drift 1, pending 1, forbidden 0) in 41.3s", 2,
+			"[1/1] payments: drift (drift 1, pending 1, forbidden 0) in 41.3s"},
 		{"errored", store.Run{Status: drift.StatusErrored, Error: "plan: exit status 1\nError: Invalid provider configuration"},
-			"run run-1 of payments: errored in 41.3s: plan: exit status 1", 1},
+			"run run-1 of payments: errored in 41.3s: plan: exit status 1", 1,
+			"[1/1] payments: errored (drift 0, pending 0, forbidden 0) in 41.3s: plan: exit status 1"},
 		{"cancelled", store.Run{Status: store.RunCancelled, Error: "cancelled by request"},
-			"run run-1 of payments: cancelled, no verdict in 41.3s: cancelled by request", 1},
+			"run run-1 of payments: cancelled, no verdict in 41.3s: cancelled by request", 1,
+			"[1/1] payments: cancelled in 41.3s: cancelled by request"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := newTestDaemon(t, "")
@@ -266,7 +272,7 @@ func TestRunWait(t *testing.T) {
 			r := d.wait(done)
 			require.Equal(t, c.wantCode, r.code, r.errOut)
 			require.Equal(t, c.wantLine+"\n", r.out)
-			require.Equal(t, "run run-1 of payments: queued\n", r.errOut)
+			require.Equal(t, "run run-1 of payments: queued\n[0/1] payments: started\n"+c.progress+"\n", r.errOut)
 
 			reqs := d.reqs()
 			require.Equal(t, []string{
@@ -336,6 +342,8 @@ func TestRunFollow(t *testing.T) {
 	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n== plan ==\n  ~ aws_s3_bucket.logs\n", r.out)
 	page := "https://drift.example.com/dw/runs/" + id
 	require.Equal(t, "run "+id+" of payments: queued ("+page+")\n"+
+		"[0/1] payments: started\n"+
+		"[1/1] payments: drift (drift 1, pending 1, forbidden 0) in 2s\n"+
 		"run "+id+" of payments: drift (drift 1, pending 1, forbidden 0) in 2s ("+page+")\n", r.errOut)
 	reqs := d.reqs()
 	require.Equal(t, "GET /api/v1/runs/"+id+"/logs Bearer "+runToken, reqs[2], "the log is read with the token")
@@ -356,7 +364,9 @@ func TestRunFollowStreamBreaks(t *testing.T) {
 	require.Equal(t, 0, r.code, r.errOut)
 	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n", r.out)
 	require.Equal(t, "run "+id+" of net: queued\n"+
+		"[0/1] net: started\n"+
 		"driftwatch: log stream of run "+id+" cut short (unexpected EOF); waiting for its verdict\n"+
+		"[1/1] net: clean (drift 0, pending 0, forbidden 0) in 1s\n"+
 		"run "+id+" of net: clean (drift 0, pending 0, forbidden 0) in 1s\n", r.errOut)
 }
 
@@ -443,7 +453,7 @@ func TestRunInterrupt(t *testing.T) {
 	cancel()
 	r := d.wait(done)
 	require.Equal(t, 1, r.code)
-	require.Equal(t, "run "+id+" of payments: queued\n"+
+	require.Equal(t, "run "+id+" of payments: queued\n[0/1] payments: started\n"+
 		"driftwatch: interrupted: stopped waiting; run "+id+" goes on on the daemon (driftwatch cancel "+id+" stops it)\n", r.errOut)
 	run, err := d.st.Run(t.Context(), id)
 	require.NoError(t, err)
@@ -460,7 +470,7 @@ func TestRunInterrupt(t *testing.T) {
 	cancel()
 	r = d.wait(done)
 	require.Equal(t, 1, r.code)
-	require.Equal(t, "run "+id+" of payments: queued\n"+
+	require.Equal(t, "run "+id+" of payments: queued\n[0/1] payments: started\n"+
 		"driftwatch: interrupted: cancelling run "+id+"\n"+
 		"run "+id+": cancelled (it was queued and never started)\n", r.errOut)
 	require.Equal(t, "POST /api/v1/runs/"+id+"/cancel Bearer "+runToken, d.reqs()[len(d.reqs())-1])
@@ -474,7 +484,7 @@ func TestRunTimeout(t *testing.T) {
 	d := newTestDaemon(t, "")
 	r := d.run("net", "--wait", "--timeout", "100ms")
 	require.Equal(t, 1, r.code)
-	require.Equal(t, "run run-1 of net: queued\n"+
+	require.Equal(t, "run run-1 of net: queued\n[0/1] net: started\n"+
 		"driftwatch: run run-1 of net: not finished after 100ms (--timeout); it goes on on the daemon (driftwatch logs run-1 --follow)\n", r.errOut)
 }
 

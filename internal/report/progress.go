@@ -64,19 +64,28 @@ func (p *Progress) Started(name string) {
 
 // Finished records a workspace's result.
 func (p *Progress) Finished(r drift.Result) {
+	p.Done(r.Workspace, r.Status, drift.CountFindings(r.Findings), r.Duration, r.Error)
+}
+
+// Done records that a workspace ended with status and counts after d
+// (errText: the one-line reason of an errored one), for a result known
+// by its counts only (a daemon's run).
+func (p *Progress) Done(name string, status drift.Status, c drift.Counts, d time.Duration, errText string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.running, r.Workspace)
+	delete(p.running, name)
 	p.done++
-	c := drift.CountFindings(r.Findings)
-	counts := fmt.Sprintf("drift %d, pending %d, forbidden %d", c.Drift, c.Pending, c.Forbidden)
-	if c.Check > 0 {
-		counts += fmt.Sprintf(", check %d", c.Check)
+	msg := fmt.Sprintf("[%d/%d] %s: %s", p.done, p.total, name, status)
+	if status.Severity() >= 0 { // a verdict: cancelled and interrupted runs have no counts
+		msg += fmt.Sprintf(" (drift %d, pending %d, forbidden %d", c.Drift, c.Pending, c.Forbidden)
+		if c.Check > 0 {
+			msg += fmt.Sprintf(", check %d", c.Check)
+		}
+		msg += ")"
 	}
-	msg := fmt.Sprintf("[%d/%d] %s: %s (%s) in %s",
-		p.done, p.total, r.Workspace, r.Status, counts, r.Duration.Round(100*time.Millisecond))
-	if r.Error != "" {
-		msg += ": " + r.Error
+	msg += " in " + d.Round(100*time.Millisecond).String()
+	if first, _, _ := strings.Cut(errText, "\n"); first != "" {
+		msg += ": " + first
 	}
 	p.line(msg)
 }
