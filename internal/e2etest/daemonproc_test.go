@@ -146,8 +146,9 @@ type apiWorkspace struct {
 	Counts struct {
 		Drift, Pending, Forbidden int
 	} `json:"counts"`
-	Error     string `json:"error"`
-	LastRunID string `json:"last_run_id"`
+	Error     string            `json:"error"`
+	LastRunID string            `json:"last_run_id"`
+	Labels    map[string]string `json:"labels"`
 }
 
 func (d *daemonProc) workspaces() map[string]apiWorkspace {
