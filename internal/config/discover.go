@@ -327,9 +327,12 @@ func (c *Config) DiscoverGit(ctx context.Context) error {
 
 func (d *Discover) expandGit(ctx context.Context, entry int, cacheDir, workDir string, tmpls map[string]*template.Template) ([]Workspace, error) {
 	// The work directory may not exist yet (a daemon's first discovery
-	// comes before its first run); runs make it 0700 too.
-	if err := os.MkdirAll(workDir, 0o700); err != nil {
-		return nil, d.pos.errorf(d.prefix+".source.git", "%v", err)
+	// comes before its first run); runs make it 0700 too. "": the
+	// system's temporary directory.
+	if workDir != "" {
+		if err := os.MkdirAll(workDir, 0o700); err != nil {
+			return nil, d.pos.errorf(d.prefix+".source.git", "%v", err)
+		}
 	}
 	tmp, err := os.MkdirTemp(workDir, "driftwatch-discover-")
 	if err != nil {
