@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -221,7 +222,7 @@ workspaces:
 	d.eventually("fast finished, slow running, waiting queued", 60*time.Second, func() bool {
 		ws := d.workspaces()
 		slow, waiting := d.runs("slow"), d.runs("waiting")
-		return ws["fast"].Status == "clean" && len(slow) == 1 && slow[0].Status == "running" && providerPIDs(e.workDir()) != nil &&
+		return ws["fast"].Status == "clean" && len(slow) == 1 && slow[0].Status == "running" && planProviderPIDs(e.workDir()) != nil &&
 			len(waiting) == 1 && waiting[0].Status == "queued"
 	})
 	killedID := d.runs("slow")[0].ID
@@ -232,8 +233,14 @@ workspaces:
 	// and its provider stay until a daemon of the same store starts again.
 	left, _ := filepath.Glob(filepath.Join(e.workDir(), "dw-*"))
 	require.NotEmpty(t, left, "kill -9 leaves its run directory behind")
+	// Usually the plan's provider outlives the killed daemon, and the
+	// restart must kill it. It can also end on its own right away, with
+	// its Terraform (seen under load): then there is nothing to sweep, and
+	// the end of the test still requires that nothing is left.
 	orphans := providerPIDs(e.workDir())
-	require.NotEmpty(t, orphans, "kill -9 leaves the plan's provider running")
+	if len(orphans) == 0 {
+		t.Log("the killed run's provider ended with it: nothing for the restart to sweep")
+	}
 
 	d2 := startDaemon(t, cfg, listen)
 	for _, dir := range left {
@@ -273,6 +280,25 @@ func processAlive(pid int) bool {
 	}
 	i := bytes.LastIndexByte(stat, ')')
 	return i < 0 || !bytes.HasPrefix(bytes.TrimSpace(stat[i+1:]), []byte("Z"))
+}
+
+// planProviderPIDs lists the provider processes under dir that are still
+// there a second later: the slow plan's provider, not one Terraform starts
+// and stops around it (to validate, or to read the schema), which a kill
+// could miss.
+func planProviderPIDs(dir string) []int {
+	first := providerPIDs(dir)
+	if first == nil {
+		return nil
+	}
+	time.Sleep(time.Second)
+	var out []int
+	for _, pid := range providerPIDs(dir) {
+		if slices.Contains(first, pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // providerPIDs lists the provider processes working under dir (nil: none).
