@@ -3,9 +3,10 @@
 // Management's integration API, PagerDuty's Events API v2, a Teams
 // Workflows trigger, GitHub's REST API, GitLab's REST API v4, a real SMTP
 // server (emersion/go-smtp) with STARTTLS and AUTH, a signed-webhook
-// receiver, Slack's Web API), failure
-// injection for the cases a real service cannot produce on demand, and
-// Conformance, the checks every notify.Notifier must pass.
+// receiver, Slack's Web API, and Slack's side of interactivity: a signer
+// of interaction requests and a response_url receiver), failure injection
+// for the cases a real service cannot produce on demand, and Conformance,
+// the checks every notify.Notifier must pass.
 //
 // The servers are real HTTP(S) servers on 127.0.0.1 (httptest), so the
 // notifiers' real clients, SDKs and TLS stacks run in tests; they record
