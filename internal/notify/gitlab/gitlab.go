@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -531,26 +530,13 @@ func flatten(v any) string {
 }
 
 func (n *Notifier) clean(s string, limit int) string {
-	// Redacted before cutting, so no partial token survives the cut.
-	return notify.Truncate(notify.OneLine(n.redact(s)), limit)
+	return notify.CleanText(s, limit, n.redact)
 }
 
 // transportError describes err without the URL that *url.Error quotes.
 func (n *Notifier) transportError(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timeout after " + n.timeout.String()
-	}
-	return n.redact(err.Error())
+	return notify.TransportError(err, n.timeout, n.redact)
 }
 
 // redact removes the token from s.
-func (n *Notifier) redact(s string) string {
-	if n.token == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, n.token, "[REDACTED]")
-}
+func (n *Notifier) redact(s string) string { return notify.Redact(s, n.token) }

@@ -339,9 +339,4 @@ func isNotProcessed(err error) bool {
 }
 
 // redact removes the API key from s.
-func (n *Notifier) redact(s string) string {
-	if n.key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, n.key, "[REDACTED]")
-}
+func (n *Notifier) redact(s string) string { return notify.Redact(s, n.key) }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -177,8 +176,7 @@ func (n *Notifier) apiError(code int, r response) *APIError {
 }
 
 func (n *Notifier) clean(s string, limit int) string {
-	// Redacted before cutting, so no partial key survives the cut.
-	return notify.Truncate(notify.OneLine(n.redact(s)), limit)
+	return notify.CleanText(s, limit, n.redact)
 }
 
 // APIError is an error response from the Events API, redacted.
@@ -209,20 +207,8 @@ func (e *APIError) Error() string {
 
 // transportError describes err without the URL that *url.Error quotes.
 func (n *Notifier) transportError(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timeout after " + n.timeout.String()
-	}
-	return n.redact(err.Error())
+	return notify.TransportError(err, n.timeout, n.redact)
 }
 
 // redact removes the routing key from s.
-func (n *Notifier) redact(s string) string {
-	if n.key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, n.key, "[REDACTED]")
-}
+func (n *Notifier) redact(s string) string { return notify.Redact(s, n.key) }

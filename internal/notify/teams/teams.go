@@ -217,20 +217,8 @@ func (e *APIError) Error() string {
 
 // transportError describes err without the URL that *url.Error quotes.
 func (n *Notifier) transportError(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timeout after " + n.timeout.String()
-	}
-	return n.redact(err.Error())
+	return notify.TransportError(err, n.timeout, n.redact)
 }
 
 // redact removes the URL and its parts from s.
-func (n *Notifier) redact(s string) string {
-	for _, r := range n.redactions {
-		s = strings.ReplaceAll(s, r, "[REDACTED]")
-	}
-	return s
-}
+func (n *Notifier) redact(s string) string { return notify.Redact(s, n.redactions...) }

@@ -144,14 +144,7 @@ func (n *Notifier) Notify(ctx context.Context, m notify.Message, state []byte, _
 
 // transportError describes err without the URL that *url.Error quotes.
 func (n *Notifier) transportError(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timeout after " + n.timeout.String()
-	}
-	return n.redact(err.Error())
+	return notify.TransportError(err, n.timeout, n.redact)
 }
 
 // redactions lists what must never be shown: the URL and its parts that
@@ -180,12 +173,7 @@ func redactions(u *url.URL, secret string, headers map[string]string) []string {
 	return r
 }
 
-func (n *Notifier) redact(s string) string {
-	for _, r := range n.redactions {
-		s = strings.ReplaceAll(s, r, "[REDACTED]")
-	}
-	return s
-}
+func (n *Notifier) redact(s string) string { return notify.Redact(s, n.redactions...) }
 
 func isLoopback(host string) bool {
 	if host == "localhost" {
