@@ -185,8 +185,7 @@ func (n *Notifier) apiError(code int, raw []byte) *APIError {
 }
 
 func (n *Notifier) clean(s string, limit int) string {
-	// Redacted before cutting, so no partial secret survives the cut.
-	return notify.Truncate(notify.OneLine(n.redact(s)), limit)
+	return notify.CleanText(s, limit, n.redact)
 }
 
 // APIError is an error response from the Workflows trigger, redacted.
