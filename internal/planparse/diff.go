@@ -31,6 +31,16 @@ func attributePaths(before, after, afterUnknown, beforeSensitive, afterSensitive
 	return dropDescendants(slices.Compact(d.out))
 }
 
+// unknownPaths returns the sorted paths of the true leaves of an
+// after_unknown marker: the values a planned change knows only after apply
+// (what the provider computes, not what the configuration sets).
+func unknownPaths(afterUnknown, beforeSensitive, afterSensitive []byte) []string {
+	var d differ
+	d.unknown(afterUnknown, beforeSensitive, afterSensitive)
+	slices.Sort(d.out)
+	return dropDescendants(slices.Compact(d.out))
+}
+
 // dropDescendants removes paths under another reported path: when a whole
 // attribute is reported (e.g. "output", now unknown) its former children
 // ("output.app") add nothing.

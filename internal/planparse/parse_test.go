@@ -124,7 +124,7 @@ func TestParseFixtures(t *testing.T) {
 				// id is unknown after a replace; the sensitive map is one
 				// path, its (secret) keys are never listed.
 				{Address: "terraform_data.secret_map", Mode: "managed", Type: "terraform_data",
-					Actions: []string{"delete", "create"}, Attributes: []string{"id", "triggers_replace"},
+					Actions: []string{"delete", "create"}, Attributes: []string{"id", "triggers_replace"}, Unknown: []string{"id"},
 					ActionReason: "replace_because_cannot_update"},
 			},
 			Resources: []TypedResource{

@@ -93,6 +93,10 @@ type Change struct {
 	// Computed only when both before and after are objects, so a create
 	// or a delete has none.
 	Attributes []string
+	// Unknown are the paths among Attributes (or above them) whose planned
+	// value is unknown until apply: what the provider will compute. Only
+	// resource_changes have them.
+	Unknown []string
 	// Importing is set when the change imports an existing object.
 	Importing bool
 	// ActionReason is Terraform's display-only reason keyword, if any.
@@ -412,6 +416,9 @@ func (p *parser) readChange(isDrift bool) error {
 	b, a := get(before), get(after)
 	if kind(b) == kObject && kind(a) == kObject {
 		c.Attributes = attributePaths(b, a, get(unknown), get(bsen), get(asen), !isDrift)
+		if !isDrift {
+			c.Unknown = unknownPaths(get(unknown), get(bsen), get(asen))
+		}
 	}
 	if isDrift {
 		p.plan.Drift = append(p.plan.Drift, c)

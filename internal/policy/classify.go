@@ -35,14 +35,15 @@ const (
 // Classify turns a parsed plan into findings, sorted with
 // drift.SortFindings:
 //
-//   - drift: a managed resource_drift entry that is relevant (the address has
-//     a non-no-op resource_changes entry or is named in relevant_attributes,
-//     or the drift is a delete) and whose normalised diff is not empty (a
-//     delete always counts). Action is the drift action, Attributes the
-//     changed paths.
+//   - drift: a managed resource_drift entry with a changed path the plan
+//     sets back or that relevant_attributes names (a delete always counts;
+//     see driftCounts). Action is the drift action, Attributes those
+//     paths: what the code manages, not what the server changed by itself.
 //   - noise: irrelevant or empty drift (ignore_changes, provider null/{}
-//     round trips, server-side churn), data-source reads, and output changes
-//     (address output.NAME, type output, action update).
+//     round trips, server-side churn such as a resource_version alone),
+//     data-source reads, and output changes (address output.NAME, type
+//     output, action update). A noise drift finding lists every changed
+//     path.
 //   - pending: a non-no-op managed resource_changes entry without a drift
 //     finding for its address; Action is planparse.Change.Action.
 //   - forbidden: every managed resource whose type matches r.Forbidden, from
@@ -84,10 +85,13 @@ func Classify(p *planparse.Plan, r Rules) []drift.Finding {
 			Action:     d.Action(),
 			Attributes: paths(d.Attributes),
 		}
-		if d.Mode == modeManaged && driftCounts(p, d, changes) {
-			f.Kind = drift.KindDrift
-			drifted[d.Address] = true
-			applyIgnore(&f, r.Ignore)
+		if d.Mode == modeManaged {
+			if kept, ok := driftCounts(p, d, changes); ok {
+				f.Kind = drift.KindDrift
+				f.Attributes = paths(kept)
+				drifted[d.Address] = true
+				applyIgnore(&f, r.Ignore)
+			}
 		}
 		out = append(out, f)
 	}
@@ -155,20 +159,108 @@ func checks(cs []planparse.Check) []drift.Finding {
 	return out
 }
 
-// driftCounts decides whether a managed drift entry is real drift.
-func driftCounts(p *planparse.Plan, d planparse.Change, changes map[string]planparse.Change) bool {
+// driftCounts decides whether a managed drift entry is real drift, and
+// returns the drifted attribute paths that matter: what the code manages
+// and the plan would set back, or what other objects depend on. A path
+// the server changes by itself (a Kubernetes object's resource_version, a
+// last-modified time) is left out: the plan either keeps the new value
+// (it is computed and not configured) or leaves it unknown until apply. A
+// drift whose paths are all such is noise. This is decided from the plan
+// alone, with no list of attribute names per provider:
+//
+//   - a deleted object always counts (it has no paths);
+//   - with a planned update or replace of the address, a path counts when
+//     the plan changes it to a known value (set back, or set anew);
+//   - with a planned delete or forget (the code no longer manages the
+//     object), every path counts, as the last word on what drifted;
+//   - a path counts when relevant_attributes names it (or the address
+//     without paths): other changes depend on it.
+func driftCounts(p *planparse.Plan, d planparse.Change, changes map[string]planparse.Change) ([]string, bool) {
 	if d.Action() == string(tfjson.ActionDelete) {
-		return true
+		return d.Attributes, true
 	}
 	if len(d.Attributes) == 0 {
 		// The normalised diff is empty: only null/{} style churn.
+		return nil, false
+	}
+	c, planned := changes[d.Address]
+	if planned && (c.Action() == string(tfjson.ActionDelete) || c.Action() == string(tfjson.ActionForget)) {
+		return d.Attributes, true
+	}
+	relevant, isRelevant := p.RelevantAttributes[d.Address]
+	if isRelevant && len(relevant) == 0 {
+		return d.Attributes, true
+	}
+	var setBack []string
+	if planned {
+		setBack = slices.DeleteFunc(slices.Clone(c.Attributes), func(q string) bool {
+			return slices.ContainsFunc(c.Unknown, func(u string) bool { return pathWithin(q, u) })
+		})
+	}
+	var kept []string
+	for _, path := range d.Attributes {
+		overlaps := func(q string) bool { return pathWithin(path, q) || pathWithin(q, path) }
+		if slices.ContainsFunc(setBack, overlaps) || slices.ContainsFunc(relevant, overlaps) {
+			kept = append(kept, path)
+		}
+	}
+	return kept, len(kept) > 0
+}
+
+// pathWithin reports whether attribute path p is q or lies below it, where
+// list and set indices match any index: a set's elements may be numbered
+// differently in the drift and in the planned change.
+func pathWithin(p, q string) bool {
+	ps, qs := pathSteps(p), pathSteps(q)
+	if len(ps) < len(qs) {
 		return false
 	}
-	if _, ok := changes[d.Address]; ok {
-		return true
+	for i, s := range qs {
+		if s != ps[i] && !(isIndex(s) && isIndex(ps[i])) {
+			return false
+		}
 	}
-	_, ok := p.RelevantAttributes[d.Address]
-	return ok
+	return true
+}
+
+// pathSteps splits an attribute path as planparse writes it (a.b[0]["k.x"])
+// into its steps: names, [N] indices and ["..."] quoted keys.
+func pathSteps(p string) []string {
+	var steps []string
+	for i := 0; i < len(p); {
+		switch p[i] {
+		case '.':
+			i++
+		case '[':
+			j := i + 1
+			if j < len(p) && p[j] == '"' {
+				for j++; j < len(p) && p[j] != '"'; j++ {
+					if p[j] == '\\' {
+						j++
+					}
+				}
+				j++
+			}
+			for j < len(p) && p[j] != ']' {
+				j++
+			}
+			steps = append(steps, p[i:min(j+1, len(p))])
+			i = j + 1
+		default:
+			j := i
+			for j < len(p) && p[j] != '.' && p[j] != '[' {
+				j++
+			}
+			steps = append(steps, p[i:j])
+			i = j
+		}
+	}
+	return steps
+}
+
+// isIndex reports whether a path step is a numeric [N] index.
+func isIndex(step string) bool {
+	return len(step) > 2 && step[0] == '[' && step[1] != '"'
 }
 
 // changeAddress names a change; a deposed object gets its key appended, as

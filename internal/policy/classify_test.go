@@ -280,7 +280,8 @@ func TestClassifySynthetic(t *testing.T) {
 			name: "partially ignored drift keeps the rest",
 			doc: head + `"resource_drift":[` + change("x_asg.a", "managed", `["update"]`,
 				`{"desired_capacity":2,"tags":{"a":"1"},"image":"v1"}`, `{"desired_capacity":5,"tags":{"a":"2"},"image":"v2"}`) + `],` +
-				`"resource_changes":[` + change("x_asg.a", "managed", `["update"]`, `{}`, `{"image":"v1"}`) + `]}`,
+				`"resource_changes":[` + change("x_asg.a", "managed", `["update"]`,
+				`{"desired_capacity":5,"tags":{"a":"2"},"image":"v2"}`, `{"desired_capacity":2,"tags":{"a":"1"},"image":"v1"}`) + `]}`,
 			rules: Rules{Ignore: []IgnoreRule{ignore("x_asg.*", "desired_capacity"), ignore("x_asg.a", "tags.*")}},
 			want: []drift.Finding{
 				{Kind: drift.KindDrift, Address: "x_asg.a", Type: "x_asg", Action: "update", Attributes: []string{"image"}},
@@ -290,10 +291,83 @@ func TestClassifySynthetic(t *testing.T) {
 			name: "fully ignored attributes stay listed",
 			doc: head + `"resource_drift":[` + change("x_asg.a", "managed", `["update"]`,
 				`{"desired_capacity":2,"tags":{"a":"1"}}`, `{"desired_capacity":5,"tags":{"a":"2"}}`) + `],` +
-				`"resource_changes":[` + change("x_asg.a", "managed", `["update"]`, `{}`, `{"x":1}`) + `]}`,
+				`"resource_changes":[` + change("x_asg.a", "managed", `["update"]`,
+				`{"desired_capacity":5,"tags":{"a":"2"}}`, `{"desired_capacity":2,"tags":{"a":"1"}}`) + `]}`,
 			rules: Rules{Ignore: []IgnoreRule{ignore("x_asg.a", "desired_capacity", "tags*")}},
 			want: []drift.Finding{
 				{Kind: drift.KindDrift, Address: "x_asg.a", Type: "x_asg", Action: "update", Attributes: []string{"desired_capacity", "tags.a"}, Ignored: true},
+			},
+		},
+		{
+			// kubectl edit of a config map: the plan sets data and labels
+			// back; resource_version, changed by the server on every
+			// write, is unknown in the planned values.
+			name: "server-managed attribute unknown in the plan is not listed",
+			doc: head + `"resource_drift":[` + change("kubernetes_config_map_v1.cm", "managed", `["update"]`,
+				`{"data":{"mode":"on"},"metadata":[{"labels":{"team":"a"},"resource_version":"100"}]}`,
+				`{"data":{"mode":"off"},"metadata":[{"labels":{"team":"b"},"resource_version":"117"}]}`) + `],` +
+				`"resource_changes":[{"address":"kubernetes_config_map_v1.cm","mode":"managed","type":"kubernetes_config_map_v1","change":{"actions":["update"],` +
+				`"before":{"data":{"mode":"off"},"metadata":[{"labels":{"team":"b"},"resource_version":"117"}]},` +
+				`"after":{"data":{"mode":"on"},"metadata":[{"labels":{"team":"a"}}]},` +
+				`"after_unknown":{"data":{},"metadata":[{"labels":{},"resource_version":true}]}}}]}`,
+			want: []drift.Finding{
+				{Kind: drift.KindDrift, Address: "kubernetes_config_map_v1.cm", Type: "kubernetes_config_map_v1", Action: "update",
+					Attributes: []string{"data.mode", "metadata[0].labels.team"}},
+			},
+		},
+		{
+			// The same with a provider that plans a computed attribute as
+			// its refreshed value: the plan keeps it, so it is not set back.
+			name: "server-managed attribute the plan keeps is not listed",
+			doc: head + `"resource_drift":[` + change("kubernetes_config_map.cm", "managed", `["update"]`,
+				`{"data":{"mode":"on"},"metadata":[{"resource_version":"100"}]}`,
+				`{"data":{"mode":"off"},"metadata":[{"resource_version":"117"}]}`) + `],` +
+				`"resource_changes":[` + change("kubernetes_config_map.cm", "managed", `["update"]`,
+				`{"data":{"mode":"off"},"metadata":[{"resource_version":"117"}]}`,
+				`{"data":{"mode":"on"},"metadata":[{"resource_version":"117"}]}`) + `]}`,
+			want: []drift.Finding{
+				{Kind: drift.KindDrift, Address: "kubernetes_config_map.cm", Type: "kubernetes_config_map", Action: "update", Attributes: []string{"data.mode"}},
+			},
+		},
+		{
+			// Only a server-managed attribute drifted, and a configuration
+			// change is pending on the object: the drift is noise (listing
+			// what changed) and the change is pending.
+			name: "only server-managed drift beside a config change is noise",
+			doc: head + `"resource_drift":[` + change("kubernetes_config_map.cm", "managed", `["update"]`,
+				`{"data":{"mode":"on"},"metadata":[{"resource_version":"100"}]}`,
+				`{"data":{"mode":"on"},"metadata":[{"resource_version":"117"}]}`) + `],` +
+				`"resource_changes":[{"address":"kubernetes_config_map.cm","mode":"managed","type":"kubernetes_config_map","change":{"actions":["update"],` +
+				`"before":{"data":{"mode":"on"},"metadata":[{"resource_version":"117"}]},"after":{"data":{"mode":"new"},"metadata":[{}]},` +
+				`"after_unknown":{"metadata":[{"resource_version":true}]}}}]}`,
+			want: []drift.Finding{
+				{Kind: drift.KindPending, Address: "kubernetes_config_map.cm", Type: "kubernetes_config_map", Action: "update", Attributes: []string{"data.mode", "metadata[0].resource_version"}},
+				{Kind: drift.KindNoise, Address: "kubernetes_config_map.cm", Type: "kubernetes_config_map", Action: "update", Attributes: []string{"metadata[0].resource_version"}},
+			},
+		},
+		{
+			// The code no longer manages the object: everything that
+			// drifted is listed, as the last word before the delete.
+			name: "drift on an object the plan deletes lists every path",
+			doc: head + `"resource_drift":[` + change("x_r.a", "managed", `["update"]`, `{"v":1,"rev":1}`, `{"v":2,"rev":2}`) + `],` +
+				`"resource_changes":[` + change("x_r.a", "managed", `["delete"]`, `{"v":2,"rev":2}`, `null`) + `]}`,
+			want: []drift.Finding{
+				{Kind: drift.KindDrift, Address: "x_r.a", Type: "x_r", Action: "update", Attributes: []string{"rev", "v"}},
+			},
+		},
+		{
+			// Set elements may be numbered differently in the drift and in
+			// the plan; relevant_attributes keeps only the paths it names.
+			name: "set indices match any index; relevant paths only",
+			doc: head + `"resource_drift":[` +
+				change("x_sg.a", "managed", `["update"]`, `{"rule":[{"port":1},{"port":2}],"rev":1}`, `{"rule":[{"port":1},{"port":3}],"rev":2}`) + `,` +
+				change("x_file.b", "managed", `["update"]`, `{"c":"1","d":"1"}`, `{"c":"2","d":"2"}`) + `],` +
+				`"resource_changes":[` + change("x_sg.a", "managed", `["update"]`,
+				`{"rule":[{"port":3},{"port":1}],"rev":2}`, `{"rule":[{"port":2},{"port":1}],"rev":2}`) + `],` +
+				`"relevant_attributes":[{"resource":"x_file.b","attribute":["d"]}]}`,
+			want: []drift.Finding{
+				{Kind: drift.KindDrift, Address: "x_file.b", Type: "x_file", Action: "update", Attributes: []string{"d"}},
+				{Kind: drift.KindDrift, Address: "x_sg.a", Type: "x_sg", Action: "update", Attributes: []string{"rule[1].port"}},
 			},
 		},
 		{
@@ -343,6 +417,29 @@ func TestClassifySynthetic(t *testing.T) {
 func TestClassifyNil(t *testing.T) {
 	require.Empty(t, Classify(nil, defaultRules))
 	require.Empty(t, Classify(&planparse.Plan{}, defaultRules))
+}
+
+func TestPathWithin(t *testing.T) {
+	cases := []struct {
+		p, q string
+		want bool
+	}{
+		{"a", "a", true},
+		{"a.b", "a", true},
+		{"a", "a.b", false},
+		{"ab", "a", false},
+		{"a[0].b", "a[3]", true},
+		{"a[0].b", "a[3].c", false},
+		{`m["k.x"].y`, `m["k.x"]`, true},
+		{`m["k.x"]`, "m.k", false},
+		{`m["a]b"].c`, `m["a]b"]`, true},
+		{`m["0"]`, "m[0]", false},
+		{`m["q\"]"].z`, `m["q\"]"]`, true},
+	}
+	for _, c := range cases {
+		require.Equal(t, c.want, pathWithin(c.p, c.q), "%s within %s", c.p, c.q)
+	}
+	require.Equal(t, []string{"a", "[0]", `["k.]x"]`, "b"}, pathSteps(`a[0]["k.]x"].b`))
 }
 
 func TestStripInstanceKeys(t *testing.T) {
