@@ -137,4 +137,11 @@ discover:
 	want := fmt.Sprintf("NAME        %-*s  PATH        SCHEDULE  LABELS  ORIGIN\n", len(src), "SOURCE") +
 		"stacks-dns  " + src + "  stacks/dns  @hourly   -       discover[0]\n"
 	require.Equal(t, want, out.String())
+
+	// validate checks nothing out, and says so rather than reporting the
+	// git entry's workspaces as absent.
+	out.Reset()
+	require.Equal(t, 0, run([]string{"validate", "--config", path}, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), "ok, 0 workspaces")
+	require.Contains(t, out.String(), "git discover: entries are not expanded by validate")
 }

@@ -119,6 +119,11 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		return report.ExitError
 	}
 	fmt.Fprintf(stdout, "%s: ok, %d workspaces (%s)\n", cfg.File, len(cfg.Workspaces), strings.Join(workspaceNames(cfg), ", "))
+	if cfg.HasGitDiscovery() {
+		// validate reads no network: git sources are checked out by
+		// audit, the daemon and inventory.
+		fmt.Fprintln(stdout, "git discover: entries are not expanded by validate (no checkout); `driftwatch inventory` lists their workspaces")
+	}
 	return 0
 }
 

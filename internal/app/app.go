@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -36,13 +37,23 @@ type AuditOptions struct {
 	CacheDir string
 }
 
-// Audit runs every selected workspace once and returns the report.
+// Audit runs every selected workspace once and returns the report. It
+// first expands the config's git discover: entries (checking their
+// sources out), unless that was done already.
 func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 	if o.Config == nil {
 		return nil, errors.New("driftwatch/app: AuditOptions.Config is required")
 	}
 	if o.Logger == nil {
 		return nil, errors.New("driftwatch/app: AuditOptions.Logger is required")
+	}
+	if o.Config.HasGitDiscovery() {
+		dctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+		err := o.Config.DiscoverGit(dctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("discovery: %w", err)
+		}
 	}
 	targets, err := audit.Targets(o.Config, o.Filter)
 	if err != nil {

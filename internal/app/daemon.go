@@ -105,6 +105,16 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	if kubeMode && o.Once {
 		return report.ExitError, errors.New("daemon --once runs locally: it needs runner.mode local (or use `driftwatch audit`)")
 	}
+	if o.Once && cfg.HasGitDiscovery() {
+		// A long-running daemon discovers in its reload loop; one pass
+		// needs its git roots before it starts.
+		dctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+		err := cfg.DiscoverGit(dctx)
+		cancel()
+		if err != nil {
+			return report.ExitError, fmt.Errorf("discovery: %w", err)
+		}
+	}
 	// One scheduling daemon per store. With leader election a standby may
 	// share the store (it serves the status page and read API from it):
 	// the lock is then taken when leading (see lead).
@@ -399,9 +409,11 @@ func (d *daemon) once(ctx context.Context, cfg *config.Config) (int, error) {
 		return report.ExitError, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		cancel() // ends the scheduler and the outbox, then wait for them
+		wg.Wait()
+	}()
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = d.runs.Schedule(ctx) }()
 	go func() { defer wg.Done(); _ = d.outbox.Run(ctx) }()

@@ -18,6 +18,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/notify"
 	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
@@ -161,9 +162,51 @@ func TestReloadDiscoveryErrorKeepsInventory(t *testing.T) {
 	require.Equal(t, []string{"envs-prod"}, d.targetNames())
 }
 
+// daemon --once checks a git discovery out before its one pass: the
+// discovered root runs, and is recorded in the store.
+func TestDaemonOnceDiscoversGit(t *testing.T) {
+	bins, cli := tftest.Tools(t)
+	git := tftest.Program(t, "git")
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	p := filepath.Join(repo, "live", "envs", "prod", "main.tf")
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, []byte("terraform {}\nresource \"terraform_data\" \"x\" {\n  input = \"x\"\n}\n"), 0o644))
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"}} {
+		cmd := exec.Command(git, args...)
+		cmd.Dir = repo
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	path := filepath.Join(dir, "driftwatch.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`terraform:
+  binary: %q
+  cli_config_file: %q
+  sandbox: "off"
+  git_cache_dir: cache
+store: { path: %q }
+discover:
+  - source:
+      git: { url: "file://%s", ref: main, path: live }
+`, bins[0], cli, filepath.Join(dir, "dw.db"), repo)), 0o644))
+	code, err := RunDaemon(t.Context(), DaemonOptions{ConfigPath: path, Once: true, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	require.Equal(t, 2, code, "the discovered root's pending change")
+
+	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "dw.db"), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer st.Close()
+	runs, err := st.Runs(t.Context(), "envs-prod", 10)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, drift.StatusPending, runs[0].Status)
+}
+
 // Discovered workspaces run for real, under terraform and tofu: a git
-// discovery (the whole repository checked out, so a root's ../ module is
-// there) and a local one, each root planned with its own local modules.
+// discovery (Audit checks the repository out; the whole of it, so a
+// root's ../ module is there) and a local one, each root planned with its
+// own local modules.
 func TestAuditDiscoveredE2E(t *testing.T) {
 	bins, cli := tftest.Tools(t)
 	git := tftest.Program(t, "git")
@@ -207,7 +250,6 @@ discover:
 `, bin, cli, repo)), 0o644))
 			cfg, err := config.LoadFile(path)
 			require.NoError(t, err)
-			require.NoError(t, cfg.DiscoverGit(t.Context()))
 			rep, err := Audit(t.Context(), AuditOptions{Config: cfg, Concurrency: 2, Logger: slog.New(slog.DiscardHandler)})
 			require.NoError(t, err)
 			got := map[string]string{}

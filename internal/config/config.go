@@ -61,6 +61,9 @@ type Config struct {
 
 	// File is the absolute path the config was loaded from.
 	File string `yaml:"-"`
+	// gitDiscovered is set once DiscoverGit has added the git discover:
+	// entries' workspaces, so that a second call adds nothing.
+	gitDiscovered bool
 }
 
 // Terraform configures how Terraform/OpenTofu is executed.

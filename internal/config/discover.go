@@ -282,9 +282,13 @@ func (c *Config) HasGitDiscovery() bool {
 // terraform.git_cache_dir, as runs do) and adds the workspaces of the
 // roots found there to c, validated like any workspace: errors name the
 // entry's file, line and key. It is called on a loaded config (Load), by
-// the daemon at start and on every reload and by the inventory command;
-// on error c is unchanged.
+// the daemon at start and on every reload, by audit and by the inventory
+// command; on error c is unchanged. Once it has succeeded, a second call
+// does nothing.
 func (c *Config) DiscoverGit(ctx context.Context) error {
+	if c.gitDiscovered {
+		return nil
+	}
 	var added []Workspace
 	var errs []error
 	for i := range c.Discover {
@@ -308,6 +312,7 @@ func (c *Config) DiscoverGit(ctx context.Context) error {
 		return errors.Join(errs...)
 	}
 	next := *c
+	next.gitDiscovered = true
 	next.Workspaces = append(append([]Workspace(nil), c.Workspaces...), added...)
 	first := map[string]string{}
 	for _, w := range c.Workspaces {

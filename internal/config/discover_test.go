@@ -233,4 +233,9 @@ discover:
 	require.Equal(t, map[string]string{"env": "prod"}, w.Labels)
 	require.Equal(t, DefaultSchedule, w.Schedule, "validated: defaults applied")
 	require.Equal(t, "discover[0]", w.Origin())
+
+	// Expanded once: a second call (audit after the caller expanded)
+	// adds nothing.
+	require.NoError(t, cfg.DiscoverGit(t.Context()))
+	require.Len(t, cfg.Workspaces, 3)
 }
