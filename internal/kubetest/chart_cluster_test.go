@@ -15,7 +15,7 @@ import (
 )
 
 // TestChartServerSideDryRun validates both renderings with the real API
-// server (schemas of every kind, the ServiceMonitor CRD's too), in
+// server (schemas of every kind, the ServiceMonitor and PrometheusRule CRDs' too), in
 // namespaces that warn on anything short of the "restricted" Pod Security
 // level.
 func TestChartServerSideDryRun(t *testing.T) {
@@ -49,13 +49,16 @@ func TestChartServerSideDryRun(t *testing.T) {
 }
 
 // installServiceMonitorCRD installs prometheus-operator's real
-// ServiceMonitor CRD, so the chart's ServiceMonitor is validated against it.
+// ServiceMonitor and PrometheusRule CRDs, so the chart's ServiceMonitor and
+// PrometheusRule are validated against them.
 func installServiceMonitorCRD(t *testing.T, c *Cluster) {
 	t.Helper()
-	_, err := c.Kubectl("apply", "--server-side", "-f", filepath.Join("testdata", "servicemonitors.monitoring.coreos.com.yaml"))
-	require.NoError(t, err)
-	_, err = c.Kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com")
-	require.NoError(t, err)
+	for _, crd := range []string{"servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"} {
+		_, err := c.Kubectl("apply", "--server-side", "-f", filepath.Join("testdata", crd+".yaml"))
+		require.NoError(t, err)
+		_, err = c.Kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/"+crd)
+		require.NoError(t, err)
+	}
 }
 
 // dryRun validates manifest with `kubectl apply --dry-run=server`.

@@ -25,12 +25,14 @@ import (
 
 // TestChartFull checks the optional features of ci/ci-values.yaml: Secrets
 // as read-only files, RBAC in the run namespace and for the Lease, the
-// NetworkPolicy and ServiceMonitor.
+// NetworkPolicy, ServiceMonitor, PrometheusRule and Grafana dashboard.
 func TestChartFull(t *testing.T) {
 	_, m := mustTemplate(t, "-f", ciValues(t))
 	for _, k := range []string{
 		"NetworkPolicy/driftwatch/driftwatch-ci",
 		"ServiceMonitor/driftwatch/driftwatch-ci",
+		"PrometheusRule/driftwatch/driftwatch-ci",
+		"ConfigMap/driftwatch/driftwatch-ci-dashboard",
 		"ServiceAccount/driftwatch-runs/driftwatch-plan",
 		"Role/driftwatch/driftwatch-ci-leader-election",
 	} {

@@ -24,5 +24,8 @@
 //
 // Only tests import this package. It must not import driftwatch's own
 // packages other than internal/config and internal/tftest (a leaf of test
-// helpers), so any package may use it in tests.
+// helpers), so any package may use it in tests. Its chart monitoring
+// tests also import internal/metrics and internal/drift (leaves), to check
+// the chart's alerts and dashboard against the metrics the daemon
+// registers.
 package kubetest

@@ -5,7 +5,8 @@
 // configured workspace at scrape time, so a workspace removed from the
 // config disappears from the next scrape instead of lingering as a stale
 // series. Run counters, run-phase histograms and queue gauges are updated
-// by the scheduler and the audit pipeline through methods on Metrics;
+// by the scheduler and the audit pipeline through methods on Metrics, as
+// is the time of the scheduler's last completed cycle (SchedulerCycle);
 // notification counters and the outbox's pending gauge by the outbox
 // dispatcher (NotificationResult, SetNotificationsPending).
 //

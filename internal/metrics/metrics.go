@@ -51,6 +51,11 @@ type Metrics struct {
 	skipped  *prometheus.CounterVec
 	queued   prometheus.Gauge
 	active   prometheus.Gauge
+	// lastCycle has no labels; it is a vector so that the series only
+	// exists once a scheduling cycle completed: a standby (leader
+	// election) or a daemon whose scheduler never ran exports nothing
+	// rather than a 0 that reads as "stuck since 1970".
+	lastCycle *prometheus.GaugeVec
 
 	notifications *prometheus.CounterVec
 	pending       *prometheus.GaugeVec
@@ -101,6 +106,10 @@ func New(reg prometheus.Registerer, snapshot func() []WorkspaceSnapshot) *Metric
 			Name: "driftwatch_active_runs",
 			Help: "Runs in progress.",
 		}),
+		lastCycle: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftwatch_scheduler_last_cycle_timestamp_seconds",
+			Help: "Unix time the scheduler last completed a scheduling cycle (fired due slots and started queued runs); absent until the first one.",
+		}, nil),
 		notifications: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_notifications_total",
 			Help: "Notification delivery attempts, by notifier and result (delivered, retry, failed).",
@@ -149,6 +158,15 @@ func (m *Metrics) Skipped(workspace string) {
 func (m *Metrics) SetQueue(queued, active int) {
 	m.queued.Set(float64(queued))
 	m.active.Set(float64(active))
+}
+
+// SchedulerCycle records that the scheduler completed a scheduling cycle
+// at now: it handled the due slots and started the queued runs it had room
+// for. The scheduler's loop wakes at least once a minute, so a value
+// minutes old means it is stuck or not running (the chart's dead man's
+// switch alerts on it).
+func (m *Metrics) SchedulerCycle(now time.Time) {
+	m.lastCycle.WithLabelValues().Set(unixSeconds(now))
 }
 
 // NotificationResult counts one delivery attempt of notifier with its result:

@@ -45,7 +45,7 @@ type Options struct {
 	Auditor *audit.Auditor // runs a detection (the runner mode's)
 	Metrics *metrics.Metrics
 	// Schedule is the scheduler's configuration; its callbacks (Run,
-	// OnEnqueue, OnDrop, OnSkip, OnQueue) are the Manager's.
+	// OnEnqueue, OnDrop, OnSkip, OnQueue, OnCycle) are the Manager's.
 	Schedule schedule.Options
 	// Target is a workspace's run target in the current config.
 	Target func(workspace string) (audit.Target, bool)
@@ -118,6 +118,7 @@ func New(ctx context.Context, o Options) (*Manager, error) {
 	}
 	so.OnSkip = o.Metrics.Skipped
 	so.OnQueue = o.Metrics.SetQueue
+	so.OnCycle = o.Metrics.SchedulerCycle
 	if m.sched, err = schedule.New(so); err != nil {
 		return nil, err
 	}

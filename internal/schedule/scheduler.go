@@ -100,6 +100,13 @@ type Options struct {
 	// order the changes happen: they must be quick (set a gauge, bump a
 	// counter) and must not call the Scheduler.
 	OnQueue func(queued, active int)
+	// OnCycle, if set, is called with the loop's time each time Run
+	// completes a scheduling cycle: due slots handled, queued runs started
+	// as far as the cap allows, OnEnqueue and OnDrop returned. The loop
+	// wakes at least once a minute, so a cycle older than that means the
+	// loop is stuck (a hung OnEnqueue) or not running. It is called without
+	// the lock, from Run's goroutine; it must be quick (set a gauge).
+	OnCycle func(now time.Time)
 }
 
 // Stats is a snapshot of the scheduler's counters.
@@ -149,6 +156,7 @@ type Scheduler struct {
 	onDrop         func(r QueuedRun)
 	onSkip         func(name string)
 	onQueue        func(queued, active int)
+	onCycle        func(now time.Time)
 	max            int
 	jitter         time.Duration
 	allowSubMinute bool
@@ -199,6 +207,7 @@ func New(o Options) (*Scheduler, error) {
 		onDrop:         o.OnDrop,
 		onSkip:         o.OnSkip,
 		onQueue:        o.OnQueue,
+		onCycle:        o.OnCycle,
 		max:            o.MaxConcurrent,
 		jitter:         o.Jitter,
 		allowSubMinute: o.AllowSubMinute,
@@ -290,6 +299,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		s.mu.Unlock()
 		s.dropped(dropped)
+		if s.onCycle != nil {
+			s.onCycle(now)
+		}
 
 		if timer == nil || !armed.Equal(wakeAt) {
 			if timer != nil {
