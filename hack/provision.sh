@@ -10,6 +10,7 @@
 #   $T/mirror/         filesystem provider mirror, under both registry.terraform.io
 #                      and registry.opentofu.org:
 #                        hashicorp/local 2.9.0 (built from the proxy)
+#                        hashicorp/kubernetes 1.13.4 (built from the proxy, go.mod repaired)
 #                        driftwatch/{dwtest,kubernetes,helm} 0.1.0 (internal/e2etest/testprovider)
 #   $T/terraformrc     CLI config using only that mirror; use as TF_CLI_CONFIG_FILE
 #                      together with CHECKPOINT_DISABLE=1
@@ -130,6 +131,60 @@ if ! stamp_ok local "$local_key" "$local_bin" "${local_files[@]}"; then
 	fi
 	for f in "${local_files[@]}"; do install_file "$local_bin" "$f"; done
 	stamp_set local "$local_key"
+fi
+
+# --- hashicorp/kubernetes provider (the real one, for signal precision) -------
+# The module proxy serves only v1.13.4 of it, whose go.mod no longer builds as
+# published: its acceptance tests (deleted here) import other providers, and
+# k8s.io/kubectl requires vbom.ml/util, which the proxy refuses and nothing the
+# provider compiles imports (an empty local module stands in). golang.org/x/sys
+# of 2020 does not build with today's Go, and json-iterator needs reflect2
+# v1.0.2 at run time on Go >= 1.18.
+KPROV_VERSION=v1.13.4
+KPROV_XSYS=v0.50.0
+kprov_bin=$T/pkg/kubernetes-$KPROV_VERSION/terraform-provider-kubernetes
+kprov_key="$KPROV_VERSION $KPROV_XSYS $GOVER"
+kprov_files=()
+for h in "${MIRROR_HOSTS[@]}"; do
+	kprov_files+=("$T/mirror/$h/hashicorp/kubernetes/${KPROV_VERSION#v}/$PLATFORM/terraform-provider-kubernetes_$KPROV_VERSION")
+done
+if ! stamp_ok kubernetes "$kprov_key" "$kprov_bin" "${kprov_files[@]}"; then
+	if ! stamp_ok kubernetes "$kprov_key" "$kprov_bin"; then
+		log "building hashicorp/kubernetes $KPROV_VERSION (~2 min)..."
+		start=$SECONDS
+		src=$T/build/terraform-provider-kubernetes-$KPROV_VERSION
+		writable_module github.com/hashicorp/terraform-provider-kubernetes "$KPROV_VERSION" "$src"
+		rm -rf "$src/vendor"
+		rm -f "$src"/kubernetes/*_test.go
+		mkdir -p "$src/third_party/vbom.ml/util"
+		printf 'module vbom.ml/util\n' >"$src/third_party/vbom.ml/util/go.mod"
+		(cd "$src" && go mod edit \
+			-droprequire=github.com/terraform-providers/terraform-provider-aws \
+			-droprequire=github.com/terraform-providers/terraform-provider-azurerm \
+			-droprequire=github.com/hashicorp/terraform-provider-google \
+			-droprequire=github.com/terraform-providers/terraform-provider-random \
+			-droprequire=cloud.google.com/go/storage \
+			-droprequire=github.com/Azure/go-autorest/autorest \
+			-droprequire=github.com/Azure/go-autorest/autorest/azure/cli \
+			-droprequire=github.com/Azure/go-autorest/autorest/validation \
+			-droprequire=github.com/aws/aws-sdk-go \
+			-droprequire=google.golang.org/api \
+			-dropreplace=github.com/Azure/go-autorest/autorest \
+			-dropreplace=golang.org/x/sys \
+			-dropreplace=sigs.k8s.io/kustomize/pkg/transformers \
+			-dropreplace=sigs.k8s.io/kustomize/pkg/transformers/config \
+			-replace=vbom.ml/util=./third_party/vbom.ml/util \
+			-require=golang.org/x/sys@$KPROV_XSYS \
+			-require=github.com/modern-go/reflect2@v1.0.2 &&
+			GOFLAGS=-mod=mod go mod tidy) || die "hashicorp/kubernetes $KPROV_VERSION: go.mod repair failed"
+		mkdir -p "$(dirname "$kprov_bin")"
+		(export CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" && go_build "$src" "$kprov_bin" -trimpath -ldflags "-s -w" .) ||
+			die "hashicorp/kubernetes $KPROV_VERSION: build failed"
+		rm -rf "$src"
+		log "hashicorp/kubernetes $KPROV_VERSION built in $((SECONDS - start))s"
+	fi
+	for f in "${kprov_files[@]}"; do install_file "$kprov_bin" "$f"; done
+	stamp_set kubernetes "$kprov_key"
 fi
 
 # --- driftwatch test provider (dwtest, kubernetes, helm) ------------------------
