@@ -272,7 +272,7 @@ func TestCancel(t *testing.T) {
 	_, err = c.Cancel(t.Context(), "nope")
 	requireStatus(t, err, apiclient.ErrNotFound, "404 Not Found: unknown run")
 	_, err = apiclient.New(d.url, d.readTokenFile, nil).Cancel(t.Context(), q2.RunID)
-	requireStatus(t, err, apiclient.ErrUnauthorized, "401 Unauthorized: invalid bearer token")
+	requireStatus(t, err, apiclient.ErrForbidden, "403 Forbidden: this needs the operator role; token:read has viewer")
 }
 
 // Approve and Reject: the exact requests (the API token, JSON, the hash
@@ -309,7 +309,7 @@ func TestApproveReject(t *testing.T) {
 	_, err = c.Approve(t.Context(), "0000000000000000", "")
 	requireStatus(t, err, apiclient.ErrNotFound, "404 Not Found: unknown remediation")
 	_, err = apiclient.New(d.url, d.readTokenFile, nil).Reject(t.Context(), "5e1f00d2a1b2c3d4")
-	requireStatus(t, err, apiclient.ErrUnauthorized, "401 Unauthorized: invalid bearer token")
+	requireStatus(t, err, apiclient.ErrForbidden, "403 Forbidden: this needs the approver role; token:read has viewer")
 }
 
 // The token file is read at each call that sends it (a rotated token is

@@ -119,6 +119,6 @@ func TestSilences(t *testing.T) {
 	require.ErrorIs(t, err, apiclient.ErrNotFound)
 
 	_, err = apiclient.New(d.url, d.readTokenFile, nil).AddSilence(ctx, apiclient.NewSilence{Workspace: "net", For: time.Hour, Comment: "x"})
-	require.ErrorIs(t, err, apiclient.ErrUnauthorized)
+	require.ErrorIs(t, err, apiclient.ErrForbidden, "the read token has the viewer role")
 	require.NotContains(t, err.Error(), "CANARY")
 }

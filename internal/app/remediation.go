@@ -10,6 +10,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/remediation"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/server"
+	"github.com/driftwatch/driftwatch/internal/store"
 )
 
 // newRemediator is the daemon's remediation controller (internal/remediation),
@@ -30,10 +31,29 @@ func newRemediator(ctx context.Context, d *daemon, m *metrics.Remediations) (*re
 	})
 }
 
-// remediationControl is the server's view of the controller.
+// remediationControl is the server's view of the controller: a decision
+// made through the API is recorded as the caller the server authenticated
+// (a person signed in through the proxy, or "token:<name>").
 type remediationControl struct{ *remediation.Controller }
 
 var _ server.RemediationControl = remediationControl{}
+
+func (c remediationControl) Approve(ctx context.Context, id, hash string) (store.Remediation, error) {
+	return c.Controller.Approve(serverActor(ctx), id, hash)
+}
+
+func (c remediationControl) Reject(ctx context.Context, id string) (store.Remediation, error) {
+	return c.Controller.Reject(serverActor(ctx), id)
+}
+
+// serverActor carries the server's identity of the caller as the
+// remediation's actor; Slack's requests carry their own (slackinteract).
+func serverActor(ctx context.Context) context.Context {
+	if id, ok := server.IdentityFrom(ctx); ok && !id.Anonymous() {
+		return remediation.WithActor(ctx, id.Actor())
+	}
+	return ctx
+}
 
 var _ remediation.Applier = (*kube.Runner)(nil)
 

@@ -107,14 +107,17 @@ func (t Terraform) FastPathsOn() bool { return t.FastPaths == nil || *t.FastPath
 type Server struct {
 	// Listen is the address of the status page, API and metrics (default 127.0.0.1:8080).
 	Listen string `yaml:"listen"`
-	// TokenFile holds the bearer token for mutating API calls; without it
-	// they are disabled. It also reads run logs and run pages.
+	// TokenFile holds the API token with the admin role (named "api"):
+	// every mutating call, and every read. More tokens, with other roles,
+	// are server.auth.tokens.
 	TokenFile string `yaml:"token_file"`
-	// ReadTokenFile holds an optional read-only token: it reads run logs
-	// and run pages, never calls a mutating endpoint.
+	// ReadTokenFile holds an optional token with the viewer role (named
+	// "read"): it reads run logs and run pages, never calls a mutating
+	// endpoint.
 	ReadTokenFile string `yaml:"read_token_file"`
-	// OpenReads serves run logs and run pages without a credential (a log
-	// holding attribute values, log_plan_text, still needs one).
+	// OpenReads serves every read, run logs and run pages too, without a
+	// credential: server.auth.anonymous_role viewer (a log holding
+	// attribute values, log_plan_text, still needs one).
 	OpenReads bool `yaml:"open_reads"`
 	// AllowedHosts are host names the server answers to besides localhost,
 	// IP literals and the hosts of external_url and the Kubernetes
@@ -128,6 +131,10 @@ type Server struct {
 	// when they change, so a renewed certificate needs no restart.
 	TLSCertFile string `yaml:"tls_cert_file"`
 	TLSKeyFile  string `yaml:"tls_key_file"`
+	// Auth is who may do what: the authentication mode, named API tokens
+	// with their roles, the trusted proxy and the roles of its identities,
+	// and what a caller without a credential may do.
+	Auth Auth `yaml:"auth"`
 }
 
 // Store configures the daemon's embedded database.

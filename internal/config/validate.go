@@ -132,6 +132,7 @@ func (c *Config) validate(pos *positions) error {
 	errs = append(errs, c.validateAlerts(pos)...)
 	errs = append(errs, c.validateMaintenance(pos)...)
 	errs = append(errs, c.validateRemediation(pos)...)
+	errs = append(errs, c.validateAuth(pos)...)
 	errs = append(errs, c.validateRunner(pos)...)
 	first := map[string]string{}
 	for i := range c.Workspaces {

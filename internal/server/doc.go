@@ -1,7 +1,7 @@
 // Package server is driftwatch's HTTP interface: health and readiness
 // probes, Prometheus metrics, a JSON API over the configured workspaces
-// and their run history, a manual-trigger endpoint guarded by a bearer
-// token, and a server-rendered status page for people.
+// and their run history and trends, mutating endpoints guarded by roles,
+// and server-rendered status and Trends pages for people.
 //
 // Endpoints:
 //
@@ -9,30 +9,35 @@
 //	GET  /readyz                               readiness from Control.Ready
 //	GET  /metrics                              Options.Gatherer via promhttp
 //	GET  /api/v1/status                        version, readiness, sandbox
+//	GET  /api/v1/whoami                        who the caller is, its roles, its CSRF token
 //	GET  /api/v1/notifiers                     alert delivery per notifier
 //	GET  /api/v1/workspaces                    every configured workspace with its state
 //	GET  /api/v1/workspaces/{name}             one workspace, with its findings
 //	GET  /api/v1/workspaces/{name}/runs        its runs, newest first (?limit=1..500, default 50)
-//	POST /api/v1/workspaces/{name}/runs        queue a run now (bearer token)
+//	POST /api/v1/workspaces/{name}/runs        queue a run now (operator)
 //	GET  /api/v1/runs/{id}                     one run, with findings and phases
-//	GET  /api/v1/runs/{id}/logs                its log, text or Server-Sent Events (read credential)
-//	POST /api/v1/runs/{id}/cancel              cancel a queued or running run (bearer token)
+//	GET  /api/v1/runs/{id}/logs                its log, text or Server-Sent Events (viewer, logs)
+//	POST /api/v1/runs/{id}/cancel              cancel a queued or running run (operator)
 //	GET  /api/v1/silences                      silences not yet ended, and maintenance windows
-//	POST /api/v1/silences                      add a silence (bearer token)
-//	DELETE /api/v1/silences/{id}?by=WHO        end a silence now (bearer token)
+//	POST /api/v1/silences                      add a silence (operator)
+//	DELETE /api/v1/silences/{id}?by=WHO        end a silence now (operator)
+//	GET  /api/v1/stats                         trends per UTC day (?since=30d|Nh, label=k=v..., owner=)
 //	GET  /                                     status page
 //	GET  /workspaces/{name}                    one workspace's page
-//	GET  /runs/{id}                            one run's page, with its log (read credential)
+//	GET  /runs/{id}                            one run's page, with its log (viewer, logs)
 //	GET  /silences                             what holds notifications now, silences, windows
+//	GET  /trends                               the Trends page: charts of /api/v1/stats
 //
 // The silence endpoints answer 501 unless the Control implements
 // SilenceControl (silences and maintenance windows); with it, the status
 // and workspace pages also say whose notifications are held, until when
-// and why.
+// and why. The trend endpoints answer 501 unless Options.Store implements
+// store.StatsReader.
 //
 // and, when the Control implements RemediationControl, the remediation
 // API (/api/v1/remediations..., /api/v1/remediation, the approve, reject,
-// pause and resume calls under the bearer token) and /remediations/{id}.
+// pause and resume calls: approver, admin for the kill switch) and
+// /remediations/{id}.
 //
 // # The seam
 //
@@ -69,14 +74,22 @@
 // such as the Kubernetes result callback) are mounted as they are, behind
 // the same Host allowlist and access log.
 //
-// Access: mutating endpoints need the API token as a bearer token. Run
-// logs and run pages need a read credential, the API token or the read
-// token, as a bearer token or an HTTP Basic password (a browser), unless
-// Options.Config.OpenReads; a log that holds attribute values (it starts
-// with runlog.ValuesNotice) always needs one. The other reads are open. Every
-// route but /healthz and /readyz answers only to allowed Host names
-// (hostPolicy: DNS rebinding), and log event streams are capped in
-// number and bounded per write.
+// Access: every route is registered with its rule (roles.go): public
+// (probes, metrics), self-authenticated (Options.Handlers), or a least
+// role. viewer < operator < admin; approver is a viewer who also decides
+// remediations (optionally of some workspaces only). The guard
+// authenticates (API tokens, as a bearer token or, for reads, an HTTP
+// Basic password; in proxy mode a trusted proxy's headers), puts the
+// Identity in the request's context (IdentityFrom), and refuses with 401,
+// 403 or 500. Run logs and run pages need a credential unless anonymous
+// reads are opened (server.auth.anonymous_role viewer, open_reads); a log
+// that holds attribute values (it starts with runlog.ValuesNotice) always
+// needs one. Mutating requests authenticated by the proxy need a CSRF
+// token and a same-origin request. Every response carries nosniff, a CSP
+// with frame-ancestors 'none' and no-referrer; mutating bodies are capped
+// at 64 KiB. Every route but /healthz and /readyz answers only to allowed
+// Host names (hostPolicy: DNS rebinding), and log event streams are
+// capped in number and bounded per write.
 //
 // Attribute values reach the server only in logs that say so at their
 // start (findings carry attribute paths only), and the tokens never leave

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -69,15 +70,18 @@ func toAPIRemediation(r store.Remediation) apiRemediation {
 	}
 }
 
-func (s *Server) remediationRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/v1/remediations", s.apiRemediations)
-	mux.HandleFunc("GET /api/v1/remediations/{id}", s.apiRemediation)
-	mux.HandleFunc("POST /api/v1/remediations/{id}/approve", s.apiDecide(true))
-	mux.HandleFunc("POST /api/v1/remediations/{id}/reject", s.apiDecide(false))
-	mux.HandleFunc("GET /api/v1/remediation", s.apiRemediationStatus)
-	mux.HandleFunc("POST /api/v1/remediation/pause", s.apiPause(true))
-	mux.HandleFunc("POST /api/v1/remediation/resume", s.apiPause(false))
-	mux.HandleFunc("GET /remediations/{id}", s.remediationPage)
+// remediationRoutes mounts the remediation API and page: reads for
+// viewers, approve and reject for approvers (within their workspaces),
+// the kill switch for admins.
+func (s *Server) remediationRoutes(mux *router) {
+	mux.handle("GET /api/v1/remediations", RoleViewer, s.apiRemediations)
+	mux.handle("GET /api/v1/remediations/{id}", RoleViewer, s.apiRemediation)
+	mux.handle("POST /api/v1/remediations/{id}/approve", RoleApprover, s.apiDecide(true))
+	mux.handle("POST /api/v1/remediations/{id}/reject", RoleApprover, s.apiDecide(false))
+	mux.handle("GET /api/v1/remediation", RoleViewer, s.apiRemediationStatus)
+	mux.handle("POST /api/v1/remediation/pause", RoleAdmin, s.apiPause(true))
+	mux.handle("POST /api/v1/remediation/resume", RoleAdmin, s.apiPause(false))
+	mux.handle("GET /remediations/{id}", RoleViewer, s.remediationPage)
 }
 
 func (s *Server) remediationError(w http.ResponseWriter, r *http.Request, err error) {
@@ -113,17 +117,26 @@ func (s *Server) apiRemediation(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toAPIRemediation(x))
 }
 
+// apiDecide serves approve and reject. The caller must be an admin, or an
+// approver whose scope holds the remediation's workspace (as configured
+// now); the decision is recorded as the caller's (IdentityFrom, which
+// the daemon reads from the context).
 func (s *Server) apiDecide(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.authorize(w, r) {
-			return
-		}
 		var body struct {
 			ChangeSetHash string `json:"change_set_hash"`
 		}
-		b, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-		if err != nil {
+		b, err := io.ReadAll(r.Body) // bounded by the route's guard
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is larger than %d bytes", tooBig.Limit))
+			return
+		case err != nil:
 			writeError(w, http.StatusBadRequest, "read body")
+			return
+		}
+		if !s.mayDecide(w, r) {
 			return
 		}
 		if len(b) > 0 {
@@ -161,13 +174,34 @@ func (s *Server) apiRemediationStatus(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiPause(paused bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.authorize(w, r) {
-			return
-		}
 		if err := s.rem.SetPaused(r.Context(), paused); err != nil {
 			s.internalError(w, r, err)
 			return
 		}
 		s.remediationStatus(w, r)
 	}
+}
+
+// mayDecide refuses (403) a decision on a remediation of a workspace the
+// caller's approver scope does not hold, or that is no longer configured
+// (its labels and owner are unknown) for a scoped approver. An unknown
+// remediation passes, for the Control to answer 404.
+func (s *Server) mayDecide(w http.ResponseWriter, r *http.Request) bool {
+	id, _ := IdentityFrom(r.Context())
+	if id.Has(RoleAdmin) {
+		return true
+	}
+	x, err := s.rem.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return true // the decision answers it (404, or 500 with the log)
+	}
+	info, ok := s.configured(x.Workspace)
+	if !ok {
+		info = WorkspaceInfo{Name: x.Workspace}
+	}
+	if id.MayApprove(info) {
+		return true
+	}
+	writeError(w, http.StatusForbidden, fmt.Sprintf("%s may not decide remediations of workspace %q (server.auth: the approver's workspaces)", id.Actor(), x.Workspace))
+	return false
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -62,17 +64,20 @@ type Options struct {
 	// each setting. The server uses it as follows (zero: no tokens, no
 	// TLS, no external URL, the default listen address):
 	//
-	//   - TokenFile holds the bearer token for mutating endpoints. It is
-	//     read on every mutating request, so a rotated token applies at
-	//     once. "" disables mutating endpoints (403); they are never open.
-	//     It is also a read credential (see ReadTokenFile).
-	//   - ReadTokenFile holds a read-only token: it reads run logs and run
-	//     pages (as TokenFile's token does) but never passes for a
-	//     mutating call. It is read on every read of a log, like TokenFile.
-	//     "": none.
-	//   - OpenReads serves run logs and run pages without a credential. A
-	//     log that starts with runlog.ValuesNotice is still served only to
-	//     a reader with a credential.
+	//   - TokenFile holds an API token with the admin role (identity
+	//     "token:api"), ReadTokenFile one with the viewer role
+	//     ("token:read"), Auth.Tokens more named tokens with their roles.
+	//     Every token file is read on every request that offers a token,
+	//     so a rotated token applies at once; a route no configured
+	//     credential could use answers 403 saying what to configure.
+	//   - Auth.Mode "proxy" also takes people's identities from the
+	//     headers of an authenticating proxy, believed only from a TCP
+	//     peer in Auth.Proxy.TrustedNetworks, with roles from Auth.Roles;
+	//     their mutating requests need a CSRF token (csrf.go).
+	//   - Auth.AnonymousRole and OpenReads say what a caller without a
+	//     credential may read; see authenticator.anonymousMay. A log that
+	//     starts with runlog.ValuesNotice is served only to a reader with
+	//     a credential.
 	//   - ExternalURL is the URL the server is reached at, e.g.
 	//     "https://drift.example.com/driftwatch". Its path prefixes the
 	//     status page's links and it makes the "url" of API workspaces
@@ -163,7 +168,11 @@ type Server struct {
 	apiBase string
 	hosts   hostPolicy
 	handler http.Handler
-	pages   *pages
+	// router is the route table behind handler.
+	router *router
+	// auth establishes who makes a request (identity.go, auth.go).
+	auth  *authenticator
+	pages *pages
 
 	// streams counts open log event streams; maxStreams caps them.
 	streams    atomic.Int64
@@ -220,19 +229,8 @@ func New(o Options) (*Server, error) {
 	}
 	// Fail at startup on a token that can never work; the files are still
 	// read on every request so that rotation needs no restart.
-	var toks [][]byte
-	for _, f := range []struct{ name, path string }{{"Config.TokenFile", c.TokenFile}, {"Config.ReadTokenFile", c.ReadTokenFile}} {
-		if f.path == "" {
-			continue
-		}
-		tok, err := readToken(f.path)
-		if err != nil {
-			return nil, fmt.Errorf("driftwatch/server: Options.%s: %w", f.name, err)
-		}
-		toks = append(toks, tok)
-	}
-	if len(toks) == 2 && tokenEqual(toks[0], toks[1]) {
-		o.Logger.Warn("the read token (server.read_token_file) is the API token (server.token_file): whoever holds it can call mutating endpoints too")
+	if s.auth, err = newAuthenticator(c, o.Logger); err != nil {
+		return nil, fmt.Errorf("driftwatch/server: %w", err)
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return nil, errors.New("driftwatch/server: Options.Config.TLSCertFile and Options.Config.TLSKeyFile go together")
@@ -247,7 +245,7 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("driftwatch/server: %w", err)
 	}
 	s.pages = p
-	s.handler = s.routes()
+	s.handler, s.router = s.routes()
 	return s, nil
 }
 
@@ -271,34 +269,39 @@ func (o Options) validate() error {
 	return errors.Join(errs...)
 }
 
-func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{
+// routes builds the route table: every route with its rule (router), so
+// that the rule is checked before the handler runs and a test can list
+// them all. The routes of Options.Handlers authenticate themselves.
+func (s *Server) routes() (http.Handler, *router) {
+	mux := newRouter(s)
+	mux.public("GET /healthz", http.HandlerFunc(s.healthz))
+	mux.public("GET /readyz", http.HandlerFunc(s.readyz))
+	mux.public("GET /metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelError),
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
-	mux.HandleFunc("GET /api/v1/workspaces", s.apiWorkspaces)
-	mux.HandleFunc("GET /api/v1/workspaces/{name}", s.apiWorkspace)
-	mux.HandleFunc("GET /api/v1/workspaces/{name}/runs", s.apiRuns)
-	mux.HandleFunc("POST /api/v1/workspaces/{name}/runs", s.apiTrigger)
-	mux.HandleFunc("GET /api/v1/runs/{id}", s.apiRun)
-	mux.HandleFunc("GET /api/v1/notifiers", s.apiNotifiers)
-	mux.HandleFunc("GET /api/v1/status", s.apiStatus)
-	mux.HandleFunc("GET /api/v1/runs/{id}/logs", s.apiRunLogs)
-	mux.HandleFunc("POST /api/v1/runs/{id}/cancel", s.apiCancel)
+	mux.handle("GET /api/v1/whoami", RoleViewer, s.apiWhoami)
+	mux.handle("GET /api/v1/workspaces", RoleViewer, s.apiWorkspaces)
+	mux.handle("GET /api/v1/workspaces/{name}", RoleViewer, s.apiWorkspace)
+	mux.handle("GET /api/v1/workspaces/{name}/runs", RoleViewer, s.apiRuns)
+	mux.handle("POST /api/v1/workspaces/{name}/runs", RoleOperator, s.apiTrigger)
+	mux.handle("GET /api/v1/runs/{id}", RoleViewer, s.apiRun)
+	mux.handle("GET /api/v1/notifiers", RoleViewer, s.apiNotifiers)
+	mux.handle("GET /api/v1/status", RoleViewer, s.apiStatus)
+	mux.handleLogs("GET /api/v1/runs/{id}/logs", s.apiRunLogs)
+	mux.handle("POST /api/v1/runs/{id}/cancel", RoleOperator, s.apiCancel)
 	if s.rem != nil {
 		s.remediationRoutes(mux)
 	}
 	s.silenceRoutes(mux)
-	for pattern, h := range s.o.Handlers {
-		mux.Handle(pattern, h)
+	s.statsRoutes(mux)
+	for _, pattern := range slices.Sorted(maps.Keys(s.o.Handlers)) {
+		mux.self(pattern, s.o.Handlers[pattern])
 	}
-	mux.HandleFunc("GET /{$}", s.statusPage)
-	mux.HandleFunc("GET /workspaces/{name}", s.workspacePage)
-	mux.HandleFunc("GET /runs/{id}", s.runPage)
-	return s.accessLog(s.checkHost(mux))
+	mux.handle("GET /{$}", RoleViewer, s.statusPage)
+	mux.handle("GET /workspaces/{name}", RoleViewer, s.workspacePage)
+	mux.handleLogs("GET /runs/{id}", s.runPage)
+	return s.accessLog(securityHeaders(s.checkHost(mux.mux))), mux
 }
 
 // Handler returns the server's handler, with access logging and the Host

@@ -3,7 +3,8 @@
 // queued runs (QueueStore), incidents, the notification outbox and each
 // notifier's per-incident state (AlertStore, OutboxStore), run logs
 // (LogStore) and remediations with the global pause flag
-// (RemediationStore); DaemonStore is all of them. Every write is durable
+// (RemediationStore); DaemonStore is all of them. StatsReader, optional,
+// reads run history for trends (GET /api/v1/stats). Every write is durable
 // when it returns, and a run's consequences (state, incidents, messages)
 // are written in its one transaction.
 //

@@ -1,7 +1,8 @@
 // Package sqlite implements store.DaemonStore: store.Store,
 // store.QueueStore (queued runs), store.AlertStore (incidents, the
 // notification outbox, notifiers' per-incident state), store.LogStore and
-// store.RemediationStore, in one embedded SQLite database file, through the
+// store.RemediationStore, plus store.StatsReader (trends from run
+// history), in one embedded SQLite database file, through the
 // pure-Go driver modernc.org/sqlite (no cgo: the binary stays static). Its
 // tests run every storetest suite against it.
 //

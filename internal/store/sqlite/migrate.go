@@ -204,6 +204,14 @@ CREATE TABLE silences (
 ) STRICT;
 CREATE INDEX silences_ends ON silences (ends_at);
 `,
+
+	// 7: trends (StatsRuns). A covering index: a workspace's runs in a
+	// window are one contiguous range of it, read without touching the
+	// table, whose rows (findings JSON and all) are interleaved across
+	// workspaces. Only a new index.
+	`
+CREATE INDEX runs_stats ON runs (workspace, started_at, status, finished_at, id);
+`,
 }
 
 // migrate applies the missing migrations, one transaction each. The version

@@ -1,0 +1,290 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Auth modes (server.auth.mode).
+const (
+	// AuthModeToken (the default): callers authenticate with API tokens,
+	// server.token_file (admin), server.read_token_file (viewer) and the
+	// named server.auth.tokens.
+	AuthModeToken = "token"
+	// AuthModeProxy: people are identified by an authenticating reverse
+	// proxy through trusted headers; API tokens work as in token mode.
+	AuthModeProxy = "proxy"
+)
+
+// Roles (server.auth.tokens[].role, server.auth.roles[].role). viewer <
+// operator < admin; approver is viewer plus approving and rejecting
+// remediations; admin may do everything.
+const (
+	RoleViewer   = "viewer"
+	RoleOperator = "operator"
+	RoleApprover = "approver"
+	RoleAdmin    = "admin"
+	// RoleNone is server.auth.anonymous_role's "no access".
+	RoleNone = "none"
+)
+
+// Roles lists the roles, least first.
+var Roles = []string{RoleViewer, RoleOperator, RoleApprover, RoleAdmin}
+
+// The headers an authenticating proxy sets by default (oauth2-proxy's).
+const (
+	DefaultProxyUserHeader   = "X-Forwarded-User"
+	DefaultProxyEmailHeader  = "X-Forwarded-Email"
+	DefaultProxyGroupsHeader = "X-Forwarded-Groups"
+)
+
+// Auth is server.auth: who may call the server and with which role.
+type Auth struct {
+	// Mode is "token" (default) or "proxy".
+	Mode string `yaml:"mode"`
+	// Tokens are named API tokens, each with a role, in any mode. Each
+	// file is read on every request (rotation needs no restart).
+	Tokens []AuthToken `yaml:"tokens"`
+	// Proxy is where the identity of a person comes from in proxy mode.
+	Proxy AuthProxy `yaml:"proxy"`
+	// Roles maps proxy identities (users, emails, groups) onto roles
+	// (proxy mode only). A person gets every role an entry matches (admin
+	// covers the others); no match is no access, unless AnonymousRole.
+	Roles []RoleMapping `yaml:"roles"`
+	// AnonymousRole is what a caller without a credential may do: "viewer"
+	// (every page, read API and run log), or "none". Unset: "none" in
+	// proxy mode; in token mode the status pages and the read API stay
+	// open and run logs and run pages need a credential (what driftwatch
+	// always did). server.open_reads: true is "viewer".
+	AnonymousRole string `yaml:"anonymous_role"`
+}
+
+// AuthToken is one named API token.
+type AuthToken struct {
+	// Name names the caller ("token:<name>" in logs and records); unique.
+	Name string `yaml:"name"`
+	Role string `yaml:"role"`
+	// File holds the token (read on every request, surrounding whitespace
+	// ignored).
+	File string `yaml:"file"`
+	// Workspaces limits an approver token to some workspaces.
+	Workspaces WorkspaceScope `yaml:"workspaces"`
+}
+
+// AuthProxy is the trusted reverse proxy of proxy mode.
+type AuthProxy struct {
+	// TrustedNetworks are the CIDRs (or addresses) of the proxy: its
+	// headers are believed only from a TCP peer inside one of them (the
+	// connection's address, never X-Forwarded-For). Required in proxy mode.
+	TrustedNetworks []string `yaml:"trusted_networks"`
+	// The header names (defaults: X-Forwarded-User, X-Forwarded-Email,
+	// X-Forwarded-Groups; groups comma-separated).
+	UserHeader   string `yaml:"user_header"`
+	EmailHeader  string `yaml:"email_header"`
+	GroupsHeader string `yaml:"groups_header"`
+}
+
+// RoleMapping gives Role to the people it matches: any of its users,
+// emails or groups.
+type RoleMapping struct {
+	Role   string   `yaml:"role"`
+	Users  []string `yaml:"users"`
+	Emails []string `yaml:"emails"`
+	Groups []string `yaml:"groups"`
+	// Workspaces limits an approver entry to some workspaces.
+	Workspaces WorkspaceScope `yaml:"workspaces"`
+}
+
+// WorkspaceScope is a set of workspaces: those with all of Labels and
+// (when Owners is set) one of Owners. The zero value is every workspace.
+type WorkspaceScope struct {
+	Labels map[string]string `yaml:"labels"`
+	Owners []string          `yaml:"owners"`
+}
+
+// IsZero reports an unlimited scope.
+func (w WorkspaceScope) IsZero() bool { return len(w.Labels) == 0 && len(w.Owners) == 0 }
+
+// Contains reports whether a workspace with these labels and owner is in
+// the scope.
+func (w WorkspaceScope) Contains(labels map[string]string, owner string) bool {
+	for k, v := range w.Labels {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return len(w.Owners) == 0 || slices.Contains(w.Owners, owner)
+}
+
+// EffectiveMode is Mode with its default.
+func (a Auth) EffectiveMode() string {
+	if a.Mode == "" {
+		return AuthModeToken
+	}
+	return a.Mode
+}
+
+// headerName is an HTTP header field name (RFC 9110 token characters).
+var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+
+// reservedTokenNames name the tokens of server.token_file and
+// server.read_token_file.
+var reservedTokenNames = map[string]string{"api": "server.token_file", "read": "server.read_token_file"}
+
+func (c *Config) validateAuth(pos *positions) []error {
+	var errs []error
+	add := func(key, format string, args ...any) { errs = append(errs, pos.errorf(key, format, args...)) }
+	a := &c.Server.Auth
+	dir := filepath.Dir(c.File)
+	switch a.Mode {
+	case "":
+		a.Mode = AuthModeToken
+	case AuthModeToken, AuthModeProxy:
+	default:
+		add("server.auth.mode", "%q: want token or proxy", a.Mode)
+	}
+	switch a.AnonymousRole {
+	case "", RoleNone:
+		if a.AnonymousRole == RoleNone && c.Server.OpenReads {
+			add("server.open_reads", "opens reads to anyone, and server.auth.anonymous_role is none: set one of them")
+		}
+	case RoleViewer:
+	default:
+		add("server.auth.anonymous_role", "%q: want viewer or none (a caller without a credential never changes anything)", a.AnonymousRole)
+	}
+	names := map[string]bool{}
+	for i := range a.Tokens {
+		t := &a.Tokens[i]
+		key := fmt.Sprintf("server.auth.tokens[%d]", i)
+		switch {
+		case t.Name == "":
+			add(key+".name", "required")
+		case !dnsLabel.MatchString(t.Name):
+			add(key+".name", "%q is not a DNS label (lowercase letters, digits and '-')", t.Name)
+		case reservedTokenNames[t.Name] != "":
+			add(key+".name", "%q names the token of %s: choose another name", t.Name, reservedTokenNames[t.Name])
+		case names[t.Name]:
+			add(key+".name", "duplicate token %q", t.Name)
+		}
+		names[t.Name] = true
+		if err := checkRole(t.Role); err != nil {
+			add(key+".role", "%v", err)
+		}
+		t.File = absFrom(dir, t.File)
+		if t.File == "" {
+			add(key+".file", "required: the file that holds the token")
+		} else if err := checkTokenFile(t.File); err != nil {
+			add(key+".file", "%v", err)
+		}
+		errs = append(errs, checkScope(pos, key, t.Role, t.Workspaces)...)
+	}
+	p := &a.Proxy
+	if a.Mode != AuthModeProxy {
+		if len(p.TrustedNetworks) > 0 || p.UserHeader != "" || p.EmailHeader != "" || p.GroupsHeader != "" {
+			add("server.auth.proxy", "is used only with server.auth.mode: proxy")
+		}
+		if len(a.Roles) > 0 {
+			add("server.auth.roles", "map proxy identities and are used only with server.auth.mode: proxy (a token's role is set in server.auth.tokens)")
+		}
+		return errs
+	}
+	if len(p.TrustedNetworks) == 0 {
+		add("server.auth.proxy.trusted_networks", "required in proxy mode: the addresses of the proxy, whose identity headers are believed")
+	}
+	for i, n := range p.TrustedNetworks {
+		if _, err := ParseTrustedNetwork(n); err != nil {
+			add(fmt.Sprintf("server.auth.proxy.trusted_networks[%d]", i), "%v", err)
+		}
+	}
+	for _, h := range []struct {
+		key string
+		v   *string
+		def string
+	}{
+		{"user_header", &p.UserHeader, DefaultProxyUserHeader},
+		{"email_header", &p.EmailHeader, DefaultProxyEmailHeader},
+		{"groups_header", &p.GroupsHeader, DefaultProxyGroupsHeader},
+	} {
+		if *h.v == "" {
+			*h.v = h.def
+		} else if !headerName.MatchString(*h.v) {
+			add("server.auth.proxy."+h.key, "%q is not an HTTP header name", *h.v)
+		}
+	}
+	for i, m := range a.Roles {
+		key := fmt.Sprintf("server.auth.roles[%d]", i)
+		if err := checkRole(m.Role); err != nil {
+			add(key+".role", "%v", err)
+		}
+		if len(m.Users) == 0 && len(m.Emails) == 0 && len(m.Groups) == 0 {
+			add(key, "name users, emails or groups: an entry that matches nobody grants nothing")
+		}
+		for _, l := range []struct {
+			name string
+			vs   []string
+		}{{"users", m.Users}, {"emails", m.Emails}, {"groups", m.Groups}} {
+			for j, v := range l.vs {
+				if strings.TrimSpace(v) == "" || strings.Contains(v, ",") && l.name == "groups" {
+					add(fmt.Sprintf("%s.%s[%d]", key, l.name, j), "%q is not a %s", v, strings.TrimSuffix(l.name, "s"))
+				}
+			}
+		}
+		errs = append(errs, checkScope(pos, key, m.Role, m.Workspaces)...)
+	}
+	return errs
+}
+
+func checkRole(role string) error {
+	switch {
+	case role == "":
+		return fmt.Errorf("required: one of %s", strings.Join(Roles, ", "))
+	case !slices.Contains(Roles, role):
+		return fmt.Errorf("%q: want one of %s", role, strings.Join(Roles, ", "))
+	}
+	return nil
+}
+
+// checkScope checks the workspaces limit of a role entry: approvers only.
+func checkScope(pos *positions, key, role string, w WorkspaceScope) []error {
+	if w.IsZero() {
+		return nil
+	}
+	if role != RoleApprover {
+		return []error{pos.errorf(key+".workspaces", "limits approvers only (this entry's role is %q)", role)}
+	}
+	var errs []error
+	for k, v := range w.Labels {
+		if k == "" || v == "" {
+			errs = append(errs, pos.errorf(key+".workspaces.labels", "labels need a key and a value"))
+			break
+		}
+	}
+	for i, o := range w.Owners {
+		if strings.TrimSpace(o) == "" {
+			errs = append(errs, pos.errorf(fmt.Sprintf("%s.workspaces.owners[%d]", key, i), "empty owner"))
+		}
+	}
+	return errs
+}
+
+// ParseTrustedNetwork parses a server.auth.proxy.trusted_networks entry: a
+// CIDR, or one address. A network of every address is refused: it would
+// let anyone who reaches the port name themselves.
+func ParseTrustedNetwork(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(strings.TrimSpace(s))
+	if err != nil {
+		a, aerr := netip.ParseAddr(strings.TrimSpace(s))
+		if aerr != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is not a CIDR or an IP address", s)
+		}
+		p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+	}
+	if p.Bits() == 0 {
+		return netip.Prefix{}, fmt.Errorf("%q trusts every address: anyone who reaches the port could name themselves; list the proxy's addresses", s)
+	}
+	return p.Masked(), nil
+}

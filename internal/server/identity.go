@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"slices"
+
+	"github.com/driftwatch/driftwatch/internal/config"
+)
+
+// Role is what a caller may do. viewer < operator < admin; approver is a
+// viewer who may also approve and reject remediations; admin may do
+// everything (and approve anywhere).
+type Role string
+
+// The roles, as server.auth names them.
+const (
+	// RoleViewer reads: pages, the read API, run logs.
+	RoleViewer Role = config.RoleViewer
+	// RoleOperator also queues and cancels runs and adds and ends
+	// silences.
+	RoleOperator Role = config.RoleOperator
+	// RoleApprover also approves and rejects remediations (of the
+	// workspaces its scope holds).
+	RoleApprover Role = config.RoleApprover
+	// RoleAdmin may do everything: also the remediation kill switch.
+	RoleAdmin Role = config.RoleAdmin
+)
+
+// grants reports whether holding r allows what need allows.
+func (r Role) grants(need Role) bool {
+	switch r {
+	case RoleAdmin:
+		return true
+	case RoleOperator:
+		return need == RoleViewer || need == RoleOperator
+	case RoleApprover:
+		return need == RoleViewer || need == RoleApprover
+	case RoleViewer:
+		return need == RoleViewer
+	}
+	return false
+}
+
+func (r Role) valid() bool {
+	return r == RoleViewer || r == RoleOperator || r == RoleApprover || r == RoleAdmin
+}
+
+// How an identity was established (Identity.Method).
+const (
+	// MethodProxy: an authenticating reverse proxy's trusted headers.
+	MethodProxy = "proxy"
+	// MethodAnonymous: no credential.
+	MethodAnonymous = "anonymous"
+	// methodTokenPrefix, then the token's name: an API token.
+	methodTokenPrefix = "token:"
+)
+
+// Identity is who makes a request: established by the server's
+// authentication (one authenticator per mode; a future session-cookie
+// mode, such as OpenID Connect, adds one more) and put in the request's
+// context for the handlers (IdentityFrom).
+type Identity struct {
+	// Name is the person (proxy: the user header, else the email) or the
+	// token's name; "" when anonymous.
+	Name string
+	// Method is how it was established: "token:<name>", "proxy" or
+	// "anonymous".
+	Method string
+	// Email and Groups are what the proxy said (proxy only).
+	Email  string
+	Groups []string
+	// Roles are the roles granted, none for a person no server.auth.roles
+	// entry matches.
+	Roles []Role
+	// approveIn limits the approver role to workspaces; nil with
+	// approveAll is every workspace.
+	approveIn  []config.WorkspaceScope
+	approveAll bool
+}
+
+// Anonymous reports a caller without a credential.
+func (id Identity) Anonymous() bool { return id.Method == "" || id.Method == MethodAnonymous }
+
+// Has reports whether one of the identity's roles allows what need allows.
+func (id Identity) Has(need Role) bool {
+	return slices.ContainsFunc(id.Roles, func(r Role) bool { return r.grants(need) })
+}
+
+// Actor is how records name who acted: the person, "token:<name>", or
+// "anonymous".
+func (id Identity) Actor() string {
+	switch {
+	case id.Anonymous():
+		return MethodAnonymous
+	case id.Method == MethodProxy:
+		return id.Name
+	}
+	return id.Method
+}
+
+// MayApprove reports whether the identity may approve or reject a
+// remediation of the workspace: an admin anywhere, an approver within its
+// scope.
+func (id Identity) MayApprove(info WorkspaceInfo) bool {
+	if id.Has(RoleAdmin) {
+		return true
+	}
+	if !id.Has(RoleApprover) {
+		return false
+	}
+	if id.approveAll {
+		return true
+	}
+	return slices.ContainsFunc(id.approveIn, func(sc config.WorkspaceScope) bool { return sc.Contains(info.Labels, info.Owner) })
+}
+
+// grant adds role r, limited to scope when r is approver and scope is
+// not zero.
+func (id *Identity) grant(r Role, scope config.WorkspaceScope) {
+	if !slices.Contains(id.Roles, r) {
+		id.Roles = append(id.Roles, r)
+	}
+	if r == RoleApprover {
+		if scope.IsZero() {
+			id.approveAll = true
+		} else {
+			id.approveIn = append(id.approveIn, scope)
+		}
+	}
+}
+
+type identityKey struct{}
+
+// withIdentity returns ctx carrying id.
+func withIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom returns the identity the server authenticated for the
+// request whose context ctx is; ok false (and an anonymous identity) on a
+// route that authenticates itself (Options.Handlers) or outside a request.
+// The daemon reads it where it records who acted (a remediation's
+// decision, a silence).
+func IdentityFrom(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	if !ok {
+		return Identity{Method: MethodAnonymous}, false
+	}
+	return id, true
+}
