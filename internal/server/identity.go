@@ -78,6 +78,11 @@ type Identity struct {
 	approveAll bool
 }
 
+// ambient reports an identity a browser presents on its own (the proxy's
+// cookie, a session cookie): its mutating requests must prove they come
+// from driftwatch's own pages (checkCSRF). An API token never is.
+func (id Identity) ambient() bool { return id.Method == MethodProxy }
+
 // Anonymous reports a caller without a credential.
 func (id Identity) Anonymous() bool { return id.Method == "" || id.Method == MethodAnonymous }
 

@@ -176,7 +176,7 @@ func (s *Server) guard(a access, next http.Handler) http.Handler {
 			if !limitBody(w, r, maxBody) {
 				return
 			}
-			if id.Method == MethodProxy && !s.checkCSRF(w, r, id, page) {
+			if id.ambient() && !s.checkCSRF(w, r, id, page) {
 				return
 			}
 		}
