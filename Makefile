@@ -133,6 +133,10 @@ test-faults: deps tools kube-tools s3-tools image
 testdata: tools
 	@source $(TOOLS_ENV); TF_CLI_CONFIG="$$TF_CLI_CONFIG" bash hack/gen-fixtures.sh
 
+#? screenshots: render the README's screenshots (docs/screenshots) in headless Chromium
+screenshots: deps
+	DRIFTWATCH_E2E=1 DRIFTWATCH_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run '^TestScreenshots$$' ./internal/server/
+
 #? bench: classifier and audit benchmarks (side-by-side ratios)
 bench: tools
 	@source $(TOOLS_ENV); DRIFTWATCH_TF_BINARIES="$$TF_BINARIES" DRIFTWATCH_TF_CLI_CONFIG="$$TF_CLI_CONFIG" \
@@ -144,4 +148,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
-.PHONY: help deps tools kube-tools lint-tools s3-tools image-tools image build run lint test test-faults testdata bench fuzz
+.PHONY: help deps tools kube-tools lint-tools s3-tools image-tools image build run lint test test-faults testdata screenshots bench fuzz
