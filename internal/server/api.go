@@ -18,19 +18,51 @@ const (
 	MaxRunsLimit     = 500
 )
 
+// apiWorkspaces lists the configured workspaces. Without any list
+// parameter it answers as it always has: every workspace, by name. With
+// any (status, label, owner, q, sort, page, per_page: parseListQuery) it
+// answers one page of the filtered list, most severe first unless
+// sort=name, with the total, the page and the page size; a page past the
+// end has no workspaces (the total says how many there are).
 func (s *Server) apiWorkspaces(w http.ResponseWriter, r *http.Request) {
+	f, err := parseListQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	vs, err := s.workspaces(r.Context())
 	if err != nil {
 		s.internalError(w, r, err)
 		return
 	}
-	out := make([]apiWorkspace, 0, len(vs))
-	for _, v := range vs {
+	if !f.Given {
+		out := make([]apiWorkspace, 0, len(vs))
+		for _, v := range vs {
+			out = append(out, s.toAPIWorkspace(v))
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Workspaces []apiWorkspace `json:"workspaces"`
+		}{out})
+		return
+	}
+	res := listWorkspaces(vs, f)
+	out := make([]apiWorkspace, 0, len(res.Items))
+	for _, v := range res.Items {
 		out = append(out, s.toAPIWorkspace(v))
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Workspaces []apiWorkspace `json:"workspaces"`
-	}{out})
+	writeJSON(w, http.StatusOK, apiWorkspacePage{
+		Workspaces: out, Total: res.Total, Page: f.Page, PerPage: f.PerPage, Pages: res.Pages,
+	})
+}
+
+// apiWorkspacePage is one page of the workspace list.
+type apiWorkspacePage struct {
+	Workspaces []apiWorkspace `json:"workspaces"`
+	// Total counts the workspaces the filters select, over every page.
+	Total   int `json:"total"`
+	Page    int `json:"page"`
+	PerPage int `json:"per_page"`
+	Pages   int `json:"pages"`
 }
 
 func (s *Server) apiWorkspace(w http.ResponseWriter, r *http.Request) {

@@ -11,7 +11,7 @@
 //	GET  /api/v1/status                        version, readiness, sandbox
 //	GET  /api/v1/whoami                        who the caller is, its roles, its CSRF token
 //	GET  /api/v1/notifiers                     alert delivery per notifier
-//	GET  /api/v1/workspaces                    every configured workspace with its state
+//	GET  /api/v1/workspaces                    every configured workspace with its state; with ?status=,label=,owner=,q=,sort=,page=,per_page= one filtered page (list.go)
 //	GET  /api/v1/workspaces/{name}             one workspace, with its findings
 //	GET  /api/v1/workspaces/{name}/runs        its runs, newest first (?limit=1..500, default 50)
 //	POST /api/v1/workspaces/{name}/runs        queue a run now (operator)
@@ -22,7 +22,7 @@
 //	POST /api/v1/silences                      add a silence (operator)
 //	DELETE /api/v1/silences/{id}?by=WHO        end a silence now (operator)
 //	GET  /api/v1/stats                         trends per UTC day (?since=30d|Nh, label=k=v..., owner=)
-//	GET  /                                     status page
+//	GET  /                                     status page (the same filters, 50 a page)
 //	GET  /workspaces/{name}                    one workspace's page
 //	GET  /runs/{id}                            one run's page, with its log (viewer, logs)
 //	GET  /silences                             what holds notifications now, silences, windows

@@ -27,7 +27,12 @@ type pages struct {
 	status, workspace, message, run, remediation *template.Template
 	css                                          template.CSS
 	// csp allows exactly the inline stylesheet and nothing else: no
-	// scripts, no external loads, no framing.
+	// scripts, no external loads, no framing. Forms may be sent to this
+	// origin only: the status page's search is a GET form (a query
+	// string; nothing changes). Allowing 'self' lets no form change
+	// anything either: a mutating request needs a bearer token, or with
+	// an ambient identity (proxy headers, a session) a CSRF token and a
+	// same-origin request (csrf.go), which no form can make up.
 	csp string
 }
 
@@ -53,6 +58,7 @@ func newPages(prefix string) (*pages, error) {
 		"count":       func(kind string, n int) countArg { return countArg{kind, n} },
 		"when":        func(now, t time.Time, zero string) whenArg { return whenArg{now, t, zero} },
 		"deref":       func(t *time.Time) time.Time { return *t },
+		"thousands":   thousands,
 	}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/remediation_parts.html")
 	if err != nil {
@@ -61,7 +67,7 @@ func newPages(prefix string) (*pages, error) {
 	p := &pages{
 		css: template.CSS(css),
 		csp: "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; " +
-			"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+			"img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
 	}
 	for _, t := range []struct {
 		dst  **template.Template
@@ -119,10 +125,16 @@ type summaryItem struct {
 
 type statusPageData struct {
 	page
-	Notifiers  []notifierView
-	Verdict    string
-	Tone       string // "bad", "warn" or "" (all clean)
-	Summary    []summaryItem
+	Notifiers []notifierView
+	// Verdict and Tone are about every configured workspace, whatever
+	// the filters.
+	Verdict string
+	Tone    string // "bad", "warn" or "" (all clean)
+	// Configured counts every configured workspace.
+	Configured int
+	// List is the filtered page of workspaces, with its filter bar and
+	// pager; Workspaces are its rows.
+	List       listView
 	Workspaces []workspaceView
 	// Remediation is nil when the daemon has no remediation control.
 	Remediation *remediationSummary
@@ -131,7 +143,16 @@ type statusPageData struct {
 	// is the same by name.
 	Held   []heldWorkspace
 	HeldBy map[string]*hold
+	// HeldShown are the first of Held the headline names (maxHeldNames),
+	// HeldMore how many it leaves out.
+	HeldShown []heldWorkspace
+	HeldMore  int
 }
+
+// maxHeldNames bounds the workspaces the status page's "notifications
+// held" line names: a window over hundreds of workspaces is summed up,
+// and the Silences page lists them all.
+const maxHeldNames = 20
 
 // notifierView is a notifier's row on the status page.
 type notifierView struct {
@@ -190,12 +211,16 @@ func statusSummary(vs []workspaceView) (items []summaryItem, verdict, tone strin
 }
 
 func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
+	f, err := parseListQuery(r.URL.Query())
+	if err != nil {
+		s.badRequestPage(w, r, err)
+		return
+	}
 	vs, err := s.workspaces(r.Context())
 	if err != nil {
 		s.pageError(w, r, err)
 		return
 	}
-	sortBySeverity(vs)
 	ns, err := s.notifiers(r)
 	if err != nil {
 		s.pageError(w, r, err)
@@ -216,12 +241,34 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	items, verdict, tone := statusSummary(vs)
+	// The headline is about every workspace; the table about the filtered
+	// page: only its rows are rendered, which keeps the page fast however
+	// many workspaces are configured.
+	_, verdict, tone := statusSummary(vs)
+	res := listWorkspaces(vs, f)
 	title := "driftwatch: " + verdict
-	s.render(w, r, http.StatusOK, s.pages.status, statusPageData{
+	if f.filtered() || f.Page > 1 {
+		title += fmt.Sprintf(" · page %d, %d shown", f.Page, len(res.Items))
+	}
+	d := statusPageData{
 		page:    s.newPage(title, true),
-		Verdict: verdict, Tone: tone, Summary: items, Workspaces: vs, Notifiers: nvs, Remediation: rem,
+		Verdict: verdict, Tone: tone, Configured: len(vs),
+		List: newListView(s.prefix, vs, f, res), Workspaces: res.Items,
+		Notifiers: nvs, Remediation: rem,
 		Held: held, HeldBy: heldBy(held),
+	}
+	d.HeldShown = held[:min(len(held), maxHeldNames)]
+	d.HeldMore = len(held) - len(d.HeldShown)
+	s.render(w, r, http.StatusOK, s.pages.status, d)
+}
+
+// badRequestPage answers 400 with a page that says which parameter is
+// wrong.
+func (s *Server) badRequestPage(w http.ResponseWriter, r *http.Request, err error) {
+	s.render(w, r, http.StatusBadRequest, s.pages.message, messagePageData{
+		page:    s.newPage("driftwatch: bad request", false),
+		Heading: "Bad request",
+		Message: err.Error() + ".",
 	})
 }
 

@@ -34,7 +34,7 @@ func TestStatusPage(t *testing.T) {
 	require.NotContains(t, body, "<script")
 	require.NotContains(t, body, "retired", "workspaces no longer configured are not shown")
 	for _, s := range []string{"errored", "forbidden", "drift", "pending", "clean", "unknown"} {
-		require.Contains(t, body, `<span class="dot s-`+s+`"></span><b>1</b> `+s+`</span>`)
+		require.Contains(t, body, `<a class="chip" href="/?status=`+s+`" title="Show `+s+` workspaces"><span class="dot s-`+s+`"></span><b>1</b> `+s+`</a>`)
 	}
 	// Severity order, then name.
 	last := -1

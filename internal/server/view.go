@@ -57,14 +57,26 @@ func mergeWorkspaces(infos []WorkspaceInfo, states []store.WorkspaceState) []wor
 }
 
 // sortBySeverity orders views most severe first (errored, forbidden,
-// drift, validation, pending, clean, unknown), then by name.
+// drift, validation, pending, clean, unknown), then longest in that
+// status first (oldest State.Since; an unknown since last), then by name.
 func sortBySeverity(vs []workspaceView) {
-	slices.SortStableFunc(vs, func(a, b workspaceView) int {
-		if c := cmp.Compare(b.Status.Severity(), a.Status.Severity()); c != 0 {
-			return c
+	slices.SortFunc(vs, compareSeverity)
+}
+
+func compareSeverity(a, b workspaceView) int {
+	if c := cmp.Compare(b.Status.Severity(), a.Status.Severity()); c != 0 {
+		return c
+	}
+	if az, bz := a.State.Since.IsZero(), b.State.Since.IsZero(); az != bz {
+		if az {
+			return 1
 		}
-		return cmp.Compare(a.Name, b.Name)
-	})
+		return -1
+	}
+	if c := a.State.Since.Compare(b.State.Since); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
 }
 
 // summaryStatuses is the order statuses are counted in on the status page.
