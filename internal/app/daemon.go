@@ -289,6 +289,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 	// no bearer token: the handler authenticates them by their signature.
 	// The notifiers are read from the current config at each request, so
 	// a reload (approvers, a rotated signing secret) applies at once.
+	audit := auditRecorder(d.store)
 	slackHandler, err := slackinteract.New(slackinteract.Options{
 		Notifiers: func() ([]slackinteract.Notifier, error) {
 			var out []slackinteract.Notifier
@@ -313,6 +314,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 		WithActor:       remediation.WithActor,
 		HashMismatchErr: server.ErrHashMismatch,
 		Logger:          d.log,
+		OnDecision:      slackAudit(audit, d.log),
 	})
 	if err != nil {
 		return nil, err
@@ -325,6 +327,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 		Store:       d.store,
 		Logs:        d.store,
 		Incidents:   d.store,
+		Audit:       audit,
 		Control:     control{d: d, RemediationControl: remediationControl{d.rem}},
 		Handlers:    handlers,
 		Gatherer:    d.reg,

@@ -27,12 +27,16 @@
 //	GET  /runs/{id}                            one run's page, with its log (viewer, logs)
 //	GET  /silences                             what holds notifications now, silences, windows
 //	GET  /trends                               the Trends page: charts of /api/v1/stats
+//	GET  /api/v1/audit                         the audit log, newest first (?since=Nd|Nh, actor, action, target, limit=1..1000, default 100)
+//	GET  /audit                                the audit log's page
 //
 // The silence endpoints answer 501 unless the Control implements
 // SilenceControl (silences and maintenance windows); with it, the status
 // and workspace pages also say whose notifications are held, until when
 // and why. The trend endpoints answer 501 unless Options.Store implements
-// store.StatsReader.
+// store.StatsReader. Every request to a mutating route, refused or not, is
+// recorded through Options.Audit (audit.go); the audit endpoints answer 501
+// unless Options.Store implements store.AuditReader.
 //
 // and, when the Control implements RemediationControl, the remediation
 // API (/api/v1/remediations..., /api/v1/remediation, the approve, reject,

@@ -28,6 +28,9 @@ type access struct {
 	// logs: the route shows run logs, which token mode's default keeps
 	// from anonymous callers (anonymousMay).
 	logs bool
+	// audit is what a mutating route records in the audit log (audit.go);
+	// nil for reads.
+	audit *auditAction
 }
 
 func (a access) String() string {
@@ -95,6 +98,11 @@ func (rt *router) add(pattern string, a access, h http.Handler) {
 			writeError(w, http.StatusInternalServerError, "this route has no access rule")
 		})
 	}
+	if a.kind == accessRole {
+		if a.audit = auditedRoute(pattern); a.audit != nil {
+			h = auditReached(h)
+		}
+	}
 	rt.routes = append(rt.routes, route{pattern: pattern, access: a})
 	if a.kind == accessRole {
 		h = rt.s.guard(a, h)
@@ -128,9 +136,19 @@ const (
 // credential, with WWW-Authenticate), 403 (a role too low, a proxy
 // header from an untrusted peer, a mutating request without its CSRF
 // token) or 500 (a token file that cannot be read); a mutating request's
-// body is bounded (413).
+// body is bounded (413). A mutating request is recorded in the audit
+// log once answered, refused or not (recordAudit).
 func (s *Server) guard(a access, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var (
+			id  Identity
+			out authOutcome
+		)
+		if a.audit != nil && !safeMethod(r.Method) {
+			aw, at := &auditWriter{ResponseWriter: w}, s.o.Now()
+			w = aw
+			defer s.auditDone(r, a, &id, &out, aw, at)
+		}
 		page := isPage(r.URL.Path)
 		mutating := a.need != RoleViewer
 		id, out, err := s.auth.authenticate(r)

@@ -60,6 +60,10 @@ type Options struct {
 	// Incidents lists a workspace's incidents, shown with their severity
 	// and the rule that set it (nil: none are shown).
 	Incidents IncidentLister
+	// Audit records every request to a mutating route, refused or not
+	// (audit.go); nil: none is recorded. GET /api/v1/audit and the
+	// /audit page read the log from Store, if it is a store.AuditReader.
+	Audit AuditRecorder
 	// Config is the config file's server section; config.Server documents
 	// each setting. The server uses it as follows (zero: no tokens, no
 	// TLS, no external URL, the default listen address):
@@ -295,6 +299,7 @@ func (s *Server) routes() (http.Handler, *router) {
 	}
 	s.silenceRoutes(mux)
 	s.statsRoutes(mux)
+	s.auditRoutes(mux)
 	for _, pattern := range slices.Sorted(maps.Keys(s.o.Handlers)) {
 		mux.self(pattern, s.o.Handlers[pattern])
 	}

@@ -289,6 +289,7 @@ func (s *Server) apiAddSilence(w http.ResponseWriter, r *http.Request) {
 	}
 	s.o.Logger.Info("silence added through the api", "silence", x.ID, "workspace", x.Workspace,
 		"labels", labelPairs(x.Labels), "ends_at", x.EndsAt, "created_by", x.CreatedBy)
+	setAuditTarget(w, x.ID)
 	writeJSON(w, http.StatusCreated, toAPISilence(x, s.o.Now()))
 }
 

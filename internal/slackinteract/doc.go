@@ -14,6 +14,13 @@
 // through the payload's response_url, which must be on Slack's host
 // (hooks.slack.com) or the origin a notifier is configured with.
 //
+// Every click on a driftwatch button that passes the authentication is
+// told to the optional Options.OnDecision (the daemon records it in the
+// audit log): who clicked, approve or reject, which remediation, and
+// whether it was decided, refused (not an approver, another channel) or
+// failed. Requests that fail the authentication are only logged: they
+// name nobody.
+//
 // Every refusal is logged at warn with its reason, never with the signing
 // secret, the raw body or the response_url (a short-lived credential to
 // post into the channel).

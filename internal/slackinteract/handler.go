@@ -96,6 +96,32 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// OnDecision, if set, is told of every click on an Approve or Reject
+	// button that passed the authentication, allowed or not (the daemon
+	// records it in the audit log). It is called before the reply is
+	// posted; it must not block for long.
+	OnDecision func(ctx context.Context, d Decision)
+}
+
+// Decision is a click on an Approve or Reject button, as OnDecision is
+// told of it. It holds no secret and nothing the clicker typed.
+type Decision struct {
+	// At is when it was answered.
+	At time.Time
+	// Actor is who clicked, as the Decider records it:
+	// "slack:U0123ABCD (alice)".
+	Actor string
+	// Action is "approve" or "reject".
+	Action string
+	// Remediation and Notifier are what the button carried.
+	Remediation string
+	Notifier    string
+	// Result is store.AuditOK (decided), store.AuditDenied (the user is
+	// not an approver, or clicked in another channel) or store.AuditError
+	// (the Decider refused or failed).
+	Result string
+	// Detail says why not, in fixed words ("" when decided).
+	Detail string
 }
 
 // Handler answers Slack interactivity requests. It is safe for concurrent
@@ -263,26 +289,45 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	channel := first(p.Channel.ID, p.Container.ChannelID)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), decideTimeout)
 	defer cancel()
+	d := Decision{Actor: actor(p.User.ID, first(p.User.Username, p.User.Name)), Action: "approve",
+		Remediation: v.Remediation, Notifier: n.Name}
+	if act.ActionID == slack.ActionReject {
+		d.Action = "reject"
+	}
 	switch {
 	case p.User.ID == "" || !slices.Contains(n.Approvers, p.User.ID):
 		log.Warn("slack interaction refused", "reason", "not an approver")
+		h.noteDecision(ctx, d, store.AuditDenied, "not an approver of this notifier")
 		h.respond(ctx, log, p.ResponseURL, reply{ResponseType: "ephemeral", Text: fmt.Sprintf(
 			"You are not an approver of driftwatch remediations posted by notifier %s, so nothing was decided. Ask an approver, or use `driftwatch approve %s`.",
 			esc(n.Name), esc(v.Remediation))})
 	case n.Channel != "" && channel != n.Channel:
 		log.Warn("slack interaction refused", "reason", "clicked outside the notifier's channel", "channel", channel)
+		h.noteDecision(ctx, d, store.AuditDenied, "clicked outside the notifier's channel")
 		h.respond(ctx, log, p.ResponseURL, reply{ResponseType: "ephemeral",
 			Text: "This button belongs to a driftwatch message of another channel; nothing was decided."})
 	default:
-		h.respond(ctx, log, p.ResponseURL, h.decide(ctx, log, p, act.ActionID, v))
+		rep, result, detail := h.decide(ctx, log, p, act.ActionID, v)
+		h.noteDecision(ctx, d, result, detail)
+		h.respond(ctx, log, p.ResponseURL, rep)
 	}
 	w.WriteHeader(http.StatusOK)
 }
 
+// noteDecision tells Options.OnDecision, if set, of d with its result.
+func (h *Handler) noteDecision(ctx context.Context, d Decision, result, detail string) {
+	if h.o.OnDecision == nil {
+		return
+	}
+	d.At, d.Result, d.Detail = h.o.Now(), result, detail
+	h.o.OnDecision(ctx, d)
+}
+
 // decide approves or rejects and returns the reply: the message replaced
 // (buttons dropped) saying who decided, or why not; an ephemeral reply for
-// an error that a later click may not meet.
-func (h *Handler) decide(ctx context.Context, log *slog.Logger, p payload, actionID string, v slack.ActionValue) reply {
+// an error that a later click may not meet. result and detail are the
+// outcome as the audit log records it (Decision).
+func (h *Handler) decide(ctx context.Context, log *slog.Logger, p payload, actionID string, v slack.ActionValue) (_ reply, result, detail string) {
 	actx := h.o.WithActor(ctx, actor(p.User.ID, first(p.User.Username, p.User.Name)))
 	verb, past, emoji := "approve", "Approved", ":white_check_mark:"
 	var err error
@@ -297,25 +342,26 @@ func (h *Handler) decide(ctx context.Context, log *slog.Logger, p payload, actio
 	if err == nil {
 		log.Info("remediation decided in slack", "decision", strings.ToLower(past))
 		return replaced(p, fmt.Sprintf("%s by %s at %s", past, who, at.Format("2006-01-02 15:04 MST")),
-			fmt.Sprintf("%s *%s* by %s at %s.", emoji, past, who, slackDate(at)))
+			fmt.Sprintf("%s *%s* by %s at %s.", emoji, past, who, slackDate(at))), store.AuditOK, ""
 	}
 	var why string
 	switch {
 	case h.o.HashMismatchErr != nil && errors.Is(err, h.o.HashMismatchErr):
-		why = "the change set is no longer the one this message showed"
+		why, detail = "the change set is no longer the one this message showed", "change set changed"
 	case errors.Is(err, store.ErrNotFound):
-		why = "no such remediation"
+		why, detail = "no such remediation", "no such remediation"
 	case errors.Is(err, store.ErrConflict):
-		why = err.Error()
+		why, detail = err.Error(), "conflict"
 	default:
 		log.Error("slack interaction: decision failed", "err", err)
-		return reply{ResponseType: "ephemeral", Text: fmt.Sprintf(
+		rep := reply{ResponseType: "ephemeral", Text: fmt.Sprintf(
 			"driftwatch could not %s remediation %s (internal error, logged); try again, or use the driftwatch CLI.", verb, esc(v.Remediation))}
+		return rep, store.AuditError, "internal error"
 	}
 	log.Warn("slack interaction: decision refused", "reason", why)
 	why = truncate(oneLine(why), maxErrorText)
 	return replaced(p, fmt.Sprintf("%s could not %s: %s", who, verb, esc(why)),
-		fmt.Sprintf(":warning: %s could not %s this remediation: %s", who, verb, esc(why)))
+		fmt.Sprintf(":warning: %s could not %s this remediation: %s", who, verb, esc(why))), store.AuditError, detail
 }
 
 // replaced is the clicked message without its buttons, with line (mrkdwn)

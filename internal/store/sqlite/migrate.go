@@ -212,6 +212,27 @@ CREATE INDEX silences_ends ON silences (ends_at);
 	`
 CREATE INDEX runs_stats ON runs (workspace, started_at, status, finished_at, id);
 `,
+
+	// 8: the audit log (store.AuditStore): every mutating action
+	// attempted, allowed or not. Only a new table. seq is the rowid:
+	// entries are appended, and Prune keeps the newest by it.
+	`
+CREATE TABLE audit_log (
+	seq    INTEGER PRIMARY KEY,
+	at     INTEGER NOT NULL,
+	actor  TEXT NOT NULL,
+	method TEXT NOT NULL,
+	roles  TEXT NOT NULL CHECK (json_valid(roles)),
+	action TEXT NOT NULL,
+	target TEXT NOT NULL,
+	result TEXT NOT NULL,
+	status INTEGER NOT NULL,
+	detail TEXT NOT NULL,
+	source TEXT NOT NULL
+) STRICT;
+-- AuditEntries: newest first, from a time; Prune: older than max_age.
+CREATE INDEX audit_log_at ON audit_log (at, seq);
+`,
 }
 
 // migrate applies the missing migrations, one transaction each. The version

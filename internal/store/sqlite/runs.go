@@ -354,8 +354,10 @@ func (s *Store) Workspaces(ctx context.Context) ([]store.WorkspaceState, error) 
 //
 // In the same transaction it trims the alert tables (see pruneAlerts):
 // delivered outbox messages beyond the newest 1000 per notifier or
-// delivered before olderThan, and incidents resolved before olderThan. Those
-// deletions are logged, not counted in the result, which keeps meaning runs.
+// delivered before olderThan, and incidents resolved before olderThan; and
+// the audit log (see pruneAudit): entries recorded before olderThan and
+// beyond the newest 100,000. Those deletions are logged, not counted in
+// the result, which keeps meaning runs.
 func (s *Store) Prune(ctx context.Context, keep int, olderThan time.Time) (_ int, err error) {
 	defer s.noteWrite(&err)
 	if keep < 0 {
@@ -395,12 +397,19 @@ AND id NOT IN (SELECT last_run_id FROM workspace_state)`, keep, cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("prune: %w", err)
 	}
+	audited, err := s.pruneAudit(ctx, tx, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("prune: %w", err)
 	}
 	if pruned.messages > 0 || pruned.incidents > 0 {
 		s.logger.Info("pruned delivered notifications and resolved incidents",
 			"messages", pruned.messages, "incidents", pruned.incidents, "notifier_states", pruned.states)
+	}
+	if audited > 0 {
+		s.logger.Info("pruned audit log entries", "entries", audited)
 	}
 	return int(n), nil
 }

@@ -301,7 +301,7 @@ func TestOpenMigratesOnce(t *testing.T) {
 		tables = append(tables, n)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"incidents", "notifier_state", "outbox", "remediations", "run_logs", "runs", "settings", "silences", "workspace_state"}, tables)
+	require.Equal(t, []string{"audit_log", "incidents", "notifier_state", "outbox", "remediations", "run_logs", "runs", "settings", "silences", "workspace_state"}, tables)
 }
 
 func TestTimesOutOfRange(t *testing.T) {

@@ -1,0 +1,73 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/slackinteract"
+	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/store/sqlite"
+)
+
+// A Slack decision becomes an audit entry of source slack, under the
+// Slack user, with the notifier named; it is read back from the store's
+// log like the API's entries.
+func TestSlackAudit(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "driftwatch.db"), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	rec := auditRecorder(st)
+	require.NotNil(t, rec, "the sqlite store keeps an audit log")
+	at := time.Date(2026, 11, 26, 1, 2, 3, 0, time.UTC)
+	note := slackAudit(rec, slog.New(slog.DiscardHandler))
+	note(t.Context(), slackinteract.Decision{At: at, Actor: "slack:U0123ABCD (alice)", Action: "approve",
+		Remediation: "rem-net", Notifier: "slack-oncall", Result: store.AuditOK})
+	note(t.Context(), slackinteract.Decision{At: at.Add(time.Second), Actor: "slack:U0STRANGER (mallory)", Action: "reject",
+		Remediation: "rem-net", Notifier: "slack-oncall", Result: store.AuditDenied, Detail: "not an approver of this notifier"})
+
+	got, err := st.AuditEntries(t.Context(), store.AuditFilter{})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	for i := range got {
+		got[i].ID = 0
+		got[i].At = got[i].At.UTC()
+	}
+	require.Equal(t, []store.AuditEntry{
+		{At: at.Add(time.Second), Actor: "slack:U0STRANGER (mallory)", Method: "slack", Roles: []string{}, Action: "remediation.reject",
+			Target: "rem-net", Result: store.AuditDenied, Detail: "not an approver of this notifier; notifier slack-oncall", Source: "slack"},
+		{At: at, Actor: "slack:U0123ABCD (alice)", Method: "slack", Roles: []string{}, Action: "remediation.approve",
+			Target: "rem-net", Result: store.AuditOK, Detail: "notifier slack-oncall", Source: "slack"},
+	}, got)
+}
+
+// Without an audit log nothing is wired: the server records nothing and
+// Slack's handler is told nothing.
+func TestNoAuditLog(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "driftwatch.db"), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	rec := auditRecorder(struct{ store.Store }{st})
+	require.Nil(t, rec)
+	require.Nil(t, slackAudit(rec, slog.New(slog.DiscardHandler)))
+}
+
+type failingRecorder struct{}
+
+func (failingRecorder) RecordAudit(context.Context, store.AuditEntry) error {
+	return errors.New("disk full")
+}
+
+// A recording that fails is logged; the decision stands.
+func TestSlackAuditFailureLogged(t *testing.T) {
+	var buf bytes.Buffer
+	note := slackAudit(failingRecorder{}, slog.New(slog.NewTextHandler(&buf, nil)))
+	note(t.Context(), slackinteract.Decision{At: time.Now(), Actor: "slack:U1", Action: "approve", Remediation: "rem-1", Result: store.AuditOK})
+	require.Contains(t, buf.String(), `msg="record audit entry" action=remediation.approve target=rem-1 actor=slack:U1 result=ok err="disk full"`)
+}

@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// The results an audit entry records (AuditEntry.Result).
+const (
+	// AuditOK: the action was done.
+	AuditOK = "ok"
+	// AuditDenied: the caller was refused before anything was done (no
+	// or an invalid credential, a role too low, a cross-site request or a
+	// missing CSRF token, a body too large, not a Slack approver).
+	AuditDenied = "denied"
+	// AuditError: the caller was allowed, but the action failed or was
+	// refused by the daemon (unknown workspace, a conflict, an outage).
+	AuditError = "error"
+)
+
+// Where an audited action came from (AuditEntry.Source).
+const (
+	// AuditSourceAPI: an API client (the CLI, curl, automation).
+	AuditSourceAPI = "api"
+	// AuditSourcePage: driftwatch's own pages, in a signed-in browser.
+	AuditSourcePage = "page"
+	// AuditSourceSlack: a Slack button (internal/slackinteract).
+	AuditSourceSlack = "slack"
+)
+
+// AuditEntry is one mutating action someone attempted, allowed or not:
+// who, with which role, did what to which target, when, and how it went.
+// It never holds a request body, a credential or a header's value.
+type AuditEntry struct {
+	// ID is assigned by the store (RecordAudit ignores it); it grows
+	// with every entry.
+	ID int64
+	// At is when the action was attempted.
+	At time.Time
+	// Actor names who acted: a person ("alice"), an API token
+	// ("token:ci"), "anonymous", or a Slack user ("slack:U123 (alice)").
+	Actor string
+	// Method is how the actor was established: "token:<name>", "proxy",
+	// "anonymous", "slack" (and more as authentication grows).
+	Method string
+	// Roles are the roles the actor held (none when refused unsigned).
+	Roles []string
+	// Action is a stable name: "run.trigger", "run.cancel",
+	// "silence.add", "silence.expire", "remediation.approve",
+	// "remediation.reject", "remediation.pause", "remediation.resume".
+	Action string
+	// Target is what was acted on: a workspace name, a run, silence or
+	// remediation ID; "" when the action has none (the kill switch) or
+	// it is not known (a silence refused before it was made).
+	Target string
+	// Result is AuditOK, AuditDenied or AuditError.
+	Result string
+	// Status is the HTTP status answered (0: none, e.g. Slack's buttons).
+	Status int
+	// Detail says briefly why, for a refusal or an error; never a value
+	// from the request. Stores cap it (MaxAuditDetail).
+	Detail string
+	// Source is AuditSourceAPI, AuditSourcePage or AuditSourceSlack.
+	Source string
+}
+
+// MaxAuditDetail caps AuditEntry.Detail, in bytes; stores truncate a
+// longer one. Actor and Target are capped at MaxAuditName.
+const (
+	MaxAuditDetail = 256
+	MaxAuditName   = 200
+)
+
+// AuditFilter selects audit entries. Zero fields select everything.
+type AuditFilter struct {
+	// Since: entries at or after it.
+	Since time.Time
+	// Actor, Action and Target must equal the entry's.
+	Actor, Action, Target string
+	// Limit caps the entries returned (0: no cap).
+	Limit int
+}
+
+// AuditReader reads the audit log. It is optional: the server finds it
+// on its Store with a type assertion. store/sqlite implements it.
+type AuditReader interface {
+	// AuditEntries returns the entries f selects, newest first (by At,
+	// then by ID).
+	AuditEntries(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+}
+
+// AuditStore keeps the audit log: entries are appended, never changed,
+// and pruned with the run history (store.max_age) and beyond a fixed
+// count; store/sqlite documents its limits.
+type AuditStore interface {
+	AuditReader
+	// RecordAudit appends e, capping its Detail, Actor and Target.
+	RecordAudit(ctx context.Context, e AuditEntry) error
+}
