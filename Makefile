@@ -11,6 +11,7 @@ KUBE_ENV  := $(DRIFTWATCH_TOOLS)/kube.env
 LINT_ENV  := $(DRIFTWATCH_TOOLS)/lint.env
 IMAGE_ENV := $(DRIFTWATCH_TOOLS)/image.env
 S3_ENV    := $(DRIFTWATCH_TOOLS)/s3.env
+AUTH_ENV  := $(DRIFTWATCH_TOOLS)/auth.env
 IMAGE     ?= driftwatch:dev
 GO        ?= go
 BIN       := bin/driftwatch
@@ -48,6 +49,13 @@ s3-tools:
 	@bash hack/provision-s3.sh | tail -n 1 | sed -E 's/^([A-Z_]+)=(.*)$$/\1="\2"/' > $(S3_ENV).tmp
 	@grep -q '^WEED=' $(S3_ENV).tmp && mv $(S3_ENV).tmp $(S3_ENV)
 	@cat $(S3_ENV)
+
+#? auth-tools: oauth2-proxy (for the tests of server.auth proxy mode behind a real proxy) built from the Go module proxy (idempotent)
+auth-tools:
+	@mkdir -p $(DRIFTWATCH_TOOLS)
+	@bash hack/provision-auth.sh | tail -n 1 | sed -E 's/^([A-Z0-9_]+)=(.*)$$/\1="\2"/' > $(AUTH_ENV).tmp
+	@grep -q '^OAUTH2_PROXY=' $(AUTH_ENV).tmp && mv $(AUTH_ENV).tmp $(AUTH_ENV)
+	@cat $(AUTH_ENV)
 
 #? image-tools: our own dockerd (Debian's docker.io, under $DRIFTWATCH_TOOLS/image) and the Dockerfile's base images, assembled offline (idempotent)
 image-tools:
@@ -107,9 +115,9 @@ lint: lint-tools
 
 # The environment every test step runs in: the provisioned tools, and
 # DRIFTWATCH_E2E=1 (a missing tool fails instead of skipping).
-TEST_ENV = source $(TOOLS_ENV); source $(KUBE_ENV); source $(S3_ENV); source $(IMAGE_ENV); \
+TEST_ENV = source $(TOOLS_ENV); source $(KUBE_ENV); source $(S3_ENV); source $(IMAGE_ENV); source $(AUTH_ENV); \
 	export DRIFTWATCH_E2E=1 DRIFTWATCH_TF_BINARIES="$$TF_BINARIES" DRIFTWATCH_TF_CLI_CONFIG="$$TF_CLI_CONFIG" \
-	DRIFTWATCH_KUBE_BIN_DIR="$$KUBE_BIN_DIR" DRIFTWATCH_WEED="$$WEED" \
+	DRIFTWATCH_KUBE_BIN_DIR="$$KUBE_BIN_DIR" DRIFTWATCH_WEED="$$WEED" DRIFTWATCH_OAUTH2_PROXY="$$OAUTH2_PROXY" \
 	DOCKER_HOST="$$DOCKER_HOST" DRIFTWATCH_DOCKER="$$DOCKER" DRIFTWATCH_IMAGE=$(IMAGE)
 # The fault-injection suite: TestFaults* in internal/e2etest, built with the
 # faults tag; run on its own, after the rest, so its load (the soak keeps
@@ -121,12 +129,12 @@ TEST_ENV = source $(TOOLS_ENV); source $(KUBE_ENV); source $(S3_ENV); source $(I
 FAULTS_TEST = $(GO) test -race -count=1 -tags faults -run '^TestFaults' -parallel 32 -timeout 40m -v ./internal/e2etest/
 
 #? test: provision tools, lint, and run every test (unit + end-to-end) with -race, then the fault-injection suite
-test: deps tools kube-tools s3-tools lint image
+test: deps tools kube-tools s3-tools auth-tools lint image
 	@$(TEST_ENV); $(GO) test -race -count=1 -timeout 40m ./...
 	@$(TEST_ENV); $(FAULTS_TEST)
 
 #? test-faults: only the fault-injection suite (DRIFTWATCH_SOAK_DURATION=10m by default)
-test-faults: deps tools kube-tools s3-tools image
+test-faults: deps tools kube-tools s3-tools auth-tools image
 	@$(TEST_ENV); $(FAULTS_TEST)
 
 #? testdata: regenerate the plan JSON fixtures from real Terraform
@@ -148,4 +156,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
-.PHONY: help deps tools kube-tools lint-tools s3-tools image-tools image build run lint test test-faults testdata screenshots bench fuzz
+.PHONY: help deps tools kube-tools lint-tools s3-tools auth-tools image-tools image build run lint test test-faults testdata screenshots bench fuzz

@@ -1,12 +1,17 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
+	"net"
 	"net/netip"
+	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Auth modes (server.auth.mode).
@@ -18,7 +23,26 @@ const (
 	// AuthModeProxy: people are identified by an authenticating reverse
 	// proxy through trusted headers; API tokens work as in token mode.
 	AuthModeProxy = "proxy"
+	// AuthModeOIDC: people sign in with an OpenID Connect provider
+	// (driftwatch's own login, a session cookie); API tokens work as in
+	// token mode.
+	AuthModeOIDC = "oidc"
 )
+
+// Defaults of server.auth.oidc.
+const (
+	DefaultOIDCGroupsClaim   = "groups"
+	DefaultOIDCUsernameClaim = "preferred_username"
+	DefaultOIDCSessionTTL    = 12 * time.Hour
+	// OIDCCallbackPath is the redirect URL's path under server.external_url.
+	OIDCCallbackPath = "/auth/callback"
+	// MinOIDCCookieSecret is the least length of a cookie secret file's
+	// content, in bytes.
+	MinOIDCCookieSecret = 32
+)
+
+// DefaultOIDCScopes are the scopes asked for without server.auth.oidc.scopes.
+var DefaultOIDCScopes = []string{"openid", "email", "profile"}
 
 // Roles (server.auth.tokens[].role, server.auth.roles[].role). viewer <
 // operator < admin; approver is viewer plus approving and rejecting
@@ -44,15 +68,17 @@ const (
 
 // Auth is server.auth: who may call the server and with which role.
 type Auth struct {
-	// Mode is "token" (default) or "proxy".
+	// Mode is "token" (default), "proxy" or "oidc".
 	Mode string `yaml:"mode"`
 	// Tokens are named API tokens, each with a role, in any mode. Each
 	// file is read on every request (rotation needs no restart).
 	Tokens []AuthToken `yaml:"tokens"`
 	// Proxy is where the identity of a person comes from in proxy mode.
 	Proxy AuthProxy `yaml:"proxy"`
-	// Roles maps proxy identities (users, emails, groups) onto roles
-	// (proxy mode only). A person gets every role an entry matches (admin
+	// OIDC is the OpenID Connect provider of oidc mode.
+	OIDC AuthOIDC `yaml:"oidc"`
+	// Roles maps people (users, emails, groups: the proxy's headers, or
+	// the ID token's claims) onto roles (proxy and oidc modes). A person gets every role an entry matches (admin
 	// covers the others); no match is no access, unless AnonymousRole.
 	Roles []RoleMapping `yaml:"roles"`
 	// AnonymousRole is what a caller without a credential may do: "viewer"
@@ -86,6 +112,37 @@ type AuthProxy struct {
 	UserHeader   string `yaml:"user_header"`
 	EmailHeader  string `yaml:"email_header"`
 	GroupsHeader string `yaml:"groups_header"`
+}
+
+// AuthOIDC is the OpenID Connect provider driftwatch signs people in
+// with (oidc mode): the authorization code flow with PKCE, then a signed
+// session cookie.
+type AuthOIDC struct {
+	// IssuerURL is the provider's issuer (its discovery document is
+	// IssuerURL + "/.well-known/openid-configuration"); https, except on
+	// a loopback address.
+	IssuerURL string `yaml:"issuer_url"`
+	ClientID  string `yaml:"client_id"`
+	// ClientSecretFile holds the client secret (never inline).
+	ClientSecretFile string `yaml:"client_secret_file"`
+	// RedirectURL is where the provider sends the browser back; default
+	// server.external_url + "/auth/callback". Register it with the
+	// provider.
+	RedirectURL string `yaml:"redirect_url"`
+	// Scopes asked for; default openid, email, profile ("openid" is
+	// required). Add the scope that makes the provider send groups.
+	Scopes []string `yaml:"scopes"`
+	// GroupsClaim names the ID token claim with the groups (default
+	// "groups"); UsernameClaim the one with the user name (default
+	// "preferred_username", else the subject).
+	GroupsClaim   string `yaml:"groups_claim"`
+	UsernameClaim string `yaml:"username_claim"`
+	// SessionTTL is how long a sign-in lasts (default 12h).
+	SessionTTL Duration `yaml:"session_ttl"`
+	// CookieSecretFile holds the key that signs session cookies (at least
+	// 32 bytes). Without it a random key is made at start: every session
+	// ends when driftwatch restarts.
+	CookieSecretFile string `yaml:"cookie_secret_file"`
 }
 
 // RoleMapping gives Role to the people it matches: any of its users,
@@ -143,9 +200,9 @@ func (c *Config) validateAuth(pos *positions) []error {
 	switch a.Mode {
 	case "":
 		a.Mode = AuthModeToken
-	case AuthModeToken, AuthModeProxy:
+	case AuthModeToken, AuthModeProxy, AuthModeOIDC:
 	default:
-		add("server.auth.mode", "%q: want token or proxy", a.Mode)
+		add("server.auth.mode", "%q: want token, proxy or oidc", a.Mode)
 	}
 	switch a.AnonymousRole {
 	case "", RoleNone:
@@ -183,15 +240,51 @@ func (c *Config) validateAuth(pos *positions) []error {
 		errs = append(errs, checkScope(pos, key, t.Role, t.Workspaces)...)
 	}
 	p := &a.Proxy
-	if a.Mode != AuthModeProxy {
-		if len(p.TrustedNetworks) > 0 || p.UserHeader != "" || p.EmailHeader != "" || p.GroupsHeader != "" {
-			add("server.auth.proxy", "is used only with server.auth.mode: proxy")
-		}
+	if a.Mode != AuthModeProxy && (len(p.TrustedNetworks) > 0 || p.UserHeader != "" || p.EmailHeader != "" || p.GroupsHeader != "") {
+		add("server.auth.proxy", "is used only with server.auth.mode: proxy")
+	}
+	if a.Mode != AuthModeOIDC && !a.OIDC.isZero() {
+		add("server.auth.oidc", "is used only with server.auth.mode: oidc")
+	}
+	switch a.Mode {
+	case AuthModeProxy:
+		errs = append(errs, validateProxy(pos, p)...)
+	case AuthModeOIDC:
+		errs = append(errs, c.validateOIDC(pos)...)
+	default:
 		if len(a.Roles) > 0 {
-			add("server.auth.roles", "map proxy identities and are used only with server.auth.mode: proxy (a token's role is set in server.auth.tokens)")
+			add("server.auth.roles", "map people and are used only with server.auth.mode: proxy or oidc (a token's role is set in server.auth.tokens)")
 		}
 		return errs
 	}
+	for i, m := range a.Roles {
+		key := fmt.Sprintf("server.auth.roles[%d]", i)
+		if err := checkRole(m.Role); err != nil {
+			add(key+".role", "%v", err)
+		}
+		if len(m.Users) == 0 && len(m.Emails) == 0 && len(m.Groups) == 0 {
+			add(key, "name users, emails or groups: an entry that matches nobody grants nothing")
+		}
+		for _, l := range []struct {
+			name string
+			vs   []string
+		}{{"users", m.Users}, {"emails", m.Emails}, {"groups", m.Groups}} {
+			for j, v := range l.vs {
+				if strings.TrimSpace(v) == "" || strings.Contains(v, ",") && l.name == "groups" {
+					add(fmt.Sprintf("%s.%s[%d]", key, l.name, j), "%q is not a %s", v, strings.TrimSuffix(l.name, "s"))
+				}
+			}
+		}
+		errs = append(errs, checkScope(pos, key, m.Role, m.Workspaces)...)
+	}
+	return errs
+}
+
+// validateProxy checks server.auth.proxy in proxy mode and sets its
+// defaults.
+func validateProxy(pos *positions, p *AuthProxy) []error {
+	var errs []error
+	add := func(key, format string, args ...any) { errs = append(errs, pos.errorf(key, format, args...)) }
 	if len(p.TrustedNetworks) == 0 {
 		add("server.auth.proxy.trusted_networks", "required in proxy mode: the addresses of the proxy, whose identity headers are believed")
 	}
@@ -215,27 +308,99 @@ func (c *Config) validateAuth(pos *positions) []error {
 			add("server.auth.proxy."+h.key, "%q is not an HTTP header name", *h.v)
 		}
 	}
-	for i, m := range a.Roles {
-		key := fmt.Sprintf("server.auth.roles[%d]", i)
-		if err := checkRole(m.Role); err != nil {
-			add(key+".role", "%v", err)
+	return errs
+}
+
+func (o AuthOIDC) isZero() bool {
+	return o.IssuerURL == "" && o.ClientID == "" && o.ClientSecretFile == "" && o.RedirectURL == "" &&
+		len(o.Scopes) == 0 && o.GroupsClaim == "" && o.UsernameClaim == "" && o.SessionTTL == 0 && o.CookieSecretFile == ""
+}
+
+// validateOIDC checks server.auth.oidc in oidc mode, resolves its files
+// against the config file's directory and sets its defaults. The secrets'
+// contents are never part of an error.
+func (c *Config) validateOIDC(pos *positions) []error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, pos.errorf("server.auth.oidc"+key, format, args...))
+	}
+	o := &c.Server.Auth.OIDC
+	dir := filepath.Dir(c.File)
+	if o.IssuerURL == "" {
+		add(".issuer_url", "required in oidc mode: the provider's issuer URL")
+	} else if err := checkIssuerURL(o.IssuerURL); err != nil {
+		add(".issuer_url", "%v", err)
+	}
+	if strings.TrimSpace(o.ClientID) == "" {
+		add(".client_id", "required in oidc mode: driftwatch's client ID at the provider")
+	}
+	o.ClientSecretFile = absFrom(dir, o.ClientSecretFile)
+	if o.ClientSecretFile == "" {
+		add(".client_secret_file", "required in oidc mode: the file that holds the client secret")
+	} else if err := checkTokenFile(o.ClientSecretFile); err != nil {
+		add(".client_secret_file", "%v", err)
+	}
+	switch {
+	case o.RedirectURL != "":
+		if u, err := url.Parse(o.RedirectURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" {
+			add(".redirect_url", "%q is not an absolute http(s) URL", o.RedirectURL)
 		}
-		if len(m.Users) == 0 && len(m.Emails) == 0 && len(m.Groups) == 0 {
-			add(key, "name users, emails or groups: an entry that matches nobody grants nothing")
+	case c.Server.ExternalURL != "":
+		o.RedirectURL = strings.TrimSuffix(c.Server.ExternalURL, "/") + OIDCCallbackPath
+	default:
+		add(".redirect_url", "required without server.external_url (it defaults to server.external_url + %q)", OIDCCallbackPath)
+	}
+	if len(o.Scopes) == 0 {
+		o.Scopes = slices.Clone(DefaultOIDCScopes)
+	} else if !slices.Contains(o.Scopes, "openid") {
+		add(".scopes", "must include openid")
+	}
+	for i, sc := range o.Scopes {
+		if sc == "" || strings.ContainsAny(sc, " \t\n\"\\") {
+			add(fmt.Sprintf(".scopes[%d]", i), "%q is not a scope", sc)
 		}
-		for _, l := range []struct {
-			name string
-			vs   []string
-		}{{"users", m.Users}, {"emails", m.Emails}, {"groups", m.Groups}} {
-			for j, v := range l.vs {
-				if strings.TrimSpace(v) == "" || strings.Contains(v, ",") && l.name == "groups" {
-					add(fmt.Sprintf("%s.%s[%d]", key, l.name, j), "%q is not a %s", v, strings.TrimSuffix(l.name, "s"))
-				}
-			}
+	}
+	o.GroupsClaim = cmp.Or(o.GroupsClaim, DefaultOIDCGroupsClaim)
+	o.UsernameClaim = cmp.Or(o.UsernameClaim, DefaultOIDCUsernameClaim)
+	switch {
+	case o.SessionTTL == 0:
+		o.SessionTTL = Duration(DefaultOIDCSessionTTL)
+	case time.Duration(o.SessionTTL) < time.Minute:
+		add(".session_ttl", "%s is shorter than a minute", time.Duration(o.SessionTTL))
+	}
+	o.CookieSecretFile = absFrom(dir, o.CookieSecretFile)
+	if o.CookieSecretFile != "" {
+		if err := checkTokenFile(o.CookieSecretFile); err != nil {
+			add(".cookie_secret_file", "%v", err)
+		} else if b, err := os.ReadFile(o.CookieSecretFile); err == nil && len(strings.TrimSpace(string(b))) < MinOIDCCookieSecret {
+			add(".cookie_secret_file", "%s holds fewer than %d bytes: the key must be long and random (e.g. openssl rand -base64 48)", o.CookieSecretFile, MinOIDCCookieSecret)
 		}
-		errs = append(errs, checkScope(pos, key, m.Role, m.Workspaces)...)
 	}
 	return errs
+}
+
+// checkIssuerURL checks an issuer: an absolute URL without query or
+// fragment, https unless its host is a loopback address (a test's
+// provider): a plain-http issuer elsewhere would let the network forge
+// sign-ins.
+func checkIssuerURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q is not an absolute http(s) URL without query or fragment", s)
+	}
+	if u.Scheme == "http" && !IsLoopbackHost(u.Hostname()) {
+		return fmt.Errorf("%q: the issuer must be https (plain http only on a loopback address)", s)
+	}
+	return nil
+}
+
+// IsLoopbackHost reports "localhost" or a loopback IP address.
+func IsLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 func checkRole(role string) error {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -76,8 +77,8 @@ func TestAuthInvalid(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "empty"), []byte("\n"), 0o600))
 	file := filepath.Join(dir, "driftwatch.yaml")
 	for name, c := range map[string]struct{ yaml, want string }{
-		"mode": {"server:\n  auth:\n    mode: oidc\n",
-			`driftwatch.yaml:3: server.auth.mode: "oidc": want token or proxy`},
+		"mode": {"server:\n  auth:\n    mode: saml\n",
+			`driftwatch.yaml:3: server.auth.mode: "saml": want token, proxy or oidc`},
 		"anonymous operator": {"server:\n  auth:\n    anonymous_role: operator\n",
 			`driftwatch.yaml:3: server.auth.anonymous_role: "operator": want viewer or none`},
 		"open reads and none": {"server:\n  open_reads: true\n  auth:\n    anonymous_role: none\n",
@@ -103,7 +104,7 @@ func TestAuthInvalid(t *testing.T) {
 		"proxy in token mode": {"server:\n  auth:\n    proxy: {trusted_networks: [10.0.0.0/8]}\n",
 			`driftwatch.yaml:3: server.auth.proxy: is used only with server.auth.mode: proxy`},
 		"roles in token mode": {"server:\n  auth:\n    roles: [{role: admin, groups: [x]}]\n",
-			`driftwatch.yaml:3: server.auth.roles: map proxy identities and are used only with server.auth.mode: proxy`},
+			`driftwatch.yaml:3: server.auth.roles: map people and are used only with server.auth.mode: proxy or oidc`},
 		"no trusted networks": {"server:\n  auth:\n    mode: proxy\n",
 			`server.auth.proxy.trusted_networks: required in proxy mode`},
 		"bad network": {"server:\n  auth:\n    mode: proxy\n    proxy:\n      trusted_networks:\n        - 10.0.0.0/8\n        - proxy.internal\n",
@@ -132,6 +133,111 @@ func TestAuthInvalid(t *testing.T) {
 			require.Contains(t, got, strings.ReplaceAll(c.want, dir+"/", ""))
 			require.NotContains(t, got, "CANARY")
 		})
+	}
+}
+
+func TestAuthOIDC(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "client-secret"), []byte("CANARY-secret\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cookie-key"), []byte(strings.Repeat("CANARY", 8)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "short-key"), []byte("CANARY-short"), 0o600))
+	file := filepath.Join(dir, "driftwatch.yaml")
+
+	t.Run("defaults", func(t *testing.T) {
+		c, err := loadAuth(file, []byte(`server:
+  external_url: https://drift.example.com/dw/
+  auth:
+    mode: oidc
+    oidc:
+      issuer_url: https://login.example.com/realms/ops
+      client_id: driftwatch
+      client_secret_file: client-secret
+    roles:
+      - {role: admin, groups: [platform]}
+`))
+		require.NoError(t, err)
+		o := c.Server.Auth.OIDC
+		require.Equal(t, AuthModeOIDC, c.Server.Auth.Mode)
+		require.Equal(t, filepath.Join(dir, "client-secret"), o.ClientSecretFile, "relative to the config file")
+		require.Equal(t, "https://drift.example.com/dw/auth/callback", o.RedirectURL)
+		require.Equal(t, []string{"openid", "email", "profile"}, o.Scopes)
+		require.Equal(t, "groups", o.GroupsClaim)
+		require.Equal(t, "preferred_username", o.UsernameClaim)
+		require.Equal(t, Duration(12*time.Hour), o.SessionTTL)
+		require.Empty(t, o.CookieSecretFile, "a random key at start")
+	})
+	t.Run("everything set, loopback http issuer", func(t *testing.T) {
+		c, err := loadAuth(file, []byte(`server:
+  auth:
+    mode: oidc
+    oidc:
+      issuer_url: http://127.0.0.1:5556/dex
+      client_id: driftwatch
+      client_secret_file: client-secret
+      redirect_url: http://127.0.0.1:8080/auth/callback
+      scopes: [openid, email, groups]
+      groups_claim: roles
+      username_claim: sub
+      session_ttl: 1h
+      cookie_secret_file: cookie-key
+`))
+		require.NoError(t, err)
+		o := c.Server.Auth.OIDC
+		require.Equal(t, "http://127.0.0.1:8080/auth/callback", o.RedirectURL)
+		require.Equal(t, []string{"openid", "email", "groups"}, o.Scopes)
+		require.Equal(t, "roles", o.GroupsClaim)
+		require.Equal(t, "sub", o.UsernameClaim)
+		require.Equal(t, Duration(time.Hour), o.SessionTTL)
+		require.Equal(t, filepath.Join(dir, "cookie-key"), o.CookieSecretFile)
+		require.Subset(t, c.SecretFiles(), []string{o.ClientSecretFile, o.CookieSecretFile},
+			"the client secret and the cookie key are redacted from every run's log")
+	})
+
+	base := "server:\n  external_url: https://drift.example.com\n  auth:\n    mode: oidc\n    oidc:\n"
+	full := "      issuer_url: https://login.example.com\n      client_id: dw\n      client_secret_file: client-secret\n"
+	for name, c := range map[string]struct{ yaml, want string }{
+		"no issuer": {base + "      client_id: dw\n      client_secret_file: client-secret\n",
+			`driftwatch.yaml:5: server.auth.oidc.issuer_url: required in oidc mode`},
+		"http issuer": {base + "      issuer_url: http://login.example.com\n      client_id: dw\n      client_secret_file: client-secret\n",
+			`driftwatch.yaml:6: server.auth.oidc.issuer_url: "http://login.example.com": the issuer must be https`},
+		"issuer not a URL": {base + "      issuer_url: login.example.com\n      client_id: dw\n      client_secret_file: client-secret\n",
+			`driftwatch.yaml:6: server.auth.oidc.issuer_url: "login.example.com" is not an absolute http(s) URL`},
+		"no client id": {base + "      issuer_url: https://login.example.com\n      client_secret_file: client-secret\n",
+			`driftwatch.yaml:5: server.auth.oidc.client_id: required in oidc mode`},
+		"no client secret": {base + "      issuer_url: https://login.example.com\n      client_id: dw\n",
+			`driftwatch.yaml:5: server.auth.oidc.client_secret_file: required in oidc mode`},
+		"client secret missing": {base + "      issuer_url: https://login.example.com\n      client_id: dw\n      client_secret_file: nope\n",
+			`driftwatch.yaml:8: server.auth.oidc.client_secret_file: open ` + filepath.Join(dir, "nope")},
+		"no redirect url": {"server:\n  auth:\n    mode: oidc\n    oidc:\n" + full,
+			`driftwatch.yaml:4: server.auth.oidc.redirect_url: required without server.external_url`},
+		"bad redirect url": {base + full + "      redirect_url: /auth/callback\n",
+			`driftwatch.yaml:9: server.auth.oidc.redirect_url: "/auth/callback" is not an absolute http(s) URL`},
+		"scopes without openid": {base + full + "      scopes: [email]\n",
+			`driftwatch.yaml:9: server.auth.oidc.scopes: must include openid`},
+		"bad scope": {base + full + "      scopes: [openid, \"a b\"]\n",
+			`driftwatch.yaml:9: server.auth.oidc.scopes[1]: "a b" is not a scope`},
+		"short session": {base + full + "      session_ttl: 10s\n",
+			`driftwatch.yaml:9: server.auth.oidc.session_ttl: 10s is shorter than a minute`},
+		"short cookie key": {base + full + "      cookie_secret_file: short-key\n",
+			`driftwatch.yaml:9: server.auth.oidc.cookie_secret_file: ` + filepath.Join(dir, "short-key") + ` holds fewer than 32 bytes`},
+		"oidc in proxy mode": {"server:\n  auth:\n    mode: proxy\n    proxy: {trusted_networks: [10.0.0.1]}\n    oidc: {client_id: x}\n",
+			`driftwatch.yaml:5: server.auth.oidc: is used only with server.auth.mode: oidc`},
+		"proxy in oidc mode": {base + full + "    proxy: {trusted_networks: [10.0.0.1]}\n",
+			`driftwatch.yaml:9: server.auth.proxy: is used only with server.auth.mode: proxy`},
+		"inline secret": {base + full + "      client_secret: x\n",
+			`driftwatch.yaml:9: server.auth.oidc.client_secret: unknown key "client_secret"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadAuth(file, []byte(c.yaml))
+			require.Error(t, err)
+			got := strings.ReplaceAll(err.Error(), dir+"/", "")
+			require.Contains(t, got, strings.ReplaceAll(c.want, dir+"/", ""))
+			require.NotContains(t, got, "CANARY")
+		})
+	}
+	// Loopback issuers may be plain http: a provider on the same host.
+	for _, u := range []string{"http://localhost:5556", "http://[::1]:80/x", "https://login.example.com"} {
+		require.NoError(t, checkIssuerURL(u), u)
 	}
 }
 

@@ -128,6 +128,13 @@ func (s *Server) refuseRead(w http.ResponseWriter, r *http.Request, page bool, c
 // browser ask for user name and password on 401) on pages. msg is a
 // sentence without its capital and full stop.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, page bool, code int, heading, msg string) {
+	if code == http.StatusUnauthorized && page && s.auth.oidc != nil && safeMethod(r.Method) {
+		// oidc mode: a browser signs in with the provider, then comes
+		// back to this page.
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, s.auth.oidc.loginURL(r), http.StatusSeeOther)
+		return
+	}
 	if code == http.StatusUnauthorized {
 		if page {
 			w.Header().Set("WWW-Authenticate", `Basic realm="driftwatch"`)
@@ -173,9 +180,8 @@ const (
 )
 
 // authenticator establishes a request's Identity: from an API token in
-// every mode, from a trusted proxy's headers in proxy mode. A mode with
-// sessions of its own (OpenID Connect) would add its source here, before
-// the tokens.
+// every mode, from a trusted proxy's headers in proxy mode, from the
+// session cookie of an OpenID Connect sign-in in oidc mode (oidc.go).
 type authenticator struct {
 	mode   string
 	tokens []namedToken
@@ -184,8 +190,10 @@ type authenticator struct {
 	trusted                []netip.Prefix
 	userH, emailH, groupsH string
 	roles                  []config.RoleMapping
-	csrfKey                []byte
-	logger                 *slog.Logger
+	// oidc is oidc mode's relying party, nil in other modes.
+	oidc    *oidcAuth
+	csrfKey []byte
+	logger  *slog.Logger
 }
 
 // newAuthenticator builds the authenticator of c; it reads every token
@@ -265,20 +273,54 @@ func newAuthenticator(c config.Server, logger *slog.Logger) (*authenticator, err
 		a.userH = cmp.Or(p.UserHeader, config.DefaultProxyUserHeader)
 		a.emailH = cmp.Or(p.EmailHeader, config.DefaultProxyEmailHeader)
 		a.groupsH = cmp.Or(p.GroupsHeader, config.DefaultProxyGroupsHeader)
-		for i, m := range c.Auth.Roles {
-			if !Role(m.Role).valid() {
-				return nil, fmt.Errorf("Options.Config.Auth.Roles[%d].Role %q is not a role", i, m.Role)
-			}
+		if err := a.setRoles(c.Auth.Roles); err != nil {
+			return nil, err
 		}
-		a.roles = c.Auth.Roles
+	case config.AuthModeOIDC:
+		if err := a.setRoles(c.Auth.Roles); err != nil {
+			return nil, err
+		}
+		var err error
+		if a.oidc, err = newOIDC(c, logger); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("Options.Config.Auth.Mode %q: want token or proxy", a.mode)
+		return nil, fmt.Errorf("Options.Config.Auth.Mode %q: want token, proxy or oidc", a.mode)
 	}
 	a.csrfKey = make([]byte, 32)
 	if _, err := rand.Read(a.csrfKey); err != nil {
 		return nil, fmt.Errorf("csrf key: %w", err)
 	}
 	return a, nil
+}
+
+// setRoles checks and keeps server.auth.roles (proxy and oidc modes).
+func (a *authenticator) setRoles(roles []config.RoleMapping) error {
+	for i, m := range roles {
+		if !Role(m.Role).valid() {
+			return fmt.Errorf("Options.Config.Auth.Roles[%d].Role %q is not a role", i, m.Role)
+		}
+	}
+	a.roles = roles
+	return nil
+}
+
+// withRoles grants id the roles of every server.auth.roles entry naming
+// its user name, its email (any case) or one of its groups.
+func (a *authenticator) withRoles(id Identity, user string) Identity {
+	for _, m := range a.roles {
+		if (user != "" && slices.Contains(m.Users, user)) ||
+			(id.Email != "" && slices.ContainsFunc(m.Emails, func(e string) bool { return strings.EqualFold(e, id.Email) })) ||
+			slices.ContainsFunc(m.Groups, func(g string) bool { return slices.Contains(id.Groups, g) }) {
+			id.grant(Role(m.Role), m.Workspaces)
+		}
+	}
+	return id
+}
+
+// namesGroup reports whether a server.auth.roles entry names group g.
+func (a *authenticator) namesGroup(g string) bool {
+	return slices.ContainsFunc(a.roles, func(m config.RoleMapping) bool { return slices.Contains(m.Groups, g) })
 }
 
 // canGrant reports whether any credential this server accepts could hold
@@ -332,6 +374,13 @@ const maxHeaderValue = 1024
 // could not be read when no token matched (the request then fails closed,
 // unless anonymous access suffices); it names files, never tokens.
 func (a *authenticator) authenticate(r *http.Request) (Identity, authOutcome, error) {
+	if a.oidc != nil {
+		// A session that is missing, forged or expired is no credential
+		// (a page then sends the browser to sign in), not an invalid one.
+		if id, ok := a.oidc.fromSession(r); ok {
+			return a.withRoles(id, id.Name), authOK, nil
+		}
+	}
 	if a.mode == config.AuthModeProxy {
 		if id, out := a.fromProxy(r); out != authNone {
 			return id, out, nil
@@ -393,15 +442,7 @@ func (a *authenticator) fromProxy(r *http.Request) (Identity, authOutcome) {
 			groups = append(groups, g)
 		}
 	}
-	id := Identity{Name: name, Method: MethodProxy, Email: email, Groups: groups}
-	for _, m := range a.roles {
-		if (user != "" && slices.Contains(m.Users, user)) ||
-			(email != "" && slices.ContainsFunc(m.Emails, func(e string) bool { return strings.EqualFold(e, email) })) ||
-			slices.ContainsFunc(m.Groups, func(g string) bool { return slices.Contains(groups, g) }) {
-			id.grant(Role(m.Role), m.Workspaces)
-		}
-	}
-	return id, authOK
+	return a.withRoles(Identity{Name: name, Method: MethodProxy, Email: email, Groups: groups}, user), authOK
 }
 
 // trustedPeer reports whether the TCP peer (r.RemoteAddr, never a

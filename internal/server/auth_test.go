@@ -459,7 +459,7 @@ func TestNewChecksAuthOptions(t *testing.T) {
 		"trust everyone": {func(o *Options) {
 			o.Config.Auth.Mode, o.Config.Auth.Proxy.TrustedNetworks = config.AuthModeProxy, []string{"0.0.0.0/0"}
 		}, `TrustedNetworks[0]: "0.0.0.0/0" trusts every address`},
-		"unknown mode":   {func(o *Options) { o.Config.Auth.Mode = "oidc" }, `Options.Config.Auth.Mode "oidc": want token or proxy`},
+		"unknown mode":   {func(o *Options) { o.Config.Auth.Mode = "saml" }, `Options.Config.Auth.Mode "saml": want token, proxy or oidc`},
 		"bad token role": {func(o *Options) { o.Config.Auth.Tokens = []config.AuthToken{{Name: "ci", Role: "root", File: "x"}} }, `Options.Config.Auth.Tokens[0].Role "root" is not a role`},
 		"reserved name":  {func(o *Options) { o.Config.Auth.Tokens = []config.AuthToken{{Name: "api", Role: "admin", File: "x"}} }, `Options.Config.Auth.Tokens[0].Name "api"`},
 		"missing token file": {func(o *Options) {

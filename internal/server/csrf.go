@@ -34,14 +34,15 @@ func (a *authenticator) csrfToken(id Identity) string {
 // csrfFor is the CSRF token a page or a client must send back with a
 // mutating request ("" when the request's identity needs none).
 func (s *Server) csrfFor(id Identity) string {
-	if id.Method != MethodProxy {
+	if !id.ambient() {
 		return ""
 	}
 	return s.auth.csrfToken(id)
 }
 
-// checkCSRF refuses (403) a mutating request the proxy authenticated that
-// comes from another site or lacks its identity's CSRF token. The token is
+// checkCSRF refuses (403) a mutating request from an identity a browser
+// presents on its own (the proxy's, a session cookie's: Identity.ambient)
+// that comes from another site or lacks its identity's CSRF token. The token is
 // compared in constant time and never logged.
 func (s *Server) checkCSRF(w http.ResponseWriter, r *http.Request, id Identity, page bool) bool {
 	if !s.sameOrigin(r) {

@@ -27,6 +27,9 @@
 //	GET  /runs/{id}                            one run's page, with its log (viewer, logs)
 //	GET  /silences                             what holds notifications now, silences, windows
 //	GET  /trends                               the Trends page: charts of /api/v1/stats
+//	GET  /auth/login?next=PATH                 oidc mode: sign in with the provider
+//	GET  /auth/callback                        oidc mode: the provider's redirect
+//	POST /auth/logout                          oidc mode: end the session (CSRF)
 //	GET  /api/v1/audit                         the audit log, newest first (?since=Nd|Nh, actor, action, target, limit=1..1000, default 100)
 //	GET  /audit                                the audit log's page
 //
@@ -83,13 +86,14 @@
 // role. viewer < operator < admin; approver is a viewer who also decides
 // remediations (optionally of some workspaces only). The guard
 // authenticates (API tokens, as a bearer token or, for reads, an HTTP
-// Basic password; in proxy mode a trusted proxy's headers), puts the
+// Basic password; in proxy mode a trusted proxy's headers; in oidc mode
+// an OpenID Connect session cookie, oidc.go), puts the
 // Identity in the request's context (IdentityFrom), and refuses with 401,
 // 403 or 500. Run logs and run pages need a credential unless anonymous
 // reads are opened (server.auth.anonymous_role viewer, open_reads); a log
 // that holds attribute values (it starts with runlog.ValuesNotice) always
-// needs one. Mutating requests authenticated by the proxy need a CSRF
-// token and a same-origin request. Every response carries nosniff, a CSP
+// needs one. Mutating requests authenticated by the proxy or a session
+// cookie need a CSRF token and a same-origin request. Every response carries nosniff, a CSP
 // with frame-ancestors 'none' and no-referrer; mutating bodies are capped
 // at 64 KiB. Every route but /healthz and /readyz answers only to allowed
 // Host names (hostPolicy: DNS rebinding), and log event streams are

@@ -49,6 +49,8 @@ func (r Role) valid() bool {
 const (
 	// MethodProxy: an authenticating reverse proxy's trusted headers.
 	MethodProxy = "proxy"
+	// MethodOIDC: the session cookie of an OpenID Connect sign-in.
+	MethodOIDC = "oidc"
 	// MethodAnonymous: no credential.
 	MethodAnonymous = "anonymous"
 	// methodTokenPrefix, then the token's name: an API token.
@@ -56,17 +58,19 @@ const (
 )
 
 // Identity is who makes a request: established by the server's
-// authentication (one authenticator per mode; a future session-cookie
-// mode, such as OpenID Connect, adds one more) and put in the request's
+// authentication (API tokens; a proxy's headers; an OpenID Connect
+// session cookie) and put in the request's
 // context for the handlers (IdentityFrom).
 type Identity struct {
-	// Name is the person (proxy: the user header, else the email) or the
-	// token's name; "" when anonymous.
+	// Name is the person (proxy: the user header, else the email; oidc:
+	// the username claim, else the subject) or the token's name; "" when
+	// anonymous.
 	Name string
-	// Method is how it was established: "token:<name>", "proxy" or
-	// "anonymous".
+	// Method is how it was established: "token:<name>", "proxy", "oidc"
+	// or "anonymous".
 	Method string
-	// Email and Groups are what the proxy said (proxy only).
+	// Email and Groups are what the proxy or the ID token said (proxy
+	// and oidc only).
 	Email  string
 	Groups []string
 	// Roles are the roles granted, none for a person no server.auth.roles
@@ -81,7 +85,7 @@ type Identity struct {
 // ambient reports an identity a browser presents on its own (the proxy's
 // cookie, a session cookie): its mutating requests must prove they come
 // from driftwatch's own pages (checkCSRF). An API token never is.
-func (id Identity) ambient() bool { return id.Method == MethodProxy }
+func (id Identity) ambient() bool { return id.Method == MethodProxy || id.Method == MethodOIDC }
 
 // Anonymous reports a caller without a credential.
 func (id Identity) Anonymous() bool { return id.Method == "" || id.Method == MethodAnonymous }
@@ -97,7 +101,7 @@ func (id Identity) Actor() string {
 	switch {
 	case id.Anonymous():
 		return MethodAnonymous
-	case id.Method == MethodProxy:
+	case id.Method == MethodProxy || id.Method == MethodOIDC:
 		return id.Name
 	}
 	return id.Method

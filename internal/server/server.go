@@ -299,6 +299,7 @@ func (s *Server) routes() (http.Handler, *router) {
 	}
 	s.silenceRoutes(mux)
 	s.statsRoutes(mux)
+	s.oidcRoutes(mux)
 	s.auditRoutes(mux)
 	for _, pattern := range slices.Sorted(maps.Keys(s.o.Handlers)) {
 		mux.self(pattern, s.o.Handlers[pattern])

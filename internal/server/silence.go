@@ -320,11 +320,11 @@ func (s *Server) apiExpireSilence(w http.ResponseWriter, r *http.Request) {
 }
 
 // actor is who a record names as having acted: a person signed in
-// through the proxy, whatever the request says; for an API token (shared
+// (through the proxy or a session), whatever the request says; for an API token (shared
 // by a CLI's users or a CI job), the name the client gives, as before.
 func actor(r *http.Request, claimed string) string {
 	id, _ := IdentityFrom(r.Context())
-	if id.Method == MethodProxy {
+	if id.ambient() {
 		return id.Actor()
 	}
 	return strings.TrimSpace(claimed)
