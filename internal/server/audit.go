@@ -376,15 +376,9 @@ func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request) {
 	}{q, out})
 }
 
+// auditTemplate is the Audit page.
 func (s *Server) auditTemplate() (*template.Template, error) {
-	t, err := s.pages.message.Clone()
-	if err != nil {
-		return nil, fmt.Errorf("clone layout: %w", err)
-	}
-	if _, err := t.ParseFS(assets, "assets/audit.html"); err != nil {
-		return nil, fmt.Errorf("parse audit.html: %w", err)
-	}
-	return t, nil
+	return s.extraPage("audit.html", nil)
 }
 
 type auditPageData struct {

@@ -36,6 +36,21 @@ type pages struct {
 	csp string
 }
 
+// extraPage is a page beyond those newPages parses (silences, trends,
+// audit): the layout (a clone of the status page's, made before any page
+// is executed) with file's content and funcs added.
+func (s *Server) extraPage(file string, funcs template.FuncMap) (*template.Template, error) {
+	t, err := s.pages.status.Clone()
+	if err != nil {
+		return nil, fmt.Errorf("clone layout: %w", err)
+	}
+	t.Funcs(funcs)
+	if _, err := t.ParseFS(assets, "assets/"+file); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", file, err)
+	}
+	return t, nil
+}
+
 func newPages(prefix string) (*pages, error) {
 	css, err := assets.ReadFile("assets/style.css")
 	if err != nil {

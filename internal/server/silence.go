@@ -95,22 +95,13 @@ func (s *Server) silenceRoutes(mux *router) {
 	mux.handle("GET /silences", RoleViewer, func(w http.ResponseWriter, r *http.Request) { s.silencesPage(w, r, t) })
 }
 
-// silencesTemplate is the silences page: the status page's layout (a
-// clone, made before any page is executed) with its own content.
+// silencesTemplate is the silences page.
 func (s *Server) silencesTemplate() (*template.Template, error) {
-	t, err := s.pages.status.Clone()
-	if err != nil {
-		return nil, fmt.Errorf("clone layout: %w", err)
-	}
-	t.Funcs(template.FuncMap{
+	return s.extraPage("silences.html", template.FuncMap{
 		"silenceState":  silenceState,
 		"labelPairs":    labelPairs,
 		"shortDuration": shortDuration,
 	})
-	if _, err := t.ParseFS(assets, "assets/silences.html"); err != nil {
-		return nil, fmt.Errorf("parse silences.html: %w", err)
-	}
-	return t, nil
 }
 
 // silences returns the current silences and windows, never nil slices.

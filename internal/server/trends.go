@@ -206,18 +206,9 @@ func (s *Server) apiStats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, statsResponse{Filter: f, Report: rep})
 }
 
-// trendsTemplate is the Trends page: the status page's layout (a clone,
-// made before any page is executed) with its own content.
+// trendsTemplate is the Trends page.
 func (s *Server) trendsTemplate() (*template.Template, error) {
-	t, err := s.pages.status.Clone()
-	if err != nil {
-		return nil, fmt.Errorf("clone layout: %w", err)
-	}
-	t.Funcs(template.FuncMap{"num": num, "pct": func(v float64) string { return num(v*100) + "%" }})
-	if _, err := t.ParseFS(assets, "assets/trends.html"); err != nil {
-		return nil, fmt.Errorf("parse trends.html: %w", err)
-	}
-	return t, nil
+	return s.extraPage("trends.html", template.FuncMap{"num": num, "pct": func(v float64) string { return num(v*100) + "%" }})
 }
 
 // filterLink is one choice of the page's filters: a link, or the
