@@ -162,6 +162,19 @@ func TestReloadDiscoveryErrorKeepsInventory(t *testing.T) {
 	require.Equal(t, []string{"envs-prod"}, d.targetNames())
 }
 
+// gitInit makes repo a git repository on branch main with one commit of
+// everything in it.
+func gitInit(t *testing.T, git, repo string) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"}} {
+		cmd := exec.Command(git, args...)
+		cmd.Dir = repo
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+}
+
 // daemon --once checks a git discovery out before its one pass: the
 // discovered root runs, and is recorded in the store.
 func TestDaemonOnceDiscoversGit(t *testing.T) {
@@ -172,13 +185,7 @@ func TestDaemonOnceDiscoversGit(t *testing.T) {
 	p := filepath.Join(repo, "live", "envs", "prod", "main.tf")
 	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 	require.NoError(t, os.WriteFile(p, []byte("terraform {}\nresource \"terraform_data\" \"x\" {\n  input = \"x\"\n}\n"), 0o644))
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."},
-		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"}} {
-		cmd := exec.Command(git, args...)
-		cmd.Dir = repo
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
+	gitInit(t, git, repo)
 	path := filepath.Join(dir, "driftwatch.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`terraform:
   binary: %q
@@ -226,13 +233,7 @@ func TestAuditDiscoveredE2E(t *testing.T) {
 				require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 				require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 			}
-			for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."},
-				{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"}} {
-				cmd := exec.Command(git, args...)
-				cmd.Dir = repo
-				out, err := cmd.CombinedOutput()
-				require.NoError(t, err, "%s", out)
-			}
+			gitInit(t, git, repo)
 			path := filepath.Join(dir, "driftwatch.yaml")
 			require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`terraform:
   binary: %q

@@ -13,14 +13,10 @@ import (
 	"github.com/driftwatch/driftwatch/internal/browsertest"
 )
 
-// TestStatusPageInBrowser serves the status page from a real listener and
-// renders it in headless chromium: the DOM must hold what an on-call
-// engineer needs, and a screenshot is kept to look at.
-func TestStatusPageInBrowser(t *testing.T) {
-	bin := browsertest.Chromium(t)
-	h := newHarness(t)
-	s, err := New(h.options()) // the clock stays at testNow: relative times are stable
-	require.NoError(t, err)
+// serveLoopback serves s (Serve: the real http.Server) on a 127.0.0.1
+// port until the test ends, and returns its base URL.
+func serveLoopback(t *testing.T, s *Server) string {
+	t.Helper()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -31,7 +27,18 @@ func TestStatusPageInBrowser(t *testing.T) {
 		cancel()
 		require.NoError(t, <-done)
 	})
-	base := "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String()
+}
+
+// TestStatusPageInBrowser serves the status page from a real listener and
+// renders it in headless chromium: the DOM must hold what an on-call
+// engineer needs, and a screenshot is kept to look at.
+func TestStatusPageInBrowser(t *testing.T) {
+	bin := browsertest.Chromium(t)
+	h := newHarness(t)
+	s, err := New(h.options()) // the clock stays at testNow: relative times are stable
+	require.NoError(t, err)
+	base := serveLoopback(t, s)
 	out := browsertest.ArtifactDir(t)
 
 	t.Run("status page DOM", func(t *testing.T) {

@@ -1,11 +1,9 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -107,17 +105,7 @@ func TestScreenshots(t *testing.T) {
 	o.Store = screenshotStore(t)
 	s, err := New(o)
 	require.NoError(t, err)
-	var lc net.ListenConfig
-	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	base := "http://" + ln.Addr().String()
+	base := serveLoopback(t, s)
 	out := os.Getenv("DRIFTWATCH_SCREENSHOTS")
 	if out == "" {
 		out = browsertest.ArtifactDir(t)
