@@ -415,7 +415,7 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request, t *template.T
 	q, err := parseAuditQuery(r.URL.Query(), s.o.Now())
 	if err != nil {
 		s.render(w, r, http.StatusBadRequest, s.pages.message, messagePageData{
-			page:    s.newPage("driftwatch: bad request", false),
+			page:    s.newPage(r, "driftwatch: bad request", false),
 			Heading: "Bad request",
 			Message: err.Error() + ".",
 		})
@@ -424,7 +424,7 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request, t *template.T
 	es, err := s.auditEntries(r.Context(), q)
 	if errors.Is(err, errAuditUnsupported) {
 		s.render(w, r, http.StatusNotImplemented, s.pages.message, messagePageData{
-			page:    s.newPage("driftwatch: audit log unavailable", false),
+			page:    s.newPage(r, "driftwatch: audit log unavailable", false),
 			Heading: "Audit log unavailable",
 			Message: err.Error() + ".",
 		})
@@ -435,7 +435,7 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request, t *template.T
 		return
 	}
 	d := auditPageData{
-		page:    s.newPage("driftwatch: audit log", false),
+		page:    s.newPage(r, "driftwatch: audit log", false),
 		Query:   q,
 		APIPath: s.prefix + "/api/v1/audit?" + auditValues(q).Encode(),
 		More:    len(es) == q.Limit,

@@ -147,7 +147,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, page bool, code 
 		return
 	}
 	s.render(w, r, code, s.pages.message, messagePageData{
-		page:    s.newPage("driftwatch: "+strings.ToLower(heading), false),
+		page:    s.newPage(r, "driftwatch: "+strings.ToLower(heading), false),
 		Heading: heading,
 		Message: strings.ToUpper(msg[:1]) + msg[1:] + ".",
 	})

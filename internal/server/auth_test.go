@@ -250,8 +250,17 @@ func TestProxyIdentity(t *testing.T) {
 	require.Equal(t, whoami{Name: "operator-bot", Method: "token:operator-bot", Roles: []string{"operator"}},
 		getWhoami(t, ts.URL, bearerAuth(roleTokens[RoleOperator])))
 
+	// Pages name the person; signing out is the proxy's, so no form.
+	code, _, body := do(t, http.MethodGet, ts.URL+"/", proxied("olga", "", ""))
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "signed in as <strong>olga</strong>")
+	require.NotContains(t, body, `<form class="signout"`)
+	code, _, body = do(t, http.MethodGet, ts.URL+"/", bearerAuth(roleTokens[RoleOperator]))
+	require.Equal(t, http.StatusOK, code)
+	require.NotContains(t, body, "signed in as <strong>", "an API token is nobody to greet")
+
 	// Nobody matched: 403, a page that says so.
-	code, _, body := do(t, http.MethodGet, ts.URL+"/", proxied("mallory", "m@example.com", "guests"))
+	code, _, body = do(t, http.MethodGet, ts.URL+"/", proxied("mallory", "m@example.com", "guests"))
 	require.Equal(t, http.StatusForbidden, code)
 	require.Contains(t, body, "You are signed in as mallory, but no role is granted to you")
 	code, _, body = do(t, http.MethodGet, ts.URL+"/api/v1/workspaces", proxied("mallory", "", ""))

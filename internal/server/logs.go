@@ -342,7 +342,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	run, err := s.o.Store.Run(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		s.render(w, r, http.StatusNotFound, s.pages.message, messagePageData{
-			page:    s.newPage("driftwatch: unknown run", false),
+			page:    s.newPage(r, "driftwatch: unknown run", false),
 			Heading: "Unknown run",
 			Message: "No run with this id is recorded (it may have been pruned).",
 		})
@@ -376,7 +376,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	d.page = s.newPage("driftwatch: run "+run.ID+" ("+string(run.Status)+")", d.Live)
+	d.page = s.newPage(r, "driftwatch: run "+run.ID+" ("+string(run.Status)+")", d.Live)
 	if d.Live {
 		d.RefreshEvery = runPageRefresh
 	}

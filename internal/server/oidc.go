@@ -529,7 +529,7 @@ func (s *Server) oidcLogout(w http.ResponseWriter, r *http.Request) {
 // without its capital and full stop.
 func (s *Server) authMessage(w http.ResponseWriter, r *http.Request, code int, heading, msg string) {
 	s.render(w, r, code, s.pages.message, messagePageData{
-		page:    s.newPage("driftwatch: "+strings.ToLower(heading), false),
+		page:    s.newPage(r, "driftwatch: "+strings.ToLower(heading), false),
 		Heading: heading,
 		Message: strings.ToUpper(msg[:1]) + msg[1:] + ".",
 	})

@@ -131,6 +131,11 @@ type page struct {
 	Refresh bool
 	// RefreshEvery overrides the 30 s refresh period (seconds; 0: 30).
 	RefreshEvery int
+	// User is the person signed in (proxy or oidc mode), "" otherwise;
+	// SignOutCSRF, set for a session of oidc mode, is the CSRF token the
+	// header's sign-out form posts.
+	User        string
+	SignOutCSRF string
 }
 
 type summaryItem struct {
@@ -198,8 +203,17 @@ type messagePageData struct {
 	Heading, Message string
 }
 
-func (s *Server) newPage(title string, refresh bool) page {
-	return page{Title: title, CSS: s.pages.css, Prefix: s.prefix, Now: s.o.Now(), Refresh: refresh}
+func (s *Server) newPage(r *http.Request, title string, refresh bool) page {
+	p := page{Title: title, CSS: s.pages.css, Prefix: s.prefix, Now: s.o.Now(), Refresh: refresh}
+	if id, ok := IdentityFrom(r.Context()); ok && id.ambient() {
+		// A person signed in (proxy, session): the header names them, and
+		// a session can be ended from any page.
+		p.User = id.Name
+		if id.Method == MethodOIDC {
+			p.SignOutCSRF = s.csrfFor(id)
+		}
+	}
+	return p
 }
 
 // statusSummary counts workspaces per status and words the headline.
@@ -266,7 +280,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		title += fmt.Sprintf(" · page %d, %d shown", f.Page, len(res.Items))
 	}
 	d := statusPageData{
-		page:    s.newPage(title, true),
+		page:    s.newPage(r, title, true),
 		Verdict: verdict, Tone: tone, Configured: len(vs),
 		List: newListView(s.prefix, vs, f, res), Workspaces: res.Items,
 		Notifiers: nvs, Remediation: rem,
@@ -281,7 +295,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 // wrong.
 func (s *Server) badRequestPage(w http.ResponseWriter, r *http.Request, err error) {
 	s.render(w, r, http.StatusBadRequest, s.pages.message, messagePageData{
-		page:    s.newPage("driftwatch: bad request", false),
+		page:    s.newPage(r, "driftwatch: bad request", false),
 		Heading: "Bad request",
 		Message: err.Error() + ".",
 	})
@@ -292,7 +306,7 @@ func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request) {
 	v, err := s.workspace(r.Context(), name)
 	if errors.Is(err, errNotConfigured) {
 		s.render(w, r, http.StatusNotFound, s.pages.message, messagePageData{
-			page:    s.newPage("driftwatch: unknown workspace", false),
+			page:    s.newPage(r, "driftwatch: unknown workspace", false),
 			Heading: "Unknown workspace",
 			Message: fmt.Sprintf("No workspace called %q is configured.", name),
 		})
@@ -323,7 +337,7 @@ func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.render(w, r, http.StatusOK, s.pages.workspace, workspacePageData{
-		page:              s.newPage("driftwatch: "+name+" ("+string(v.Status)+")", true),
+		page:              s.newPage(r, "driftwatch: "+name+" ("+string(v.Status)+")", true),
 		W:                 v,
 		Findings:          sortedFindings(v.State.Findings),
 		Runs:              runs,
@@ -340,7 +354,7 @@ func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) pageError(w http.ResponseWriter, r *http.Request, err error) {
 	s.o.Logger.Error("http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	s.render(w, r, http.StatusInternalServerError, s.pages.message, messagePageData{
-		page:    s.newPage("driftwatch: error", false),
+		page:    s.newPage(r, "driftwatch: error", false),
 		Heading: "Internal error",
 		Message: "The page could not be built; the driftwatch log has the details.",
 	})

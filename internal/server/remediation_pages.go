@@ -270,7 +270,7 @@ func (s *Server) remediationPage(w http.ResponseWriter, r *http.Request) {
 	x, err := s.rem.Get(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		s.render(w, r, http.StatusNotFound, s.pages.message, messagePageData{
-			page:    s.newPage("driftwatch: unknown remediation", false),
+			page:    s.newPage(r, "driftwatch: unknown remediation", false),
 			Heading: "Unknown remediation",
 			Message: fmt.Sprintf("No remediation with id %q is recorded.", id),
 		})
@@ -290,7 +290,7 @@ func (s *Server) remediationPage(w http.ResponseWriter, r *http.Request) {
 	// while someone reads its change set.
 	inFlight := x.State == store.RemediationApproved || x.State == store.RemediationRunning
 	s.render(w, r, http.StatusOK, s.pages.remediation, remediationPageData{
-		page:    s.newPage("driftwatch: remediation "+x.ID+" of "+x.Workspace+" ("+stateLabel(x.State)+")", inFlight),
+		page:    s.newPage(r, "driftwatch: remediation "+x.ID+" of "+x.Workspace+" ("+stateLabel(x.State)+")", inFlight),
 		R:       v,
 		APIBase: s.apiBase,
 	})

@@ -539,7 +539,7 @@ func (s *Server) silencesPage(w http.ResponseWriter, r *http.Request, t *templat
 		s.pageError(w, r, errors.New("the silences page template did not parse"))
 		return
 	}
-	data := silencesPageData{page: s.newPage("driftwatch: silences", true), APIBase: s.apiBase}
+	data := silencesPageData{page: s.newPage(r, "driftwatch: silences", true), APIBase: s.apiBase}
 	if s.sil == nil {
 		s.render(w, r, http.StatusNotImplemented, t, data)
 		return

@@ -263,7 +263,7 @@ func (s *Server) trendsPage(w http.ResponseWriter, r *http.Request, t *template.
 	f, err := parseStatsFilter(r.URL.Query(), s.o.Now())
 	if err != nil {
 		s.render(w, r, http.StatusBadRequest, s.pages.message, messagePageData{
-			page:    s.newPage("driftwatch: bad request", false),
+			page:    s.newPage(r, "driftwatch: bad request", false),
 			Heading: "Bad request",
 			Message: err.Error() + ".",
 		})
@@ -272,7 +272,7 @@ func (s *Server) trendsPage(w http.ResponseWriter, r *http.Request, t *template.
 	rep, err := s.statsReport(r.Context(), &f)
 	if errors.Is(err, errStatsUnsupported) {
 		s.render(w, r, http.StatusNotImplemented, s.pages.message, messagePageData{
-			page:    s.newPage("driftwatch: trends unavailable", false),
+			page:    s.newPage(r, "driftwatch: trends unavailable", false),
 			Heading: "Trends unavailable",
 			Message: err.Error() + ".",
 		})
@@ -283,7 +283,7 @@ func (s *Server) trendsPage(w http.ResponseWriter, r *http.Request, t *template.
 		return
 	}
 	d := trendsPageData{
-		page:    s.newPage("driftwatch: trends, "+f.Since, false),
+		page:    s.newPage(r, "driftwatch: trends, "+f.Since, false),
 		Filter:  f,
 		Report:  rep,
 		Charts:  trendCharts(rep),
