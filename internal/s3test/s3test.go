@@ -114,7 +114,13 @@ func Start(t testing.TB, o Options) *Server {
 	p := freePorts(t, 8)
 	args := []string{"server",
 		"-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-		"-dir=" + data, "-volume.max=4", "-master.volumeSizeLimitMB=64",
+		// Volumes are sparse files of at most 64 MB. 16 slots: the
+		// default collection (the filer's own files) may take several
+		// before the bucket's collection asks for its first, and a bucket
+		// with no free slot refuses every write. A fixed 256 MiB floor of
+		// free disk instead of weed's 1%: on a full build machine 1% of a
+		// large disk turns every volume read-only.
+		"-dir=" + data, "-volume.max=16", "-volume.minFreeSpace=256MiB", "-master.volumeSizeLimitMB=64",
 		"-master.telemetry=false",
 		"-master.port=" + p[0], "-master.port.grpc=" + p[1],
 		"-volume.port=" + p[2], "-volume.port.grpc=" + p[3], "-volume.preStopSeconds=0",
