@@ -79,33 +79,16 @@ func auditedRoute(pattern string) *auditAction {
 	return &a
 }
 
-// auditWriter is the guard's ResponseWriter on an audited route: it
-// keeps the status answered, whether the route's handler was reached
-// (past authentication, authorization, the body limit and the CSRF
-// check), and a target the handler names (setAuditTarget).
+// auditWriter is the guard's ResponseWriter on an audited route: the
+// access log's statusRecorder (the status answered), plus whether the
+// route's handler was reached (past authentication, authorization, the
+// body limit and the CSRF check), and a target the handler names
+// (setAuditTarget).
 type auditWriter struct {
-	http.ResponseWriter
-	status  int
+	statusRecorder
 	reached bool
 	target  string
 }
-
-func (w *auditWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *auditWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *auditWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // findAuditWriter returns the auditWriter w is or wraps, nil if none.
 func findAuditWriter(w http.ResponseWriter) *auditWriter {

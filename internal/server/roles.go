@@ -145,7 +145,7 @@ func (s *Server) guard(a access, next http.Handler) http.Handler {
 			out authOutcome
 		)
 		if a.audit != nil && !safeMethod(r.Method) {
-			aw, at := &auditWriter{ResponseWriter: w}, s.o.Now()
+			aw, at := &auditWriter{statusRecorder: statusRecorder{ResponseWriter: w}}, s.o.Now()
 			w = aw
 			defer s.auditDone(r, a, &id, &out, aw, at)
 		}
