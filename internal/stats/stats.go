@@ -536,33 +536,34 @@ func quantize(ms int64) int64 {
 // TopWorkspaces ranks workspaces by days drifted, then drift incidents
 // opened, then name, and keeps the first n.
 func TopWorkspaces(ws []WorkspaceCount, n int) []WorkspaceCount {
-	out := slices.Clone(ws)
-	slices.SortFunc(out, func(a, b WorkspaceCount) int {
+	return top(ws, n, func(a, b WorkspaceCount) int {
 		return cmp.Or(
 			cmp.Compare(b.DaysDrifted, a.DaysDrifted),
 			cmp.Compare(b.DriftIncidentsOpened, a.DriftIncidentsOpened),
 			cmp.Compare(a.Workspace, b.Workspace),
 		)
 	})
-	if out == nil {
-		out = []WorkspaceCount{}
-	}
-	return out[:min(n, len(out))]
 }
 
 // TopTypes ranks resource types by workspace-days, then workspaces, then
 // name, and keeps the first n.
 func TopTypes(ts []TypeCount, n int) []TypeCount {
-	out := slices.Clone(ts)
-	slices.SortFunc(out, func(a, b TypeCount) int {
+	return top(ts, n, func(a, b TypeCount) int {
 		return cmp.Or(
 			cmp.Compare(b.WorkspaceDays, a.WorkspaceDays),
 			cmp.Compare(b.Workspaces, a.Workspaces),
 			cmp.Compare(a.Type, b.Type),
 		)
 	})
+}
+
+// top is the first n of xs in rank order (a sorted copy; never nil, so
+// JSON shows []).
+func top[T any](xs []T, n int, rank func(a, b T) int) []T {
+	out := slices.Clone(xs)
+	slices.SortFunc(out, rank)
 	if out == nil {
-		out = []TypeCount{}
+		out = []T{}
 	}
 	return out[:min(n, len(out))]
 }
