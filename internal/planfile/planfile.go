@@ -16,7 +16,7 @@ import (
 
 // Member names, the same in Terraform's and OpenTofu's plan files.
 const (
-	memberPlan      = "tfplan" // protobuf; only its presence is checked
+	memberPlan      = "tfplan" // protobuf: read by Decode only
 	memberState     = "tfstate"
 	memberManifest  = "tfconfig/modules.json"
 	memberModulePfx = "tfconfig/m-"
@@ -63,36 +63,46 @@ func CleanResources(planFile string) ([]planparse.TypedResource, error) {
 }
 
 func cleanResources(planFile string, lim limits) ([]planparse.TypedResource, error) {
-	zr, err := zip.OpenReader(planFile)
+	zr, members, err := openPlan(planFile)
 	if err != nil {
-		if errors.Is(err, zip.ErrFormat) && looksEncrypted(planFile) {
-			return nil, errors.New("not a zip archive (an encrypted OpenTofu plan?)")
-		}
 		return nil, err
 	}
 	defer zr.Close()
+	c := newCollector()
+	if err := readConfig(zr.File, members[memberManifest], lim.config, c); err != nil {
+		return nil, fmt.Errorf("configuration snapshot: %w", err)
+	}
+	if err := readState(members[memberState], lim.state, c, true); err != nil {
+		return nil, fmt.Errorf("%s: %w", memberState, err)
+	}
+	return c.sorted(), nil
+}
 
+// openPlan opens a plan file and indexes its members by name, requiring
+// the plan, the prior state and the configuration snapshot.
+func openPlan(planFile string) (*zip.ReadCloser, map[string]*zip.File, error) {
+	zr, err := zip.OpenReader(planFile)
+	if err != nil {
+		if errors.Is(err, zip.ErrFormat) && looksEncrypted(planFile) {
+			return nil, nil, errors.New("not a zip archive (an encrypted OpenTofu plan?)")
+		}
+		return nil, nil, err
+	}
 	members := make(map[string]*zip.File, len(zr.File))
 	for _, f := range zr.File {
 		if _, dup := members[f.Name]; dup {
-			return nil, fmt.Errorf("duplicate member %q", f.Name)
+			zr.Close()
+			return nil, nil, fmt.Errorf("duplicate member %q", f.Name)
 		}
 		members[f.Name] = f
 	}
 	for _, name := range []string{memberPlan, memberState, memberManifest} {
 		if members[name] == nil {
-			return nil, fmt.Errorf("no %s member: not a plan file", name)
+			zr.Close()
+			return nil, nil, fmt.Errorf("no %s member: not a plan file", name)
 		}
 	}
-
-	c := newCollector()
-	if err := readConfig(zr.File, members[memberManifest], lim.config, c); err != nil {
-		return nil, fmt.Errorf("configuration snapshot: %w", err)
-	}
-	if err := readState(members[memberState], lim.state, c); err != nil {
-		return nil, fmt.Errorf("%s: %w", memberState, err)
-	}
-	return c.sorted(), nil
+	return zr, members, nil
 }
 
 // looksEncrypted reports whether a file that is not a zip archive starts

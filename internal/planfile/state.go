@@ -30,10 +30,10 @@ type stateInstance struct {
 }
 
 // readState reads the tfstate member, streaming: one resource entry is
-// decoded at a time. Every instance is seen in state; every current
-// (not deposed) managed instance is also a planned value, since on a clean
-// plan each is a no-op change.
-func readState(f *zip.File, limit int64, c *collector) error {
+// decoded at a time. Every instance is seen in state; with cleanPlan,
+// every current (not deposed) managed instance is also a planned value,
+// since on a clean plan each is a no-op change.
+func readState(f *zip.File, limit int64, c *collector, cleanPlan bool) error {
 	rc, err := openMember(f, limit)
 	if err != nil {
 		return err
@@ -109,7 +109,7 @@ func readState(f *zip.File, limit int64, c *collector) error {
 		return errors.New("state has no version")
 	}
 	for i, r := range resources {
-		if err := addStateResource(c, r); err != nil {
+		if err := addStateResource(c, r, cleanPlan); err != nil {
 			return fmt.Errorf("resource %d: %w", i, err)
 		}
 	}
@@ -152,7 +152,7 @@ func validName(s string) bool {
 	return true
 }
 
-func addStateResource(c *collector, r stateResource) error {
+func addStateResource(c *collector, r stateResource, cleanPlan bool) error {
 	base := resourceAddr(r.Mode, r.Type, r.Name)
 	if r.Module != "" {
 		base = r.Module + "." + base
@@ -164,7 +164,7 @@ func addStateResource(c *collector, r stateResource) error {
 		}
 		addr := base + key
 		c.add(addr, r.Mode, r.Type, drift.SeenInState)
-		if r.Mode == modeManaged && isNull(inst.Deposed) {
+		if cleanPlan && r.Mode == modeManaged && isNull(inst.Deposed) {
 			c.add(addr, r.Mode, r.Type, drift.SeenInPlanned)
 		}
 	}

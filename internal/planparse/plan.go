@@ -413,13 +413,7 @@ func (p *parser) readChange(isDrift bool) error {
 		}
 		return data[sp.start:sp.end]
 	}
-	b, a := get(before), get(after)
-	if kind(b) == kObject && kind(a) == kObject {
-		c.Attributes = attributePaths(b, a, get(unknown), get(bsen), get(asen), !isDrift)
-		if !isDrift {
-			c.Unknown = unknownPaths(get(unknown), get(bsen), get(asen))
-		}
-	}
+	c.SetPaths(get(before), get(after), get(unknown), get(bsen), get(asen), isDrift)
 	if isDrift {
 		p.plan.Drift = append(p.plan.Drift, c)
 	} else {

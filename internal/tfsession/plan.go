@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
@@ -121,6 +122,44 @@ func (s *Session) Unchanged(planFile string) (plan *planparse.Plan, ok bool) {
 		return nil, false
 	}
 	return &planparse.Plan{Resources: res, RelevantAttributes: map[string][]string{}}, true
+}
+
+// Decoded is the value-free summary of the last Plan's saved plan file
+// when that plan (with JSON) found something: planfile.Decode reads it
+// from the plan file itself, as show -json would summarise it, so the
+// caller skips `show -json`, a second Terraform process that starts every
+// provider again. ok is false, and the caller runs Show, when the plan
+// raised a warning within a check block or the file records a check that
+// did not pass (show -json describes those in full), when the tool is not
+// one known to record provider-declared sensitivity in its plan files
+// (decodable), or when the file cannot be read that way.
+func (s *Session) Decoded(ctx context.Context, planFile string) (plan *planparse.Plan, ok bool) {
+	if s.stream == nil || s.stream.summary().checks > 0 || !decodable(s.Version(ctx)) {
+		return nil, false
+	}
+	plan, err := planfile.Decode(planFile)
+	if err != nil {
+		return nil, false
+	}
+	return plan, true
+}
+
+// decodable reports whether tool ("terraform 1.11.4", as Version says)
+// records in its plan files the sensitive paths a provider's schema
+// declares, beside those the configuration marks: Decode's paths stop at
+// a sensitive value as show -json's do only then. These are the versions
+// the tests check (TestFastPathsSameFindings); older ones run show -json.
+func decodable(tool string) bool {
+	name, v, ok := strings.Cut(tool, " ")
+	if !ok {
+		return false
+	}
+	ver, err := version.NewVersion(v)
+	if err != nil || ver.Prerelease() != "" {
+		return false
+	}
+	minimum, known := map[string]string{"terraform": "1.11.0", "tofu": "1.10.0"}[name]
+	return known && ver.GreaterThanOrEqual(version.Must(version.NewVersion(minimum)))
 }
 
 // Apply applies exactly the saved plan file, lock on (waiting up to

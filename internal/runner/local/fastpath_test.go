@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
@@ -83,9 +85,11 @@ func fixture(t *testing.T, bin, cli, caseDir string) (work, files string) {
 }
 
 // Every classification fixture, with Terraform and OpenTofu, gives the
-// same exit code and the same findings with the fast paths on (first run,
-// and a re-check on the kept working directory) as with them off; and the
-// plans that found nothing really took the fast path (no show phase).
+// same exit code, the same findings and the same plan summary with the
+// fast paths on (first run, and a re-check on the kept working directory)
+// as with them off (show -json); and only the plan whose check fails
+// still runs show -json: a plan that found nothing is summarised from its
+// state and configuration snapshot, any other from the whole plan file.
 func TestFastPathsSameFindings(t *testing.T) {
 	bins, cli := tftest.Tools(t)
 	cases, err := filepath.Glob(filepath.Join("..", "..", "planparse", "testdata", "*", "main.tf"))
@@ -96,10 +100,11 @@ func TestFastPathsSameFindings(t *testing.T) {
 	cases = append(cases, more...)
 	rules, err := policy.CompileRules([]string{"kubernetes_*", "helm_release"}, nil)
 	require.NoError(t, err)
-	// Cases whose plan finds nothing at all: there, show -json must be
-	// skipped, and the forbidden types (count = 0 in configuration, in a
-	// module) still found.
+	// Cases whose plan finds nothing at all: the forbidden types (count =
+	// 0 in configuration, in a module) must still be found.
 	clean := map[string]bool{"clean": true, "forbidden_config_count0": true, "forbidden_in_state": true}
+	// The case the plan file cannot summarise: a failing check.
+	needsShow := map[string]bool{"failing_check": true}
 	for _, bin := range bins {
 		t.Run(filepath.Base(bin), func(t *testing.T) {
 			t.Parallel()
@@ -128,8 +133,19 @@ func TestFastPathsSameFindings(t *testing.T) {
 						if diff := cmp.Diff(slow, fast); diff != "" {
 							t.Fatalf("fast run %d: findings differ (-show +fast):\n%s", i+1, diff)
 						}
-						require.Equal(t, !clean[name], slices.Contains(phaseNames(res), "show"),
-							"show -json skipped exactly when the plan found nothing: %v", phaseNames(res))
+						require.Equal(t, needsShow[name], slices.Contains(phaseNames(res), "show"),
+							"show -json runs only for a failing check: %v", phaseNames(res))
+						// The summary itself: all of it from a decoded plan file
+						// (show -json alone names the format version and, in
+						// Terraform, whether the plan is applyable and complete),
+						// the resources from a clean one.
+						ignore := cmpopts.IgnoreFields(planparse.Plan{}, "FormatVersion", "Applyable", "Complete")
+						if clean[name] {
+							ignore = cmpopts.IgnoreFields(planparse.Plan{}, "FormatVersion", "TerraformVersion", "Applyable", "Complete", "NoOp")
+						}
+						if diff := cmp.Diff(slowRes.Plan, res.Plan, ignore, cmpopts.EquateEmpty()); diff != "" {
+							t.Fatalf("fast run %d: plan summaries differ (-show +fast):\n%s", i+1, diff)
+						}
 					}
 					want := map[string][]string{
 						"forbidden_config_count0": {"kubernetes_config_map.disabled", "module.charts.helm_release.r"},

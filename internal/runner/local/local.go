@@ -182,11 +182,15 @@ func (r *Runner) attempt(ctx context.Context, req runner.Request, marker string,
 	}
 	s.Phase("plan")
 
-	// A plan that found nothing at all is summarised from the plan file;
-	// only one with something to classify pays for show -json.
+	// The plan is summarised from the plan file itself (a plan that found
+	// nothing from its state and configuration snapshot only); show -json
+	// runs only for what the file does not tell as well (a failing check,
+	// an older tool, fast paths off).
 	plan, ok := (*planparse.Plan)(nil), false
 	if !req.NoFastPaths {
-		plan, ok = s.Unchanged(planFile)
+		if plan, ok = s.Unchanged(planFile); !ok {
+			plan, ok = s.Decoded(ctx, planFile)
+		}
 	}
 	if !ok {
 		if plan, err = s.Show(ctx, planFile); err != nil {

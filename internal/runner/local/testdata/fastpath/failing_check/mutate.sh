@@ -1,0 +1,1 @@
+printf 'edited' > "$DIR/a.txt"
