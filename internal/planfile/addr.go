@@ -1,6 +1,7 @@
 package planfile
 
 import (
+	"cmp"
 	"errors"
 	"strconv"
 	"strings"
@@ -85,6 +86,8 @@ func nameKey(a string) (name string, k key, rest string, err error) {
 		if err != nil {
 			return "", k, "", errAddr
 		}
+		// Terraform quotes keys as HCL does, template sequences doubled.
+		s = strings.NewReplacer("$${", "${", "%%{", "%{").Replace(s)
 		k, rest = key{kind: 'S', s: s}, rest[len(q):]
 	} else {
 		end := strings.IndexByte(rest, ']')
@@ -108,7 +111,7 @@ func (k key) compare(o key) int {
 	case k.kind != o.kind:
 		return int(k.kind) - int(o.kind)
 	case k.kind == 'I':
-		return k.n - o.n
+		return cmp.Compare(k.n, o.n)
 	}
 	return strings.Compare(k.s, o.s)
 }

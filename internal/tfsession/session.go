@@ -110,7 +110,7 @@ func Open(o Options) (*Session, error) {
 		return setup(err)
 	}
 	stderr := s.log.tee(s.stderr)
-	s.cmd = &sandbox.Command{Bin: bin, Exe: s.jail.Exe(), Dir: o.ModuleDir, Env: sandbox.EnvList(o.Env), Grace: o.Grace, Stderr: stderr}
+	s.cmd = &sandbox.Command{Bin: bin, Jail: s.jail, Dir: o.ModuleDir, Env: sandbox.EnvList(o.Env), Grace: o.Grace, Stderr: stderr}
 
 	tf, err := tfexec.NewTerraform(o.ModuleDir, s.jail.Exe())
 	if err != nil {

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -129,6 +130,54 @@ resource "local_file" "f" {
 			// The jail's launcher directory goes with the run.
 			entries, _ := os.ReadDir(req.WorkDir)
 			require.Empty(t, entries)
+		})
+	}
+}
+
+// Cancelling a jailed run interrupts Terraform itself, inside the jail
+// (SIGINT, so it can release a lock and save state), not only bubblewrap,
+// which would die of it and take Terraform down with SIGKILL; and a
+// Terraform that ignores the interrupt is killed after the grace period
+// with everything it started.
+func TestJailedCancelReachesTerraform(t *testing.T) {
+	bwrap := tftest.Jail(t)
+	for _, tc := range []struct {
+		name, trap, want string
+	}{
+		{"graceful", `trap 'echo "fake terraform: interrupted, stopping" >&2; exit 1' INT`, "fake terraform: interrupted, stopping"},
+		{"ignores SIGINT", `trap '' INT`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := fakeTerraform(t, tc.trap+`
+echo "fake terraform: started" >&2
+sleep 3143 &
+while :; do sleep 0.1; done`)
+			req := newReq(t, bin)
+			req.Jail, req.KillGrace = bwrap, 2*time.Second
+			l := runlog.New(1<<20, nil)
+			req.Log = l
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := testRunner().Run(ctx, req)
+				done <- err
+			}()
+			require.Eventually(t, func() bool { return strings.Contains(string(l.Bytes()), "fake terraform: started") },
+				30*time.Second, 20*time.Millisecond, "the jailed fake starts:\n%s", l.Bytes())
+			cancel()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the run did not end after its grace period")
+			}
+			require.Error(t, err)
+			if tc.want != "" {
+				require.Contains(t, string(l.Bytes()), tc.want, "Terraform got the interrupt")
+			}
+			require.Eventually(t, func() bool { return len(findProcs(t, "3143")) == 0 }, 5*time.Second, 50*time.Millisecond,
+				"nothing of the jail survives: %v", findProcs(t, "3143"))
 		})
 	}
 }

@@ -58,9 +58,10 @@ resource "terraform_data" "x" {
 				l.Close("pending")
 				log := string(l.Bytes())
 				t.Log(log)
-				for _, h := range []string{"== init ==", "== plan ==", "== show ==", "== changes =="} {
+				for _, h := range []string{"== init ==", "== plan ==", "== changes =="} {
 					require.Contains(t, log, h+"\n")
 				}
+				require.NotContains(t, log, "== show ==", "the plan is read from the plan file: no show -json")
 				require.Less(t, strings.Index(log, "== init =="), strings.Index(log, "== plan =="))
 				require.False(t, runlog.HoldsValues(l.Bytes()))
 				// Addresses and actions, never an attribute value, even one

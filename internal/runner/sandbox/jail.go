@@ -40,7 +40,10 @@ import (
 // their /proc entries. The network is shared: providers must reach their
 // APIs. Inside, the process runs as uid 65534 with no capabilities.
 //
-// tfexec runs a binary by path, so the jail is a path too: a
+// The steps tfsession runs itself (init, plan, show, version) start
+// bubblewrap directly (Command), forwarding a cancel's SIGINT to Terraform
+// by the PID bubblewrap reports. tfexec (apply, workspace select) runs a
+// binary by path, so for it the jail is a path too: a
 // symlink named JailExecName to /proc/self/exe in a directory of its own,
 // beside the run directory and outside the jail, holding spec.json. The
 // daemon's binary (or a test binary) started under that name runs
@@ -132,8 +135,9 @@ type Jail struct {
 	exe  string // what to execute: the launcher symlink, or the real binary
 	dir  string // the launcher's directory ("" without isolation)
 	spec jailSpec
-	// cache is the plugin cache dir, bound read-only unless made writable.
-	cache string
+	// cache is the plugin cache dir, bound read-only unless cacheRW.
+	cache   string
+	cacheRW bool
 }
 
 type jailSpec struct {
@@ -186,15 +190,36 @@ func (j *Jail) CacheWritable(w bool) error {
 	return j.write(w)
 }
 
-func (j *Jail) write(cacheWritable bool) error {
-	spec := j.spec
-	if j.cache != "" {
-		mode := "--ro-bind-try"
-		if cacheWritable {
-			mode = "--bind-try"
-		}
-		spec.Args = append(append([]string(nil), spec.Args...), mode, j.cache, j.cache)
+// args are bubblewrap's options for the jail, the plugin cache's binding
+// as CacheWritable last set it.
+func (j *Jail) args() []string {
+	if j.cache == "" {
+		return j.spec.Args
 	}
+	mode := "--ro-bind-try"
+	if j.cacheRW {
+		mode = "--bind-try"
+	}
+	return append(append([]string(nil), j.spec.Args...), mode, j.cache, j.cache)
+}
+
+// bwrapArgv is bubblewrap's command line to run bin with args in dir
+// inside a jail of options jailArgs, writing the PID of its child (as the
+// caller's PID namespace numbers it) as JSON to file descriptor 3.
+func bwrapArgv(jailArgs []string, dir, bin string, args []string) []string {
+	bw := make([]string, 0, len(jailArgs)+len(args)+6)
+	bw = append(bw, "--info-fd", "3")
+	bw = append(bw, jailArgs...)
+	bw = append(bw, "--chdir", dir, "--", bin)
+	return append(bw, args...)
+}
+
+// write updates the launcher's spec.json (for what runs Terraform by
+// path: terraform-exec).
+func (j *Jail) write(cacheWritable bool) error {
+	j.cacheRW = cacheWritable
+	spec := j.spec
+	spec.Args = j.args()
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return err
@@ -306,9 +331,7 @@ func jailMain(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	bw := append([]string{"--info-fd", "3"}, spec.Args...)
-	bw = append(bw, "--chdir", cwd, "--", spec.Bin)
-	cmd := exec.Command(spec.Bwrap, append(bw, args...)...)
+	cmd := exec.Command(spec.Bwrap, bwrapArgv(spec.Args, cwd, spec.Bin, args)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{infoW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

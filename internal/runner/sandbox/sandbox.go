@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -263,9 +264,11 @@ func ToolName(bin string) string {
 // for the steps internal/tfsession runs without tfexec.
 type Command struct {
 	Bin, Dir string
-	// Exe, if set, is what is executed instead of Bin: the run's jail
-	// (Jail.Exe). Bin still names the binary (version cache, tool name).
-	Exe    string
+	// Jail, if active, is the run's jail. Command starts bubblewrap
+	// itself, without the launcher process terraform-exec's steps go
+	// through (Jail.Exe): that is a start of the daemon's whole binary per
+	// Terraform process.
+	Jail   *Jail
 	Env    []string
 	Grace  time.Duration
 	Stderr io.Writer
@@ -273,11 +276,13 @@ type Command struct {
 
 // Start starts Terraform with args, its stdout going to stdout.
 func (c *Command) Start(ctx context.Context, stdout io.Writer, args ...string) (*exec.Cmd, error) {
-	exe := c.Bin
-	if c.Exe != "" {
-		exe = c.Exe
+	jailed := c.Jail != nil && c.Jail.Active()
+	var cmd *exec.Cmd
+	if jailed {
+		cmd = exec.CommandContext(ctx, c.Jail.spec.Bwrap, bwrapArgv(c.Jail.args(), c.Dir, c.Jail.spec.Bin, args)...)
+	} else {
+		cmd = exec.CommandContext(ctx, c.Bin, args...)
 	}
-	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Dir = c.Dir
 	cmd.Env = c.Env
 	cmd.Stdout = stdout
@@ -285,7 +290,43 @@ func (c *Command) Start(ctx context.Context, stdout io.Writer, args ...string) (
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = c.Grace
-	return cmd, cmd.Start()
+	if !jailed {
+		return cmd, cmd.Start()
+	}
+	// bubblewrap dies of SIGINT without passing it on, so the signal goes
+	// to Terraform itself, whose PID bubblewrap reports on fd 3. Until it
+	// has, bubblewrap is signalled; --die-with-parent then ends the jail.
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	pid := make(chan int, 1)
+	cmd.Cancel = func() error {
+		select {
+		case p := <-pid:
+			if p > 0 {
+				return syscall.Kill(p, syscall.SIGINT)
+			}
+		case <-time.After(time.Second):
+		}
+		return cmd.Process.Signal(os.Interrupt)
+	}
+	cmd.ExtraFiles = []*os.File{infoW}
+	err = cmd.Start()
+	infoW.Close()
+	if err != nil {
+		infoR.Close()
+		return nil, err
+	}
+	go func() {
+		defer infoR.Close()
+		var info struct {
+			ChildPID int `json:"child-pid"`
+		}
+		_ = json.NewDecoder(infoR).Decode(&info)
+		pid <- info.ChildPID
+	}()
+	return cmd, nil
 }
 
 // Run runs Terraform with args to completion; a cancelled or timed-out
