@@ -106,11 +106,8 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// genPlan writes a plan JSON document shaped like `terraform show -json`
-// output of a normal (not refresh-only) plan: variables, planned_values,
-// resource_drift, resource_changes, output_changes, prior_state,
-// configuration, relevant_attributes, checks and the top-level flags.
-func genPlan(spec planSpec) []byte {
+// genResources makes spec's resources, the same for every seed.
+func genResources(spec planSpec) []*genResource {
 	rng := rand.New(rand.NewPCG(spec.Seed, spec.Seed*7+1))
 	var rs []*genResource
 	for i := range spec.Resources {
@@ -137,7 +134,15 @@ func genPlan(spec planSpec) []byte {
 		}
 		rs = append(rs, r)
 	}
+	return rs
+}
 
+// genPlan writes a plan JSON document shaped like `terraform show -json`
+// output of a normal (not refresh-only) plan: variables, planned_values,
+// resource_drift, resource_changes, output_changes, prior_state,
+// configuration, relevant_attributes, checks and the top-level flags.
+func genPlan(spec planSpec) []byte {
+	rs := genResources(spec)
 	var b bytes.Buffer
 	b.Grow(56 << 20)
 	w := func(parts ...string) {

@@ -15,8 +15,10 @@ import (
 	"time"
 
 	tfjson "github.com/hashicorp/terraform-json"
+	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/planfile"
 	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/policy"
 )
@@ -24,7 +26,18 @@ import (
 var (
 	bigOnce sync.Once
 	bigData []byte
+
+	bigFileOnce sync.Once
+	bigFile     []byte
 )
+
+// bigPlanFile generates the saved plan file of the same plan once per
+// process.
+func bigPlanFile(tb testing.TB) []byte {
+	tb.Helper()
+	bigFileOnce.Do(func() { bigFile = genPlanFile(bigPlan) })
+	return bigFile
+}
 
 // bigPlanJSON generates the ~50 MB plan once per process.
 func bigPlanJSON(tb testing.TB) []byte {
@@ -82,6 +95,24 @@ func TestGeneratedPlanIsRealistic(t *testing.T) {
 	}
 }
 
+// The generated plan file is the generated plan JSON's plan: decoded, it
+// has the same drift and changes, paths included, and the same findings.
+func TestGeneratedPlanFileMatchesJSON(t *testing.T) {
+	spec := bigPlan
+	spec.Resources /= 10
+	fromJSON, err := planparse.Parse(bytes.NewReader(genPlan(spec)))
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "plan.tfplan")
+	require.NoError(t, os.WriteFile(file, genPlanFile(spec), 0o600))
+	decoded, err := planfile.Decode(file)
+	require.NoError(t, err)
+	require.NotEmpty(t, fromJSON.Drift)
+	// The generator writes JSON in generation order, Terraform sorts.
+	require.ElementsMatch(t, fromJSON.Drift, decoded.Drift)
+	require.ElementsMatch(t, fromJSON.Changes, decoded.Changes)
+	require.ElementsMatch(t, policy.Classify(fromJSON, defaultRules()), policy.Classify(decoded, defaultRules()))
+}
+
 // BenchmarkPlan50MB compares, side by side in one run, our streaming
 // Parse+Classify against the naive json.Unmarshal into tfjson.Plan (what
 // tfexec's ShowPlanFile does, minus its extra stdout copy).
@@ -114,6 +145,29 @@ func BenchmarkPlan50MB(b *testing.B) {
 			}
 		}
 		reportThroughput(b, len(data), time.Since(start))
+	})
+	// What a run does instead of show -json: the saved plan file of the
+	// same plan decoded (planfile.Decode) and classified. MB/s are of the
+	// show -json document it stands for, so the figures compare.
+	b.Run("planfile-decode+classify", func(b *testing.B) {
+		file := filepath.Join(b.TempDir(), "plan.tfplan")
+		if err := os.WriteFile(file, bigPlanFile(b), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		for range b.N {
+			p, err := planfile.Decode(file)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if fs := policy.Classify(p, rules); len(fs) == 0 {
+				b.Fatal("no findings")
+			}
+		}
+		reportThroughput(b, len(data), time.Since(start))
+		b.ReportMetric(float64(len(bigPlanFile(b)))/1e6, "planfile-MB")
 	})
 }
 
@@ -151,6 +205,12 @@ func child(mode, file string) int {
 				policy.Classify(p, defaultRules())
 			}
 		}
+	case "planfile-decode":
+		// What the local runner does now: the plan file decoded.
+		var p *planparse.Plan
+		if p, err = planfile.Decode(file); err == nil {
+			policy.Classify(p, defaultRules())
+		}
 	case "tfjson-unmarshal":
 		var data []byte
 		if data, err = os.ReadFile(file); err == nil {
@@ -179,8 +239,8 @@ func child(mode, file string) int {
 }
 
 // BenchmarkPeakRSS50MB reports peak resident memory for each path, as MB and
-// as a multiple of the plan size. The baseline child (read the file, do
-// nothing) shows the runtime's own footprint.
+// as a multiple of the plan size (for planfile-decode, which reads the
+// saved plan file of the same plan, of the size of that plan's JSON).
 func BenchmarkPeakRSS50MB(b *testing.B) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		b.Skip("needs /proc")
@@ -190,8 +250,16 @@ func BenchmarkPeakRSS50MB(b *testing.B) {
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	for _, mode := range []string{"planparse-stream", "planparse-bytes", "tfjson-unmarshal"} {
+	planFile := filepath.Join(b.TempDir(), "plan.tfplan")
+	if err := os.WriteFile(planFile, bigPlanFile(b), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"planparse-stream", "planparse-bytes", "planfile-decode", "tfjson-unmarshal"} {
 		b.Run(mode, func(b *testing.B) {
+			file := file
+			if mode == "planfile-decode" {
+				file = planFile
+			}
 			var peakKB, nanos float64
 			for range b.N {
 				cmd := exec.Command(os.Args[0], "-test.run=^$")
