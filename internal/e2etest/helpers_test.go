@@ -57,7 +57,8 @@ type tfEnv struct {
 	// extraSandbox are sandbox_paths besides root.
 	extraSandbox []string
 	// fastPathsOff writes terraform.fast_paths: false: every run inits
-	// and runs show -json, for tests that count a run's requests.
+	// and runs show -json, for tests that count a run's requests or stop
+	// a run in show.
 	fastPathsOff bool
 }
 
