@@ -281,14 +281,7 @@ func (v mval) appendJSON(b []byte) []byte {
 	case mString:
 		return appendString(b, v.text)
 	case mArray:
-		b = append(b, '[')
-		for i, e := range v.elems {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = e.appendJSON(b)
-		}
-		return append(b, ']')
+		return v.appendArray(b, mval.appendJSON)
 	}
 	b = append(b, '{')
 	first := true
@@ -314,14 +307,7 @@ func (v mval) appendUnknown(b []byte) []byte {
 	case mUnknown:
 		return append(b, "true"...)
 	case mArray:
-		b = append(b, '[')
-		for i, e := range v.elems {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = e.appendUnknown(b)
-		}
-		return append(b, ']')
+		return v.appendArray(b, mval.appendUnknown)
 	case mMap:
 		b = append(b, '{')
 		first := true
@@ -339,6 +325,18 @@ func (v mval) appendUnknown(b []byte) []byte {
 		return append(b, '}')
 	}
 	return append(b, "false"...)
+}
+
+// appendArray renders v's elements, each with render, as a JSON array.
+func (v mval) appendArray(b []byte, render func(mval, []byte) []byte) []byte {
+	b = append(b, '[')
+	for i, e := range v.elems {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = render(e, b)
+	}
+	return append(b, ']')
 }
 
 // appendString appends s as a JSON string, escaped as show -json's encoder
