@@ -60,10 +60,13 @@ FROM terraform-${TERRAFORM_SOURCE} AS terraform
 FROM ${RUNTIME_IMAGE}
 # bubblewrap: where the container may create user namespaces, local runs
 # (runner.mode local, audit) are jailed from the daemon and each other
-# (terraform.sandbox); in Kubernetes mode each run's pod is its sandbox.
+# (terraform.sandbox); passt (pasta): each local run gets a network namespace
+# of its own, outbound access only, no port of the container (the daemon's
+# API among them; terraform.sandbox_network); in Kubernetes mode each run's
+# pod is its sandbox.
 # ca-certificates: HTTPS git sources and providers; git: git sources and
 # Terraform's git:: module sources.
-RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates git bubblewrap \
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates git bubblewrap passt \
  && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log \
  && useradd --uid 65532 --user-group --home-dir /home/driftwatch --create-home driftwatch
 COPY --from=terraform /out/terraform /usr/local/bin/terraform

@@ -82,9 +82,9 @@ image: image-tools
 	size=$$("$$DOCKER" image inspect --format '{{.Size}}' $(IMAGE)); \
 	echo "$(IMAGE): $$(numfmt --to=si --suffix=B $$size) ($$size bytes), built in $$((SECONDS - start))s"
 
-#? deps: install the Debian packages the tests need (chromium, git, bubblewrap), if missing
+#? deps: install the Debian packages the tests need (chromium, git, bubblewrap, passt), if missing
 deps:
-	@missing=""; for p in chromium:chromium git:git bwrap:bubblewrap; do command -v $${p%%:*} >/dev/null || missing="$$missing $${p##*:}"; done; \
+	@missing=""; for p in chromium:chromium git:git bwrap:bubblewrap pasta:passt; do command -v $${p%%:*} >/dev/null || missing="$$missing $${p##*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \

@@ -421,7 +421,7 @@ func startDaemon(b *testing.B, bin, root string, c daemonConfig) *runningDaemon 
 	b.Helper()
 	listen := freeAddr(b)
 	tokenFile := filepath.Join(root, "api-token")
-	if err := os.WriteFile(tokenFile, []byte(fmt.Sprintf("bench-%d\n", time.Now().UnixNano())), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte(fmt.Sprintf("bench-token-%032d\n", time.Now().UnixNano())), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	for _, d := range []string{"plugin-cache", "runs"} {

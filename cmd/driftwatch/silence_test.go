@@ -123,14 +123,14 @@ func TestSilenceCmd(t *testing.T) {
 		out, errb string
 	}{
 		{[]string{"silence", "net", "--for", "4h", "--comment", "DB migration", "--server", srv, "--token-file", tok}, 0,
-			"silence sil-1: notifications of workspace net held until 2026-03-14T07:00:00Z (by alice: DB migration)\n", ""},
+			"silence sil-1: notifications of workspace net held until 2026-03-14T07:00:00Z (by token:api (claimed: alice): DB migration)\n", ""},
 		{[]string{"silence", "--label", "env=prod", "--label", "tier=db", "--for", "90m", "--starts-at", "2026-03-14T22:00:00+01:00",
 			"--comment", "game day", "--by", "bob", "--server", srv, "--token-file", tok}, 0,
-			"silence sil-2: notifications of workspaces with env=prod,tier=db held from 2026-03-14T21:00:00Z until 2026-03-14T22:30:00Z (by bob: game day)\n", ""},
+			"silence sil-2: notifications of workspaces with env=prod,tier=db held from 2026-03-14T21:00:00Z until 2026-03-14T22:30:00Z (by token:api (claimed: bob): game day)\n", ""},
 		{[]string{"silence", "--list", "--server", srv}, 0, "" +
-			"SILENCE  STATE      MATCHES           FROM                  UNTIL                 BY     COMMENT\n" +
-			"sil-1    active     net               2026-03-14T03:00:00Z  2026-03-14T07:00:00Z  alice  DB migration\n" +
-			"sil-2    scheduled  env=prod,tier=db  2026-03-14T21:00:00Z  2026-03-14T22:30:00Z  bob    game day\n" +
+			"SILENCE  STATE      MATCHES           FROM                  UNTIL                 BY                          COMMENT\n" +
+			"sil-1    active     net               2026-03-14T03:00:00Z  2026-03-14T07:00:00Z  token:api (claimed: alice)  DB migration\n" +
+			"sil-2    scheduled  env=prod,tier=db  2026-03-14T21:00:00Z  2026-03-14T22:30:00Z  token:api (claimed: bob)    game day\n" +
 			"\n" +
 			"WINDOW    STATE                           MATCHES  SCHEDULE                   DURATION\n" +
 			"patching  on until 2026-03-14T04:00:00Z   prod-*   0 2 * * 6 (Europe/Berlin)  2h0m0s\n" +
@@ -165,14 +165,14 @@ func TestSilenceCmd(t *testing.T) {
 		require.Equal(t, c.out, out.String(), c.args)
 		require.Equal(t, c.errb, errb.String(), c.args)
 	}
-	require.Equal(t, []string{"sil-1 by alice", "sil-9 by alice"}, f.expired)
+	require.Equal(t, []string{"sil-1 by token:api (claimed: alice)", "sil-9 by token:api (claimed: alice)"}, f.expired)
 
 	var out, errb bytes.Buffer
 	require.Equal(t, 0, run([]string{"silence", "--list", "--format", "json", "--server", srv}, &out, &errb))
 	require.JSONEq(t, `{
 	  "silences": [
 	    {"id": "sil-2", "workspace": "", "labels": {"env": "prod", "tier": "db"}, "starts_at": "2026-03-14T21:00:00Z",
-	     "ends_at": "2026-03-14T22:30:00Z", "comment": "game day", "created_by": "bob", "created_at": "2026-03-14T03:00:00Z", "active": false}
+	     "ends_at": "2026-03-14T22:30:00Z", "comment": "game day", "created_by": "token:api (claimed: bob)", "created_at": "2026-03-14T03:00:00Z", "active": false}
 	  ],
 	  "maintenance_windows": [
 	    {"name": "patching", "workspaces": ["prod-*"], "labels": {}, "schedule": "0 2 * * 6", "time_zone": "Europe/Berlin",

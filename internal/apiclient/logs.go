@@ -19,19 +19,21 @@ type Log struct {
 	body   io.ReadCloser
 }
 
-// Read reads the answer's body as sent.
+// Read reads the answer's body as sent, control characters included
+// (Copy writes it safe for a terminal).
 func (l *Log) Read(p []byte) (int, error) { return l.body.Read(p) }
 
 // Close closes the answer.
 func (l *Log) Close() error { return l.body.Close() }
 
-// Copy writes the log to w: plain text as it is; an event stream's lines
-// until its end event, whose verdict it returns. An event stream that
-// ends before its end event is ErrStreamCut.
+// Copy writes the log to w, every line made Printable (no terminal
+// escape sequence or control character of the run's output reaches the
+// terminal): plain text line by line; an event stream's lines until its
+// end event, whose verdict it returns. An event stream that ends before
+// its end event is ErrStreamCut.
 func (l *Log) Copy(w io.Writer) (Status, error) {
 	if !l.Events {
-		_, err := io.Copy(w, l.body)
-		return "", err
+		return "", copyPrintable(w, l.body)
 	}
 	return copyEvents(l.body, w)
 }
@@ -72,8 +74,8 @@ func (c *Client) Log(ctx context.Context, id string, follow bool) (*Log, error) 
 	return &Log{Events: events, body: resp.Body}, nil
 }
 
-// FollowLog copies run id's log stream to w until the run ends and
-// returns its verdict (Log with follow, its answer read as an event
+// FollowLog copies run id's log stream to w (each line Printable) until
+// the run ends and returns its verdict (Log with follow, its answer read as an event
 // stream).
 func (c *Client) FollowLog(ctx context.Context, id string, w io.Writer) (Status, error) {
 	l, err := c.Log(ctx, id, true)
@@ -88,8 +90,8 @@ func (c *Client) FollowLog(ctx context.Context, id string, w io.Writer) (Status,
 var ErrStreamCut = errors.New("the stream ended before the run did (daemon restarted?)")
 
 // copyEvents copies an SSE log stream's data lines to w, one line per
-// event, until the "end" event and returns its verdict. Comments
-// (keep-alives) are skipped.
+// event made Printable, until the "end" event and returns its verdict.
+// Comments (keep-alives) are skipped.
 func copyEvents(r io.Reader, w io.Writer) (Status, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
@@ -109,7 +111,7 @@ func copyEvents(r io.Reader, w io.Writer) (Status, error) {
 				return end.Status, nil
 			}
 			if data != nil {
-				if _, err := fmt.Fprintln(w, strings.Join(data, "\n")); err != nil {
+				if _, err := fmt.Fprintln(w, Printable(strings.Join(data, "\n"))); err != nil {
 					return "", err
 				}
 			}

@@ -82,7 +82,7 @@ func TestSilences(t *testing.T) {
 	require.Empty(t, d.last().Authorization, "an open read sends no credential")
 	require.Len(t, list.Silences, 2)
 	require.Equal(t, added.ID, list.Silences[0].ID)
-	require.Equal(t, "alice", list.Silences[0].CreatedBy)
+	require.Equal(t, "token:api (claimed: alice)", list.Silences[0].CreatedBy, "the authenticated token, with the name the client claims")
 	require.Equal(t, map[string]string{"env": "prod"}, list.Silences[1].Labels)
 	require.Len(t, list.Windows, 1)
 	w := list.Windows[0]

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"path/filepath"
 	"time"
 
@@ -67,7 +69,7 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 		return nil, err
 	}
 	for i := range targets {
-		targets[i].Request.Jail = iso.Bwrap
+		targets[i].Request.Jail, targets[i].Request.JailNet = iso.Bwrap, iso.Pasta
 		if o.CacheDir != "" {
 			targets[i].Request.WorkDir = o.CacheDir
 		}
@@ -97,7 +99,7 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 // isolation resolves terraform.sandbox for local runs and warns when runs
 // are not isolated from the daemon and from each other.
 func isolation(cfg *config.Config, logger *slog.Logger) (sandbox.Isolation, error) {
-	iso, err := sandbox.DetectIsolation(cfg.Terraform.Sandbox)
+	iso, err := sandbox.DetectIsolation(cfg.Terraform.Sandbox, cfg.Terraform.SandboxNetwork)
 	if err != nil {
 		return iso, err
 	}
@@ -105,7 +107,56 @@ func isolation(cfg *config.Config, logger *slog.Logger) (sandbox.Isolation, erro
 		logger.Warn("local runs are not isolated: a workspace's Terraform code can read what the daemon's user can (other workspaces' secrets, the daemon's files)",
 			"sandbox", iso.Mode, "reason", iso.Reason)
 	}
+	if iso.Network != "isolated" {
+		logger.Warn("local runs share this machine's network: a workspace's Terraform code can reach every port this machine listens on, the daemon's API included",
+			"sandbox_network", iso.Network, "reason", iso.NetworkReason)
+	}
 	return iso, nil
+}
+
+// jailReach refuses a daemon whose local runs could reach its own API as
+// someone else: proxy mode trusting loopback while runs share this
+// machine's network (Terraform code would call it from 127.0.0.1, a
+// trusted address), or a sandbox_host_ports entry that forwards the
+// daemon's own port into the runs' network namespace.
+func jailReach(cfg *config.Config, iso sandbox.Isolation) error {
+	if cfg.Server.Auth.Mode == config.AuthModeProxy && iso.Network != "isolated" {
+		for i, n := range cfg.Server.Auth.Proxy.TrustedNetworks {
+			p, err := netip.ParsePrefix(n)
+			if err != nil {
+				a, aerr := netip.ParseAddr(n)
+				if aerr != nil {
+					continue // config validation reported it
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			if p.Contains(netip.MustParseAddr("127.0.0.1")) || p.Contains(netip.IPv6Loopback()) ||
+				p.Addr().Unmap().IsLoopback() {
+				return fmt.Errorf("server.auth.proxy.trusted_networks[%d]: %s holds loopback, where local runs' Terraform code can connect from, because the runs share this machine's network (%s): install passt (terraform.sandbox_network: isolated) or trust the proxy on another address", i, n, iso.NetworkReason)
+			}
+		}
+	}
+	_, port, err := net.SplitHostPort(cfg.Server.Listen)
+	if err != nil || port == "" || port == "0" {
+		return nil
+	}
+	check := func(key string, ports []string) error {
+		for i, hp := range ports {
+			if _, p, err := net.SplitHostPort(hp); err == nil && p == port {
+				return fmt.Errorf("%s[%d]: %s is driftwatch's own port (server.listen): runs may not reach it", key, i, hp)
+			}
+		}
+		return nil
+	}
+	if err := check("terraform.sandbox_host_ports", cfg.Terraform.SandboxHostPorts); err != nil {
+		return err
+	}
+	for _, w := range cfg.Workspaces {
+		if err := check("workspace "+w.Name+": sandbox_host_ports", w.SandboxHostPorts); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Validate checks what `driftwatch validate` can check beyond the config

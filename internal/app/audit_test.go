@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/slackinteract"
@@ -41,9 +42,9 @@ func TestSlackAudit(t *testing.T) {
 	}
 	require.Equal(t, []store.AuditEntry{
 		{At: at.Add(time.Second), Actor: "slack:U0STRANGER (mallory)", Method: "slack", Roles: []string{}, Action: "remediation.reject",
-			Target: "rem-net", Result: store.AuditDenied, Detail: "not an approver of this notifier; notifier slack-oncall", Source: "slack"},
+			Target: "rem-net", Result: store.AuditDenied, Detail: "not an approver of this notifier; notifier slack-oncall", Source: "slack", Count: 1},
 		{At: at, Actor: "slack:U0123ABCD (alice)", Method: "slack", Roles: []string{}, Action: "remediation.approve",
-			Target: "rem-net", Result: store.AuditOK, Detail: "notifier slack-oncall", Source: "slack"},
+			Target: "rem-net", Result: store.AuditOK, Detail: "notifier slack-oncall", Source: "slack", Count: 1},
 	}, got)
 }
 
@@ -55,7 +56,34 @@ func TestNoAuditLog(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	rec := auditRecorder(struct{ store.Store }{st})
 	require.Nil(t, rec)
+	rec = limitAudit(rec, slog.New(slog.DiscardHandler), nil)
+	require.Nil(t, rec)
 	require.Nil(t, slackAudit(rec, slog.New(slog.DiscardHandler)))
+	require.Nil(t, slackRefusalAudit(rec, slog.New(slog.DiscardHandler)))
+	require.Nil(t, replayStore(struct{ store.Store }{st}))
+}
+
+// Slack requests refused before they were authenticated become
+// anonymous entries of source slack, with the peer and the reason and
+// nothing the request claimed, aggregated per peer and minute and rate
+// limited with the server's.
+func TestSlackRefusalAudit(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "driftwatch.db"), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	rec := limitAudit(auditRecorder(st), slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	at := time.Date(2026, 11, 26, 1, 2, 3, 0, time.UTC)
+	note := slackRefusalAudit(rec, slog.New(slog.DiscardHandler))
+	for i := range 3 {
+		note(t.Context(), slackinteract.Refusal{At: at.Add(time.Duration(i) * time.Second), RemoteAddr: "192.0.2.1:1234",
+			Status: 401, Reason: "bad signature"})
+	}
+	got, err := st.AuditEntries(t.Context(), store.AuditFilter{})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	got[0].ID, got[0].At = 0, got[0].At.UTC()
+	require.Equal(t, store.AuditEntry{At: at, Actor: "anonymous", Method: "anonymous", Roles: []string{}, Action: "slack.interaction",
+		Result: store.AuditDenied, Status: 401, Detail: "bad signature", Source: "slack", Anonymous: true, Peer: "192.0.2.1", Count: 3}, got[0])
 }
 
 type failingRecorder struct{}

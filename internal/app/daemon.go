@@ -146,6 +146,9 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return d.outbox.Run(gctx) })
 	g.Go(func() error { return srv.Run(gctx, cfg.Server.Listen) })
+	if d.kube != nil {
+		g.Go(func() error { return d.kube.serveCallback(gctx) })
+	}
 	g.Go(func() error { d.reloadLoop(gctx, o.ConfigPath, o.ReloadInterval); return nil })
 	g.Go(func() error {
 		d.runs.Retain(gctx, func() (int, time.Duration) {
@@ -184,7 +187,8 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 		return nil, err
 	}
 	d.holds.SetSilences(silences)
-	d.isolation = sandbox.Isolation{Mode: "none", Reason: "runs are Kubernetes Jobs: the pod is their sandbox"}
+	d.isolation = sandbox.Isolation{Mode: "none", Reason: "runs are Kubernetes Jobs: the pod is their sandbox",
+		Network: "host", NetworkReason: "runs are Kubernetes Jobs: the chart's NetworkPolicy confines them"}
 	// The daemon re-checks the same workspaces: it keeps their initialised
 	// working directories between runs.
 	lr := local.New(log)
@@ -199,6 +203,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 	} else {
 		var err error
 		if d.isolation, err = isolation(cfg, log); err != nil {
+			return nil, err
+		}
+		if err := jailReach(cfg, d.isolation); err != nil {
 			return nil, err
 		}
 	}
@@ -276,20 +283,21 @@ func (d *daemon) setConfig(cfg *config.Config, targets map[string]audit.Target) 
 	d.alerts.Store(&plans)
 }
 
-// server is the HTTP server: status page, API (through control), metrics
-// and, in kubernetes mode, the run pods' result routes.
+// server is the HTTP server: status page, API (through control) and
+// metrics. The run pods' result routes are not among them: in kubernetes
+// mode they have a listener of their own (kubeRuntime.serveCallback).
 func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
-	var handlers map[string]http.Handler
-	var callbackURL string // run pods post results there: its host is allowed
+	// The callback URL's host names the daemon (its Service, say): an
+	// allowed Host of the main server too.
+	var callbackURL string
 	if d.kube != nil {
-		handlers = d.kube.handlers()
 		callbackURL = cfg.Runner.Kubernetes.Kube().CallbackURL
 	}
 	// Slack's interactivity requests (the Approve / Reject buttons) carry
 	// no bearer token: the handler authenticates them by their signature.
 	// The notifiers are read from the current config at each request, so
 	// a reload (approvers, a rotated signing secret) applies at once.
-	audit := auditRecorder(d.store)
+	audit := limitAudit(auditRecorder(d.store), d.log, d.reg)
 	slackHandler, err := slackinteract.New(slackinteract.Options{
 		Notifiers: func() ([]slackinteract.Notifier, error) {
 			var out []slackinteract.Notifier
@@ -315,14 +323,13 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 		HashMismatchErr: server.ErrHashMismatch,
 		Logger:          d.log,
 		OnDecision:      slackAudit(audit, d.log),
+		OnRefused:       slackRefusalAudit(audit, d.log),
+		Replay:          replayStore(d.store),
 	})
 	if err != nil {
 		return nil, err
 	}
-	if handlers == nil {
-		handlers = map[string]http.Handler{}
-	}
-	handlers[slackinteract.Route] = slackHandler
+	handlers := map[string]http.Handler{slackinteract.Route: slackHandler}
 	return server.New(server.Options{
 		Store:       d.store,
 		Logs:        d.store,
@@ -335,8 +342,9 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 		CallbackURL: callbackURL,
 		Logger:      d.log,
 		Version:     version.Version,
-		Sandbox:     server.SandboxStatus{Mode: d.isolation.Mode, Reason: d.isolation.Reason},
-		Leader:      d.leader.Leader,
+		Sandbox: server.SandboxStatus{Mode: d.isolation.Mode, Reason: d.isolation.Reason,
+			Network: d.isolation.Network, NetworkReason: d.isolation.NetworkReason},
+		Leader: d.leader.Leader,
 	})
 }
 
@@ -459,11 +467,11 @@ func targetMap(cfg *config.Config, owner string) (map[string]audit.Target, error
 		return nil, err
 	}
 	// The probe is cached: an error was already reported at start-up.
-	iso, _ := sandbox.DetectIsolation(cfg.Terraform.Sandbox)
+	iso, _ := sandbox.DetectIsolation(cfg.Terraform.Sandbox, cfg.Terraform.SandboxNetwork)
 	m := make(map[string]audit.Target, len(ts))
 	for _, t := range ts {
 		t.Request.Owner = owner
-		t.Request.Jail = iso.Bwrap
+		t.Request.Jail, t.Request.JailNet = iso.Bwrap, iso.Pasta
 		m[t.Name] = t
 	}
 	return m, nil

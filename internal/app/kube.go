@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -21,12 +20,16 @@ import (
 )
 
 // kubeRuntime is the kubernetes runner mode's parts: the runner, the result
-// Receiver (mounted on remote.Route, its proceed check on
-// remote.ProceedRoute: handlers) and the client (leader election).
+// Receiver, served with its proceed check by the callback server on a
+// listener of its own (runner.kubernetes.callback_listen; never on the main
+// server, whose API run pods must not reach), and the client (leader
+// election).
 type kubeRuntime struct {
-	runner *kube.Runner
-	recv   *remote.Receiver
-	client kubernetes.Interface
+	runner   *kube.Runner
+	recv     *remote.Receiver
+	callback *remote.CallbackServer
+	listen   string // the callback server's address
+	client   kubernetes.Interface
 }
 
 // newKubeRuntime builds the kubernetes mode's parts; proceed answers
@@ -45,7 +48,19 @@ func newKubeRuntime(cfg *config.Config, log *slog.Logger, proceed remote.Proceed
 	if err != nil {
 		return nil, err
 	}
-	return &kubeRuntime{runner: r, recv: recv, client: cs}, nil
+	// The callback speaks TLS as the main server does, with its files.
+	cb, err := remote.NewCallbackServer(remote.CallbackServerOptions{
+		Receiver: recv, Logger: log, TLSCertFile: cfg.Server.TLSCertFile, TLSKeyFile: cfg.Server.TLSKeyFile,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &kubeRuntime{runner: r, recv: recv, callback: cb, listen: k.CallbackListen, client: cs}, nil
+}
+
+// serveCallback serves the run pods' callback until ctx is done.
+func (k *kubeRuntime) serveCallback(ctx context.Context) error {
+	return k.callback.Run(ctx, k.listen)
 }
 
 // adopt starts the runner's Watch and adopts the Jobs a previous daemon
@@ -111,10 +126,4 @@ func (r adoptedRunner) Run(ctx context.Context, req runner.Request) (runner.Resu
 		return runner.Result{}, err
 	}
 	return r.runner.Run(ctx, req)
-}
-
-// handlers are the routes run pods call, authenticated with their per-run
-// token, not the API token.
-func (k *kubeRuntime) handlers() map[string]http.Handler {
-	return map[string]http.Handler{remote.Route: k.recv, remote.ProceedRoute: k.recv.ProceedHandler()}
 }

@@ -64,7 +64,8 @@ func TestSlackInteractionWiring(t *testing.T) {
 	require.Equal(t, store.RemediationPending, w.get(t, "rem-net").State)
 
 	rec = httptest.NewRecorder()
-	srv.Handler().ServeHTTP(rec, notifytest.SlackSigner{Secret: secret}.Request(target, p.Body(), time.Now()))
+	sent := time.Now()
+	srv.Handler().ServeHTTP(rec, notifytest.SlackSigner{Secret: secret}.Request(target, p.Body(), sent))
 	require.Equal(t, http.StatusOK, rec.Code)
 	got := w.get(t, "rem-net")
 	require.Equal(t, store.RemediationApproved, got.State)
@@ -73,4 +74,27 @@ func TestSlackInteractionWiring(t *testing.T) {
 	require.Len(t, replies, 1)
 	require.True(t, replies[0].ReplaceOriginal)
 	require.True(t, strings.HasPrefix(replies[0].Text, "Approved by <@U0123ABCD> at "), replies[0].Text)
+
+	// The forged request is in the audit log, anonymous, with its reason;
+	// the approval under the Slack user.
+	es, err := w.d.store.(store.AuditReader).AuditEntries(t.Context(), store.AuditFilter{})
+	require.NoError(t, err)
+	var lines []string
+	for _, e := range es {
+		lines = append(lines, fmt.Sprintf("%s %s %s %s anonymous=%t", e.Actor, e.Action, e.Result, e.Detail, e.Anonymous))
+	}
+	require.Equal(t, []string{
+		"slack:U0123ABCD (alice) remediation.approve ok notifier slack-oncall anonymous=false",
+		"anonymous slack.interaction denied bad signature anonymous=true",
+	}, lines)
+
+	// The signature is kept in the store: a server built again (a new
+	// handler, whose memory is empty, as after a restart) refuses its
+	// replay.
+	replayed := notifytest.SlackSigner{Secret: secret}.Request(target, p.Body(), sent)
+	srv2, err := w.d.server(w.d.cfg.Load())
+	require.NoError(t, err)
+	rec = httptest.NewRecorder()
+	srv2.Handler().ServeHTTP(rec, replayed)
+	require.Equal(t, http.StatusUnauthorized, rec.Code, "a replay after a restart")
 }

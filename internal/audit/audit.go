@@ -7,10 +7,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 )
 
 // Target is one workspace ready to run.
@@ -59,7 +61,7 @@ func (a *Auditor) CheckPlan(ctx context.Context, t Target) (drift.Result, *planp
 	res.Phases = out.Phases
 	if err != nil {
 		res.Status = drift.StatusErrored
-		res.Error = reason(err)
+		res.Error = reason(err, append(backend.ConfigSecrets(t.Request.BackendConfig, nil), t.Request.Redact...))
 		res.Findings = out.Backend // static, still true when Terraform fails
 		log.Warn("run errored", "err", res.Error, "duration", res.Duration)
 		return res, nil
@@ -82,13 +84,20 @@ func (a *Auditor) CheckPlan(ctx context.Context, t Target) (drift.Result, *planp
 	return res, out.Plan
 }
 
-// reason turns a run error into the one line shown to users.
-func reason(err error) string {
+// reason turns a run error into the one line shown to users (the
+// workspace's error, the status page, alerts, the daemon's log). Runners
+// redact their reasons; this is the last pass over whatever any runner
+// (or a wrapped error's text) returned: the known secrets, and the user
+// info and query string of every URL (sandbox.Redactor).
+func reason(err error, secrets []string) string {
 	var re *runner.Error
+	msg := ""
 	if errors.As(err, &re) {
-		return re.Error()
+		msg = re.Error()
+	} else {
+		msg = err.Error()
 	}
-	return err.Error()
+	return sandbox.NewRedactor(secrets).Apply(msg)
 }
 
 // RunAll checks every target with at most concurrency runs at once and

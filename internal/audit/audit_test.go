@@ -114,3 +114,26 @@ func TestRunAllCancelled(t *testing.T) {
 	require.Equal(t, drift.StatusErrored, res[1].Status)
 	require.Equal(t, "cancelled before it started", res[1].Error)
 }
+
+// The one line a failed run leaves (the workspace's error, the status
+// page, alerts, the daemon's log) is redacted once more, whatever the
+// runner returned: the known secrets, the request's backend_config values
+// and the user info and query string of every URL.
+func TestCheckRedactsReason(t *testing.T) {
+	r := &fakeRunner{errs: map[string]error{
+		"runner-error": &runner.Error{Phase: "init", Reason: `Get "http://u:CANARY-pw@h/state?token=CANARY-q": refused (user CANARY-inline, key CANARY-daemon)`},
+		"plain-error":  errors.New(`dial https://CANARY-tok@git.example/r.git?x=CANARY-q2: CANARY-inline`),
+	}}
+	a := newAuditor(r)
+	for name, want := range map[string]string{
+		"runner-error": `init: Get "http://[REDACTED]@h/state?[REDACTED]": refused (user [REDACTED], key [REDACTED])`,
+		"plain-error":  `dial https://[REDACTED]@git.example/r.git?[REDACTED]: [REDACTED]`,
+	} {
+		tg := target(name)
+		tg.Request.BackendConfig = []string{"username=CANARY-inline"}
+		tg.Request.Redact = []string{"CANARY-daemon"}
+		res := a.Check(t.Context(), tg)
+		require.Equal(t, drift.StatusErrored, res.Status)
+		require.Equal(t, want, res.Error, name)
+	}
+}

@@ -1,12 +1,14 @@
 package audit
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/runid"
@@ -73,6 +75,7 @@ func Targets(cfg *config.Config, f Filter) ([]Target, error) {
 			Backend:        cfg.EffectiveBackendPolicy(w),
 			Redact:         secrets,
 			JailPaths:      cfg.Terraform.SandboxPaths,
+			JailHostPorts:  append(append([]string(nil), cfg.Terraform.SandboxHostPorts...), w.SandboxHostPorts...),
 			LogPlanText:    w.LogPlanText,
 			NoFastPaths:    !cfg.Terraform.FastPathsOn(),
 		}
@@ -99,11 +102,22 @@ func matchLabels(have, want map[string]string) bool {
 const maxSecretFile = 64 << 10
 
 // knownSecrets reads every secret the config names (config.SecretFiles,
-// config.SecretValues): each run's log and errors are redacted of all of
-// them, not only of its own workspace's. A file that cannot be read is
-// skipped: its owner (a notifier, a run) reports that itself.
+// config.SecretValues) and every workspace's backend_config values
+// (backend.ConfigSecrets: a file's values too, where the daemon can read
+// it: an absolute path, or one in a local source): each run's log and
+// errors are redacted of all of them, not only of its own workspace's. A
+// file that cannot be read is skipped: its owner (a notifier, a run)
+// reports that itself.
 func knownSecrets(cfg *config.Config) []string {
 	out := cfg.SecretValues()
+	for _, w := range cfg.Workspaces {
+		dir := "" // a git source's files are read by its runs
+		if w.Source.Git == nil {
+			dir = w.Source.Path
+		}
+		// No deadline: ConfigFileReader reads regular files only, bounded.
+		out = append(out, backend.ConfigSecrets(w.BackendConfig, backend.ConfigFileReader(context.Background(), dir, dir))...)
+	}
 	for _, f := range cfg.SecretFiles() {
 		fh, err := os.Open(f)
 		if err != nil {

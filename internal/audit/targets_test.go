@@ -1,6 +1,8 @@
 package audit_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,4 +24,21 @@ func TestTargetsFilter(t *testing.T) {
 	require.Len(t, ts, 1)
 	_, err = audit.Targets(cfg, audit.Filter{Names: []string{"nope"}})
 	require.EqualError(t, err, "unknown workspace nope")
+}
+
+// Every workspace's backend_config values (a local source's file's too)
+// are among the secrets every run redacts, whichever workspace runs.
+func TestTargetsRedactBackendConfig(t *testing.T) {
+	src := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(src, "backend.hcl"), []byte(`password = "CANARY-file-pw"`), 0o600))
+	cfg := &config.Config{Workspaces: []config.Workspace{
+		{Name: "a", Source: config.Source{Path: src}, BackendConfig: []string{"backend.hcl", "address=https://h/state?token=CANARY-tok"}},
+		{Name: "b", Source: config.Source{Path: t.TempDir()}},
+	}}
+	ts, err := audit.Targets(cfg, audit.Filter{Names: []string{"b"}})
+	require.NoError(t, err)
+	require.Len(t, ts, 1)
+	for _, want := range []string{"CANARY-file-pw", "https://h/state?token=CANARY-tok", "CANARY-tok"} {
+		require.Contains(t, ts[0].Request.Redact, want)
+	}
 }

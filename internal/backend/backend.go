@@ -2,9 +2,7 @@ package backend
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -73,18 +71,7 @@ func check(ctx context.Context, root, dir string, backendConfig []string, p Poli
 	if err != nil {
 		return nil, err
 	}
-	c, err = mergeConfig(c, backendConfig, func(name string) ([]byte, error) {
-		if !filepath.IsAbs(name) {
-			name = filepath.Join(dir, name)
-		}
-		src, err := source.ReadFile(ctx, confinedTo(root, name), name, source.MaxConfigFileSize)
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			// Not echoed: an entry without "=" may be a mistyped secret.
-			err = fmt.Errorf("read file: %w", pe.Err)
-		}
-		return src, err
-	})
+	c, err = mergeConfig(c, backendConfig, ConfigFileReader(ctx, root, dir))
 	if err != nil {
 		return nil, err
 	}

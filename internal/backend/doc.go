@@ -18,7 +18,10 @@
 // errors carry file names, positions and HCL diagnostic summaries (never
 // their details, which may quote source text). Credentials in the block or
 // in backend_config (access_key, secret_key, token, password, conn_str, ...)
-// are read only as far as the parser goes and are never copied anywhere.
+// are read only as far as the parser goes and are never copied anywhere,
+// but for one purpose: ConfigSecrets returns every backend_config value
+// (of an entry or in a file, ConfigFileReader) so that runs redact them
+// from their logs and errors.
 //
 // Findings, all with Action "none", Address "backend.TYPE" and Type TYPE;
 // the Attributes name what to change, and a one-line reason is computed for

@@ -34,6 +34,9 @@ const (
 	DefaultOIDCGroupsClaim   = "groups"
 	DefaultOIDCUsernameClaim = "preferred_username"
 	DefaultOIDCSessionTTL    = 12 * time.Hour
+	// DefaultOIDCIdleTimeout ends a session unused for this long (or
+	// session_ttl, if shorter).
+	DefaultOIDCIdleTimeout = time.Hour
 	// OIDCCallbackPath is the redirect URL's path under server.external_url.
 	OIDCCallbackPath = "/auth/callback"
 	// MinOIDCCookieSecret is the least length of a cookie secret file's
@@ -64,6 +67,9 @@ const (
 	DefaultProxyUserHeader   = "X-Forwarded-User"
 	DefaultProxyEmailHeader  = "X-Forwarded-Email"
 	DefaultProxyGroupsHeader = "X-Forwarded-Groups"
+	// DefaultProxySecretHeader carries the shared secret the proxy adds
+	// to every request it forwards (server.auth.proxy.secret_file).
+	DefaultProxySecretHeader = "X-Driftwatch-Proxy-Secret"
 )
 
 // Auth is server.auth: who may call the server and with which role.
@@ -112,6 +118,17 @@ type AuthProxy struct {
 	UserHeader   string `yaml:"user_header"`
 	EmailHeader  string `yaml:"email_header"`
 	GroupsHeader string `yaml:"groups_header"`
+	// SecretFile holds a shared secret (at least 32 characters) the proxy
+	// adds to every request it forwards, in SecretHeader: the identity
+	// headers are believed only with it, so that code running next to
+	// the proxy (a Terraform provider, a local run) cannot name itself
+	// anyone by calling driftwatch from a trusted address. Required in
+	// proxy mode; read on every request that carries identity headers.
+	SecretFile string `yaml:"secret_file"`
+	// SecretHeader names the header of the shared secret (default
+	// X-Driftwatch-Proxy-Secret). driftwatch removes it from every
+	// request before any handler, log or record sees it.
+	SecretHeader string `yaml:"secret_header"`
 }
 
 // AuthOIDC is the OpenID Connect provider driftwatch signs people in
@@ -137,8 +154,13 @@ type AuthOIDC struct {
 	// "preferred_username", else the subject).
 	GroupsClaim   string `yaml:"groups_claim"`
 	UsernameClaim string `yaml:"username_claim"`
-	// SessionTTL is how long a sign-in lasts (default 12h).
+	// SessionTTL is how long a sign-in lasts at most, used or not
+	// (default 12h).
 	SessionTTL Duration `yaml:"session_ttl"`
+	// IdleTimeout ends a session unused for this long (default 1h, or
+	// SessionTTL if shorter; at most SessionTTL). Both are enforced on
+	// the server, whose store keeps every session.
+	IdleTimeout Duration `yaml:"idle_timeout"`
 	// CookieSecretFile holds the key that signs session cookies (at least
 	// 32 bytes). Without it a random key is made at start: every session
 	// ends when driftwatch restarts.
@@ -190,7 +212,9 @@ var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
 
 // reservedTokenNames name the tokens of server.token_file and
 // server.read_token_file.
-var reservedTokenNames = map[string]string{"api": "server.token_file", "read": "server.read_token_file"}
+var reservedTokenNames = map[string]string{
+	"api": "server.token_file", "read": "server.read_token_file", "metrics": "server.metrics_token_file",
+}
 
 func (c *Config) validateAuth(pos *positions) []error {
 	var errs []error
@@ -234,13 +258,14 @@ func (c *Config) validateAuth(pos *positions) []error {
 		t.File = absFrom(dir, t.File)
 		if t.File == "" {
 			add(key+".file", "required: the file that holds the token")
-		} else if err := checkTokenFile(t.File); err != nil {
+		} else if err := checkServerToken(t.File); err != nil {
 			add(key+".file", "%v", err)
 		}
 		errs = append(errs, checkScope(pos, key, t.Role, t.Workspaces)...)
 	}
 	p := &a.Proxy
-	if a.Mode != AuthModeProxy && (len(p.TrustedNetworks) > 0 || p.UserHeader != "" || p.EmailHeader != "" || p.GroupsHeader != "") {
+	if a.Mode != AuthModeProxy && (len(p.TrustedNetworks) > 0 || p.UserHeader != "" || p.EmailHeader != "" || p.GroupsHeader != "" ||
+		p.SecretFile != "" || p.SecretHeader != "") {
 		add("server.auth.proxy", "is used only with server.auth.mode: proxy")
 	}
 	if a.Mode != AuthModeOIDC && !a.OIDC.isZero() {
@@ -248,7 +273,7 @@ func (c *Config) validateAuth(pos *positions) []error {
 	}
 	switch a.Mode {
 	case AuthModeProxy:
-		errs = append(errs, validateProxy(pos, p)...)
+		errs = append(errs, validateProxy(pos, p, dir)...)
 	case AuthModeOIDC:
 		errs = append(errs, c.validateOIDC(pos)...)
 	default:
@@ -280,9 +305,9 @@ func (c *Config) validateAuth(pos *positions) []error {
 	return errs
 }
 
-// validateProxy checks server.auth.proxy in proxy mode and sets its
-// defaults.
-func validateProxy(pos *positions, p *AuthProxy) []error {
+// validateProxy checks server.auth.proxy in proxy mode, resolves its
+// secret file against dir and sets its defaults.
+func validateProxy(pos *positions, p *AuthProxy, dir string) []error {
 	var errs []error
 	add := func(key, format string, args ...any) { errs = append(errs, pos.errorf(key, format, args...)) }
 	if len(p.TrustedNetworks) == 0 {
@@ -301,6 +326,7 @@ func validateProxy(pos *positions, p *AuthProxy) []error {
 		{"user_header", &p.UserHeader, DefaultProxyUserHeader},
 		{"email_header", &p.EmailHeader, DefaultProxyEmailHeader},
 		{"groups_header", &p.GroupsHeader, DefaultProxyGroupsHeader},
+		{"secret_header", &p.SecretHeader, DefaultProxySecretHeader},
 	} {
 		if *h.v == "" {
 			*h.v = h.def
@@ -308,12 +334,24 @@ func validateProxy(pos *positions, p *AuthProxy) []error {
 			add("server.auth.proxy."+h.key, "%q is not an HTTP header name", *h.v)
 		}
 	}
+	for _, h := range []struct{ key, v string }{{"user_header", p.UserHeader}, {"email_header", p.EmailHeader}, {"groups_header", p.GroupsHeader}} {
+		if strings.EqualFold(h.v, p.SecretHeader) {
+			add("server.auth.proxy.secret_header", "%q is the %s too: the secret needs a header of its own", p.SecretHeader, h.key)
+		}
+	}
+	p.SecretFile = absFrom(dir, p.SecretFile)
+	if p.SecretFile == "" {
+		add("server.auth.proxy.secret_file", "required in proxy mode: the file holding the shared secret the proxy adds in %s "+
+			"(a trusted address alone is not enough: anything running there could name itself anyone)", p.SecretHeader)
+	} else if err := checkServerToken(p.SecretFile); err != nil {
+		add("server.auth.proxy.secret_file", "%v", err)
+	}
 	return errs
 }
 
 func (o AuthOIDC) isZero() bool {
 	return o.IssuerURL == "" && o.ClientID == "" && o.ClientSecretFile == "" && o.RedirectURL == "" &&
-		len(o.Scopes) == 0 && o.GroupsClaim == "" && o.UsernameClaim == "" && o.SessionTTL == 0 && o.CookieSecretFile == ""
+		len(o.Scopes) == 0 && o.GroupsClaim == "" && o.UsernameClaim == "" && o.SessionTTL == 0 && o.IdleTimeout == 0 && o.CookieSecretFile == ""
 }
 
 // validateOIDC checks server.auth.oidc in oidc mode, resolves its files
@@ -367,6 +405,15 @@ func (c *Config) validateOIDC(pos *positions) []error {
 		o.SessionTTL = Duration(DefaultOIDCSessionTTL)
 	case time.Duration(o.SessionTTL) < time.Minute:
 		add(".session_ttl", "%s is shorter than a minute", time.Duration(o.SessionTTL))
+	}
+	switch {
+	case o.IdleTimeout == 0:
+		o.IdleTimeout = min(Duration(DefaultOIDCIdleTimeout), o.SessionTTL)
+	case time.Duration(o.IdleTimeout) < time.Minute:
+		add(".idle_timeout", "%s is shorter than a minute", time.Duration(o.IdleTimeout))
+	case o.IdleTimeout > o.SessionTTL:
+		add(".idle_timeout", "%s is longer than session_ttl (%s): a session ends at session_ttl anyway",
+			time.Duration(o.IdleTimeout), time.Duration(o.SessionTTL))
 	}
 	o.CookieSecretFile = absFrom(dir, o.CookieSecretFile)
 	if o.CookieSecretFile != "" {

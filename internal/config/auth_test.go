@@ -29,7 +29,8 @@ func loadAuth(file string, data []byte) (*Config, error) {
 
 func TestAuthValid(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "ci-token"), []byte("ci-CANARY\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ci-token"), []byte("ci-CANARY-0123456789abcdef0123456789\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "proxy-secret"), []byte(strings.Repeat("p", 32)), 0o600))
 	file := filepath.Join(dir, "driftwatch.yaml")
 
 	c, err := loadAuth(file, []byte("server: {listen: \"127.0.0.1:9\"}\n"))
@@ -50,6 +51,7 @@ func TestAuthValid(t *testing.T) {
     proxy:
       trusted_networks: [10.0.0.0/8, "fd00::/8", 192.168.1.7]
       groups_header: X-Auth-Request-Groups
+      secret_file: proxy-secret
     roles:
       - {role: admin, groups: [platform]}
       - {role: operator, emails: [olga@example.com], users: [olga]}
@@ -64,6 +66,8 @@ func TestAuthValid(t *testing.T) {
 	require.Equal(t, DefaultProxyUserHeader, a.Proxy.UserHeader)
 	require.Equal(t, DefaultProxyEmailHeader, a.Proxy.EmailHeader)
 	require.Equal(t, "X-Auth-Request-Groups", a.Proxy.GroupsHeader)
+	require.Equal(t, DefaultProxySecretHeader, a.Proxy.SecretHeader)
+	require.Equal(t, filepath.Join(dir, "proxy-secret"), a.Proxy.SecretFile, "relative to the config file")
 	require.Equal(t, WorkspaceScope{Labels: map[string]string{"team": "net"}, Owners: []string{"team-net", "team-core"}}, a.Roles[2].Workspaces)
 	p, err := ParseTrustedNetwork("192.168.1.7")
 	require.NoError(t, err)
@@ -75,6 +79,10 @@ func TestAuthInvalid(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tok"), []byte("CANARY"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "empty"), []byte("\n"), 0o600))
+	long := "CANARY-" + strings.Repeat("x", 32)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "good"), []byte(long), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "shared"), []byte(long), 0o600))
+	require.NoError(t, os.Chmod(filepath.Join(dir, "shared"), 0o644))
 	file := filepath.Join(dir, "driftwatch.yaml")
 	for name, c := range map[string]struct{ yaml, want string }{
 		"mode": {"server:\n  auth:\n    mode: saml\n",
@@ -123,6 +131,22 @@ func TestAuthInvalid(t *testing.T) {
 			`driftwatch.yaml:8: server.auth.roles[0].workspaces: limits approvers only`},
 		"empty label": {"server:\n  auth:\n    mode: proxy\n    proxy: {trusted_networks: [10.0.0.1]}\n    roles:\n      - role: approver\n        users: [a]\n        workspaces: {labels: {team: \"\"}}\n",
 			`server.auth.roles[0].workspaces.labels: labels need a key and a value`},
+		"short token": {"server:\n  auth:\n    tokens:\n      - name: ci\n        role: admin\n        file: tok\n",
+			"driftwatch.yaml:6: server.auth.tokens[0].file: " + filepath.Join(dir, "tok") + " holds 6 characters, fewer than 32"},
+		"token readable by others": {"server:\n  auth:\n    tokens:\n      - name: ci\n        role: admin\n        file: shared\n",
+			"driftwatch.yaml:6: server.auth.tokens[0].file: " + filepath.Join(dir, "shared") + " is readable by every user (mode 0644)"},
+		"metrics token name": {"server:\n  auth:\n    tokens:\n      - {name: metrics, role: viewer, file: good}\n",
+			`server.auth.tokens[0].name: "metrics" names the token of server.metrics_token_file`},
+		"proxy without secret": {"server:\n  auth:\n    mode: proxy\n    proxy: {trusted_networks: [10.0.0.1]}\n",
+			`driftwatch.yaml:4: server.auth.proxy.secret_file: required in proxy mode: the file holding the shared secret the proxy adds in X-Driftwatch-Proxy-Secret`},
+		"proxy short secret": {"server:\n  auth:\n    mode: proxy\n    proxy:\n      trusted_networks: [10.0.0.1]\n      secret_file: tok\n",
+			"driftwatch.yaml:6: server.auth.proxy.secret_file: " + filepath.Join(dir, "tok") + " holds 6 characters, fewer than 32"},
+		"proxy secret readable by others": {"server:\n  auth:\n    mode: proxy\n    proxy:\n      trusted_networks: [10.0.0.1]\n      secret_file: shared\n",
+			"server.auth.proxy.secret_file: " + filepath.Join(dir, "shared") + " is readable by every user"},
+		"secret header is an identity header": {"server:\n  auth:\n    mode: proxy\n    proxy:\n      trusted_networks: [10.0.0.1]\n      secret_file: good\n      secret_header: x-forwarded-user\n",
+			`driftwatch.yaml:7: server.auth.proxy.secret_header: "x-forwarded-user" is the user_header too`},
+		"proxy secret in token mode": {"server:\n  auth:\n    proxy: {secret_file: good}\n",
+			`driftwatch.yaml:3: server.auth.proxy: is used only with server.auth.mode: proxy`},
 		"unknown key": {"server:\n  auth:\n    tokenz: []\n",
 			`driftwatch.yaml:3: server.auth.tokenz: unknown key "tokenz" (did you mean "tokens"?)`},
 	} {
@@ -267,13 +291,16 @@ func TestExampleAuthBlock(t *testing.T) {
 	require.GreaterOrEqual(t, start, 0, "the example has a commented server.auth block")
 	dir := t.TempDir()
 	tok := filepath.Join(dir, "ci-token")
-	require.NoError(t, os.WriteFile(tok, []byte("x"), 0o600))
+	require.NoError(t, os.WriteFile(tok, []byte(strings.Repeat("x", 32)), 0o600))
+	secret := filepath.Join(dir, "proxy-secret")
+	require.NoError(t, os.WriteFile(secret, []byte(strings.Repeat("s", 32)), 0o600))
 	block := []string{"server:"}
 	for _, l := range lines[start:] {
 		if !strings.HasPrefix(l, "  # ") {
 			break
 		}
 		l = "  " + strings.TrimPrefix(l, "  # ")
+		l = strings.ReplaceAll(l, "/var/run/secrets/driftwatch/proxy-secret", secret)
 		block = append(block, strings.ReplaceAll(l, "/var/run/secrets/driftwatch/ci-token", tok))
 	}
 	c, err := loadAuth(filepath.Join(dir, "driftwatch.yaml"), []byte(strings.Join(block, "\n")+"\n"))

@@ -91,6 +91,17 @@ type Terraform struct {
 	// sandbox of every local run: what the workspaces' code must reach on
 	// this machine, such as files a local provider manages.
 	SandboxPaths []string `yaml:"sandbox_paths"`
+	// SandboxNetwork is the sandbox's network: "auto" (default: a network
+	// namespace of the run's own with outbound access only, through
+	// pasta, where the machine allows it, else the host's network with a
+	// warning at start-up and in /api/v1/status), "isolated" (refuse to
+	// start without it) or "host" (the host's network: workspaces' code
+	// reaches every port of this machine, the daemon's own included).
+	SandboxNetwork string `yaml:"sandbox_network"`
+	// SandboxHostPorts are the host's loopback ports ("127.0.0.1:6443")
+	// every local run may reach from its network namespace, at the same
+	// address: a local cluster's API server, a local state backend.
+	SandboxHostPorts []string `yaml:"sandbox_host_ports"`
 	// FastPaths (default true) lets a check skip work that cannot change
 	// its verdict: show -json after a plan that found nothing (the
 	// summary comes from the plan file), and, in the daemon, init when
@@ -115,6 +126,13 @@ type Server struct {
 	// "read"): it reads run logs and run pages, never calls a mutating
 	// endpoint.
 	ReadTokenFile string `yaml:"read_token_file"`
+	// MetricsTokenFile holds a token that may read /metrics and nothing
+	// else (named "metrics"): Prometheus' scrape credential, as a bearer
+	// token. /metrics follows the role rules: it is open when a caller
+	// without a credential may read (token mode's default,
+	// anonymous_role: viewer), and otherwise needs the viewer role or
+	// this token.
+	MetricsTokenFile string `yaml:"metrics_token_file"`
 	// OpenReads serves every read, run logs and run pages too, without a
 	// credential: server.auth.anonymous_role viewer (a log holding
 	// attribute values, log_plan_text, still needs one).

@@ -56,23 +56,30 @@ func TestLoadValid(t *testing.T) {
 // Every invalid config maps to the exact error a user sees: file, line, key.
 func TestLoadInvalid(t *testing.T) {
 	cases := map[string]string{
-		"unknown-key":      `invalid-unknown-key.yaml:4: workspaces[0].scheduel: unknown key "scheduel" (did you mean "schedule"?)`,
-		"duplicate-name":   `invalid-duplicate-name.yaml:4: workspaces[1].name: duplicate workspace name "network" (first defined at invalid-duplicate-name.yaml:2: workspaces[0].name)`,
-		"bad-duration":     `invalid-bad-duration.yaml:2: defaults.timeout: invalid duration "10 minutes" (use a positive Go duration such as 90s, 10m, 1h30m)`,
-		"bad-glob":         `invalid-bad-glob.yaml:5: workspaces[0].ignore[0].address: invalid glob "aws_instance.[a": `,
-		"missing-path":     `invalid-missing-path.yaml:3: workspaces[0].source.path: stat does-not-exist: no such file or directory`,
-		"bad-name":         `invalid-bad-name.yaml:2: workspaces[0].name: "Network_1" is not a DNS label`,
-		"token-in-url":     `invalid-token-in-url.yaml:3: workspaces[0].source.git.url: credentials in the URL are not allowed; use credentials_file`,
-		"both-sources":     `invalid-both-sources.yaml:3: workspaces[0].source: set exactly one of path or git, not both`,
-		"reserved-env":     `invalid-reserved-env.yaml:4: workspaces[0].env.TF_VAR_password: TF_VAR_password cannot be set: set Terraform variables with vars or var_files instead`,
-		"duplicate-key":    `invalid-duplicate-key.yaml:4: workspaces[0].name: duplicate key (first set at line 2)`,
-		"wrong-type":       `invalid-wrong-type.yaml:2: workspaces: expected a list, got a mapping`,
-		"missing-var-file": `invalid-missing-var-file.yaml:4: workspaces[0].var_files[0]: stat net/staging.tfvars: no such file or directory`,
-		"syntax":           `invalid-syntax.yaml:1: did not find expected '-' indicator`,
-		"unknown-notifier": `invalid-unknown-notifier.yaml:8: alerts.routes[0].notifiers[0]: unknown notifier "slack-oncal"`,
-		"bad-severity":     `invalid-bad-severity.yaml:2: alerts.severity.drift: unknown severity "urgent" (use critical, high, moderate, low or info)`,
-		"slack-no-channel": `invalid-slack-no-channel.yaml:4: notifiers[0].slack.channel: required in bot mode`,
-		"bad-sandbox":      `invalid-bad-sandbox.yaml:2: terraform.sandbox: "chroot": want auto, namespaces or off`,
+		"unknown-key":         `invalid-unknown-key.yaml:4: workspaces[0].scheduel: unknown key "scheduel" (did you mean "schedule"?)`,
+		"duplicate-name":      `invalid-duplicate-name.yaml:4: workspaces[1].name: duplicate workspace name "network" (first defined at invalid-duplicate-name.yaml:2: workspaces[0].name)`,
+		"bad-duration":        `invalid-bad-duration.yaml:2: defaults.timeout: invalid duration "10 minutes" (use a positive Go duration such as 90s, 10m, 1h30m)`,
+		"bad-glob":            `invalid-bad-glob.yaml:5: workspaces[0].ignore[0].address: invalid glob "aws_instance.[a": `,
+		"missing-path":        `invalid-missing-path.yaml:3: workspaces[0].source.path: stat does-not-exist: no such file or directory`,
+		"bad-name":            `invalid-bad-name.yaml:2: workspaces[0].name: "Network_1" is not a DNS label`,
+		"token-in-url":        `invalid-token-in-url.yaml:3: workspaces[0].source.git.url: credentials in the URL are not allowed; use credentials_file`,
+		"both-sources":        `invalid-both-sources.yaml:3: workspaces[0].source: set exactly one of path or git, not both`,
+		"reserved-env":        `invalid-reserved-env.yaml:4: workspaces[0].env.TF_VAR_password: TF_VAR_password cannot be set: set Terraform variables with vars or var_files instead`,
+		"duplicate-key":       `invalid-duplicate-key.yaml:4: workspaces[0].name: duplicate key (first set at line 2)`,
+		"wrong-type":          `invalid-wrong-type.yaml:2: workspaces: expected a list, got a mapping`,
+		"missing-var-file":    `invalid-missing-var-file.yaml:4: workspaces[0].var_files[0]: stat net/staging.tfvars: no such file or directory`,
+		"syntax":              `invalid-syntax.yaml:1: did not find expected '-' indicator`,
+		"unknown-notifier":    `invalid-unknown-notifier.yaml:8: alerts.routes[0].notifiers[0]: unknown notifier "slack-oncal"`,
+		"bad-severity":        `invalid-bad-severity.yaml:2: alerts.severity.drift: unknown severity "urgent" (use critical, high, moderate, low or info)`,
+		"slack-no-channel":    `invalid-slack-no-channel.yaml:4: notifiers[0].slack.channel: required in bot mode`,
+		"bad-sandbox":         `invalid-bad-sandbox.yaml:2: terraform.sandbox: "chroot": want auto, namespaces or off`,
+		"bad-sandbox-network": `invalid-bad-sandbox-network.yaml:2: terraform.sandbox_network: "slirp": want auto, isolated or host`,
+		"host-port": `invalid-host-port.yaml:2: terraform.sandbox_host_ports[1]: "10.0.0.5:5432": only the host's loopback ports can be reached ` +
+			`from the sandbox (127.0.0.1, [::1] or localhost): listen there, or use sandbox_network: host`,
+		"proxy-no-secret": `invalid-proxy-no-secret.yaml:4: server.auth.proxy.secret_file: required in proxy mode: ` +
+			`the file holding the shared secret the proxy adds in X-Driftwatch-Proxy-Secret`,
+		"short-token": `invalid-short-token.yaml:2: server.metrics_token_file: short-token holds 11 characters, fewer than 32: ` +
+			`use a long random token (e.g. openssl rand -hex 32)`,
 	}
 	dir, _ := filepath.Abs("testdata")
 	for name, want := range cases {
@@ -89,12 +96,12 @@ func TestLoadInvalid(t *testing.T) {
 // Every invalid case has a testdata file and vice versa.
 func TestInvalidCasesCovered(t *testing.T) {
 	files, _ := filepath.Glob("testdata/invalid-*.yaml")
-	require.Len(t, files, 17)
+	require.Len(t, files, 21)
 }
 
 func TestUnknownKeyListsKnownKeys(t *testing.T) {
 	_, err := Load("/tmp/x.yaml", []byte("terraform:\n  nonsense: 1\n"))
-	require.EqualError(t, err, `/tmp/x.yaml:2: terraform.nonsense: unknown key "nonsense" (known keys: binary, cli_config_file, plugin_cache_dir, work_dir, git_cache_dir, kill_grace, sandbox, sandbox_paths, fast_paths)`)
+	require.EqualError(t, err, `/tmp/x.yaml:2: terraform.nonsense: unknown key "nonsense" (known keys: binary, cli_config_file, plugin_cache_dir, work_dir, git_cache_dir, kill_grace, sandbox, sandbox_paths, sandbox_network, sandbox_host_ports, fast_paths)`)
 }
 
 func TestLoadCollectsAllErrors(t *testing.T) {
@@ -133,17 +140,21 @@ func FuzzLoad(f *testing.F) {
 // allowed_hosts are read as written.
 func TestServerAccessKeys(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "read-token"), []byte("read-CANARY\n"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "api-token"), []byte("api-CANARY"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "read-token"), []byte("read-CANARY-0123456789abcdef012345\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "api-token"), []byte("api-CANARY-0123456789abcdef0123456"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "scrape-token"), []byte("scrape-CANARY-0123456789abcdef0123"), 0o400))
 	cfg, err := Load(filepath.Join(dir, "driftwatch.yaml"), []byte(`server:
   token_file: api-token
   read_token_file: ./read-token
+  metrics_token_file: scrape-token
   open_reads: true
   allowed_hosts: [drift.example.com, "*.corp.example", status.internal.]
 `))
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dir, "api-token"), cfg.Server.TokenFile)
 	require.Equal(t, filepath.Join(dir, "read-token"), cfg.Server.ReadTokenFile)
+	require.Equal(t, filepath.Join(dir, "scrape-token"), cfg.Server.MetricsTokenFile)
+	require.Contains(t, cfg.SecretFiles(), cfg.Server.MetricsTokenFile, "redacted like every credential")
 	require.True(t, cfg.Server.OpenReads)
 	require.Equal(t, []string{"drift.example.com", "*.corp.example", "status.internal."}, cfg.Server.AllowedHosts)
 
@@ -160,8 +171,19 @@ func TestServerAccessKeysInvalid(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "empty"), []byte(" \n\n"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "huge"), []byte(strings.Repeat("CANARY", 1000)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "short"), []byte("CANARY-123"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "shared"), []byte(strings.Repeat("CANARY", 6)), 0o600))
+	require.NoError(t, os.Chmod(filepath.Join(dir, "shared"), 0o644))
 	file := filepath.Join(dir, "driftwatch.yaml")
 	for name, c := range map[string]struct{ yaml, want string }{
+		"short api token": {"server:\n  token_file: short\n",
+			"driftwatch.yaml:2: server.token_file: " + filepath.Join(dir, "short") + " holds 10 characters, fewer than 32"},
+		"api token readable by others": {"server:\n  token_file: shared\n",
+			"driftwatch.yaml:2: server.token_file: " + filepath.Join(dir, "shared") + " is readable by every user (mode 0644): chmod o-r it"},
+		"short read token": {"server:\n  read_token_file: short\n",
+			"driftwatch.yaml:2: server.read_token_file: " + filepath.Join(dir, "short") + " holds 10 characters"},
+		"metrics token readable by others": {"server:\n  metrics_token_file: shared\n",
+			"driftwatch.yaml:2: server.metrics_token_file: " + filepath.Join(dir, "shared") + " is readable by every user"},
 		"empty read token": {"server:\n  read_token_file: empty\n",
 			"driftwatch.yaml:2: server.read_token_file: " + filepath.Join(dir, "empty") + " is empty"},
 		"missing read token": {"server:\n  read_token_file: nope\n",

@@ -1,7 +1,10 @@
 package config
 
 import (
+	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,9 +70,21 @@ func (l LeaderElection) Timings() (lease, renew, retry time.Duration) {
 type RunnerKubernetes struct {
 	// Kubeconfig is a kubeconfig file (out-of-cluster, tests); empty: the
 	// in-cluster service account.
-	Kubeconfig     string `yaml:"kubeconfig"`
+	Kubeconfig string `yaml:"kubeconfig"`
+	// CallbackListen is the address of the run pods' callback listener
+	// (default DefaultCallbackListen): the result and proceed routes, and
+	// nothing else, on a port of their own, so that a NetworkPolicy can let
+	// run pods, which execute workspaces' code, reach that port and not the
+	// API, status page or metrics of server.listen. It speaks HTTPS with
+	// server.tls_cert_file, as the main server does. callback_url names it
+	// as run pods reach it (a Service port in front of it, say).
+	CallbackListen string `yaml:"callback_listen"`
 	kubecfg.Config `yaml:",inline"`
 }
+
+// DefaultCallbackListen is runner.kubernetes.callback_listen's default:
+// every interface, since run pods reach it from outside the daemon's pod.
+const DefaultCallbackListen = ":8081"
 
 // Kube returns the Kubernetes runner's configuration (the zero Config when
 // k is nil); the app hands it to kube.New as kube.Config(k.Kube()).
@@ -109,6 +124,12 @@ func (c *Config) validateRunner(pos *positions) []error {
 	}
 	if r.Kubernetes.Kubeconfig != "" {
 		r.Kubernetes.Kubeconfig = absFrom(filepath.Dir(c.File), r.Kubernetes.Kubeconfig)
+	}
+	if r.Kubernetes.CallbackListen == "" {
+		r.Kubernetes.CallbackListen = DefaultCallbackListen
+	}
+	if err := checkCallbackListen(r.Kubernetes.CallbackListen, c.Server.Listen); err != nil {
+		errs = append(errs, pos.errorf("runner.kubernetes.callback_listen", "%v", err))
 	}
 	r.Kubernetes.CallbackCAFile = absFrom(filepath.Dir(c.File), r.Kubernetes.CallbackCAFile)
 	if f := r.Kubernetes.CallbackCAFile; f != "" {
@@ -150,4 +171,21 @@ func (c *Config) validateRunner(pos *positions) []error {
 		}
 	}
 	return errs
+}
+
+// checkCallbackListen checks the callback listener's address: host:port,
+// on another port than the main server's (listen), which run pods must not
+// reach.
+func checkCallbackListen(addr, listen string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("%q: port %q must be a number from 1 to 65535", addr, port)
+	}
+	if _, p, err := net.SplitHostPort(listen); err == nil && p == port {
+		return fmt.Errorf("%q must use another port than server.listen (%q): run pods may reach the callback port only", addr, listen)
+	}
+	return nil
 }

@@ -41,6 +41,7 @@ runner:
 `))
 	require.NoError(t, err)
 	require.Equal(t, "/etc/dw/kube/config", cfg.Runner.Kubernetes.Kubeconfig)
+	require.Equal(t, DefaultCallbackListen, cfg.Runner.Kubernetes.CallbackListen)
 	k := cfg.Runner.Kubernetes.Kube()
 	require.NoError(t, k.Validate())
 	require.Equal(t, "runs", k.Namespace)
@@ -62,7 +63,13 @@ func TestRunnerInvalid(t *testing.T) {
 		"unknown ws": {"runner:\n  mode: kubernetes\n  kubernetes:\n    namespace: r\n    image: x\n    callback_url: http://d:8080\n    workspaces: { b: {} }\n",
 			`runner.kubernetes.workspaces.b: no workspace "b" is configured`},
 		"unknown key": {"runner:\n  mode: kubernetes\n  kubernetes: { namespace: r, image: x, callback_url: 'http://d:8080', nope: 1 }\n", `runner.kubernetes.nope`},
-		"le local":    {"runner: { leader_election: { enabled: true, lease_name: x } }\n", `runner.leader_election.enabled: leader election needs runner.mode kubernetes`},
+		"callback listen": {"runner:\n  mode: kubernetes\n  kubernetes: { namespace: r, image: x, callback_url: 'http://d:8081', callback_listen: '8081' }\n",
+			`x.yaml:3: runner.kubernetes.callback_listen: "8081" is not host:port`},
+		"callback listen port": {"runner:\n  mode: kubernetes\n  kubernetes: { namespace: r, image: x, callback_url: 'http://d:8081', callback_listen: ':http' }\n",
+			`runner.kubernetes.callback_listen: ":http": port "http" must be a number from 1 to 65535`},
+		"callback on the server's port": {"server: { listen: '0.0.0.0:8080' }\nrunner:\n  mode: kubernetes\n  kubernetes: { namespace: r, image: x, callback_url: 'http://d:8080', callback_listen: ':8080' }\n",
+			`runner.kubernetes.callback_listen: ":8080" must use another port than server.listen ("0.0.0.0:8080"): run pods may reach the callback port only`},
+		"le local": {"runner: { leader_election: { enabled: true, lease_name: x } }\n", `runner.leader_election.enabled: leader election needs runner.mode kubernetes`},
 		"le timings": {"runner:\n  mode: kubernetes\n  kubernetes: { namespace: r, image: x, callback_url: 'http://d:8080' }\n  leader_election: { enabled: true, lease_name: x, lease_duration: 5s, renew_deadline: 6s }\n",
 			`runner.leader_election.renew_deadline: must be shorter than lease_duration (5s)`},
 	}

@@ -6,7 +6,7 @@ package config
 // log and errors, whichever workspace runs (a workspace's code must not
 // learn another's secrets, nor the daemon's, by printing them).
 func (c *Config) SecretFiles() []string {
-	files := []string{c.Server.TokenFile, c.Server.ReadTokenFile,
+	files := []string{c.Server.TokenFile, c.Server.ReadTokenFile, c.Server.MetricsTokenFile, c.Server.Auth.Proxy.SecretFile,
 		c.Server.Auth.OIDC.ClientSecretFile, c.Server.Auth.OIDC.CookieSecretFile}
 	for _, t := range c.Server.Auth.Tokens {
 		files = append(files, t.File)

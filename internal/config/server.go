@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxServerTokenFileSize matches the server's bound on a token file.
@@ -35,6 +36,45 @@ func checkTokenFile(path string) error {
 		return fmt.Errorf("%s is larger than %d bytes: it must hold the token alone", path, maxServerTokenFileSize)
 	case len(bytes.TrimSpace(b)) == 0:
 		return fmt.Errorf("%s is empty", path)
+	}
+	return nil
+}
+
+// MinServerTokenLength is the least length, in characters, of a server
+// credential a file holds: an API token, the metrics scrape token, the
+// proxy's shared secret. A shorter one can be guessed.
+const MinServerTokenLength = 32
+
+// checkServerToken checks a file holding a server credential ("" is
+// none): checkTokenFile, then at least MinServerTokenLength characters,
+// and a file no other user may read (its mode grants others no read):
+// a credential every local account can read is no credential. Its
+// content is never part of an error.
+func checkServerToken(path string) error {
+	if err := checkTokenFile(path); err != nil || path == "" {
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return ServerTokenProblem(path, b)
+}
+
+// ServerTokenProblem says what is wrong with a server credential read from
+// path (b is the file's content), or nil: fewer than MinServerTokenLength
+// characters, or a file others may read. The server checks a rotated
+// credential with it too. The content is never part of the error.
+func ServerTokenProblem(path string, b []byte) error {
+	if n := utf8.RuneCount(bytes.TrimSpace(b)); n < MinServerTokenLength {
+		return fmt.Errorf("%s holds %d characters, fewer than %d: use a long random token (e.g. openssl rand -hex 32)", path, n, MinServerTokenLength)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o004 != 0 {
+		return fmt.Errorf("%s is readable by every user (mode %04o): chmod o-r it (e.g. chmod 600), or mount the Secret with defaultMode 0440", path, fi.Mode().Perm())
 	}
 	return nil
 }

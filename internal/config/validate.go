@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/driftwatch/driftwatch/internal/policy/pattern"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox/netcfg"
 	"github.com/driftwatch/driftwatch/internal/schedule/cronspec"
 )
 
@@ -51,10 +52,12 @@ func (c *Config) validate(pos *positions) error {
 	}
 	c.Server.TokenFile = absFrom(dir, c.Server.TokenFile)
 	c.Server.ReadTokenFile = absFrom(dir, c.Server.ReadTokenFile)
+	c.Server.MetricsTokenFile = absFrom(dir, c.Server.MetricsTokenFile)
 	for _, tf := range []struct{ key, file string }{
 		{"server.token_file", c.Server.TokenFile}, {"server.read_token_file", c.Server.ReadTokenFile},
+		{"server.metrics_token_file", c.Server.MetricsTokenFile},
 	} {
-		if err := checkTokenFile(tf.file); err != nil {
+		if err := checkServerToken(tf.file); err != nil {
 			add(pos.errorf(tf.key, "%v", err))
 		}
 	}
@@ -117,6 +120,18 @@ func (c *Config) validate(pos *positions) error {
 	case "auto", "namespaces", "off":
 	default:
 		add(pos.errorf("terraform.sandbox", "%q: want auto, namespaces or off", c.Terraform.Sandbox))
+	}
+	switch c.Terraform.SandboxNetwork {
+	case "":
+		c.Terraform.SandboxNetwork = netcfg.NetworkAuto
+	case netcfg.NetworkAuto, netcfg.NetworkIsolated, netcfg.NetworkHost:
+	default:
+		add(pos.errorf("terraform.sandbox_network", "%q: want auto, isolated or host", c.Terraform.SandboxNetwork))
+	}
+	for i, hp := range c.Terraform.SandboxHostPorts {
+		if _, err := netcfg.ParseHostPort(hp); err != nil {
+			add(pos.errorf(fmt.Sprintf("terraform.sandbox_host_ports[%d]", i), "%v", err))
+		}
 	}
 	for i, f := range c.Defaults.Forbidden {
 		if _, err := pattern.Compile(f); err != nil {

@@ -32,7 +32,7 @@ resource "terraform_data" "m" {
 }
 `})
 	e.workspace(t, "quick", map[string]string{"main.tf": `output "x" { value = 1 }` + "\n"})
-	token := "dw-api-token-logs-77"
+	token := "dw-api-token-logs-77-0123456789abcdef0123456789"
 	tokenFile := filepath.Join(e.root, "api-token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
 	listen := freePort(t)

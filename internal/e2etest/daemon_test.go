@@ -53,7 +53,7 @@ resource "dwtest_file" "a" {
 	for _, n := range []string{"slow1", "slow2", "slow3"} {
 		e.workspace(t, n, map[string]string{"main.tf": fmt.Sprintf(slowWorkspace, "3s")})
 	}
-	token := "dw-api-token-CANARY-12ab"
+	token := "dw-api-token-CANARY-12ab-0123456789abcdef0123456789"
 	tokenFile := filepath.Join(e.root, "api-token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
 	listen := freePort(t)

@@ -136,7 +136,7 @@ func (fs *bfStore) daemon(t *testing.T, defaults string, extra map[string]string
 	t.Helper()
 	e := fs.e
 	as := newAlertServers(t, e)
-	token := "dw-faults-api-token-71c"
+	token := "dw-faults-api-token-71c-0123456789abcdef0123456789"
 	tokenFile := filepath.Join(e.root, "api-token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
 	listen := freePort(t)

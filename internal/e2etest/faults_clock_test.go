@@ -34,7 +34,7 @@ func TestFaultsClockJump(t *testing.T) {
 	}
 	offset := filepath.Join(e.root, "clock-offset")
 	require.NoError(t, os.WriteFile(offset, []byte("0s"), 0o644))
-	token := "dw-clock-token-81"
+	token := "dw-clock-token-81-0123456789abcdef0123456789"
 	tokenFile := filepath.Join(e.root, "api-token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
 	listen := freePort(t)

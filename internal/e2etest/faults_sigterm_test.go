@@ -316,7 +316,7 @@ func TestFaultsCancelApply(t *testing.T) {
 	ctl := filepath.Join(e.root, "ctl")
 	e.blockingTerraform(t, ctl)
 	require.NoError(t, os.WriteFile(filepath.Join(ctl, "block"), []byte("apply"), 0o644))
-	token := "dw-cancel-apply-token"
+	token := "dw-cancel-apply-token-0123456789abcdef0123456789"
 	tokenFile := filepath.Join(e.root, "api-token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
 	listen := freePort(t)

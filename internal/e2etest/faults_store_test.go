@@ -221,7 +221,7 @@ type storeFaultEnv struct {
 
 func newStoreFaultEnv(t *testing.T, e *tfEnv) *storeFaultEnv {
 	t.Helper()
-	f := &storeFaultEnv{e: e, dataDir: filepath.Join(e.root, "data"), listen: freePort(t), token: "dw-api-token-faults-7c1e"}
+	f := &storeFaultEnv{e: e, dataDir: filepath.Join(e.root, "data"), listen: freePort(t), token: "dw-api-token-faults-7c1e-0123456789abcdef0123456789"}
 	storeFaultMount(t, f.dataDir, "16m")
 	f.store = filepath.Join(f.dataDir, "dw.db")
 	require.NoError(t, os.MkdirAll(filepath.Join(e.root, "out"), 0o755))

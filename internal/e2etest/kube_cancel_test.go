@@ -29,7 +29,7 @@ func TestKubeCancel(t *testing.T) {
 	k.e.workspace(t, "slow", map[string]string{"main.tf": fmt.Sprintf(slowWorkspace, "120s")})
 	k.extraWorkspaces = "  - name: slow\n    source: { path: ./slow }"
 	listen := freePort(t)
-	token := "dw-api-token-kube-cancel-31"
+	token := "dw-api-token-kube-cancel-31-0123456789abcdef0123456789"
 	k.withAPIToken(t, token)
 	cfg := k.config(t, "driftwatch.yaml", listen, "data", "")
 

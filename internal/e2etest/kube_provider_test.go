@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -60,7 +61,10 @@ resource "kubernetes_config_map" "cm" {
 		// annotations from null to {}: apply again so that the state holds
 		// what the provider reads back, as it would after a day of runs.
 		e.apply(t, dir, "-refresh-only")
-		cfg := e.config(t, fmt.Sprintf("workspaces:\n  - name: k8s\n    source: { path: %s }\n", dir))
+		// The jailed runs reach the cluster's API server on this machine's
+		// loopback only because the workspace lists its port.
+		apiserver := strings.TrimPrefix(cluster.Server, "https://")
+		cfg := e.config(t, fmt.Sprintf("workspaces:\n  - name: k8s\n    source: { path: %s }\n    sandbox_host_ports: [%q]\n", dir, apiserver))
 
 		audit := func(t *testing.T) (drift.Status, []drift.Finding) {
 			t.Helper()

@@ -245,7 +245,7 @@ func TestKubeRemediationKillSwitch(t *testing.T) {
 		return out
 	})
 	listen := freePort(t)
-	token := "dw-api-token-kube-killswitch-7"
+	token := "dw-api-token-kube-killswitch-7-0123456789abcdef0123456789"
 	k.withAPIToken(t, token)
 	cfg := k.config(t, "driftwatch.yaml", listen, "data", "")
 	d := startDaemon(t, cfg, listen)

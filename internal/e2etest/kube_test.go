@@ -113,8 +113,21 @@ func TestKubeDaemon(t *testing.T) {
 	require.NotZero(t, k.checked.Load(), "no pod's mounts were checked")
 
 	// A manual trigger needs the API token, which this config has not: the
-	// run pods' endpoint is outside the API's auth. A forged result is refused.
-	require.Equal(t, 403, d.post(remote.ResultPath(ws.LastRunID), "forged"))
+	// run pods' endpoint is outside the API's auth, on its own listener
+	// (callback_listen), and the main server does not serve it. A forged
+	// result is refused.
+	require.Equal(t, http.StatusNotFound, d.post(remote.ResultPath(ws.LastRunID), "forged"))
+	req, err := http.NewRequest(http.MethodPost, "http://"+k.callback+remote.ResultPath(ws.LastRunID), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer forged")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	resp, err = http.Get("http://" + k.callback + "/api/v1/workspaces")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "the callback listener serves the callback only")
 
 	code := d.stop(syscall.SIGTERM, 30*time.Second)
 	require.Equal(t, 0, code, d.logs.String())
@@ -131,6 +144,9 @@ type kubeEnv struct {
 	extraWorkspaces string
 	// tokenFile, if set (withAPIToken), is the config's server.token_file.
 	tokenFile string
+	// callback is the last config's runner.kubernetes.callback_listen
+	// (a free port of its own; callback_url names it).
+	callback string
 	// gate, if set before a pod starts, holds the pod until it is closed.
 	gate atomic.Pointer[chan struct{}]
 	// checked counts the played pods whose containers' mounts were checked
@@ -210,6 +226,7 @@ func (k *kubeEnv) withAPIToken(t *testing.T, token string) {
 // dataDir and extra appended under runner:.
 func (k *kubeEnv) config(t *testing.T, file, listen, dataDir, extraRunner string) string {
 	e := k.e
+	k.callback = freePort(t)
 	server := fmt.Sprintf("listen: %q", listen)
 	if k.tokenFile != "" {
 		server += ", token_file: " + k.tokenFile
@@ -231,11 +248,12 @@ runner:
     image: driftwatch:e2e
     command: [%s]
     callback_url: http://%s
+    callback_listen: %s
     cli_config_file: %s
     default_timeout: 5m
     startup_allowance: 1m
     ttl_after_finished: 1h
-%s`, server, filepath.Join(e.root, dataDir, "driftwatch.db"), k.extraWorkspaces, k.cluster.Kubeconfig, k.ns, driftwatchBin, listen, e.cliConfig, extraRunner))
+%s`, server, filepath.Join(e.root, dataDir, "driftwatch.db"), k.extraWorkspaces, k.cluster.Kubeconfig, k.ns, driftwatchBin, k.callback, k.callback, e.cliConfig, extraRunner))
 	if file == "driftwatch.yaml" {
 		return p
 	}
@@ -375,7 +393,7 @@ func TestKubeLeaderElection(t *testing.T) {
 	listenA, listenB := freePort(t), freePort(t)
 	// Both share one store, as replicas on one volume do: only the leader
 	// takes its lock and schedules.
-	const token = "dw-api-token-kube-le-5"
+	const token = "dw-api-token-kube-le-5-0123456789abcdef0123456789"
 	k.withAPIToken(t, token)
 	a := startDaemon(t, k.config(t, "a.yaml", listenA, "data", le), listenA)
 	a.eventually("a leads", 30*time.Second, func() bool { return strings.Contains(a.logs.String(), "leader election: leading") })
@@ -472,7 +490,7 @@ func TestKubeDaemonRestartAdopts(t *testing.T) {
 	ctx := context.Background()
 	gate := make(chan struct{})
 	k.gate.Store(&gate)
-	const token = "dw-api-token-kube-adopt-7"
+	const token = "dw-api-token-kube-adopt-7-0123456789abcdef0123456789"
 	k.withAPIToken(t, token) // the run's log needs a read credential
 	listen := freePort(t)
 	cfg := k.config(t, "driftwatch.yaml", listen, "data", "")

@@ -315,7 +315,7 @@ resource "dwtest_file" "b" {
 	e.apply(t, ws)
 
 	s := newNotifierServers(t, e.root)
-	const apiToken = "dw-api-token-notifiers-e2e"
+	const apiToken = "dw-api-token-notifiers-e2e-0123456789abcdef0123456789"
 	tokenFile := filepath.Join(e.root, "api-token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(apiToken), 0o600))
 	listen := freePort(t)

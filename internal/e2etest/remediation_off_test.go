@@ -34,7 +34,7 @@ func TestRemediationTurnedOff(t *testing.T) {
 		e.apply(t, dirs[n])
 		require.NoError(t, os.WriteFile(file(n), []byte("hand edit"), 0o644))
 	}
-	token := "dw-remediation-token"
+	token := "dw-remediation-token-0123456789abcdef0123456789"
 	tokenFile := filepath.Join(e.root, "api-token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
 	listen := freePort(t)

@@ -167,7 +167,7 @@ resource "dwtest_file" "c" {
   content  = "unreviewed"
 }
 `)})
-	token := "dw-remediation-token"
+	token := "dw-remediation-token-0123456789abcdef0123456789"
 	tokenFile := filepath.Join(e.root, "api-token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
 	listen := freePort(t)

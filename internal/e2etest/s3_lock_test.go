@@ -192,7 +192,7 @@ func TestS3RemediationLocks(t *testing.T) {
 		touch(sw("kill", "hold"))
 		touch(sw("cancel", "hold"))
 
-		token := "dw-s3-locks-token"
+		token := "dw-s3-locks-token-0123456789abcdef0123456789"
 		tokenFile := filepath.Join(e.root, "api-token")
 		require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
 		listen := freePort(t)

@@ -292,7 +292,7 @@ workspaces:
 		}
 
 		// A daemon's stored run logs, and its own log.
-		token := "dw-s3-api-token-5e0"
+		token := "dw-s3-api-token-5e0-0123456789abcdef0123456789"
 		tokenFile := filepath.Join(e.root, "api-token")
 		require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
 		listen := freePort(t)
@@ -375,7 +375,7 @@ func TestS3RemediationUnderLock(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(e.root, "out", n+"-a.txt"), []byte("hand edit"), 0o644))
 			locks[n] = heldLock(t, srv, keys[n])
 		}
-		token := "dw-s3-remediation-token"
+		token := "dw-s3-remediation-token-0123456789abcdef0123456789"
 		tokenFile := filepath.Join(e.root, "api-token")
 		require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
 		listen := freePort(t)

@@ -39,7 +39,7 @@ resource "terraform_data" "x" {
   input = "` + optinCanary + `"
 }
 `})
-		token := "dw-api-token-sec-3c9"
+		token := "dw-api-token-sec-3c9-0123456789abcdef0123456789"
 		tokenFile := filepath.Join(e.root, "api-token")
 		require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
 		listen := freePort(t)

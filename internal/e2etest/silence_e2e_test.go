@@ -55,7 +55,7 @@ resource "dwtest_file" "b" {
 		pems = append(pems, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})...)
 	}
 	require.NoError(t, os.WriteFile(caFile, pems, 0o644))
-	token := "dw-api-token-CANARY-5ilence"
+	token := "dw-api-token-CANARY-5ilence-0123456789abcdef0123456789"
 	tokenFile := filepath.Join(e.root, "api-token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
 	listen := freePort(t)

@@ -97,7 +97,8 @@ func TestChartFull(t *testing.T) {
 		assert.Equal(t, "driftwatch-runs", r.Kubernetes.Namespace)
 		assert.Equal(t, "driftwatch-plan", r.Kubernetes.ServiceAccount)
 		assert.Equal(t, "registry.example.com/platform/driftwatch:v0.1.0-ci", r.Kubernetes.Image)
-		assert.Equal(t, "https://driftwatch-ci.driftwatch.svc:8080", r.Kubernetes.CallbackURL, "ci-values.yaml turns tls on")
+		assert.Equal(t, "https://driftwatch-ci.driftwatch.svc:9443", r.Kubernetes.CallbackURL, "ci-values.yaml turns tls on")
+		assert.Equal(t, "0.0.0.0:9081", r.Kubernetes.CallbackListen)
 	}
 	assert.Equal(t, config.LeaderElection{Enabled: true, LeaseName: "driftwatch-ci-lock", Namespace: chartNamespace}, r.LeaderElection)
 }
@@ -176,7 +177,8 @@ func TestChartTLS(t *testing.T) {
 	assert.Equal(t, filepath.Join(dir, "tls.crt"), cfg.Server.TLSCertFile)
 	assert.Equal(t, filepath.Join(dir, "tls.key"), cfg.Server.TLSKeyFile)
 	if assert.NotNil(t, cfg.Runner.Kubernetes) {
-		assert.Equal(t, "https://driftwatch.driftwatch.svc:8080", cfg.Runner.Kubernetes.CallbackURL)
+		assert.Equal(t, "https://driftwatch.driftwatch.svc:8081", cfg.Runner.Kubernetes.CallbackURL)
+		assert.Equal(t, ":8081", cfg.Runner.Kubernetes.CallbackListen, "the callback's own listener, over TLS with the same files")
 		assert.Equal(t, filepath.Join(dir, "ca.crt"), cfg.Runner.Kubernetes.CallbackCAFile)
 	}
 

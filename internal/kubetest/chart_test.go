@@ -166,18 +166,25 @@ func TestChartDefaults(t *testing.T) {
 		"ServiceAccount/driftwatch/driftwatch-run",
 	}, keys(m))
 
-	// On by default: the daemon admits HTTP from its namespace, run pods
-	// and the monitoring namespace; run pods admit nothing and may not
-	// reach the cloud metadata endpoints.
+	// On by default: the daemon admits run pods on port callback only, and
+	// its namespace's other pods and the monitoring namespace on port http;
+	// run pods admit nothing and may not reach the cloud metadata
+	// endpoints. (TestChartCallbackPort evaluates them as stored by the
+	// API server.)
 	np := get[*networkingv1.NetworkPolicy](t, m, "NetworkPolicy/driftwatch/driftwatch")
-	require.Len(t, np.Spec.Ingress, 1)
-	var from []string
-	for _, p := range np.Spec.Ingress[0].From {
-		b, _ := json.Marshal(p)
-		from = append(from, string(b))
+	require.Len(t, np.Spec.Ingress, 2)
+	rules := map[string][]string{}
+	for _, r := range np.Spec.Ingress {
+		require.Len(t, r.Ports, 1)
+		for _, p := range r.From {
+			b, _ := json.Marshal(p)
+			rules[r.Ports[0].Port.String()] = append(rules[r.Ports[0].Port.String()], string(b))
+		}
 	}
-	assert.Contains(t, from, `{"podSelector":{}}`)
-	assert.Contains(t, from, `{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}`)
+	assert.Equal(t, []string{`{"podSelector":{"matchLabels":{"app.kubernetes.io/managed-by":"driftwatch"}},"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"driftwatch"}}}`},
+		rules["callback"])
+	assert.Contains(t, rules["http"], `{"podSelector":{"matchExpressions":[{"key":"app.kubernetes.io/managed-by","operator":"NotIn","values":["driftwatch"]}]}}`)
+	assert.Contains(t, rules["http"], `{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}`)
 	runs := get[*networkingv1.NetworkPolicy](t, m, "NetworkPolicy/driftwatch/driftwatch-runs")
 	assert.Equal(t, map[string]string{"app.kubernetes.io/managed-by": "driftwatch"}, runs.Spec.PodSelector.MatchLabels)
 	assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}, runs.Spec.PolicyTypes)
@@ -231,8 +238,11 @@ func TestChartDefaults(t *testing.T) {
 	require.NotNil(t, c.ReadinessProbe)
 	require.NotNil(t, c.ReadinessProbe.HTTPGet)
 	assert.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
-	require.Len(t, c.Ports, 1)
+	require.Len(t, c.Ports, 2)
+	assert.Equal(t, "http", c.Ports[0].Name)
 	assert.EqualValues(t, 8080, c.Ports[0].ContainerPort)
+	assert.Equal(t, "callback", c.Ports[1].Name)
+	assert.EqualValues(t, 8081, c.Ports[1].ContainerPort)
 
 	mounts := map[string]corev1.VolumeMount{}
 	for _, vm := range c.VolumeMounts {
@@ -270,7 +280,8 @@ func TestChartDefaults(t *testing.T) {
 	if assert.NotNil(t, cfg.Runner.Kubernetes) {
 		assert.Equal(t, chartNamespace, cfg.Runner.Kubernetes.Namespace)
 		assert.Equal(t, "driftwatch-run", cfg.Runner.Kubernetes.ServiceAccount)
-		assert.Equal(t, "http://driftwatch.driftwatch.svc:8080", cfg.Runner.Kubernetes.CallbackURL)
+		assert.Equal(t, "http://driftwatch.driftwatch.svc:8081", cfg.Runner.Kubernetes.CallbackURL, "the Service's callback port")
+		assert.Equal(t, ":8081", cfg.Runner.Kubernetes.CallbackListen)
 		assert.Empty(t, cfg.Runner.Kubernetes.Kubeconfig, "in-cluster")
 	}
 	assert.False(t, cfg.Runner.LeaderElection.Enabled)
@@ -300,6 +311,11 @@ func TestChartRejects(t *testing.T) {
 		{"bad log level", []string{"--set", "logLevel=verbose"}, "logLevel"},
 		{"grace shorter than kill_grace", []string{"--set", "terminationGracePeriodSeconds=10"}, "must exceed config.terraform.kill_grace"},
 		{"daemon on loopback", []string{"--set", "config.server.listen=127.0.0.1:8080"}, "config.server.listen must be"},
+		{"callback on loopback", []string{"--set", "config.runner.kubernetes.callback_listen=127.0.0.1:8081", "--skip-schema-validation"},
+			"config.runner.kubernetes.callback_listen must be"},
+		{"callback on the http port", []string{"--set", "config.runner.kubernetes.callback_listen=:8080"},
+			"config.runner.kubernetes.callback_listen (:8080) must use another port than config.server.listen"},
+		{"callback on the http Service port", []string{"--set", "service.callbackPort=8080"}, "service.callbackPort must differ from service.port"},
 		{"grace shorter than kill_grace in minutes", []string{"--set", "config.terraform.kill_grace=2m"}, "must exceed config.terraform.kill_grace (2m)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,6 +331,10 @@ func TestChartRejects(t *testing.T) {
 	_, m := mustTemplate(t, "--set", "config.server.listen=:9090")
 	d := get[*appsv1.Deployment](t, m, "Deployment/driftwatch/driftwatch")
 	assert.EqualValues(t, 9090, d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort)
+	// The callback's, config.runner.kubernetes.callback_listen.
+	_, m = mustTemplate(t, "--set", "config.runner.kubernetes.callback_listen=:9091")
+	d = get[*appsv1.Deployment](t, m, "Deployment/driftwatch/driftwatch")
+	assert.EqualValues(t, 9091, d.Spec.Template.Spec.Containers[0].Ports[1].ContainerPort)
 }
 
 func chartAppVersion(t *testing.T) string {

@@ -45,9 +45,9 @@ import (
 // creating one pod from the Deployment's template, and installs with
 // persistence.enabled=false (an emptyDir). There is no cluster network or
 // DNS: every container shares the host's network, so the daemon listens on
-// a free port of the host and run pods call it back at 127.0.0.1 (the
-// chart's callback_url names the Service, which only cluster DNS
-// resolves). The image is driftwatch's plus the offline provider mirror
+// a free port of the host, its callback on another, and run pods call it
+// back at 127.0.0.1 (the chart's callback_url names the Service, which
+// only cluster DNS resolves). The image is driftwatch's plus the offline provider mirror
 // and the workspace (runImage): the runner's configuration gives run pods
 // no volume to mount a mirror from.
 func TestDockerChart(t *testing.T) {
@@ -60,9 +60,9 @@ func TestDockerChart(t *testing.T) {
 	require.NoError(t, c.CreateNamespace(ctx, chartNamespace, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}))
 	k := c.PlayKubeletDocker(t, chartNamespace, env, DockerOptions{})
 
-	ports, err := freePorts(1)
+	ports, err := freePorts(2)
 	require.NoError(t, err)
-	port := strconv.Itoa(ports[0])
+	port, callbackPort := strconv.Itoa(ports[0]), strconv.Itoa(ports[1])
 
 	// A Slack stand-in on 127.0.0.1: the incoming webhook's URL is a
 	// Secret (secrets.slack), mounted 0440 for the daemon's fsGroup.
@@ -110,10 +110,11 @@ config:
   runner:
     kubernetes:
       callback_url: http://127.0.0.1:%s
+      callback_listen: 0.0.0.0:%s
       cli_config_file: %s
       startup_allowance: 1m
       default_timeout: 3m
-`, repo, tag, port, runImageWS, extraWorkspaces, port, runImageCLIRC)), 0o644))
+`, repo, tag, port, runImageWS, extraWorkspaces, callbackPort, callbackPort, runImageCLIRC)), 0o644))
 		return values
 	}
 	out, err := helm(t, "install", chartRelease, chartDir(t), "--namespace", chartNamespace,

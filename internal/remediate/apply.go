@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/runner"
@@ -224,8 +225,10 @@ func (a *Applier) newSession(ctx context.Context, req runner.Request, marker str
 	if err != nil {
 		return s, &stepError{"setup", err}
 	}
-	// Every secret the daemon knows is redacted, not only this workspace's.
+	// Every secret the daemon knows is redacted, not only this workspace's,
+	// and every backend_config value (files' once the source is in place).
 	secrets = append(secrets, req.Redact...)
+	secrets = append(secrets, backend.ConfigSecrets(req.BackendConfig, nil)...)
 	s.env, s.red = env, sandbox.NewRedactor(secrets)
 
 	moduleDir, commit, err := sandbox.PrepareSource(ctx, req, tmp)
@@ -234,6 +237,7 @@ func (a *Applier) newSession(ctx context.Context, req runner.Request, marker str
 	}
 	s.moduleDir, out.Commit = moduleDir, commit
 	secrets = append(secrets, sandbox.SensitiveValues(ctx, sandbox.SourceDir(tmp), moduleDir, req.VarFiles, req.Vars, req.Env)...)
+	secrets = append(secrets, backend.ConfigSecrets(req.BackendConfig, backend.ConfigFileReader(ctx, sandbox.SourceDir(tmp), moduleDir))...)
 	s.red = sandbox.NewRedactor(secrets)
 	s.phases.Mark("source")
 

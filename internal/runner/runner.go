@@ -49,6 +49,13 @@ type Request struct {
 	// run is confined with (sandbox.NewJail; sandbox.DetectIsolation finds
 	// it). Empty: no namespaces (the Kubernetes pod is the sandbox there).
 	Jail string `json:"-"`
+	// JailNet, if set with Jail, is the pasta binary that gives every
+	// jailed process a network namespace of its own: outbound access only,
+	// no port of the host (sandbox.NetSpec). Empty: the host's network.
+	JailNet string `json:"-"`
+	// JailHostPorts are the host's loopback ports ("127.0.0.1:6443")
+	// reachable from that namespace (config sandbox_host_ports).
+	JailHostPorts []string `json:"-"`
 	// JailPaths are host paths bound read-write into the jail (config
 	// terraform.sandbox_paths).
 	JailPaths []string `json:"-"`

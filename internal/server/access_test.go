@@ -547,23 +547,31 @@ func TestNewChecksAccessOptions(t *testing.T) {
 	require.NotContains(t, h.logs.String(), testToken)
 }
 
-// A token file that went missing after start fails the read (500, the log
-// names the file, never a token) unless the other token matches.
+// A token file that went missing after start revokes its token: every
+// other token still works, a wrong or the revoked token gets 401 (not
+// 500), and the log names the file, never a token.
 func TestReadTokenUnavailable(t *testing.T) {
 	h, o := accessHarness(t)
 	o.Config.TokenFile = writeToken(t, testToken)
 	o.Config.ReadTokenFile = writeToken(t, testReadToken)
 	ts := serve(t, o)
 	require.NoError(t, os.Remove(o.Config.TokenFile))
-	code, _, body := do(t, http.MethodGet, ts.URL+"/api/v1/runs/done-1/logs", bearerAuth(testToken))
-	require.Equal(t, http.StatusInternalServerError, code, body)
-	require.JSONEq(t, `{"error": "the read token is unavailable (see the driftwatch log)"}`, body)
-	code, _, body = do(t, http.MethodGet, ts.URL+"/runs/done-1", basicAuth(testToken))
-	require.Equal(t, http.StatusInternalServerError, code, body)
-	code, _, body = do(t, http.MethodGet, ts.URL+"/api/v1/runs/done-1/logs", bearerAuth(testReadToken))
+	for _, tok := range []string{testToken, "wrong-CANARY"} {
+		code, _, body := do(t, http.MethodGet, ts.URL+"/api/v1/runs/done-1/logs", bearerAuth(tok))
+		require.Equal(t, http.StatusUnauthorized, code, body)
+		require.JSONEq(t, `{"error": "invalid read credential: it is neither the API token nor the read token"}`, body)
+		code, _, body = do(t, http.MethodGet, ts.URL+"/runs/done-1", basicAuth(tok))
+		require.Equal(t, http.StatusUnauthorized, code, body)
+		code, _, body = do(t, http.MethodPost, ts.URL+"/api/v1/workspaces/prod-network/runs", bearerAuth(tok))
+		require.Equal(t, http.StatusUnauthorized, code, body)
+	}
+	code, _, body := do(t, http.MethodGet, ts.URL+"/api/v1/runs/done-1/logs", bearerAuth(testReadToken))
 	require.Equal(t, http.StatusOK, code, body)
 	logs := h.harness.logs.String()
-	require.Contains(t, logs, "check a read credential: read token file: open "+o.Config.TokenFile)
+	require.Contains(t, logs, "credential file unusable")
+	require.Contains(t, logs, "read token file: open "+o.Config.TokenFile)
+	require.Contains(t, logs, "option=Config.TokenFile")
 	require.NotContains(t, logs, testToken)
 	require.NotContains(t, logs, testReadToken)
+	require.NotContains(t, logs, "CANARY")
 }

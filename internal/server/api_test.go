@@ -73,23 +73,24 @@ func TestAPIStatus(t *testing.T) {
 	h := newHarness(t)
 	o := h.options()
 	o.Version = "v9.9.9"
-	o.Sandbox = SandboxStatus{Mode: "none", Reason: "bubblewrap (bwrap) is not installed"}
+	o.Sandbox = SandboxStatus{Mode: "none", Reason: "bubblewrap (bwrap) is not installed",
+		Network: "host", NetworkReason: "runs are not jailed: bubblewrap (bwrap) is not installed"}
 	ts := serve(t, o)
 	code, hdr, body := get(t, ts.URL+"/api/v1/status")
-	requireJSON(t, http.StatusOK, `{"version":"v9.9.9","ready":true,"sandbox":{"mode":"none","reason":"bubblewrap (bwrap) is not installed"}}`, code, hdr, body)
+	requireJSON(t, http.StatusOK, `{"version":"v9.9.9","ready":true,"sandbox":{"mode":"none","reason":"bubblewrap (bwrap) is not installed","network":"host","network_reason":"runs are not jailed: bubblewrap (bwrap) is not installed"}}`, code, hdr, body)
 	h.setReadyErr(errors.New("standby"))
 	code, hdr, body = get(t, ts.URL+"/api/v1/status")
-	requireJSON(t, http.StatusOK, `{"version":"v9.9.9","ready":false,"not_ready":"standby","sandbox":{"mode":"none","reason":"bubblewrap (bwrap) is not installed"}}`, code, hdr, body)
+	requireJSON(t, http.StatusOK, `{"version":"v9.9.9","ready":false,"not_ready":"standby","sandbox":{"mode":"none","reason":"bubblewrap (bwrap) is not installed","network":"host","network_reason":"runs are not jailed: bubblewrap (bwrap) is not installed"}}`, code, hdr, body)
 
 	// With leader election, the Lease holder's identity once known.
 	leader := ""
 	o.Leader = func() string { return leader }
 	ts = serve(t, o)
 	code, hdr, body = get(t, ts.URL+"/api/v1/status")
-	requireJSON(t, http.StatusOK, `{"version":"v9.9.9","ready":false,"not_ready":"standby","sandbox":{"mode":"none","reason":"bubblewrap (bwrap) is not installed"}}`, code, hdr, body)
+	requireJSON(t, http.StatusOK, `{"version":"v9.9.9","ready":false,"not_ready":"standby","sandbox":{"mode":"none","reason":"bubblewrap (bwrap) is not installed","network":"host","network_reason":"runs are not jailed: bubblewrap (bwrap) is not installed"}}`, code, hdr, body)
 	leader = "driftwatch-0_1a2b3c4d"
 	code, hdr, body = get(t, ts.URL+"/api/v1/status")
-	requireJSON(t, http.StatusOK, `{"version":"v9.9.9","ready":false,"not_ready":"standby","leader":"driftwatch-0_1a2b3c4d","sandbox":{"mode":"none","reason":"bubblewrap (bwrap) is not installed"}}`, code, hdr, body)
+	requireJSON(t, http.StatusOK, `{"version":"v9.9.9","ready":false,"not_ready":"standby","leader":"driftwatch-0_1a2b3c4d","sandbox":{"mode":"none","reason":"bubblewrap (bwrap) is not installed","network":"host","network_reason":"runs are not jailed: bubblewrap (bwrap) is not installed"}}`, code, hdr, body)
 }
 
 func TestReadyz(t *testing.T) {

@@ -24,6 +24,13 @@ import (
 // security review looks for. No body, credential or header value is
 // recorded. Reading it is GET /api/v1/audit and the /audit page
 // (viewers), from Options.Store when it implements store.AuditReader.
+//
+// A request that named nobody and did nothing (no credential, an invalid
+// one, identity headers from an untrusted peer) is recorded as anonymous
+// (store.AuditEntry.Anonymous), with its peer (AuditPeer) and without the
+// target or roles the caller chose: anyone can make those, so they are
+// rate limited (AuditLimiter), aggregated by the store, and capped apart
+// from the entries of identified callers, which they never evict.
 
 // AuditRecorder records audit entries (Options.Audit): the daemon
 // passes its store (store.AuditStore). A failure is logged and never
@@ -63,6 +70,8 @@ func auditActionFor(pattern string) (a auditAction, ok bool) {
 		return auditAction{"remediation.pause", ""}, true
 	case "POST /api/v1/remediation/resume":
 		return auditAction{"remediation.resume", ""}, true
+	case "DELETE /api/v1/users/{subject}/sessions":
+		return auditAction{"session.revoke", "subject"}, true
 	}
 	// Still recorded, under the pattern itself, rather than not at all.
 	return auditAction{name: pattern}, false
@@ -173,6 +182,9 @@ func (s *Server) recordAudit(r *http.Request, a access, id Identity, out authOut
 		e.Target = r.PathValue(a.audit.target)
 	}
 	e.Result, e.Detail = auditResult(a, id, out, aw.reached, status)
+	if out != authOK && e.Result != store.AuditOK {
+		e.Anonymous, e.Peer, e.Target, e.Roles = true, AuditPeer(r.RemoteAddr), "", nil
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
 	defer cancel()
 	if err := s.o.Audit.RecordAudit(ctx, e); err != nil {
@@ -324,6 +336,11 @@ type apiAuditEntry struct {
 	Status int       `json:"status,omitempty"`
 	Detail string    `json:"detail,omitempty"`
 	Source string    `json:"source"`
+	// Count is how many requests the entry stands for: more than 1 for
+	// an aggregated anonymous entry (a minute of one peer's refusals).
+	Count     int    `json:"count"`
+	Anonymous bool   `json:"anonymous,omitempty"`
+	Peer      string `json:"peer,omitempty"`
 }
 
 // apiAudit serves GET /api/v1/audit: the entries the query selects,
@@ -351,7 +368,7 @@ func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request) {
 			roles = []string{}
 		}
 		out = append(out, apiAuditEntry{e.ID, e.At.UTC(), e.Actor, e.Method, roles, e.Action, e.Target,
-			e.Result, e.Status, e.Detail, e.Source})
+			e.Result, e.Status, e.Detail, e.Source, max(e.Count, 1), e.Anonymous, e.Peer})
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Query   auditQuery      `json:"query"`

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/driftwatch/driftwatch/internal/config"
 )
@@ -186,10 +188,20 @@ type authenticator struct {
 	mode   string
 	tokens []namedToken
 	anon   anonAccess
+	// metrics is the scrape token of /metrics (server.metrics_token_file),
+	// file "" without one.
+	metrics namedToken
 	// Proxy mode.
 	trusted                []netip.Prefix
 	userH, emailH, groupsH string
-	roles                  []config.RoleMapping
+	// secretH carries the proxy's shared secret, held by secretFile.
+	secretH, secretFile string
+	roles               []config.RoleMapping
+	// files remembers the last problem reported of each credential file
+	// (noteFile), so that a broken or weak file is logged once per change,
+	// not on every request.
+	filesMu sync.Mutex
+	files   map[string]string
 	// oidc is oidc mode's relying party, nil in other modes.
 	oidc    *oidcAuth
 	csrfKey []byte
@@ -199,14 +211,14 @@ type authenticator struct {
 // newAuthenticator builds the authenticator of c; it reads every token
 // file once, so a token that can never work fails at startup.
 func newAuthenticator(c config.Server, logger *slog.Logger) (*authenticator, error) {
-	a := &authenticator{mode: c.Auth.EffectiveMode(), logger: logger}
+	a := &authenticator{mode: c.Auth.EffectiveMode(), logger: logger, files: map[string]string{}}
 	if c.TokenFile != "" {
 		a.tokens = append(a.tokens, namedToken{name: "api", file: c.TokenFile, key: "Config.TokenFile", role: RoleAdmin})
 	}
 	if c.ReadTokenFile != "" {
 		a.tokens = append(a.tokens, namedToken{name: "read", file: c.ReadTokenFile, key: "Config.ReadTokenFile", role: RoleViewer})
 	}
-	names := map[string]bool{"api": true, "read": true}
+	names := map[string]bool{"api": true, "read": true, "metrics": true}
 	for i, t := range c.Auth.Tokens {
 		key := fmt.Sprintf("Config.Auth.Tokens[%d]", i)
 		switch {
@@ -220,9 +232,15 @@ func newAuthenticator(c config.Server, logger *slog.Logger) (*authenticator, err
 		names[t.Name] = true
 		a.tokens = append(a.tokens, namedToken{name: t.Name, file: t.File, key: key, role: Role(t.Role), scope: t.Workspaces})
 	}
+	if c.MetricsTokenFile != "" {
+		a.metrics = namedToken{name: "metrics", file: c.MetricsTokenFile, key: "Config.MetricsTokenFile"}
+		if _, err := a.readCredential(a.metrics.file, a.metrics.key); err != nil {
+			return nil, fmt.Errorf("%s: %w", "Options."+a.metrics.key, err)
+		}
+	}
 	var toks [][]byte
 	for _, t := range a.tokens {
-		tok, err := readToken(t.file)
+		tok, err := a.readCredential(t.file, t.key)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", "Options."+t.key, err)
 		}
@@ -273,6 +291,15 @@ func newAuthenticator(c config.Server, logger *slog.Logger) (*authenticator, err
 		a.userH = cmp.Or(p.UserHeader, config.DefaultProxyUserHeader)
 		a.emailH = cmp.Or(p.EmailHeader, config.DefaultProxyEmailHeader)
 		a.groupsH = cmp.Or(p.GroupsHeader, config.DefaultProxyGroupsHeader)
+		a.secretH = http.CanonicalHeaderKey(cmp.Or(p.SecretHeader, config.DefaultProxySecretHeader))
+		if p.SecretFile == "" {
+			return nil, errors.New("Options.Config.Auth.Proxy.SecretFile is required in proxy mode: " +
+				"the proxy's headers are believed only with the shared secret it adds")
+		}
+		a.secretFile = p.SecretFile
+		if _, err := a.readCredential(a.secretFile, "Config.Auth.Proxy.SecretFile"); err != nil {
+			return nil, fmt.Errorf("Options.Config.Auth.Proxy.SecretFile: %w", err)
+		}
 		if err := a.setRoles(c.Auth.Roles); err != nil {
 			return nil, err
 		}
@@ -370,42 +397,123 @@ const (
 // are refused rather than cut.
 const maxHeaderValue = 1024
 
-// authenticate establishes who makes r. err reports a token file that
-// could not be read when no token matched (the request then fails closed,
-// unless anonymous access suffices); it names files, never tokens.
-func (a *authenticator) authenticate(r *http.Request) (Identity, authOutcome, error) {
+// authenticate establishes who makes r. A token whose file cannot be read
+// (removed, emptied) is revoked: it matches nothing, the others still
+// work, and the log names the file (noteFile), never a token.
+func (a *authenticator) authenticate(r *http.Request) (Identity, authOutcome) {
 	if a.oidc != nil {
 		// A session that is missing, forged or expired is no credential
 		// (a page then sends the browser to sign in), not an invalid one.
-		if id, ok := a.oidc.fromSession(r); ok {
-			return a.withRoles(id, id.Name), authOK, nil
+		// server.auth.roles' users match the subject: the name shown
+		// (the username claim) is anyone's to choose at some providers.
+		if id, ses, ok := a.oidc.fromSession(r); ok {
+			return a.withRoles(id, ses.Subject), authOK
 		}
 	}
 	if a.mode == config.AuthModeProxy {
 		if id, out := a.fromProxy(r); out != authNone {
-			return id, out, nil
+			return id, out
 		}
 	}
 	got, offered := offeredToken(r)
 	if !offered {
-		return Identity{Method: MethodAnonymous}, authNone, nil
+		return Identity{Method: MethodAnonymous}, authNone
 	}
-	var errs []error
 	for _, t := range a.tokens {
-		// Read even for an unusable credential: a token file that broke
-		// fails the request (500) rather than passing for "no token".
-		want, err := readToken(t.file)
+		want, err := a.readCredential(t.file, t.key)
 		if err != nil {
-			errs = append(errs, err)
 			continue
 		}
 		if got != nil && tokenEqual(got, want) {
 			id := Identity{Name: t.name, Method: methodTokenPrefix + t.name}
 			id.grant(t.role, t.scope)
-			return id, authOK, nil
+			return id, authOK
 		}
 	}
-	return Identity{Method: MethodAnonymous}, authInvalid, errors.Join(errs...)
+	return Identity{Method: MethodAnonymous}, authInvalid
+}
+
+// metricsToken reports whether r offers the scrape token of /metrics
+// (server.metrics_token_file).
+func (a *authenticator) metricsToken(r *http.Request) bool {
+	if a.metrics.file == "" {
+		return false
+	}
+	got, _ := offeredToken(r)
+	if got == nil {
+		return false
+	}
+	want, err := a.readCredential(a.metrics.file, a.metrics.key)
+	return err == nil && tokenEqual(got, want)
+}
+
+// readCredential reads a credential file (readToken) and reports a
+// problem with it once per change: a file that cannot be read (its
+// credential is revoked until it can), or one that is weak (shorter than
+// config.MinServerTokenLength, readable by other users: the config
+// refuses those at start; a rotated file is warned about). key is the
+// Options field, for the log.
+func (a *authenticator) readCredential(file, key string) ([]byte, error) {
+	tok, err := readToken(file)
+	switch {
+	case err != nil:
+		a.noteFile(file, key, "credential file unusable: what it held is refused until it is readable again", err)
+	default:
+		a.noteFile(file, key, "weak credential file: it is used, but the config check refuses it", config.ServerTokenProblem(file, tok))
+	}
+	return tok, err
+}
+
+// noteFile logs problem (nil: none) of a credential file when it differs
+// from the last one logged for the file.
+func (a *authenticator) noteFile(file, key, msg string, problem error) {
+	text := ""
+	if problem != nil {
+		text = msg + ": " + problem.Error()
+	}
+	a.filesMu.Lock()
+	last, seen := a.files[file]
+	a.files[file] = text
+	a.filesMu.Unlock()
+	switch {
+	case text == last:
+	case problem != nil:
+		a.logger.Warn(msg, "file", file, "option", key, "err", problem.Error())
+	case seen:
+		a.logger.Info("credential file usable again", "file", file, "option", key)
+	}
+}
+
+// checkProxySecret reports whether r carries the proxy's shared secret
+// (exactly one value, compared in constant time), and removes the header
+// from r: no handler, log or record ever sees it. Outside proxy mode it
+// does nothing and reports false.
+func (a *authenticator) checkProxySecret(r *http.Request) bool {
+	if a.secretH == "" {
+		return false
+	}
+	vs := r.Header.Values(a.secretH)
+	r.Header.Del(a.secretH)
+	if len(vs) != 1 || strings.TrimSpace(vs[0]) == "" {
+		return false
+	}
+	want, err := a.readCredential(a.secretFile, "Config.Auth.Proxy.SecretFile")
+	return err == nil && tokenEqual([]byte(strings.TrimSpace(vs[0])), want)
+}
+
+type proxySecretKey struct{}
+
+// stripProxySecret checks and removes the proxy's shared secret header
+// of every request (checkProxySecret), before any route, and puts the
+// verdict in the request's context for fromProxy.
+func (a *authenticator) stripProxySecret(next http.Handler) http.Handler {
+	if a.secretH == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok := a.checkProxySecret(r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), proxySecretKey{}, ok)))
+	})
 }
 
 // fromProxy is the identity the proxy's headers name: authNone without
@@ -425,6 +533,14 @@ func (a *authenticator) fromProxy(r *http.Request) (Identity, authOutcome) {
 		a.logger.Warn("identity headers refused: the peer is not in server.auth.proxy.trusted_networks",
 			"peer", peerAddr(r.RemoteAddr), "method", r.Method, "path", r.URL.Path)
 		return Identity{}, authUntrusted
+	}
+	if ok, _ := r.Context().Value(proxySecretKey{}).(bool); !ok {
+		// From the proxy's address, but not from the proxy: something
+		// else running there (a Terraform provider, a local run) cannot
+		// name itself anyone. The request is unauthenticated.
+		a.logger.Warn("identity headers ignored: the request lacks the proxy's shared secret (server.auth.proxy.secret_header)",
+			"peer", peerAddr(r.RemoteAddr), "method", r.Method, "path", r.URL.Path, "header", a.secretH)
+		return Identity{}, authNone
 	}
 	user := strings.TrimSpace(r.Header.Get(a.userH))
 	email := strings.TrimSpace(r.Header.Get(a.emailH))

@@ -115,14 +115,24 @@ func TestTokenRotation(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, post("old-token"))
 	require.Equal(t, http.StatusAccepted, post("new-token"))
 
-	// A token file that vanishes or empties fails closed, never open.
+	// A token file that empties or vanishes revokes its token, never
+	// opens anything: 401, and the log names the file (once).
 	require.NoError(t, os.WriteFile(o.Config.TokenFile, nil, 0o600))
 	code, rh, body := do(t, http.MethodPost, ts.URL+"/api/v1/workspaces/sandbox/runs", map[string]string{"Authorization": "Bearer "})
-	requireJSON(t, http.StatusInternalServerError, `{"error": "the API token is unavailable (see the driftwatch log)"}`, code, rh, body)
+	requireJSON(t, http.StatusUnauthorized, `{"error": "missing bearer token"}`, code, rh, body)
+	require.Equal(t, http.StatusUnauthorized, post("new-token"))
+	require.Equal(t, http.StatusUnauthorized, post("wrong-token"))
 	require.NoError(t, os.Remove(o.Config.TokenFile))
-	require.Equal(t, http.StatusInternalServerError, post("new-token"))
-	require.Contains(t, h.logs.String(), "token file is empty")
+	require.Equal(t, http.StatusUnauthorized, post("new-token"))
+	logs := h.logs.String()
+	require.Contains(t, logs, "token file is empty")
+	require.Equal(t, 1, strings.Count(logs, "token file is empty"), "logged once per change, not per request")
+	require.Contains(t, logs, "file="+o.Config.TokenFile)
+	require.Contains(t, logs, "read token file: open "+o.Config.TokenFile)
 	require.Equal(t, []string{"sandbox", "sandbox"}, h.triggeredNames())
+	// Back: it works again.
+	require.NoError(t, os.WriteFile(o.Config.TokenFile, []byte("new-token\n"), 0o600))
+	require.Equal(t, http.StatusAccepted, post("new-token"))
 	require.NotContains(t, h.logs.String(), "new-token")
 	require.NotContains(t, h.logs.String(), "old-token")
 }
@@ -201,6 +211,7 @@ func proxyOptions(t *testing.T, trusted string) (*harness, *recordingRemediation
 	o.Config.Auth.Mode = config.AuthModeProxy
 	o.Config.Auth.AnonymousRole = ""
 	o.Config.Auth.Proxy.TrustedNetworks = []string{trusted}
+	o.Config.Auth.Proxy.SecretFile = writeToken(t, testProxySecret+"\n")
 	o.Config.Auth.Roles = []config.RoleMapping{
 		{Role: config.RoleAdmin, Groups: []string{"platform"}},
 		{Role: config.RoleOperator, Groups: []string{"net"}, Users: []string{"olga"}},
@@ -211,9 +222,14 @@ func proxyOptions(t *testing.T, trusted string) (*harness, *recordingRemediation
 	return h, rem, o
 }
 
-// proxied is the headers the proxy sets for a person.
+// testProxySecret is the shared secret the proxy of proxyOptions adds.
+const testProxySecret = "proxy-secret-CANARY-0123456789abcdef"
+
+// proxied is the headers the proxy sets for a person, with its shared
+// secret.
 func proxied(user, email, groups string) map[string]string {
-	return map[string]string{"X-Forwarded-User": user, "X-Forwarded-Email": email, "X-Forwarded-Groups": groups}
+	return map[string]string{"X-Forwarded-User": user, "X-Forwarded-Email": email, "X-Forwarded-Groups": groups,
+		config.DefaultProxySecretHeader: testProxySecret}
 }
 
 type whoami struct {
@@ -245,7 +261,7 @@ func TestProxyIdentity(t *testing.T) {
 		withoutCSRF(getWhoami(t, ts.URL, proxied("olga", "", ""))))
 	// The email alone names the person; emails match case-insensitively.
 	require.Equal(t, whoami{Name: "vera@example.com", Method: "proxy", Roles: []string{"viewer"}},
-		withoutCSRF(getWhoami(t, ts.URL, map[string]string{"X-Forwarded-Email": "vera@example.com"})))
+		withoutCSRF(getWhoami(t, ts.URL, map[string]string{"X-Forwarded-Email": "vera@example.com", config.DefaultProxySecretHeader: testProxySecret})))
 	// Tokens still work, for the CLI and CI.
 	require.Equal(t, whoami{Name: "operator-bot", Method: "token:operator-bot", Roles: []string{"operator"}},
 		getWhoami(t, ts.URL, bearerAuth(roleTokens[RoleOperator])))

@@ -27,7 +27,7 @@ const (
 // means nothing for another identity.
 func (a *authenticator) csrfToken(id Identity) string {
 	m := hmac.New(sha256.New, a.csrfKey)
-	m.Write([]byte("driftwatch csrf\x00" + id.Method + "\x00" + id.Name))
+	m.Write([]byte("driftwatch csrf\x00" + id.Method + "\x00" + id.Name + "\x00" + id.session))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
@@ -101,9 +101,14 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 // requests must carry.
 func (s *Server) apiWhoami(w http.ResponseWriter, r *http.Request) {
 	id, _ := IdentityFrom(r.Context())
-	roles := make([]string, 0, len(id.Roles))
+	roles := make([]string, 0, len(id.Roles)+1)
 	for _, x := range id.Roles {
 		roles = append(roles, string(x))
+	}
+	if s.auth.anon == anonViewer && !id.Has(RoleViewer) {
+		// anonymous_role: viewer is everyone's: the caller reads all a
+		// viewer does.
+		roles = append(roles, string(RoleViewer))
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Name      string   `json:"name"`

@@ -38,8 +38,9 @@
 // and workspace pages also say whose notifications are held, until when
 // and why. The trend endpoints answer 501 unless Options.Store implements
 // store.StatsReader. Every request to a mutating route, refused or not, is
-// recorded through Options.Audit (audit.go); the audit endpoints answer 501
-// unless Options.Store implements store.AuditReader.
+// recorded through Options.Audit (audit.go), anonymous refusals rate
+// limited by an AuditLimiter (auditlimit.go); the audit endpoints answer
+// 501 unless Options.Store implements store.AuditReader.
 //
 // and, when the Control implements RemediationControl, the remediation
 // API (/api/v1/remediations..., /api/v1/remediation, the approve, reject,

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 )
 
@@ -40,5 +43,31 @@ func limitBody(w http.ResponseWriter, r *http.Request, limit int64) bool {
 		return false
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	return true
+}
+
+// readBody reads a mutating request's whole body, at most limit bytes,
+// before its handler runs, and gives the handler that copy: a body
+// larger than limit is refused (413) whether its length is declared or
+// it is chunked, and whether the handler would read it or not (a route
+// that ignores its body would otherwise take any amount).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) bool {
+	if !limitBody(w, r, limit) {
+		return false
+	}
+	b, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is larger than %d bytes", limit))
+		return false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "read body")
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.ContentLength = int64(len(b))
+	r.TransferEncoding = nil
 	return true
 }

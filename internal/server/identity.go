@@ -80,6 +80,9 @@ type Identity struct {
 	// approveAll is every workspace.
 	approveIn  []config.WorkspaceScope
 	approveAll bool
+	// session names an oidc sign-in's session (its id's hash, encoded):
+	// its CSRF token is the session's, and dies with it.
+	session string
 }
 
 // ambient reports an identity a browser presents on its own (the proxy's

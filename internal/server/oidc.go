@@ -23,22 +23,35 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/store"
 )
 
 // OpenID Connect sign-in (server.auth.mode: oidc). driftwatch is the
 // relying party: GET /auth/login sends the browser to the provider with
 // the authorization code flow (PKCE S256, state and nonce), GET
 // /auth/callback exchanges the code, verifies the ID token (issuer,
-// audience, expiry, signature, nonce) and sets the session cookie, POST
-// /auth/logout (CSRF) clears it.
+// audience, expiry, signature, nonce), stores a session and sets the
+// session cookie, POST /auth/logout (same origin, CSRF token) deletes the
+// session.
+//
+// Sessions are kept on the server (store.SessionStore): the session
+// cookie holds a random 256-bit session id, the store its SHA-256 with
+// the person (issuer and subject, the name shown, the verified email, the
+// groups), when it was made and last used, and when it expires. Every
+// request looks its session up: a session signed out (its row deleted, by
+// the person or by an admin for every session of a person), idle for
+// idle_timeout or older than session_ttl is no session, whatever cookie
+// the browser still holds. A person is keyed on the issuer and the
+// subject ("sub"): server.auth.roles' users match the subject, the
+// username claim is only the name shown, and the email claim counts only
+// when the provider says email_verified: true.
 //
 // Both cookies are sealed with AES-256-GCM under a key derived from
 // server.auth.oidc.cookie_secret_file (else a random key made at start):
-// the browser can neither read nor change them. The session cookie holds
-// the subject, the user name, the email, the groups and the expiry, never
-// a token of the provider; the login cookie holds state, nonce, the PKCE
-// verifier and where to go back to, for ten minutes. Codes, tokens,
-// cookies and the client secret are never logged.
+// the browser can neither read nor change them, and without the file
+// every session ends at a restart. The login cookie holds state, nonce,
+// the PKCE verifier and where to go back to, for ten minutes. Codes,
+// tokens, cookies, session ids and the client secret are never logged.
 const (
 	sessionCookie = "driftwatch_session"
 	loginCookie   = "driftwatch_login"
@@ -52,14 +65,26 @@ const (
 	discoveryRetry = 5 * time.Second
 	// oidcHTTPTimeout bounds each call to the provider.
 	oidcHTTPTimeout = 15 * time.Second
+	// sessionTouchEvery is how often a session's last use is written at
+	// most (less for a shorter idle timeout): not a write per request.
+	sessionTouchEvery = time.Minute
+	// maxSessionGroups bounds the groups a session keeps (JSON bytes):
+	// beyond it, only those server.auth.roles names.
+	maxSessionGroups = 16 << 10
+	// sessionPruneEvery is how often Serve deletes the sessions ended
+	// meanwhile (each sign-in deletes them too).
+	sessionPruneEvery = 10 * time.Minute
 )
 
 // oidcAuth is oidc mode's relying party.
 type oidcAuth struct {
-	cfg    config.AuthOIDC
-	aead   cipher.AEAD
-	ttl    time.Duration
-	secure bool
+	cfg  config.AuthOIDC
+	aead cipher.AEAD
+	// ttl ends a session whatever its use, idle one unused that long.
+	ttl, idle time.Duration
+	// sessions keeps the sessions (setSessions).
+	sessions store.SessionStore
+	secure   bool
 	// prefix is the external URL's path (routes are served below it);
 	// cookiePath is prefix or "/".
 	prefix, cookiePath string
@@ -96,6 +121,12 @@ func newOIDC(c config.Server, logger *slog.Logger) (*oidcAuth, error) {
 	a := &oidcAuth{cfg: o, ttl: time.Duration(o.SessionTTL), client: &http.Client{Timeout: oidcHTTPTimeout}, logger: logger, now: time.Now, retryAfter: discoveryRetry}
 	if a.ttl <= 0 {
 		a.ttl = config.DefaultOIDCSessionTTL
+	}
+	if a.idle = time.Duration(o.IdleTimeout); a.idle <= 0 {
+		a.idle = min(config.DefaultOIDCIdleTimeout, a.ttl)
+	}
+	if a.idle > a.ttl {
+		return nil, fmt.Errorf("Options.Config.Auth.OIDC.IdleTimeout %s is longer than SessionTTL %s", a.idle, a.ttl)
 	}
 	if len(a.cfg.Scopes) == 0 {
 		a.cfg.Scopes = config.DefaultOIDCScopes
@@ -199,13 +230,39 @@ func (a *oidcAuth) open(name, value string, v any) bool {
 	return json.Unmarshal(plain, v) == nil
 }
 
-// session is what the session cookie holds.
+// session is the person a verified ID token names (sessionFrom), as a
+// session row keeps them.
 type session struct {
-	Subject string   `json:"sub"`
-	Name    string   `json:"name"`
-	Email   string   `json:"email,omitempty"`
-	Groups  []string `json:"groups,omitempty"`
-	Expiry  int64    `json:"exp"`
+	Subject string
+	Name    string
+	Email   string
+	Groups  []string
+}
+
+// sessionRef is what the session cookie holds: the session id (its
+// SHA-256 is the row's key) and the session's expiry.
+type sessionRef struct {
+	ID     string `json:"sid"`
+	Expiry int64  `json:"exp"`
+}
+
+// sessionHash is the key of session id's row.
+func sessionHash(id string) []byte {
+	h := sha256.Sum256([]byte(id))
+	return h[:]
+}
+
+// setSessions gives a the store of its sessions: sessions, else st if it
+// is a store.SessionStore.
+func (a *oidcAuth) setSessions(sessions store.SessionStore, st store.Store) error {
+	if sessions == nil {
+		sessions, _ = st.(store.SessionStore)
+	}
+	if sessions == nil {
+		return errors.New("oidc mode keeps its sessions in the store: Options.Sessions is required (or an Options.Store that is a store.SessionStore)")
+	}
+	a.sessions = sessions
+	return nil
 }
 
 // loginState is what the login cookie holds between /auth/login and
@@ -218,19 +275,72 @@ type loginState struct {
 	Expiry   int64  `json:"exp"`
 }
 
-// fromSession is the identity of the request's session cookie: ok false
-// without one, or with one that is forged, from another key (a restart
-// without cookie_secret_file) or expired.
-func (a *oidcAuth) fromSession(r *http.Request) (Identity, bool) {
+// fromSession is the identity of the request's session and its row: ok
+// false without a session cookie, or with one that is forged, from
+// another key (a restart without cookie_secret_file), signed out, of
+// another issuer, idle for idle_timeout or past session_ttl (by a.now).
+// An ended session's row is deleted at once; a used one's last use is
+// written at most every sessionTouchEvery. A store that fails is no
+// session (logged): sign-in fails closed.
+func (a *oidcAuth) fromSession(r *http.Request) (Identity, store.Session, bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return Identity{}, false
+		return Identity{}, store.Session{}, false
 	}
-	var s session
-	if !a.open(sessionCookie, c.Value, &s) || s.Name == "" || !a.now().Before(time.Unix(s.Expiry, 0)) {
-		return Identity{}, false
+	var ref sessionRef
+	if !a.open(sessionCookie, c.Value, &ref) || ref.ID == "" {
+		return Identity{}, store.Session{}, false
 	}
-	return Identity{Name: s.Name, Method: MethodOIDC, Email: s.Email, Groups: s.Groups}, true
+	ctx, h, now := r.Context(), sessionHash(ref.ID), a.now()
+	ses, err := a.sessions.Session(ctx, h)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			a.logger.Error("oidc session lookup failed", "err", err)
+		}
+		return Identity{}, store.Session{}, false
+	}
+	if !now.Before(ses.ExpiresAt) || !now.Before(ses.LastSeenAt.Add(a.idle)) || ses.Issuer != a.cfg.IssuerURL {
+		if err := a.sessions.DeleteSession(ctx, h); err != nil {
+			a.logger.Warn("oidc session: delete an ended session", "err", err)
+		}
+		return Identity{}, store.Session{}, false
+	}
+	if now.Sub(ses.LastSeenAt) >= min(sessionTouchEvery, a.idle/4) {
+		if err := a.sessions.TouchSession(ctx, h, now); err != nil {
+			a.logger.Warn("oidc session: record its use", "err", err)
+		} else {
+			ses.LastSeenAt = now
+		}
+	}
+	id := Identity{Name: ses.Name, Method: MethodOIDC, Email: ses.Email, Groups: ses.Groups,
+		session: base64.RawURLEncoding.EncodeToString(h)}
+	return id, ses, true
+}
+
+// pruneSessions deletes the sessions ended by now: expired, or idle.
+func (a *oidcAuth) pruneSessions(ctx context.Context) {
+	now := a.now()
+	n, err := a.sessions.PruneSessions(ctx, now, now.Add(-a.idle))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		a.logger.Warn("oidc sessions: prune", "err", err)
+	case n > 0:
+		a.logger.Debug("oidc sessions: pruned ended sessions", "sessions", n)
+	}
+}
+
+// pruneLoop prunes sessions every sessionPruneEvery until ctx ends.
+func (a *oidcAuth) pruneLoop(ctx context.Context) {
+	t := time.NewTicker(sessionPruneEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.pruneSessions(ctx)
+		}
+	}
 }
 
 // discover returns the provider, fetching its discovery document on first
@@ -315,6 +425,7 @@ func (s *Server) oidcRoutes(mux *router) {
 	mux.public("GET /auth/login", http.HandlerFunc(s.oidcLogin))
 	mux.public("GET /auth/callback", http.HandlerFunc(s.oidcCallback))
 	mux.public("POST /auth/logout", http.HandlerFunc(s.oidcLogout))
+	s.sessionRoutes(mux)
 }
 
 func randomString() (string, error) {
@@ -440,23 +551,50 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess := a.sessionFrom(idt.Subject, claims)
-	v, err := a.seal(sessionCookie, sess)
-	if err != nil && len(sess.Groups) > 0 {
-		// Too many groups for a cookie: keep those server.auth.roles names.
+	if groupsSize(sess.Groups) > maxSessionGroups {
+		// Too many groups to keep: those server.auth.roles names.
 		sess.Groups = slices.DeleteFunc(sess.Groups, func(g string) bool { return !s.auth.namesGroup(g) })
-		s.o.Logger.Warn("oidc sign-in: too many groups for the session cookie, keeping those server.auth.roles names",
+		s.o.Logger.Warn("oidc sign-in: too many groups to keep in the session, keeping those server.auth.roles names",
 			"user", sess.Name, "kept", len(sess.Groups))
-		v, err = a.seal(sessionCookie, sess)
 	}
+	sid, err := randomString()
+	if err != nil {
+		fail(http.StatusInternalServerError, "session id: "+err.Error(), "the session cannot be stored")
+		return
+	}
+	now := a.now()
+	// Sessions that ended meanwhile go at each sign-in (and in Serve's
+	// loop): the table holds little more than the live ones.
+	a.pruneSessions(ctx)
+	if err := a.sessions.CreateSession(ctx, store.Session{
+		IDHash: sessionHash(sid), Issuer: a.cfg.IssuerURL, Subject: sess.Subject,
+		Name: sess.Name, Email: sess.Email, Groups: sess.Groups,
+		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(a.ttl),
+	}); err != nil {
+		s.o.Logger.Error("oidc sign-in: store the session", "user", sess.Name, "err", err)
+		a.clearCookie(w, loginCookie)
+		s.authMessage(w, r, http.StatusInternalServerError, "Sign-in failed", "the session cannot be stored (see the driftwatch log)")
+		return
+	}
+	v, err := a.seal(sessionCookie, sessionRef{ID: sid, Expiry: now.Add(a.ttl).Unix()})
 	if err != nil {
 		fail(http.StatusInternalServerError, "session cookie: "+err.Error(), "the session cannot be stored")
 		return
 	}
 	a.clearCookie(w, loginCookie)
 	a.setCookie(w, sessionCookie, v, a.ttl)
-	id := s.auth.withRoles(Identity{Name: sess.Name, Method: MethodOIDC, Email: sess.Email, Groups: sess.Groups}, sess.Name)
-	s.o.Logger.Info("oidc sign-in", "user", sess.Name, "roles", joinRoles(id.Roles))
+	id := s.auth.withRoles(Identity{Name: sess.Name, Method: MethodOIDC, Email: sess.Email, Groups: sess.Groups}, sess.Subject)
+	s.o.Logger.Info("oidc sign-in", "user", sess.Name, "subject", sess.Subject, "roles", joinRoles(id.Roles))
 	http.Redirect(w, r, a.prefix+st.Next, http.StatusSeeOther)
+}
+
+// groupsSize is about the bytes groups take in a session row.
+func groupsSize(groups []string) int {
+	n := 0
+	for _, g := range groups {
+		n += len(g) + 3
+	}
+	return n
 }
 
 // verifyReason words an ID token verification error for the log without
@@ -474,12 +612,13 @@ func verifyReason(err error) string {
 	return msg
 }
 
-// sessionFrom is the session of a verified ID token's claims: the user
-// name from username_claim (else the subject), the email unless the
-// provider says it is unverified, the groups from groups_claim (a list,
-// or one string).
+// sessionFrom is the person of a verified ID token's claims: keyed on
+// the subject; the name shown from username_claim (else the subject); the
+// email only when the provider says email_verified: true (an unverified
+// email names no one: anyone may type it at some providers); the groups
+// from groups_claim (a list, or one string).
 func (a *oidcAuth) sessionFrom(sub string, claims map[string]any) session {
-	s := session{Subject: sub, Expiry: a.now().Add(a.ttl).Unix()}
+	s := session{Subject: sub}
 	if v, ok := claims[a.cfg.UsernameClaim].(string); ok {
 		s.Name = strings.TrimSpace(v)
 	}
@@ -487,7 +626,7 @@ func (a *oidcAuth) sessionFrom(sub string, claims map[string]any) session {
 		s.Name = sub
 	}
 	if v, ok := claims["email"].(string); ok {
-		if verified, ok := claims["email_verified"].(bool); !ok || verified {
+		if verified, ok := claims["email_verified"].(bool); ok && verified {
 			s.Email = strings.TrimSpace(v)
 		}
 	}
@@ -506,19 +645,35 @@ func (a *oidcAuth) sessionFrom(sub string, claims map[string]any) session {
 	return s
 }
 
-// oidcLogout serves POST /auth/logout: it ends the session (a request
-// with the session's CSRF token, from driftwatch's own pages) and says
-// so. The provider's own session is left alone.
+// oidcLogout serves POST /auth/logout: it ends the session, deleting its
+// row (so the cookie signs no one in any more), and says so. It needs a
+// request from driftwatch's own pages: same origin always (a cross-site
+// POST, which a SameSite=Lax cookie does not come with, must not clear
+// the cookie either), and the session's CSRF token when there is a
+// session. The provider's own session is left alone.
 func (s *Server) oidcLogout(w http.ResponseWriter, r *http.Request) {
 	a := s.auth.oidc
 	if !limitBody(w, r, maxBody) {
 		return
 	}
-	if id, ok := a.fromSession(r); ok {
+	if !s.sameOrigin(r) {
+		s.o.Logger.Warn("cross-site sign-out refused", "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
+		s.refuse(w, r, true, http.StatusForbidden, "Refused",
+			"cross-site request refused: sign out from driftwatch's own pages")
+		return
+	}
+	if id, ses, ok := a.fromSession(r); ok {
 		if !s.checkCSRF(w, r, id, true) {
 			return
 		}
-		s.o.Logger.Info("oidc sign-out", "user", id.Name)
+		if err := a.sessions.DeleteSession(r.Context(), ses.IDHash); err != nil {
+			s.o.Logger.Error("oidc sign-out failed", "user", id.Name, "err", err)
+			w.Header().Set("Cache-Control", "no-store")
+			s.authMessage(w, r, http.StatusInternalServerError, "Sign-out failed",
+				"the session cannot be ended (see the driftwatch log); you are still signed in")
+			return
+		}
+		s.o.Logger.Info("oidc sign-out", "user", id.Name, "subject", ses.Subject)
 	}
 	a.clearCookie(w, sessionCookie)
 	w.Header().Set("Cache-Control", "no-store")

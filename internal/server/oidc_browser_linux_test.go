@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/browsertest"
+	"github.com/driftwatch/driftwatch/internal/store"
 )
 
 // TestOIDCSignInBrowser signs in with headless chromium through the real
@@ -106,7 +107,12 @@ func TestOIDCSignInBrowser(t *testing.T) {
 		require.NotContains(t, e.h.logs.String(), found.Value)
 	})
 
-	csrf := e.s.auth.csrfToken(Identity{Name: "jane.doe", Method: MethodOIDC})
+	// The CSRF token is the session's: a page reads it from whoami.
+	_, who := fetch(t, "GET", "/api/v1/whoami", "")
+	var me oidcWhoami
+	require.NoError(t, json.Unmarshal([]byte(who), &me))
+	csrf := me.CSRF
+	require.NotEmpty(t, csrf)
 	t.Run("a mutating call needs the CSRF token", func(t *testing.T) {
 		code, body := fetch(t, "POST", "/api/v1/workspaces/prod-network/runs", "")
 		require.Equal(t, 403, code, body)
@@ -126,6 +132,10 @@ func TestOIDCSignInBrowser(t *testing.T) {
 		require.Contains(t, body, "Signed out")
 		code, _ = fetch(t, "GET", "/api/v1/whoami", "")
 		require.Equal(t, 401, code)
+		// The session's row is gone: the old cookie signs no one in.
+		list, err := e.sessions.Sessions(t.Context(), store.SessionFilter{})
+		require.NoError(t, err)
+		require.Empty(t, list)
 	})
 
 	logs := e.h.logs.String()

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -20,6 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
 
 // oidcProvider is a real OpenID Connect provider on 127.0.0.1
@@ -82,6 +85,9 @@ type oidcEnv struct {
 	base   string
 	secret string // the client secret (a canary)
 	token  string // the API token
+	// sessions is the real store the sessions are kept in, at dbPath.
+	sessions *sqlite.Store
+	dbPath   string
 }
 
 // newOIDCEnv starts driftwatch in oidc mode against the provider at
@@ -95,6 +101,11 @@ func newOIDCEnv(t *testing.T, issuer, clientID, secret string, edit func(*Option
 	require.NoError(t, os.WriteFile(tokenFile, []byte("api-token-CANARY"), 0o600))
 	h := newHarness(t)
 	o := h.options()
+	dbPath := filepath.Join(dir, "driftwatch.db")
+	sessions, err := sqlite.Open(t.Context(), dbPath, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, sessions.Close()) })
+	o.Sessions = sessions
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
 	o.Config.Listen = ts.Listener.Addr().String()
@@ -119,7 +130,7 @@ func newOIDCEnv(t *testing.T, issuer, clientID, secret string, edit func(*Option
 	ts.Config.Handler = oidcHandler(s)
 	ts.Start()
 	t.Cleanup(ts.Close)
-	return &oidcEnv{h: h, s: s, base: base, secret: secret, token: "api-token-CANARY"}
+	return &oidcEnv{h: h, s: s, base: base, secret: secret, token: "api-token-CANARY", sessions: sessions, dbPath: dbPath}
 }
 
 // oidcHandler is the server's handler with the sign-in routes, whether
@@ -203,6 +214,7 @@ type oidcWhoami struct {
 	Name   string   `json:"name"`
 	Method string   `json:"method"`
 	Roles  []string `json:"roles"`
+	CSRF   string   `json:"csrf_token"`
 }
 
 func (e *oidcEnv) whoami(t *testing.T, c *http.Client) (int, oidcWhoami) {
@@ -277,7 +289,11 @@ func TestOIDCSignIn(t *testing.T) {
 		require.ElementsMatch(t, []string{"operator", "approver"}, w.Roles, "group engineering, email in another case")
 	})
 
-	csrf := e.s.auth.csrfToken(Identity{Name: "jane.doe", Method: MethodOIDC})
+	_, me := e.whoami(t, b.Client)
+	csrf := me.CSRF
+	require.NotEmpty(t, csrf)
+	require.NotEqual(t, e.s.auth.csrfToken(Identity{Name: "jane.doe", Method: MethodOIDC}), csrf,
+		"the CSRF token is the session's, not the name's")
 	t.Run("a mutating call needs the CSRF token", func(t *testing.T) {
 		u := e.base + "/api/v1/workspaces/prod-network/runs"
 		resp, body := odo(t, b.Client, http.MethodPost, u)
@@ -309,14 +325,15 @@ func TestOIDCSignIn(t *testing.T) {
 			require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		}
 		// The login cookie (the same key) is not a session either.
-		resp, _ := oget(t, forged, e.base+"/api/v1/whoami", "Cookie", sessionCookie+"="+mustSeal(t, e.s.auth.oidc, loginCookie, session{Name: "mallory", Expiry: time.Now().Add(time.Hour).Unix()}))
+		var ref sessionRef
+		require.True(t, e.s.auth.oidc.open(sessionCookie, good, &ref))
+		resp, _ := oget(t, forged, e.base+"/api/v1/whoami", "Cookie", sessionCookie+"="+mustSeal(t, e.s.auth.oidc, loginCookie, ref))
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
-
-		e.s.auth.oidc.now = func() time.Time { return time.Now().Add(13 * time.Hour) }
+		// A session id without its row (made up, or one never stored).
+		resp, _ = oget(t, forged, e.base+"/api/v1/whoami", "Cookie", sessionCookie+"="+mustSeal(t, e.s.auth.oidc, sessionCookie,
+			sessionRef{ID: "made-up", Expiry: time.Now().Add(time.Hour).Unix()}))
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 		code, _ := e.whoami(t, b.Client)
-		require.Equal(t, http.StatusUnauthorized, code, "past session_ttl")
-		e.s.auth.oidc.now = time.Now
-		code, _ = e.whoami(t, b.Client)
 		require.Equal(t, http.StatusOK, code)
 	})
 
@@ -575,36 +592,59 @@ func TestOIDCOptions(t *testing.T) {
 	require.Equal(t, "/dw", a1.cookiePath)
 	require.True(t, a1.secure)
 	require.Equal(t, "https://d.example.com/dw/auth/callback", a1.cfg.RedirectURL)
-	v := mustSeal(t, a1, sessionCookie, session{Name: "jane", Expiry: time.Now().Add(time.Hour).Unix()})
+	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "driftwatch.db"), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	now := time.Now()
+	require.NoError(t, st.CreateSession(t.Context(), store.Session{IDHash: sessionHash("sid"), Issuer: "https://login.example.com",
+		Subject: "42", Name: "jane", CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(time.Hour)}))
+	v := mustSeal(t, a1, sessionCookie, sessionRef{ID: "sid", Expiry: now.Add(time.Hour).Unix()})
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.AddCookie(&http.Cookie{Name: sessionCookie, Value: v})
-	id, ok := a2.fromSession(r)
+	require.NoError(t, a2.setSessions(nil, st), "the store is a SessionStore")
+	id, ses, ok := a2.fromSession(r)
 	require.True(t, ok, "the same key after a restart")
 	require.Equal(t, "jane", id.Name)
+	require.Equal(t, "42", ses.Subject)
 	random := oidcServer("https://d.example.com", nil)
 	a3, err := newOIDC(random, newHarness(t).options().Logger)
 	require.NoError(t, err)
-	_, ok = a3.fromSession(r)
+	a3.sessions = st
+	_, _, ok = a3.fromSession(r)
 	require.False(t, ok, "a random key: sessions end at restart")
+
+	// oidc mode needs a session store: the harness's fake store is none.
+	o := newHarness(t).options()
+	o.Config = withKey
+	_, err = New(o)
+	require.ErrorContains(t, err, "Options.Sessions is required")
+	o.Sessions = st
+	_, err = New(o)
+	require.NoError(t, err)
+	o.Config.Auth.OIDC.SessionTTL, o.Config.Auth.OIDC.IdleTimeout = config.Duration(time.Hour), config.Duration(2*time.Hour)
+	_, err = New(o)
+	require.ErrorContains(t, err, "IdleTimeout 2h0m0s is longer than SessionTTL 1h0m0s")
 }
 
 func TestOIDCSessionFromClaims(t *testing.T) {
 	a := &oidcAuth{cfg: config.AuthOIDC{UsernameClaim: "preferred_username", GroupsClaim: "roles"}, ttl: time.Hour, now: time.Now}
+	// Issue 28: an email the provider does not say is verified names no
+	// one (role mapping by email would take anyone's word for it).
 	for name, c := range map[string]struct {
 		claims map[string]any
 		want   session
 	}{
 		"all": {map[string]any{"preferred_username": "jane", "email": "j@x", "email_verified": true, "roles": []any{"a", " b ", 3, ""}},
 			session{Subject: "s", Name: "jane", Email: "j@x", Groups: []string{"a", "b"}}},
-		"subject when no user name": {map[string]any{"email": "j@x"}, session{Subject: "s", Name: "s", Email: "j@x"}},
-		"unverified email ignored":  {map[string]any{"email": "j@x", "email_verified": false}, session{Subject: "s", Name: "s"}},
-		"one group as a string":     {map[string]any{"roles": "ops"}, session{Subject: "s", Name: "s", Groups: []string{"ops"}}},
-		"user name not a string":    {map[string]any{"preferred_username": 7}, session{Subject: "s", Name: "s"}},
+		"subject when no user name":            {map[string]any{"email": "j@x", "email_verified": true}, session{Subject: "s", Name: "s", Email: "j@x"}},
+		"unverified email ignored":             {map[string]any{"email": "j@x", "email_verified": false}, session{Subject: "s", Name: "s"}},
+		"email without email_verified ignored": {map[string]any{"email": "j@x"}, session{Subject: "s", Name: "s"}},
+		"email_verified not a bool":            {map[string]any{"email": "j@x", "email_verified": "true"}, session{Subject: "s", Name: "s"}},
+		"one group as a string":                {map[string]any{"roles": "ops"}, session{Subject: "s", Name: "s", Groups: []string{"ops"}}},
+		"user name not a string":               {map[string]any{"preferred_username": 7}, session{Subject: "s", Name: "s"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := a.sessionFrom("s", c.claims)
-			got.Expiry = 0
-			require.Equal(t, c.want, got)
+			require.Equal(t, c.want, a.sessionFrom("s", c.claims))
 		})
 	}
 }

@@ -19,6 +19,7 @@ import (
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/driftwatch/driftwatch/internal/browsertest"
 	"github.com/driftwatch/driftwatch/internal/config"
@@ -39,25 +40,69 @@ func oauth2Proxy(t *testing.T) string {
 	return p
 }
 
+// oauth2ProxyAlphaConfig writes oauth2-proxy's --alpha-config for the
+// legacy flags given (oauth2-proxy converts them itself), plus the
+// injected request header that carries driftwatch's shared secret, read
+// from secretFile: the legacy flags cannot add a static header.
+func oauth2ProxyAlphaConfig(t *testing.T, proxyBin, dir, secretFile string, legacy []string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), proxyBin, append(legacy, "--convert-config-to-alpha")...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "OAUTH2_PROXY_COOKIE_SECRET=0123456789abcdef0123456789abcdef"}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "oauth2-proxy --convert-config-to-alpha: %s", stderr.String())
+	var alpha map[string]any
+	require.NoError(t, yaml.Unmarshal(out, &alpha))
+	headers, _ := alpha["injectRequestHeaders"].([]any)
+	require.NotEmpty(t, headers, "the converted config injects the identity headers:\n%s", out)
+	alpha["injectRequestHeaders"] = append(headers, map[string]any{
+		"name":   config.DefaultProxySecretHeader,
+		"values": []any{map[string]any{"secretSource": map[string]any{"fromFile": secretFile}}},
+	})
+	b, err := yaml.Marshal(alpha)
+	require.NoError(t, err)
+	path := filepath.Join(dir, "oauth2-proxy-alpha.yaml")
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	return path
+}
+
 // TestProxyModeBehindOAuth2Proxy runs driftwatch in proxy mode behind a
 // real oauth2-proxy that signs people in with the test's OpenID Connect
 // provider, and signs in with headless chromium through the proxy: the
 // identity driftwatch sees is the proxy's headers, mapped by
-// server.auth.roles, and a mutating call needs the CSRF token.
+// server.auth.roles, believed with the shared secret the proxy adds
+// (injectRequestHeaders of its alpha config), and a mutating call needs
+// the CSRF token. The same headers sent straight to driftwatch from the
+// proxy's address, without the secret, name nobody.
 func TestProxyModeBehindOAuth2Proxy(t *testing.T) {
 	proxyBin := oauth2Proxy(t)
 	bin := browsertest.Chromium(t)
 	p := startProvider(t, nil)
+	dir := t.TempDir()
+	// oauth2-proxy sends the file's content as is: no trailing newline.
+	proxySecret := filepath.Join(dir, "proxy-secret")
+	require.NoError(t, os.WriteFile(proxySecret, []byte("oauth2-proxy-secret-CANARY-0123456789abcdef"), 0o600))
 
-	// driftwatch, in proxy mode, trusting the proxy on 127.0.0.1.
+	// driftwatch, in proxy mode, trusting the proxy on 127.0.0.1 with its
+	// secret.
 	h := newHarness(t)
 	o := h.options()
 	o.Config.Auth = config.Auth{
 		Mode:  config.AuthModeProxy,
-		Proxy: config.AuthProxy{TrustedNetworks: []string{"127.0.0.1/32"}},
+		Proxy: config.AuthProxy{TrustedNetworks: []string{"127.0.0.1/32"}, SecretFile: proxySecret},
 		Roles: []config.RoleMapping{{Role: config.RoleOperator, Groups: []string{"engineering"}}},
 	}
 	up := serve(t, o)
+
+	// Code next to the proxy (same address) that forges the identity
+	// headers gets nowhere.
+	forged := map[string]string{"X-Forwarded-User": "mallory", "X-Forwarded-Groups": "engineering"}
+	code, _, page := do(t, http.MethodGet, up.URL+"/api/v1/whoami", forged)
+	require.Equal(t, http.StatusUnauthorized, code, page)
+	code, _, page = do(t, http.MethodPost, up.URL+"/api/v1/workspaces/prod-network/runs", forged)
+	require.Equal(t, http.StatusUnauthorized, code, page)
+	require.Empty(t, h.triggeredNames())
 
 	// oauth2-proxy in front of it.
 	var lc net.ListenConfig
@@ -66,25 +111,29 @@ func TestProxyModeBehindOAuth2Proxy(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	front := "http://" + addr
-	dir := t.TempDir()
 	secretFile := filepath.Join(dir, "client-secret")
 	require.NoError(t, os.WriteFile(secretFile, []byte(p.ClientSecret), 0o600))
-	ctx, cancel := context.WithCancel(t.Context())
-	cmd := exec.CommandContext(ctx, proxyBin,
-		"--http-address="+addr,
-		"--upstream="+up.URL+"/",
-		"--provider=oidc",
-		"--oidc-issuer-url="+p.Issuer(),
-		"--client-id="+p.ClientID,
-		"--client-secret-file="+secretFile,
-		"--redirect-url="+front+"/oauth2/callback",
-		"--scope=openid email profile groups",
-		"--code-challenge-method=S256",
+	// The alpha config holds the server, upstream, provider and injected
+	// headers; the remaining options stay flags.
+	core := []string{
+		"--redirect-url=" + front + "/oauth2/callback",
 		"--email-domain=*",
 		"--cookie-secure=false",
 		"--skip-provider-button=true",
+	}
+	alpha := oauth2ProxyAlphaConfig(t, proxyBin, dir, proxySecret, append([]string{
+		"--http-address=" + addr,
+		"--upstream=" + up.URL + "/",
+		"--provider=oidc",
+		"--oidc-issuer-url=" + p.Issuer(),
+		"--client-id=" + p.ClientID,
+		"--client-secret-file=" + secretFile,
+		"--scope=openid email profile groups",
+		"--code-challenge-method=S256",
 		"--pass-user-headers=true",
-	)
+	}, core...))
+	ctx, cancel := context.WithCancel(t.Context())
+	cmd := exec.CommandContext(ctx, proxyBin, append([]string{"--alpha-config=" + alpha}, core...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "OAUTH2_PROXY_COOKIE_SECRET=0123456789abcdef0123456789abcdef"}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -173,4 +222,5 @@ func TestProxyModeBehindOAuth2Proxy(t *testing.T) {
 	require.Empty(t, h.triggered)
 	require.Equal(t, http.StatusAccepted, post(who.CSRFToken))
 	require.Equal(t, []string{"prod-network"}, h.triggered)
+	require.NotContains(t, h.logs.String(), "CANARY", "the secret is never logged")
 }

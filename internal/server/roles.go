@@ -28,6 +28,9 @@ type access struct {
 	// logs: the route shows run logs, which token mode's default keeps
 	// from anonymous callers (anonymousMay).
 	logs bool
+	// metrics: the route is /metrics, which the scrape token
+	// (server.metrics_token_file) may read too.
+	metrics bool
 	// audit is what a mutating route records in the audit log (audit.go);
 	// nil for reads.
 	audit *auditAction
@@ -40,8 +43,11 @@ func (a access) String() string {
 	case accessSelf:
 		return "self-authenticated"
 	case accessRole:
-		if a.logs {
+		switch {
+		case a.logs:
 			return string(a.need) + " (logs)"
+		case a.metrics:
+			return string(a.need) + " or the metrics token"
 		}
 		return string(a.need)
 	}
@@ -77,6 +83,13 @@ func (rt *router) handle(pattern string, need Role, h http.HandlerFunc) {
 // (server.auth.anonymous_role: viewer, server.open_reads).
 func (rt *router) handleLogs(pattern string, h http.HandlerFunc) {
 	rt.add(pattern, access{kind: accessRole, need: RoleViewer, logs: true}, h)
+}
+
+// handleMetrics mounts /metrics: for viewers, and for the scrape token
+// (server.metrics_token_file), which may read nothing else. It is open
+// where a caller without a credential may read (anonymousMay).
+func (rt *router) handleMetrics(pattern string, h http.Handler) {
+	rt.add(pattern, access{kind: accessRole, need: RoleViewer, metrics: true}, h)
 }
 
 // public mounts h for anyone, without authentication.
@@ -120,8 +133,6 @@ const (
 	msgMutationsClosed = "mutating endpoints are disabled: no API token is configured on this driftwatch"
 	msgBearerMissing   = "missing bearer token"
 	msgBearerInvalid   = "invalid bearer token"
-	msgTokenBroken     = "the API token is unavailable (see the driftwatch log)"
-	msgReadTokenBroken = "the read token is unavailable (see the driftwatch log)"
 	msgUntrusted       = "identity headers are accepted only from the proxy (server.auth.proxy.trusted_networks)"
 	// Refusals of reads other than run logs.
 	msgViewClosed = "this driftwatch's pages and API need a credential, and none is configured: " +
@@ -135,9 +146,10 @@ const (
 // Identity in its context and refuses with 401 (no or an invalid
 // credential, with WWW-Authenticate), 403 (a role too low, a proxy
 // header from an untrusted peer, a mutating request without its CSRF
-// token) or 500 (a token file that cannot be read); a mutating request's
-// body is bounded (413). A mutating request is recorded in the audit
-// log once answered, refused or not (recordAudit).
+// token); a mutating request's body is bounded (413), whether its
+// handler reads it or not (readBody). A token whose file cannot be read
+// is revoked (authenticate). A mutating request is recorded in the
+// audit log once answered, refused or not (recordAudit).
 func (s *Server) guard(a access, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var (
@@ -150,8 +162,12 @@ func (s *Server) guard(a access, next http.Handler) http.Handler {
 			defer s.auditDone(r, a, &id, &out, aw, at)
 		}
 		page := isPage(r.URL.Path)
-		mutating := a.need != RoleViewer
-		id, out, err := s.auth.authenticate(r)
+		if a.metrics && s.auth.metricsToken(r) {
+			id, out = Identity{Name: "metrics", Method: methodTokenPrefix + "metrics"}, authOK
+			next.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), id)))
+			return
+		}
+		id, out = s.auth.authenticate(r)
 		switch {
 		case out == authUntrusted:
 			s.refuse(w, r, page, http.StatusForbidden, "Not signed in", msgUntrusted)
@@ -167,31 +183,15 @@ func (s *Server) guard(a access, next http.Handler) http.Handler {
 		case out == authOK:
 			s.refuseRole(w, r, page, id, a.need)
 			return
-		case !s.auth.canGrant(a.need):
+		case !s.auth.canGrant(a.need) && (!a.metrics || s.auth.metrics.file == ""):
 			s.refuseClosed(w, r, page, a)
-			return
-		case err != nil:
-			if mutating {
-				err = fmt.Errorf("check a credential: %w", err)
-			} else {
-				err = fmt.Errorf("check a read credential: %w", err)
-			}
-			s.o.Logger.Error("http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-			switch {
-			case page:
-				s.pageError(w, r, err)
-			case mutating:
-				writeError(w, http.StatusInternalServerError, msgTokenBroken)
-			default:
-				writeError(w, http.StatusInternalServerError, msgReadTokenBroken)
-			}
 			return
 		default:
 			s.refuseUnauthenticated(w, r, page, a, out == authInvalid)
 			return
 		}
 		if !safeMethod(r.Method) {
-			if !limitBody(w, r, maxBody) {
+			if !readBody(w, r, maxBody) {
 				return
 			}
 			if id.ambient() && !s.checkCSRF(w, r, id, page) {

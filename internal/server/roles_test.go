@@ -219,7 +219,7 @@ func TestRouteTable(t *testing.T) {
 			}
 			// What is open to anyone or checks its own credential is a
 			// deliberate, short list.
-			require.ElementsMatch(t, []string{"GET /healthz", "GET /readyz", "GET /metrics"}, public)
+			require.ElementsMatch(t, []string{"GET /healthz", "GET /readyz"}, public)
 			require.Equal(t, []string{selfPattern}, self)
 			logs := h.logs.String()
 			for _, tok := range roleTokens {
@@ -253,7 +253,8 @@ func TestRouteRules(t *testing.T) {
 		"POST /api/v1/remediations/{id}/reject":  "approver",
 		"POST /api/v1/remediation/pause":         "admin",
 		"POST /api/v1/remediation/resume":        "admin",
-		"GET /metrics":                           "public",
+		"GET /metrics":                           "viewer or the metrics token",
+		"GET /healthz":                           "public",
 		selfPattern:                              "self-authenticated",
 	} {
 		require.Equal(t, want, got[pattern], pattern)

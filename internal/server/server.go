@@ -57,12 +57,16 @@ type Options struct {
 
 	// Logs holds finished runs' logs (nil: none are served).
 	Logs store.LogStore
+	// Sessions keeps the sessions of oidc mode (oidc.go); nil: Store's,
+	// which must then be a store.SessionStore in oidc mode.
+	Sessions store.SessionStore
 	// Incidents lists a workspace's incidents, shown with their severity
 	// and the rule that set it (nil: none are shown).
 	Incidents IncidentLister
 	// Audit records every request to a mutating route, refused or not
 	// (audit.go); nil: none is recorded. GET /api/v1/audit and the
 	// /audit page read the log from Store, if it is a store.AuditReader.
+	// Unless it is an *AuditLimiter, New puts one in front of it.
 	Audit AuditRecorder
 	// Config is the config file's server section; config.Server documents
 	// each setting. The server uses it as follows (zero: no tokens, no
@@ -76,8 +80,14 @@ type Options struct {
 	//     credential could use answers 403 saying what to configure.
 	//   - Auth.Mode "proxy" also takes people's identities from the
 	//     headers of an authenticating proxy, believed only from a TCP
-	//     peer in Auth.Proxy.TrustedNetworks, with roles from Auth.Roles;
-	//     their mutating requests need a CSRF token (csrf.go).
+	//     peer in Auth.Proxy.TrustedNetworks that carries the shared
+	//     secret of Auth.Proxy.SecretFile in Auth.Proxy.SecretHeader
+	//     (required; the header is removed from every request), with
+	//     roles from Auth.Roles; their mutating requests need a CSRF
+	//     token (csrf.go).
+	//   - MetricsTokenFile holds the scrape token of /metrics, which
+	//     reads nothing else. /metrics needs the viewer role (or this
+	//     token) unless a caller without a credential may read.
 	//   - Auth.AnonymousRole and OpenReads say what a caller without a
 	//     credential may read; see authenticator.anonymousMay. A log that
 	//     starts with runlog.ValuesNotice is served only to a reader with
@@ -125,6 +135,10 @@ type Options struct {
 type SandboxStatus struct {
 	Mode   string `json:"mode"`
 	Reason string `json:"reason,omitempty"`
+	// Network is "isolated" (each run has a network namespace of its
+	// own: outbound access only, no port of this machine) or "host".
+	Network       string `json:"network"`
+	NetworkReason string `json:"network_reason,omitempty"`
 }
 
 // NotifierStatus is the delivery health of one notifier.
@@ -188,6 +202,8 @@ type Server struct {
 	writeTimeout    time.Duration
 	// certs serves the TLS certificate, nil without TLS.
 	certs *certReloader
+	// stats bounds and caches the statistics (trends.go).
+	stats *statsCache
 }
 
 // New validates o and builds a Server.
@@ -198,7 +214,11 @@ func New(o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{o: o, maxStreams: DefaultMaxLogStreams, sseWriteTimeout: LogStreamWriteTimeout, writeTimeout: 60 * time.Second}
+	if _, limited := o.Audit.(*AuditLimiter); o.Audit != nil && !limited {
+		o.Audit = NewAuditLimiter(o.Audit, AuditLimits{Logger: o.Logger, Now: o.Now})
+	}
+	s := &Server{o: o, maxStreams: DefaultMaxLogStreams, sseWriteTimeout: LogStreamWriteTimeout, writeTimeout: 60 * time.Second,
+		stats: newStatsCache()}
 	s.rem, _ = o.Control.(RemediationControl)
 	s.sil, _ = o.Control.(SilenceControl)
 	c := o.Config
@@ -235,6 +255,11 @@ func New(o Options) (*Server, error) {
 	// read on every request so that rotation needs no restart.
 	if s.auth, err = newAuthenticator(c, o.Logger); err != nil {
 		return nil, fmt.Errorf("driftwatch/server: %w", err)
+	}
+	if s.auth.oidc != nil {
+		if err := s.auth.oidc.setSessions(o.Sessions, o.Store); err != nil {
+			return nil, fmt.Errorf("driftwatch/server: %w", err)
+		}
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return nil, errors.New("driftwatch/server: Options.Config.TLSCertFile and Options.Config.TLSKeyFile go together")
@@ -280,7 +305,7 @@ func (s *Server) routes() (http.Handler, *router) {
 	mux := newRouter(s)
 	mux.public("GET /healthz", http.HandlerFunc(s.healthz))
 	mux.public("GET /readyz", http.HandlerFunc(s.readyz))
-	mux.public("GET /metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{
+	mux.handleMetrics("GET /metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelError),
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
@@ -307,7 +332,7 @@ func (s *Server) routes() (http.Handler, *router) {
 	mux.handle("GET /{$}", RoleViewer, s.statusPage)
 	mux.handle("GET /workspaces/{name}", RoleViewer, s.workspacePage)
 	mux.handleLogs("GET /runs/{id}", s.runPage)
-	return s.accessLog(securityHeaders(s.checkHost(mux.mux))), mux
+	return s.accessLog(securityHeaders(s.checkHost(s.auth.stripProxySecret(mux.mux)))), mux
 }
 
 // Handler returns the server's handler, with access logging and the Host
@@ -337,6 +362,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelWarn),
+	}
+	if s.auth.oidc != nil {
+		// Ended sessions are deleted while serving.
+		pctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); s.auth.oidc.pruneLoop(pctx) }()
+		defer func() { stop(); <-done }()
 	}
 	errc := make(chan error, 1)
 	if s.certs != nil {

@@ -310,15 +310,18 @@ func (s *Server) apiExpireSilence(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toAPISilence(x, s.o.Now()))
 }
 
-// actor is who a record names as having acted: a person signed in
-// (through the proxy or a session), whatever the request says; for an API token (shared
-// by a CLI's users or a CI job), the name the client gives, as before.
+// actor is who a record names as having acted: the authenticated
+// identity (Identity.Actor), never what the request claims. A person
+// signed in (through the proxy or a session) is named alone; an API
+// token (shared by a CLI's users or a CI job) is named with the name the
+// client gives, marked as a claim: "token:ci (claimed: dave)".
 func actor(r *http.Request, claimed string) string {
 	id, _ := IdentityFrom(r.Context())
-	if id.ambient() {
+	claimed = strings.Join(strings.Fields(claimed), " ")
+	if id.ambient() || claimed == "" || claimed == id.Actor() {
 		return id.Actor()
 	}
-	return strings.TrimSpace(claimed)
+	return id.Actor() + " (claimed: " + claimed + ")"
 }
 
 // --- pages ---

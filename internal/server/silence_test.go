@@ -92,25 +92,27 @@ func TestAPISilences(t *testing.T) {
 }
 
 // POST /api/v1/silences with the API token: 201 with the silence as the
-// daemon stored it; the request reaches the daemon as sent.
+// daemon stored it; the request reaches the daemon as sent, except
+// created_by: the token that authenticated it, with the name the client
+// claims marked as a claim (a token holder cannot pass for anyone).
 func TestAPIAddSilence(t *testing.T) {
 	h, base := serveSilences(t)
 	code, hdr, body := send(t, http.MethodPost, base+"/api/v1/silences", bearerAuth(testToken),
 		`{"workspace": "billing-db", "for": "4h", "comment": " restoring a snapshot ", "created_by": "dave"}`)
 	requireJSON(t, http.StatusCreated, `{"id": "sil-1", "workspace": "billing-db", "labels": {}, "starts_at": "2026-03-14T03:00:00Z",
-	  "ends_at": "2026-03-14T07:00:00Z", "comment": "restoring a snapshot", "created_by": "dave", "created_at": "2026-03-14T03:00:00Z", "active": true}`,
+	  "ends_at": "2026-03-14T07:00:00Z", "comment": "restoring a snapshot", "created_by": "token:api (claimed: dave)", "created_at": "2026-03-14T03:00:00Z", "active": true}`,
 		code, hdr, body)
 
 	code, hdr, body = send(t, http.MethodPost, base+"/api/v1/silences", bearerAuth(testToken),
 		`{"labels": {"env": "prod"}, "for": "90m", "starts_at": "2026-03-14T22:00:00+01:00", "comment": "game day"}`)
 	requireJSON(t, http.StatusCreated, `{"id": "sil-2", "workspace": "", "labels": {"env": "prod"}, "starts_at": "2026-03-14T21:00:00Z",
-	  "ends_at": "2026-03-14T22:30:00Z", "comment": "game day", "created_by": "", "created_at": "2026-03-14T03:00:00Z", "active": false}`,
+	  "ends_at": "2026-03-14T22:30:00Z", "comment": "game day", "created_by": "token:api", "created_at": "2026-03-14T03:00:00Z", "active": false}`,
 		code, hdr, body)
 
 	added, _ := h.silenceCalls()
 	require.Equal(t, []SilenceRequest{
-		{Workspace: "billing-db", For: 4 * time.Hour, Comment: "restoring a snapshot", CreatedBy: "dave"},
-		{Labels: map[string]string{"env": "prod"}, For: 90 * time.Minute, Comment: "game day",
+		{Workspace: "billing-db", For: 4 * time.Hour, Comment: "restoring a snapshot", CreatedBy: "token:api (claimed: dave)"},
+		{Labels: map[string]string{"env": "prod"}, For: 90 * time.Minute, Comment: "game day", CreatedBy: "token:api",
 			StartsAt: time.Date(2026, 3, 14, 22, 0, 0, 0, time.FixedZone("", 3600))},
 	}, normalizeStarts(added))
 	require.Contains(t, h.logs.String(), `msg="silence added through the api" silence=sil-1 workspace=billing-db`)
@@ -237,7 +239,7 @@ func TestAPIExpireSilence(t *testing.T) {
 	code, hdr, body = send(t, http.MethodDelete, base+"/api/v1/silences/nope", bearerAuth(testToken), "")
 	requireJSON(t, http.StatusNotFound, `{"error": "unknown silence"}`, code, hdr, body)
 	_, expired := h.silenceCalls()
-	require.Equal(t, []string{"sil-db erin", "nope "}, expired)
+	require.Equal(t, []string{"sil-db token:api (claimed: erin)", "nope token:api"}, expired)
 	_, _, body = get(t, base+"/api/v1/silences")
 	require.NotContains(t, body, "sil-db")
 

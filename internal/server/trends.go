@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/stats"
@@ -144,10 +145,107 @@ type statsResponse struct {
 	stats.Report
 }
 
-// statsReport reads the filter's window from the store into a Report.
+// Limits of the statistics (GET /api/v1/stats, the Trends page), which
+// read every run of their window: at most MaxStatsConcurrent are
+// computed at once (one more answers 503), and each answer is kept for
+// StatsCacheTTL per filter (at most maxStatsCacheEntries filters).
+const (
+	MaxStatsConcurrent   = 4
+	StatsCacheTTL        = time.Minute
+	maxStatsCacheEntries = 256
+)
+
+// errStatsBusy: MaxStatsConcurrent statistics are being computed.
+var errStatsBusy = errors.New("too many statistics are being computed: try again in a few seconds")
+
+// statsCache bounds and caches the statistics (the limits above).
+type statsCache struct {
+	sem     chan struct{}
+	mu      sync.Mutex
+	entries map[string]statsEntry
+}
+
+type statsEntry struct {
+	at      time.Time
+	rep     stats.Report
+	matched *int
+}
+
+func newStatsCache() *statsCache {
+	return &statsCache{sem: make(chan struct{}, MaxStatsConcurrent), entries: map[string]statsEntry{}}
+}
+
+// get returns the answer kept for key, if younger than StatsCacheTTL.
+func (c *statsCache) get(key string, now time.Time) (statsEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || now.Sub(e.at) >= StatsCacheTTL || now.Before(e.at) {
+		return statsEntry{}, false
+	}
+	return e, true
+}
+
+// put keeps an answer, dropping expired ones and, when full, the oldest.
+func (c *statsCache) put(key string, e statsEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, old := range c.entries {
+		if e.at.Sub(old.at) >= StatsCacheTTL {
+			delete(c.entries, k)
+		}
+	}
+	for len(c.entries) >= maxStatsCacheEntries {
+		oldest := ""
+		for k, old := range c.entries {
+			if oldest == "" || old.at.Before(c.entries[oldest].at) {
+				oldest = k
+			}
+		}
+		delete(c.entries, oldest)
+	}
+	c.entries[key] = e
+}
+
+// cacheKey names what a filter asks for.
+func (f statsFilter) cacheKey() string {
+	var b strings.Builder
+	b.WriteString(f.Since + "\x00" + f.Owner)
+	for _, kv := range f.Labels {
+		b.WriteString("\x00" + kv[0] + "=" + kv[1])
+	}
+	return b.String()
+}
+
+// statsReport is the statistics of f: kept from a request of the last
+// StatsCacheTTL, else computed (computeStats) unless MaxStatsConcurrent
+// already are (errStatsBusy).
+func (s *Server) statsReport(ctx context.Context, f *statsFilter) (stats.Report, error) {
+	if _, ok := s.o.Store.(store.StatsReader); !ok {
+		return stats.Report{}, errStatsUnsupported
+	}
+	key, now := f.cacheKey(), s.o.Now()
+	if e, ok := s.stats.get(key, now); ok {
+		f.MatchedWorkspaces = e.matched
+		return e.rep, nil
+	}
+	select {
+	case s.stats.sem <- struct{}{}:
+		defer func() { <-s.stats.sem }()
+	default:
+		return stats.Report{}, errStatsBusy
+	}
+	rep, err := s.computeStats(ctx, f)
+	if err == nil {
+		s.stats.put(key, statsEntry{at: now, rep: rep, matched: f.MatchedWorkspaces})
+	}
+	return rep, err
+}
+
+// computeStats reads the filter's window from the store into a Report.
 // With labels or an owner it reads only the configured workspaces that
 // match (none: an empty report, every day present).
-func (s *Server) statsReport(ctx context.Context, f *statsFilter) (stats.Report, error) {
+func (s *Server) computeStats(ctx context.Context, f *statsFilter) (stats.Report, error) {
 	reader, ok := s.o.Store.(store.StatsReader)
 	if !ok {
 		return stats.Report{}, errStatsUnsupported
@@ -196,6 +294,11 @@ func (s *Server) apiStats(w http.ResponseWriter, r *http.Request) {
 	rep, err := s.statsReport(r.Context(), &f)
 	if errors.Is(err, errStatsUnsupported) {
 		writeError(w, http.StatusNotImplemented, err.Error())
+		return
+	}
+	if errors.Is(err, errStatsBusy) {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	if err != nil {
@@ -275,6 +378,15 @@ func (s *Server) trendsPage(w http.ResponseWriter, r *http.Request, t *template.
 			page:    s.newPage(r, "driftwatch: trends unavailable", false),
 			Heading: "Trends unavailable",
 			Message: err.Error() + ".",
+		})
+		return
+	}
+	if errors.Is(err, errStatsBusy) {
+		w.Header().Set("Retry-After", "5")
+		s.render(w, r, http.StatusServiceUnavailable, s.pages.message, messagePageData{
+			page:    s.newPage(r, "driftwatch: trends busy", false),
+			Heading: "Trends busy",
+			Message: strings.ToUpper(err.Error()[:1]) + err.Error()[1:] + ".",
 		})
 		return
 	}

@@ -18,8 +18,14 @@
 // told to the optional Options.OnDecision (the daemon records it in the
 // audit log): who clicked, approve or reject, which remediation, and
 // whether it was decided, refused (not an approver, another channel) or
-// failed. Requests that fail the authentication are only logged: they
-// name nobody.
+// failed. Requests that fail the authentication name nobody: they are
+// told to the optional Options.OnRefused with their peer and the reason
+// only (the daemon records them in the audit log as anonymous entries,
+// aggregated and rate limited like the API's anonymous refusals).
+//
+// The signatures seen within the window are kept in Options.Replay when
+// set (the daemon's store, so that a replay is refused after a restart
+// too), else in memory.
 //
 // Every refusal is logged at warn with its reason, never with the signing
 // secret, the raw body or the response_url (a short-lived credential to

@@ -101,6 +101,29 @@ type Options struct {
 	// records it in the audit log). It is called before the reply is
 	// posted; it must not block for long.
 	OnDecision func(ctx context.Context, d Decision)
+	// OnRefused, if set, is told of every request refused before it was
+	// authenticated (no or a bad signature, a stale timestamp, a replay,
+	// a body too large): the daemon records it in the audit log as an
+	// anonymous entry. It must not block for long.
+	OnRefused func(ctx context.Context, r Refusal)
+	// Replay, if set, keeps the signatures seen within Window, so that a
+	// replay is refused after a restart too (the daemon passes its
+	// store); nil: the Handler keeps them in memory only.
+	Replay store.ReplayStore
+}
+
+// Refusal is a request refused before it was authenticated, as OnRefused
+// is told of it. Nothing in it comes from the request but its peer: who
+// sent it is unknown, and the payload's user is never believed.
+type Refusal struct {
+	// At is when it was refused.
+	At time.Time
+	// RemoteAddr is the request's (the TCP peer's address and port).
+	RemoteAddr string
+	// Status is the HTTP status answered.
+	Status int
+	// Reason says why, in fixed words ("bad signature").
+	Reason string
 }
 
 // Decision is a click on an Approve or Reject button, as OnDecision is
@@ -208,11 +231,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		log.Warn("slack interaction refused", append([]any{"reason", reason}, args...)...)
 		http.Error(w, http.StatusText(code), code)
 	}
+	// deny refuses a request that is not (yet) authenticated, and tells
+	// OnRefused.
+	deny := func(code int, reason string, args ...any) {
+		refuse(code, reason, args...)
+		if h.o.OnRefused != nil {
+			h.o.OnRefused(context.WithoutCancel(r.Context()), Refusal{At: h.o.Now(), RemoteAddr: r.RemoteAddr, Status: code, Reason: reason})
+		}
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			refuse(http.StatusRequestEntityTooLarge, "body too large", "limit", MaxBody)
+			deny(http.StatusRequestEntityTooLarge, "body too large", "limit", MaxBody)
 			return
 		}
 		refuse(http.StatusBadRequest, "unreadable body", "err", err)
@@ -220,18 +251,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	tsHeader, sig := r.Header.Get("X-Slack-Request-Timestamp"), r.Header.Get("X-Slack-Signature")
 	if tsHeader == "" || sig == "" {
-		refuse(http.StatusUnauthorized, "missing signature headers")
+		deny(http.StatusUnauthorized, "missing signature headers")
 		return
 	}
 	ts, err := strconv.ParseInt(tsHeader, 10, 64)
 	if err != nil {
-		refuse(http.StatusUnauthorized, "malformed timestamp")
+		deny(http.StatusUnauthorized, "malformed timestamp")
 		return
 	}
 	now := h.o.Now()
 	sent := time.Unix(ts, 0)
 	if d := now.Sub(sent); d > Window || d < -Window {
-		refuse(http.StatusUnauthorized, "stale timestamp", "skew", d.Round(time.Second).String())
+		deny(http.StatusUnauthorized, "stale timestamp", "skew", d.Round(time.Second).String())
 		return
 	}
 	notifiers, err := h.o.Notifiers()
@@ -242,15 +273,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	signed := signedBy(notifiers, tsHeader, body, sig)
 	if len(signed) == 0 {
-		refuse(http.StatusUnauthorized, "bad signature")
+		deny(http.StatusUnauthorized, "bad signature")
 		return
 	}
-	switch h.remember(sig, sent.Add(Window), now) {
+	switch h.remember(r.Context(), log, sig, sent.Add(Window), now) {
 	case replayed:
-		refuse(http.StatusUnauthorized, "replayed signature")
+		deny(http.StatusUnauthorized, "replayed signature")
 		return
 	case full:
-		refuse(http.StatusServiceUnavailable, "replay cache full")
+		deny(http.StatusServiceUnavailable, "replay cache full")
+		return
+	case unavailable:
+		deny(http.StatusServiceUnavailable, "replay cache unavailable")
 		return
 	}
 
@@ -445,11 +479,24 @@ const (
 	fresh seenResult = iota
 	replayed
 	full
+	unavailable
 )
 
 // remember records sig until until, reporting whether it was seen before
-// (or the cache is full).
-func (h *Handler) remember(sig string, until, now time.Time) seenResult {
+// (or the cache is full, or Options.Replay failed: a request is refused
+// rather than let through unchecked).
+func (h *Handler) remember(ctx context.Context, log *slog.Logger, sig string, until, now time.Time) seenResult {
+	if h.o.Replay != nil {
+		seen, err := h.o.Replay.RememberSignature(ctx, sig, until, now)
+		switch {
+		case err != nil:
+			log.Error("slack interaction: replay cache", "err", err)
+			return unavailable
+		case seen:
+			return replayed
+		}
+		return fresh
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if exp, ok := h.seen[sig]; ok && now.Before(exp) {

@@ -62,6 +62,23 @@ type AuditEntry struct {
 	Detail string
 	// Source is AuditSourceAPI, AuditSourcePage or AuditSourceSlack.
 	Source string
+	// Anonymous marks a request that named nobody and did nothing: a
+	// refusal (or failure) of a caller without a verified identity (no
+	// credential, an invalid one, identity headers from an untrusted
+	// peer, a Slack request without a valid signature). Anyone can make
+	// those, so stores aggregate them (one entry per Peer, Action,
+	// Source, Result, Status and Detail per minute, counted in Count,
+	// without a Target or Roles) and cap them apart: they never evict
+	// the entries of identified callers.
+	Anonymous bool
+	// Peer is where an Anonymous entry came from: the TCP peer's address
+	// (an IPv6 peer's /64), never a forwarded-for header; behind a proxy,
+	// the proxy's. "" for other entries.
+	Peer string
+	// Count is how many requests the entry stands for: 1, or more for an
+	// aggregated Anonymous entry (whose At is the first of them).
+	// RecordAudit reads 0 as 1.
+	Count int
 }
 
 // MaxAuditDetail caps AuditEntry.Detail, in bytes; stores truncate a
@@ -89,11 +106,24 @@ type AuditReader interface {
 	AuditEntries(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 }
 
-// AuditStore keeps the audit log: entries are appended, never changed,
-// and pruned with the run history (store.max_age) and beyond a fixed
-// count; store/sqlite documents its limits.
+// AuditStore keeps the audit log: entries are appended, never changed
+// (but for an aggregated Anonymous entry's Count), and pruned with the
+// run history (store.max_age) and beyond a fixed count per kind, which
+// is enforced as entries are recorded; store/sqlite documents its limits.
 type AuditStore interface {
 	AuditReader
-	// RecordAudit appends e, capping its Detail, Actor and Target.
+	// RecordAudit appends e, capping its Detail, Actor and Target; an
+	// Anonymous e is added to the count of its minute's entry, if any.
 	RecordAudit(ctx context.Context, e AuditEntry) error
+}
+
+// ReplayStore remembers the Slack request signatures seen within the
+// replay window, so that a replayed request is refused after a restart
+// too. It is optional: the daemon finds it on its Store with a type
+// assertion. store/sqlite implements it.
+type ReplayStore interface {
+	// RememberSignature records sig as seen until until, and reports
+	// whether it had already been seen (and had not expired at now).
+	// Signatures expired at now are forgotten.
+	RememberSignature(ctx context.Context, sig string, until, now time.Time) (seen bool, err error)
 }

@@ -29,8 +29,9 @@ type Options struct {
 	// Env is the child's whole environment (sandbox.BuildEnv).
 	Env map[string]string
 	// Secrets are redacted from every reason and from the log: the secret
-	// env values, runner.Request.Redact and sandbox.SensitiveValues. The log
-	// redacts the values of Request.Vars too.
+	// env values, runner.Request.Redact, sandbox.SensitiveValues and
+	// backend.ConfigSecrets. The log redacts the values of Request.Vars
+	// too, and every URL's user info and query string (sandbox.Redactor).
 	Secrets []string
 	// Grace is how long Terraform gets to stop after SIGINT before it is
 	// killed (sandbox.Begin).

@@ -24,7 +24,7 @@ func Tools(t testing.TB) (bins []string, cliConfig string) {
 // Jail returns the bubblewrap binary the local runner's jail uses here.
 func Jail(t testing.TB) string {
 	t.Helper()
-	iso, err := sandbox.DetectIsolation(sandbox.IsolationAuto)
+	iso, err := sandbox.DetectIsolation(sandbox.IsolationAuto, sandbox.NetworkAuto)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,6 +32,20 @@ func Jail(t testing.TB) string {
 		Unavailable(t, "the jail is unavailable here ("+iso.Reason+"); `make deps` installs bubblewrap")
 	}
 	return iso.Bwrap
+}
+
+// JailNet returns the pasta binary that gives the local runner's jail a
+// network namespace of its own here.
+func JailNet(t testing.TB) string {
+	t.Helper()
+	iso, err := sandbox.DetectIsolation(sandbox.IsolationAuto, sandbox.NetworkAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iso.Network != "isolated" {
+		Unavailable(t, "the jail's own network is unavailable here ("+iso.NetworkReason+"); `make deps` installs passt")
+	}
+	return iso.Pasta
 }
 
 // Program returns the path of a program a test runs (git, flock), which

@@ -83,6 +83,19 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- include "driftwatch.listen" . | splitList ":" | last }}
 {{- end }}
 
+{{/*
+config.runner.kubernetes.callback_listen: the run pods' callback, on a
+listener of its own (default ":8081", the daemon's).
+*/}}
+{{- define "driftwatch.callbackListen" -}}
+{{- toString (dig "runner" "kubernetes" "callback_listen" ":8081" (.Values.config | default dict)) }}
+{{- end }}
+
+{{/* The callback's container port: the port of callbackListen. */}}
+{{- define "driftwatch.callbackPort" -}}
+{{- include "driftwatch.callbackListen" . | splitList ":" | last }}
+{{- end }}
+
 {{/* Name of the PVC holding the database. */}}
 {{- define "driftwatch.claimName" -}}
 {{- default (include "driftwatch.fullname" .) .Values.persistence.existingClaim }}
@@ -103,6 +116,16 @@ what would make a broken release.
 {{- $listen := include "driftwatch.listen" . }}
 {{- if not (regexMatch "^(0\\.0\\.0\\.0|\\[::\\])?:[0-9]+$" $listen) }}
 {{- fail (printf "config.server.listen must be \"0.0.0.0:<port>\", \"[::]:<port>\" or \":<port>\", not %q: the Service and probes reach the daemon from outside the pod (driftwatch's own default is 127.0.0.1:8080)" $listen) }}
+{{- end }}
+{{- $cb := include "driftwatch.callbackListen" . }}
+{{- if not (regexMatch "^(0\\.0\\.0\\.0|\\[::\\])?:[0-9]+$" $cb) }}
+{{- fail (printf "config.runner.kubernetes.callback_listen must be \"0.0.0.0:<port>\", \"[::]:<port>\" or \":<port>\", not %q: run pods reach the callback from outside the pod" $cb) }}
+{{- end }}
+{{- if eq (include "driftwatch.callbackPort" .) (include "driftwatch.port" .) }}
+{{- fail (printf "config.runner.kubernetes.callback_listen (%s) must use another port than config.server.listen (%s): run pods may reach the callback port only" $cb $listen) }}
+{{- end }}
+{{- if eq (int .Values.service.callbackPort) (int .Values.service.port) }}
+{{- fail "service.callbackPort must differ from service.port" }}
 {{- end }}
 {{- $kg := toString (dig "terraform" "kill_grace" "10s" (.Values.config | default dict)) }}
 {{- $re := "^(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?$" }}
@@ -135,7 +158,8 @@ what would make a broken release.
   "image" (include "driftwatch.image" .)
   "image_pull_policy" .Values.image.pullPolicy
   "service_account" (include "driftwatch.runServiceAccountName" .)
-  "callback_url" (printf "%s://%s.%s.svc:%v" (include "driftwatch.scheme" .) (include "driftwatch.fullname" .) .Release.Namespace .Values.service.port)
+  "callback_url" (printf "%s://%s.%s.svc:%v" (include "driftwatch.scheme" .) (include "driftwatch.fullname" .) .Release.Namespace .Values.service.callbackPort)
+  "callback_listen" (include "driftwatch.callbackListen" .)
   "events" true }}
 {{- if .Values.tls.enabled }}
 {{- $_ := set $kube "callback_ca_file" (printf "%s/ca.crt" (include "driftwatch.tlsDir" .)) }}

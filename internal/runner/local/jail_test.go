@@ -62,7 +62,7 @@ func leakSetup(t *testing.T, bin, cliConfig string) leakCase {
 // (the control), the same code reads every canary: the test can fail.
 func TestJailHidesDaemonAndOtherWorkspaces(t *testing.T) {
 	bins, cliConfig := tftest.Tools(t)
-	bwrap := tftest.Jail(t)
+	bwrap, pasta := tftest.Jail(t), tftest.JailNet(t)
 	for _, bin := range bins {
 		t.Run(filepath.Base(bin), func(t *testing.T) {
 			t.Run("control", func(t *testing.T) {
@@ -78,7 +78,7 @@ func TestJailHidesDaemonAndOtherWorkspaces(t *testing.T) {
 			})
 			t.Run("jailed", func(t *testing.T) {
 				lc := leakSetup(t, bin, cliConfig)
-				lc.req.Jail = bwrap
+				lc.req.Jail, lc.req.JailNet = bwrap, pasta
 				l := runlog.New(1<<20, nil)
 				lc.req.Log = l
 				_, err := testRunner().Run(t.Context(), lc.req)
@@ -118,7 +118,7 @@ resource "local_file" "f" {
 `, out)
 			require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(tf), 0o644))
 			l := runlog.New(1<<20, nil)
-			req := runner.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src}, Jail: bwrap, Log: l,
+			req := runner.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src}, Jail: bwrap, JailNet: tftest.JailNet(t), Log: l,
 				CLIConfigFile: cliConfig, WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: 5 * time.Second}
 			res, err := testRunner().Run(t.Context(), req)
 			require.NoError(t, err, "%s", l.Bytes())
@@ -153,7 +153,7 @@ echo "fake terraform: started" >&2
 sleep 3143 &
 while :; do sleep 0.1; done`)
 			req := newReq(t, bin)
-			req.Jail, req.KillGrace = bwrap, 2*time.Second
+			req.Jail, req.JailNet, req.KillGrace = bwrap, tftest.JailNet(t), 2*time.Second
 			l := runlog.New(1<<20, nil)
 			req.Log = l
 			ctx, cancel := context.WithCancel(t.Context())

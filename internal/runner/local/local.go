@@ -94,8 +94,11 @@ func (r *Runner) attempt(ctx context.Context, req runner.Request, marker string,
 	if err != nil {
 		return res, false, &runner.Error{Phase: "setup", Err: err}
 	}
-	// Every secret the daemon knows is redacted, not only this workspace's.
+	// Every secret the daemon knows is redacted, not only this workspace's;
+	// and every backend_config value (the files' values once the source
+	// is in place: a relative file lies in it).
 	secrets = append(secrets, req.Redact...)
+	secrets = append(secrets, backend.ConfigSecrets(req.BackendConfig, nil)...)
 	red := sandbox.NewRedactor(secrets)
 	phases := tfsession.NewPhases(&res.Phases)
 
@@ -106,6 +109,7 @@ func (r *Runner) attempt(ctx context.Context, req runner.Request, marker string,
 	// Values of variables declared sensitive (var files, vars, TF_VAR_)
 	// are redacted too: a provider's error message prints them verbatim.
 	secrets = append(secrets, sandbox.SensitiveValues(ctx, sandbox.SourceDir(tmp), moduleDir, req.VarFiles, req.Vars, req.Env)...)
+	secrets = append(secrets, backend.ConfigSecrets(req.BackendConfig, backend.ConfigFileReader(ctx, sandbox.SourceDir(tmp), moduleDir))...)
 	red = sandbox.NewRedactor(secrets)
 	res.Commit = commit
 	// A static read, before Terraform writes anything into the copy (and,

@@ -83,6 +83,13 @@
 // retries 403 (and an older daemon's 404) until the deadline: during a
 // daemon restart or a leader handover the run is not yet re-armed.
 //
+// The daemon serves the Receiver's two routes with a CallbackServer, on a
+// listener of their own (runner.kubernetes.callback_listen) that serves
+// nothing else: run pods run workspaces' code, and a NetworkPolicy can
+// then let them reach that port and not the daemon's API, status page or
+// metrics (and, where a proxy's trusted network covers the pods, not its
+// identity headers either).
+//
 // TLS: the callback may be https. Spec.CallbackCA then carries the PEM of
 // the CA that signed the daemon's certificate (runner.kubernetes's
 // callback_ca_file, read by the daemon for each run; not a secret), and

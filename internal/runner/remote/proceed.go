@@ -14,9 +14,9 @@ import (
 	"github.com/driftwatch/driftwatch/internal/remediate"
 )
 
-// ProceedRoute is the ServeMux pattern the app mounts ProceedHandler on: a
-// remediation pod asks it, right before `terraform apply`, whether it may
-// apply (the kill switch lives in the daemon).
+// ProceedRoute is the ServeMux pattern ProceedHandler is served on (by a
+// CallbackServer): a remediation pod asks it, right before `terraform
+// apply`, whether it may apply (the kill switch lives in the daemon).
 const ProceedRoute = "GET /internal/v1/runs/{id}/proceed"
 
 // ProceedPath returns the path of runID's proceed check (ProceedRoute's).

@@ -17,8 +17,8 @@ import (
 	"time"
 )
 
-// Route is the ServeMux pattern the app mounts the Receiver on. The Receiver
-// reads the run id from the {id} wildcard.
+// Route is the ServeMux pattern the Receiver is served on, by a
+// CallbackServer. The Receiver reads the run id from the {id} wildcard.
 const Route = "POST /internal/v1/runs/{id}/result"
 
 // ResultPath returns the path of runID's result endpoint (Route's path).

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/sandbox/netcfg"
 )
 
 // The jail: every Terraform process of a local run (init, plan, show,
@@ -57,8 +58,11 @@ import (
 const JailExecName = "driftwatch-sandbox-exec"
 
 func init() {
-	if filepath.Base(os.Args[0]) == JailExecName {
+	switch filepath.Base(os.Args[0]) {
+	case JailExecName:
 		os.Exit(jailMain(os.Args[1:]))
+	case NetInitName:
+		os.Exit(netInitMain(os.Args[1:]))
 	}
 }
 
@@ -71,6 +75,15 @@ type Isolation struct {
 	Reason string `json:"reason,omitempty"`
 	// Bwrap is the bubblewrap binary used (namespaces only).
 	Bwrap string `json:"-"`
+	// Network is the jail's network: "isolated" (a namespace of each
+	// run's own, outbound access only: NetSpec) or "host" (the host's
+	// network; without a jail, always).
+	Network string `json:"network"`
+	// NetworkReason says why the network is the host's; empty when
+	// isolated.
+	NetworkReason string `json:"network_reason,omitempty"`
+	// Pasta is the pasta binary used (isolated network only).
+	Pasta string `json:"-"`
 }
 
 // Isolation settings (config terraform.sandbox).
@@ -81,26 +94,53 @@ const (
 )
 
 var (
-	probeOnce sync.Once
-	probed    Isolation
+	probeOnce    sync.Once
+	probed       Isolation
+	netProbeOnce sync.Once
+	netProbed    Isolation
 )
 
-// DetectIsolation resolves a terraform.sandbox setting on this machine.
-// With namespaces, an unavailable jail is an error; with auto it is a
-// Mode "none" whose Reason the caller must show (start-up log, status).
-func DetectIsolation(setting string) (Isolation, error) {
+// DetectIsolation resolves the terraform.sandbox and
+// terraform.sandbox_network settings on this machine. With namespaces
+// (isolated), an unavailable jail (network) is an error; with auto it is
+// a Mode "none" (Network "host") whose Reason (NetworkReason) the caller
+// must show (start-up log, status).
+func DetectIsolation(setting, network string) (Isolation, error) {
+	switch network {
+	case "", NetworkAuto, NetworkIsolated, NetworkHost:
+	default:
+		return Isolation{}, fmt.Errorf("terraform.sandbox_network %q: want auto, isolated or host", network)
+	}
+	var iso Isolation
 	switch setting {
 	case IsolationOff:
-		return Isolation{Mode: "none", Reason: "terraform.sandbox is off"}, nil
+		iso = Isolation{Mode: "none", Reason: "terraform.sandbox is off"}
 	case "", IsolationAuto, IsolationNamespaces:
+		probeOnce.Do(func() { probed = probe() })
+		iso = probed
+		if iso.Mode != "namespaces" && setting == IsolationNamespaces {
+			return iso, fmt.Errorf("terraform.sandbox is namespaces, but %s", iso.Reason)
+		}
 	default:
 		return Isolation{}, fmt.Errorf("terraform.sandbox %q: want auto, namespaces or off", setting)
 	}
-	probeOnce.Do(func() { probed = probe() })
-	if probed.Mode != "namespaces" && setting == IsolationNamespaces {
-		return probed, fmt.Errorf("terraform.sandbox is namespaces, but %s", probed.Reason)
+	iso.Network, iso.NetworkReason = "host", ""
+	switch {
+	case network == NetworkHost:
+		iso.NetworkReason = "terraform.sandbox_network is host"
+	case iso.Mode != "namespaces":
+		iso.NetworkReason = "runs are not jailed: " + iso.Reason
+	default:
+		netProbeOnce.Do(func() { netProbed = probeNet(iso.Bwrap) })
+		iso.Pasta, iso.NetworkReason = netProbed.Pasta, netProbed.NetworkReason
+		if iso.Pasta != "" {
+			iso.Network = "isolated"
+		}
 	}
-	return probed, nil
+	if iso.Network != "isolated" && network == NetworkIsolated {
+		return iso, fmt.Errorf("terraform.sandbox_network is isolated, but %s", iso.NetworkReason)
+	}
+	return iso, nil
 }
 
 // probe checks that bubblewrap is installed and can create the jail's
@@ -144,6 +184,9 @@ type jailSpec struct {
 	Bwrap string   `json:"bwrap"`
 	Args  []string `json:"args"`
 	Bin   string   `json:"bin"`
+	// Net, if set, gives every jailed process a network namespace of its
+	// own (net.go); nil: the host's network.
+	Net *NetSpec `json:"net,omitempty"`
 }
 
 // NewJail prepares the jail for a run in runDir of the Terraform binary
@@ -167,6 +210,17 @@ func NewJail(req runner.Request, runDir, bin string) (*Jail, error) {
 		return nil, fmt.Errorf("jail: %w", err)
 	}
 	j.spec = jailSpec{Bwrap: req.Jail, Bin: bin, Args: jailArgs(req, runDir, bin, resolved)}
+	if req.JailNet != "" {
+		j.spec.Net = &NetSpec{Pasta: req.JailNet}
+		for _, hp := range req.JailHostPorts {
+			p, err := netcfg.ParseHostPort(hp)
+			if err != nil {
+				j.Close()
+				return nil, fmt.Errorf("jail: sandbox_host_ports: %w", err)
+			}
+			j.spec.Net.HostPorts = append(j.spec.Net.HostPorts, p)
+		}
+	}
 	if err := j.write(false); err != nil {
 		j.Close()
 		return nil, err
@@ -337,7 +391,7 @@ func jailMain(args []string) int {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	if err := cmd.Start(); err != nil {
+	if err := startJailed(cmd, spec.Net); err != nil {
 		return fail(err)
 	}
 	infoW.Close()

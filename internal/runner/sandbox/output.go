@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/driftwatch/driftwatch/internal/redact"
 )
 
 // Tail keeps the last max bytes written to it.
@@ -67,12 +69,15 @@ func NewRedactor(secrets []string) Redactor {
 	return r
 }
 
-// Apply returns text with every secret replaced by [REDACTED].
+// Apply returns text with every secret replaced by [REDACTED], and the
+// user info and query string of every URL in it too (redact.URLs): a state
+// backend's address or a git remote may carry a token that is no known
+// value (a zero Redactor scrubs URLs as well).
 func (r Redactor) Apply(text string) string {
 	for _, v := range r {
 		text = strings.ReplaceAll(text, v, "[REDACTED]")
 	}
-	return text
+	return redact.URLs(text)
 }
 
 var (

@@ -72,3 +72,12 @@ func TestBackendFailureNone(t *testing.T) {
 	require.Equal(t, "Error: Unsupported argument (main.tf line 4)",
 		Diagnostic("Error: Unsupported argument\n\n  on main.tf line 4:\n", errors.New("exit status 1")), "other diagnostics as before")
 }
+
+// A URL's user info and query string are no known value, yet a token:
+// every redactor removes them, the zero one too.
+func TestRedactorScrubsURLs(t *testing.T) {
+	line := `Error: Failed to get state: GET https://u:pw@host/state?token=CANARY giving up: s3cr3t`
+	require.Equal(t, `Error: Failed to get state: GET https://[REDACTED]@host/state?[REDACTED] giving up: [REDACTED]`,
+		NewRedactor([]string{"s3cr3t"}).Apply(line))
+	require.NotContains(t, Redactor(nil).Apply(line), "CANARY")
+}

@@ -312,7 +312,7 @@ func (c *Command) Start(ctx context.Context, stdout io.Writer, args ...string) (
 		return cmd.Process.Signal(os.Interrupt)
 	}
 	cmd.ExtraFiles = []*os.File{infoW}
-	err = cmd.Start()
+	err = startJailed(cmd, c.Jail.spec.Net)
 	infoW.Close()
 	if err != nil {
 		infoR.Close()

@@ -7,24 +7,55 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
-var _ store.AuditStore = (*Store)(nil)
+var (
+	_ store.AuditStore  = (*Store)(nil)
+	_ store.ReplayStore = (*Store)(nil)
+)
 
-// keepAudit is how many audit entries Prune keeps, whatever their age:
-// the log of a busy driftwatch stays a few tens of MiB at most. Entries
-// older than Prune's olderThan (store.max_age) go too.
-const keepAudit = 100_000
+// The audit log's caps, per kind of entry, enforced by RecordAudit as it
+// inserts (and again by Prune): beyond its cap, a kind's oldest entries
+// go. Anonymous entries (store.AuditEntry.Anonymous) have their own cap,
+// so a flood of them only ever evicts older anonymous entries, never an
+// identified caller's. Entries older than Prune's olderThan
+// (store.max_age) go too, whatever their kind. The log of a busy
+// driftwatch stays a few tens of MiB at most.
+const (
+	// keepAudit is how many entries of identified callers are kept.
+	keepAudit = 100_000
+	// keepAnonymous is how many anonymous entries are kept; each stands
+	// for up to a minute of one peer's refused requests to one action.
+	keepAnonymous = 10_000
+)
 
-const auditColumns = `seq, at, actor, method, roles, action, target, result, status, detail, source`
+// auditCap is the cap of the kind anon (0: identified, 1: anonymous).
+func (s *Store) auditCap(anon int) int {
+	if c := s.auditCaps[anon]; c > 0 {
+		return c
+	}
+	if anon == 1 {
+		return keepAnonymous
+	}
+	return keepAudit
+}
+
+const auditColumns = `seq, at, actor, method, roles, action, target, result, status, detail, source, count, anonymous, peer`
 
 // RecordAudit appends e (store.AuditStore). Its ID is the store's; its
-// Detail is cut to store.MaxAuditDetail bytes and its Actor and Target to
-// store.MaxAuditName, at a character boundary. At and Action are
+// Detail is cut to store.MaxAuditDetail bytes and its Actor, Target and
+// Peer to store.MaxAuditName, at a character boundary. At and Action are
 // required.
+//
+// An Anonymous e is aggregated: if its minute already has an entry of
+// the same Peer, Action, Source, Result, Status and Detail, e's Count is
+// added to that entry's; its Target and Roles are not kept (a refused
+// caller chose them). A new entry beyond its kind's cap deletes the
+// kind's oldest, in the same transaction.
 func (s *Store) RecordAudit(ctx context.Context, e store.AuditEntry) (err error) {
 	defer s.noteWrite(&err)
 	switch {
@@ -32,25 +63,80 @@ func (s *Store) RecordAudit(ctx context.Context, e store.AuditEntry) (err error)
 		return errors.New("record audit entry: its time is required")
 	case e.Action == "":
 		return errors.New("record audit entry: its action is required")
+	case e.Count < 0:
+		return fmt.Errorf("record audit entry: negative count %d", e.Count)
 	}
 	at, err := nanos(e.At)
 	if err != nil {
 		return fmt.Errorf("record audit entry: %w", err)
 	}
 	roles := e.Roles
-	if roles == nil {
+	if roles == nil || e.Anonymous {
 		roles = []string{}
 	}
 	rs, err := json.Marshal(roles)
 	if err != nil {
 		return fmt.Errorf("record audit entry: %w", err)
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO audit_log (at, actor, method, roles, action, target, result, status, detail, source)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		at.Int64, capBytes(e.Actor, store.MaxAuditName), e.Method, string(rs), e.Action,
-		capBytes(e.Target, store.MaxAuditName), e.Result, e.Status, capBytes(e.Detail, store.MaxAuditDetail), e.Source)
+	count := max(e.Count, 1)
+	var (
+		anon   int
+		minute sql.NullInt64
+		peer   string
+		target = capBytes(e.Target, store.MaxAuditName)
+	)
+	if e.Anonymous {
+		anon, peer, target = 1, capBytes(e.Peer, store.MaxAuditName), ""
+		if minute, err = nanos(e.At.Truncate(time.Minute)); err != nil {
+			return fmt.Errorf("record audit entry: %w", err)
+		}
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("record audit entry: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	// The conflict target is the partial index of anonymous entries:
+	// other entries (minute NULL) never conflict.
+	var total int
+	err = tx.QueryRowContext(ctx, `INSERT INTO audit_log (at, actor, method, roles, action, target, result, status, detail, source,
+	count, anonymous, peer, minute)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (minute, peer, action, source, result, status, detail) WHERE anonymous = 1
+DO UPDATE SET count = count + excluded.count, at = min(at, excluded.at)
+RETURNING count`,
+		at.Int64, capBytes(e.Actor, store.MaxAuditName), e.Method, string(rs), e.Action,
+		target, e.Result, e.Status, capBytes(e.Detail, store.MaxAuditDetail), e.Source,
+		count, anon, peer, minute).Scan(&total)
+	if err != nil {
+		return fmt.Errorf("record audit entry: %w", err)
+	}
+	if total == count { // a new entry: an aggregated one's total is larger
+		if err := s.capAudit(ctx, tx, anon); err != nil {
+			return fmt.Errorf("record audit entry: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("record audit entry: %w", err)
+	}
+	return nil
+}
+
+// capAudit deletes the oldest entries of the kind anon beyond its cap.
+// audit_counts (kept by triggers) says how many there are without
+// counting them.
+func (s *Store) capAudit(ctx context.Context, tx *sql.Tx, anon int) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT n FROM audit_counts WHERE anonymous = ?`, anon).Scan(&n); err != nil {
+		return fmt.Errorf("count entries: %w", err)
+	}
+	over := n - s.auditCap(anon)
+	if over <= 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `
+DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE anonymous = ? ORDER BY seq LIMIT ?)`, anon, over); err != nil {
+		return fmt.Errorf("cap: %w", err)
 	}
 	return nil
 }
@@ -98,7 +184,8 @@ func (s *Store) AuditEntries(ctx context.Context, f store.AuditFilter) ([]store.
 			at    int64
 			roles string
 		)
-		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Method, &roles, &e.Action, &e.Target, &e.Result, &e.Status, &e.Detail, &e.Source); err != nil {
+		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Method, &roles, &e.Action, &e.Target, &e.Result, &e.Status, &e.Detail, &e.Source,
+			&e.Count, &e.Anonymous, &e.Peer); err != nil {
 			return nil, fmt.Errorf("audit entries: %w", err)
 		}
 		e.At = fromNanos(sql.NullInt64{Int64: at, Valid: true})
@@ -114,13 +201,16 @@ func (s *Store) AuditEntries(ctx context.Context, f store.AuditFilter) ([]store.
 }
 
 // pruneAudit is Prune's part for the audit log, in its transaction: it
-// deletes the entries recorded before cutoff (if set) and those beyond
-// the newest keepAudit. It returns how many it deleted.
+// deletes the entries recorded before cutoff (if set) and, per kind,
+// those beyond the newest keepAudit (identified callers') or
+// keepAnonymous (anonymous). It returns how many it deleted.
 func (s *Store) pruneAudit(ctx context.Context, tx *sql.Tx, cutoff sql.NullInt64) (int64, error) {
 	res, err := tx.ExecContext(ctx, `
 DELETE FROM audit_log
 WHERE (?1 IS NOT NULL AND at < ?1)
-OR seq < (SELECT min(seq) FROM (SELECT seq FROM audit_log ORDER BY seq DESC LIMIT ?2))`, cutoff, keepAudit)
+OR (anonymous = 0 AND seq < (SELECT min(seq) FROM (SELECT seq FROM audit_log WHERE anonymous = 0 ORDER BY seq DESC LIMIT ?2)))
+OR (anonymous = 1 AND seq < (SELECT min(seq) FROM (SELECT seq FROM audit_log WHERE anonymous = 1 ORDER BY seq DESC LIMIT ?3)))`,
+		cutoff, s.auditCap(0), s.auditCap(1))
 	if err != nil {
 		return 0, fmt.Errorf("audit log: %w", err)
 	}
@@ -129,6 +219,44 @@ OR seq < (SELECT min(seq) FROM (SELECT seq FROM audit_log ORDER BY seq DESC LIMI
 		return 0, fmt.Errorf("audit log: %w", err)
 	}
 	return n, nil
+}
+
+// RememberSignature records a Slack request's signature as seen until
+// until (store.ReplayStore), reporting whether it was already; it
+// forgets the signatures expired at now first, in the same transaction.
+// Only signatures that verified are recorded, so the table holds at most
+// the replay window's genuine Slack requests.
+func (s *Store) RememberSignature(ctx context.Context, sig string, until, now time.Time) (seen bool, err error) {
+	defer s.noteWrite(&err)
+	u, err := nanos(until)
+	if err != nil {
+		return false, fmt.Errorf("remember signature: %w", err)
+	}
+	n, err := nanos(now)
+	if err != nil {
+		return false, fmt.Errorf("remember signature: %w", err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("remember signature: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, `DELETE FROM slack_replay WHERE expires_at <= ?`, n); err != nil {
+		return false, fmt.Errorf("remember signature: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO slack_replay (signature, expires_at) VALUES (?, ?)
+ON CONFLICT (signature) DO NOTHING`, sig, u)
+	if err != nil {
+		return false, fmt.Errorf("remember signature: %w", err)
+	}
+	added, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("remember signature: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("remember signature: %w", err)
+	}
+	return added == 0, nil
 }
 
 // capBytes cuts s to at most n bytes, at a character boundary, marking a

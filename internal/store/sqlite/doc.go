@@ -2,7 +2,8 @@
 // store.QueueStore (queued runs), store.AlertStore (incidents, the
 // notification outbox, notifiers' per-incident state), store.LogStore and
 // store.RemediationStore, plus store.StatsReader (trends from run
-// history) and store.AuditStore (the audit log), in one embedded SQLite
+// history), store.AuditStore (the audit log) and store.ReplayStore (the
+// Slack signatures seen), in one embedded SQLite
 // database file, through the
 // pure-Go driver modernc.org/sqlite (no cgo: the binary stays static). Its
 // tests run every storetest suite against it.

@@ -233,6 +233,63 @@ CREATE TABLE audit_log (
 -- AuditEntries: newest first, from a time; Prune: older than max_age.
 CREATE INDEX audit_log_at ON audit_log (at, seq);
 `,
+
+	// 9: the audit log's anonymous entries, aggregated and capped apart
+	// (store.AuditEntry.Anonymous), and the Slack replay cache
+	// (store.ReplayStore). Existing entries are of count 1, not
+	// anonymous. audit_counts is kept by triggers, so that RecordAudit
+	// enforces each kind's cap without counting rows.
+	`
+ALTER TABLE audit_log ADD COLUMN count INTEGER NOT NULL DEFAULT 1 CHECK (count >= 1);
+ALTER TABLE audit_log ADD COLUMN anonymous INTEGER NOT NULL DEFAULT 0 CHECK (anonymous IN (0, 1));
+ALTER TABLE audit_log ADD COLUMN peer TEXT NOT NULL DEFAULT '';
+-- The minute (unix nanoseconds) an anonymous entry aggregates; NULL for others.
+ALTER TABLE audit_log ADD COLUMN minute INTEGER;
+-- The caps: each kind's oldest first.
+CREATE INDEX audit_log_kind ON audit_log (anonymous, seq);
+-- One anonymous entry per source, action and outcome per minute.
+CREATE UNIQUE INDEX audit_log_aggregate ON audit_log (minute, peer, action, source, result, status, detail)
+	WHERE anonymous = 1;
+
+CREATE TABLE audit_counts (
+	anonymous INTEGER PRIMARY KEY CHECK (anonymous IN (0, 1)),
+	n         INTEGER NOT NULL
+) STRICT;
+INSERT INTO audit_counts (anonymous, n) VALUES (0, (SELECT count(*) FROM audit_log)), (1, 0);
+CREATE TRIGGER audit_log_counted AFTER INSERT ON audit_log BEGIN
+	UPDATE audit_counts SET n = n + 1 WHERE anonymous = NEW.anonymous;
+END;
+CREATE TRIGGER audit_log_uncounted AFTER DELETE ON audit_log BEGIN
+	UPDATE audit_counts SET n = n - 1 WHERE anonymous = OLD.anonymous;
+END;
+
+CREATE TABLE slack_replay (
+	signature  TEXT PRIMARY KEY,
+	expires_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE INDEX slack_replay_expires ON slack_replay (expires_at);
+`,
+
+	// 10: oidc mode's sessions (store.SessionStore), kept on the server.
+	// Only a new table. id_hash is the SHA-256 of the session id the
+	// browser's cookie holds: a copy of the file signs no one in.
+	`
+CREATE TABLE sessions (
+	id_hash      BLOB PRIMARY KEY CHECK (length(id_hash) = 32),
+	issuer       TEXT NOT NULL,
+	subject      TEXT NOT NULL,
+	name         TEXT NOT NULL,
+	email        TEXT NOT NULL,
+	user_groups  TEXT NOT NULL CHECK (json_valid(user_groups)),
+	created_at   INTEGER NOT NULL,
+	last_seen_at INTEGER NOT NULL,
+	expires_at   INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+-- Sign-out everywhere and the admin's list: one person's sessions.
+CREATE INDEX sessions_subject ON sessions (subject, issuer);
+-- PruneSessions: the expired ones.
+CREATE INDEX sessions_expires ON sessions (expires_at);
+`,
 }
 
 // migrate applies the missing migrations, one transaction each. The version

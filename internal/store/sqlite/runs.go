@@ -356,7 +356,8 @@ func (s *Store) Workspaces(ctx context.Context) ([]store.WorkspaceState, error) 
 // delivered outbox messages beyond the newest 1000 per notifier or
 // delivered before olderThan, and incidents resolved before olderThan; and
 // the audit log (see pruneAudit): entries recorded before olderThan and
-// beyond the newest 100,000. Those deletions are logged, not counted in
+// beyond the newest 100,000 of identified callers and 10,000 anonymous
+// ones (which RecordAudit also enforces as it inserts). Those deletions are logged, not counted in
 // the result, which keeps meaning runs.
 func (s *Store) Prune(ctx context.Context, keep int, olderThan time.Time) (_ int, err error) {
 	defer s.noteWrite(&err)

@@ -55,6 +55,9 @@ type Store struct {
 	migrations []string
 	// keepDelivered is keepDelivered; tests lower it.
 	keepDelivered int
+	// auditCaps, if set, replace keepAudit and keepAnonymous (audit.go);
+	// tests lower them.
+	auditCaps [2]int
 	// w is the only connection that writes: database/sql queues callers for
 	// it, so transactions never contend inside this process.
 	w *sql.DB

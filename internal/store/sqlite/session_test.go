@@ -1,0 +1,14 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/driftwatch/driftwatch/internal/store/storetest"
+)
+
+func TestSessionConformance(t *testing.T) {
+	storetest.SessionConformance(t, func(t *testing.T, dir string) storetest.SessionStore {
+		return openStore(t, filepath.Join(dir, "driftwatch.db"))
+	})
+}
