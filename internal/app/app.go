@@ -111,6 +111,9 @@ func isolation(cfg *config.Config, logger *slog.Logger) (sandbox.Isolation, erro
 		logger.Warn("local runs share this machine's network: a workspace's Terraform code can reach every port this machine listens on, the daemon's API included",
 			"sandbox_network", iso.Network, "reason", iso.NetworkReason)
 	}
+	if iso.Network == "isolated" && sandbox.LoopbackResolver("/etc/resolv.conf") {
+		logger.Warn("local runs resolve no names: /etc/resolv.conf names only a resolver on loopback, which a run's own network namespace does not reach; point it at a resolver on another address, or set terraform.sandbox_network: host")
+	}
 	return iso, nil
 }
 

@@ -443,3 +443,26 @@ func probeNet(bwrap string) Isolation {
 	}
 	return Isolation{Pasta: pasta}
 }
+
+// LoopbackResolver reports whether every nameserver of resolvConf (this
+// machine's /etc/resolv.conf) is on loopback, such as systemd-resolved's
+// 127.0.0.53: a jail with a network of its own then resolves no name.
+func LoopbackResolver(resolvConf string) bool {
+	b, err := os.ReadFile(resolvConf)
+	if err != nil {
+		return false
+	}
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || f[0] != "nameserver" {
+			continue
+		}
+		a, err := netip.ParseAddr(f[1])
+		if err != nil || !a.Unmap().IsLoopback() {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}

@@ -17,6 +17,25 @@ import (
 	"github.com/driftwatch/driftwatch/internal/tftest"
 )
 
+func TestLoopbackResolver(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		conf string
+		want bool
+	}{
+		{"nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch .\n", true},
+		{"nameserver ::1\n", true},
+		{"nameserver 127.0.0.53\nnameserver 10.255.255.53\n", false},
+		{"nameserver 10.255.255.53\n", false},
+		{"# no nameserver\n", false},
+	} {
+		p := filepath.Join(dir, "resolv.conf")
+		require.NoError(t, os.WriteFile(p, []byte(tc.conf), 0o644))
+		require.Equal(t, tc.want, sandbox.LoopbackResolver(p), tc.conf)
+	}
+	require.False(t, sandbox.LoopbackResolver(filepath.Join(dir, "missing")))
+}
+
 // netTools returns bubblewrap and pasta, or ends the test: it fails under
 // `make test` (DRIFTWATCH_E2E=1), which installs both.
 func netTools(t *testing.T) (bwrap, pasta string) {
