@@ -133,6 +133,14 @@ test: deps tools kube-tools s3-tools auth-tools lint image
 	@$(TEST_ENV); $(GO) test -race -count=1 -timeout 40m ./...
 	@$(TEST_ENV); $(FAULTS_TEST)
 
+#? test-short: unit tests only (go test -short): no tools provisioned, none used (meant to take under 3 minutes)
+# -short skips every test of a real component (Terraform, the jail,
+# Chromium, a cluster, SeaweedFS, oauth2-proxy, the image: tftest.Short),
+# whether or not the tool is here; DRIFTWATCH_E2E is unset so that nothing
+# missing is a failure.
+test-short:
+	env -u DRIFTWATCH_E2E $(GO) test -short -count=1 ./...
+
 #? test-faults: only the fault-injection suite (DRIFTWATCH_SOAK_DURATION=10m by default)
 test-faults: deps tools kube-tools s3-tools auth-tools image
 	@$(TEST_ENV); $(FAULTS_TEST)
@@ -156,4 +164,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
-.PHONY: help deps tools kube-tools lint-tools s3-tools auth-tools image-tools image build run lint test test-faults testdata screenshots bench fuzz
+.PHONY: help deps tools kube-tools lint-tools s3-tools auth-tools image-tools image build run lint test test-short test-faults testdata screenshots bench fuzz

@@ -26,6 +26,7 @@ import (
 // DRIFTWATCH_E2E=1 (make test, CI) demands it.
 func Chromium(t *testing.T) string {
 	t.Helper()
+	tftest.Short(t, "Chromium")
 	p, err := exec.LookPath("chromium")
 	if err != nil {
 		tftest.Unavailable(t, fmt.Sprintf("chromium not found on PATH (`make deps` installs it): %v", err))

@@ -56,7 +56,7 @@ const (
 //     PRAGMA integrity_check, with the API's counts equal to the tables'.
 //
 // The figures (runs, skipped slots, deliveries, injected failures, losses)
-// are logged for the README's reliability section.
+// are logged for docs/reliability.md.
 func TestFaultsSoak(t *testing.T) {
 	t.Parallel() // the other fault tests run beside it: see parallelBesideSoak
 	dur := soakDuration(t)

@@ -138,7 +138,7 @@ func driftwatch(t *testing.T, env []string, args ...string) runOut {
 }
 
 // jsonReport mirrors the documented JSON contract; decoding with
-// DisallowUnknownFields keeps the README and the code in step.
+// DisallowUnknownFields keeps docs/reports.md and the code in step.
 type jsonReport struct {
 	Version    int    `json:"version"`
 	StartedAt  string `json:"started_at"`

@@ -1,7 +1,6 @@
 package e2etest
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -34,10 +33,10 @@ func TestJailNetDaemon(t *testing.T) {
 	tftest.JailNet(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		h := tftest.NewNetHost(t)
-		remote := serveHello(t, h.Listen(t, h.RemoteAddr+":0"), "remote")
-		listed := serveHello(t, mustListenTCP(t, "127.0.0.1:0"), "listed")
-		unlisted := serveHello(t, mustListenTCP(t, "127.0.0.1:0"), "unlisted")
-		other := serveHello(t, mustListenTCP(t, h.HostAddr+":0"), "host-other-address")
+		remote := tftest.ServeHello(t, h.Listen(t, h.RemoteAddr+":0"), "remote")
+		listed := tftest.ServeHello(t, tftest.ListenTCP(t, "127.0.0.1:0"), "listed")
+		unlisted := tftest.ServeHello(t, tftest.ListenTCP(t, "127.0.0.1:0"), "unlisted")
+		other := tftest.ServeHello(t, tftest.ListenTCP(t, h.HostAddr+":0"), "host-other-address")
 
 		listen := freePort(t)
 		_, daemonPort, _ := net.SplitHostPort(listen)
@@ -170,32 +169,4 @@ func startOAuth2Proxy(t *testing.T, upstream string) string {
 		return err == nil
 	}, 20*time.Second, 50*time.Millisecond, "oauth2-proxy did not listen: %s", &out)
 	return addr
-}
-
-// serveHello answers every connection's request (its header, read first:
-// a reply to a client still sending could be lost to a reset) with
-// "hello from NAME" and returns the listener's address.
-func serveHello(t *testing.T, l net.Listener, name string) string {
-	t.Helper()
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-			_, _ = http.ReadRequest(bufio.NewReader(c))
-			fmt.Fprintf(c, "hello from %s\n", name)
-			c.Close()
-		}
-	}()
-	return l.Addr().String()
-}
-
-func mustListenTCP(t *testing.T, addr string) net.Listener {
-	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	require.NoError(t, err)
-	return l
 }

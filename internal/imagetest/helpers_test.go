@@ -40,6 +40,7 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
+	tftest.Short(t, "docker and the image")
 	e := &env{image: os.Getenv("DRIFTWATCH_IMAGE"), docker: os.Getenv("DRIFTWATCH_DOCKER")}
 	if e.image == "" {
 		tftest.Unavailable(t, "DRIFTWATCH_IMAGE not set; run `make image` and export it (make test does)")

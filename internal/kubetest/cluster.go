@@ -64,6 +64,7 @@ var binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "ku
 // failure; set but incomplete is always a failure.
 func BinDir(t testing.TB) string {
 	t.Helper()
+	tftest.Short(t, "a Kubernetes control plane")
 	dir := os.Getenv(EnvBinDir)
 	if dir == "" {
 		tftest.Unavailable(t, EnvBinDir+" not set: run hack/provision-k8s.sh and export its KUBE_BIN_DIR (make test does)")

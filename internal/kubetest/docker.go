@@ -52,6 +52,7 @@ type DockerEnv struct {
 // is skipped, unless DRIFTWATCH_E2E=1 makes that a failure.
 func Docker(t testing.TB) DockerEnv {
 	t.Helper()
+	tftest.Short(t, "docker and the image")
 	e := DockerEnv{CLI: os.Getenv(EnvDocker), Image: os.Getenv(EnvImage)}
 	if e.Image == "" {
 		tftest.Unavailable(t, EnvImage+" not set: run `make image` and export it (make test does)")

@@ -40,6 +40,7 @@ const Region = "us-east-1"
 // Weed returns the weed binary (DRIFTWATCH_WEED).
 func Weed(t testing.TB) string {
 	t.Helper()
+	tftest.Short(t, "SeaweedFS")
 	p := os.Getenv("DRIFTWATCH_WEED")
 	if p == "" {
 		tftest.Unavailable(t, "SeaweedFS not provisioned (DRIFTWATCH_WEED); run `make s3-tools` or `make test`")

@@ -30,6 +30,7 @@ import (
 // `make auth-tools` provisions with hack/provision-auth.sh).
 func oauth2Proxy(t *testing.T) string {
 	t.Helper()
+	tftest.Short(t, "oauth2-proxy")
 	p := os.Getenv("DRIFTWATCH_OAUTH2_PROXY")
 	if p == "" {
 		tftest.Unavailable(t, "oauth2-proxy not provisioned (DRIFTWATCH_OAUTH2_PROXY); run hack/provision-auth.sh")

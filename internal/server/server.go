@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/driftwatch/driftwatch/internal/certfile"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
@@ -201,7 +202,7 @@ type Server struct {
 	sseWriteTimeout time.Duration
 	writeTimeout    time.Duration
 	// certs serves the TLS certificate, nil without TLS.
-	certs *certReloader
+	certs *certfile.Reloader
 	// stats bounds and caches the statistics (trends.go).
 	stats *statsCache
 }
@@ -265,7 +266,7 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("driftwatch/server: Options.Config.TLSCertFile and Options.Config.TLSKeyFile go together")
 	}
 	if c.TLSCertFile != "" {
-		if s.certs, err = newCertReloader(c.TLSCertFile, c.TLSKeyFile, o.Logger); err != nil {
+		if s.certs, err = certfile.New(c.TLSCertFile, c.TLSKeyFile, o.Logger); err != nil {
 			return nil, fmt.Errorf("driftwatch/server: TLS: %w", err)
 		}
 	}
@@ -372,7 +373,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	if s.certs != nil {
-		srv.TLSConfig = s.certs.tlsConfig()
+		srv.TLSConfig = s.certs.TLSConfig()
 		s.o.Logger.Info("https server listening", "addr", ln.Addr().String(), "cert_file", s.o.Config.TLSCertFile)
 		go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	} else {

@@ -1,14 +1,17 @@
 package tftest
 
 import (
+	"bufio"
 	"crypto/rand"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -100,4 +103,36 @@ func (h NetHost) Listen(t testing.TB, addr string) net.Listener {
 	}
 	t.Cleanup(func() { r.l.Close() })
 	return r.l
+}
+
+// ServeHello answers every connection on l with "hello from NAME" once it
+// has read the request's header (a reply to a client still sending could
+// be lost to a reset), and returns l's address. Clients send an HTTP
+// request, or at least a blank line.
+func ServeHello(t testing.TB, l net.Listener, name string) string {
+	t.Helper()
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			_, _ = http.ReadRequest(bufio.NewReader(c))
+			fmt.Fprintf(c, "hello from %s\n", name)
+			c.Close()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// ListenTCP listens on addr in this network namespace.
+func ListenTCP(t testing.TB, addr string) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

@@ -13,6 +13,7 @@ import (
 // and the CLI config pointing at the provider mirror.
 func Tools(t testing.TB) (bins []string, cliConfig string) {
 	t.Helper()
+	Short(t, "Terraform/OpenTofu")
 	bins = strings.Fields(os.Getenv("DRIFTWATCH_TF_BINARIES"))
 	cliConfig = os.Getenv("DRIFTWATCH_TF_CLI_CONFIG")
 	if len(bins) == 0 || cliConfig == "" {
@@ -24,6 +25,7 @@ func Tools(t testing.TB) (bins []string, cliConfig string) {
 // Jail returns the bubblewrap binary the local runner's jail uses here.
 func Jail(t testing.TB) string {
 	t.Helper()
+	Short(t, "the jail (bubblewrap)")
 	iso, err := sandbox.DetectIsolation(sandbox.IsolationAuto, sandbox.NetworkAuto)
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +40,7 @@ func Jail(t testing.TB) string {
 // network namespace of its own here.
 func JailNet(t testing.TB) string {
 	t.Helper()
+	Short(t, "the jail's network (pasta)")
 	iso, err := sandbox.DetectIsolation(sandbox.IsolationAuto, sandbox.NetworkAuto)
 	if err != nil {
 		t.Fatal(err)
@@ -68,4 +71,15 @@ func Unavailable(t testing.TB, why string) {
 		t.Fatal(why)
 	}
 	t.Skip(why)
+}
+
+// Short skips a test of a real component (Terraform, the jail, Chromium, a
+// cluster, an object store, the image) under `go test -short`: `make
+// test-short` runs the unit tests alone, with no tools, whether or not
+// they are here. `make test` runs these tests.
+func Short(t testing.TB, tool string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: needs " + tool + "; `make test` runs it")
+	}
 }

@@ -2,15 +2,14 @@ package remote
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"sync"
 	"time"
+
+	"github.com/driftwatch/driftwatch/internal/certfile"
 )
 
 // CallbackServer serves a Receiver's two routes, Route and ProceedRoute,
@@ -22,7 +21,7 @@ import (
 type CallbackServer struct {
 	handler http.Handler
 	log     *slog.Logger
-	certs   *certFiles // nil: plain HTTP
+	certs   *certfile.Reloader // nil: plain HTTP
 }
 
 // CallbackServerOptions configures a CallbackServer.
@@ -52,7 +51,7 @@ func NewCallbackServer(o CallbackServerOptions) (*CallbackServer, error) {
 	s := &CallbackServer{handler: mux, log: o.Logger}
 	if o.TLSCertFile != "" {
 		var err error
-		if s.certs, err = loadCertFiles(o.TLSCertFile, o.TLSKeyFile, o.Logger); err != nil {
+		if s.certs, err = certfile.New(o.TLSCertFile, o.TLSKeyFile, o.Logger); err != nil {
 			return nil, fmt.Errorf("callback server: TLS: %w", err)
 		}
 	}
@@ -88,7 +87,7 @@ func (s *CallbackServer) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	if s.certs != nil {
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.certs.get}
+		srv.TLSConfig = s.certs.TLSConfig()
 		s.log.Info("run callback listening (https)", "addr", ln.Addr().String())
 		go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	} else {
@@ -108,67 +107,4 @@ func (s *CallbackServer) Serve(ctx context.Context, ln net.Listener) error {
 		_ = srv.Close()
 	}
 	return nil
-}
-
-// certFiles serves the certificate of a PEM pair of files, read again
-// when either file's modification time or size changes (a renewed
-// certificate applies to the next handshake); a pair that does not load
-// keeps the previous certificate, logged once per version.
-type certFiles struct {
-	certFile, keyFile string
-	log               *slog.Logger
-
-	mu     sync.Mutex
-	cert   *tls.Certificate
-	loaded fileStamp
-	failed fileStamp
-}
-
-type fileStamp struct {
-	certMod, keyMod   time.Time
-	certSize, keySize int64
-}
-
-func statFiles(certFile, keyFile string) (fileStamp, error) {
-	c, err := os.Stat(certFile)
-	if err != nil {
-		return fileStamp{}, err
-	}
-	k, err := os.Stat(keyFile)
-	if err != nil {
-		return fileStamp{}, err
-	}
-	return fileStamp{certMod: c.ModTime(), keyMod: k.ModTime(), certSize: c.Size(), keySize: k.Size()}, nil
-}
-
-func loadCertFiles(certFile, keyFile string, log *slog.Logger) (*certFiles, error) {
-	st, err := statFiles(certFile, keyFile)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("load %s and %s: %w", certFile, keyFile, err)
-	}
-	return &certFiles{certFile: certFile, keyFile: keyFile, log: log, cert: &cert, loaded: st}, nil
-}
-
-// get is tls.Config.GetCertificate.
-func (c *certFiles) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st, err := statFiles(c.certFile, c.keyFile)
-	if err != nil || st == c.loaded || st == c.failed {
-		return c.cert, nil
-	}
-	cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
-	if err != nil {
-		c.failed = st
-		c.log.Warn("callback TLS certificate changed but does not load; serving the previous one",
-			"cert_file", c.certFile, "err", err)
-		return c.cert, nil
-	}
-	c.cert, c.loaded = &cert, st
-	c.log.Info("callback TLS certificate reloaded", "cert_file", c.certFile)
-	return c.cert, nil
 }

@@ -43,23 +43,6 @@ func netTools(t *testing.T) (bwrap, pasta string) {
 	return tftest.Jail(t), tftest.JailNet(t)
 }
 
-// serve answers every connection with "hello from NAME".
-func serve(t *testing.T, l net.Listener, name string) string {
-	t.Helper()
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprintf(c, "hello from %s\n", name)
-			c.Close()
-		}
-	}()
-	return l.Addr().String()
-}
-
 // jailedProbe runs, in a jail with its own network (host ports forwarded
 // as given), a shell that connects to each address and prints what
 // answered.
@@ -74,7 +57,7 @@ func jailedProbe(t *testing.T, bwrap, pasta string, hostPorts []string, addrs []
 	for _, a := range addrs {
 		host, port, err := net.SplitHostPort(a)
 		require.NoError(t, err)
-		fmt.Fprintf(&script, "if exec 3<>/dev/tcp/%s/%s; then echo \"%s: $(head -n1 <&3)\"; exec 3<&-; else echo \"%s: refused\"; fi\n", host, port, a, a)
+		fmt.Fprintf(&script, "if exec 3<>/dev/tcp/%s/%s; then printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3; echo \"%s: $(head -n1 <&3)\"; exec 3<&-; else echo \"%s: refused\"; fi\n", host, port, a, a)
 	}
 	var out, errb bytes.Buffer
 	c := sandbox.Command{Bin: "/usr/bin/bash", Dir: run, Jail: j, Env: []string{"PATH=/usr/bin:/bin"}, Grace: time.Second, Stderr: &errb}
@@ -91,10 +74,10 @@ func TestJailNetworkReachesOutNotTheHost(t *testing.T) {
 	bwrap, pasta := netTools(t)
 	h := tftest.NewNetHost(t)
 
-	loop := serve(t, mustListen(t, "127.0.0.1:0"), "host-loopback")
-	listed := serve(t, mustListen(t, "127.0.0.1:0"), "host-listed")
-	other := serve(t, mustListen(t, h.HostAddr+":0"), "host-veth")
-	remote := serve(t, h.Listen(t, h.RemoteAddr+":0"), "remote")
+	loop := tftest.ServeHello(t, tftest.ListenTCP(t, "127.0.0.1:0"), "host-loopback")
+	listed := tftest.ServeHello(t, tftest.ListenTCP(t, "127.0.0.1:0"), "host-listed")
+	other := tftest.ServeHello(t, tftest.ListenTCP(t, h.HostAddr+":0"), "host-veth")
+	remote := tftest.ServeHello(t, h.Listen(t, h.RemoteAddr+":0"), "remote")
 
 	// The veth end is an address of "the host": without the namespace's
 	// unreachable route pasta would connect to it from the host.
@@ -110,13 +93,6 @@ func TestJailNetworkReachesOutNotTheHost(t *testing.T) {
 	// Without a listed port, the listed server is as unreachable as the rest.
 	got = jailedProbe(t, bwrap, pasta, nil, []string{listed, remote})
 	require.Equal(t, listed+": refused\n"+remote+": hello from remote\n", got)
-}
-
-func mustListen(t *testing.T, addr string) net.Listener {
-	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	require.NoError(t, err)
-	return l
 }
 
 // pasta ends with the jailed process it served.

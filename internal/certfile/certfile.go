@@ -1,4 +1,8 @@
-package server
+// Package certfile serves a TLS certificate from a PEM pair of files,
+// read again when either file changes, for the daemon's HTTP server and
+// the Kubernetes runs' callback listener alike. It is a leaf: it imports
+// no other internal package.
+package certfile
 
 import (
 	"crypto/tls"
@@ -9,12 +13,12 @@ import (
 	"time"
 )
 
-// certReloader serves the certificate in certFile and keyFile, reading the
+// Reloader serves the certificate in certFile and keyFile, reading the
 // pair again when either file changes (modification time or size), so
 // that a renewed certificate (cert-manager, a rotated Secret) applies to
 // the next handshake without a restart. A pair that does not load (half
 // written, mismatched) is logged once and the previous certificate kept.
-type certReloader struct {
+type Reloader struct {
 	certFile, keyFile string
 	log               *slog.Logger
 
@@ -42,9 +46,9 @@ func statStamp(certFile, keyFile string) (stamp, error) {
 	return stamp{certMod: c.ModTime(), keyMod: k.ModTime(), certSize: c.Size(), keySize: k.Size()}, nil
 }
 
-// newCertReloader loads the pair once: a pair that cannot work fails at
+// New loads the pair once: a pair that cannot work fails at
 // start-up.
-func newCertReloader(certFile, keyFile string, log *slog.Logger) (*certReloader, error) {
+func New(certFile, keyFile string, log *slog.Logger) (*Reloader, error) {
 	st, err := statStamp(certFile, keyFile)
 	if err != nil {
 		return nil, err
@@ -53,11 +57,11 @@ func newCertReloader(certFile, keyFile string, log *slog.Logger) (*certReloader,
 	if err != nil {
 		return nil, fmt.Errorf("load %s and %s: %w", certFile, keyFile, err)
 	}
-	return &certReloader{certFile: certFile, keyFile: keyFile, log: log, cert: &cert, loaded: st}, nil
+	return &Reloader{certFile: certFile, keyFile: keyFile, log: log, cert: &cert, loaded: st}, nil
 }
 
-// getCertificate is tls.Config.GetCertificate.
-func (r *certReloader) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+// GetCertificate is tls.Config.GetCertificate.
+func (r *Reloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, err := statStamp(r.certFile, r.keyFile)
@@ -78,8 +82,8 @@ func (r *certReloader) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 	return r.cert, nil
 }
 
-// tlsConfig is the server's TLS configuration: TLS 1.2 or later, the
+// TLSConfig is a server's TLS configuration: TLS 1.2 or later, the
 // certificate from r.
-func (r *certReloader) tlsConfig() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.getCertificate}
+func (r *Reloader) TLSConfig() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.GetCertificate}
 }
