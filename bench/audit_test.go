@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/tftest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
 // BenchmarkAuditVsShellLoop measures, side by side in one run and with the

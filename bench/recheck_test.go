@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/apiclient"
-	"github.com/driftwatch/driftwatch/internal/tftest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
 // BenchmarkRecheck measures, side by side in one run and with the real

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hack/provision-k8s.sh - build a real Kubernetes control plane (no kubelet) and
-# helm for driftwatch's cluster tests (internal/kubetest), into the tools cache
+# helm for driftwatch's cluster tests (internal/testutil/kubetest), into the tools cache
 # outside the checkout (everything from the Go module proxy or Debian packages).
 #
 #   $T = ${DRIFTWATCH_TOOLS:-$HOME/.cache/driftwatch}

@@ -19,7 +19,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/notify"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
-	"github.com/driftwatch/driftwatch/internal/tftest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
 // writeDiscoverConfig writes a config discovering the roots under

@@ -17,9 +17,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/tftest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 
-	"github.com/driftwatch/driftwatch/internal/browsertest"
+	"github.com/driftwatch/driftwatch/internal/testutil/browsertest"
 )
 
 const slowWorkspace = `terraform {

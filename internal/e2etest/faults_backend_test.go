@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
-	"github.com/driftwatch/driftwatch/internal/s3test"
+	"github.com/driftwatch/driftwatch/internal/testutil/s3test"
 )
 
 // The faults suite's state-backend part: a real daemon, real Terraform and

@@ -19,7 +19,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
-	"github.com/driftwatch/driftwatch/internal/tftest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
 // soakDuration is how long TestFaultsSoak drives drift:

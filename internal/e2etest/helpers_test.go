@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/tftest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
 var driftwatchBin string

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/kubetest"
+	"github.com/driftwatch/driftwatch/internal/testutil/kubetest"
 )
 
 // TestKubernetesProviderSignalPrecision audits a config map managed by the

@@ -18,15 +18,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/tftest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/driftwatch/driftwatch/internal/kubetest"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/testutil/kubetest"
 )
 
 // TestKubeDaemon runs the real daemon in kubernetes mode against a real

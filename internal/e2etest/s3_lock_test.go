@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/s3test"
+	"github.com/driftwatch/driftwatch/internal/testutil/s3test"
 )
 
 // revisionWorkspace is a workspace whose one resource, a

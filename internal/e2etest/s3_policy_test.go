@@ -14,7 +14,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/backend/sigv4"
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/s3test"
+	"github.com/driftwatch/driftwatch/internal/testutil/s3test"
 )
 
 // s3PolicyCanary is planted as the Sid of every bucket policy: the policy's

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/s3test"
+	"github.com/driftwatch/driftwatch/internal/testutil/s3test"
 )
 
 // Credential canaries: the workspace's S3 credentials, given to driftwatch

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/browsertest"
+	"github.com/driftwatch/driftwatch/internal/testutil/browsertest"
 )
 
 // serveLoopback serves s (Serve: the real http.Server) on a 127.0.0.1

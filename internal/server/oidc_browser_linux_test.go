@@ -15,8 +15,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/browsertest"
 	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/testutil/browsertest"
 )
 
 // TestOIDCSignInBrowser signs in with headless chromium through the real

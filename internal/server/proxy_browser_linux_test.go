@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/driftwatch/driftwatch/internal/browsertest"
 	"github.com/driftwatch/driftwatch/internal/config"
-	"github.com/driftwatch/driftwatch/internal/tftest"
+	"github.com/driftwatch/driftwatch/internal/testutil/browsertest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
 // oauth2Proxy is the oauth2-proxy binary (DRIFTWATCH_OAUTH2_PROXY, which

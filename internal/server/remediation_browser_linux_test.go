@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/browsertest"
+	"github.com/driftwatch/driftwatch/internal/testutil/browsertest"
 )
 
 // TestRemediationPagesInBrowser renders the remediation parts of the pages

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/driftwatch/driftwatch/internal/tftest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
 // No process of a run these tests start may outlive it.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
-	"github.com/driftwatch/driftwatch/internal/tftest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
 func TestLoopbackResolver(t *testing.T) {

@@ -39,7 +39,7 @@ const (
 // chartDir is charts/driftwatch, from this package's directory.
 func chartDir(t *testing.T) string {
 	t.Helper()
-	d, err := filepath.Abs(filepath.Join("..", "..", "charts", "driftwatch"))
+	d, err := filepath.Abs(filepath.Join("..", "..", "..", "charts", "driftwatch"))
 	require.NoError(t, err)
 	return d
 }

@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/backend/sigv4"
-	"github.com/driftwatch/driftwatch/internal/tftest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
 // Region is the region the server answers for (any region is accepted;

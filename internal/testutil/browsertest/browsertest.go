@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/tftest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 	"github.com/stretchr/testify/require"
 )
 
