@@ -205,7 +205,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 		if d.isolation, err = isolation(cfg, log); err != nil {
 			return nil, err
 		}
-		if err := jailReach(cfg, d.isolation); err != nil {
+		if err := cfg.CheckJailReach(d.isolation.Network == "isolated", d.isolation.NetworkReason); err != nil {
 			return nil, err
 		}
 	}
