@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +70,7 @@ func benchAudit(b *testing.B, latency string, drifted bool) {
 		cmd := exec.Command(name, args...)
 		cmd.Dir, cmd.Env = dir, env
 		if out, err := cmd.CombinedOutput(); err != nil {
-			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+			if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 2 {
 				b.Fatalf("%s %v: %v\n%s", name, args, err, out)
 			}
 		}
@@ -175,7 +177,7 @@ resource "terraform_data" "d" {
 		dirs := fresh(fmt.Sprintf("naive%d", naive))
 		script := "set -e\nfor d in " + strings.Join(dirs, " ") + "; do (cd $d && terraform init -input=false >/dev/null && terraform plan -input=false >/dev/null); done\n"
 		cmd := exec.Command("bash", "-c", script)
-		cmd.Env = append(env, "PATH="+filepath.Dir(tf)+":"+os.Getenv("PATH"))
+		cmd.Env = slices.Concat(env, []string{"PATH=" + filepath.Dir(tf) + ":" + os.Getenv("PATH")})
 		start := time.Now()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("naive loop: %v\n%s", err, out)

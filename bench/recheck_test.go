@@ -72,7 +72,7 @@ func BenchmarkRecheck(b *testing.B) {
 		cmd.Dir, cmd.Env = dir, env
 		out, err := cmd.CombinedOutput()
 		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			code = ee.ExitCode()
 		} else if err != nil {
 			b.Fatalf("terraform %v: %v", args, err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -78,7 +77,7 @@ func (logsControl) Notifiers(context.Context) ([]server.NotifierStatus, error) {
 // printed. It reads with the read token.
 func TestLogsFollowRealServer(t *testing.T) {
 	ctx := t.Context()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "dw.db"), logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
@@ -140,7 +139,7 @@ func TestLogsFollowRealServer(t *testing.T) {
 // to configure it. No output shows a token.
 func TestLogsRefusedRealServer(t *testing.T) {
 	ctx := t.Context()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "dw.db"), logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })

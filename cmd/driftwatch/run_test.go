@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -54,7 +53,7 @@ type testDaemon struct {
 
 func newTestDaemon(t *testing.T, externalURL string) *testDaemon {
 	ctx := t.Context()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "dw.db"), logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -92,7 +91,7 @@ func (f *fakeSilences) MaintenanceWindows(time.Time) []server.MaintenanceWindow 
 
 // silenceServer is the real server over f, with token "tok".
 func silenceServer(t *testing.T, f *fakeSilences) (url, tokenFile string) {
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "dw.db"), logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
@@ -185,7 +184,7 @@ func TestSilenceCmd(t *testing.T) {
 
 // A daemon without silences says so.
 func TestSilenceCmdNotSupported(t *testing.T) {
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "dw.db"), logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })

@@ -76,7 +76,7 @@ type daemonOptions struct {
 
 func newTestDaemon(t *testing.T, o daemonOptions) *testDaemon {
 	ctx := t.Context()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "dw.db"), logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })

@@ -128,7 +128,7 @@ func checkTLSPair(cert, key string) *keyError {
 		}
 	}
 	if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
-		return &keyError{"server.tls_cert_file", fmt.Errorf("%s and %s are not a certificate and its key: %v", cert, key, err)}
+		return &keyError{"server.tls_cert_file", fmt.Errorf("%s and %s are not a certificate and its key: %w", cert, key, err)}
 	}
 	return nil
 }

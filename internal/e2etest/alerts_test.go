@@ -192,7 +192,7 @@ workspaces:
 	d.eventually("three more runs", 30*time.Second, func() bool { return len(d.runs("payments")) >= runs+3 })
 	require.Len(t, slackSrv.Messages("C0DRIFT01"), 1)
 	require.Len(t, hookSrv.Deliveries(), 1)
-	require.Len(t, slackSrv.RequestsFor("chat.update"), 0)
+	require.Empty(t, slackSrv.RequestsFor("chat.update"))
 
 	// 2. The drift grows (b and the sensitive one): one update.
 	require.NoError(t, os.WriteFile(filepath.Join(out, "b.txt"), []byte("hand edit"), 0o644))

@@ -3,6 +3,7 @@ package e2etest
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -80,7 +81,7 @@ func startDaemonProbe(t *testing.T, cfg, listen string, env []string, probe stri
 	go func() {
 		err := d.cmd.Wait()
 		d.code = 0
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			d.code = ee.ExitCode()
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 				d.code = -int(ws.Signal())

@@ -195,7 +195,7 @@ workspaces:
 	require.Equal(t, soakWorkspaces, count(`SELECT count(DISTINCT workspace) FROM runs`), "every workspace ran")
 	require.Equal(t, soakWorkspaces, count(`SELECT count(*) FROM workspace_state`))
 	require.Zero(t, count(`SELECT count(*) FROM outbox WHERE delivered_at IS NULL OR dead <> 0`), "nothing pending, nothing given up")
-	require.Equal(t, float64(runs), finished, "the runs the daemon counted are the runs stored")
+	require.Equal(t, float64(runs), finished, "the runs the daemon counted are the runs stored") //nolint:testifylint // float-compare: a whole-number count, exact in float64
 
 	// Exactly once, in order.
 	type sent struct {

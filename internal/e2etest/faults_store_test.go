@@ -7,7 +7,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -328,8 +327,8 @@ func TestFaultsStoreDiskFull(t *testing.T) {
 		f := newStoreFaultEnv(t, e)
 		d := f.start(t)
 		d.eventually("the initial clean run", 60*time.Second, func() bool { return d.workspaces()["payments"].Status == "clean" })
-		require.Equal(t, float64(0), d.metric("driftwatch_store_write_failing"))
-		require.Equal(t, float64(0), d.metric("driftwatch_store_write_errors_total"))
+		require.Zero(t, d.metric("driftwatch_store_write_failing"))
+		require.Zero(t, d.metric("driftwatch_store_write_errors_total"))
 
 		// 1. Disk full while a run plans: its verdict cannot be written.
 		f.edit(t, "hand edit")
@@ -339,7 +338,7 @@ func TestFaultsStoreDiskFull(t *testing.T) {
 		d.eventually("the failed verdict write reported", 30*time.Second, func() bool {
 			return d.storeFaultLogCount("store: cannot record the run's verdict; retrying") >= 2
 		})
-		require.Equal(t, float64(1), d.metric("driftwatch_store_write_failing"))
+		require.Equal(t, float64(1), d.metric("driftwatch_store_write_failing")) //nolint:testifylint // float-compare: a 0/1 gauge, exact in float64
 		require.Greater(t, d.metric("driftwatch_store_write_errors_total"), float64(0))
 		require.Contains(t, d.logs.String(), "store writes failing")
 		d.storeFaultServesReads("payments", id, "running")
@@ -353,7 +352,7 @@ func TestFaultsStoreDiskFull(t *testing.T) {
 		f.awaitRun(d, id, "drift", 60*time.Second)
 		require.Equal(t, "drift", d.workspaces()["payments"].Status)
 		require.Contains(t, d.logs.String(), "store writes recovered")
-		require.Equal(t, float64(0), d.metric("driftwatch_store_write_failing"))
+		require.Zero(t, d.metric("driftwatch_store_write_failing"))
 		d.eventually("the incident's open delivered", 30*time.Second, func() bool {
 			return len(f.as.hook.Deliveries()) == 1 && len(f.as.slack.Messages("C0DRIFT01")) == 1 && d.storeFaultPending()["hook"] == 0
 		})
@@ -383,7 +382,7 @@ func TestFaultsStoreDiskFull(t *testing.T) {
 			return d.storeFaultLogCount("delivered, but cannot record it yet") >= 2 || len(f.as.hook.Deliveries()) > 2
 		})
 		require.Greater(t, d.metric("driftwatch_store_write_errors_total"), errs)
-		require.Equal(t, float64(1), d.metric("driftwatch_store_write_failing"))
+		require.Equal(t, float64(1), d.metric("driftwatch_store_write_failing")) //nolint:testifylint // float-compare: a 0/1 gauge, exact in float64
 		require.Equal(t, 1, d.storeFaultPending()["hook"], "not recorded yet: the store is full")
 		d.storeFaultServesReads("payments", id2, "clean")
 		require.Len(t, f.as.hook.Deliveries(), 2, "not sent again while its delivery cannot be recorded")
@@ -589,7 +588,7 @@ workspaces:
 				if fi, err := os.Stat(p + side); err == nil {
 					require.Zero(t, fi.Size(), "%s holds writes", side)
 				} else {
-					require.True(t, errors.Is(err, fs.ErrNotExist), "%v", err)
+					require.ErrorIs(t, err, fs.ErrNotExist, "%v", err)
 				}
 			}
 		})

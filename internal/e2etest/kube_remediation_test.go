@@ -104,7 +104,7 @@ func TestKubeRemediation(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, []string{"initial/drift", "remediate/applied", "verify/clean"}, triggers)
-	require.Equal(t, 1.0, d.metric(`driftwatch_remediations_total{result="applied"}`))
+	require.Equal(t, 1.0, d.metric(`driftwatch_remediations_total{result="applied"}`)) //nolint:testifylint // float-compare: a whole-number count, exact in float64
 
 	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second), d.logs.String())
 }

@@ -345,8 +345,13 @@ func checkTokenOnlyInReporter(ctx context.Context, cs kubernetes.Interface, pod 
 			})
 		}
 		if c.Name == kube.ReporterContainerName {
-			if b, err := os.ReadFile(host); !mounted || err != nil || string(b) != token {
-				return fmt.Errorf("the reporter cannot read the token at %s: %v", kube.TokenPath, err)
+			if !mounted {
+				return fmt.Errorf("the reporter cannot read the token at %s: not mounted", kube.TokenPath)
+			}
+			if b, err := os.ReadFile(host); err != nil {
+				return fmt.Errorf("the reporter cannot read the token at %s: %w", kube.TokenPath, err)
+			} else if string(b) != token {
+				return fmt.Errorf("the reporter cannot read the token at %s: it holds something else", kube.TokenPath)
 			}
 			continue
 		}

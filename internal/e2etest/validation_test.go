@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -226,7 +225,7 @@ workspaces:
 			out := driftwatch(t, nil, "audit", "--config", e.config(t, workspaces), "--workspace", "secret", "--format", format, "--log-level", "debug")
 			require.Equal(t, 2, out.code, out.stderr)
 			require.Contains(t, out.stdout, "check.token", format)
-			require.False(t, strings.Contains(out.stdout+out.stderr, canaryCheck), "%s: the secret leaked:\n%s\n%s", format, out.stdout, out.stderr)
+			require.NotContains(t, out.stdout+out.stderr, canaryCheck, "%s: the secret leaked:\n%s\n%s", format, out.stdout, out.stderr)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,7 +77,7 @@ func setupExample(t *testing.T, e *env) (opts []string) {
 	patched := strings.Replace(string(cfg), "terraform:\n", "terraform:\n  plugin_cache_dir: "+ctrCache+"/plugins\n", 1)
 	require.NotEqual(t, string(cfg), patched)
 	require.NoError(t, os.WriteFile(cfgPath, []byte(patched), 0o644))
-	opts = append(work, e.tfOpts(t)...)
+	opts = slices.Concat(work, e.tfOpts(t))
 	res := e.sh(t, opts, `
 mkdir -p `+ctrCache+`/plugins
 for ws in network dns release platform; do
@@ -197,7 +198,7 @@ workspaces:
   - name: gitmod
     source: { path: ./gitmod }
 `+wsEnv), 0o644))
-		opts := append(append(work, e.tfOpts(t)...), repoOpts...)
+		opts := slices.Concat(work, e.tfOpts(t), repoOpts)
 		shEnv := ""
 		if wsEnv != "" {
 			shEnv = "export GIT_CONFIG_GLOBAL=/etc/driftwatch/gitconfig\n"
@@ -287,7 +288,7 @@ workspaces:
   - name: slow
     source: { path: ./slow }
 `), 0o644))
-	opts := append(work, e.tfOpts(t)...)
+	opts := slices.Concat(work, e.tfOpts(t))
 
 	// stop sends SIGTERM (docker stop, with a long grace before SIGKILL) and
 	// returns the exit code and how long the container took to exit.

@@ -544,8 +544,9 @@ var keyRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 func TestKey(t *testing.T) {
 	// Pinned: a key must never change between releases, or open incidents
 	// would be orphaned (OpsGenie alerts never closed).
-	require.Equal(t, "dw-drift-net-c1ed6833621a", Key("net", notify.ClassDrift))
-	require.Equal(t, Key("net", notify.ClassDrift), Key("net", notify.ClassDrift))
+	key := Key("net", notify.ClassDrift)
+	require.Equal(t, "dw-drift-net-c1ed6833621a", key)
+	require.Equal(t, key, Key("net", notify.ClassDrift), "the same key every time")
 
 	names := []string{
 		"net", "Net", "NET", "n-e-t", "n_e_t", "n.e.t", "net-", "prod/eu-west-1/vpc", "prod-eu-west-1-vpc",

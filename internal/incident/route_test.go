@@ -115,5 +115,5 @@ func TestEnqueue(t *testing.T) {
 	var none []store.OutboxMessage
 	rows, err = Enqueue(at, nil, targets)
 	require.NoError(t, err)
-	require.Equal(t, len(none), len(rows))
+	require.Len(t, rows, len(none))
 }

@@ -226,7 +226,7 @@ func TestRunFinishedWithoutPhases(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, nil)
 	m.RunFinished(drift.StatusErrored, nil)
-	require.Equal(t, 1.0, testutil.ToFloat64(m.runs.WithLabelValues("errored")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.runs.WithLabelValues("errored"))) //nolint:testifylint // float-compare: a whole-number count, exact in float64
 	n, err := testutil.GatherAndCount(reg, "driftwatch_run_duration_seconds")
 	require.NoError(t, err)
 	require.Zero(t, n, "a run with no phases observes no duration")
@@ -265,7 +265,7 @@ func TestNoRegistererRegistersNothing(t *testing.T) {
 	m.NotificationResult("slack", NotificationDelivered)
 	m.SetNotificationsPending(map[string]int{"slack": 1})
 	m.SetNotificationsPending(nil)
-	require.Equal(t, 1.0, testutil.ToFloat64(m.runs.WithLabelValues("clean")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.runs.WithLabelValues("clean"))) //nolint:testifylint // float-compare: a whole-number count, exact in float64
 }
 
 func TestDuplicateRegistrationPanics(t *testing.T) {
@@ -347,7 +347,7 @@ func TestNotificationsConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	require.Equal(t, 800.0, testutil.ToFloat64(m.notifications.WithLabelValues("slack", NotificationDelivered)))
+	require.Equal(t, 800.0, testutil.ToFloat64(m.notifications.WithLabelValues("slack", NotificationDelivered))) //nolint:testifylint // float-compare: a whole-number count, exact in float64
 }
 
 func formatFloat(f float64) string {

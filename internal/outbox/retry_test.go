@@ -102,8 +102,8 @@ func TestRetryAfter(t *testing.T) {
 		require.Equal(t, []string{"x"}, slack.callIDs())
 		h.advance(time.Minute)
 		require.Equal(t, []string{"x", "y", "x"}, slack.callIDs(), "fresh messages before retries")
-		require.Equal(t, 2, len(h.logs.find(t, "INFO", "notification delivered")))
-		require.EqualValues(t, float64(2*time.Minute), h.logs.find(t, "WARN", "notification failed")[0]["retry_after"])
+		require.Len(t, h.logs.find(t, "INFO", "notification delivered"), 2)
+		require.EqualValues(t, float64(2*time.Minute), h.logs.find(t, "WARN", "notification failed")[0]["retry_after"]) //nolint:testifylint // float-compare: whole nanoseconds decoded from JSON, exact in float64
 	})
 	t.Run("shorter than the backoff: the backoff wins for the message", func(t *testing.T) {
 		slack := newNotifier("slack")

@@ -12,11 +12,11 @@ func (s *scanner) literal(first byte) error {
 	var rest string
 	switch first {
 	case 't':
-		rest = "rue"
+		rest = "true"[1:]
 	case 'f':
-		rest = "alse"
+		rest = "false"[1:]
 	case 'n':
-		rest = "ull"
+		rest = "null"[1:]
 	}
 	for i := 0; i < len(rest); i++ {
 		if s.pos >= s.end && !s.more() {

@@ -3,7 +3,6 @@ package remediate
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -390,7 +389,7 @@ resource "dwtest_file" "b" {
 		out, err := (&Applier{Logger: testLogger(), Envelope: env}).Apply(t.Context(), req, approved)
 		require.Error(t, err)
 		var re *runner.Error
-		require.True(t, errors.As(err, &re))
+		require.ErrorAs(t, err, &re)
 		require.Equal(t, "apply", re.Phase)
 		require.Equal(t, ResultFailed, out.Result)
 		require.True(t, out.ApplyStarted)
@@ -543,7 +542,7 @@ func TestApplyTimeout(t *testing.T) {
 	out, err := (&Applier{}).Apply(t.Context(), req, cs)
 	require.ErrorIs(t, err, runner.ErrTimeout)
 	var re *runner.Error
-	require.True(t, errors.As(err, &re))
+	require.ErrorAs(t, err, &re)
 	require.Equal(t, "source", re.Phase, "the copy of the source stops at the timeout too")
 	require.Equal(t, ResultFailed, out.Result)
 	require.Equal(t, "source: run timed out after 1ns", out.Reason)
@@ -583,7 +582,7 @@ func TestApplySetupFailure(t *testing.T) {
 	req := runner.Request{Workspace: "ws", Binary: "/nonexistent/terraform", Source: runner.Source{Path: filepath.Join(t.TempDir(), "missing")}, WorkDir: t.TempDir()}
 	out, err := (&Applier{}).Apply(t.Context(), req, cs)
 	var re *runner.Error
-	require.True(t, errors.As(err, &re))
+	require.ErrorAs(t, err, &re)
 	require.Equal(t, "source", re.Phase)
 	require.Equal(t, ResultFailed, out.Result)
 	require.False(t, out.ApplyStarted)

@@ -58,5 +58,5 @@ func TestRemediationNote(t *testing.T) {
 	r.Reason = strings.Repeat("x", 1000)
 	got, _ := remediationNote(r, "")
 	require.Empty(t, got.URL)
-	require.Equal(t, maxRemediationReason, len([]rune(got.Reason)))
+	require.Len(t, []rune(got.Reason), maxRemediationReason)
 }

@@ -54,7 +54,8 @@ func TestJSONContract(t *testing.T) {
 	ws := got["workspaces"].([]any)
 	first := ws[0].(map[string]any)
 	require.EqualValues(t, 1234, first["duration_ms"])
-	require.Equal(t, "", first["error"])
+	require.Contains(t, first, "error", "error is always present")
+	require.Empty(t, first["error"])
 	f := first["findings"].([]any)[0].(map[string]any)
 	require.Equal(t, map[string]any{"kind": "drift", "address": "module.a.local_file.x", "type": "local_file",
 		"action": "update", "attributes": []any{"content"}}, f)
@@ -67,7 +68,7 @@ func TestJUnit(t *testing.T) {
 	require.NoError(t, Write(&b, "junit", sample()))
 	var s junitSuites
 	require.NoError(t, xml.Unmarshal(b.Bytes(), &s))
-	require.Equal(t, 4, len(s.Suites))
+	require.Len(t, s.Suites, 4)
 	require.Equal(t, 2, s.Failures, "drift and forbidden findings fail; noise does not")
 	require.Equal(t, 1, s.Errors)
 	require.Equal(t, "module.a.local_file.x", s.Suites[0].Cases[0].Name)

@@ -224,11 +224,14 @@ func TestCancelDuringOnEnqueue(t *testing.T) {
 	})
 	require.NoError(t, h.s.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}}))
 	h.start()
-	queuedRun := make(chan schedule.QueuedRun, 1)
+	type queueResult struct {
+		q   schedule.QueuedRun
+		err error
+	}
+	queuedRun := make(chan queueResult, 1)
 	go func() {
 		q, err := h.s.Queue("net", "")
-		require.NoError(t, err)
-		queuedRun <- q
+		queuedRun <- queueResult{q, err}
 	}()
 	q := <-announcing
 	_, err := h.s.Queue("net", "")
@@ -237,7 +240,9 @@ func TestCancelDuringOnEnqueue(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, queued)
 	close(proceed)
-	require.Equal(t, q, <-queuedRun)
+	first := <-queuedRun
+	require.NoError(t, first.err)
+	require.Equal(t, q, first.q)
 	h.idle()
 }
 

@@ -236,23 +236,31 @@ func TestValuesLogNeedsCredential(t *testing.T) {
 	type answer struct {
 		code int
 		body string
+		err  error
 	}
 	got := make(chan answer, 1)
+	// Built here: require must not fail from another goroutine.
+	req := streamRequest(t, ts.URL+"/api/v1/runs/fresh/logs", map[string]string{"Accept": "text/event-stream"})
 	go func() {
-		resp := openStream(t, ts.URL+"/api/v1/runs/fresh/logs", map[string]string{"Accept": "text/event-stream"})
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		got <- answer{resp.StatusCode, string(b)}
+		got <- answer{code: resp.StatusCode, body: string(b)}
 	}()
 	select {
 	case a := <-got:
-		t.Fatalf("answered before the first line: %d %s", a.code, a.body)
+		t.Fatalf("answered before the first line: %d %s (%v)", a.code, a.body, a.err)
 	case <-time.After(100 * time.Millisecond):
 	}
 	fresh.Printf("%s", runlog.ValuesNotice)
 	fresh.Printf("  ~ %s", value)
 	select {
 	case a := <-got:
+		require.NoError(t, a.err)
 		require.Equal(t, http.StatusUnauthorized, a.code, a.body)
 		require.NotContains(t, a.body, "hunter2")
 	case <-time.After(10 * time.Second):
@@ -273,14 +281,21 @@ func TestValuesLogNeedsCredential(t *testing.T) {
 // openStream GETs url with hdr and returns the response, not read yet.
 func openStream(t *testing.T, url string, hdr map[string]string) *http.Response {
 	t.Helper()
+	resp, err := http.DefaultClient.Do(streamRequest(t, url, hdr))
+	require.NoError(t, err)
+	return resp
+}
+
+// streamRequest is openStream's request: a GET of url with hdr, bound to
+// the test's context.
+func streamRequest(t *testing.T, url string, hdr map[string]string) *http.Request {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	require.NoError(t, err)
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	return resp
+	return req
 }
 
 // Only allowed Host names pass (DNS rebinding): 421 otherwise, on every

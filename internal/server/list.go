@@ -303,7 +303,8 @@ func (f listQuery) withLabel(k, v string) listQuery {
 			ls = append(ls, kv)
 		}
 	}
-	f.Labels = append(ls, [2]string{k, v})
+	ls = append(ls, [2]string{k, v})
+	f.Labels = ls
 	return f
 }
 

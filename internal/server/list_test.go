@@ -543,7 +543,7 @@ func TestStatusPageHeldBounded(t *testing.T) {
 	ts := serve(t, h.options())
 	_, _, body := get(t, ts.URL+"/")
 	i := strings.Index(body, `<section class="remsum held" id="held">`)
-	require.Greater(t, i, 0)
+	require.Positive(t, i)
 	held := body[i : i+strings.Index(body[i:], "</section>")]
 	require.Contains(t, held, "120 workspaces: checks go on")
 	require.Equal(t, maxHeldNames, strings.Count(held, `<a href="/workspaces/`))

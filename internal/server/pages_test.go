@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
 	"regexp"
@@ -287,7 +286,7 @@ func TestRun(t *testing.T) {
 		err = s.Run(t.Context(), ln.Addr().String())
 		require.ErrorContains(t, err, `listen on "`+ln.Addr().String()+`": `)
 		var opErr *net.OpError
-		require.True(t, errors.As(err, &opErr))
+		require.ErrorAs(t, err, &opErr)
 	})
 }
 

@@ -176,7 +176,7 @@ func rowOf(t *testing.T, body, id string) string {
 	i := strings.Index(body, `id="`+id+`"`)
 	require.GreaterOrEqual(t, i, 0, "row %s in %s", id, body)
 	j := strings.Index(body[i:], "</tr>")
-	require.Greater(t, j, 0)
+	require.Positive(t, j)
 	return body[i : i+j]
 }
 

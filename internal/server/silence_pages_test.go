@@ -16,7 +16,7 @@ func TestStatusPageHeld(t *testing.T) {
 	code, _, body := get(t, base+"/")
 	require.Equal(t, http.StatusOK, code, body)
 	i := strings.Index(body, `<section class="remsum held" id="held">`)
-	require.Greater(t, i, 0, withoutStyle(body))
+	require.Positive(t, i, withoutStyle(body))
 	held := body[i : i+strings.Index(body[i:], "</section>")]
 	require.Contains(t, held, `2 workspaces: checks go on`)
 	require.Contains(t, held, `<a href="/workspaces/prod-k8s">prod-k8s</a> <span class="muted">(sent again <time datetime="2026-03-14T04:00:00Z" title="2026-03-14 04:00:00 UTC">in 1h</time>)</span>, `+

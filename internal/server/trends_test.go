@@ -213,7 +213,7 @@ func TestTrendsPage(t *testing.T) {
 	}
 	// The workspaces chart's table: a row per day, drifted/forbidden/errored.
 	i := strings.Index(body, `<caption>Workspaces with drift`)
-	require.Greater(t, i, 0)
+	require.Positive(t, i)
 	table := body[i : i+strings.Index(body[i:], "</table>")]
 	require.Contains(t, table, `<tr><th scope="row">2026-03-12</th><td>1</td><td>0</td><td>0</td></tr>`)
 	require.Contains(t, table, `<tr><th scope="row">2026-03-14</th><td>0</td><td>0</td><td>0</td></tr>`)

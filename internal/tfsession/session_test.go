@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func open(t *testing.T, req runner.Request, o Options, lock string) *Session {
 	}
 	env, secrets, err := sandbox.BuildEnv(req, dir, "m-"+sandbox.RandomHex(4))
 	require.NoError(t, err)
-	o.Request, o.Dir, o.ModuleDir, o.Env, o.Secrets = req, dir, module, env, append(secrets, req.Redact...)
+	o.Request, o.Dir, o.ModuleDir, o.Env, o.Secrets = req, dir, module, env, slices.Concat(secrets, req.Redact)
 	if o.Grace == 0 {
 		o.Grace = time.Second
 	}

@@ -50,7 +50,7 @@ func TestSessionTokenSigned(t *testing.T) {
 func TestCanonicalQuery(t *testing.T) {
 	require.Equal(t, "policy=", CanonicalQuery("policy"))
 	require.Equal(t, "a=1&b=x%20y&prefix=J", CanonicalQuery("prefix=J&b=x+y&a=1"))
-	require.Equal(t, "", CanonicalQuery(""))
+	require.Empty(t, CanonicalQuery(""))
 }
 
 func TestCredentialsNeverPrint(t *testing.T) {

@@ -211,9 +211,11 @@ func TestMessageIDs(t *testing.T) {
 		return msg
 	}
 	open := notifytest.SampleMessage(notify.EventOpen)
-	require.Equal(t, build(open).ID, build(open).ID)
+	first := build(open).ID
+	require.Equal(t, first, build(open).ID, "a resend has the same Message-ID")
 	upd := notifytest.SampleMessage(notify.EventUpdate)
-	require.Equal(t, build(upd).ID, build(upd).ID)
+	first = build(upd).ID
+	require.Equal(t, first, build(upd).ID, "a resend has the same Message-ID")
 
 	reopened := open
 	reopened.ID = "msg-open-0002"

@@ -3,7 +3,6 @@ package notifytest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -218,7 +217,7 @@ func TestSlackServerDownUpLatencyLose(t *testing.T) {
 	s.LoseNext("chat.postMessage", 1)
 	err := post(t.Context())
 	require.Error(t, err)
-	require.False(t, errors.As(err, new(slack.SlackErrorResponse)))
+	require.NotErrorAs(t, err, new(slack.SlackErrorResponse))
 	require.Len(t, s.Messages("C0TEST01"), 2, "the lost post happened")
 	require.True(t, s.Requests()[len(s.Requests())-1].Lost)
 }

@@ -179,14 +179,14 @@ func TestBuildEventBounds(t *testing.T) {
 	require.True(t, strings.HasSuffix(p["summary"].(string), "…"))
 	d := p["custom_details"].(map[string]any)
 	require.Len(t, d["findings"], 20)
-	require.Equal(t, 10.0, d["findings_omitted"])
+	require.Equal(t, 10.0, d["findings_omitted"]) //nolint:testifylint // float-compare: a count, decoded from JSON as float64, exact
 	f0 := d["findings"].([]any)[0].(map[string]any)
 	require.Len(t, f0["attributes"], 20)
-	require.Equal(t, 5.0, f0["attributes_omitted"])
+	require.Equal(t, 5.0, f0["attributes_omitted"]) //nolint:testifylint // float-compare: a count, decoded from JSON as float64, exact
 	c := d["changes"].(map[string]any)
 	require.Len(t, c["added"], 15)
 	require.Len(t, c["changed"], 5)
-	require.Equal(t, 10.0, c["omitted"])
+	require.Equal(t, 10.0, c["omitted"]) //nolint:testifylint // float-compare: a count, decoded from JSON as float64, exact
 
 	// Over 512 KB: the lists go, the counts stay.
 	m = notifytest.SampleMessage(notify.EventOpen)
@@ -205,7 +205,7 @@ func TestBuildEventBounds(t *testing.T) {
 	require.LessOrEqual(t, len(b), maxEvent)
 	d = decode(t, b)["payload"].(map[string]any)["custom_details"].(map[string]any)
 	require.NotContains(t, d, "findings")
-	require.Equal(t, 20.0, d["findings_omitted"])
+	require.Equal(t, 20.0, d["findings_omitted"]) //nolint:testifylint // float-compare: a count, decoded from JSON as float64, exact
 	require.Equal(t, map[string]any{"drift": 1.0, "pending": 1.0, "forbidden": 0.0}, d["counts"])
 }
 

@@ -122,6 +122,6 @@ func TestWebhookRemediation(t *testing.T) {
 	blocks := string(got[0].Blocks)
 	require.Contains(t, blocks, "Remediation verification failed: Drift in prod-network", "in the header")
 	require.Contains(t, blocks, "*Reason:* still not converged after apply")
-	require.True(t, strings.Index(blocks, "Remediation verification failed*") < strings.Index(blocks, "*Severity*"), "what happened comes before the status")
+	require.Less(t, strings.Index(blocks, "Remediation verification failed*"), strings.Index(blocks, "*Severity*"), "what happened comes before the status")
 	require.NoError(t, notifytest.SlackCheckBlocks(got[0].Blocks))
 }

@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -124,8 +123,8 @@ func TestJobFailure(t *testing.T) {
 			podState{failure: "pod p OOMKilled (exit code 137): the run exceeded its memory limit of 2Gi"})
 		require.EqualError(t, err, "job: pod p OOMKilled (exit code 137): the run exceeded its memory limit of 2Gi")
 		var re *runner.Error
-		require.True(t, errors.As(err, &re))
-		require.False(t, errors.Is(err, runner.ErrTimeout))
+		require.ErrorAs(t, err, &re)
+		require.NotErrorIs(t, err, runner.ErrTimeout)
 	})
 	t.Run("only the condition", func(t *testing.T) {
 		err := jobFailure(job, &batchv1.JobCondition{Type: batchv1.JobFailed, Reason: batchv1.JobReasonBackoffLimitExceeded,

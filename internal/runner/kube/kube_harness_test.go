@@ -280,9 +280,15 @@ func checkTokenOnlyInReporter(cs kubernetes.Interface) func(*corev1.Pod, []*kube
 			}
 			switch c.Name {
 			case ReporterContainerName:
+				if !mounted {
+					return fmt.Errorf("the reporter cannot read the token at %s: not mounted", TokenPath)
+				}
 				b, err := os.ReadFile(host)
-				if !mounted || err != nil || string(b) != token {
-					return fmt.Errorf("the reporter cannot read the token at %s: %v", TokenPath, err)
+				if err != nil {
+					return fmt.Errorf("the reporter cannot read the token at %s: %w", TokenPath, err)
+				}
+				if string(b) != token {
+					return fmt.Errorf("the reporter cannot read the token at %s: it holds something else", TokenPath)
 				}
 			default:
 				if mounted || len(seen) > 0 {

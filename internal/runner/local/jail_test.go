@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -83,7 +82,7 @@ func TestJailHidesDaemonAndOtherWorkspaces(t *testing.T) {
 				lc.req.Log = l
 				_, err := testRunner().Run(t.Context(), lc.req)
 				var re *runner.Error
-				require.True(t, errors.As(err, &re), "%v", err)
+				require.ErrorAs(t, err, &re, "%v", err)
 				require.Equal(t, "plan", re.Phase, "%v\n%s", err, l.Bytes())
 				log := string(l.Bytes())
 				for _, c := range lc.canaries {

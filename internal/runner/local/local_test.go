@@ -2,7 +2,6 @@ package local
 
 import (
 	"bytes"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -53,7 +52,7 @@ sleep 3142`)
 	require.Error(t, err)
 	require.ErrorIs(t, err, runner.ErrTimeout)
 	var re *runner.Error
-	require.True(t, errors.As(err, &re))
+	require.ErrorAs(t, err, &re)
 	require.Equal(t, "init", re.Phase)
 	require.Contains(t, re.Error(), "timed out after 1s")
 	require.Less(t, elapsed, 20*time.Second)

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,7 +103,7 @@ func TestRunRefusesUnsafeGitSource(t *testing.T) {
 			}
 			require.Less(t, time.Since(start), 10*time.Second, "failed promptly, not at the run's timeout")
 			var re *runner.Error
-			require.True(t, errors.As(err, &re), "%v", err)
+			require.ErrorAs(t, err, &re, "%v", err)
 			require.Equal(t, "source", re.Phase, "%v", err)
 			require.ErrorIs(t, err, source.ErrEscapes)
 			require.NotErrorIs(t, err, runner.ErrTimeout)

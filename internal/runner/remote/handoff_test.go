@@ -126,10 +126,11 @@ func TestRunInPodWaitsForReporter(t *testing.T) {
 	ch, err := r.Expect("pod-run", hash, expires)
 	require.NoError(t, err)
 	sock := socketPath(t)
+	res := okResult(t, "pod-run").Result
 	done := make(chan error, 1)
 	go func() {
 		done <- RunInPod(t.Context(), specPath, sock, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
-			return okResult(t, "pod-run").Result, nil
+			return res, nil
 		}), noApply(t))
 	}()
 	time.Sleep(300 * time.Millisecond)

@@ -66,8 +66,9 @@ func TestPost(t *testing.T) {
 		r := NewReceiver(ReceiverOptions{})
 		srv := receiverServer(t, r)
 		tok, hash := NewToken()
+		res := okResult(t, "late")
 		done := make(chan error, 1)
-		go func() { done <- fast.Post(t.Context(), srv.URL+ResultPath("late"), tok, okResult(t, "late")) }()
+		go func() { done <- fast.Post(t.Context(), srv.URL+ResultPath("late"), tok, res) }()
 		time.Sleep(50 * time.Millisecond) // a few 403s: not armed yet
 		ch, err := r.Expect("late", hash, time.Now().Add(time.Hour))
 		require.NoError(t, err)

@@ -14,7 +14,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -151,7 +150,7 @@ func TestSpecCallbackCA(t *testing.T) {
 	require.NoError(t, os.WriteFile(specPath, b, 0o600))
 	err = (&Reporter{Logger: slog.New(slog.DiscardHandler)}).Report(t.Context(), specPath, socketPath(t))
 	require.ErrorContains(t, err, "invalid spec")
-	require.False(t, strings.Contains(err.Error(), "BEGIN"))
+	require.NotContains(t, err.Error(), "BEGIN")
 }
 
 // selfSignedPEM is a fresh CA certificate, as PEM.

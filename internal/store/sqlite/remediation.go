@@ -199,8 +199,11 @@ func (s *Store) TransitionRemediationWithAlert(ctx context.Context, id string, f
 		return store.Remediation{}, fmt.Errorf("remediation %q: %w", id, err)
 	}
 	at, err := nanos(to.At)
-	if err != nil || !at.Valid {
-		return fail(fmt.Errorf("transition time: %v", err))
+	if err != nil {
+		return fail(fmt.Errorf("transition time: %w", err))
+	}
+	if !at.Valid {
+		return fail(errors.New("transition time: not set"))
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -271,8 +274,11 @@ func (s *Store) bulkTransition(ctx context.Context, from, to store.RemediationSt
 		}
 	}()
 	n, err := nanos(at)
-	if err != nil || !n.Valid {
-		return nil, fmt.Errorf("time: %v", err)
+	if err != nil {
+		return nil, fmt.Errorf("time: %w", err)
+	}
+	if !n.Valid {
+		return nil, errors.New("time: not set")
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {

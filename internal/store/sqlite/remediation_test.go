@@ -1,7 +1,6 @@
 package sqlite_test
 
 import (
-	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -77,7 +76,7 @@ func TestRemediations(t *testing.T) {
 		require.ErrorIs(t, err, store.ErrNotFound, id)
 	}
 	_, err = s.TransitionRemediation(ctx, "zz", nil, store.Transition{State: store.RemediationFailed, At: t0})
-	require.True(t, errors.Is(err, store.ErrNotFound))
+	require.ErrorIs(t, err, store.ErrNotFound)
 
 	// A restart during the apply marks it failed; its run was running.
 	require.NoError(t, s.Close())

@@ -391,7 +391,7 @@ func TestRestartAfterRandomKills(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, stBefore, st, "RecoverRuns changed the workspace state")
 		last := committed[len(committed)-1]
-		require.True(t, st.LastRunID >= last, "state points at %s, before the last committed %s", st.LastRunID, last)
+		require.GreaterOrEqual(t, st.LastRunID, last, "state points at %s, before the last committed %s", st.LastRunID, last)
 		again, err := s.RecoverRuns(ctx, time.Now())
 		require.NoError(t, err)
 		require.Empty(t, again.Errored)

@@ -263,9 +263,13 @@ func (s *Store) RecoverRuns(ctx context.Context, at time.Time, keep ...string) (
 		if err != nil {
 			return store.Recovered{}, fmt.Errorf("recover runs: %w", err)
 		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
+		n, err := res.RowsAffected()
+		if err != nil {
+			return store.Recovered{}, fmt.Errorf("recover runs: run %s: %w", r.ID, err)
+		}
+		if n != 1 {
 			// Cannot happen while this transaction holds the write lock.
-			return store.Recovered{}, fmt.Errorf("recover runs: run %s: updated %d rows (%v)", r.ID, n, err)
+			return store.Recovered{}, fmt.Errorf("recover runs: run %s: updated %d rows", r.ID, n)
 		}
 	}
 	if err := tx.Commit(); err != nil {

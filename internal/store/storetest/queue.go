@@ -421,7 +421,7 @@ func testQueuedRace(t *testing.T, s QueueStore, _ func() QueueStore) {
 	}
 	for w := range workers {
 		for _, r := range results[w] {
-			require.True(t, r.started != r.cancelled, "%s: started %v, cancelled %v: exactly one must win", r.id, r.started, r.cancelled)
+			require.NotEqual(t, r.started, r.cancelled, "%s: started %v, cancelled %v: exactly one must win", r.id, r.started, r.cancelled)
 			want := store.RunCancelled
 			if r.started {
 				want = drift.StatusClean

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -188,7 +187,7 @@ func testRemediationRace(t *testing.T, s RemediationStore, _ func() RemediationS
 			winner = i
 			continue
 		}
-		require.True(t, errors.Is(err, store.ErrConflict), "racer %d: %v", i, err)
+		require.ErrorIs(t, err, store.ErrConflict, "racer %d: %v", i, err)
 	}
 	require.NotEqual(t, -1, winner, "nobody approved it")
 	got := getRemediation(t, s, "a")

@@ -133,7 +133,7 @@ func TestChartTLS(t *testing.T) {
 	assert.ElementsMatch(t, names, leaf.DNSNames)
 	for _, n := range names {
 		_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: n})
-		assert.NoError(t, err, "the certificate verifies for %s with ca.crt", n)
+		require.NoError(t, err, "the certificate verifies for %s with ca.crt", n)
 	}
 
 	d := get[*appsv1.Deployment](t, m, "Deployment/driftwatch/driftwatch")

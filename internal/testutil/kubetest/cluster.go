@@ -459,14 +459,18 @@ func waitFor(p *process, ready func() error) error {
 		}
 		if p.exited() {
 			tail := p.tail(40)
-			err := fmt.Errorf("%s exited (%v) before it was ready; last lines of %s:\n%s", p.name, p.waitErr, p.logPath, tail)
+			status := p.waitErr
+			if status == nil {
+				status = errors.New("exit status 0")
+			}
+			err := fmt.Errorf("%s exited (%w) before it was ready; last lines of %s:\n%s", p.name, status, p.logPath, tail)
 			if strings.Contains(tail, "address already in use") {
 				err = fmt.Errorf("%w: %w", errAddrInUse, err)
 			}
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %s: %v; last lines of %s:\n%s", p.name, readyTimeout, last, p.logPath, p.tail(40))
+			return fmt.Errorf("%s not ready after %s: %w; last lines of %s:\n%s", p.name, readyTimeout, last, p.logPath, p.tail(40))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -78,7 +78,7 @@ func TestJobLifecycle(t *testing.T) {
 	require.Len(t, pods.Items[0].Status.ContainerStatuses, 1)
 	term := pods.Items[0].Status.ContainerStatuses[0].State.Terminated
 	require.NotNil(t, term)
-	assert.Equal(t, `{"result":"clean"}`, term.Message)
+	assert.JSONEq(t, `{"result":"clean"}`, term.Message)
 	assert.Equal(t, corev1.PodSucceeded, pods.Items[0].Status.Phase)
 
 	require.Eventually(t, func() bool {

@@ -212,7 +212,8 @@ func (k *DockerKubelet) prepare(ctx context.Context, pod *corev1.Pod, dir string
 		} else {
 			args = append(args, spec.Image)
 		}
-		c.args = append(args, cmdArgs...)
+		args = append(args, cmdArgs...)
+		c.args = args
 		out = append(out, c)
 	}
 	return out, nil

@@ -308,7 +308,7 @@ func TestDockerRunJob(t *testing.T) {
 		var re *runner.Error
 		require.ErrorAs(t, err, &re)
 		assert.Equal(t, "run timed out: job deadline exceeded after 13s", re.Reason)
-		assert.ErrorIs(t, err, runner.ErrTimeout)
+		require.ErrorIs(t, err, runner.ErrTimeout)
 		assert.Less(t, time.Since(began), 17*time.Second, "the run ended at the Job's deadline, not at the pod's own timeout")
 		// The Job controller deleted the pod: its containers are gone.
 		eventually(t, "the slow pod's containers removed", func() bool {
@@ -454,7 +454,8 @@ say token "$(cat /var/run/secrets/kubernetes.io/serviceaccount/token)"
 		k, v, _ := strings.Cut(line, "=")
 		got[k] = v
 	}
-	t.Logf("termination message of check (token cut):\n%s", check.State.Terminated.Message[:strings.Index(check.State.Terminated.Message, "token=")])
+	shown, _, _ := strings.Cut(check.State.Terminated.Message, "token=")
+	t.Logf("termination message of check (token cut):\n%s", shown)
 	port := c.Server[strings.LastIndex(c.Server, ":")+1:]
 	want := map[string]string{
 		"uid": "1234", "gid": "2345", "groups": "2345 3456 4567",

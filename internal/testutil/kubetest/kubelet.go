@@ -134,7 +134,7 @@ func (k *kubelet) listWatch(ctx context.Context) error {
 					k.observe(ctx, pod, ev.Type == watch.Deleted)
 				}
 			case watch.Error:
-				return fmt.Errorf("watch: %v", apierrors.FromObject(ev.Object))
+				return fmt.Errorf("watch: %w", apierrors.FromObject(ev.Object))
 			}
 		}
 	}
