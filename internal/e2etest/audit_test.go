@@ -369,6 +369,7 @@ resource "terraform_data" "x" {
 }
 `})
 		e.apply(t, filepath.Join(e.root, "ok"))
+		e.allowHost(t, ln.Addr().String())
 		cfg := e.config(t, `
 workspaces:
   - name: hang

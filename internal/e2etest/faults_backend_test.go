@@ -73,6 +73,7 @@ func newBFStore(t *testing.T, e *tfEnv, names ...string) *bfStore {
 		px := s3test.StartFaultProxy(t, fs.srv)
 		via := *fs.srv // the same store, reached through the proxy
 		via.Endpoint = px.URL
+		e.allowHost(t, px.URL)
 		key := "faults/" + n + ".tfstate"
 		dir := e.workspace(t, n, map[string]string{"main.tf": s3Workspace(&via, n, key, "    use_lockfile                = true\n")})
 		e.applyS3(t, fs.srv, dir)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +58,11 @@ type tfEnv struct {
 	sandbox   string // terraform.sandbox ("": the default, auto)
 	// extraSandbox are sandbox_paths besides root.
 	extraSandbox []string
+	// hostPorts are written as terraform.sandbox_host_ports: servers of
+	// the test on this machine's loopback (an S3 store, a module server)
+	// that the jailed runs, in a network namespace of their own, may
+	// reach.
+	hostPorts []string
 	// fastPathsOff writes terraform.fast_paths: false: every run inits
 	// and runs show -json, for tests that count a run's requests or stop
 	// a run in show.
@@ -108,10 +114,23 @@ func (e *tfEnv) config(t *testing.T, workspaces string) string {
 	if e.fastPathsOff {
 		sandbox += "  fast_paths: false\n"
 	}
+	if len(e.hostPorts) > 0 {
+		sandbox += fmt.Sprintf("  sandbox_host_ports: [%s]\n", strings.Join(e.hostPorts, ", "))
+	}
 	body := fmt.Sprintf("terraform:\n  binary: %s\n  cli_config_file: %s\n  plugin_cache_dir: %s\n  work_dir: %s\n  kill_grace: 2s\n  sandbox_paths: [%s]\n%s%s",
 		e.bin, e.cliConfig, filepath.Join(e.root, "plugin-cache"), e.workDir(), strings.Join(append([]string{e.root}, e.extraSandbox...), ", "), sandbox, workspaces)
 	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 	return p
+}
+
+// allowHost lets the jailed runs reach the test's server at a URL or
+// host:port on this machine's loopback (terraform.sandbox_host_ports).
+func (e *tfEnv) allowHost(t *testing.T, addr string) {
+	t.Helper()
+	if u, err := url.Parse(addr); err == nil && u.Host != "" {
+		addr = u.Host
+	}
+	e.hostPorts = append(e.hostPorts, addr)
 }
 
 func (e *tfEnv) workDir() string { return filepath.Join(e.root, "runs") }

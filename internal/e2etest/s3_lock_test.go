@@ -168,6 +168,7 @@ func killRemediation(t *testing.T, workDir string) int {
 func TestS3RemediationLocks(t *testing.T) {
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		srv := s3test.Start(t, s3test.Options{AccessKey: s3CanaryKeyID, SecretKey: s3CanarySecret})
+		e.allowHost(t, srv.Endpoint)
 		for _, d := range []string{"out", "journal", "switch"} {
 			require.NoError(t, os.MkdirAll(filepath.Join(e.root, d), 0o755))
 		}

@@ -93,6 +93,7 @@ func policyWorkspace(srv *s3test.Server, bucket, key string) string {
 func TestS3BucketPolicyAudit(t *testing.T) {
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		srv := s3test.Start(t, s3test.Options{AccessKey: s3CanaryKeyID, SecretKey: s3CanarySecret})
+		e.allowHost(t, srv.Endpoint)
 		public := srv.Bucket
 		restricted, none := public+"-restricted", public+"-none"
 		for _, b := range []string{restricted, none} {

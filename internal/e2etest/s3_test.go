@@ -177,6 +177,7 @@ func assertNoS3Canary(t *testing.T, what, s string) {
 func TestS3AuditRealState(t *testing.T) {
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		srv := s3test.Start(t, s3test.Options{AccessKey: s3CanaryKeyID, SecretKey: s3CanarySecret})
+		e.allowHost(t, srv.Endpoint)
 		require.NoError(t, os.MkdirAll(filepath.Join(e.root, "out"), 0o755))
 
 		// drifted: locked state, both resources changed by hand.
@@ -364,6 +365,7 @@ func backendFindings(fs []drift.Finding) []drift.Finding {
 func TestS3RemediationUnderLock(t *testing.T) {
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		srv := s3test.Start(t, s3test.Options{AccessKey: s3CanaryKeyID, SecretKey: s3CanarySecret})
+		e.allowHost(t, srv.Endpoint)
 		require.NoError(t, os.MkdirAll(filepath.Join(e.root, "out"), 0o755))
 		keys := map[string]string{"refuse": "rem/refuse.tfstate", "wait": "rem/wait.tfstate"}
 		before := map[string]tfState{}
