@@ -66,6 +66,10 @@ func newBFStore(t *testing.T, e *tfEnv, names ...string) *bfStore {
 	// reads it twice, then the plan): every run inits, as without the fast
 	// paths, so that the counts hold for every run, not only the first.
 	e.fastPathsOff = true
+	// The faults are the store's, as Terraform meets them on the host's
+	// network: through pasta's forwarding (sandbox_host_ports) a refused
+	// connection reaches Terraform as a reset, not as "connection refused".
+	e.network = "host"
 	fs := &bfStore{e: e, srv: s3test.Start(t, s3test.Options{AccessKey: s3CanaryKeyID, SecretKey: s3CanarySecret}),
 		proxies: map[string]*s3test.FaultProxy{}, keys: map[string]string{}, before: map[string]tfState{}, secrets: map[string]string{}, setup: map[string]int{}}
 	require.NoError(t, os.MkdirAll(filepath.Join(e.root, "out"), 0o755))

@@ -63,6 +63,8 @@ type tfEnv struct {
 	// that the jailed runs, in a network namespace of their own, may
 	// reach.
 	hostPorts []string
+	// network, if set, is terraform.sandbox_network.
+	network string
 	// fastPathsOff writes terraform.fast_paths: false: every run inits
 	// and runs show -json, for tests that count a run's requests or stop
 	// a run in show.
@@ -113,6 +115,9 @@ func (e *tfEnv) config(t *testing.T, workspaces string) string {
 	}
 	if e.fastPathsOff {
 		sandbox += "  fast_paths: false\n"
+	}
+	if e.network != "" {
+		sandbox += "  sandbox_network: " + e.network + "\n"
 	}
 	if len(e.hostPorts) > 0 {
 		sandbox += fmt.Sprintf("  sandbox_host_ports: [%s]\n", strings.Join(e.hostPorts, ", "))
