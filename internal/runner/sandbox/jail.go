@@ -143,19 +143,26 @@ func DetectIsolation(setting, network string) (Isolation, error) {
 	return iso, nil
 }
 
+// findProgram finds a system program on PATH, else in /usr/bin or /bin
+// (a daemon started with a minimal PATH).
+func findProgram(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/bin", "/bin"} {
+		if _, e := os.Stat(filepath.Join(dir, name)); e == nil {
+			return filepath.Join(dir, name), nil
+		}
+	}
+	return "", err
+}
+
 // probe checks that bubblewrap is installed and can create the jail's
 // namespaces here (a container's seccomp profile or a sysctl may forbid
 // user namespaces).
 func probe() Isolation {
-	bwrap, err := exec.LookPath("bwrap")
-	if err != nil {
-		for _, p := range []string{"/usr/bin/bwrap", "/bin/bwrap"} {
-			if _, e := os.Stat(p); e == nil {
-				bwrap, err = p, nil
-				break
-			}
-		}
-	}
+	bwrap, err := findProgram("bwrap")
 	if err != nil {
 		return Isolation{Mode: "none", Reason: "bubblewrap (bwrap) is not installed: install the bubblewrap package to isolate workspaces from each other and from the daemon"}
 	}

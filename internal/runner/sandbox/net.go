@@ -411,15 +411,7 @@ func startJailed(cmd *exec.Cmd, net *NetSpec) error {
 // namespace here: it starts a jail (bubblewrap bwrap) in one, the way
 // runs do, that runs bubblewrap's --version.
 func probeNet(bwrap string) Isolation {
-	pasta, err := exec.LookPath("pasta")
-	if err != nil {
-		for _, p := range []string{"/usr/bin/pasta", "/bin/pasta"} {
-			if _, e := os.Stat(p); e == nil {
-				pasta, err = p, nil
-				break
-			}
-		}
-	}
+	pasta, err := findProgram("pasta")
 	if err != nil {
 		return Isolation{NetworkReason: "pasta is not installed: install the passt package so that workspaces' code cannot reach this machine's ports (the daemon's API among them)"}
 	}
