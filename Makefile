@@ -109,7 +109,7 @@ run: build
 #? lint: go vet, gofmt and golangci-lint (.golangci.yml: linters and the import layering)
 lint: lint-tools
 	$(GO) vet ./...
-	$(GO) vet -tags faults ./internal/e2etest/ ./internal/app/
+	$(GO) vet -tags faults ./internal/testutil/e2etest/ ./internal/app/
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@source $(LINT_ENV); "$$GOLANGCI_LINT" config verify && "$$GOLANGCI_LINT" run --build-tags faults ./...
 
@@ -119,14 +119,14 @@ TEST_ENV = source $(TOOLS_ENV); source $(KUBE_ENV); source $(S3_ENV); source $(I
 	export DRIFTWATCH_E2E=1 DRIFTWATCH_TF_BINARIES="$$TF_BINARIES" DRIFTWATCH_TF_CLI_CONFIG="$$TF_CLI_CONFIG" \
 	DRIFTWATCH_KUBE_BIN_DIR="$$KUBE_BIN_DIR" DRIFTWATCH_WEED="$$WEED" DRIFTWATCH_OAUTH2_PROXY="$$OAUTH2_PROXY" \
 	DOCKER_HOST="$$DOCKER_HOST" DRIFTWATCH_DOCKER="$$DOCKER" DRIFTWATCH_IMAGE=$(IMAGE)
-# The fault-injection suite: TestFaults* in internal/e2etest, built with the
+# The fault-injection suite: TestFaults* in internal/testutil/e2etest, built with the
 # faults tag; run on its own, after the rest, so its load (the soak keeps
 # both cores busy) does not share the machine with other tests. Within it,
 # the tests that mostly wait run beside the soak, two at a time
 # (parallelBesideSoak in faults_main_test.go); -parallel is above the number
 # of its parallel tests so that the soak never waits for a slot. -v prints
 # the figures each test logs.
-FAULTS_TEST = $(GO) test -race -count=1 -tags faults -run '^TestFaults' -parallel 32 -timeout 40m -v ./internal/e2etest/
+FAULTS_TEST = $(GO) test -race -count=1 -tags faults -run '^TestFaults' -parallel 32 -timeout 40m -v ./internal/testutil/e2etest/
 
 #? test: provision tools, lint, and run every test (unit + end-to-end) with -race, then the fault-injection suite
 test: deps tools kube-tools s3-tools auth-tools lint image
@@ -161,7 +161,7 @@ bench: tools
 #? fuzz: fuzz the config and plan parsers for FUZZTIME each (default 60s)
 FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/planparse/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/terraform/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
 .PHONY: help deps tools kube-tools lint-tools s3-tools auth-tools image-tools image build run lint test test-short test-faults testdata screenshots bench fuzz

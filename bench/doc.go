@@ -3,7 +3,7 @@
 // absolute times. It has no production code; everything is in _test.go files:
 //
 //   - plan_test.go (with genplan_test.go): parse and classify a generated
-//     ~50 MB plan JSON with internal/planparse + internal/policy versus
+//     ~50 MB plan JSON with internal/terraform/planparse + internal/policy versus
 //     json.Unmarshal into tfjson.Plan: time, allocation, MB/s, and peak RSS
 //     measured in child processes (this test binary re-executed; its
 //     TestMain dispatches on DRIFTWATCH_BENCH_CHILD).

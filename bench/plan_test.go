@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/planfile"
-	"github.com/driftwatch/driftwatch/internal/planparse"
+	"github.com/driftwatch/driftwatch/internal/terraform/planfile"
+	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 	"github.com/driftwatch/driftwatch/internal/policy"
 )
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hack/gen-fixtures.sh - regenerate internal/planparse/testdata/<case>/plan.json
+# hack/gen-fixtures.sh - regenerate internal/terraform/planparse/testdata/<case>/plan.json
 # from real Terraform runs, so the parser is tested on what Terraform really writes.
 #
 #   hack/gen-fixtures.sh [CASE...]     (default: every case directory)
@@ -28,7 +28,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-TESTDATA=$ROOT/internal/planparse/testdata
+TESTDATA=$ROOT/internal/terraform/planparse/testdata
 T=${DRIFTWATCH_TOOLS:-$HOME/.cache/driftwatch}
 CLI_CONFIG=${TF_CLI_CONFIG:-$T/terraformrc} # TF_CLI_CONFIG comes from $T/tools.env
 if [[ -z ${TERRAFORM:-} && -x $T/bin/terraform ]]; then

@@ -11,7 +11,7 @@
 #                      and registry.opentofu.org:
 #                        hashicorp/local 2.9.0 (built from the proxy)
 #                        hashicorp/kubernetes 1.13.4 (built from the proxy, go.mod repaired)
-#                        driftwatch/{dwtest,kubernetes,helm} 0.1.0 (internal/e2etest/testprovider)
+#                        driftwatch/{dwtest,kubernetes,helm} 0.1.0 (internal/testutil/e2etest/testprovider)
 #   $T/terraformrc     CLI config using only that mirror; use as TF_CLI_CONFIG_FILE
 #                      together with CHECKPOINT_DISABLE=1
 #
@@ -188,7 +188,7 @@ if ! stamp_ok kubernetes "$kprov_key" "$kprov_bin" "${kprov_files[@]}"; then
 fi
 
 # --- driftwatch test provider (dwtest, kubernetes, helm) ------------------------
-tp_src=$ROOT/internal/e2etest/testprovider
+tp_src=$ROOT/internal/testutil/e2etest/testprovider
 [[ -f $tp_src/go.mod ]] || die "missing $tp_src/go.mod"
 # Keyed by the Go version and a hash of the non-test sources (relative paths, so
 # a fresh clone of the same code reuses the build).

@@ -22,7 +22,7 @@ import (
 //
 // The runner runs the spec's run with the local runner (or, for a
 // remediation Job, applies the approved change set with
-// remediate.Applier, if the daemon says right before the apply that the
+// engine.Applier, if the daemon says right before the apply that the
 // kill switch is off) and hands the result to the reporter over the unix
 // socket; it has no token. The reporter, the only container with the
 // run's token, takes the result over and delivers it to the daemon. Each

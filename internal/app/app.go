@@ -9,16 +9,16 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/notify/notifiers"
+	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
-	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
 
-// Filter selects workspaces for an audit (audit.Filter).
-type Filter = audit.Filter
+// Filter selects workspaces for an audit (pipeline.Filter).
+type Filter = pipeline.Filter
 
 // AuditOptions configures a one-shot audit.
 type AuditOptions struct {
@@ -55,7 +55,7 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 			return nil, fmt.Errorf("discovery: %w", err)
 		}
 	}
-	targets, err := audit.Targets(o.Config, o.Filter)
+	targets, err := pipeline.Targets(o.Config, o.Filter)
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +74,8 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 	}
 	lr := local.New(o.Logger)
 	lr.KeepWorkDirs = o.CacheDir != ""
-	a := &audit.Auditor{Runner: lr, Logger: o.Logger}
-	var obs audit.Observer
+	a := &pipeline.Auditor{Runner: lr, Logger: o.Logger}
+	var obs pipeline.Observer
 	if o.Progress != nil {
 		p := report.NewProgress(o.Progress, o.ProgressTTY, len(targets))
 		defer p.Close()
@@ -119,7 +119,7 @@ func isolation(cfg *config.Config, logger *slog.Logger) (sandbox.Isolation, erro
 // file itself without running anything: targets and policy rules, and every
 // notifier's constructor (secret files readable and well-formed).
 func Validate(cfg *config.Config, logger *slog.Logger) error {
-	if _, err := audit.Targets(cfg, Filter{}); err != nil {
+	if _, err := pipeline.Targets(cfg, Filter{}); err != nil {
 		return err
 	}
 	_, err := notifiers.Build(cfg, logger)

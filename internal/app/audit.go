@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/driftwatch/driftwatch/internal/notify/slackinteract"
 	"github.com/driftwatch/driftwatch/internal/server"
-	"github.com/driftwatch/driftwatch/internal/slackinteract"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 

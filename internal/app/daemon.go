@@ -17,27 +17,27 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/metrics"
 	"github.com/driftwatch/driftwatch/internal/notify/notifiers"
+	"github.com/driftwatch/driftwatch/internal/notify/slackinteract"
 	"github.com/driftwatch/driftwatch/internal/outbox"
+	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation"
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/run"
-	"github.com/driftwatch/driftwatch/internal/runid"
+	"github.com/driftwatch/driftwatch/internal/run/runid"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
-	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/silence"
-	"github.com/driftwatch/driftwatch/internal/slackinteract"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 	"github.com/driftwatch/driftwatch/internal/version"
 )
 
@@ -64,7 +64,7 @@ type daemon struct {
 	// isolation is what local runs are confined with (/api/v1/status).
 	isolation sandbox.Isolation
 	cfg       atomic.Pointer[config.Config]
-	targets   atomic.Pointer[map[string]audit.Target]
+	targets   atomic.Pointer[map[string]pipeline.Target]
 	alerts    atomic.Pointer[map[string]incident.Plan]
 	store     store.DaemonStore
 	outbox    *outbox.Dispatcher
@@ -193,13 +193,13 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 	// working directories between runs.
 	lr := local.New(log)
 	lr.KeepWorkDirs = true
-	auditor := &audit.Auditor{Runner: lr, Logger: log}
+	auditor := &pipeline.Auditor{Runner: lr, Logger: log}
 	if cfg.Runner.Mode == config.RunnerModeKubernetes {
 		var err error
 		if d.kube, err = newKubeRuntime(cfg, log, d.mayApply); err != nil {
 			return nil, err
 		}
-		auditor = &audit.Auditor{Runner: d.kube.runner, Logger: log}
+		auditor = &pipeline.Auditor{Runner: d.kube.runner, Logger: log}
 	} else {
 		var err error
 		if d.isolation, err = isolation(cfg, log); err != nil {
@@ -210,7 +210,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 		}
 	}
 	if detect != nil {
-		auditor = &audit.Auditor{Runner: detect, Logger: log}
+		auditor = &pipeline.Auditor{Runner: detect, Logger: log}
 	}
 	targets, err := targetMap(cfg, d.owner)
 	if err != nil {
@@ -232,7 +232,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 		Store: st, Logger: log, Auditor: auditor, Metrics: d.metrics,
 		Schedule: schedule.Options{MaxConcurrent: cfg.MaxConcurrentRuns, Jitter: time.Duration(cfg.Defaults.Jitter), Clock: schedulerClock(),
 			AllowSubMinute: cfg.AllowSubMinuteSchedules},
-		Target: func(name string) (audit.Target, bool) {
+		Target: func(name string) (pipeline.Target, bool) {
 			t, ok := (*d.targets.Load())[name]
 			return t, ok
 		},
@@ -265,7 +265,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 // setConfig makes cfg the current config, with its run targets (built by
 // targetMap, which reads every secret file: once per load) and alert
 // plans (start and reload).
-func (d *daemon) setConfig(cfg *config.Config, targets map[string]audit.Target) {
+func (d *daemon) setConfig(cfg *config.Config, targets map[string]pipeline.Target) {
 	plans := incident.Plans(cfg)
 	for _, w := range cfg.Workspaces {
 		p := plans[w.Name]
@@ -461,14 +461,14 @@ func (d *daemon) snapshot() []metrics.WorkspaceSnapshot {
 	return out
 }
 
-func targetMap(cfg *config.Config, owner string) (map[string]audit.Target, error) {
-	ts, err := audit.Targets(cfg, audit.Filter{})
+func targetMap(cfg *config.Config, owner string) (map[string]pipeline.Target, error) {
+	ts, err := pipeline.Targets(cfg, pipeline.Filter{})
 	if err != nil {
 		return nil, err
 	}
 	// The probe is cached: an error was already reported at start-up.
 	iso, _ := sandbox.DetectIsolation(cfg.Terraform.Sandbox, cfg.Terraform.SandboxNetwork)
-	m := make(map[string]audit.Target, len(ts))
+	m := make(map[string]pipeline.Target, len(ts))
 	for _, t := range ts {
 		t.Request.Owner = owner
 		t.Request.Jail, t.Request.JailNet = iso.Bwrap, iso.Pasta

@@ -7,10 +7,10 @@
 //
 // What it owns:
 //
-//   - Wiring: Targets maps config workspaces onto audit.Target (a
+//   - Wiring: Targets maps config workspaces onto pipeline.Target (a
 //     runner.Request with every known secret to redact, policy rules);
 //     Validate runs the constructors that open no connection; Audit is the
-//     one-shot audit (local runner, audit.Auditor, report.Report).
+//     one-shot audit (local runner, pipeline.Auditor, report.Report).
 //   - The daemon (RunDaemon, newDaemon): the store's lock (leader), the
 //     sandbox mode, the store, the runner (local, or Kubernetes Jobs with
 //     their result Receiver), metrics, notifiers and the outbox, the run

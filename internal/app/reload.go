@@ -12,7 +12,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/notify/notifiers"
-	"github.com/driftwatch/driftwatch/internal/runid"
+	"github.com/driftwatch/driftwatch/internal/run/runid"
 )
 
 // DiscoverRefresh is how often the daemon re-discovers the roots of the

@@ -3,11 +3,11 @@ package app
 import (
 	"context"
 
-	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/metrics"
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -69,7 +69,7 @@ func (d *daemon) remediationApplier() remediation.Applier {
 // mayApply answers the proceed check of remediation Jobs' pods
 // (remote.ProceedFunc), asked right before `terraform apply`
 // (remediation.Controller.MayApply).
-func (d *daemon) mayApply(ctx context.Context, runID string) *remediate.Refusal {
+func (d *daemon) mayApply(ctx context.Context, runID string) *engine.Refusal {
 	return d.rem.MayApply(ctx, runID)
 }
 
@@ -80,7 +80,7 @@ type remediationHost struct{ d *daemon }
 
 func (h remediationHost) Config() *config.Config { return h.d.cfg.Load() }
 
-func (h remediationHost) Target(workspace string) (audit.Target, bool) {
+func (h remediationHost) Target(workspace string) (pipeline.Target, bool) {
 	t, ok := (*h.d.targets.Load())[workspace]
 	return t, ok
 }

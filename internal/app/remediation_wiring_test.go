@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/config"
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -53,7 +53,7 @@ func newWiringDaemon(t *testing.T, paused bool) *wiringDaemon {
 func (w *wiringDaemon) storeRemediation(t *testing.T, st store.RemediationStore, id, ws string, state store.RemediationState) {
 	t.Helper()
 	now := time.Now().UTC()
-	cs := remediate.ChangeSet{Entries: []remediate.Entry{{Address: "dwtest_file.a", Action: "update", Attributes: []string{"content"}}}}
+	cs := engine.ChangeSet{Entries: []engine.Entry{{Address: "dwtest_file.a", Action: "update", Attributes: []string{"content"}}}}
 	csJSON, err := json.Marshal(cs)
 	require.NoError(t, err)
 	r := store.Remediation{ID: id, Workspace: ws, DetectRunID: "detect-" + id, Mode: config.RemediationApprove,
@@ -92,7 +92,7 @@ func TestRemediationWiringStart(t *testing.T) {
 	got := w.get(t, "rem-run")
 	require.Equal(t, store.RemediationFailed, got.State)
 	require.Empty(t, got.Outcome, "no outcome: its adopted Job's outcome may still be recorded")
-	require.Equal(t, &remediate.Refusal{Code: remediate.CodePaused, Reason: "remediation is paused (global kill switch)"},
+	require.Equal(t, &engine.Refusal{Code: engine.CodePaused, Reason: "remediation is paused (global kill switch)"},
 		w.d.mayApply(t.Context(), "apply-1"), "the proceed check reads the same controller")
 }
 
@@ -116,7 +116,7 @@ func TestRemediationWiringReload(t *testing.T) {
 	require.Equal(t, store.RemediationExpired, got.State)
 	require.Equal(t, "remediation turned off by config reload", got.Reason)
 	require.Equal(t, store.RemediationPending, w.get(t, "rem-db").State, "db was off already: the loop's sweep ends it, not this reload")
-	require.Equal(t, &remediate.Refusal{Code: remediate.CodeRemediationOff, Reason: "remediation for workspace db is off (config): nothing applied"},
+	require.Equal(t, &engine.Refusal{Code: engine.CodeRemediationOff, Reason: "remediation for workspace db is off (config): nothing applied"},
 		w.d.mayApply(t.Context(), "apply-1"))
 	_, err := remediationControl{w.d.rem}.Approve(t.Context(), "rem-db", "")
 	require.ErrorIs(t, err, store.ErrConflict)

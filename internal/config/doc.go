@@ -9,7 +9,7 @@
 // block of settings, config embeds that subsystem's type rather than
 // copying its fields: runner.kubernetes is kubecfg.Config (kube.Config is
 // a defined type over it; Kube returns it), a remediation block embeds
-// envelope.Envelope (remediate.Envelope), backend_policy is
+// envelope.Envelope (engine.Envelope), backend_policy is
 // backendpolicy.Overrides (EffectiveBackendPolicy merges the layers into a
 // backend.Policy), an ignore entry is pattern.Ignore. What config derives
 // is plain data the subsystems take as is: EffectiveForbidden (which
@@ -27,7 +27,7 @@
 //
 // It imports no internal package but leaves (packages that import no other
 // internal package): backend/backendpolicy, cafile, notify/severity,
-// policy/pattern, remediate/envelope, runner/kube/kubecfg and
+// policy/pattern, remediation/envelope, runner/kube/kubecfg and
 // schedule/cronspec (the depguard rule config-imports-leaves-only in
 // .golangci.yml enforces the list). Only cmd/driftwatch, app and
 // remediation import it (and kubetest's tests).

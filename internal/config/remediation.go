@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/remediate/envelope"
+	"github.com/driftwatch/driftwatch/internal/remediation/envelope"
 )
 
 // Remediation modes.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/cafile"
 	"github.com/driftwatch/driftwatch/internal/runner/kube/kubecfg"
+	"github.com/driftwatch/driftwatch/internal/tlsfiles/cafile"
 )
 
 // Runner modes.

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/driftwatch/driftwatch/internal/policy/pattern"
-	"github.com/driftwatch/driftwatch/internal/runner/sandbox/netcfg"
 	"github.com/driftwatch/driftwatch/internal/schedule/cronspec"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox/netcfg"
 )
 
 var (

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/policy/pattern"
-	"github.com/driftwatch/driftwatch/internal/runner/sandbox/netcfg"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox/netcfg"
 )
 
 // DefaultForbidden is the forbidden resource type list used when neither

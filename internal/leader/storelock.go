@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
 
 // ErrStoreInUse is the cause of a lock wait that ran out: another daemon

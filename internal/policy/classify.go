@@ -7,7 +7,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/planparse"
+	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 )
 
 // IgnoreRule silences drift on resources whose address matches Address. With

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
@@ -54,17 +54,17 @@ func (c *Controller) AwaitAdopted(ctx context.Context, a *kube.Adopted) error {
 // remediation is running, or failed without an outcome: interrupted by a
 // restart, its Job adopted by this daemon, which records the outcome on
 // it (AwaitAdopted). Whatever it cannot confirm refuses.
-func (c *Controller) MayApply(ctx context.Context, runID string) *remediate.Refusal {
+func (c *Controller) MayApply(ctx context.Context, runID string) *engine.Refusal {
 	if c.stopped() {
-		return &remediate.Refusal{Code: remediate.CodePaused, Reason: "remediation is paused (global kill switch)"}
+		return &engine.Refusal{Code: engine.CodePaused, Reason: "remediation is paused (global kill switch)"}
 	}
 	r, err := c.store.RemediationByApplyRun(ctx, runID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return &remediate.Refusal{Code: remediate.CodeNothingApproved, Reason: "no remediation is applied by run " + runID}
+		return &engine.Refusal{Code: engine.CodeNothingApproved, Reason: "no remediation is applied by run " + runID}
 	case err != nil:
 		c.log.Error("proceed check: read remediation", "run_id", runID, "err", err)
-		return &remediate.Refusal{Code: remediate.CodeDaemonUnreachable, Reason: "the daemon could not read the remediation of run " + runID}
+		return &engine.Refusal{Code: engine.CodeDaemonUnreachable, Reason: "the daemon could not read the remediation of run " + runID}
 	}
 	if ref := c.offRefusal(r.Workspace); ref != nil {
 		return ref
@@ -72,5 +72,5 @@ func (c *Controller) MayApply(ctx context.Context, runID string) *remediate.Refu
 	if r.State == store.RemediationRunning || r.State == store.RemediationFailed && len(r.Outcome) == 0 {
 		return nil
 	}
-	return &remediate.Refusal{Code: remediate.CodeNothingApproved, Reason: fmt.Sprintf("remediation %s is %s: no longer approved to apply", r.ID, r.State)}
+	return &engine.Refusal{Code: engine.CodeNothingApproved, Reason: fmt.Sprintf("remediation %s is %s: no longer approved to apply", r.ID, r.State)}
 }

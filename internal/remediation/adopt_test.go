@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/config"
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -16,7 +16,7 @@ import (
 // the kill switch is off and the run's remediation is running (or
 // interrupted by a restart, its Job adopted); anything else refuses.
 func TestMayApply(t *testing.T) {
-	paused := &remediate.Refusal{Code: remediate.CodePaused, Reason: "remediation is paused (global kill switch)"}
+	paused := &engine.Refusal{Code: engine.CodePaused, Reason: "remediation is paused (global kill switch)"}
 	t.Run("running", func(t *testing.T) {
 		f := newProceedFixture(t)
 		require.Nil(t, f.c.MayApply(t.Context(), "apply-1"))
@@ -29,7 +29,7 @@ func TestMayApply(t *testing.T) {
 	})
 	t.Run("unknown run", func(t *testing.T) {
 		f := newProceedFixture(t)
-		require.Equal(t, &remediate.Refusal{Code: remediate.CodeNothingApproved, Reason: "no remediation is applied by run apply-9"},
+		require.Equal(t, &engine.Refusal{Code: engine.CodeNothingApproved, Reason: "no remediation is applied by run apply-9"},
 			f.c.MayApply(t.Context(), "apply-9"))
 	})
 	t.Run("interrupted by a restart", func(t *testing.T) {
@@ -43,7 +43,7 @@ func TestMayApply(t *testing.T) {
 		_, err := f.st.TransitionRemediation(t.Context(), "rem-1", []store.RemediationState{store.RemediationRunning},
 			store.Transition{State: store.RemediationFailed, At: time.Now(), Reason: "boom", Outcome: json.RawMessage(`{"result":"failed"}`)})
 		require.NoError(t, err)
-		require.Equal(t, &remediate.Refusal{Code: remediate.CodeNothingApproved, Reason: "remediation rem-1 is failed: no longer approved to apply"},
+		require.Equal(t, &engine.Refusal{Code: engine.CodeNothingApproved, Reason: "remediation rem-1 is failed: no longer approved to apply"},
 			f.c.MayApply(t.Context(), "apply-1"))
 	})
 }
@@ -54,9 +54,9 @@ func TestReapprove(t *testing.T) {
 	f := newProceedFixture(t)
 	before, err := f.st.Remediation(t.Context(), "rem-1")
 	require.NoError(t, err)
-	out := remediate.Outcome{Result: remediate.ResultRefused, Refusals: []remediate.Refusal{{Code: remediate.CodePaused, Reason: "paused"}}}
+	out := engine.Outcome{Result: engine.ResultRefused, Refusals: []engine.Refusal{{Code: engine.CodePaused, Reason: "paused"}}}
 	require.True(t, heldByKillSwitch(out))
-	require.False(t, heldByKillSwitch(remediate.Outcome{Result: remediate.ResultRefused, Refusals: []remediate.Refusal{{Code: remediate.CodeDaemonUnreachable}}}))
+	require.False(t, heldByKillSwitch(engine.Outcome{Result: engine.ResultRefused, Refusals: []engine.Refusal{{Code: engine.CodeDaemonUnreachable}}}))
 	f.c.reapprove(t.Context(), f.c.log, before, store.RemediationRunning, "paused")
 	after, err := f.st.Remediation(t.Context(), "rem-1")
 	require.NoError(t, err)
@@ -86,21 +86,21 @@ func TestReapprove(t *testing.T) {
 // next detection; any other refusal stands for its change set.
 func TestRefusedTransiently(t *testing.T) {
 	refused := func(codes ...string) store.Remediation {
-		out := remediate.Outcome{Result: remediate.ResultRefused}
+		out := engine.Outcome{Result: engine.ResultRefused}
 		for _, c := range codes {
-			out.Refusals = append(out.Refusals, remediate.Refusal{Code: c})
+			out.Refusals = append(out.Refusals, engine.Refusal{Code: c})
 		}
 		b, err := json.Marshal(out)
 		require.NoError(t, err)
 		return store.Remediation{State: store.RemediationRefused, Outcome: b}
 	}
-	require.True(t, refusedTransiently(refused(remediate.CodeDaemonUnreachable)))
-	require.True(t, refusedTransiently(refused(remediate.CodeStateLocked)))
-	require.False(t, refusedTransiently(refused(remediate.CodeStateLocked, remediate.CodePlanChanged)))
-	require.False(t, refusedTransiently(refused(remediate.CodePlanChanged)))
+	require.True(t, refusedTransiently(refused(engine.CodeDaemonUnreachable)))
+	require.True(t, refusedTransiently(refused(engine.CodeStateLocked)))
+	require.False(t, refusedTransiently(refused(engine.CodeStateLocked, engine.CodePlanChanged)))
+	require.False(t, refusedTransiently(refused(engine.CodePlanChanged)))
 	require.False(t, refusedTransiently(refused()))
 	require.False(t, refusedTransiently(store.Remediation{State: store.RemediationRefused}), "refused by the envelope at proposal: no outcome")
-	failed := refused(remediate.CodeDaemonUnreachable)
+	failed := refused(engine.CodeDaemonUnreachable)
 	failed.State = store.RemediationFailed
 	require.False(t, refusedTransiently(failed))
 }

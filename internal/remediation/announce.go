@@ -8,8 +8,8 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/notify"
-	"github.com/driftwatch/driftwatch/internal/remediate"
-	"github.com/driftwatch/driftwatch/internal/runid"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
+	"github.com/driftwatch/driftwatch/internal/run/runid"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -96,7 +96,7 @@ func remediationNote(r store.Remediation, externalURL string) (notify.Remediatio
 	default:
 		return notify.Remediation{}, false
 	}
-	var cs remediate.ChangeSet
+	var cs engine.ChangeSet
 	_ = json.Unmarshal(r.ChangeSet, &cs) // unreadable: 0 resources; the reason says why it failed
 	n := notify.Remediation{
 		ID: r.ID, Mode: r.Mode, Result: res, Reason: notify.Truncate(notify.OneLine(r.Reason), maxRemediationReason),

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/remediate"
-	"github.com/driftwatch/driftwatch/internal/runid"
-	"github.com/driftwatch/driftwatch/internal/runlog"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
+	"github.com/driftwatch/driftwatch/internal/run/runid"
+	"github.com/driftwatch/driftwatch/internal/run/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -136,16 +136,16 @@ func (c *Controller) Apply(ctx context.Context, name, runID string) {
 	if err := c.store.StartRun(wctx, run); err != nil {
 		log.Error("store: start run", "err", err)
 	}
-	var approved remediate.ChangeSet
-	out := remediate.Outcome{}
+	var approved engine.ChangeSet
+	out := engine.Outcome{}
 	if err := json.Unmarshal(r.ChangeSet, &approved); err != nil {
-		out = remediate.Outcome{Result: remediate.ResultRefused, Reason: "stored change set unreadable: " + err.Error()}
+		out = engine.Outcome{Result: engine.ResultRefused, Reason: "stored change set unreadable: " + err.Error()}
 	} else {
 		// Proceed is asked right before `terraform apply` in this process:
 		// a reload may have turned the workspace's remediation off while it
 		// planned. A Job's pod asks the daemon instead (MayApply).
-		a := &remediate.Applier{Logger: c.log, Rules: t.Rules, Envelope: pol.Envelope, LockTimeout: pol.LockTimeout, Paused: c.stopped,
-			Proceed: func(context.Context) *remediate.Refusal { return c.offRefusal(name) }}
+		a := &engine.Applier{Logger: c.log, Rules: t.Rules, Envelope: pol.Envelope, LockTimeout: pol.LockTimeout, Paused: c.stopped,
+			Proceed: func(context.Context) *engine.Refusal { return c.offRefusal(name) }}
 		log.Info("remediation apply started", "resources", approved.Len(), "change_set_hash", r.ChangeSetHash, "runner", c.runner)
 		var err error
 		out, err = c.applier.Remediate(ctx, a, t.Request, approved)
@@ -157,7 +157,7 @@ func (c *Controller) Apply(ctx context.Context, name, runID string) {
 			return
 		}
 	}
-	if ctx.Err() != nil && out.Result == remediate.ResultFailed && out.ApplyStarted {
+	if ctx.Err() != nil && out.Result == engine.ResultFailed && out.ApplyStarted {
 		// Terraform was interrupted mid-apply: by a cancel of the apply's
 		// run, or because the daemon is stopping.
 		why := "interrupted by the daemon's shutdown during the apply"
@@ -183,7 +183,7 @@ func (c *Controller) Apply(ctx context.Context, name, runID string) {
 
 // finishApplyRun records an apply's run finished at fin with the result
 // of its outcome (applied, failed, refused...).
-func (c *Controller) finishApplyRun(ctx context.Context, log *slog.Logger, run store.Run, out remediate.Outcome, fin time.Time) {
+func (c *Controller) finishApplyRun(ctx context.Context, log *slog.Logger, run store.Run, out engine.Outcome, fin time.Time) {
 	run.FinishedAt, run.Status, run.Error, run.Tool, run.Phases = fin, drift.Status(out.Result), out.Reason, out.Tool, out.Phases
 	run.Findings = out.Residual
 	if err := c.store.FinishRunOnly(ctx, run); err != nil {
@@ -194,7 +194,7 @@ func (c *Controller) finishApplyRun(ctx context.Context, log *slog.Logger, run s
 // recordOutcome ends remediation r, in state from, with the outcome of
 // its apply: approved again when the kill switch held it before the apply
 // (held), else out's result, announced on the incident.
-func (c *Controller) recordOutcome(ctx context.Context, log *slog.Logger, r store.Remediation, from store.RemediationState, out remediate.Outcome, at time.Time) (held bool) {
+func (c *Controller) recordOutcome(ctx context.Context, log *slog.Logger, r store.Remediation, from store.RemediationState, out engine.Outcome, at time.Time) (held bool) {
 	if heldByKillSwitch(out) {
 		c.reapprove(ctx, log, r, from, out.Reason)
 		return true
@@ -210,9 +210,9 @@ func (c *Controller) recordOutcome(ctx context.Context, log *slog.Logger, r stor
 // heldByKillSwitch reports whether an apply was refused by the kill
 // switch (in the daemon, or asked by a Job's pod right before the apply):
 // nothing was applied.
-func heldByKillSwitch(out remediate.Outcome) bool {
-	return out.Result == remediate.ResultRefused &&
-		slices.ContainsFunc(out.Refusals, func(x remediate.Refusal) bool { return x.Code == remediate.CodePaused })
+func heldByKillSwitch(out engine.Outcome) bool {
+	return out.Result == engine.ResultRefused &&
+		slices.ContainsFunc(out.Refusals, func(x engine.Refusal) bool { return x.Code == engine.CodePaused })
 }
 
 // refusedTransiently reports whether remediation r's apply was refused
@@ -223,12 +223,12 @@ func heldByKillSwitch(out remediate.Outcome) bool {
 // re-queued at once: a lasting cause (a NetworkPolicy, a stuck lock) then
 // costs one attempt per detection, not a loop of Jobs.
 func refusedTransiently(r store.Remediation) bool {
-	var out remediate.Outcome
+	var out engine.Outcome
 	if r.State != store.RemediationRefused || len(r.Outcome) == 0 || json.Unmarshal(r.Outcome, &out) != nil || len(out.Refusals) == 0 {
 		return false
 	}
-	return !slices.ContainsFunc(out.Refusals, func(x remediate.Refusal) bool {
-		return x.Code != remediate.CodeStateLocked && x.Code != remediate.CodeDaemonUnreachable && x.Code != remediate.CodeRemediationOff
+	return !slices.ContainsFunc(out.Refusals, func(x engine.Refusal) bool {
+		return x.Code != engine.CodeStateLocked && x.Code != engine.CodeDaemonUnreachable && x.Code != engine.CodeRemediationOff
 	})
 }
 

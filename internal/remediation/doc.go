@@ -1,7 +1,7 @@
 // Package remediation is the daemon's remediation controller: it turns
 // what detection runs propose into stored remediations and moves each
 // through its lifecycle, up to the apply and its recorded outcome.
-// internal/remediate is the core it drives (the envelope, the change set
+// internal/remediation/engine is the core it drives (the envelope, the change set
 // and the guarded apply); this package decides when, and remembers.
 //
 // # What it owns
@@ -43,7 +43,7 @@
 // It must not run detections, schedule, or hold runs, the run registry,
 // the leader election or the config's loading: it asks the Host, so that
 // the daemon's run lifecycle stays in one place. It never runs Terraform
-// itself (remediate and the kube runner do). It must not import app,
+// itself (remediation/engine and the kube runner do). It must not import app,
 // server (the API's hash-mismatch error comes in as
 // Options.HashMismatchErr, as server takes the scheduler's errors),
 // store/sqlite, runner/local, the notifier implementations or

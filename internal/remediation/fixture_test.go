@@ -16,14 +16,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/metrics"
 	"github.com/driftwatch/driftwatch/internal/notify"
-	"github.com/driftwatch/driftwatch/internal/remediate"
-	"github.com/driftwatch/driftwatch/internal/runid"
+	"github.com/driftwatch/driftwatch/internal/pipeline"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
+	"github.com/driftwatch/driftwatch/internal/run/runid"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
@@ -64,12 +64,12 @@ func (h *testHost) find(name string) (config.Workspace, bool) {
 	return config.Workspace{}, false
 }
 
-func (h *testHost) Target(name string) (audit.Target, bool) {
+func (h *testHost) Target(name string) (pipeline.Target, bool) {
 	w, ok := h.find(name)
 	if !ok {
-		return audit.Target{}, false
+		return pipeline.Target{}, false
 	}
-	return audit.Target{Name: w.Name, Labels: w.Labels, Owner: w.Owner, Request: runner.Request{Workspace: w.Name}}, true
+	return pipeline.Target{Name: w.Name, Labels: w.Labels, Owner: w.Owner, Request: runner.Request{Workspace: w.Name}}, true
 }
 
 func (h *testHost) Leading() bool { return h.leading.Load() }
@@ -221,7 +221,7 @@ func (f *offFixture) openDrift(t *testing.T, ws string) {
 func (f *offFixture) propose(t *testing.T, ws string, state store.RemediationState) store.Remediation {
 	t.Helper()
 	now := time.Now().UTC()
-	cs := remediate.ChangeSet{Entries: []remediate.Entry{{Address: "dwtest_file.a", Action: "update", Attributes: []string{"content"}}}}
+	cs := engine.ChangeSet{Entries: []engine.Entry{{Address: "dwtest_file.a", Action: "update", Attributes: []string{"content"}}}}
 	csJSON, err := json.Marshal(cs)
 	require.NoError(t, err)
 	r := store.Remediation{ID: runid.New(), Workspace: ws, DetectRunID: "detect-" + ws, Mode: config.RemediationApprove,
@@ -288,22 +288,22 @@ func (f *offFixture) drain(t *testing.T) []string {
 }
 
 // fakeApplier stands in for Terraform in Controller.Apply: it plans (runs
-// duringPlan), then, like remediate.Applier.Apply, asks the kill switch
+// duringPlan), then, like engine.Applier.Apply, asks the kill switch
 // and Proceed right before `terraform apply`, which it only records.
 type fakeApplier struct {
 	duringPlan func()
 	applied    []string // run ids that reached `terraform apply`
 }
 
-func (f *fakeApplier) Remediate(ctx context.Context, a *remediate.Applier, req runner.Request, _ remediate.ChangeSet) (remediate.Outcome, error) {
+func (f *fakeApplier) Remediate(ctx context.Context, a *engine.Applier, req runner.Request, _ engine.ChangeSet) (engine.Outcome, error) {
 	if f.duringPlan != nil {
 		f.duringPlan()
 	}
-	refuse := func(r remediate.Refusal) (remediate.Outcome, error) {
-		return remediate.Outcome{Result: remediate.ResultRefused, Reason: r.Reason, Refusals: []remediate.Refusal{r}}, nil
+	refuse := func(r engine.Refusal) (engine.Outcome, error) {
+		return engine.Outcome{Result: engine.ResultRefused, Reason: r.Reason, Refusals: []engine.Refusal{r}}, nil
 	}
 	if a.Paused != nil && a.Paused() {
-		return refuse(remediate.Refusal{Code: remediate.CodePaused, Reason: "remediation is paused (global kill switch)"})
+		return refuse(engine.Refusal{Code: engine.CodePaused, Reason: "remediation is paused (global kill switch)"})
 	}
 	if a.Proceed != nil {
 		if r := a.Proceed(ctx); r != nil {
@@ -311,7 +311,7 @@ func (f *fakeApplier) Remediate(ctx context.Context, a *remediate.Applier, req r
 		}
 	}
 	f.applied = append(f.applied, req.RunID)
-	return remediate.Outcome{Result: remediate.ResultApplied, ApplyStarted: true}, nil
+	return engine.Outcome{Result: engine.ResultApplied, ApplyStarted: true}, nil
 }
 
 // proceedFixture is the store and controller the proceed check reads,
@@ -330,7 +330,7 @@ func newProceedFixture(t *testing.T) *proceedFixture {
 	host := newTestHost(&config.Config{Workspaces: []config.Workspace{{Name: "net", Remediation: &config.Remediation{Mode: config.RemediationAuto}}}})
 	c := newController(t, host, st)
 	now := time.Now().UTC().Truncate(time.Second)
-	cs, _ := json.Marshal(remediate.ChangeSet{Entries: []remediate.Entry{{Address: "dwtest_file.a", Action: "update"}}})
+	cs, _ := json.Marshal(engine.ChangeSet{Entries: []engine.Entry{{Address: "dwtest_file.a", Action: "update"}}})
 	require.NoError(t, st.CreateRemediation(t.Context(), store.Remediation{
 		ID: "rem-1", Workspace: "net", DetectRunID: "detect-1", Mode: config.RemediationAuto, ChangeSet: cs, ChangeSetHash: "h",
 		State: store.RemediationApproved, CreatedAt: now, DecidedAt: now, DecidedBy: "auto",

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/config"
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -35,12 +35,12 @@ func (c *Controller) offReason(name string, byReload bool) string {
 
 // offRefusal is the apply-time refusal of a remediation of workspace name
 // whose remediation is off (offReason), or nil.
-func (c *Controller) offRefusal(name string) *remediate.Refusal {
+func (c *Controller) offRefusal(name string) *engine.Refusal {
 	why := c.offReason(name, false)
 	if why == "" {
 		return nil
 	}
-	return &remediate.Refusal{Code: remediate.CodeRemediationOff, Reason: why + ": nothing applied"}
+	return &engine.Refusal{Code: engine.CodeRemediationOff, Reason: why + ": nothing applied"}
 }
 
 // Reloaded runs after a config reload replaced old (the Host's Config is
@@ -107,8 +107,8 @@ func (c *Controller) endOff(ctx context.Context, r store.Remediation, now time.T
 	switch r.State {
 	case store.RemediationPending:
 	case store.RemediationApproved:
-		out, _ := json.Marshal(remediate.Outcome{Result: remediate.ResultRefused, Reason: reason,
-			Refusals: []remediate.Refusal{{Code: remediate.CodeRemediationOff, Reason: reason}}})
+		out, _ := json.Marshal(engine.Outcome{Result: engine.ResultRefused, Reason: reason,
+			Refusals: []engine.Refusal{{Code: engine.CodeRemediationOff, Reason: reason}}})
 		to = store.Transition{State: store.RemediationRefused, At: now, Reason: reason, Outcome: out}
 	default:
 		return

@@ -10,7 +10,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -73,10 +73,10 @@ func TestReloadTurnsRemediationOff(t *testing.T) {
 		require.Equal(t, store.RemediationRefused, got.State)
 		require.Equal(t, reason, got.Reason)
 		require.Equal(t, "auto", got.DecidedBy, "who approved it stays")
-		var out remediate.Outcome
+		var out engine.Outcome
 		require.NoError(t, json.Unmarshal(got.Outcome, &out))
-		require.Equal(t, remediate.Outcome{Result: remediate.ResultRefused, Reason: reason,
-			Refusals: []remediate.Refusal{{Code: remediate.CodeRemediationOff, Reason: reason}}}, out)
+		require.Equal(t, engine.Outcome{Result: engine.ResultRefused, Reason: reason,
+			Refusals: []engine.Refusal{{Code: engine.CodeRemediationOff, Reason: reason}}}, out)
 		require.True(t, refusedTransiently(got), "proposed again once remediation is back on")
 		require.Equal(t, []string{"remediation:refused:" + reason}, f.drain(t), "announced like any refusal")
 
@@ -209,12 +209,12 @@ func TestApplyTurnedOffDuringPlan(t *testing.T) {
 	require.Equal(t, store.RemediationRefused, got.State)
 	const why = "remediation for workspace net is off (config): nothing applied"
 	require.Equal(t, why, got.Reason)
-	var out remediate.Outcome
+	var out engine.Outcome
 	require.NoError(t, json.Unmarshal(got.Outcome, &out))
-	require.Equal(t, []remediate.Refusal{{Code: remediate.CodeRemediationOff, Reason: why}}, out.Refusals)
+	require.Equal(t, []engine.Refusal{{Code: engine.CodeRemediationOff, Reason: why}}, out.Refusals)
 	run, err := f.st.Run(t.Context(), got.ApplyRunID)
 	require.NoError(t, err)
-	require.Equal(t, drift.Status(remediate.ResultRefused), run.Status)
+	require.Equal(t, drift.Status(engine.ResultRefused), run.Status)
 	require.Equal(t, []string{"remediation:refused:" + why}, f.drain(t))
 }
 
@@ -229,10 +229,10 @@ func TestMayApplyRemediationOff(t *testing.T) {
 	f.host.cfg.Store(ws(config.RemediationAuto))
 	require.Nil(t, f.c.MayApply(t.Context(), "apply-1"))
 	f.host.cfg.Store(ws(config.RemediationOff))
-	require.Equal(t, &remediate.Refusal{Code: remediate.CodeRemediationOff, Reason: "remediation for workspace net is off (config): nothing applied"},
+	require.Equal(t, &engine.Refusal{Code: engine.CodeRemediationOff, Reason: "remediation for workspace net is off (config): nothing applied"},
 		f.c.MayApply(t.Context(), "apply-1"))
 	f.host.cfg.Store(&config.Config{})
-	require.Equal(t, &remediate.Refusal{Code: remediate.CodeRemediationOff, Reason: "workspace net is no longer configured: nothing applied"},
+	require.Equal(t, &engine.Refusal{Code: engine.CodeRemediationOff, Reason: "workspace net is no longer configured: nothing applied"},
 		f.c.MayApply(t.Context(), "apply-1"))
 	f.host.cfg.Store(ws(config.RemediationApprove))
 	require.Nil(t, f.c.MayApply(t.Context(), "apply-1"))

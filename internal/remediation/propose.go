@@ -7,17 +7,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/planparse"
-	"github.com/driftwatch/driftwatch/internal/remediate"
-	"github.com/driftwatch/driftwatch/internal/runid"
+	"github.com/driftwatch/driftwatch/internal/pipeline"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
+	"github.com/driftwatch/driftwatch/internal/run/runid"
 	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 )
 
 func refusalCodes(raw json.RawMessage) string {
-	var rs []remediate.Refusal
+	var rs []engine.Refusal
 	_ = json.Unmarshal(raw, &rs)
 	codes := make([]string, 0, len(rs))
 	for _, r := range rs {
@@ -27,7 +27,7 @@ func refusalCodes(raw json.RawMessage) string {
 	return strings.Join(codes, ",")
 }
 
-func summarizeRefusals(rs []remediate.Refusal) string {
+func summarizeRefusals(rs []engine.Refusal) string {
 	parts := make([]string, 0, len(rs))
 	for _, r := range rs {
 		parts = append(parts, r.String())
@@ -38,7 +38,7 @@ func summarizeRefusals(rs []remediate.Refusal) string {
 // AfterDetect evaluates the envelope on a finished detection run (its
 // result and value-free plan) and records a remediation for a drifted
 // workspace whose mode is not off.
-func (c *Controller) AfterDetect(ctx context.Context, t audit.Target, runID string, res drift.Result, plan *planparse.Plan) {
+func (c *Controller) AfterDetect(ctx context.Context, t pipeline.Target, runID string, res drift.Result, plan *planparse.Plan) {
 	pol, ok := c.policy(t.Name)
 	if !ok || pol.Mode == config.RemediationOff || res.Status == drift.StatusErrored || drift.CountFindings(res.Findings).Drift == 0 {
 		return
@@ -50,14 +50,14 @@ func (c *Controller) AfterDetect(ctx context.Context, t audit.Target, runID stri
 			findings = append(findings, f)
 		}
 	}
-	cs, refusals := remediate.Evaluate(pol.Envelope, findings, plan)
+	cs, refusals := engine.Evaluate(pol.Envelope, findings, plan)
 	csJSON, err := json.Marshal(cs)
 	if err != nil {
 		log.Error("remediation: encode change set", "err", err)
 		return
 	}
 	if refusals == nil {
-		refusals = []remediate.Refusal{}
+		refusals = []engine.Refusal{}
 	}
 	refJSON, _ := json.Marshal(refusals)
 	now := time.Now().UTC()

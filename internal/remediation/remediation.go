@@ -8,11 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/metrics"
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/pipeline"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/run"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
@@ -35,7 +35,7 @@ type Host interface {
 	// Config is the current (reloaded) config.
 	Config() *config.Config
 	// Target is a configured workspace's target (false: not configured).
-	Target(workspace string) (audit.Target, bool)
+	Target(workspace string) (pipeline.Target, bool)
 	// Leading reports whether this daemon schedules (it holds the Lease,
 	// or leader election is off). A standby writes nothing.
 	Leading() bool
@@ -73,7 +73,7 @@ type Store interface {
 // stopped while the Job applies: nothing is recorded, the next daemon
 // awaits the Job (AwaitAdopted).
 type Applier interface {
-	Remediate(ctx context.Context, a *remediate.Applier, req runner.Request, approved remediate.ChangeSet) (remediate.Outcome, error)
+	Remediate(ctx context.Context, a *engine.Applier, req runner.Request, approved engine.ChangeSet) (engine.Outcome, error)
 }
 
 var _ Applier = (*kube.Runner)(nil)
@@ -82,7 +82,7 @@ var _ Applier = (*kube.Runner)(nil)
 type InProcess struct{}
 
 // Remediate implements Applier.
-func (InProcess) Remediate(ctx context.Context, a *remediate.Applier, req runner.Request, approved remediate.ChangeSet) (remediate.Outcome, error) {
+func (InProcess) Remediate(ctx context.Context, a *engine.Applier, req runner.Request, approved engine.ChangeSet) (engine.Outcome, error) {
 	return a.Apply(ctx, req, approved)
 }
 
@@ -101,7 +101,7 @@ type Options struct {
 	HashMismatchErr error
 }
 
-// Controller wires internal/remediate into the daemon: it records what
+// Controller wires internal/remediation/engine into the daemon: it records what
 // detection runs propose, owns approval, expiry and the kill switch, and
 // applies approved change sets in the workspace's scheduler slot.
 type Controller struct {

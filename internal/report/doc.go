@@ -7,7 +7,7 @@
 // It owns the report's shape (Report, Summary, Workspace), its formats
 // (Write, Formats), the exit codes of `driftwatch audit` (ExitClean,
 // ExitChanges, ExitError, Report.ExitCode: 0 clean, 2 drift, pending or
-// forbidden, 1 error) and Progress, an audit.Observer that writes to the
+// forbidden, 1 error) and Progress, an pipeline.Observer that writes to the
 // io.Writer it is given.
 //
 // It writes to the writers it is handed, with one exception: WriteGitHub

@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/runlog"
+	"github.com/driftwatch/driftwatch/internal/pipeline"
+	"github.com/driftwatch/driftwatch/internal/run/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -91,7 +91,7 @@ func (m *Manager) AwaitAdopted(ctx context.Context, a Adopted) {
 			r = schedule.QueuedRun{ID: run.ID, Name: a.Workspace, Trigger: run.Trigger}
 		}
 	}
-	m.detect(ctx, r, &audit.Auditor{Runner: a.Runner, Logger: m.log}, resume)
+	m.detect(ctx, r, &pipeline.Auditor{Runner: a.Runner, Logger: m.log}, resume)
 	m.mu.Lock()
 	delete(m.adopted, a.Workspace)
 	m.mu.Unlock()
@@ -101,7 +101,7 @@ func (m *Manager) AwaitAdopted(ctx context.Context, a Adopted) {
 // record and live log exist), or a new run when r has no ID. With resume
 // (r.ID is its ID), the run is an adopted Job's that a previous daemon
 // recorded as running: it is not started again but finished.
-func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *audit.Auditor, resume *store.Run) {
+func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *pipeline.Auditor, resume *store.Run) {
 	if m.stopping.Load() || (ctx.Err() != nil && r.ID == "" && resume == nil) {
 		// Shutting down or lost the Lease: start nothing. A queued run's
 		// record stays queued and is queued again at the next start; a

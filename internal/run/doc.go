@@ -23,7 +23,7 @@
 // daemon runs, and the run holds its workspace meanwhile, so no slot runs
 // it twice.
 //
-// What it must not touch: it does not start Terraform (the audit.Auditor
+// What it must not touch: it does not start Terraform (the pipeline.Auditor
 // and its runner do), decide incidents (the Outcome it is given does),
 // deliver notifications (it only wakes the outbox), decide remediations
 // (its Apply and AfterDetect hooks do), or know the runner mode: an

@@ -8,13 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/metrics"
-	"github.com/driftwatch/driftwatch/internal/planparse"
-	"github.com/driftwatch/driftwatch/internal/runlog"
+	"github.com/driftwatch/driftwatch/internal/pipeline"
+	"github.com/driftwatch/driftwatch/internal/run/runlog"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 )
 
 // TriggerRemediate is the scheduler trigger of a remediation's apply: the
@@ -42,13 +42,13 @@ type Store interface {
 type Options struct {
 	Store   Store
 	Logger  *slog.Logger
-	Auditor *audit.Auditor // runs a detection (the runner mode's)
+	Auditor *pipeline.Auditor // runs a detection (the runner mode's)
 	Metrics *metrics.Metrics
 	// Schedule is the scheduler's configuration; its callbacks (Run,
 	// OnEnqueue, OnDrop, OnSkip, OnQueue, OnCycle) are the Manager's.
 	Schedule schedule.Options
 	// Target is a workspace's run target in the current config.
-	Target func(workspace string) (audit.Target, bool)
+	Target func(workspace string) (pipeline.Target, bool)
 	// Outcome is the incident decision for a workspace's finished run:
 	// recorded with the run in one transaction.
 	Outcome func(workspace string, now time.Time, runID string) store.Outcome
@@ -62,7 +62,7 @@ type Options struct {
 	// run, so that Cancel reaches it.
 	Apply func(ctx context.Context, workspace, runID string)
 	// AfterDetect is told every recorded detection (remediation proposals).
-	AfterDetect func(ctx context.Context, t audit.Target, runID string, res drift.Result, plan *planparse.Plan)
+	AfterDetect func(ctx context.Context, t pipeline.Target, runID string, res drift.Result, plan *planparse.Plan)
 	// Recorded is told every recorded run: the outbox has new messages.
 	Recorded func()
 }

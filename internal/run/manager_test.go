@@ -13,10 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/metrics"
-	"github.com/driftwatch/driftwatch/internal/runlog"
+	"github.com/driftwatch/driftwatch/internal/pipeline"
+	"github.com/driftwatch/driftwatch/internal/run/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner/runnertest"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -40,12 +40,12 @@ func newTestManager(t *testing.T) (*testManager, *runnertest.Blocking) {
 	t.Cleanup(func() { _ = st.Close() })
 	br := runnertest.NewBlocking()
 	tm := &testManager{st: st}
-	targets := map[string]audit.Target{"net": {Name: "net"}, "db": {Name: "db"}}
+	targets := map[string]pipeline.Target{"net": {Name: "net"}, "db": {Name: "db"}}
 	tm.Manager, err = New(t.Context(), Options{
-		Store: st, Logger: logger, Auditor: &audit.Auditor{Runner: br, Logger: logger},
+		Store: st, Logger: logger, Auditor: &pipeline.Auditor{Runner: br, Logger: logger},
 		Metrics:  metrics.New(prometheus.NewRegistry(), func() []metrics.WorkspaceSnapshot { return nil }),
 		Schedule: schedule.Options{MaxConcurrent: 1},
-		Target: func(name string) (audit.Target, bool) {
+		Target: func(name string) (pipeline.Target, bool) {
 			tg, ok := targets[name]
 			return tg, ok
 		},

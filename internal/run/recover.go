@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/runid"
+	"github.com/driftwatch/driftwatch/internal/run/runid"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 )
 

@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/audit"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/metrics"
+	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -61,10 +61,10 @@ func TestVerdictKeptWhileStoreUnavailable(t *testing.T) {
 	st := &unavailableStore{Store: sq}
 	st.fails.Store(1 << 20) // until the test says the disk has room
 	m, err := New(t.Context(), Options{
-		Store: st, Logger: logger, Auditor: &audit.Auditor{Runner: failingRunner{}, Logger: logger},
+		Store: st, Logger: logger, Auditor: &pipeline.Auditor{Runner: failingRunner{}, Logger: logger},
 		Metrics:  metrics.New(prometheus.NewRegistry(), func() []metrics.WorkspaceSnapshot { return nil }),
 		Schedule: schedule.Options{MaxConcurrent: 1},
-		Target:   func(name string) (audit.Target, bool) { return audit.Target{Name: name}, name == "net" },
+		Target:   func(name string) (pipeline.Target, bool) { return pipeline.Target{Name: name}, name == "net" },
 		Outcome:  func(string, time.Time, string) store.Outcome { return nil },
 	})
 	require.NoError(t, err)

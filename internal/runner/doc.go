@@ -12,7 +12,7 @@
 // Its subpackages are the implementations and what they share:
 // runner/local (a local run), runner/kube (a Kubernetes Job),
 // runner/remote (a Job's wire contract and its pod's side) and
-// runner/sandbox (the run directory, environment, process handling and
+// terraform/sandbox (the run directory, environment, process handling and
 // bubblewrap jail).
 //
 // It imports drift, planparse and backend (for their types) and must not

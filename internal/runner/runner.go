@@ -9,7 +9,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/planparse"
+	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 )
 
 // Runner executes one workspace run: init, plan -detailed-exitcode -out, show -json.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/driftwatch/driftwatch/internal/runid"
+	"github.com/driftwatch/driftwatch/internal/run/runid"
 )
 
 // Trigger is Queue for callers that do not need the run.

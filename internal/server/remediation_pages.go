@@ -24,8 +24,8 @@ const pageRemediationsLimit = 10
 const listRefusalsLimit = 3
 
 // changeEntry, refusal and outcome decode the JSON documents stored on a
-// remediation (remediate.Entry, remediate.Refusal, remediate.Outcome).
-// The server reads them as documents rather than import remediate, which
+// remediation (engine.Entry, engine.Refusal, engine.Outcome).
+// The server reads them as documents rather than import the remediation engine, which
 // drives Terraform. They hold addresses, actions, attribute paths and
 // one-line reasons: never a value.
 type changeEntry struct {

@@ -24,7 +24,7 @@ const (
 	AuditSourceAPI = "api"
 	// AuditSourcePage: driftwatch's own pages, in a signed-in browser.
 	AuditSourcePage = "page"
-	// AuditSourceSlack: a Slack button (internal/slackinteract).
+	// AuditSourceSlack: a Slack button (internal/notify/slackinteract).
 	AuditSourceSlack = "slack"
 )
 

@@ -11,9 +11,9 @@
 // The implementation (store/sqlite) keeps it in one embedded database
 // file; store/storetest is the contract every implementation passes.
 // Payloads other packages define travel as bytes (an outbox message's
-// notify.Message JSON, a remediation's remediate.Outcome JSON).
+// notify.Message JSON, a remediation's engine.Outcome JSON).
 //
 // Nothing here knows about runners, notifiers or the pipeline: it imports
 // only drift of driftwatch's packages, and must not import audit, notify,
-// runner, incident, remediate, config or store/sqlite.
+// runner, incident, remediation/engine, config or store/sqlite.
 package store

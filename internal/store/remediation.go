@@ -40,7 +40,7 @@ func (s RemediationState) Final() bool {
 
 // Remediation is one proposed, approved or performed revert of a
 // workspace's drift. ChangeSet, Refusals and Outcome are JSON documents of
-// the remediate package's types (the store does not interpret them); they
+// the remediation engine's types (the store does not interpret them); they
 // hold addresses, actions and attribute paths, never a value.
 type Remediation struct {
 	ID          string
@@ -49,11 +49,11 @@ type Remediation struct {
 	ApplyRunID  string // the run (trigger "remediate") that applied it, if any
 	Commit      string
 	Mode        string // approve or auto
-	// ChangeSet is the approved change set (remediate.ChangeSet), and
+	// ChangeSet is the approved change set (engine.ChangeSet), and
 	// ChangeSetHash its Hash: an approval is given for this hash.
 	ChangeSet     json.RawMessage
 	ChangeSetHash string
-	// Refusals (remediate.Refusal list) of the envelope at detection.
+	// Refusals (engine.Refusal list) of the envelope at detection.
 	Refusals   json.RawMessage
 	State      RemediationState
 	Reason     string // one line: why it is in its state (refused, failed, expired, ...)
@@ -62,7 +62,7 @@ type Remediation struct {
 	DecidedAt  time.Time // approved, rejected or expired
 	DecidedBy  string    // "api", "auto", "expiry", "config" (expired: remediation turned off), "slack:<user id> (<name>)"
 	FinishedAt time.Time
-	// Outcome is the remediate.Outcome of the apply (JSON), if it ran.
+	// Outcome is the engine.Outcome of the apply (JSON), if it ran.
 	Outcome json.RawMessage
 }
 

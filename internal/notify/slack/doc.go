@@ -15,7 +15,7 @@
 // carries Approve / Reject buttons (ActionsBlockID, ActionApprove,
 // ActionReject, the ActionValue naming the notifier and the remediation);
 // this package only draws them. The daemon answers them elsewhere
-// (internal/slackinteract), which imports this package for those names.
+// (internal/notify/slackinteract), which imports this package for those names.
 //
 // Delivery is idempotent across retries: a bot parent message carries Slack
 // message metadata naming the notify.Message ID that created it, and is

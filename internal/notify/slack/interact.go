@@ -11,7 +11,7 @@ import (
 )
 
 // The buttons of an awaiting-approval remediation message. The daemon's
-// interactivity endpoint (internal/slackinteract) answers them.
+// interactivity endpoint (internal/notify/slackinteract) answers them.
 const (
 	// ActionsBlockID is the block_id of the actions block that holds the
 	// buttons; the endpoint drops that block when it replaces the message.

@@ -8,7 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
 )
 
@@ -47,7 +47,7 @@ func (a *Adopted) Wait(ctx context.Context) (runner.Result, error) {
 
 // WaitOutcome awaits an adopted Remediation Job's outcome, as Remediate
 // would.
-func (a *Adopted) WaitOutcome(ctx context.Context) (remediate.Outcome, error) {
+func (a *Adopted) WaitOutcome(ctx context.Context) (engine.Outcome, error) {
 	if !a.Remediation {
 		err := &runner.Error{Phase: "job", Reason: fmt.Sprintf("job %s is a detection: it delivers a plan, not an outcome", a.Job)}
 		return failedOutcome(err, false)

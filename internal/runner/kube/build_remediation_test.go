@@ -12,21 +12,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftwatch/driftwatch/internal/policy"
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
 )
 
 // testApplier is a workspace's remediation settings as the app builds them.
-func testApplier() (*remediate.Applier, remediate.ChangeSet) {
-	a := &remediate.Applier{
+func testApplier() (*engine.Applier, engine.ChangeSet) {
+	a := &engine.Applier{
 		Rules: policy.Rules{
 			Forbidden: []policy.Glob{policy.MustCompileGlob("kubernetes_*")},
 			Ignore:    []policy.IgnoreRule{{Address: policy.MustCompileGlob("aws_instance.*"), Attributes: []policy.Glob{policy.MustCompileGlob("tags.*")}}},
 		},
-		Envelope:    remediate.Envelope{AllowActions: []string{"update", "create"}, MaxResources: 3},
+		Envelope:    engine.Envelope{AllowActions: []string{"update", "create"}, MaxResources: 3},
 		LockTimeout: 30 * time.Second,
 	}
-	cs := remediate.ChangeSet{Entries: []remediate.Entry{{Address: "aws_s3_bucket.logs", Action: "update", Attributes: []string{"tags.owner"}}}}
+	cs := engine.ChangeSet{Entries: []engine.Entry{{Address: "aws_s3_bucket.logs", Action: "update", Attributes: []string{"tags.owner"}}}}
 	return a, cs.Normalize()
 }
 

@@ -141,7 +141,7 @@
 // policy, token, Receiver), labelled driftwatch.io/kind=remediate, whose
 // spec carries a remote.Remediation: the approved change set and its hash,
 // the workspace's rules, envelope and lock timeout. The runner container
-// runs remediate.Applier.Apply, asks the daemon's proceed check through the
+// runs engine.Applier.Apply, asks the daemon's proceed check through the
 // reporter right before `terraform apply` (it has no token), and hands its
 // Outcome over instead of a plan. The
 // two kinds share the one-Job-per-workspace rule but never adopt each

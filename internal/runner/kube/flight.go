@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
 )
@@ -68,7 +68,7 @@ type flight struct {
 	done chan struct{} // closed after res, outcome and err are set
 	res  runner.Result
 	// outcome is what a remediation Job's pod delivered (nil if none).
-	outcome *remediate.Outcome
+	outcome *engine.Outcome
 	err     error
 }
 

@@ -27,10 +27,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/planparse"
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 	"github.com/driftwatch/driftwatch/internal/testutil/kubetest"
 )
 
@@ -74,7 +74,7 @@ func newDaemon(t *testing.T, cs kubernetes.Interface, ns string) *daemon {
 
 func (d *daemon) start() {
 	// Every apply may proceed (the kill switch is the app's).
-	recv := remote.NewReceiver(remote.ReceiverOptions{Proceed: func(context.Context, string) *remediate.Refusal { return nil }})
+	recv := remote.NewReceiver(remote.ReceiverOptions{Proceed: func(context.Context, string) *engine.Refusal { return nil }})
 	d.recv.Store(recv)
 	r, err := New(Options{Client: d.cs, Receiver: recv, Config: d.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{d.t}, nil))})
 	require.NoError(d.t, err)

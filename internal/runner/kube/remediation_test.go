@@ -14,15 +14,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
 	"github.com/driftwatch/driftwatch/internal/testutil/kubetest"
 )
 
-func cannedOutcome(approved remediate.ChangeSet) remediate.Outcome {
-	return remediate.Outcome{
-		Result: remediate.ResultApplied, Before: approved, ApplyStarted: true, Tool: "terraform 1.11.4",
+func cannedOutcome(approved engine.ChangeSet) engine.Outcome {
+	return engine.Outcome{
+		Result: engine.ResultApplied, Before: approved, ApplyStarted: true, Tool: "terraform 1.11.4",
 		Phases: []drift.Phase{{Name: "apply", Duration: time.Second}},
 	}
 }
@@ -31,7 +31,7 @@ func cannedOutcome(approved remediate.ChangeSet) remediate.Outcome {
 // its spec is a remediation of approved, and after release (if non-nil)
 // is closed, asks the daemon's proceed check with its token (as the real
 // pod does right before the apply) and posts cannedOutcome.
-func applyPod(t *testing.T, cs kubernetes.Interface, approved remediate.ChangeSet, release <-chan struct{}) kubetest.PodFunc {
+func applyPod(t *testing.T, cs kubernetes.Interface, approved engine.ChangeSet, release <-chan struct{}) kubetest.PodFunc {
 	return func(ctx context.Context, pod *corev1.Pod) (int, string) {
 		spec, token, err := readRun(ctx, cs, pod)
 		if err != nil {
@@ -76,12 +76,12 @@ func TestRemediateAgainstAPIServer(t *testing.T) {
 		// check through the reporter right before its apply, and hands the
 		// outcome over; the reporter asks and posts with the token.
 		var asked bool
-		apply := func(ctx context.Context, _ runner.Request, rem *remote.Remediation, proceed func(context.Context) *remediate.Refusal) (remediate.Outcome, error) {
+		apply := func(ctx context.Context, _ runner.Request, rem *remote.Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error) {
 			if rem.ChangeSetHash != approved.Hash() {
-				return remediate.Outcome{}, fmt.Errorf("not the approved change set: %s", rem.ChangeSetHash)
+				return engine.Outcome{}, fmt.Errorf("not the approved change set: %s", rem.ChangeSetHash)
 			}
 			if ref := proceed(ctx); ref != nil {
-				return remediate.Outcome{Result: remediate.ResultRefused, Refusals: []remediate.Refusal{*ref}}, nil
+				return engine.Outcome{Result: engine.ResultRefused, Refusals: []engine.Refusal{*ref}}, nil
 			}
 			asked = true
 			return cannedOutcome(approved), nil
@@ -115,7 +115,7 @@ func TestRemediateAgainstAPIServer(t *testing.T) {
 		var re *runner.Error
 		require.ErrorAs(t, err, &re)
 		require.Equal(t, "job", re.Phase)
-		require.Equal(t, remediate.ResultFailed, out.Result)
+		require.Equal(t, engine.ResultFailed, out.Result)
 		require.Regexp(t, `^job: pod driftwatch-fail-[0-9a-f]{10}-\w+ failed: exit code 1: runner: run apply-fail: deliver result: result refused: 400 Bad Request$`, out.Reason)
 		require.True(t, out.ApplyStarted, "the pod ran: the apply may have begun")
 	})
@@ -127,7 +127,7 @@ func TestRemediateAgainstAPIServer(t *testing.T) {
 		var re *runner.Error
 		require.ErrorAs(t, err, &re)
 		require.Equal(t, "setup", re.Phase)
-		require.Equal(t, remediate.ResultFailed, out.Result)
+		require.Equal(t, engine.ResultFailed, out.Result)
 		require.False(t, out.ApplyStarted, "no Job, no apply")
 		require.Empty(t, jobsOf(t, cs, ns, "secrets"))
 	})
@@ -136,7 +136,7 @@ func TestRemediateAgainstAPIServer(t *testing.T) {
 		release := make(chan struct{})
 		k.set("mixed", applyPod(t, cs, approved, release))
 		type result struct {
-			out remediate.Outcome
+			out engine.Outcome
 			err error
 		}
 		done := make(chan result, 1)
@@ -153,7 +153,7 @@ func TestRemediateAgainstAPIServer(t *testing.T) {
 		d.restart()
 		r := <-done
 		require.ErrorIs(t, r.err, ErrStopped)
-		require.Equal(t, remediate.ResultFailed, r.out.Result)
+		require.Equal(t, engine.ResultFailed, r.out.Result)
 		// The new daemon does not take the apply for a detection: a run
 		// of the workspace is refused, not adopted.
 		_, err = d.runner.Run(t.Context(), request("mixed", "detect-2"))
@@ -162,7 +162,7 @@ func TestRemediateAgainstAPIServer(t *testing.T) {
 		// Nor for another apply, whose change set may differ.
 		out, err := d.runner.Remediate(t.Context(), a, request("mixed", "apply-other"), approved)
 		require.ErrorIs(t, err, ErrBusy)
-		require.Equal(t, remediate.ResultFailed, out.Result)
+		require.Equal(t, engine.ResultFailed, out.Result)
 		require.False(t, out.ApplyStarted)
 
 		adopted, err := d.runner.Adopt(t.Context())
@@ -181,7 +181,7 @@ func TestRemediateAgainstAPIServer(t *testing.T) {
 		close(release)
 		out, err = ad.WaitOutcome(t.Context())
 		require.NoError(t, err)
-		require.Equal(t, remediate.ResultApplied, out.Result)
+		require.Equal(t, engine.ResultApplied, out.Result)
 		require.Len(t, jobsOf(t, cs, ns, "mixed"), 1, "awaited, not deleted or duplicated")
 	})
 }

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
 )
@@ -226,7 +226,7 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (runner.Result, er
 // Remediate applies approved to req's workspace in a Job, as a.Apply would
 // in the daemon's process: the Job (labelled LabelKind=KindRemediate) runs
 // `driftwatch runner` on a spec carrying the approved change set and a's
-// rules, envelope and lock timeout; its pod runs remediate.Applier.Apply in
+// rules, envelope and lock timeout; its pod runs engine.Applier.Apply in
 // the same sandbox as a detection and delivers the Outcome through the
 // Receiver with the run's one-time token. a's kill switch (Paused) is not
 // consulted here: the caller checks it before calling, and the pod asks
@@ -246,7 +246,7 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (runner.Result, er
 // pod's *runner.Error, or one with phase setup, submit or job when no
 // outcome was delivered. In that last case Outcome.ApplyStarted is set
 // unless the Job was never created: the apply may have begun.
-func (r *Runner) Remediate(ctx context.Context, a *remediate.Applier, req runner.Request, approved remediate.ChangeSet) (remediate.Outcome, error) {
+func (r *Runner) Remediate(ctx context.Context, a *engine.Applier, req runner.Request, approved engine.ChangeSet) (engine.Outcome, error) {
 	if err := r.waitSynced(ctx); err != nil {
 		return failedOutcome(&runner.Error{Phase: "submit", Reason: err.Error(), Err: err}, false)
 	}
@@ -264,8 +264,8 @@ func (r *Runner) Remediate(ctx context.Context, a *remediate.Applier, req runner
 }
 
 // failedOutcome is the outcome of a remediation Job that delivered none.
-func failedOutcome(err error, mayHaveStarted bool) (remediate.Outcome, error) {
-	return remediate.Outcome{Result: remediate.ResultFailed, Reason: err.Error(), ApplyStarted: mayHaveStarted}, err
+func failedOutcome(err error, mayHaveStarted bool) (engine.Outcome, error) {
+	return engine.Outcome{Result: engine.ResultFailed, Reason: err.Error(), ApplyStarted: mayHaveStarted}, err
 }
 
 func (r *Runner) wsLock(ws string) *sync.Mutex {

@@ -16,7 +16,7 @@
 //
 // It owns the order of a detection run's steps and turning them into a
 // runner.Result (a timeout or cancellation reported as such, whatever
-// Terraform printed). The sandbox itself is runner/sandbox's and
+// Terraform printed). The sandbox itself is terraform/sandbox's and
 // Terraform invocation tfsession's: it does not start Terraform itself
 // and does not import terraform-exec. It must not import config, store,
 // notify, policy, audit, server, app or the other runners (runner/kube,

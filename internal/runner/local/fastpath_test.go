@@ -16,10 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/runner"
-	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
+	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -43,7 +43,7 @@ func shortDir(t *testing.T) string {
 }
 
 // fixture prepares a classification case (a directory of
-// internal/planparse/testdata, or of testdata/fastpath here) as
+// internal/terraform/planparse/testdata, or of testdata/fastpath here) as
 // hack/gen-fixtures.sh does: base.tf (or main.tf) applied, then mutate.sh
 // run, then main.tf put in place. It returns the workspace directory
 // (state included) and the directory of the managed files.
@@ -92,7 +92,7 @@ func fixture(t *testing.T, bin, cli, caseDir string) (work, files string) {
 // state and configuration snapshot, any other from the whole plan file.
 func TestFastPathsSameFindings(t *testing.T) {
 	bins, cli := tftest.Tools(t)
-	cases, err := filepath.Glob(filepath.Join("..", "..", "planparse", "testdata", "*", "main.tf"))
+	cases, err := filepath.Glob(filepath.Join("..", "..", "terraform", "planparse", "testdata", "*", "main.tf"))
 	require.NoError(t, err)
 	require.NotEmpty(t, cases)
 	more, err := filepath.Glob(filepath.Join("testdata", "fastpath", "*", "main.tf"))

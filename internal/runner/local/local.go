@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/backend"
-	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/runner"
-	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
-	"github.com/driftwatch/driftwatch/internal/tfsession"
+	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
+	"github.com/driftwatch/driftwatch/internal/terraform/tfsession"
 )
 
 // Runner is the local runner.

@@ -12,14 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/runner"
-	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
 
 // fakeTerraform writes a shell script that answers `version -json` and
 // runs body for every other command. It stands in for Terraform only in the
 // fault cases real Terraform cannot produce on demand (a process that
 // ignores SIGINT, a grandchild holding the pipes); the happy path is tested
-// with real Terraform in internal/e2etest.
+// with real Terraform in internal/testutil/e2etest.
 func fakeTerraform(t *testing.T, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "terraform")

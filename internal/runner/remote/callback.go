@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/certfile"
+	"github.com/driftwatch/driftwatch/internal/tlsfiles/certfile"
 )
 
 // CallbackServer serves a Receiver's two routes, Route and ProceedRoute,

@@ -22,13 +22,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 )
 
 // The callback server serves the result and proceed routes and nothing
 // else: run pods, which run workspaces' code, reach only these.
 func TestCallbackServerRoutes(t *testing.T) {
-	r := NewReceiver(ReceiverOptions{Proceed: func(context.Context, string) *remediate.Refusal { return nil }})
+	r := NewReceiver(ReceiverOptions{Proceed: func(context.Context, string) *engine.Refusal { return nil }})
 	s, err := NewCallbackServer(CallbackServerOptions{Receiver: r, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	srv := httptest.NewServer(s.Handler())

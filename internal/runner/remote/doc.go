@@ -61,12 +61,12 @@
 //
 // A remediation run is a Spec with a Remediation (the approved change set
 // and its hash, the workspace's rules, envelope and lock timeout; no value):
-// the pod runs remediate.Applier.Apply instead of a detection and delivers
-// the remediate.Outcome in Result.Outcome (value-free too), through the
+// the pod runs engine.Applier.Apply instead of a detection and delivers
+// the engine.Outcome in Result.Outcome (value-free too), through the
 // same Receiver, token and limits. Right before `terraform apply` the pod
 // asks the Receiver's proceed check (ProceedRoute, same token, consuming
 // nothing) whether it may apply: the kill switch lives in the daemon, and
-// a Checker fails closed (remediate.CodeDaemonUnreachable) when no clear
+// a Checker fails closed (engine.CodeDaemonUnreachable) when no clear
 // answer comes. Validation keeps the kinds apart: a
 // result carries a plan or an outcome, never both, and an outcome comes
 // with an error exactly when it is failed.

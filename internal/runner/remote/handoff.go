@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 )
 
 // The handoff is how the runner container gives its result to the reporter
@@ -41,10 +41,10 @@ const (
 )
 
 type frame struct {
-	Kind    string             `json:"kind"`
-	Result  *Result            `json:"result,omitempty"`
-	Refusal *remediate.Refusal `json:"refusal,omitempty"`
-	Error   string             `json:"error,omitempty"`
+	Kind    string          `json:"kind"`
+	Result  *Result         `json:"result,omitempty"`
+	Refusal *engine.Refusal `json:"refusal,omitempty"`
+	Error   string          `json:"error,omitempty"`
 }
 
 func writeFrame(w io.Writer, f frame) error {
@@ -191,13 +191,13 @@ func (h *handoff) roundTrip(ctx context.Context, req frame, d time.Duration) (fr
 
 // proceed asks the daemon, through the reporter, whether the apply may
 // proceed: nil to proceed; fails closed like Checker.Check.
-func (h *handoff) proceed(ctx context.Context) *remediate.Refusal {
+func (h *handoff) proceed(ctx context.Context) *engine.Refusal {
 	ans, err := h.roundTrip(ctx, frame{Kind: frameProceed}, h.proceedWait)
 	if err == nil && ans.Kind != frameAnswer {
 		err = fmt.Errorf("unexpected answer %q to a proceed check", ans.Kind)
 	}
 	if err != nil {
-		return &remediate.Refusal{Code: remediate.CodeDaemonUnreachable, Reason: fmt.Sprintf(
+		return &engine.Refusal{Code: engine.CodeDaemonUnreachable, Reason: fmt.Sprintf(
 			"could not ask the daemon, through the reporter container, whether remediation is paused: %v: nothing applied", err)}
 	}
 	return ans.Refusal

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
 )
 
@@ -109,7 +109,7 @@ func TestReporterRunnerEndsWithoutResult(t *testing.T) {
 		sock, errc := startReporter(t, specPath)
 		h := dial(t, sock)
 		ref := h.proceed(t.Context())
-		require.Equal(t, remediate.CodeDaemonUnreachable, ref.Code)
+		require.Equal(t, engine.CodeDaemonUnreachable, ref.Code)
 		require.Contains(t, ref.Reason, "not a remediation run")
 		require.NoError(t, h.deliver(t.Context(), okResult(t, "pod-run")))
 		require.NoError(t, <-errc)
@@ -201,14 +201,14 @@ func TestFrames(t *testing.T) {
 	var buf bytes.Buffer
 	res := okResult(t, "r")
 	require.NoError(t, writeFrame(&buf, frame{Kind: frameResult, Result: &res}))
-	require.NoError(t, writeFrame(&buf, frame{Kind: frameAnswer, Refusal: &remediate.Refusal{Code: remediate.CodePaused, Reason: "paused"}}))
+	require.NoError(t, writeFrame(&buf, frame{Kind: frameAnswer, Refusal: &engine.Refusal{Code: engine.CodePaused, Reason: "paused"}}))
 	f, err := readFrame(&buf)
 	require.NoError(t, err)
 	require.Equal(t, frameResult, f.Kind)
 	require.Equal(t, res, *f.Result)
 	f, err = readFrame(&buf)
 	require.NoError(t, err)
-	require.Equal(t, remediate.CodePaused, f.Refusal.Code)
+	require.Equal(t, engine.CodePaused, f.Refusal.Code)
 
 	// A frame larger than the limit is refused before it is read.
 	_, err = readFrame(bytes.NewReader([]byte{0xff, 0xff, 0xff, 0xff}))

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
-	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
 
 // RunInPod is the runner container of a run pod (`driftwatch runner --spec
@@ -17,7 +17,7 @@ import (
 // handoff socket at socketPath (trying again until the spec's deadline)
 // and only then runs the spec with local (the local runner, in the pod's
 // sandbox), or for a remediation spec applies it with apply (Apply:
-// remediate.Applier, in the same sandbox; right before `terraform apply`
+// engine.Applier, in the same sandbox; right before `terraform apply`
 // it asks the daemon's proceed check through the reporter, and applies
 // nothing unless the daemon answers that it may). It then hands the result
 // or outcome, failed runs included, to the reporter, which delivers it.
@@ -57,7 +57,7 @@ func RunInPod(ctx context.Context, specPath, socketPath string, local runner.Run
 
 	var out Result
 	if spec.Remediation != nil {
-		o, err := apply(ctx, spec.Request(), spec.Remediation, func(ctx context.Context) *remediate.Refusal {
+		o, err := apply(ctx, spec.Request(), spec.Remediation, func(ctx context.Context) *engine.Refusal {
 			return h.proceed(ctx)
 		})
 		out = OutcomeOf(spec.RunID, o, err)

@@ -13,16 +13,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/planparse"
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 )
 
 // noApply is the ApplyFunc of a detection spec's test: never called.
 func noApply(t *testing.T) ApplyFunc {
-	return func(context.Context, runner.Request, *Remediation, func(context.Context) *remediate.Refusal) (remediate.Outcome, error) {
+	return func(context.Context, runner.Request, *Remediation, func(context.Context) *engine.Refusal) (engine.Outcome, error) {
 		t.Fatal("a detection spec was applied")
-		return remediate.Outcome{}, nil
+		return engine.Outcome{}, nil
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 )
 
 // ProceedRoute is the ServeMux pattern ProceedHandler is served on (by a
@@ -25,14 +25,14 @@ func ProceedPath(runID string) string {
 }
 
 // ProceedFunc answers whether remediation run runID may apply now: nil to
-// proceed, else why not (a secret-free refusal, e.g. remediate.CodePaused).
-type ProceedFunc func(ctx context.Context, runID string) *remediate.Refusal
+// proceed, else why not (a secret-free refusal, e.g. engine.CodePaused).
+type ProceedFunc func(ctx context.Context, runID string) *engine.Refusal
 
 // ProceedAnswer is the proceed check's answer (200): Refusal is set
 // exactly when Proceed is false.
 type ProceedAnswer struct {
-	Proceed bool               `json:"proceed"`
-	Refusal *remediate.Refusal `json:"refusal,omitempty"`
+	Proceed bool            `json:"proceed"`
+	Refusal *engine.Refusal `json:"refusal,omitempty"`
 }
 
 // ProceedHandler returns the http.Handler of ProceedRoute. A check is
@@ -86,13 +86,13 @@ type Checker struct {
 
 // Check asks url (ProceedPath), with the run's token, whether the apply
 // may proceed: nil when the daemon answers so; its refusal when it says
-// not (the kill switch is on); and a remediate.CodeDaemonUnreachable
+// not (the kill switch is on); and a engine.CodeDaemonUnreachable
 // refusal for anything else within Attempts: no connection, a timeout, an
 // error status (403 and 404, as for a run a restarting daemon has not
 // re-armed yet, and 5xx are tried again, any other at once) or an answer
 // it cannot read. Never an error: not
 // knowing means not applying.
-func (c *Checker) Check(ctx context.Context, url, token string) *remediate.Refusal {
+func (c *Checker) Check(ctx context.Context, url, token string) *engine.Refusal {
 	client := c.Client
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
@@ -125,7 +125,7 @@ func (c *Checker) Check(ctx context.Context, url, token string) *remediate.Refus
 		}
 		break
 	}
-	return &remediate.Refusal{Code: remediate.CodeDaemonUnreachable, Reason: fmt.Sprintf(
+	return &engine.Refusal{Code: engine.CodeDaemonUnreachable, Reason: fmt.Sprintf(
 		"could not confirm with the daemon that remediation is not paused: %v: nothing applied", err)}
 }
 

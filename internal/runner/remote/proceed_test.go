@@ -13,25 +13,25 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 )
 
 // switchboard is a ProceedFunc whose answer the test sets, recording the
 // runs asked about.
 type switchboard struct {
 	mu     sync.Mutex
-	answer *remediate.Refusal
+	answer *engine.Refusal
 	asked  []string
 }
 
-func (s *switchboard) proceed(_ context.Context, runID string) *remediate.Refusal {
+func (s *switchboard) proceed(_ context.Context, runID string) *engine.Refusal {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.asked = append(s.asked, runID)
 	return s.answer
 }
 
-func (s *switchboard) set(r *remediate.Refusal) {
+func (s *switchboard) set(r *engine.Refusal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.answer = r
@@ -81,7 +81,7 @@ func TestProceedCheck(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, ProceedAnswer{Proceed: true}, decode(body))
 
-	paused := &remediate.Refusal{Code: remediate.CodePaused, Reason: "remediation is paused (global kill switch)"}
+	paused := &engine.Refusal{Code: engine.CodePaused, Reason: "remediation is paused (global kill switch)"}
 	sw.set(paused)
 	code, body = get(tok)
 	require.Equal(t, http.StatusOK, code)
@@ -89,7 +89,7 @@ func TestProceedCheck(t *testing.T) {
 	require.Equal(t, []string{"apply-1", "apply-1"}, sw.calls())
 
 	// The checks consumed nothing: the token delivers the outcome, once.
-	res := OutcomeOf("apply-1", remediate.Outcome{Result: remediate.ResultRefused, Refusals: []remediate.Refusal{*paused}}, nil)
+	res := OutcomeOf("apply-1", engine.Outcome{Result: engine.ResultRefused, Refusals: []engine.Refusal{*paused}}, nil)
 	b, err := json.Marshal(res)
 	require.NoError(t, err)
 	code, msg = send(t, srv.URL+ResultPath("apply-1"), delivery{token: tok, body: b})
@@ -124,7 +124,7 @@ func TestProceedCheck(t *testing.T) {
 		require.Equal(t, http.StatusNotImplemented, code)
 		ref := fastChecker().Check(t.Context(), srv.URL+ProceedPath("apply-3"), tok)
 		require.NotNil(t, ref, "fails closed")
-		require.Equal(t, remediate.CodeDaemonUnreachable, ref.Code)
+		require.Equal(t, engine.CodeDaemonUnreachable, ref.Code)
 	})
 }
 
@@ -140,12 +140,12 @@ func TestChecker(t *testing.T) {
 		require.NoError(t, err)
 		url := srv.URL + ProceedPath("apply-1")
 		require.Nil(t, fastChecker().Check(t.Context(), url, tok))
-		paused := &remediate.Refusal{Code: remediate.CodePaused, Reason: "remediation is paused (global kill switch)"}
+		paused := &engine.Refusal{Code: engine.CodePaused, Reason: "remediation is paused (global kill switch)"}
 		sw.set(paused)
 		require.Equal(t, paused, fastChecker().Check(t.Context(), url, tok))
 		forged, _ := NewToken()
 		ref := fastChecker().Check(t.Context(), url, forged)
-		require.Equal(t, remediate.CodeDaemonUnreachable, ref.Code)
+		require.Equal(t, engine.CodeDaemonUnreachable, ref.Code)
 		require.Contains(t, ref.Reason, "403 Forbidden: unknown run or invalid token")
 		require.NotContains(t, ref.Reason, forged, "no token in the reason")
 		require.Len(t, sw.calls(), 2, "a refused credential never reaches the daemon's answer")
@@ -201,7 +201,7 @@ func TestChecker(t *testing.T) {
 				return
 			}
 			require.NotNil(t, ref)
-			require.Equal(t, remediate.CodeDaemonUnreachable, ref.Code)
+			require.Equal(t, engine.CodeDaemonUnreachable, ref.Code)
 			require.Contains(t, ref.Reason, tc.want)
 			require.Contains(t, ref.Reason, "nothing applied")
 		})
@@ -214,7 +214,7 @@ func TestChecker(t *testing.T) {
 		require.NoError(t, ln.Close())
 		start := time.Now()
 		ref := fastChecker().Check(t.Context(), "http://"+addr+ProceedPath("r"), "tok")
-		require.Equal(t, remediate.CodeDaemonUnreachable, ref.Code)
+		require.Equal(t, engine.CodeDaemonUnreachable, ref.Code)
 		require.Contains(t, ref.Reason, "connection refused")
 		require.Less(t, time.Since(start), 5*time.Second, "bounded")
 	})
@@ -229,7 +229,7 @@ func TestChecker(t *testing.T) {
 		t.Cleanup(srv.Close)
 		c := Checker{Backoff: time.Millisecond}
 		ref := c.Check(t.Context(), srv.URL+ProceedPath("r"), "tok")
-		require.Equal(t, remediate.CodeDaemonUnreachable, ref.Code)
+		require.Equal(t, engine.CodeDaemonUnreachable, ref.Code)
 		require.Equal(t, int32(6), n.Load())
 	})
 }

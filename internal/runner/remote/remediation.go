@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/policy"
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
 )
 
 // Remediation makes a Spec a remediation run: instead of a detection, the
-// pod applies Approved with remediate.Applier (fresh locked plan, change-set
+// pod applies Approved with engine.Applier (fresh locked plan, change-set
 // hash compared with the approved one, revert check, apply of that saved
-// plan, verification plan) and delivers the remediate.Outcome. Like the
+// plan, verification plan) and delivers the engine.Outcome. Like the
 // rest of the spec it holds no value: addresses, actions, attribute paths,
 // the workspace's rules and envelope.
 type Remediation struct {
@@ -24,16 +24,16 @@ type Remediation struct {
 	// refused. (It is no defence against someone who can write the run's
 	// Secret: they could recompute it. The Secret is created by the daemon
 	// and mounted only into the run's pod.)
-	Approved      remediate.ChangeSet `json:"approved"`
-	ChangeSetHash string              `json:"change_set_hash"`
-	Envelope      Envelope            `json:"envelope"`
-	Rules         Rules               `json:"rules"`
+	Approved      engine.ChangeSet `json:"approved"`
+	ChangeSetHash string           `json:"change_set_hash"`
+	Envelope      Envelope         `json:"envelope"`
+	Rules         Rules            `json:"rules"`
 	// LockTimeout is how long the plan and the apply wait for the state
 	// lock (0: fail at once; refused as state_locked).
 	LockTimeout Duration `json:"lock_timeout,omitempty"`
 }
 
-// Envelope is remediate.Envelope on the wire.
+// Envelope is engine.Envelope on the wire.
 type Envelope struct {
 	AllowActions []string `json:"allow_actions,omitempty"`
 	MaxResources int      `json:"max_resources,omitempty"`
@@ -55,7 +55,7 @@ type IgnoreRule struct {
 // a would: its rules, envelope and lock timeout. a's Logger and Paused stay
 // in the daemon: the kill switch is checked before the Job is created, and
 // the pod asks the daemon again right before the apply (Spec.ProceedURL).
-func RemediationOf(a *remediate.Applier, approved remediate.ChangeSet) *Remediation {
+func RemediationOf(a *engine.Applier, approved engine.ChangeSet) *Remediation {
 	r := &Remediation{
 		Approved:      approved,
 		ChangeSetHash: approved.Hash(),
@@ -69,15 +69,15 @@ func RemediationOf(a *remediate.Applier, approved remediate.ChangeSet) *Remediat
 	return r
 }
 
-// Applier is the remediate.Applier the pod runs (RemediationOf's inverse),
+// Applier is the engine.Applier the pod runs (RemediationOf's inverse),
 // logging to log. It has no Paused: the daemon holds the kill switch, and
 // the pod asks it through Applier.Proceed (see Apply); deleting the Job
 // (cancel) stops an apply in flight.
-func (r *Remediation) Applier(log *slog.Logger) *remediate.Applier {
-	a := &remediate.Applier{
+func (r *Remediation) Applier(log *slog.Logger) *engine.Applier {
+	a := &engine.Applier{
 		Logger:      log,
 		Rules:       policy.Rules{Forbidden: r.Rules.Forbidden},
-		Envelope:    remediate.Envelope{AllowActions: r.Envelope.AllowActions, MaxResources: r.Envelope.MaxResources},
+		Envelope:    engine.Envelope{AllowActions: r.Envelope.AllowActions, MaxResources: r.Envelope.MaxResources},
 		LockTimeout: time.Duration(r.LockTimeout),
 	}
 	for _, ig := range r.Rules.Ignore {
@@ -94,7 +94,7 @@ func (r *Remediation) validate() error {
 	if h := r.Approved.Hash(); h != r.ChangeSetHash {
 		errs = append(errs, fmt.Errorf("remediation.change_set_hash: %q is not the approved change set's hash %q", r.ChangeSetHash, h))
 	}
-	env := remediate.Envelope{AllowActions: r.Envelope.AllowActions, MaxResources: r.Envelope.MaxResources}
+	env := engine.Envelope{AllowActions: r.Envelope.AllowActions, MaxResources: r.Envelope.MaxResources}
 	if err := env.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("remediation.envelope: %w", err))
 	}
@@ -105,14 +105,14 @@ func (r *Remediation) validate() error {
 }
 
 // ApplyFunc performs a remediation spec in the pod, asking proceed right
-// before the apply (remediate.Applier.Proceed: the daemon's proceed
+// before the apply (engine.Applier.Proceed: the daemon's proceed
 // check); Apply is the real one.
-type ApplyFunc func(ctx context.Context, req runner.Request, rem *Remediation, proceed func(context.Context) *remediate.Refusal) (remediate.Outcome, error)
+type ApplyFunc func(ctx context.Context, req runner.Request, rem *Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error)
 
 // Apply returns the pod's ApplyFunc: rem.Applier(log).Apply with proceed
 // as its Proceed.
 func Apply(log *slog.Logger) ApplyFunc {
-	return func(ctx context.Context, req runner.Request, rem *Remediation, proceed func(context.Context) *remediate.Refusal) (remediate.Outcome, error) {
+	return func(ctx context.Context, req runner.Request, rem *Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error) {
 		a := rem.Applier(log)
 		a.Proceed = proceed
 		return a.Apply(ctx, req, rem.Approved)
@@ -121,7 +121,7 @@ func Apply(log *slog.Logger) ApplyFunc {
 
 // OutcomeOf packs Applier.Apply's return values for runID: the outcome
 // and, for a failed one, the error as ResultOf packs it.
-func OutcomeOf(runID string, out remediate.Outcome, err error) Result {
+func OutcomeOf(runID string, out engine.Outcome, err error) Result {
 	res := ResultOf(runID, runner.Result{}, err)
 	res.Outcome = &out
 	return res
@@ -130,12 +130,12 @@ func OutcomeOf(runID string, out remediate.Outcome, err error) Result {
 // UnpackOutcome returns what the remote Applier.Apply returned: the outcome
 // and, for a failed one, a *runner.Error. A result that is not a
 // remediation outcome is a failed outcome.
-func (r Result) UnpackOutcome() (remediate.Outcome, error) {
+func (r Result) UnpackOutcome() (engine.Outcome, error) {
 	if r.Outcome == nil {
 		// Only a pod of another build would deliver this; whether its
 		// apply began is unknown, so it may have.
 		err := &runner.Error{Phase: "result", Reason: "remote result is not a remediation outcome"}
-		return remediate.Outcome{Result: remediate.ResultFailed, Reason: err.Error(), ApplyStarted: true}, err
+		return engine.Outcome{Result: engine.ResultFailed, Reason: err.Error(), ApplyStarted: true}, err
 	}
 	if r.Error == nil {
 		return *r.Outcome, nil
@@ -145,13 +145,13 @@ func (r Result) UnpackOutcome() (remediate.Outcome, error) {
 
 // validOutcome checks an outcome against the error that came with it: an
 // error exactly when the outcome is failed.
-func validOutcome(o *remediate.Outcome, failed bool) error {
+func validOutcome(o *engine.Outcome, failed bool) error {
 	switch o.Result {
-	case remediate.ResultApplied, remediate.ResultVerificationFailed, remediate.ResultRefused:
+	case engine.ResultApplied, engine.ResultVerificationFailed, engine.ResultRefused:
 		if failed {
 			return fmt.Errorf("outcome %s with an error", o.Result)
 		}
-	case remediate.ResultFailed:
+	case engine.ResultFailed:
 		if !failed {
 			return errors.New("failed outcome without an error")
 		}

@@ -17,22 +17,22 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/policy"
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
 )
 
 // globs compares policy.Glob by pattern (its compiled form is unexported).
 var globs = cmp.Comparer(func(a, b policy.Glob) bool { return a.String() == b.String() })
 
-func testApproved() remediate.ChangeSet {
-	return remediate.ChangeSet{Entries: []remediate.Entry{
+func testApproved() engine.ChangeSet {
+	return engine.ChangeSet{Entries: []engine.Entry{
 		{Address: "dwtest_file.a", Action: "update", Attributes: []string{"content"}},
 		{Address: "aws_s3_bucket.logs", Action: "update", Attributes: []string{"tags.owner"}},
 	}}.Normalize()
 }
 
-func testApplier() *remediate.Applier {
-	return &remediate.Applier{
+func testApplier() *engine.Applier {
+	return &engine.Applier{
 		Rules: policy.Rules{
 			Forbidden: []policy.Glob{policy.MustCompileGlob("kubernetes_*"), policy.MustCompileGlob("helm_release")},
 			Ignore: []policy.IgnoreRule{
@@ -40,7 +40,7 @@ func testApplier() *remediate.Applier {
 				{Address: policy.MustCompileGlob("random_*")},
 			},
 		},
-		Envelope:    remediate.Envelope{AllowActions: []string{"update", "create"}, MaxResources: 4},
+		Envelope:    engine.Envelope{AllowActions: []string{"update", "create"}, MaxResources: 4},
 		LockTimeout: 45 * time.Second,
 	}
 }
@@ -94,7 +94,7 @@ func TestRemediationSpec(t *testing.T) {
 			{"tampered change set", func(r *Remediation) { r.Approved.Entries[0].Action = "delete" },
 				`invalid spec: remediation.change_set_hash: "` + approved.Hash() + `" is not the approved change set's hash`},
 			{"empty change set", func(r *Remediation) {
-				r.Approved, r.ChangeSetHash = remediate.ChangeSet{}, remediate.ChangeSet{}.Hash()
+				r.Approved, r.ChangeSetHash = engine.ChangeSet{}, engine.ChangeSet{}.Hash()
 			},
 				"invalid spec: remediation.approved: the change set is empty"},
 			{"unknown action", func(r *Remediation) { r.Envelope.AllowActions = []string{"destroy"} },
@@ -119,9 +119,9 @@ func TestRemediationSpec(t *testing.T) {
 	})
 }
 
-func appliedOutcome() remediate.Outcome {
-	return remediate.Outcome{
-		Result:       remediate.ResultApplied,
+func appliedOutcome() engine.Outcome {
+	return engine.Outcome{
+		Result:       engine.ResultApplied,
 		Before:       testApproved(),
 		ApplyStarted: true,
 		Tool:         "terraform 1.11.4",
@@ -148,15 +148,15 @@ func TestOutcomeResult(t *testing.T) {
 		}
 	})
 	t.Run("refused", func(t *testing.T) {
-		in := remediate.Outcome{Result: remediate.ResultRefused, Reason: "plan_changed: the plan changed since approval",
-			Refusals: []remediate.Refusal{{Code: remediate.CodePlanChanged, Reason: "the plan changed since approval"}}}
+		in := engine.Outcome{Result: engine.ResultRefused, Reason: "plan_changed: the plan changed since approval",
+			Refusals: []engine.Refusal{{Code: engine.CodePlanChanged, Reason: "the plan changed since approval"}}}
 		got, err := roundTrip(t, OutcomeOf("apply-1", in, nil)).UnpackOutcome()
 		require.NoError(t, err)
 		require.Equal(t, in, got)
 	})
 	t.Run("failed", func(t *testing.T) {
 		runErr := &runner.Error{Phase: "apply", Reason: "run timed out after 10m0s", Err: errors.Join(runner.ErrTimeout, errors.New("signal: interrupt"))}
-		in := remediate.Outcome{Result: remediate.ResultFailed, Reason: runErr.Error(), ApplyStarted: true, Tool: "tofu 1.10.6"}
+		in := engine.Outcome{Result: engine.ResultFailed, Reason: runErr.Error(), ApplyStarted: true, Tool: "tofu 1.10.6"}
 		got, err := roundTrip(t, OutcomeOf("apply-1", in, runErr)).UnpackOutcome()
 		require.Equal(t, in, got)
 		var re *runner.Error
@@ -170,7 +170,7 @@ func TestOutcomeResult(t *testing.T) {
 		require.EqualError(t, err, "result: remote result is a remediation outcome, not a plan")
 		out, err := okResult(t, "run-1").UnpackOutcome()
 		require.EqualError(t, err, "result: remote result is not a remediation outcome")
-		require.Equal(t, remediate.ResultFailed, out.Result)
+		require.Equal(t, engine.ResultFailed, out.Result)
 		require.True(t, out.ApplyStarted, "unknown: it may have")
 	})
 	t.Run("inconsistent", func(t *testing.T) {
@@ -181,9 +181,9 @@ func TestOutcomeResult(t *testing.T) {
 			res  Result
 			want string
 		}{
-			{"failed without an error", OutcomeOf("r", remediate.Outcome{Result: remediate.ResultFailed}, nil), "failed outcome without an error"},
+			{"failed without an error", OutcomeOf("r", engine.Outcome{Result: engine.ResultFailed}, nil), "failed outcome without an error"},
 			{"applied with an error", OutcomeOf("r", appliedOutcome(), errors.New("boom")), "outcome applied with an error"},
-			{"unknown result", OutcomeOf("r", remediate.Outcome{Result: "done"}, nil), `unknown outcome result "done"`},
+			{"unknown result", OutcomeOf("r", engine.Outcome{Result: "done"}, nil), `unknown outcome result "done"`},
 			{"plan and outcome", withPlan, "result has both a plan and a remediation outcome"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -208,7 +208,7 @@ func TestReceiverOutcome(t *testing.T) {
 		return b
 	}
 
-	code, msg := send(t, url, delivery{token: tok, body: enc(OutcomeOf("apply-1", remediate.Outcome{Result: remediate.ResultFailed}, nil))})
+	code, msg := send(t, url, delivery{token: tok, body: enc(OutcomeOf("apply-1", engine.Outcome{Result: engine.ResultFailed}, nil))})
 	require.Equal(t, http.StatusBadRequest, code)
 	require.Equal(t, "failed outcome without an error", msg)
 	big := appliedOutcome()
@@ -224,18 +224,18 @@ func TestReceiverOutcome(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, code, msg)
 	got, err := (<-ch).Result.UnpackOutcome()
 	require.NoError(t, err)
-	require.Equal(t, remediate.ResultApplied, got.Result)
+	require.Equal(t, engine.ResultApplied, got.Result)
 	// Single use: the same token cannot deliver another outcome; trying
 	// is a conflict, reported to the awaiter.
-	code, _ = send(t, url, delivery{token: tok, body: enc(OutcomeOf("apply-1", remediate.Outcome{Result: remediate.ResultRefused}, nil))})
+	code, _ = send(t, url, delivery{token: tok, body: enc(OutcomeOf("apply-1", engine.Outcome{Result: engine.ResultRefused}, nil))})
 	require.Equal(t, http.StatusConflict, code)
 	require.Equal(t, ErrConflictingResults, (<-ch).Conflict)
 }
 
 func TestRunInPodRemediation(t *testing.T) {
-	paused := &remediate.Refusal{Code: remediate.CodePaused, Reason: "remediation is paused (global kill switch)"}
+	paused := &engine.Refusal{Code: engine.CodePaused, Reason: "remediation is paused (global kill switch)"}
 	var asked []string
-	r := NewReceiver(ReceiverOptions{Proceed: func(_ context.Context, runID string) *remediate.Refusal {
+	r := NewReceiver(ReceiverOptions{Proceed: func(_ context.Context, runID string) *engine.Refusal {
 		asked = append(asked, runID)
 		return paused
 	}})
@@ -256,11 +256,11 @@ func TestRunInPodRemediation(t *testing.T) {
 	var gotReq runner.Request
 	var gotRem *Remediation
 	runErr := &runner.Error{Phase: "apply", Reason: "Error: permission denied"}
-	failed := remediate.Outcome{Result: remediate.ResultFailed, Reason: runErr.Error(), ApplyStarted: true}
+	failed := engine.Outcome{Result: engine.ResultFailed, Reason: runErr.Error(), ApplyStarted: true}
 	p := runPod(t, specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
 		t.Fatal("a remediation spec ran a detection")
 		return runner.Result{}, nil
-	}), func(ctx context.Context, req runner.Request, rem *Remediation, proceed func(context.Context) *remediate.Refusal) (remediate.Outcome, error) {
+	}), func(ctx context.Context, req runner.Request, rem *Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error) {
 		gotReq, gotRem = req, rem
 		// The proceed check asks the daemon, through the reporter (the
 		// runner has no token), with the run's token.
@@ -288,12 +288,12 @@ func TestRunInPodRemediation(t *testing.T) {
 				c.Close()
 			}
 		}()
-		err = RunInPod(t.Context(), specPath, sock, nil, func(ctx context.Context, _ runner.Request, _ *Remediation, proceed func(context.Context) *remediate.Refusal) (remediate.Outcome, error) {
+		err = RunInPod(t.Context(), specPath, sock, nil, func(ctx context.Context, _ runner.Request, _ *Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error) {
 			ref := proceed(ctx)
 			require.NotNil(t, ref, "no answer means no apply")
-			require.Equal(t, remediate.CodeDaemonUnreachable, ref.Code)
+			require.Equal(t, engine.CodeDaemonUnreachable, ref.Code)
 			require.Contains(t, ref.Reason, "nothing applied")
-			return remediate.Outcome{Result: remediate.ResultRefused, Refusals: []remediate.Refusal{*ref}}, nil
+			return engine.Outcome{Result: engine.ResultRefused, Refusals: []engine.Refusal{*ref}}, nil
 		})
 		require.ErrorContains(t, err, "hand the result over to the reporter")
 	})

@@ -16,14 +16,14 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/backend/backendpolicy"
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/planparse"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 )
 
 // realPlan parses one of planparse's fixtures, made by real Terraform.
 func realPlan(t *testing.T, name string) *planparse.Plan {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "planparse", "testdata", name, "plan.json"))
+	f, err := os.Open(filepath.Join("..", "..", "terraform", "planparse", "testdata", name, "plan.json"))
 	require.NoError(t, err)
 	defer f.Close()
 	p, err := planparse.Parse(f)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
 )
 
@@ -23,7 +23,7 @@ type Result struct {
 	Error  *Error        `json:"error,omitempty"`
 	// Outcome is a remediation run's outcome (value-free: result, reason,
 	// refusals, residual findings, phases, tool); nil for a detection.
-	Outcome *remediate.Outcome `json:"outcome,omitempty"`
+	Outcome *engine.Outcome `json:"outcome,omitempty"`
 }
 
 // Error is runner.Error on the wire.

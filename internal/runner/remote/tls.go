@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/cafile"
+	"github.com/driftwatch/driftwatch/internal/tlsfiles/cafile"
 )
 
 // rootsWith returns the system roots plus the CA certificates in pemText

@@ -19,7 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
 )
 
@@ -99,7 +99,7 @@ func TestReporterCallbackCA(t *testing.T) {
 
 // The proceed check goes through the same client: the spec's CA.
 func TestReporterProceedCallbackCA(t *testing.T) {
-	r := NewReceiver(ReceiverOptions{Proceed: func(context.Context, string) *remediate.Refusal { return nil }})
+	r := NewReceiver(ReceiverOptions{Proceed: func(context.Context, string) *engine.Refusal { return nil }})
 	srv, ca := tlsReceiverServer(t, r)
 	expires := time.Now().Add(time.Hour)
 	token, hash := NewToken()
@@ -120,7 +120,7 @@ func TestReporterProceedCallbackCA(t *testing.T) {
 			continue
 		}
 		require.NotNil(t, ref)
-		require.Equal(t, remediate.CodeDaemonUnreachable, ref.Code)
+		require.Equal(t, engine.CodeDaemonUnreachable, ref.Code)
 		require.Contains(t, ref.Reason, tc.want)
 	}
 }

@@ -7,6 +7,6 @@
 // directory) and checks that a screenshot is a rendered page showing a
 // badge colour of the page's stylesheet.
 //
-// Only tests import it (internal/server, internal/e2etest). It imports no
+// Only tests import it (internal/server, internal/testutil/e2etest). It imports no
 // driftwatch package: what a page should show is the calling test's.
 package browsertest

@@ -25,7 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/driftwatch/driftwatch/internal/remediate"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
@@ -227,7 +227,7 @@ func TestDockerRunJob(t *testing.T) {
 	}})
 
 	recv := remote.NewReceiver(remote.ReceiverOptions{
-		Proceed: func(context.Context, string) *remediate.Refusal { return nil },
+		Proceed: func(context.Context, string) *engine.Refusal { return nil },
 		Logger:  slog.New(slog.NewTextHandler(logWriter{t}, nil)),
 	})
 	mux := http.NewServeMux()

@@ -9,5 +9,5 @@
 //
 // Only tests import it. It imports no driftwatch package (the marker's
 // name, DRIFTWATCH_RUN_MARKER, is written out rather than taken from
-// runner/sandbox), so any package's tests may use it.
+// terraform/sandbox), so any package's tests may use it.
 package tftest

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftwatch/driftwatch/internal/runner/sandbox"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
 
 // Tools returns the provisioned binaries (terraform and, where built, tofu)

@@ -1,0 +1,137 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/backend"
+	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/policy"
+	"github.com/driftwatch/driftwatch/internal/run/runid"
+	"github.com/driftwatch/driftwatch/internal/runner"
+)
+
+// Filter selects workspaces for an audit.
+type Filter struct {
+	Names  []string          // exact workspace names; empty = all
+	Labels map[string]string // every label must match
+}
+
+// Targets expands the config's workspaces into runnable targets, in
+// inventory order, keeping those that match f.
+func Targets(cfg *config.Config, f Filter) ([]Target, error) {
+	known := map[string]bool{}
+	for _, w := range cfg.Workspaces {
+		known[w.Name] = true
+	}
+	var unknown []string
+	want := map[string]bool{}
+	for _, n := range f.Names {
+		if !known[n] {
+			unknown = append(unknown, n)
+		}
+		want[n] = true
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("unknown workspace %s", strings.Join(unknown, ", "))
+	}
+	var out []Target
+	secrets := knownSecrets(cfg)
+	for _, w := range cfg.Workspaces {
+		if len(want) > 0 && !want[w.Name] {
+			continue
+		}
+		if !matchLabels(w.Labels, f.Labels) {
+			continue
+		}
+		rules, err := policy.CompileRules(w.EffectiveForbidden(cfg.Defaults), w.Ignore)
+		if err != nil {
+			return nil, fmt.Errorf("workspace %q: %w", w.Name, err)
+		}
+		bin := w.Binary
+		if bin == "" {
+			bin = cfg.Terraform.Binary
+		}
+		req := runner.Request{
+			RunID:          runid.New(),
+			Workspace:      w.Name,
+			Binary:         bin,
+			TFWorkspace:    w.Workspace,
+			VarFiles:       w.VarFiles,
+			Vars:           w.Vars,
+			Env:            w.Env,
+			SecretEnvFiles: w.SecretEnvFiles,
+			BackendConfig:  w.BackendConfig,
+			Timeout:        w.EffectiveTimeout(cfg.Defaults),
+			CLIConfigFile:  cfg.Terraform.CLIConfigFile,
+			PluginCacheDir: cfg.Terraform.PluginCacheDir,
+			WorkDir:        cfg.Terraform.WorkDir,
+			GitCacheDir:    cfg.Terraform.GitCacheDir,
+			KillGrace:      time.Duration(cfg.Terraform.KillGrace),
+			Backend:        cfg.EffectiveBackendPolicy(w),
+			Redact:         secrets,
+			JailPaths:      cfg.Terraform.SandboxPaths,
+			JailHostPorts:  append(append([]string(nil), cfg.Terraform.SandboxHostPorts...), w.SandboxHostPorts...),
+			LogPlanText:    w.LogPlanText,
+			NoFastPaths:    !cfg.Terraform.FastPathsOn(),
+		}
+		if g := w.Source.Git; g != nil {
+			req.Source.Git = &runner.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}
+		} else {
+			req.Source.Path = w.Source.Path
+		}
+		out = append(out, Target{Name: w.Name, Labels: w.Labels, Owner: w.Owner, Request: req, Rules: rules})
+	}
+	return out, nil
+}
+
+func matchLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// maxSecretFile bounds what is read of one secret file for redaction.
+const maxSecretFile = 64 << 10
+
+// knownSecrets reads every secret the config names (config.SecretFiles,
+// config.SecretValues) and every workspace's backend_config values
+// (backend.ConfigSecrets: a file's values too, where the daemon can read
+// it: an absolute path, or one in a local source): each run's log and
+// errors are redacted of all of them, not only of its own workspace's. A
+// file that cannot be read is skipped: its owner (a notifier, a run)
+// reports that itself.
+func knownSecrets(cfg *config.Config) []string {
+	out := cfg.SecretValues()
+	for _, w := range cfg.Workspaces {
+		dir := "" // a git source's files are read by its runs
+		if w.Source.Git == nil {
+			dir = w.Source.Path
+		}
+		// No deadline: ConfigFileReader reads regular files only, bounded.
+		out = append(out, backend.ConfigSecrets(w.BackendConfig, backend.ConfigFileReader(context.Background(), dir, dir))...)
+	}
+	for _, f := range cfg.SecretFiles() {
+		fh, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(io.LimitReader(fh, maxSecretFile))
+		fh.Close()
+		if v := strings.TrimSpace(string(b)); v != "" {
+			out = append(out, v)
+			// A git credentials file's "user:token": the token alone too.
+			if _, tok, ok := strings.Cut(v, ":"); ok && !strings.Contains(v, "\n") {
+				out = append(out, tok)
+			}
+		}
+	}
+	return out
+}

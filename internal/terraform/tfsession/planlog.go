@@ -1,0 +1,390 @@
+package tfsession
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
+)
+
+// planLog renders `plan -json`'s machine-readable stream into the run log
+// without attribute values: Terraform's version, each drifted and planned
+// resource as address and action, the change summary, and diagnostics
+// (summary, address, file and line, and the detail, redacted by the log's
+// writer). Everything else of the stream is dropped: refresh messages carry
+// resource ids, provisioner output and snippets carry values, and output
+// messages may carry values. The human-readable plan text, values and all,
+// reaches the log only where a workspace opts in (log_plan_text), never
+// from here.
+type planLog struct {
+	mu  sync.Mutex
+	w   io.Writer // the run log's stdout writer (redacting, line based)
+	buf []byte
+	// errs are the error diagnostics as one line each (summary, address,
+	// location; no detail): with -json they are on stdout, not stderr.
+	errs []string
+	// sum is what the stream says about the plan as a whole.
+	sum streamSummary
+	// red redacts an error diagnostic's detail where a reason keeps it (a
+	// failed condition's message).
+	red func(string) string
+	// dataDiags are the diagnostics of data sources nested in check blocks,
+	// as "summary: detail": a check whose problem is one of them failed
+	// because its data source did, not because of its assertion.
+	dataDiags map[string]bool
+}
+
+// Summaries of the diagnostics of failed conditions, as Terraform and
+// OpenTofu write them. A check block's assertion that fails or is unknown
+// warns with a summary that starts with checkAssertion.
+const (
+	checkAssertion       = "Check block assertion"
+	summaryPostcondition = "Resource postcondition failed"
+	summaryPrecondition  = "Resource precondition failed"
+	summaryOutputPre     = "Module output value precondition failed"
+	summaryVariable      = "Invalid value for variable"
+)
+
+// conditionFailed reports whether an error diagnostic's summary is one of
+// a failed condition: a resource's or output's precondition or
+// postcondition, or a variable's validation.
+func conditionFailed(summary string) bool {
+	switch summary {
+	case summaryPostcondition, summaryPrecondition, summaryOutputPre, summaryVariable:
+		return true
+	}
+	return false
+}
+
+// streamSummary counts what a `plan -json` stream reported: enough to tell
+// a plan with nothing to classify (streamSummary.nothing) from one that
+// needs `show -json`.
+type streamSummary struct {
+	// version is the stream's version message was seen; summary its
+	// change_summary.
+	version, summary bool
+	// changes is the change_summary's add+change+remove+import.
+	changes int
+	// drift, planned and outputs count resource_drift, planned_change and
+	// root outputs whose action is not a no-op.
+	drift, planned, outputs int
+	// unread is set when a line was not read as a UI message (not JSON, or
+	// too long to keep): it may have been a change.
+	unread bool
+	// checks counts warnings raised within check blocks (a failing or
+	// unknown assertion, a nested data source's failure): show -json has
+	// the checks' results.
+	checks int
+}
+
+// nothing reports whether the stream was complete (a version message and a
+// change summary), every line of it read, and reported no change of any
+// kind: no drift (relevant or not), no planned change (no-op moves and
+// imports included), no output change, a zero summary, and no warning from
+// within a check block (a failing check is a finding that only show -json
+// describes in full: its address with module path, its kind, every
+// message).
+func (s streamSummary) nothing() bool {
+	return s.version && s.summary && !s.unread && s.changes == 0 && s.drift == 0 && s.planned == 0 && s.outputs == 0 && s.checks == 0
+}
+
+// summary is the stream's summary so far.
+func (p *planLog) summary() streamSummary {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sum
+}
+
+// reason is the first error diagnostic, and how many more there were, in
+// sandbox.Diagnostic's form; "" if there was none.
+func (p *planLog) reason() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.errs) == 0 {
+		return ""
+	}
+	r := p.errs[0]
+	if n := len(p.errs); n > 1 {
+		r += fmt.Sprintf(" (and %d more errors)", n-1)
+	}
+	return r
+}
+
+// newPlanLog renders into w; red redacts the messages of failed conditions
+// that a reason keeps.
+func newPlanLog(w io.Writer, red func(string) string) *planLog {
+	return &planLog{w: w, red: red, dataDiags: map[string]bool{}}
+}
+
+// checkDataFailure reports whether msg, a check's problem, is the failure
+// of a data source nested in a check block.
+func (p *planLog) checkDataFailure(msg string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dataDiags[msg]
+}
+
+// Write takes the stream; complete lines are rendered.
+func (p *planLog) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			break
+		}
+		p.render(p.buf[:i])
+		p.buf = p.buf[i+1:]
+	}
+	if len(p.buf) > maxLogLine*16 {
+		p.buf = p.buf[:0] // a message this long is not one to show
+		p.sum.unread = true
+	}
+	p.buf = append([]byte(nil), p.buf...)
+	return len(b), nil
+}
+
+// uiMessage is the part of a machine-readable UI message rendered here.
+type uiMessage struct {
+	Level   string `json:"@level"`
+	Message string `json:"@message"`
+	Type    string `json:"type"`
+	Change  *struct {
+		Resource struct {
+			Addr string `json:"addr"`
+		} `json:"resource"`
+		Action string `json:"action"`
+		Reason string `json:"reason"`
+	} `json:"change"`
+	Changes *struct {
+		Add, Change, Import, Remove int
+	} `json:"changes"`
+	// Outputs is an outputs message: root module outputs by name.
+	Outputs map[string]struct {
+		Action string `json:"action"`
+	} `json:"outputs"`
+	Diagnostic *struct {
+		Severity string `json:"severity"`
+		Summary  string `json:"summary"`
+		Detail   string `json:"detail"`
+		Address  string `json:"address"`
+		Range    *struct {
+			Filename string `json:"filename"`
+			Start    struct {
+				Line int `json:"line"`
+			} `json:"start"`
+		} `json:"range"`
+		// Snippet is read for its context (the enclosing block's header)
+		// only: its values hold the values of the expression's references
+		// and are never decoded.
+		Snippet *struct {
+			Context string `json:"context"`
+		} `json:"snippet"`
+	} `json:"diagnostic"`
+}
+
+var actionSigns = map[string]string{
+	"create": "+", "read": "<=", "update": "~", "delete": "-", "replace": "-/+",
+	"move": "->", "import": "<-", "remove": "x", "noop": " ",
+}
+
+func (p *planLog) render(line []byte) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return
+	}
+	var m uiMessage
+	if json.Unmarshal(line, &m) != nil {
+		p.sum.unread = true
+		return // not a UI message: nothing of it is shown
+	}
+	var out string
+	switch m.Type {
+	case "version":
+		out = m.Message
+		p.sum.version = true
+	case "resource_drift":
+		p.sum.drift++
+		if m.Change != nil {
+			out = fmt.Sprintf("drift  %-3s %s  %s (changed outside Terraform)", actionSigns[m.Change.Action], m.Change.Action, m.Change.Resource.Addr)
+		}
+	case "planned_change":
+		p.sum.planned++
+		if m.Change != nil {
+			out = fmt.Sprintf("plan   %-3s %s  %s", actionSigns[m.Change.Action], m.Change.Action, m.Change.Resource.Addr)
+			if m.Change.Reason != "" {
+				out += " (" + strings.ReplaceAll(m.Change.Reason, "_", " ") + ")"
+			}
+		}
+	case "outputs":
+		for _, o := range m.Outputs {
+			if o.Action != "noop" {
+				p.sum.outputs++
+			}
+		}
+	case "change_summary":
+		if c := m.Changes; c != nil {
+			p.sum.summary = true
+			p.sum.changes += c.Add + c.Change + c.Remove + c.Import
+			out = fmt.Sprintf("Plan: %d to add, %d to change, %d to destroy.", c.Add, c.Change, c.Remove)
+			if c.Import > 0 {
+				out = fmt.Sprintf("Plan: %d to import, %d to add, %d to change, %d to destroy.", c.Import, c.Add, c.Change, c.Remove)
+			}
+		}
+	case "diagnostic":
+		if d := m.Diagnostic; d != nil {
+			at := func() (string, int) {
+				if d.Range == nil {
+					return "", 0
+				}
+				return d.Range.Filename, d.Range.Start.Line
+			}
+			out = diagnosticText(d.Severity, d.Summary, d.Address, d.Detail, at)
+			var context string
+			if d.Snippet != nil {
+				context = d.Snippet.Context
+			}
+			if d.Severity == "warning" && strings.HasPrefix(context, `check "`) {
+				p.sum.checks++
+				if !strings.HasPrefix(d.Summary, checkAssertion) {
+					// A nested data source failed: Terraform records it as
+					// the check's problem, "summary: detail".
+					p.dataDiags[d.Summary+": "+d.Detail] = true
+					if d.Detail == "" {
+						p.dataDiags[d.Summary] = true
+					}
+				}
+			}
+			if d.Severity == "error" {
+				reason := diagnosticText(d.Severity, d.Summary, d.Address, "", at)
+				if conditionFailed(d.Summary) {
+					reason = conditionReason(d.Summary, d.Address, context, d.Detail, at, p.red)
+				}
+				// A failed call of the state backend says so, from the
+				// summary or the detail (which the reason otherwise omits).
+				if r, ok := sandbox.BackendFailure(d.Summary, d.Summary+"\n\n"+d.Detail); ok {
+					reason = r
+				}
+				p.errs = append(p.errs, reason)
+			}
+		}
+	}
+	if out != "" {
+		_, _ = io.WriteString(p.w, out+"\n")
+	}
+}
+
+// conditionReason is the reason of a failed condition: its summary, the
+// object it belongs to (the diagnostic's address, else the block its
+// snippet names), where, and its author's message, redacted, without
+// Terraform's "This was checked by..." trailer, one line, capped.
+func conditionReason(summary, addr, context, detail string, at func() (string, int), red func(string) string) string {
+	if addr == "" {
+		addr = blockAddress(context)
+	}
+	s := diagnosticText("error", summary, addr, "", at)
+	if msg := conditionMessage(detail); msg != "" {
+		if red != nil {
+			msg = red(msg)
+		}
+		s += ": " + drift.CapDetail(msg)
+	}
+	return s
+}
+
+// conditionMessage is a failed condition's detail without the trailer
+// Terraform appends to a variable validation's ("This was checked by the
+// validation rule at ...").
+func conditionMessage(detail string) string {
+	if i := strings.Index(detail, "\n\nThis was checked by "); i >= 0 {
+		detail = detail[:i]
+	}
+	return strings.TrimSpace(detail)
+}
+
+// blockAddress turns a diagnostic snippet's context, the header of the
+// block it is in, into that block's address: check "health" → check.health,
+// resource "T" "N" → T.N, data "T" "N" → data.T.N, output "o" → output.o,
+// variable "n" → var.n. Any other context gives "". Module paths are not
+// in a context.
+func blockAddress(context string) string {
+	f := strings.Fields(context)
+	for i := range f {
+		f[i] = strings.Trim(f[i], `"`)
+	}
+	switch {
+	case len(f) == 2 && f[0] == "check":
+		return "check." + f[1]
+	case len(f) == 2 && f[0] == "output":
+		return "output." + f[1]
+	case len(f) == 2 && f[0] == "variable":
+		return "var." + f[1]
+	case len(f) == 3 && f[0] == "resource":
+		return f[1] + "." + f[2]
+	case len(f) == 3 && f[0] == "data":
+		return "data." + f[1] + "." + f[2]
+	}
+	return ""
+}
+
+func diagnosticText(severity, summary, addr, detail string, at func() (string, int)) string {
+	sev := "Error"
+	if severity == "warning" {
+		sev = "Warning"
+	}
+	s := sev + ": " + summary
+	var where []string
+	if addr != "" {
+		where = append(where, addr)
+	}
+	if f, l := at(); f != "" {
+		where = append(where, fmt.Sprintf("%s line %d", f, l))
+	}
+	if len(where) > 0 {
+		s += " (" + strings.Join(where, ", ") + ")"
+	}
+	if detail = strings.TrimSpace(detail); detail != "" {
+		s += "\n    " + strings.ReplaceAll(detail, "\n", "\n    ")
+	}
+	return s
+}
+
+// flush renders a last line without its newline.
+func (p *planLog) flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.render(p.buf)
+	p.buf = p.buf[:0]
+}
+
+// writeChanges lists, after show, what the plan found: per drifted or
+// changed resource its address, actions and changed attribute paths, never
+// their values.
+func writeChanges(w io.Writer, plan *planparse.Plan) {
+	line := func(kind string, c planparse.Change) {
+		s := fmt.Sprintf("%-7s %s  %s", kind, strings.Join(c.Actions, ","), c.Address)
+		if len(c.Attributes) > 0 {
+			s += "  attributes: " + strings.Join(c.Attributes, ", ")
+		}
+		_, _ = io.WriteString(w, s+"\n")
+	}
+	for _, c := range plan.Drift {
+		line("drift", c)
+	}
+	for _, c := range plan.Changes {
+		line("change", c)
+	}
+	for _, o := range plan.OutputChanges {
+		_, _ = io.WriteString(w, "output  "+o+"\n")
+	}
+	if len(plan.Drift)+len(plan.Changes)+len(plan.OutputChanges) == 0 {
+		_, _ = io.WriteString(w, "no changes\n")
+	}
+}
