@@ -60,7 +60,7 @@ type DaemonOptions struct {
 // remediation controller, the outbox, metrics and who leads.
 type daemon struct {
 	log   *slog.Logger
-	owner string // runner.Request.Owner of every run (leader.StoreOwner)
+	owner string // terraform.Request.Owner of every run (leader.StoreOwner)
 	// isolation is what local runs are confined with (/api/v1/status).
 	isolation sandbox.Isolation
 	cfg       atomic.Pointer[config.Config]

@@ -8,7 +8,7 @@
 // What it owns:
 //
 //   - Wiring: Targets maps config workspaces onto pipeline.Target (a
-//     runner.Request with every known secret to redact, policy rules);
+//     terraform.Request with every known secret to redact, policy rules);
 //     Validate runs the constructors that open no connection; Audit is the
 //     one-shot audit (local runner, pipeline.Auditor, report.Report).
 //   - The daemon (RunDaemon, newDaemon): the store's lock (leader), the

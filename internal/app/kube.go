@@ -17,6 +17,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // kubeRuntime is the kubernetes runner mode's parts: the runner, the result
@@ -118,7 +119,7 @@ type adoptedRunner struct {
 	runner *kube.Runner
 }
 
-func (r adoptedRunner) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+func (r adoptedRunner) Run(ctx context.Context, req terraform.Request) (runner.Result, error) {
 	if !r.a.Remediation {
 		return r.a.Wait(ctx)
 	}

@@ -66,7 +66,7 @@ func lockStore(ctx context.Context, storePath string, wait time.Duration) (unloc
 	return unlock, nil
 }
 
-// StoreOwner is the runner.Request.Owner of a daemon's runs: derived from
+// StoreOwner is the terraform.Request.Owner of a daemon's runs: derived from
 // its store, of which it is the only user (lockStore), so that a restarted
 // daemon finds and kills the providers and provisioners its killed
 // predecessor left running (sandbox.KillOwned).

@@ -11,6 +11,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
@@ -20,7 +21,7 @@ type Target struct {
 	Name    string
 	Labels  map[string]string
 	Owner   string
-	Request runner.Request
+	Request terraform.Request
 	Rules   policy.Rules
 }
 
@@ -90,7 +91,7 @@ func (a *Auditor) CheckPlan(ctx context.Context, t Target) (drift.Result, *planp
 // (or a wrapped error's text) returned: the known secrets, and the user
 // info and query string of every URL (sandbox.Redactor).
 func reason(err error, secrets []string) string {
-	var re *runner.Error
+	var re *terraform.Error
 	msg := ""
 	if errors.As(err, &re) {
 		msg = re.Error()

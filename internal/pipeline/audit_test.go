@@ -15,6 +15,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 )
 
@@ -29,7 +30,7 @@ type fakeRunner struct {
 	order   []string
 }
 
-func (f *fakeRunner) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+func (f *fakeRunner) Run(ctx context.Context, req terraform.Request) (runner.Result, error) {
 	n := f.active.Add(1)
 	defer f.active.Add(-1)
 	for {
@@ -44,7 +45,7 @@ func (f *fakeRunner) Run(ctx context.Context, req runner.Request) (runner.Result
 	select {
 	case <-time.After(f.delay):
 	case <-ctx.Done():
-		return runner.Result{}, &runner.Error{Phase: "plan", Reason: "cancelled", Err: ctx.Err()}
+		return runner.Result{}, &terraform.Error{Phase: "plan", Reason: "cancelled", Err: ctx.Err()}
 	}
 	if err := f.errs[req.Workspace]; err != nil {
 		return runner.Result{}, err
@@ -57,7 +58,7 @@ func newAuditor(r runner.Runner) *Auditor {
 }
 
 func target(name string) Target {
-	return Target{Name: name, Request: runner.Request{Workspace: name},
+	return Target{Name: name, Request: terraform.Request{Workspace: name},
 		Rules: policy.Rules{Forbidden: []policy.Glob{policy.MustCompileGlob("kubernetes_*")}}}
 }
 
@@ -70,7 +71,7 @@ func TestCheckClassifies(t *testing.T) {
 			}},
 			"errored-plan": {Plan: &planparse.Plan{Errored: true}},
 		},
-		errs: map[string]error{"broken": &runner.Error{Phase: "plan", Reason: "Error: Unsupported argument (main.tf line 4)", Err: errors.New("exit status 1")}},
+		errs: map[string]error{"broken": &terraform.Error{Phase: "plan", Reason: "Error: Unsupported argument (main.tf line 4)", Err: errors.New("exit status 1")}},
 	}
 	a := newAuditor(r)
 	res := a.Check(t.Context(), target("drift"))
@@ -121,7 +122,7 @@ func TestRunAllCancelled(t *testing.T) {
 // and the user info and query string of every URL.
 func TestCheckRedactsReason(t *testing.T) {
 	r := &fakeRunner{errs: map[string]error{
-		"runner-error": &runner.Error{Phase: "init", Reason: `Get "http://u:CANARY-pw@h/state?token=CANARY-q": refused (user CANARY-inline, key CANARY-daemon)`},
+		"runner-error": &terraform.Error{Phase: "init", Reason: `Get "http://u:CANARY-pw@h/state?token=CANARY-q": refused (user CANARY-inline, key CANARY-daemon)`},
 		"plain-error":  errors.New(`dial https://CANARY-tok@git.example/r.git?x=CANARY-q2: CANARY-inline`),
 	}}
 	a := newAuditor(r)

@@ -3,7 +3,7 @@
 // drift.Result. The one-shot `audit` command and the daemon both call it,
 // so they cannot diverge.
 //
-// It owns Target (a workspace ready to run: its runner.Request and
+// It owns Target (a workspace ready to run: its terraform.Request and
 // policy.Rules), Auditor.Check and CheckPlan (one target end to end; a
 // failed run is a result with status errored and a one-line reason, never
 // an error; CheckPlan also returns the plan for the remediation envelope)

@@ -12,7 +12,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/run/runid"
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // Filter selects workspaces for an audit.
@@ -56,7 +56,7 @@ func Targets(cfg *config.Config, f Filter) ([]Target, error) {
 		if bin == "" {
 			bin = cfg.Terraform.Binary
 		}
-		req := runner.Request{
+		req := terraform.Request{
 			RunID:          runid.New(),
 			Workspace:      w.Name,
 			Binary:         bin,
@@ -80,7 +80,7 @@ func Targets(cfg *config.Config, f Filter) ([]Target, error) {
 			NoFastPaths:    !cfg.Terraform.FastPathsOn(),
 		}
 		if g := w.Source.Git; g != nil {
-			req.Source.Git = &runner.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}
+			req.Source.Git = &terraform.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}
 		} else {
 			req.Source.Path = w.Source.Path
 		}

@@ -24,9 +24,9 @@ import (
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/run/runid"
-	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // errHashMismatch stands in for server.ErrHashMismatch.
@@ -69,7 +69,7 @@ func (h *testHost) Target(name string) (pipeline.Target, bool) {
 	if !ok {
 		return pipeline.Target{}, false
 	}
-	return pipeline.Target{Name: w.Name, Labels: w.Labels, Owner: w.Owner, Request: runner.Request{Workspace: w.Name}}, true
+	return pipeline.Target{Name: w.Name, Labels: w.Labels, Owner: w.Owner, Request: terraform.Request{Workspace: w.Name}}, true
 }
 
 func (h *testHost) Leading() bool { return h.leading.Load() }
@@ -295,7 +295,7 @@ type fakeApplier struct {
 	applied    []string // run ids that reached `terraform apply`
 }
 
-func (f *fakeApplier) Remediate(ctx context.Context, a *engine.Applier, req runner.Request, _ engine.ChangeSet) (engine.Outcome, error) {
+func (f *fakeApplier) Remediate(ctx context.Context, a *engine.Applier, req terraform.Request, _ engine.ChangeSet) (engine.Outcome, error) {
 	if f.duringPlan != nil {
 		f.duringPlan()
 	}

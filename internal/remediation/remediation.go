@@ -14,9 +14,9 @@ import (
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/run"
-	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // TriggerRemediate is the scheduler trigger (and run trigger) of an apply:
@@ -73,7 +73,7 @@ type Store interface {
 // stopped while the Job applies: nothing is recorded, the next daemon
 // awaits the Job (AwaitAdopted).
 type Applier interface {
-	Remediate(ctx context.Context, a *engine.Applier, req runner.Request, approved engine.ChangeSet) (engine.Outcome, error)
+	Remediate(ctx context.Context, a *engine.Applier, req terraform.Request, approved engine.ChangeSet) (engine.Outcome, error)
 }
 
 var _ Applier = (*kube.Runner)(nil)
@@ -82,7 +82,7 @@ var _ Applier = (*kube.Runner)(nil)
 type InProcess struct{}
 
 // Remediate implements Applier.
-func (InProcess) Remediate(ctx context.Context, a *engine.Applier, req runner.Request, approved engine.ChangeSet) (engine.Outcome, error) {
+func (InProcess) Remediate(ctx context.Context, a *engine.Applier, req terraform.Request, approved engine.ChangeSet) (engine.Outcome, error) {
 	return a.Apply(ctx, req, approved)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // unavailableStore fails the next `fails` verdict writes as a full disk
@@ -41,8 +42,8 @@ func (s *unavailableStore) FinishRunWithOutcome(ctx context.Context, r store.Run
 // (errored) to record.
 type failingRunner struct{}
 
-func (failingRunner) Run(context.Context, runner.Request) (runner.Result, error) {
-	return runner.Result{}, &runner.Error{Phase: "plan", Reason: "provider crashed"}
+func (failingRunner) Run(context.Context, terraform.Request) (runner.Result, error) {
+	return runner.Result{}, &terraform.Error{Phase: "plan", Reason: "provider crashed"}
 }
 
 // A verdict the store cannot write for a while (disk full) is kept and

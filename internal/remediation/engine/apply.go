@@ -15,7 +15,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/policy"
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 	"github.com/driftwatch/driftwatch/internal/terraform/tfsession"
 )
@@ -138,10 +138,10 @@ type Applier struct {
 // refuses a saved plan whose state has moved on.
 //
 // The returned error is non-nil exactly when Result is failed; it is then
-// a *runner.Error naming the phase (setup, source, init, workspace, plan,
+// a *terraform.Error naming the phase (setup, source, init, workspace, plan,
 // show, apply) with the same one-line reason as the outcome, and it
-// matches runner.ErrTimeout or context.Canceled when that is the cause.
-func (a *Applier) Apply(ctx context.Context, req runner.Request, approved ChangeSet) (out Outcome, err error) {
+// matches terraform.ErrTimeout or context.Canceled when that is the cause.
+func (a *Applier) Apply(ctx context.Context, req terraform.Request, approved ChangeSet) (out Outcome, err error) {
 	log := a.logger().With("workspace", req.Workspace, "run_id", req.RunID)
 	defer func() {
 		attrs := []any{"result", out.Result, "reason", out.Reason, "resources", out.Before.Len(), "apply_started", out.ApplyStarted}
@@ -191,7 +191,7 @@ func refused(out Outcome, rs ...Refusal) Outcome {
 
 // stepError is a failed step of this package's own (setup, source, the
 // state check): its phase and the underlying error. Session steps fail
-// with a *runner.Error of their own.
+// with a *terraform.Error of their own.
 type stepError struct {
 	phase string
 	err   error
@@ -202,7 +202,7 @@ func (e *stepError) Unwrap() error { return e.err }
 
 // session is one remediation's sandbox and its Terraform session.
 type session struct {
-	req       runner.Request
+	req       terraform.Request
 	tmp       string
 	moduleDir string
 	env       map[string]string
@@ -214,7 +214,7 @@ type session struct {
 // newSession prepares the sandbox: temp dir, environment, code, then the
 // Terraform session (binary, jail, variables).
 // On error the returned session (if any) still needs close.
-func (a *Applier) newSession(ctx context.Context, req runner.Request, marker string, grace time.Duration, out *Outcome) (*session, error) {
+func (a *Applier) newSession(ctx context.Context, req terraform.Request, marker string, grace time.Duration, out *Outcome) (*session, error) {
 	tmp, err := sandbox.NewDir(req.WorkDir, sandboxPrefix, req.Owner)
 	if err != nil {
 		return nil, &stepError{"setup", err}
@@ -261,7 +261,7 @@ func (s *session) close() {
 	_ = os.RemoveAll(s.tmp)
 }
 
-// fail turns a failed step into a failed outcome and its *runner.Error.
+// fail turns a failed step into a failed outcome and its *terraform.Error.
 func (s *session) fail(ctx context.Context, out *Outcome, err error) (Outcome, error) {
 	var (
 		red     sandbox.Redactor
@@ -274,20 +274,20 @@ func (s *session) fail(ctx context.Context, out *Outcome, err error) (Outcome, e
 			stderr = s.tf.Stderr()
 		}
 	}
-	var re *runner.Error
+	var re *terraform.Error
 	var se *stepError
 	switch {
 	case errors.As(err, &se):
-		re = &runner.Error{Phase: se.phase, Reason: red.Apply(sandbox.Diagnostic(stderr, se.err)), Err: errors.New(red.Apply(sandbox.FirstLine(sandbox.ErrorText(se.err))))}
+		re = &terraform.Error{Phase: se.phase, Reason: red.Apply(sandbox.Diagnostic(stderr, se.err)), Err: errors.New(red.Apply(sandbox.FirstLine(sandbox.ErrorText(se.err))))}
 	case errors.As(err, &re):
 		// A session step's, already redacted.
 	default:
-		re = &runner.Error{Phase: "setup", Reason: red.Apply(sandbox.Diagnostic(stderr, err)), Err: errors.New(red.Apply(sandbox.FirstLine(sandbox.ErrorText(err))))}
+		re = &terraform.Error{Phase: "setup", Reason: red.Apply(sandbox.Diagnostic(stderr, err)), Err: errors.New(red.Apply(sandbox.FirstLine(sandbox.ErrorText(err))))}
 	}
 	if ce := context.Cause(ctx); ce != nil {
 		// Report timeouts and cancellation as such, whatever Terraform printed.
 		re.Reason = ce.Error()
-		if errors.Is(ce, runner.ErrTimeout) {
+		if errors.Is(ce, terraform.ErrTimeout) {
 			re.Reason = fmt.Sprintf("%v after %s", ce, timeout)
 		}
 		re.Err = errors.Join(ce, re.Err)
@@ -426,7 +426,7 @@ func (a *Applier) verify(ctx context.Context, s *session, approved ChangeSet, ou
 
 // reason is a failed session step's one-line, redacted reason.
 func reason(err error) string {
-	var re *runner.Error
+	var re *terraform.Error
 	if errors.As(err, &re) {
 		return re.Reason
 	}

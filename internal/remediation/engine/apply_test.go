@@ -16,8 +16,8 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/policy"
-	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
@@ -94,9 +94,9 @@ func (e *tfEnv) apply(t *testing.T, dir string) {
 	e.tf(t, dir, "apply", "-auto-approve", "-input=false", "-no-color")
 }
 
-func (e *tfEnv) request(dir string) runner.Request {
-	return runner.Request{
-		RunID: "r1", Workspace: filepath.Base(dir), Binary: e.bin, Source: runner.Source{Path: dir},
+func (e *tfEnv) request(dir string) terraform.Request {
+	return terraform.Request{
+		RunID: "r1", Workspace: filepath.Base(dir), Binary: e.bin, Source: terraform.Source{Path: dir},
 		CLIConfigFile: e.cliConfig, PluginCacheDir: filepath.Join(e.root, "plugin-cache"),
 		WorkDir: filepath.Join(e.root, "runs"), Timeout: 3 * time.Minute, KillGrace: 2 * time.Second,
 	}
@@ -104,7 +104,7 @@ func (e *tfEnv) request(dir string) runner.Request {
 
 // detect runs the real detection path (local runner, policy, envelope)
 // and returns what an approver would approve.
-func (e *tfEnv) detect(t *testing.T, req runner.Request, rules policy.Rules, env Envelope) (ChangeSet, []Refusal) {
+func (e *tfEnv) detect(t *testing.T, req terraform.Request, rules policy.Rules, env Envelope) (ChangeSet, []Refusal) {
 	t.Helper()
 	res, err := local.New(testLogger()).Run(t.Context(), req)
 	require.NoError(t, err)
@@ -112,7 +112,7 @@ func (e *tfEnv) detect(t *testing.T, req runner.Request, rules policy.Rules, env
 }
 
 // approve detects and requires the envelope to pass.
-func (e *tfEnv) approve(t *testing.T, req runner.Request, env Envelope) ChangeSet {
+func (e *tfEnv) approve(t *testing.T, req terraform.Request, env Envelope) ChangeSet {
 	t.Helper()
 	cs, refusals := e.detect(t, req, policy.Rules{}, env)
 	require.Empty(t, refusals)
@@ -122,7 +122,7 @@ func (e *tfEnv) approve(t *testing.T, req runner.Request, env Envelope) ChangeSe
 // editedByHand is the common case: a workspace named name whose one file,
 // out/a.txt ("v1"), was applied, then edited by hand; its request and the
 // approved change set reverting the edit.
-func (e *tfEnv) editedByHand(t *testing.T, name string) (dir string, req runner.Request, approved ChangeSet) {
+func (e *tfEnv) editedByHand(t *testing.T, name string) (dir string, req terraform.Request, approved ChangeSet) {
 	t.Helper()
 	dir = e.workspace(t, name, providers+`
 resource "dwtest_file" "a" {
@@ -185,7 +185,7 @@ func markedProcs(t *testing.T, dir string) []string {
 }
 
 // requireNoSandboxLeft checks that the remediation's temp dir is gone.
-func requireNoSandboxLeft(t *testing.T, req runner.Request) {
+func requireNoSandboxLeft(t *testing.T, req terraform.Request) {
 	t.Helper()
 	entries, _ := os.ReadDir(req.WorkDir)
 	for _, e := range entries {
@@ -388,7 +388,7 @@ resource "dwtest_file" "b" {
 
 		out, err := (&Applier{Logger: testLogger(), Envelope: env}).Apply(t.Context(), req, approved)
 		require.Error(t, err)
-		var re *runner.Error
+		var re *terraform.Error
 		require.ErrorAs(t, err, &re)
 		require.Equal(t, "apply", re.Phase)
 		require.Equal(t, ResultFailed, out.Result)
@@ -538,10 +538,10 @@ func TestApplyTimeout(t *testing.T) {
 	cs := ChangeSet{Entries: []Entry{{Address: "dwtest_file.a", Action: "update"}}}
 	src := t.TempDir()
 	write(t, filepath.Join(src, "main.tf"), "")
-	req := runner.Request{Workspace: "ws", Binary: "/bin/true", Source: runner.Source{Path: src}, WorkDir: t.TempDir(), Timeout: time.Nanosecond}
+	req := terraform.Request{Workspace: "ws", Binary: "/bin/true", Source: terraform.Source{Path: src}, WorkDir: t.TempDir(), Timeout: time.Nanosecond}
 	out, err := (&Applier{}).Apply(t.Context(), req, cs)
-	require.ErrorIs(t, err, runner.ErrTimeout)
-	var re *runner.Error
+	require.ErrorIs(t, err, terraform.ErrTimeout)
+	var re *terraform.Error
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, "source", re.Phase, "the copy of the source stops at the timeout too")
 	require.Equal(t, ResultFailed, out.Result)
@@ -565,7 +565,7 @@ func TestApplyRefusesWithoutRunning(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			work := filepath.Join(t.TempDir(), "runs")
-			req := runner.Request{Workspace: "ws", Binary: "/nonexistent/terraform", Source: runner.Source{Path: t.TempDir()}, WorkDir: work}
+			req := terraform.Request{Workspace: "ws", Binary: "/nonexistent/terraform", Source: terraform.Source{Path: t.TempDir()}, WorkDir: work}
 			out, err := tc.applier.Apply(t.Context(), req, tc.approved)
 			require.NoError(t, err)
 			require.Equal(t, ResultRefused, out.Result)
@@ -579,9 +579,9 @@ func TestApplyRefusesWithoutRunning(t *testing.T) {
 // outcome with its phase, never a panic or an applied one.
 func TestApplySetupFailure(t *testing.T) {
 	cs := ChangeSet{Entries: []Entry{{Address: "dwtest_file.a", Action: "update"}}}
-	req := runner.Request{Workspace: "ws", Binary: "/nonexistent/terraform", Source: runner.Source{Path: filepath.Join(t.TempDir(), "missing")}, WorkDir: t.TempDir()}
+	req := terraform.Request{Workspace: "ws", Binary: "/nonexistent/terraform", Source: terraform.Source{Path: filepath.Join(t.TempDir(), "missing")}, WorkDir: t.TempDir()}
 	out, err := (&Applier{}).Apply(t.Context(), req, cs)
-	var re *runner.Error
+	var re *terraform.Error
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, "source", re.Phase)
 	require.Equal(t, ResultFailed, out.Result)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 	"github.com/driftwatch/driftwatch/internal/terraform/tfsession"
 )
@@ -109,7 +109,7 @@ func (a *Applier) checkLock(ctx context.Context, s *session) LockCheck {
 	}
 	if c.State == LockUnknown && cctx.Err() != nil {
 		c.Reason = context.Cause(cctx).Error()
-		if errors.Is(context.Cause(cctx), runner.ErrTimeout) {
+		if errors.Is(context.Cause(cctx), terraform.ErrTimeout) {
 			c.Reason += " after " + lockCheckTimeout.String()
 		}
 	}
@@ -162,7 +162,7 @@ var diagnosed = regexp.MustCompile(`(?m)^(?:│\s*)?Error: `)
 // the check's note ends the one-line reason of both.
 func (a *Applier) withLockCheck(ctx context.Context, s *session, applyErr error, out Outcome, err error) (Outcome, error) {
 	errText := sandbox.FirstLine(sandbox.ErrorText(applyErr))
-	var re *runner.Error
+	var re *terraform.Error
 	if errors.As(applyErr, &re) && re.Err != nil {
 		errText = sandbox.FirstLine(sandbox.ErrorText(re.Err))
 	}

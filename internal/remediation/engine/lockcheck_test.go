@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // The lock check runs only when the apply may have left its lock: killed
@@ -62,7 +62,7 @@ Terraform acquires a state lock to protect the state from being written
 		lockCheckOf(errors.New("exit status 1"), held))
 
 	require.Equal(t, LockCheck{State: LockUnknown, Reason: "Error: Failed to load state"},
-		lockCheckOf(&runner.Error{Phase: "plan", Reason: "Error: Failed to load state"}, "Error: Failed to load state\n"))
+		lockCheckOf(&terraform.Error{Phase: "plan", Reason: "Error: Failed to load state"}, "Error: Failed to load state\n"))
 }
 
 // A held lock's note names it, says the remediation is not retried, and

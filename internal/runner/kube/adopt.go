@@ -10,6 +10,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // Adopted is a run whose Job was already running when Adopt looked: started
@@ -37,7 +38,7 @@ type Adopted struct {
 // WaitOutcome.
 func (a *Adopted) Wait(ctx context.Context) (runner.Result, error) {
 	if a.Remediation {
-		return runner.Result{}, &runner.Error{Phase: "job", Reason: fmt.Sprintf("job %s is a remediation: it delivers an outcome, not a plan", a.Job)}
+		return runner.Result{}, &terraform.Error{Phase: "job", Reason: fmt.Sprintf("job %s is a remediation: it delivers an outcome, not a plan", a.Job)}
 	}
 	if err := a.await(ctx); err != nil {
 		return runner.Result{}, err
@@ -49,7 +50,7 @@ func (a *Adopted) Wait(ctx context.Context) (runner.Result, error) {
 // would.
 func (a *Adopted) WaitOutcome(ctx context.Context) (engine.Outcome, error) {
 	if !a.Remediation {
-		err := &runner.Error{Phase: "job", Reason: fmt.Sprintf("job %s is a detection: it delivers a plan, not an outcome", a.Job)}
+		err := &terraform.Error{Phase: "job", Reason: fmt.Sprintf("job %s is a detection: it delivers a plan, not an outcome", a.Job)}
 		return failedOutcome(err, false)
 	}
 	if err := a.await(ctx); err != nil {

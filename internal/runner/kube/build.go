@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // Labels and annotations on run Jobs, their pods and Secrets. Label values
@@ -225,7 +225,7 @@ func (p *runPlan) remediate(cfg Config, rem *remote.Remediation) {
 
 // prepare maps a request onto the pod: which Secret keys are mounted where,
 // the spec the pod runs, its deadline. It is pure.
-func prepare(cfg Config, req runner.Request, now time.Time) (runPlan, error) {
+func prepare(cfg Config, req terraform.Request, now time.Time) (runPlan, error) {
 	if req.RunID == "" || req.Workspace == "" {
 		return runPlan{}, fmt.Errorf("run id and workspace are required")
 	}

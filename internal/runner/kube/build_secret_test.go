@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // TestTokenOnlyInReporter: of a run pod's containers, only the reporter
@@ -25,7 +25,7 @@ func TestTokenOnlyInReporter(t *testing.T) {
 	cfg := testConfig().withDefaults()
 	full, err := prepare(cfg, testRequest(), testNow)
 	require.NoError(t, err)
-	minimal, err := prepare(cfg, runner.Request{RunID: "r", Workspace: "dev", Source: runner.Source{Path: "/m"}}, testNow)
+	minimal, err := prepare(cfg, terraform.Request{RunID: "r", Workspace: "dev", Source: terraform.Source{Path: "/m"}}, testNow)
 	require.NoError(t, err)
 	rem := full
 	a, approved := testApplier()

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/driftwatch/driftwatch/internal/backend/backendpolicy"
-	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json")
@@ -48,12 +48,12 @@ func testConfig() Config {
 	}
 }
 
-func testRequest() runner.Request {
-	return runner.Request{
+func testRequest() terraform.Request {
+	return terraform.Request{
 		RunID:          "9f8e7d6c5b4a3921",
 		Workspace:      "prod-net",
 		Binary:         "terraform",
-		Source:         runner.Source{Git: &runner.Git{URL: "https://git.example/infra.git", Ref: "main", Path: "net", CredentialsFile: "/var/run/secrets/git-token"}},
+		Source:         terraform.Source{Git: &terraform.Git{URL: "https://git.example/infra.git", Ref: "main", Path: "net", CredentialsFile: "/var/run/secrets/git-token"}},
 		TFWorkspace:    "prod",
 		VarFiles:       []string{"prod.tfvars"},
 		Vars:           map[string]string{"region": "eu-west-1"},
@@ -185,15 +185,15 @@ func TestPrepare(t *testing.T) {
 	t.Run("errors", func(t *testing.T) {
 		for _, tc := range []struct {
 			name   string
-			mutate func(*runner.Request)
+			mutate func(*terraform.Request)
 			want   string
 		}{
-			{"unmapped secret env", func(r *runner.Request) {
+			{"unmapped secret env", func(r *terraform.Request) {
 				r.SecretEnvFiles = map[string]string{"B_TOKEN": "/x", "A_TOKEN": "/y", "AWS_SECRET_ACCESS_KEY": "/z"}
 			}, `workspace "prod-net": secret env A_TOKEN, B_TOKEN has no Kubernetes Secret key`},
-			{"unmapped git credentials", func(r *runner.Request) { r.Workspace = "other" }, ""},
-			{"no source", func(r *runner.Request) { r.Source = runner.Source{} }, "exactly one of a path and a git source"},
-			{"no run id", func(r *runner.Request) { r.RunID = "" }, "run id and workspace are required"},
+			{"unmapped git credentials", func(r *terraform.Request) { r.Workspace = "other" }, ""},
+			{"no source", func(r *terraform.Request) { r.Source = terraform.Source{} }, "exactly one of a path and a git source"},
+			{"no run id", func(r *terraform.Request) { r.RunID = "" }, "run id and workspace are required"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				req := testRequest()
@@ -210,7 +210,7 @@ func TestPrepare(t *testing.T) {
 		}
 	})
 	t.Run("path source, defaults", func(t *testing.T) {
-		req := runner.Request{RunID: "r", Workspace: "dev", Source: runner.Source{Path: "/modules/dev"}}
+		req := terraform.Request{RunID: "r", Workspace: "dev", Source: terraform.Source{Path: "/modules/dev"}}
 		p, err := prepare(cfg, req, testNow)
 		require.NoError(t, err)
 		require.Equal(t, DefaultTimeout+DefaultKillGrace+DefaultStartupAllowance, p.deadline)
@@ -369,7 +369,7 @@ func TestBuildJob(t *testing.T) {
 	require.Equal(t, "/etc/driftwatch/token/token", p.spec.TokenFile, "the spec names the reporter's token file")
 
 	t.Run("no credentials", func(t *testing.T) {
-		p, err := prepare(cfg, runner.Request{RunID: "r", Workspace: "dev", Source: runner.Source{Path: "/m"}}, testNow)
+		p, err := prepare(cfg, terraform.Request{RunID: "r", Workspace: "dev", Source: terraform.Source{Path: "/m"}}, testNow)
 		require.NoError(t, err)
 		job := buildJob(cfg, p, testHash())
 		golden(t, "job-minimal.golden.json", job)

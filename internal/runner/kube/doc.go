@@ -5,7 +5,7 @@
 //
 // # Building (pure)
 //
-// prepare maps a runner.Request onto the pod (which Secret keys are mounted
+// prepare maps a terraform.Request onto the pod (which Secret keys are mounted
 // where, the run spec, the deadline), buildJob and buildSecret turn that
 // into objects; all three are pure and golden-tested (testdata/).
 //
@@ -105,7 +105,7 @@
 //     once the pod has succeeded (below); a second, different result
 //     posted with the run's token (remote.ErrConflictingResults: the run
 //     errors, keeping neither); the Job Failed (deadline →
-//     runner.ErrTimeout; otherwise the pod's story: OOMKilled, exit code
+//     terraform.ErrTimeout; otherwise the pod's story: OOMKilled, exit code
 //     and the last line of its termination message, the runner
 //     container's before the reporter's, eviction); a pod stuck on
 //     ErrImagePull, ImagePullBackOff,
@@ -114,7 +114,7 @@
 //     errors now); the Job deleted; a Complete Job whose result does not
 //     follow within 10 s; or ctx done, which deletes the Job with background
 //     propagation (batch/v1 Jobs orphan their pods by default) once no other
-//     caller awaits it. Every failure is a *runner.Error with phase "job"
+//     caller awaits it. Every failure is a *terraform.Error with phase "job"
 //     ("submit" and "setup" before the Job exists) and a one-line reason.
 //
 // A result is held until the pod has succeeded (both containers exited 0,

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // Fault cases the real API server does not produce on demand, against the
@@ -39,8 +39,8 @@ func fakeRunner(t *testing.T, cs *fake.Clientset) *Runner {
 	return r
 }
 
-func request(ws, runID string) runner.Request {
-	return runner.Request{RunID: runID, Workspace: ws, Source: runner.Source{Path: "/modules/" + ws}, Timeout: time.Minute}
+func request(ws, runID string) terraform.Request {
+	return terraform.Request{RunID: runID, Workspace: ws, Source: terraform.Source{Path: "/modules/" + ws}, Timeout: time.Minute}
 }
 
 func TestSecretFailureDeletesJob(t *testing.T) {
@@ -50,7 +50,7 @@ func TestSecretFailureDeletesJob(t *testing.T) {
 	})
 	r := fakeRunner(t, cs)
 	_, err := r.Run(t.Context(), request("ws", "r1"))
-	var re *runner.Error
+	var re *terraform.Error
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, "submit", re.Phase)
 	require.Equal(t, "create run secret: secrets is forbidden", re.Reason)
@@ -75,7 +75,7 @@ func TestRunRefusesUnmappedSecrets(t *testing.T) {
 	req := request("ws", "r1")
 	req.SecretEnvFiles = map[string]string{"TOKEN": "/daemon/token"}
 	_, err := r.Run(t.Context(), req)
-	var re *runner.Error
+	var re *terraform.Error
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, "setup", re.Phase)
 	require.Contains(t, re.Reason, "secret env TOKEN has no Kubernetes Secret key")

@@ -20,6 +20,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // resultGrace is how long a Complete Job's result may trail the Job's
@@ -154,7 +155,7 @@ func (f *flight) await(ctx context.Context) error {
 		f.cancel(fmt.Errorf("%w: %w", errAbandoned, cause))
 		<-f.done
 	}
-	return &runner.Error{Phase: "job", Reason: cause.Error(), Err: cause}
+	return &terraform.Error{Phase: "job", Reason: cause.Error(), Err: cause}
 }
 
 // deliver ends the flight with what its pod delivered: a plan, or a
@@ -177,7 +178,7 @@ func (f *flight) take(d remote.Delivery) bool {
 	if d.Conflict != nil {
 		f.log.Error("a second, different result was posted for this run with its token: neither is taken",
 			"err", d.Conflict)
-		f.finish(runner.Result{}, &runner.Error{Phase: "result", Reason: d.Conflict.Error(), Err: d.Conflict})
+		f.finish(runner.Result{}, &terraform.Error{Phase: "result", Reason: d.Conflict.Error(), Err: d.Conflict})
 		return true
 	}
 	if f.held == nil {
@@ -223,13 +224,13 @@ func (f *flight) loop() {
 				return
 			}
 		case <-grace:
-			f.finish(runner.Result{}, &runner.Error{Phase: "job",
+			f.finish(runner.Result{}, &terraform.Error{Phase: "job",
 				Reason: "job completed without delivering a result (was it delivered to another daemon?)"})
 			return
 		case <-safety:
 			f.r.deleteJob(f.name, f.uid)
-			f.finish(runner.Result{}, &runner.Error{Phase: "job",
-				Reason: "no result and no job outcome by the run's deadline; job deleted", Err: runner.ErrTimeout})
+			f.finish(runner.Result{}, &terraform.Error{Phase: "job",
+				Reason: "no result and no job outcome by the run's deadline; job deleted", Err: terraform.ErrTimeout})
 			return
 		case <-f.ctx.Done():
 			cause := context.Cause(f.ctx)
@@ -247,7 +248,7 @@ func (f *flight) loop() {
 			if errors.Is(cause, errAbandoned) {
 				f.r.deleteJob(f.name, f.uid)
 			}
-			f.finish(runner.Result{}, &runner.Error{Phase: "job", Reason: cause.Error(), Err: cause})
+			f.finish(runner.Result{}, &terraform.Error{Phase: "job", Reason: cause.Error(), Err: cause})
 			return
 		}
 	}
@@ -271,7 +272,7 @@ func (f *flight) evaluate(grace *<-chan time.Time) bool {
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) && f.seen {
-			f.finish(runner.Result{}, &runner.Error{Phase: "job",
+			f.finish(runner.Result{}, &terraform.Error{Phase: "job",
 				Reason: fmt.Sprintf("job %s was deleted before its pod delivered a result", f.name)})
 			return true
 		}
@@ -304,7 +305,7 @@ func (f *flight) evaluate(grace *<-chan time.Time) bool {
 			f.deliver(*f.held)
 			return true
 		case st.failure != "":
-			f.finish(runner.Result{}, &runner.Error{Phase: "job",
+			f.finish(runner.Result{}, &terraform.Error{Phase: "job",
 				Reason: st.failure + " (after a result was posted for the run; it is not taken)"})
 			return true
 		}
@@ -312,7 +313,7 @@ func (f *flight) evaluate(grace *<-chan time.Time) bool {
 	if !done {
 		if st.fatal != "" {
 			f.r.deleteJob(f.name, f.uid)
-			f.finish(runner.Result{}, &runner.Error{Phase: "job", Reason: st.fatal})
+			f.finish(runner.Result{}, &terraform.Error{Phase: "job", Reason: st.fatal})
 			return true
 		}
 		return false
@@ -335,13 +336,13 @@ func jobFailure(job *batchv1.Job, cond *batchv1.JobCondition, st podState) error
 		if d := job.Spec.ActiveDeadlineSeconds; d != nil {
 			deadline = " after " + (time.Duration(*d) * time.Second).String()
 		}
-		return &runner.Error{Phase: "job", Reason: "run timed out: job deadline exceeded" + deadline,
-			Err: errors.Join(runner.ErrTimeout, errors.New(cond.Message))}
+		return &terraform.Error{Phase: "job", Reason: "run timed out: job deadline exceeded" + deadline,
+			Err: errors.Join(terraform.ErrTimeout, errors.New(cond.Message))}
 	}
 	if st.failure != "" {
-		return &runner.Error{Phase: "job", Reason: st.failure, Err: fmt.Errorf("job failed: %s", cond.Reason)}
+		return &terraform.Error{Phase: "job", Reason: st.failure, Err: fmt.Errorf("job failed: %s", cond.Reason)}
 	}
-	return &runner.Error{Phase: "job", Reason: oneLine(fmt.Sprintf("job failed: %s: %s", cond.Reason, cond.Message), 300)}
+	return &terraform.Error{Phase: "job", Reason: oneLine(fmt.Sprintf("job failed: %s: %s", cond.Reason, cond.Message), 300)}
 }
 
 // fatalWaiting are container waiting reasons that will not resolve by

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 func podWith(name string, phase corev1.PodPhase, st corev1.ContainerState, conds ...corev1.PodCondition) *corev1.Pod {
@@ -116,15 +116,15 @@ func TestJobFailure(t *testing.T) {
 		err := jobFailure(job, &batchv1.JobCondition{Type: batchv1.JobFailed, Reason: batchv1.JobReasonDeadlineExceeded,
 			Message: "Job was active longer than specified deadline"}, podState{failure: "pod p failed: exit code 137"})
 		require.EqualError(t, err, "job: run timed out: job deadline exceeded after 2m5s")
-		require.ErrorIs(t, err, runner.ErrTimeout)
+		require.ErrorIs(t, err, terraform.ErrTimeout)
 	})
 	t.Run("pod failure", func(t *testing.T) {
 		err := jobFailure(job, &batchv1.JobCondition{Type: batchv1.JobFailed, Reason: batchv1.JobReasonPodFailurePolicy},
 			podState{failure: "pod p OOMKilled (exit code 137): the run exceeded its memory limit of 2Gi"})
 		require.EqualError(t, err, "job: pod p OOMKilled (exit code 137): the run exceeded its memory limit of 2Gi")
-		var re *runner.Error
+		var re *terraform.Error
 		require.ErrorAs(t, err, &re)
-		require.NotErrorIs(t, err, runner.ErrTimeout)
+		require.NotErrorIs(t, err, terraform.ErrTimeout)
 	})
 	t.Run("only the condition", func(t *testing.T) {
 		err := jobFailure(job, &batchv1.JobCondition{Type: batchv1.JobFailed, Reason: batchv1.JobReasonBackoffLimitExceeded,

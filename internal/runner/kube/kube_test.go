@@ -24,6 +24,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/testutil/kubetest"
 )
 
@@ -42,7 +43,7 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 	t.Run("result delivered", func(t *testing.T) {
 		// The pod's real code: the runner hands the result to the
 		// reporter, which alone has the token and posts it.
-		k.setContainers("ok", realPod(t, cs, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+		k.setContainers("ok", realPod(t, cs, runnerFunc(func(context.Context, terraform.Request) (runner.Result, error) {
 			return canned("run-ok").Unpack()
 		}), nil))
 		res, err := d.runner.Run(t.Context(), request("ok", "run-ok"))
@@ -114,11 +115,11 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 			return 1, "time=... level=INFO msg=starting\nrunner: run run-fail: deliver result: result refused: 403 Forbidden: invalid token"
 		})
 		_, err := d.runner.Run(t.Context(), request("fail", "run-fail"))
-		var re *runner.Error
+		var re *terraform.Error
 		require.ErrorAs(t, err, &re)
 		require.Equal(t, "job", re.Phase)
 		require.Regexp(t, `^pod driftwatch-fail-[0-9a-f]{10}-\w+ failed: exit code 1: runner: run run-fail: deliver result: result refused: 403 Forbidden: invalid token$`, re.Reason)
-		require.NotErrorIs(t, err, runner.ErrTimeout)
+		require.NotErrorIs(t, err, terraform.ErrTimeout)
 	})
 
 	t.Run("deadline exceeded", func(t *testing.T) {
@@ -130,9 +131,9 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 		req.Timeout, req.KillGrace = time.Second, time.Second // deadline 3 s
 		start := time.Now()
 		_, err := d.runner.Run(t.Context(), req)
-		var re *runner.Error
+		var re *terraform.Error
 		require.ErrorAs(t, err, &re)
-		require.ErrorIs(t, err, runner.ErrTimeout)
+		require.ErrorIs(t, err, terraform.ErrTimeout)
 		require.Equal(t, "run timed out: job deadline exceeded after 3s", re.Reason)
 		require.GreaterOrEqual(t, time.Since(start), 3*time.Second)
 	})
@@ -355,7 +356,7 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 		// a "clean" result is posted while the plan runs. The real code
 		// of the pod then posts the real result, gets 409, and fails the
 		// pod; the daemon reports the conflict. The run errors.
-		local := runnerFunc(func(ctx context.Context, req runner.Request) (runner.Result, error) {
+		local := runnerFunc(func(ctx context.Context, req terraform.Request) (runner.Result, error) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns}, Spec: corev1.PodSpec{Volumes: []corev1.Volume{{
 				Name: "run", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: JobName(req.Workspace, req.RunID)}}}}}}
 			s, tok, err := readRun(ctx, cs, pod)
@@ -377,7 +378,7 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 			return out
 		})
 		res, err := d.runner.Run(t.Context(), request("forged", "run-forged"))
-		var re *runner.Error
+		var re *terraform.Error
 		require.ErrorAs(t, err, &re, "the forged result was taken: %+v", res)
 		require.ErrorIs(t, err, remote.ErrConflictingResults)
 		require.Equal(t, "result: conflicting results posted: possible forgery", err.Error())
@@ -403,7 +404,7 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 			return 1, "reporter: run run-killed: the runner closed the handoff without a result (did the runner container fail?)"
 		})
 		_, err := d.runner.Run(t.Context(), request("killed", "run-killed"))
-		var re *runner.Error
+		var re *terraform.Error
 		require.ErrorAs(t, err, &re)
 		require.Equal(t, "job", re.Phase)
 		require.Contains(t, re.Reason, "after a result was posted for the run; it is not taken")

@@ -14,13 +14,14 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/testutil/kubetest"
 )
 
 // runnerFunc adapts a function to runner.Runner.
-type runnerFunc func(context.Context, runner.Request) (runner.Result, error)
+type runnerFunc func(context.Context, terraform.Request) (runner.Result, error)
 
-func (f runnerFunc) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+func (f runnerFunc) Run(ctx context.Context, req terraform.Request) (runner.Result, error) {
 	return f(ctx, req)
 }
 
@@ -69,7 +70,7 @@ func TestRunnerPodFailures(t *testing.T) {
 					Reason: "ImagePullBackOff", Message: `Back-off pulling image "driftwatch:test"`}}}}
 		})
 		err := <-errc
-		var re *runner.Error
+		var re *terraform.Error
 		require.ErrorAs(t, err, &re)
 		require.Regexp(t, `^pod driftwatch-pull-[0-9a-f]{10}-\w+: image pull failed \(ImagePullBackOff\): Back-off pulling image "driftwatch:test"$`, re.Reason)
 		// The Job would only fail at its deadline: it is deleted now.
@@ -92,7 +93,7 @@ func TestRunnerPodFailures(t *testing.T) {
 					ExitCode: 137, Reason: "OOMKilled", StartedAt: now, FinishedAt: now}}}}
 		})
 		err := <-errc
-		var re *runner.Error
+		var re *terraform.Error
 		require.ErrorAs(t, err, &re)
 		// The real Job controller failed the Job through the
 		// podFailurePolicy; the reason comes from the pod.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
-	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/testutil/kubetest"
 )
 
@@ -76,7 +76,7 @@ func TestRemediateAgainstAPIServer(t *testing.T) {
 		// check through the reporter right before its apply, and hands the
 		// outcome over; the reporter asks and posts with the token.
 		var asked bool
-		apply := func(ctx context.Context, _ runner.Request, rem *remote.Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error) {
+		apply := func(ctx context.Context, _ terraform.Request, rem *remote.Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error) {
 			if rem.ChangeSetHash != approved.Hash() {
 				return engine.Outcome{}, fmt.Errorf("not the approved change set: %s", rem.ChangeSetHash)
 			}
@@ -112,7 +112,7 @@ func TestRemediateAgainstAPIServer(t *testing.T) {
 			return 1, "runner: run apply-fail: deliver result: result refused: 400 Bad Request"
 		})
 		out, err := d.runner.Remediate(t.Context(), a, request("fail", "apply-fail"), approved)
-		var re *runner.Error
+		var re *terraform.Error
 		require.ErrorAs(t, err, &re)
 		require.Equal(t, "job", re.Phase)
 		require.Equal(t, engine.ResultFailed, out.Result)
@@ -124,7 +124,7 @@ func TestRemediateAgainstAPIServer(t *testing.T) {
 		req := request("secrets", "apply-secrets")
 		req.SecretEnvFiles = map[string]string{"TOKEN": "/daemon/token"}
 		out, err := d.runner.Remediate(t.Context(), a, req, approved)
-		var re *runner.Error
+		var re *terraform.Error
 		require.ErrorAs(t, err, &re)
 		require.Equal(t, "setup", re.Phase)
 		require.Equal(t, engine.ResultFailed, out.Result)

@@ -24,6 +24,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 var _ runner.Runner = (*Runner)(nil)
@@ -212,9 +213,9 @@ func (r *Runner) waitSynced(ctx context.Context) error {
 // adopted: awaited instead of starting another. When ctx ends before the
 // outcome and no one else awaits the run, its Job is deleted (background
 // propagation, so its pod goes too).
-func (r *Runner) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+func (r *Runner) Run(ctx context.Context, req terraform.Request) (runner.Result, error) {
 	if err := r.waitSynced(ctx); err != nil {
-		return runner.Result{}, &runner.Error{Phase: "submit", Reason: err.Error(), Err: err}
+		return runner.Result{}, &terraform.Error{Phase: "submit", Reason: err.Error(), Err: err}
 	}
 	f, err := r.start(ctx, req, nil)
 	if err != nil {
@@ -243,12 +244,12 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (runner.Result, er
 // restarted daemon adopts and awaits it, see Adopted.Remediation).
 //
 // The returned error is non-nil exactly when the outcome is failed: the
-// pod's *runner.Error, or one with phase setup, submit or job when no
+// pod's *terraform.Error, or one with phase setup, submit or job when no
 // outcome was delivered. In that last case Outcome.ApplyStarted is set
 // unless the Job was never created: the apply may have begun.
-func (r *Runner) Remediate(ctx context.Context, a *engine.Applier, req runner.Request, approved engine.ChangeSet) (engine.Outcome, error) {
+func (r *Runner) Remediate(ctx context.Context, a *engine.Applier, req terraform.Request, approved engine.ChangeSet) (engine.Outcome, error) {
 	if err := r.waitSynced(ctx); err != nil {
-		return failedOutcome(&runner.Error{Phase: "submit", Reason: err.Error(), Err: err}, false)
+		return failedOutcome(&terraform.Error{Phase: "submit", Reason: err.Error(), Err: err}, false)
 	}
 	f, err := r.start(ctx, req, remote.RemediationOf(a, approved))
 	if err != nil {
@@ -282,20 +283,20 @@ func (r *Runner) wsLock(ws string) *sync.Mutex {
 // start finds or creates the run's flight (with this caller as a waiter).
 // The per-workspace lock makes "check, then create" atomic in this daemon;
 // leader election makes this daemon the only one creating.
-func (r *Runner) start(ctx context.Context, req runner.Request, rem *remote.Remediation) (*flight, error) {
+func (r *Runner) start(ctx context.Context, req terraform.Request, rem *remote.Remediation) (*flight, error) {
 	submitErr := func(what string, err error) error {
-		return &runner.Error{Phase: "submit", Reason: fmt.Sprintf("%s: %v", what, err), Err: err}
+		return &terraform.Error{Phase: "submit", Reason: fmt.Sprintf("%s: %v", what, err), Err: err}
 	}
 	cfg := r.cfg
 	ca, err := ReadCallbackCA(cfg.CallbackCAFile)
 	if err != nil {
 		err = fmt.Errorf("callback CA: %w", err)
-		return nil, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
+		return nil, &terraform.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}
 	cfg.CallbackCA = ca
 	p, err := prepare(cfg, req, r.now())
 	if err != nil {
-		return nil, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
+		return nil, &terraform.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}
 	if rem != nil {
 		p.remediate(r.cfg, rem)
@@ -313,7 +314,7 @@ func (r *Runner) start(ctx context.Context, req runner.Request, rem *remote.Reme
 			return f, nil
 		case admitBusy:
 			busy := &BusyError{Workspace: req.Workspace, RunID: f.runID, Job: f.name}
-			return nil, &runner.Error{Phase: "submit", Reason: busy.Error(), Err: busy}
+			return nil, &terraform.Error{Phase: "submit", Reason: busy.Error(), Err: busy}
 		case admitFinishing: // its Job is done: this run may start
 		}
 	}
@@ -330,7 +331,7 @@ func (r *Runner) start(ctx context.Context, req runner.Request, rem *remote.Reme
 			// nor an apply a plan for its outcome, nor an apply another
 			// apply's (its change set may differ): wait for it to end.
 			busy := &BusyError{Workspace: req.Workspace, RunID: j.Annotations[AnnotationRunID], Job: j.Name}
-			return nil, &runner.Error{Phase: "submit", Reason: busy.Error(), Err: busy}
+			return nil, &terraform.Error{Phase: "submit", Reason: busy.Error(), Err: busy}
 		}
 		r.log.Warn("adopting the workspace's running job instead of starting another",
 			"workspace", req.Workspace, "run_id", req.RunID, "job", j.Name, "job_run_id", j.Annotations[AnnotationRunID])
@@ -349,7 +350,7 @@ func (r *Runner) start(ctx context.Context, req runner.Request, rem *remote.Reme
 		r.recv.Forget(req.RunID)
 		if r.isConsumed(p.name) {
 			err := fmt.Errorf("run %s already finished (job %s)", req.RunID, p.name)
-			return nil, &runner.Error{Phase: "submit", Reason: err.Error(), Err: err}
+			return nil, &terraform.Error{Phase: "submit", Reason: err.Error(), Err: err}
 		}
 		existing, gerr := jobs.Get(ctx, p.name, metav1.GetOptions{})
 		if gerr != nil {

@@ -24,8 +24,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 func testCAPEM(t *testing.T) []byte {
@@ -104,7 +104,7 @@ func TestRunnerReadsCallbackCA(t *testing.T) {
 	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
 
 	_, err = r.Run(t.Context(), request("ws", "r0"))
-	var re *runner.Error
+	var re *terraform.Error
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, "setup", re.Phase)
 	require.Contains(t, re.Reason, "callback CA: open "+caFile)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/run/runlog"
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -66,7 +66,7 @@ func TestBackendConfigRedacted(t *testing.T) {
 					var daemonLog bytes.Buffer
 					r := New(slog.New(slog.NewTextHandler(&daemonLog, &slog.HandlerOptions{Level: slog.LevelDebug})))
 					l := runlog.New(1<<20, nil)
-					req := runner.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src},
+					req := terraform.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: terraform.Source{Path: src},
 						WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: time.Second, CLIConfigFile: cli,
 						BackendConfig: tc.config, Backend: backend.DefaultPolicy(), Log: l}
 					res, err := r.Run(t.Context(), req)
@@ -76,7 +76,7 @@ func TestBackendConfigRedacted(t *testing.T) {
 					t.Log(log)
 					t.Log(err)
 					require.Contains(t, log, tc.wantLine)
-					var re *runner.Error
+					var re *terraform.Error
 					require.ErrorAs(t, err, &re)
 					require.Equal(t, "init", re.Phase)
 					for what, text := range map[string]string{

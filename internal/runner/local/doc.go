@@ -7,7 +7,7 @@
 // backend check) and drives Terraform through a tfsession.Session: init
 // with the shared plugin cache, workspace, plan -json, show -json.
 //
-// Its fast paths (off with runner.Request.NoFastPaths): show -json only
+// Its fast paths (off with terraform.Request.NoFastPaths): show -json only
 // when the plan reported a change (tfsession.Session.Unchanged otherwise),
 // and, with Runner.KeepWorkDirs, the workspace's kept working state
 // (sandbox.Kept) moved into the fresh copy instead of an init when its key

@@ -18,6 +18,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
@@ -112,7 +113,7 @@ func TestFastPathsSameFindings(t *testing.T) {
 				name := filepath.Base(filepath.Dir(main))
 				t.Run(name, func(t *testing.T) {
 					work, files := fixture(t, bin, cli, filepath.Dir(main))
-					req := runner.Request{RunID: "r", Workspace: name, Binary: bin, Source: runner.Source{Path: work},
+					req := terraform.Request{RunID: "r", Workspace: name, Binary: bin, Source: terraform.Source{Path: work},
 						WorkDir: shortDir(t), Timeout: 2 * time.Minute, KillGrace: time.Second, CLIConfigFile: cli,
 						Vars: map[string]string{"root": files}}
 					r := testRunner()
@@ -193,7 +194,7 @@ resource "dwtest_file" "a" {
 				require.NoError(t, os.WriteFile(filepath.Join(src, name), []byte(content), 0o644))
 			}
 			write("main.tf", mainTF)
-			req := runner.Request{RunID: "r", Workspace: "kept", Binary: bin, Source: runner.Source{Path: src},
+			req := terraform.Request{RunID: "r", Workspace: "kept", Binary: bin, Source: terraform.Source{Path: src},
 				WorkDir: shortDir(t), Timeout: 2 * time.Minute, KillGrace: time.Second, CLIConfigFile: cli}
 			kept := sandbox.KeptDir(req.WorkDir, req.Owner, req.Workspace)
 			var logs bytes.Buffer
@@ -282,8 +283,8 @@ resource "terraform_data" "d" { input = "v1" }
 		gitCmd(t, repo, "commit", "--quiet", "-m", "change")
 	}
 	commit(mainTF)
-	req := runner.Request{RunID: "r", Workspace: "git", Binary: bins[0],
-		Source:  runner.Source{Git: &runner.Git{URL: repo, Ref: "main", Path: "envs/prod"}},
+	req := terraform.Request{RunID: "r", Workspace: "git", Binary: bins[0],
+		Source:  terraform.Source{Git: &terraform.Git{URL: repo, Ref: "main", Path: "envs/prod"}},
 		WorkDir: shortDir(t), GitCacheDir: shortDir(t), Timeout: 2 * time.Minute, KillGrace: time.Second, CLIConfigFile: cli}
 	r := testRunner()
 	r.KeepWorkDirs = true

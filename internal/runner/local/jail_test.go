@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/run/runlog"
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -32,7 +32,7 @@ output "leak" {
 `
 
 type leakCase struct {
-	req      runner.Request
+	req      terraform.Request
 	canaries []string
 }
 
@@ -51,7 +51,7 @@ func leakSetup(t *testing.T, bin, cliConfig string) leakCase {
 
 	src := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(leakTF), 0o644))
-	req := runner.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src},
+	req := terraform.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: terraform.Source{Path: src},
 		Vars:          map[string]string{"token": token, "other": other, "environ": fmt.Sprintf("/proc/%d/environ", daemon.Process.Pid)},
 		CLIConfigFile: cliConfig, WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: 5 * time.Second}
 	return leakCase{req: req, canaries: []string{"CANARY-API-TOKEN-7f3a", "CANARY-OTHER-WS-91c2", "CANARY-SLACK-xoxb-55d1", "CANARY-AWS-0b7e"}}
@@ -81,7 +81,7 @@ func TestJailHidesDaemonAndOtherWorkspaces(t *testing.T) {
 				l := runlog.New(1<<20, nil)
 				lc.req.Log = l
 				_, err := testRunner().Run(t.Context(), lc.req)
-				var re *runner.Error
+				var re *terraform.Error
 				require.ErrorAs(t, err, &re, "%v", err)
 				require.Equal(t, "plan", re.Phase, "%v\n%s", err, l.Bytes())
 				log := string(l.Bytes())
@@ -117,7 +117,7 @@ resource "local_file" "f" {
 `, out)
 			require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(tf), 0o644))
 			l := runlog.New(1<<20, nil)
-			req := runner.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src}, Jail: bwrap, JailNet: tftest.JailNet(t), Log: l,
+			req := terraform.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: terraform.Source{Path: src}, Jail: bwrap, JailNet: tftest.JailNet(t), Log: l,
 				CLIConfigFile: cliConfig, WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: 5 * time.Second}
 			res, err := testRunner().Run(t.Context(), req)
 			require.NoError(t, err, "%s", l.Bytes())

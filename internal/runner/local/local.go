@@ -11,6 +11,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 	"github.com/driftwatch/driftwatch/internal/terraform/tfsession"
@@ -34,17 +35,17 @@ type Runner struct {
 func New(logger *slog.Logger) *Runner { return &Runner{Logger: logger} }
 
 // Run executes init, plan and show for req.
-func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result, err error) {
+func (r *Runner) Run(ctx context.Context, req terraform.Request) (res runner.Result, err error) {
 	ctx, marker, grace, end := sandbox.Begin(ctx, req)
 	defer func() {
 		ce := context.Cause(ctx) // before end(), which cancels ctx
 		end()
 		if err != nil && ce != nil {
 			// Report timeouts and cancellation as such, whatever Terraform printed.
-			var re *runner.Error
+			var re *terraform.Error
 			if errors.As(err, &re) && !errors.Is(re.Err, ce) {
 				re.Reason = fmt.Sprintf("%v after %s", ce, req.Timeout)
-				if !errors.Is(ce, runner.ErrTimeout) {
+				if !errors.Is(ce, terraform.ErrTimeout) {
 					re.Reason = ce.Error()
 				}
 				re.Err = errors.Join(ce, re.Err)
@@ -67,7 +68,7 @@ func (r *Runner) Run(ctx context.Context, req runner.Request) (res runner.Result
 // openKept takes the workspace's kept directory, or returns nil: kept
 // state off, or the directory busy or unusable (the run then inits in a
 // fresh directory, as without it).
-func (r *Runner) openKept(req runner.Request) *sandbox.Kept {
+func (r *Runner) openKept(req terraform.Request) *sandbox.Kept {
 	if !r.KeepWorkDirs || req.NoFastPaths {
 		return nil
 	}
@@ -83,16 +84,16 @@ func (r *Runner) openKept(req runner.Request) *sandbox.Kept {
 // reuses the kept state when its key matches (skipping init) and saves
 // the state of a successful run; stale reports a failure of a reused
 // state that a fresh init may cure.
-func (r *Runner) attempt(ctx context.Context, req runner.Request, marker string, grace time.Duration, kept *sandbox.Kept) (res runner.Result, stale bool, err error) {
+func (r *Runner) attempt(ctx context.Context, req terraform.Request, marker string, grace time.Duration, kept *sandbox.Kept) (res runner.Result, stale bool, err error) {
 	tmp, err := sandbox.NewDir(req.WorkDir, "dw-", req.Owner)
 	if err != nil {
-		return res, false, &runner.Error{Phase: "setup", Reason: err.Error(), Err: err}
+		return res, false, &terraform.Error{Phase: "setup", Reason: err.Error(), Err: err}
 	}
 	defer os.RemoveAll(tmp)
 
 	env, secrets, err := sandbox.BuildEnv(req, tmp, marker)
 	if err != nil {
-		return res, false, &runner.Error{Phase: "setup", Err: err}
+		return res, false, &terraform.Error{Phase: "setup", Err: err}
 	}
 	// Every secret the daemon knows is redacted, not only this workspace's;
 	// and every backend_config value (the files' values once the source
@@ -104,7 +105,7 @@ func (r *Runner) attempt(ctx context.Context, req runner.Request, marker string,
 
 	moduleDir, commit, err := sandbox.PrepareSource(ctx, req, tmp)
 	if err != nil {
-		return res, false, &runner.Error{Phase: "source", Reason: red.Apply(err.Error()), Err: err}
+		return res, false, &terraform.Error{Phase: "source", Reason: red.Apply(err.Error()), Err: err}
 	}
 	// Values of variables declared sensitive (var files, vars, TF_VAR_)
 	// are redacted too: a provider's error message prints them verbatim.
@@ -156,7 +157,7 @@ func (r *Runner) attempt(ctx context.Context, req runner.Request, marker string,
 	}()
 	// stale: a failure of a reused state that names a missing init.
 	staleErr := func(err error) bool {
-		var re *runner.Error
+		var re *terraform.Error
 		return reused && ctx.Err() == nil && errors.As(err, &re) && sandbox.InitNeeded(re.Reason+"\n"+s.Stderr())
 	}
 

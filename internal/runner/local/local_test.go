@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
 
@@ -28,10 +28,10 @@ func fakeTerraform(t *testing.T, body string) string {
 	return p
 }
 
-func newReq(t *testing.T, bin string) runner.Request {
+func newReq(t *testing.T, bin string) terraform.Request {
 	src := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), nil, 0o644))
-	return runner.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src},
+	return terraform.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: terraform.Source{Path: src},
 		WorkDir: t.TempDir(), Timeout: time.Minute, KillGrace: time.Second}
 }
 
@@ -50,8 +50,8 @@ sleep 3142`)
 	elapsed := time.Since(start)
 
 	require.Error(t, err)
-	require.ErrorIs(t, err, runner.ErrTimeout)
-	var re *runner.Error
+	require.ErrorIs(t, err, terraform.ErrTimeout)
+	var re *terraform.Error
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, "init", re.Phase)
 	require.Contains(t, re.Error(), "timed out after 1s")

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/run/runlog"
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -46,7 +46,7 @@ resource "terraform_data" "x" {
 				secret := filepath.Join(t.TempDir(), "secret")
 				require.NoError(t, os.WriteFile(secret, []byte(envCanary+"\n"), 0o600))
 				l := runlog.New(1<<20, nil)
-				req := runner.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src},
+				req := terraform.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: terraform.Source{Path: src},
 					WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: time.Second, CLIConfigFile: cli,
 					Vars:           map[string]string{"token": varCanary},
 					VarFiles:       []string{"secret.tfvars"},
@@ -112,7 +112,7 @@ data "local_file" "x" {
 				require.NoError(t, os.WriteFile(filepath.Join(src, "secret.tfvars"), []byte(`pw = "CANARY-file-5e6f"`+"\nplain = \"visible-plain\"\n"), 0o644))
 				require.NoError(t, os.WriteFile(filepath.Join(src, "x.auto.tfvars.json"), []byte(`{"nested": {"k": ["CANARY-auto-91ab"]}}`), 0o644))
 				l := runlog.New(1<<20, nil)
-				req := runner.Request{RunID: "r3", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src},
+				req := terraform.Request{RunID: "r3", Workspace: "ws", Binary: bin, Source: terraform.Source{Path: src},
 					WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: time.Second, CLIConfigFile: cli,
 					VarFiles: []string{"secret.tfvars"}, Log: l}
 				_, err := testRunner().Run(t.Context(), req)
@@ -123,7 +123,7 @@ data "local_file" "x" {
 				require.Contains(t, log, "/nonexistent-dw/[REDACTED]/[REDACTED]/visible-plain", "the provider's error, redacted")
 				require.NotContains(t, log, "CANARY")
 				require.NotContains(t, err.Error(), "CANARY")
-				var re *runner.Error
+				var re *terraform.Error
 				require.ErrorAs(t, err, &re)
 				require.NotContains(t, re.Reason, "CANARY")
 			})
@@ -135,7 +135,7 @@ resource "terraform_data" "x" {
 }
 `), 0o644))
 				l := runlog.New(1<<20, nil)
-				req := runner.Request{RunID: "r2", Workspace: "ws", Binary: bin, Source: runner.Source{Path: src},
+				req := terraform.Request{RunID: "r2", Workspace: "ws", Binary: bin, Source: terraform.Source{Path: src},
 					WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: time.Second, CLIConfigFile: cli, Log: l}
 				_, err := testRunner().Run(t.Context(), req)
 				require.Error(t, err)

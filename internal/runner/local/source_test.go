@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/source"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -80,10 +80,10 @@ func TestRunRefusesUnsafeGitSource(t *testing.T) {
 			workDir, err := os.MkdirTemp("", "dwt-")
 			require.NoError(t, err)
 			t.Cleanup(func() { os.RemoveAll(workDir) })
-			req := runner.Request{
+			req := terraform.Request{
 				RunID: "r1", Workspace: "ws",
 				Binary:      filepath.Join(t.TempDir(), "no-such-terraform"),
-				Source:      runner.Source{Git: &runner.Git{URL: repo, Ref: tc.branch, Path: "envs/prod"}},
+				Source:      terraform.Source{Git: &terraform.Git{URL: repo, Ref: tc.branch, Path: "envs/prod"}},
 				VarFiles:    []string{"../../terraform.tfvars"},
 				WorkDir:     workDir,
 				GitCacheDir: t.TempDir(),
@@ -102,11 +102,11 @@ func TestRunRefusesUnsafeGitSource(t *testing.T) {
 				t.Fatal("Run blocked on a file of the source")
 			}
 			require.Less(t, time.Since(start), 10*time.Second, "failed promptly, not at the run's timeout")
-			var re *runner.Error
+			var re *terraform.Error
 			require.ErrorAs(t, err, &re, "%v", err)
 			require.Equal(t, "source", re.Phase, "%v", err)
 			require.ErrorIs(t, err, source.ErrEscapes)
-			require.NotErrorIs(t, err, runner.ErrTimeout)
+			require.NotErrorIs(t, err, terraform.ErrTimeout)
 			require.Contains(t, re.Error(), tc.file+": symlink to "+tc.target+" points outside the source directory")
 			entries, _ := os.ReadDir(req.WorkDir)
 			require.Empty(t, entries, "the run directory is removed")

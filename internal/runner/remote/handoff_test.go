@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // startReporter runs a Reporter for specPath on a fresh socket and returns
@@ -129,7 +130,7 @@ func TestRunInPodWaitsForReporter(t *testing.T) {
 	res := okResult(t, "pod-run").Result
 	done := make(chan error, 1)
 	go func() {
-		done <- RunInPod(t.Context(), specPath, sock, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+		done <- RunInPod(t.Context(), specPath, sock, runnerFunc(func(context.Context, terraform.Request) (runner.Result, error) {
 			return res, nil
 		}), noApply(t))
 	}()
@@ -155,7 +156,7 @@ func TestRunInPodHardening(t *testing.T) {
 	var connected bool
 	var parentSockets int
 	sock := socketPath(t)
-	p := runPodAt(t, specPath, sock, runnerFunc(func(ctx context.Context, _ runner.Request) (runner.Result, error) {
+	p := runPodAt(t, specPath, sock, runnerFunc(func(ctx context.Context, _ terraform.Request) (runner.Result, error) {
 		// The run starts only once the runner's connection is made (first
 		// in the listener's queue): the reporter takes it and closes its
 		// socket, and nothing the run starts can connect.

@@ -15,21 +15,22 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 )
 
 // noApply is the ApplyFunc of a detection spec's test: never called.
 func noApply(t *testing.T) ApplyFunc {
-	return func(context.Context, runner.Request, *Remediation, func(context.Context) *engine.Refusal) (engine.Outcome, error) {
+	return func(context.Context, terraform.Request, *Remediation, func(context.Context) *engine.Refusal) (engine.Outcome, error) {
 		t.Fatal("a detection spec was applied")
 		return engine.Outcome{}, nil
 	}
 }
 
 // runnerFunc adapts a function to runner.Runner.
-type runnerFunc func(context.Context, runner.Request) (runner.Result, error)
+type runnerFunc func(context.Context, terraform.Request) (runner.Result, error)
 
-func (f runnerFunc) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+func (f runnerFunc) Run(ctx context.Context, req terraform.Request) (runner.Result, error) {
 	return f(ctx, req)
 }
 
@@ -119,14 +120,14 @@ func TestRunInPod(t *testing.T) {
 		require.NoError(t, err)
 		defer r.Forget("pod-run")
 		want := okResult(t, "pod-run")
-		var got runner.Request
-		p := runPod(t, specPath, runnerFunc(func(_ context.Context, req runner.Request) (runner.Result, error) {
+		var got terraform.Request
+		p := runPod(t, specPath, runnerFunc(func(_ context.Context, req terraform.Request) (runner.Result, error) {
 			got = req
 			return want.Result, nil
 		}), noApply(t))
 		require.NoError(t, p.runnerErr)
 		require.NoError(t, p.reporterErr)
-		require.Equal(t, runner.Request{RunID: "pod-run", Workspace: "ws", Source: runner.Source{Path: "/src"},
+		require.Equal(t, terraform.Request{RunID: "pod-run", Workspace: "ws", Source: terraform.Source{Path: "/src"},
 			Env: map[string]string{"A": "1"}, Timeout: time.Minute, WorkDir: "/work"}, got)
 		if d := cmp.Diff(Delivery{Result: want}, <-ch); d != "" {
 			t.Fatalf("delivered (-want +got):\n%s", d)
@@ -139,8 +140,8 @@ func TestRunInPod(t *testing.T) {
 		specPath, _, hash := writeSpec(t, t.TempDir(), srv2.URL+ResultPath("pod-run"), expires)
 		ch, err := r2.Expect("pod-run", hash, expires)
 		require.NoError(t, err)
-		p := runPod(t, specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
-			return runner.Result{Tool: "terraform 1.11.4"}, &runner.Error{Phase: "init", Reason: "Error: Failed to query available provider packages"}
+		p := runPod(t, specPath, runnerFunc(func(context.Context, terraform.Request) (runner.Result, error) {
+			return runner.Result{Tool: "terraform 1.11.4"}, &terraform.Error{Phase: "init", Reason: "Error: Failed to query available provider packages"}
 		}), noApply(t))
 		require.NoError(t, p.runnerErr, "a failed run that was handed over is not a pod failure")
 		require.NoError(t, p.reporterErr, "nor, delivered, for the reporter")
@@ -156,7 +157,7 @@ func TestRunInPod(t *testing.T) {
 		other, _ := NewToken()
 		_, err := r3.Expect("pod-run", HashToken(other), soon)
 		require.NoError(t, err)
-		p := runPod(t, specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+		p := runPod(t, specPath, runnerFunc(func(context.Context, terraform.Request) (runner.Result, error) {
 			return okResult(t, "pod-run").Result, nil
 		}), noApply(t))
 		require.NoError(t, p.runnerErr, "the runner handed its result over")
@@ -173,7 +174,7 @@ func TestRunInPod(t *testing.T) {
 		// "clean" plan before the run ended.
 		forged := ResultOf("pod-run", runner.Result{Plan: &planparse.Plan{FormatVersion: "1.2"}, ExitCode: 0}, nil)
 		require.NoError(t, Post(t.Context(), srv4.URL+ResultPath("pod-run"), token, forged))
-		p := runPod(t, specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+		p := runPod(t, specPath, runnerFunc(func(context.Context, terraform.Request) (runner.Result, error) {
 			return okResult(t, "pod-run").Result, nil
 		}), noApply(t))
 		require.NoError(t, p.runnerErr)
@@ -190,7 +191,7 @@ func TestRunInPod(t *testing.T) {
 	t.Run("bad spec", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "spec.json")
 		require.NoError(t, os.WriteFile(p, []byte(`{"version":1}`), 0o600))
-		err := RunInPod(t.Context(), p, socketPath(t), runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+		err := RunInPod(t.Context(), p, socketPath(t), runnerFunc(func(context.Context, terraform.Request) (runner.Result, error) {
 			t.Fatal("ran with an invalid spec")
 			return runner.Result{}, nil
 		}), noApply(t))
@@ -200,7 +201,7 @@ func TestRunInPod(t *testing.T) {
 	})
 	t.Run("no reporter", func(t *testing.T) {
 		specPath, _, _ := writeSpec(t, t.TempDir(), srv.URL+ResultPath("pod-run"), time.Now().Add(300*time.Millisecond))
-		err := RunInPod(t.Context(), specPath, socketPath(t), runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+		err := RunInPod(t.Context(), specPath, socketPath(t), runnerFunc(func(context.Context, terraform.Request) (runner.Result, error) {
 			t.Fatal("ran without a reporter to hand the result to")
 			return runner.Result{}, nil
 		}), noApply(t))

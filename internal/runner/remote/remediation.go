@@ -10,6 +10,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // Remediation makes a Spec a remediation run: instead of a detection, the
@@ -107,12 +108,12 @@ func (r *Remediation) validate() error {
 // ApplyFunc performs a remediation spec in the pod, asking proceed right
 // before the apply (engine.Applier.Proceed: the daemon's proceed
 // check); Apply is the real one.
-type ApplyFunc func(ctx context.Context, req runner.Request, rem *Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error)
+type ApplyFunc func(ctx context.Context, req terraform.Request, rem *Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error)
 
 // Apply returns the pod's ApplyFunc: rem.Applier(log).Apply with proceed
 // as its Proceed.
 func Apply(log *slog.Logger) ApplyFunc {
-	return func(ctx context.Context, req runner.Request, rem *Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error) {
+	return func(ctx context.Context, req terraform.Request, rem *Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error) {
 		a := rem.Applier(log)
 		a.Proceed = proceed
 		return a.Apply(ctx, req, rem.Approved)
@@ -128,13 +129,13 @@ func OutcomeOf(runID string, out engine.Outcome, err error) Result {
 }
 
 // UnpackOutcome returns what the remote Applier.Apply returned: the outcome
-// and, for a failed one, a *runner.Error. A result that is not a
+// and, for a failed one, a *terraform.Error. A result that is not a
 // remediation outcome is a failed outcome.
 func (r Result) UnpackOutcome() (engine.Outcome, error) {
 	if r.Outcome == nil {
 		// Only a pod of another build would deliver this; whether its
 		// apply began is unknown, so it may have.
-		err := &runner.Error{Phase: "result", Reason: "remote result is not a remediation outcome"}
+		err := &terraform.Error{Phase: "result", Reason: "remote result is not a remediation outcome"}
 		return engine.Outcome{Result: engine.ResultFailed, Reason: err.Error(), ApplyStarted: true}, err
 	}
 	if r.Error == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // globs compares policy.Glob by pattern (its compiled form is unexported).
@@ -155,15 +156,15 @@ func TestOutcomeResult(t *testing.T) {
 		require.Equal(t, in, got)
 	})
 	t.Run("failed", func(t *testing.T) {
-		runErr := &runner.Error{Phase: "apply", Reason: "run timed out after 10m0s", Err: errors.Join(runner.ErrTimeout, errors.New("signal: interrupt"))}
+		runErr := &terraform.Error{Phase: "apply", Reason: "run timed out after 10m0s", Err: errors.Join(terraform.ErrTimeout, errors.New("signal: interrupt"))}
 		in := engine.Outcome{Result: engine.ResultFailed, Reason: runErr.Error(), ApplyStarted: true, Tool: "tofu 1.10.6"}
 		got, err := roundTrip(t, OutcomeOf("apply-1", in, runErr)).UnpackOutcome()
 		require.Equal(t, in, got)
-		var re *runner.Error
+		var re *terraform.Error
 		require.ErrorAs(t, err, &re)
 		require.Equal(t, "apply", re.Phase)
 		require.EqualError(t, err, "apply: run timed out after 10m0s")
-		require.ErrorIs(t, err, runner.ErrTimeout)
+		require.ErrorIs(t, err, terraform.ErrTimeout)
 	})
 	t.Run("kinds do not mix", func(t *testing.T) {
 		_, err := OutcomeOf("apply-1", appliedOutcome(), nil).Unpack()
@@ -253,14 +254,14 @@ func TestRunInPodRemediation(t *testing.T) {
 	ch, err := r.Expect("pod-run", hash, expires)
 	require.NoError(t, err)
 
-	var gotReq runner.Request
+	var gotReq terraform.Request
 	var gotRem *Remediation
-	runErr := &runner.Error{Phase: "apply", Reason: "Error: permission denied"}
+	runErr := &terraform.Error{Phase: "apply", Reason: "Error: permission denied"}
 	failed := engine.Outcome{Result: engine.ResultFailed, Reason: runErr.Error(), ApplyStarted: true}
-	p := runPod(t, specPath, runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+	p := runPod(t, specPath, runnerFunc(func(context.Context, terraform.Request) (runner.Result, error) {
 		t.Fatal("a remediation spec ran a detection")
 		return runner.Result{}, nil
-	}), func(ctx context.Context, req runner.Request, rem *Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error) {
+	}), func(ctx context.Context, req terraform.Request, rem *Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error) {
 		gotReq, gotRem = req, rem
 		// The proceed check asks the daemon, through the reporter (the
 		// runner has no token), with the run's token.
@@ -288,7 +289,7 @@ func TestRunInPodRemediation(t *testing.T) {
 				c.Close()
 			}
 		}()
-		err = RunInPod(t.Context(), specPath, sock, nil, func(ctx context.Context, _ runner.Request, _ *Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error) {
+		err = RunInPod(t.Context(), specPath, sock, nil, func(ctx context.Context, _ terraform.Request, _ *Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error) {
 			ref := proceed(ctx)
 			require.NotNil(t, ref, "no answer means no apply")
 			require.Equal(t, engine.CodeDaemonUnreachable, ref.Code)

@@ -17,6 +17,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/backend/backendpolicy"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 )
 
@@ -87,17 +88,17 @@ func TestResultErrors(t *testing.T) {
 	}{
 		{
 			name:      "runner error",
-			err:       &runner.Error{Phase: "plan", Reason: "Error: no such bucket", Err: errors.New("exit status 1")},
+			err:       &terraform.Error{Phase: "plan", Reason: "Error: no such bucket", Err: errors.New("exit status 1")},
 			wantPhase: "plan", wantMsg: "plan: Error: no such bucket",
 		},
 		{
 			name:      "timeout",
-			err:       &runner.Error{Phase: "plan", Reason: "run timed out after 1m0s", Err: errors.Join(runner.ErrTimeout, errors.New("signal: interrupt"))},
+			err:       &terraform.Error{Phase: "plan", Reason: "run timed out after 1m0s", Err: errors.Join(terraform.ErrTimeout, errors.New("signal: interrupt"))},
 			wantPhase: "plan", wantMsg: "plan: run timed out after 1m0s", timeout: true,
 		},
 		{
 			name:      "canceled",
-			err:       &runner.Error{Phase: "init", Reason: "context canceled", Err: context.Canceled},
+			err:       &terraform.Error{Phase: "init", Reason: "context canceled", Err: context.Canceled},
 			wantPhase: "init", wantMsg: "init: context canceled", canceled: true,
 		},
 		{
@@ -116,11 +117,11 @@ func TestResultErrors(t *testing.T) {
 			require.NoError(t, json.Unmarshal(b, &out))
 			res, err := out.Unpack()
 			require.Equal(t, partial, res, "partial results (tool, phases) survive a failure")
-			var re *runner.Error
+			var re *terraform.Error
 			require.ErrorAs(t, err, &re)
 			require.Equal(t, tc.wantPhase, re.Phase)
 			require.Equal(t, tc.wantMsg, err.Error())
-			require.Equal(t, tc.timeout, errors.Is(err, runner.ErrTimeout))
+			require.Equal(t, tc.timeout, errors.Is(err, terraform.ErrTimeout))
 			require.Equal(t, tc.canceled, errors.Is(err, context.Canceled))
 		})
 	}
@@ -153,9 +154,9 @@ func TestSpec(t *testing.T) {
 		t.Fatalf("spec round trip (-want +got):\n%s", d)
 	}
 	req := got.Request()
-	require.Equal(t, runner.Request{
+	require.Equal(t, terraform.Request{
 		RunID: "r1", Workspace: "prod-net", Binary: "tofu",
-		Source:         runner.Source{Git: &runner.Git{URL: "https://git.example/infra.git", Ref: "main", Path: "net", CredentialsFile: "/etc/driftwatch/secrets/git-credentials"}},
+		Source:         terraform.Source{Git: &terraform.Git{URL: "https://git.example/infra.git", Ref: "main", Path: "net", CredentialsFile: "/etc/driftwatch/secrets/git-credentials"}},
 		TFWorkspace:    "prod",
 		VarFiles:       []string{"prod.tfvars"},
 		Vars:           map[string]string{"region": "eu-west-1"},

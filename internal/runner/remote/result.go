@@ -7,6 +7,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // Result is what a remote run delivers: the runner's result and, for a
@@ -26,14 +27,14 @@ type Result struct {
 	Outcome *engine.Outcome `json:"outcome,omitempty"`
 }
 
-// Error is runner.Error on the wire.
+// Error is terraform.Error on the wire.
 type Error struct {
 	Phase  string `json:"phase"`
 	Reason string `json:"reason,omitempty"`
-	// Detail is the message of runner.Error.Err (already secret-free: the
+	// Detail is the message of terraform.Error.Err (already secret-free: the
 	// local runner redacts it).
 	Detail string `json:"detail,omitempty"`
-	// Timeout and Canceled preserve errors.Is(err, runner.ErrTimeout) and
+	// Timeout and Canceled preserve errors.Is(err, terraform.ErrTimeout) and
 	// errors.Is(err, context.Canceled) across the wire.
 	Timeout  bool `json:"timeout,omitempty"`
 	Canceled bool `json:"canceled,omitempty"`
@@ -46,10 +47,10 @@ func ResultOf(runID string, res runner.Result, err error) Result {
 		return out
 	}
 	e := &Error{
-		Timeout:  errors.Is(err, runner.ErrTimeout),
+		Timeout:  errors.Is(err, terraform.ErrTimeout),
 		Canceled: errors.Is(err, context.Canceled),
 	}
-	var re *runner.Error
+	var re *terraform.Error
 	if errors.As(err, &re) {
 		e.Phase, e.Reason = re.Phase, re.Reason
 		if re.Err != nil {
@@ -63,33 +64,33 @@ func ResultOf(runID string, res runner.Result, err error) Result {
 }
 
 // Unpack returns what the remote runner returned, as runner.Run would: the
-// result and, for a failed run, a *runner.Error.
+// result and, for a failed run, a *terraform.Error.
 func (r Result) Unpack() (runner.Result, error) {
 	if r.Outcome != nil {
-		return runner.Result{}, &runner.Error{Phase: "result", Reason: "remote result is a remediation outcome, not a plan"}
+		return runner.Result{}, &terraform.Error{Phase: "result", Reason: "remote result is a remediation outcome, not a plan"}
 	}
 	if r.Error == nil {
 		if r.Result.Plan == nil {
-			return r.Result, &runner.Error{Phase: "result", Reason: "remote result has neither a plan nor an error"}
+			return r.Result, &terraform.Error{Phase: "result", Reason: "remote result has neither a plan nor an error"}
 		}
 		return r.Result, nil
 	}
 	return r.Result, r.Error.unpack()
 }
 
-// unpack is the *runner.Error e stands for.
+// unpack is the *terraform.Error e stands for.
 func (e *Error) unpack() error {
 	var errs []error
 	if e.Detail != "" {
 		errs = append(errs, errors.New(e.Detail))
 	}
 	if e.Timeout {
-		errs = append(errs, runner.ErrTimeout)
+		errs = append(errs, terraform.ErrTimeout)
 	}
 	if e.Canceled {
 		errs = append(errs, context.Canceled)
 	}
-	re := &runner.Error{Phase: e.Phase, Reason: e.Reason, Err: errors.Join(errs...)}
+	re := &terraform.Error{Phase: e.Phase, Reason: e.Reason, Err: errors.Join(errs...)}
 	if re.Reason == "" && re.Err == nil {
 		re.Err = errors.New("remote run failed")
 	}

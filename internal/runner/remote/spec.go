@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/backend/backendpolicy"
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // Version is the wire version of Spec and Result. Fields may be added
@@ -22,14 +22,14 @@ const Version = 1
 // maxSpecBytes bounds the spec file: it is a handful of paths and variables.
 const maxSpecBytes = 1 << 20
 
-// Spec is what a remote run needs: runner.Request without the daemon's own
+// Spec is what a remote run needs: terraform.Request without the daemon's own
 // paths (plugin cache, work dir, git cache are the pod's), with secret files
 // as mounted in the pod, plus where and until when to deliver the result.
 type Spec struct {
 	Version   int    `json:"version"`
 	RunID     string `json:"run_id"`
 	Workspace string `json:"workspace"`
-	// Binary is as in runner.Request: empty means terraform, then tofu, from
+	// Binary is as in terraform.Request: empty means terraform, then tofu, from
 	// the pod's PATH.
 	Binary      string            `json:"binary,omitempty"`
 	Source      Source            `json:"source"`
@@ -49,7 +49,7 @@ type Spec struct {
 	PluginCacheDir string                `json:"plugin_cache_dir,omitempty"`
 	WorkDir        string                `json:"work_dir,omitempty"`
 	GitCacheDir    string                `json:"git_cache_dir,omitempty"`
-	// NoFastPaths is runner.Request's (config terraform.fast_paths: false):
+	// NoFastPaths is terraform.Request's (config terraform.fast_paths: false):
 	// show -json after every plan.
 	NoFastPaths bool `json:"no_fast_paths,omitempty"`
 	// Remediation, if set, makes this a remediation run: the pod applies
@@ -80,13 +80,13 @@ type Spec struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// Source is runner.Source as seen from the pod.
+// Source is terraform.Source as seen from the pod.
 type Source struct {
 	Path string `json:"path,omitempty"`
 	Git  *Git   `json:"git,omitempty"`
 }
 
-// Git is runner.Git as seen from the pod: CredentialsFile is the mounted file.
+// Git is terraform.Git as seen from the pod: CredentialsFile is the mounted file.
 type Git struct {
 	URL             string `json:"url"`
 	Ref             string `json:"ref,omitempty"`
@@ -157,13 +157,13 @@ func checkURL(s string) error {
 	return nil
 }
 
-// Request is the runner.Request the pod runs.
-func (s *Spec) Request() runner.Request {
-	req := runner.Request{
+// Request is the terraform.Request the pod runs.
+func (s *Spec) Request() terraform.Request {
+	req := terraform.Request{
 		RunID:          s.RunID,
 		Workspace:      s.Workspace,
 		Binary:         s.Binary,
-		Source:         runner.Source{Path: s.Source.Path},
+		Source:         terraform.Source{Path: s.Source.Path},
 		TFWorkspace:    s.TFWorkspace,
 		VarFiles:       s.VarFiles,
 		Vars:           s.Vars,
@@ -179,7 +179,7 @@ func (s *Spec) Request() runner.Request {
 		NoFastPaths:    s.NoFastPaths,
 	}
 	if g := s.Source.Git; g != nil {
-		req.Source.Git = &runner.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}
+		req.Source.Git = &terraform.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}
 	}
 	if s.Backend != nil {
 		req.Backend = *s.Backend

@@ -21,6 +21,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // tlsReceiverServer serves r over HTTPS with httptest's own CA, returned
@@ -50,7 +51,7 @@ func writeSpecCA(t *testing.T, dir, callback, ca string, expires time.Time) (spe
 // HTTP client: the Poster has none), and refuses a certificate it cannot
 // verify.
 func TestReporterCallbackCA(t *testing.T) {
-	ok := runnerFunc(func(context.Context, runner.Request) (runner.Result, error) {
+	ok := runnerFunc(func(context.Context, terraform.Request) (runner.Result, error) {
 		return okResult(t, "pod-run").Result, nil
 	})
 	t.Run("with the CA: delivered", func(t *testing.T) {

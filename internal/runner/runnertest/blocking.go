@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // Blocking stands in for Terraform: a run lasts until its ctx ends, then
@@ -22,7 +23,7 @@ type Blocking struct {
 func NewBlocking() *Blocking { return &Blocking{started: map[string]bool{}} }
 
 // Run blocks until ctx ends.
-func (b *Blocking) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+func (b *Blocking) Run(ctx context.Context, req terraform.Request) (runner.Result, error) {
 	b.mu.Lock()
 	b.active++
 	b.started[req.RunID] = true
@@ -31,7 +32,7 @@ func (b *Blocking) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	b.mu.Lock()
 	b.active--
 	b.mu.Unlock()
-	return runner.Result{}, &runner.Error{Phase: "plan", Reason: context.Cause(ctx).Error(), Err: context.Cause(ctx)}
+	return runner.Result{}, &terraform.Error{Phase: "plan", Reason: context.Cause(ctx).Error(), Err: context.Cause(ctx)}
 }
 
 // State is how many runs are in Run now, and whether run id was started.

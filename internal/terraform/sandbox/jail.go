@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox/netcfg"
 )
 
@@ -199,7 +199,7 @@ type jailSpec struct {
 // NewJail prepares the jail for a run in runDir of the Terraform binary
 // bin. Without req.Jail it returns a pass-through whose Exe is bin. Close
 // it when the run ends.
-func NewJail(req runner.Request, runDir, bin string) (*Jail, error) {
+func NewJail(req terraform.Request, runDir, bin string) (*Jail, error) {
 	if req.Jail == "" {
 		return &Jail{exe: bin}, nil
 	}
@@ -311,7 +311,7 @@ var etcFiles = []string{
 // at (filesystem_mirror path, plugin_cache_dir).
 var cliConfigPaths = regexp.MustCompile(`(?m)^\s*(?:path|plugin_cache_dir)\s*=\s*"([^"]+)"`)
 
-func jailArgs(req runner.Request, runDir, bin, realBin string) []string {
+func jailArgs(req terraform.Request, runDir, bin, realBin string) []string {
 	args := []string{
 		"--unshare-user", "--uid", "65534", "--gid", "65534",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // The daemon's process is non-dumpable after SetNonDumpable (checked in a
@@ -43,12 +43,12 @@ func TestJailSpec(t *testing.T) {
 	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755))
 	cache := t.TempDir()
 
-	j, err := NewJail(runner.Request{}, run, bin)
+	j, err := NewJail(terraform.Request{}, run, bin)
 	require.NoError(t, err)
 	require.Equal(t, bin, j.Exe())
 	require.False(t, j.Active())
 
-	j, err = NewJail(runner.Request{Jail: "/usr/bin/bwrap", PluginCacheDir: cache, VarFiles: []string{"/etc/x.tfvars", "rel.tfvars"}}, run, bin)
+	j, err = NewJail(terraform.Request{Jail: "/usr/bin/bwrap", PluginCacheDir: cache, VarFiles: []string{"/etc/x.tfvars", "rel.tfvars"}}, run, bin)
 	require.NoError(t, err)
 	require.True(t, j.Active())
 	require.Equal(t, JailExecName, filepath.Base(j.Exe()))

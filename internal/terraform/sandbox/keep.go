@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // KeptDirPrefix names a workspace's kept directory (KeptDir), beside the
@@ -202,7 +202,7 @@ func (k *Kept) Discard() {
 // size, modification time), the Terraform workspace, the backend config
 // arguments, the CLI config (path and content), the plugin cache dir and
 // the workspace's env. Secret values enter only as part of the hash.
-func KeptKey(ctx context.Context, req runner.Request, bin, commit, srcDir string) (string, error) {
+func KeptKey(ctx context.Context, req terraform.Request, bin, commit, srcDir string) (string, error) {
 	h := sha256.New()
 	field := func(name, v string) { fmt.Fprintf(h, "%s=%d:%s\n", name, len(v), v) }
 	field("format", "1")

@@ -10,13 +10,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // keyFixture is a source tree, a binary and a CLI config to key on.
 type keyFixture struct {
 	src, bin, cli string
-	req           runner.Request
+	req           terraform.Request
 }
 
 func newKeyFixture(t *testing.T) *keyFixture {
@@ -34,7 +34,7 @@ func newKeyFixture(t *testing.T) *keyFixture {
 	}
 	require.NoError(t, os.WriteFile(f.bin, []byte("#!/bin/sh\n"), 0o755))
 	require.NoError(t, os.WriteFile(f.cli, []byte(`provider_installation { direct {} }`), 0o644))
-	f.req = runner.Request{CLIConfigFile: f.cli, BackendConfig: []string{"bucket=a"}, PluginCacheDir: "/cache", Env: map[string]string{"AWS_REGION": "eu-west-1"}}
+	f.req = terraform.Request{CLIConfigFile: f.cli, BackendConfig: []string{"bucket=a"}, PluginCacheDir: "/cache", Env: map[string]string{"AWS_REGION": "eu-west-1"}}
 	return f
 }
 
@@ -83,7 +83,7 @@ func TestKeptKeyChangesWithWhatInitReads(t *testing.T) {
 
 	// A git source is keyed by its commit (and path), not by a walk.
 	f = newKeyFixture(t)
-	f.req.Source.Git = &runner.Git{URL: "https://example.invalid/r.git", Path: "envs/prod"}
+	f.req.Source.Git = &terraform.Git{URL: "https://example.invalid/r.git", Path: "envs/prod"}
 	c1 := f.key(t, "1111111111111111111111111111111111111111")
 	write("main.tf", "# edited")()
 	require.Equal(t, c1, f.key(t, "1111111111111111111111111111111111111111"))

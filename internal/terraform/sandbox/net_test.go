@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
@@ -50,7 +50,7 @@ func jailedProbe(t *testing.T, bwrap, pasta string, hostPorts []string, addrs []
 	t.Helper()
 	run := filepath.Join(t.TempDir(), "dw-run")
 	require.NoError(t, os.Mkdir(run, 0o755))
-	j, err := sandbox.NewJail(runner.Request{Jail: bwrap, JailNet: pasta, JailHostPorts: hostPorts}, run, "/usr/bin/bash")
+	j, err := sandbox.NewJail(terraform.Request{Jail: bwrap, JailNet: pasta, JailHostPorts: hostPorts}, run, "/usr/bin/bash")
 	require.NoError(t, err)
 	t.Cleanup(j.Close)
 	var script strings.Builder
@@ -101,7 +101,7 @@ func TestJailNetworkPastaEnds(t *testing.T) {
 	before := countProcs(t, pasta)
 	run := filepath.Join(t.TempDir(), "dw-run")
 	require.NoError(t, os.Mkdir(run, 0o755))
-	j, err := sandbox.NewJail(runner.Request{Jail: bwrap, JailNet: pasta}, run, "/usr/bin/true")
+	j, err := sandbox.NewJail(terraform.Request{Jail: bwrap, JailNet: pasta}, run, "/usr/bin/true")
 	require.NoError(t, err)
 	defer j.Close()
 	for range 3 {
@@ -136,7 +136,7 @@ func BenchmarkJailStart(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			run := filepath.Join(b.TempDir(), "dw-run")
 			require.NoError(b, os.Mkdir(run, 0o755))
-			j, err := sandbox.NewJail(runner.Request{Jail: bwrap, JailNet: tc.pasta}, run, "/usr/bin/true")
+			j, err := sandbox.NewJail(terraform.Request{Jail: bwrap, JailNet: tc.pasta}, run, "/usr/bin/true")
 			require.NoError(b, err)
 			defer j.Close()
 			for b.Loop() {

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // KillMarked SIGKILLs every process whose environment carries this run's
@@ -23,7 +23,7 @@ func KillMarked(marker string) int {
 }
 
 // KillOwned SIGKILLs every process of every run of owner
-// (runner.Request.Owner): at a daemon's start, what a previous process of
+// (terraform.Request.Owner): at a daemon's start, what a previous process of
 // it (killed with SIGKILL, or crashed) left behind; Terraform itself dies
 // with its parent (Pdeathsig), but its providers and provisioners do not.
 func KillOwned(owner string) int {
@@ -112,17 +112,17 @@ func LockFile(ctx context.Context, path string) (unlock func(), err error) {
 
 // Begin starts a run's lifetime: the kill grace (req.KillGrace or
 // DefaultKillGrace), the run's timeout as a context cause
-// (runner.ErrTimeout), and a fresh marker whose processes are swept after
+// (terraform.ErrTimeout), and a fresh marker whose processes are swept after
 // grace once ctx is done and, at the latest, by end. Call end exactly once
 // when the run is over.
-func Begin(ctx context.Context, req runner.Request) (runCtx context.Context, marker string, grace time.Duration, end func()) {
+func Begin(ctx context.Context, req terraform.Request) (runCtx context.Context, marker string, grace time.Duration, end func()) {
 	grace = req.KillGrace
 	if grace <= 0 {
 		grace = DefaultKillGrace
 	}
 	cancel := context.CancelFunc(func() {})
 	if req.Timeout > 0 {
-		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, runner.ErrTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, terraform.ErrTimeout)
 	}
 	marker = RandomHex(16)
 	stop := SweepOnDone(ctx, marker, grace+2*time.Second)

@@ -16,15 +16,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/source"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // MarkerEnv tags every process of a run so a sweep can find providers and
 // provisioners that outlive Terraform, whatever process group they moved to.
 const MarkerEnv = "DRIFTWATCH_RUN_MARKER"
 
-// OwnerEnv tags every process of a run with its owner (runner.Request.Owner).
+// OwnerEnv tags every process of a run with its owner (terraform.Request.Owner).
 const OwnerEnv = "DRIFTWATCH_RUN_OWNER"
 
 // InitLockName is the file under the plugin cache dir that serialises cold
@@ -47,7 +47,7 @@ const socketPathMax = 88
 var RunDirPrefixes = []string{"dw-", "dwr-"}
 
 // ownerTag is the part of a run directory's name that names its owner
-// (runner.Request.Owner), so that a restarted daemon finds its killed
+// (terraform.Request.Owner), so that a restarted daemon finds its killed
 // predecessor's directories (SweepOwnedDirs): 8 hex digits of its hash.
 func ownerTag(owner string) string {
 	if owner == "" {
@@ -129,7 +129,7 @@ func removeOwned(base, prefix, owner string) (removed int) {
 // TF_CLI_CONFIG_FILE (the configured one, else driftwatch's own), and the
 // workspace's env and secrets; nothing else of the daemon's environment.
 // The secret values are returned for redaction.
-func BuildEnv(req runner.Request, dir, marker string) (env map[string]string, secrets []string, err error) {
+func BuildEnv(req terraform.Request, dir, marker string) (env map[string]string, secrets []string, err error) {
 	home := filepath.Join(dir, "home")
 	if err := os.Mkdir(home, 0o700); err != nil {
 		return nil, nil, err
@@ -197,7 +197,7 @@ func SourceDir(dir string) string { return filepath.Join(dir, "src") }
 // PrepareSource copies (a path) or checks out (git) the workspace's code
 // into SourceDir(dir), so Terraform never writes into the user's
 // directory. Either fails on a symlink that leads outside the tree.
-func PrepareSource(ctx context.Context, req runner.Request, dir string) (moduleDir, commit string, err error) {
+func PrepareSource(ctx context.Context, req terraform.Request, dir string) (moduleDir, commit string, err error) {
 	dst := SourceDir(dir)
 	if err := os.Mkdir(dst, 0o700); err != nil {
 		return "", "", err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 func TestDiagnostic(t *testing.T) {
@@ -117,7 +117,7 @@ func TestBuildEnvIsScrubbed(t *testing.T) {
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "token")
 	require.NoError(t, os.WriteFile(secret, []byte("s3cr3t-token\n"), 0o600))
-	req := runner.Request{
+	req := terraform.Request{
 		Env:            map[string]string{"APP_MODE": "prod"},
 		SecretEnvFiles: map[string]string{"APP_TOKEN": secret},
 		CLIConfigFile:  "/etc/tfrc",
@@ -140,7 +140,7 @@ func TestBuildEnvIsScrubbed(t *testing.T) {
 	require.Contains(t, list, "TF_IN_AUTOMATION=1")
 	require.NotContains(t, strings.Join(list, "\n"), "daemon-canary")
 
-	_, _, err = BuildEnv(runner.Request{SecretEnvFiles: map[string]string{"GONE": filepath.Join(dir, "missing")}}, t.TempDir(), "m")
+	_, _, err = BuildEnv(terraform.Request{SecretEnvFiles: map[string]string{"GONE": filepath.Join(dir, "missing")}}, t.TempDir(), "m")
 	require.ErrorContains(t, err, "secret_env_files GONE")
 }
 

@@ -41,7 +41,7 @@
 //     human-readable plan, only where a workspace opts in (log_plan_text);
 //   - Apply: exactly a saved plan file, lock on.
 //
-// Each step fails with a *runner.Error naming its phase (init, workspace,
+// Each step fails with a *terraform.Error naming its phase (init, workspace,
 // plan, show, apply) with a one-line reason taken from Terraform's
 // diagnostics and redacted of every secret the session knows (a failed
 // condition, a precondition, postcondition or variable validation that

@@ -43,7 +43,7 @@ func sameBinary(was, is os.FileInfo) bool {
 // InitOptions are Init's.
 type InitOptions struct {
 	// PluginCache uses the request's shared plugin cache
-	// (runner.Request.PluginCacheDir) under the rules Init describes.
+	// (terraform.Request.PluginCacheDir) under the rules Init describes.
 	// Without it, init installs providers into the run's copy only (an
 	// apply is rare, and correctness beats the seconds a cache saves).
 	PluginCache bool

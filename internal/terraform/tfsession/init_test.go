@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
@@ -47,7 +47,7 @@ func TestInitPluginCache(t *testing.T) {
 	writeScript(t, bin, initScript)
 	record := filepath.Join(dir, "record")
 	cache := filepath.Join(dir, "plugin-cache")
-	req := runner.Request{Binary: bin, PluginCacheDir: cache, BackendConfig: []string{"key=ws.tfstate"},
+	req := terraform.Request{Binary: bin, PluginCacheDir: cache, BackendConfig: []string{"key=ws.tfstate"},
 		Env: map[string]string{"INIT_RECORD": record}}
 	var shared Shared
 	ctx := t.Context()
@@ -71,7 +71,7 @@ func TestInitPluginCache(t *testing.T) {
 	failing := req
 	failing.Env = map[string]string{"INIT_RECORD": record, "FAIL_INIT": "1"}
 	err := open(t, failing, Options{Shared: &shared}, lockB).Init(ctx, InitOptions{PluginCache: true})
-	var re *runner.Error
+	var re *terraform.Error
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, "init: Error: Failed to install provider", err.Error())
 	require.Equal(t, "cache="+cache+" lock=held"+args, lastLine(t, record))
@@ -110,7 +110,7 @@ init)
 esac
 exit 3`)
 	cache := filepath.Join(dir, "plugin-cache")
-	req := runner.Request{Binary: bin, PluginCacheDir: cache, Jail: bwrap}
+	req := terraform.Request{Binary: bin, PluginCacheDir: cache, Jail: bwrap}
 	var shared Shared
 	for _, want := range []string{"writable", "read-only"} {
 		s := open(t, req, Options{Shared: &shared}, "# lock\n")

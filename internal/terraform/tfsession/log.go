@@ -27,7 +27,7 @@ func logRedactor(secrets []string, vars map[string]string) sandbox.Redactor {
 	return sandbox.NewRedactor(all)
 }
 
-// runLog writes Terraform's output to a run's log (runner.Request.Log) as
+// runLog writes Terraform's output to a run's log (terraform.Request.Log) as
 // complete, redacted lines. stdout and stderr have their own line buffers,
 // so lines of the two streams never mix. With no log, it writes nothing.
 type runLog struct {

@@ -14,13 +14,13 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/planfile"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 )
 
 // WorkspaceSelect selects the request's Terraform workspace
-// (runner.Request.TFWorkspace); for the default workspace it does nothing.
+// (terraform.Request.TFWorkspace); for the default workspace it does nothing.
 func (s *Session) WorkspaceSelect(ctx context.Context) error {
 	w := s.req.TFWorkspace
 	if w == "" || w == "default" {
@@ -94,7 +94,7 @@ func (s *Session) Plan(ctx context.Context, o PlanOptions) (changed bool, err er
 	if err != nil {
 		if reason := pl.reason(); reason != "" && ctx.Err() == nil {
 			s.log.flush()
-			return false, &runner.Error{Phase: "plan", Reason: s.red.Apply(reason), Err: s.firstLine(err)}
+			return false, &terraform.Error{Phase: "plan", Reason: s.red.Apply(reason), Err: s.firstLine(err)}
 		}
 		return false, s.fail("plan", err)
 	}
@@ -179,7 +179,7 @@ func (s *Session) Apply(ctx context.Context, planFile string) error {
 // never buffered whole and never reaches the log (show's stderr does).
 //
 // The plan's checks' messages are redacted as the log is. A check that
-// could not be evaluated makes the run fail (a *runner.Error of phase
+// could not be evaluated makes the run fail (a *terraform.Error of phase
 // plan), as a failed plan does: its status is error, or its problem is the
 // failure of a data source nested in its check block (the last Plan's
 // stream, with JSON, names those). A failing check is not an error.
@@ -191,7 +191,7 @@ func (s *Session) Show(ctx context.Context, planFile string, also ...func(io.Rea
 	}
 	if reason := s.checkErrored(plan); reason != "" {
 		s.log.flush()
-		return nil, &runner.Error{Phase: "plan", Reason: reason, Err: errors.New("a check could not be evaluated")}
+		return nil, &terraform.Error{Phase: "plan", Reason: reason, Err: errors.New("a check could not be evaluated")}
 	}
 	for i := range plan.Checks {
 		c := &plan.Checks[i]

@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
 
@@ -22,21 +22,21 @@ type Options struct {
 	// Request is the run's request. The session reads its Binary, Jail,
 	// JailPaths, CLIConfigFile, PluginCacheDir, TFWorkspace, VarFiles, Vars
 	// and BackendConfig.
-	Request runner.Request
+	Request terraform.Request
 	// Dir is the run directory (sandbox.NewDir); ModuleDir is the module in
 	// the run's copy of the source (sandbox.PrepareSource).
 	Dir, ModuleDir string
 	// Env is the child's whole environment (sandbox.BuildEnv).
 	Env map[string]string
 	// Secrets are redacted from every reason and from the log: the secret
-	// env values, runner.Request.Redact, sandbox.SensitiveValues and
+	// env values, terraform.Request.Redact, sandbox.SensitiveValues and
 	// backend.ConfigSecrets. The log redacts the values of Request.Vars
 	// too, and every URL's user info and query string (sandbox.Redactor).
 	Secrets []string
 	// Grace is how long Terraform gets to stop after SIGINT before it is
 	// killed (sandbox.Begin).
 	Grace time.Duration
-	// Log, if set, receives Terraform's output as runner.Request.Log says:
+	// Log, if set, receives Terraform's output as terraform.Request.Log says:
 	// complete, redacted lines under "== phase ==" headers, the plan
 	// rendered without values, never show -json. Without it, Terraform's
 	// stdout is dropped and its stderr only explains failures.
@@ -58,7 +58,7 @@ type Options struct {
 // Session is one run's Terraform: every step of the run goes through it.
 // It is not safe for concurrent use: a run's steps follow each other.
 type Session struct {
-	req      runner.Request
+	req      terraform.Request
 	bin      string
 	red      sandbox.Redactor
 	log      *runLog
@@ -85,7 +85,7 @@ type Session struct {
 const stderrTail = 16 << 10
 
 // Open builds the session: it resolves the binary, prepares the run's jail
-// and writes the variables file. Its error is a *runner.Error of phase
+// and writes the variables file. Its error is a *terraform.Error of phase
 // setup. Close the session when the run ends.
 func Open(o Options) (*Session, error) {
 	s := &Session{
@@ -100,7 +100,7 @@ func Open(o Options) (*Session, error) {
 	}
 	setup := func(err error) (*Session, error) {
 		s.Close()
-		return nil, &runner.Error{Phase: "setup", Reason: s.red.Apply(sandbox.FirstLine(err.Error())), Err: err}
+		return nil, &terraform.Error{Phase: "setup", Reason: s.red.Apply(sandbox.FirstLine(err.Error())), Err: err}
 	}
 	bin, err := sandbox.ResolveBinary(o.Request.Binary, o.Env["PATH"])
 	if err != nil {
@@ -181,12 +181,12 @@ func (s *Session) step(header string) {
 	}
 }
 
-// fail is a failed step as a *runner.Error: its phase, the one-line
+// fail is a failed step as a *terraform.Error: its phase, the one-line
 // reason from Terraform's diagnostics and the error's first line, both
 // redacted.
 func (s *Session) fail(phase string, err error) error {
 	s.log.flush()
-	return &runner.Error{Phase: phase, Reason: s.red.Apply(sandbox.Diagnostic(s.stderr.String(), err)), Err: s.firstLine(err)}
+	return &terraform.Error{Phase: phase, Reason: s.red.Apply(sandbox.Diagnostic(s.stderr.String(), err)), Err: s.firstLine(err)}
 }
 
 // firstLine is err's first line, redacted: terraform-exec's errors carry

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
 
@@ -41,7 +41,7 @@ func versionScript(v string) string {
 
 // open opens a session for req in a fresh run directory, with its module
 // (holding main.tf and, if lock is not empty, a .terraform.lock.hcl).
-func open(t *testing.T, req runner.Request, o Options, lock string) *Session {
+func open(t *testing.T, req terraform.Request, o Options, lock string) *Session {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "dwts-")
 	require.NoError(t, err)
@@ -82,7 +82,7 @@ func TestVersionCache(t *testing.T) {
 	bin := filepath.Join(dir, "terraform")
 	calls := filepath.Join(dir, "calls")
 	writeScript(t, bin, versionScript("1.11.4"))
-	req := runner.Request{Binary: bin, Env: map[string]string{"VERSION_CALLS": calls}}
+	req := terraform.Request{Binary: bin, Env: map[string]string{"VERSION_CALLS": calls}}
 	var shared Shared
 	ctx := t.Context()
 
@@ -119,14 +119,14 @@ func TestVersionCache(t *testing.T) {
 	require.Equal(t, 6, countLines(t, calls))
 }
 
-// Setup failures are *runner.Error of phase setup, and Open leaves no
+// Setup failures are *terraform.Error of phase setup, and Open leaves no
 // jail directory behind.
 func TestOpenSetupFailure(t *testing.T) {
 	dir := t.TempDir()
 	module := filepath.Join(dir, "src")
 	require.NoError(t, os.Mkdir(module, 0o700))
-	_, err := Open(Options{Request: runner.Request{Binary: "no-such-terraform"}, Dir: dir, ModuleDir: module, Env: map[string]string{"PATH": dir}})
-	var re *runner.Error
+	_, err := Open(Options{Request: terraform.Request{Binary: "no-such-terraform"}, Dir: dir, ModuleDir: module, Env: map[string]string{"PATH": dir}})
+	var re *terraform.Error
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, "setup", re.Phase)
 	require.Equal(t, "setup: no-such-terraform not found on PATH", err.Error())
@@ -137,7 +137,7 @@ func TestOpenSetupFailure(t *testing.T) {
 	writeScript(t, bin, "exit 0")
 	run := filepath.Join(dir, "run")
 	require.NoError(t, os.Mkdir(run, 0o700))
-	_, err = Open(Options{Request: runner.Request{Binary: bin, Jail: "/usr/bin/bwrap"}, Dir: run, ModuleDir: module, Env: map[string]string{"TF_LOG": "trace"}})
+	_, err = Open(Options{Request: terraform.Request{Binary: bin, Jail: "/usr/bin/bwrap"}, Dir: run, ModuleDir: module, Env: map[string]string{"TF_LOG": "trace"}})
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, "setup", re.Phase)
 	require.Contains(t, err.Error(), "TF_LOG")
@@ -148,7 +148,7 @@ func TestOpenSetupFailure(t *testing.T) {
 	}
 }
 
-// A failed step is a *runner.Error naming its phase, with the first
+// A failed step is a *terraform.Error naming its phase, with the first
 // diagnostic of Terraform's stderr as the reason, redacted; with
 // StepDiagnostics only the step's own stderr counts.
 func TestStepErrors(t *testing.T) {
@@ -159,12 +159,12 @@ init) echo "Error: Failed to query available provider packages" >&2; echo "token
 show) echo 'not json'; exit 0;;
 workspace) echo "Error: Workspace \"prod\" doesn't exist. CANARY-7e1f" >&2; exit 1;;
 esac`)
-	req := runner.Request{Binary: bin, TFWorkspace: "prod", Redact: []string{"CANARY-7e1f"}}
+	req := terraform.Request{Binary: bin, TFWorkspace: "prod", Redact: []string{"CANARY-7e1f"}}
 	for _, stepDiag := range []bool{false, true} {
 		var phases []drift.Phase
 		s := open(t, req, Options{StepDiagnostics: stepDiag, Phases: NewPhases(&phases)}, "")
 		err := s.Init(t.Context(), InitOptions{})
-		var re *runner.Error
+		var re *terraform.Error
 		require.ErrorAs(t, err, &re)
 		require.Equal(t, "init: Error: Failed to query available provider packages", err.Error())
 		require.Equal(t, "exit status 1", re.Err.Error())

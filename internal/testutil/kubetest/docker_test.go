@@ -26,9 +26,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
-	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -257,9 +257,9 @@ func TestDockerRunJob(t *testing.T) {
 	began := time.Now()
 	rctx, rcancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer rcancel()
-	res, err := r.Run(rctx, runner.Request{
+	res, err := r.Run(rctx, terraform.Request{
 		RunID: "run-1", Workspace: "network",
-		Source:  runner.Source{Path: runImageWS},
+		Source:  terraform.Source{Path: runImageWS},
 		Timeout: 3 * time.Minute,
 	})
 	t.Logf("run: %s", time.Since(began).Round(time.Millisecond))
@@ -299,16 +299,16 @@ func TestDockerRunJob(t *testing.T) {
 		// Deadline: 10 s timeout + 1 s kill grace + 2 s allowance = 13 s;
 		// the pod starts 8 s late and would run until 18 s.
 		began := time.Now()
-		_, err := r.Run(t.Context(), runner.Request{
+		_, err := r.Run(t.Context(), terraform.Request{
 			RunID: "run-slow", Workspace: "slow",
-			Source:  runner.Source{Path: runImageSlowWS},
+			Source:  terraform.Source{Path: runImageSlowWS},
 			Timeout: 10 * time.Second, KillGrace: time.Second,
 		})
 		t.Logf("run: %s: %v", time.Since(began).Round(time.Millisecond), err)
-		var re *runner.Error
+		var re *terraform.Error
 		require.ErrorAs(t, err, &re)
 		assert.Equal(t, "run timed out: job deadline exceeded after 13s", re.Reason)
-		require.ErrorIs(t, err, runner.ErrTimeout)
+		require.ErrorIs(t, err, terraform.ErrTimeout)
 		assert.Less(t, time.Since(began), 17*time.Second, "the run ended at the Job's deadline, not at the pod's own timeout")
 		// The Job controller deleted the pod: its containers are gone.
 		eventually(t, "the slow pod's containers removed", func() bool {
