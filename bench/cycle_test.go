@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/run/runid"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
@@ -381,7 +380,7 @@ func seedStore(b *testing.B, path string, names []string, at time.Time) {
 	}
 	defer st.Close()
 	for _, name := range names {
-		r := store.Run{ID: runid.New(), Workspace: name, Trigger: "schedule", StartedAt: at, Tool: "terraform"}
+		r := store.Run{ID: drift.NewRunID(), Workspace: name, Trigger: "schedule", StartedAt: at, Tool: "terraform"}
 		if err := st.StartRun(ctx, r); err != nil {
 			b.Fatal(err)
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/config"
-	"github.com/driftwatch/driftwatch/internal/run/runlog"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"

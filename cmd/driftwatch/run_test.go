@@ -21,7 +21,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/apiclient"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/run/runlog"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"

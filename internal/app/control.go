@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/driftwatch/driftwatch/internal/leader"
-	"github.com/driftwatch/driftwatch/internal/run/runlog"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/run"
-	"github.com/driftwatch/driftwatch/internal/run/runlog"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner/runnertest"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"

@@ -29,7 +29,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/remediation"
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/run"
-	"github.com/driftwatch/driftwatch/internal/run/runid"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/schedule"
@@ -237,7 +236,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 			return t, ok
 		},
 		Outcome: func(name string, now time.Time, runID string) store.Outcome {
-			return (*d.alerts.Load())[name].Outcome(now, runID, runid.New)
+			return (*d.alerts.Load())[name].Outcome(now, runID, drift.NewRunID)
 		},
 		MaxLogBytes: func() int { return d.cfg.Load().Store.MaxLogBytes },
 		Leading:     d.leader.Ready,

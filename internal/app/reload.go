@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/notify/notifiers"
-	"github.com/driftwatch/driftwatch/internal/run/runid"
 )
 
 // DiscoverRefresh is how often the daemon re-discovers the roots of the
@@ -217,7 +217,7 @@ func (d *daemon) retireRemoved(ctx context.Context, plans map[string]incident.Pl
 			runID = s.LastRunID
 		}
 		now := time.Now().UTC()
-		if err := d.store.RetireWorkspace(ctx, ws, now, p.RetireOutcome(now, runID, ws, runid.New)); err != nil {
+		if err := d.store.RetireWorkspace(ctx, ws, now, p.RetireOutcome(now, runID, ws, drift.NewRunID)); err != nil {
 			d.log.Error("retire removed workspace", "workspace", ws, "err", err.Error())
 			continue
 		}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/incident"
-	"github.com/driftwatch/driftwatch/internal/run/runid"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
@@ -90,7 +90,7 @@ func (c control) AddSilence(ctx context.Context, req server.SilenceRequest) (sto
 	}
 	now := time.Now().UTC()
 	s := store.Silence{
-		ID: runid.New(), Workspace: req.Workspace, Labels: req.Labels, StartsAt: req.StartsAt.UTC(),
+		ID: drift.NewRunID(), Workspace: req.Workspace, Labels: req.Labels, StartsAt: req.StartsAt.UTC(),
 		Comment: strings.TrimSpace(req.Comment), CreatedBy: strings.TrimSpace(req.CreatedBy), CreatedAt: now,
 	}
 	if s.StartsAt.IsZero() || s.StartsAt.Before(now) {

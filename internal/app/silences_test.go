@@ -11,7 +11,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/notify"
-	"github.com/driftwatch/driftwatch/internal/run/runid"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
@@ -20,10 +19,10 @@ import (
 // alert plan (as the run lifecycle does).
 func finishDrift(t *testing.T, d *daemon, ws string, at time.Time, fs ...drift.Finding) {
 	t.Helper()
-	r := store.Run{ID: runid.New(), Workspace: ws, Trigger: "manual", StartedAt: at}
+	r := store.Run{ID: drift.NewRunID(), Workspace: ws, Trigger: "manual", StartedAt: at}
 	require.NoError(t, d.store.StartRun(t.Context(), r))
 	r.FinishedAt, r.Status, r.Findings = at, drift.StatusOf(fs), fs
-	_, _, err := d.store.FinishRunWithOutcome(t.Context(), r, (*d.alerts.Load())[ws].Outcome(at, r.ID, runid.New))
+	_, _, err := d.store.FinishRunWithOutcome(t.Context(), r, (*d.alerts.Load())[ws].Outcome(at, r.ID, drift.NewRunID))
 	require.NoError(t, err)
 }
 

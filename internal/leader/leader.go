@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/driftwatch/driftwatch/internal/config"
-	"github.com/driftwatch/driftwatch/internal/run/runid"
+	"github.com/driftwatch/driftwatch/internal/drift"
 )
 
 // State is whether this daemon schedules, and who does when it does not.
@@ -59,7 +59,7 @@ func (s *State) Campaign(ctx context.Context, client kubernetes.Interface, le co
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	id := host + "_" + runid.New()[:8]
+	id := host + "_" + drift.NewRunID()[:8]
 	lease, renew, retry := le.Timings()
 
 	var (

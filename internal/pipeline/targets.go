@@ -10,8 +10,8 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/policy"
-	"github.com/driftwatch/driftwatch/internal/run/runid"
 	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
@@ -57,7 +57,7 @@ func Targets(cfg *config.Config, f Filter) ([]Target, error) {
 			bin = cfg.Terraform.Binary
 		}
 		req := terraform.Request{
-			RunID:          runid.New(),
+			RunID:          drift.NewRunID(),
 			Workspace:      w.Name,
 			Binary:         bin,
 			TFWorkspace:    w.Workspace,

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/notify"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
-	"github.com/driftwatch/driftwatch/internal/run/runid"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -54,7 +54,7 @@ func (c *Controller) announce(workspace string, at time.Time) store.RemediationA
 		if runID == "" {
 			runID = r.DetectRunID
 		}
-		changed, msg := incident.Remediation(at, plan.Policy, r.Workspace, runID, rem, incidents, runid.New)
+		changed, msg := incident.Remediation(at, plan.Policy, r.Workspace, runID, rem, incidents, drift.NewRunID)
 		if msg == nil {
 			c.log.Debug("remediation not announced: the workspace has no open drift incident",
 				"workspace", r.Workspace, "remediation", r.ID, "result", string(rem.Result))

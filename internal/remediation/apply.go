@@ -10,8 +10,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
-	"github.com/driftwatch/driftwatch/internal/run/runid"
-	"github.com/driftwatch/driftwatch/internal/run/runlog"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -122,7 +121,7 @@ func (c *Controller) Apply(ctx context.Context, name, runID string) {
 	}
 	t.Request.RunID = runID
 	if runID == "" {
-		t.Request.RunID = runid.New()
+		t.Request.RunID = drift.NewRunID()
 	}
 	log := c.log.With("workspace", name, "remediation", r.ID, "run_id", t.Request.RunID)
 	_, err = c.store.TransitionRemediation(wctx, r.ID, []store.RemediationState{store.RemediationApproved},

@@ -23,7 +23,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/notify"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
-	"github.com/driftwatch/driftwatch/internal/run/runid"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 	"github.com/driftwatch/driftwatch/internal/terraform"
@@ -198,14 +197,14 @@ func newOffFixture(t *testing.T, net, db string) *offFixture {
 func (f *offFixture) openDrift(t *testing.T, ws string) {
 	t.Helper()
 	now := time.Now().UTC()
-	run := store.Run{ID: runid.New(), Workspace: ws, Trigger: "schedule", StartedAt: now, Status: store.RunRunning}
+	run := store.Run{ID: drift.NewRunID(), Workspace: ws, Trigger: "schedule", StartedAt: now, Status: store.RunRunning}
 	require.NoError(t, f.st.StartRun(t.Context(), run))
 	run.FinishedAt, run.Status = now, drift.StatusDrift
 	run.Findings = []drift.Finding{{Kind: drift.KindDrift, Address: "dwtest_file.a", Type: "dwtest_file", Action: "update", Attributes: []string{"content"}}}
 	plan, ok := f.host.AlertPlan(ws)
 	require.True(t, ok)
 	outcome := func(before, after store.WorkspaceState, incidents []store.Incident) ([]store.Incident, []store.OutboxMessage) {
-		changed, msgs := incident.Decide(now, run.ID, plan.Policy, before, after, incidents, runid.New)
+		changed, msgs := incident.Decide(now, run.ID, plan.Policy, before, after, incidents, drift.NewRunID)
 		out, err := incident.Enqueue(now, msgs, plan.Targets)
 		if err != nil {
 			panic(err)
@@ -224,7 +223,7 @@ func (f *offFixture) propose(t *testing.T, ws string, state store.RemediationSta
 	cs := engine.ChangeSet{Entries: []engine.Entry{{Address: "dwtest_file.a", Action: "update", Attributes: []string{"content"}}}}
 	csJSON, err := json.Marshal(cs)
 	require.NoError(t, err)
-	r := store.Remediation{ID: runid.New(), Workspace: ws, DetectRunID: "detect-" + ws, Mode: config.RemediationApprove,
+	r := store.Remediation{ID: drift.NewRunID(), Workspace: ws, DetectRunID: "detect-" + ws, Mode: config.RemediationApprove,
 		ChangeSet: csJSON, ChangeSetHash: cs.Hash(), Refusals: json.RawMessage(`[]`), CreatedAt: now, State: state}
 	switch state {
 	case store.RemediationPending:

@@ -11,7 +11,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
-	"github.com/driftwatch/driftwatch/internal/run/runid"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 )
@@ -62,7 +61,7 @@ func (c *Controller) AfterDetect(ctx context.Context, t pipeline.Target, runID s
 	refJSON, _ := json.Marshal(refusals)
 	now := time.Now().UTC()
 	r := store.Remediation{
-		ID: runid.New(), Workspace: t.Name, DetectRunID: runID, Mode: pol.Mode,
+		ID: drift.NewRunID(), Workspace: t.Name, DetectRunID: runID, Mode: pol.Mode,
 		ChangeSet: csJSON, ChangeSetHash: cs.Hash(), Refusals: refJSON, CreatedAt: now,
 	}
 	switch {

@@ -28,5 +28,5 @@
 // deliver notifications (it only wakes the outbox), decide remediations
 // (its Apply and AfterDetect hooks do), or know the runner mode: an
 // adopted Kubernetes Job reaches it as a runner.Runner. Run ids are minted
-// in one place, runid (the scheduler takes one per queued run).
+// in one place, drift.NewRunID (the scheduler takes one per queued run).
 package run

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/run/runlog"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/store"
 )

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/run/runid"
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 )
 
 // newID mints the id of a run that was not queued (a verification).
-func newID() string { return runid.New() }
+func newID() string { return drift.NewRunID() }
 
 // Recover settles what a previous process left, before this one queues
 // anything (the API refuses runs until the daemon leads): store.RecoverRuns

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/driftwatch/driftwatch/internal/run/runid"
+	"github.com/driftwatch/driftwatch/internal/drift"
 )
 
 // Trigger is Queue for callers that do not need the run.
@@ -103,7 +103,7 @@ func (s *Scheduler) Cancel(id string, cause error) (r QueuedRun, queued bool, er
 // the FIFO (listLocked) once OnEnqueue has been told (announce).
 func (s *Scheduler) reserveLocked(e *entry, trigger string) QueuedRun {
 	e.state, e.listed = stateQueued, false
-	e.run = QueuedRun{ID: runid.New(), Name: e.name, Trigger: trigger, QueuedAt: s.now()}
+	e.run = QueuedRun{ID: drift.NewRunID(), Name: e.name, Trigger: trigger, QueuedAt: s.now()}
 	return e.run
 }
 

@@ -48,7 +48,7 @@ type Job struct {
 }
 
 // QueuedRun is one run of a job, from the moment it is queued: its id is
-// assigned then (runid.New), so it can be named (and cancelled) before it
+// assigned then (drift.NewRunID), so it can be named (and cancelled) before it
 // starts.
 type QueuedRun struct {
 	ID       string

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/driftwatch/driftwatch/internal/run/runlog"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 )
 
 // Control is the daemon's side of the server: the configured workspaces,

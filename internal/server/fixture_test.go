@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/run/runlog"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 

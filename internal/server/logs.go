@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/run/runlog"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/run/runlog"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )

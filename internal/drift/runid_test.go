@@ -1,4 +1,4 @@
-package runid_test
+package drift_test
 
 import (
 	"regexp"
@@ -7,23 +7,23 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/run/runid"
+	"github.com/driftwatch/driftwatch/internal/drift"
 )
 
 // format is the id format the scheduler's, the API's and the end-to-end
 // tests expect (schedule.NewRunID's until now).
 var format = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
-func TestNewFormat(t *testing.T) {
+func TestNewRunIDFormat(t *testing.T) {
 	for range 1000 {
-		id := runid.New()
+		id := drift.NewRunID()
 		require.Regexp(t, format, id)
-		require.Len(t, id, runid.Len)
+		require.Len(t, id, drift.RunIDLen)
 	}
 }
 
 // Ids minted at once, from many goroutines, never repeat.
-func TestNewUnique(t *testing.T) {
+func TestNewRunIDUnique(t *testing.T) {
 	const (
 		workers = 8
 		each    = 5000
@@ -33,7 +33,7 @@ func TestNewUnique(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for range each {
-				minted[w] = append(minted[w], runid.New())
+				minted[w] = append(minted[w], drift.NewRunID())
 			}
 		})
 	}
