@@ -77,10 +77,10 @@ type daemon struct {
 	electing bool
 	// kube is the kubernetes runner mode (nil: local).
 	kube *kubeRuntime
-	// holds are the silences and maintenance windows (silences.go).
-	holds silence.Book
-	// released wakes the release of held messages (a silence ended).
-	released chan struct{}
+	// holds are the silences and maintenance windows the alert plans
+	// ask; silences keeps them (silence.Service).
+	holds    *silence.Book
+	silences *silence.Service
 }
 
 // RunDaemon runs the daemon until ctx is done (SIGTERM/SIGINT in main),
@@ -179,13 +179,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 // remediation controller, the notifiers and the outbox. A non-nil detect
 // replaces the runner of detection runs (tests).
 func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, log *slog.Logger, detect runner.Runner) (*daemon, error) {
-	d := &daemon{log: log, owner: leader.StoreOwner(cfg.Store.Path), store: st, leader: leader.New(log)}
-	d.released = make(chan struct{}, 1)
-	silences, err := st.Silences(ctx, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	d.holds.SetSilences(silences)
+	d := &daemon{log: log, owner: leader.StoreOwner(cfg.Store.Path), store: st, leader: leader.New(log), holds: &silence.Book{}}
 	d.isolation = sandbox.Isolation{Mode: "none", Reason: "runs are Kubernetes Jobs: the pod is their sandbox",
 		Network: "host", NetworkReason: "runs are Kubernetes Jobs: the chart's NetworkPolicy confines them"}
 	// The daemon re-checks the same workspaces: it keeps their initialised
@@ -258,8 +252,17 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 		Store: st, Notifiers: ns, Logger: log,
 		OnResult: d.metrics.NotificationResult, OnPending: d.metrics.SetNotificationsPending,
 	})
+	if err != nil {
+		return nil, err
+	}
+	d.silences, err = silence.New(ctx, silence.Options{Store: st, Book: d.holds, Inventory: cfgView{d}, Leader: d.leader, Outbox: d.outbox, Logger: log})
 	return d, err
 }
+
+// cfgView is the daemon's current config as the silences read it.
+type cfgView struct{ d *daemon }
+
+func (v cfgView) Config() *config.Config { return v.d.cfg.Load() }
 
 // setConfig makes cfg the current config, with its run targets (built by
 // targetMap, which reads every secret file: once per load) and alert
@@ -397,15 +400,13 @@ func (d *daemon) lead(ctx context.Context) error {
 		g.Go(func() error { d.runs.AwaitAdopted(runCtx, a); return nil })
 	}
 	// A standby became leader: the silences its predecessor added.
-	silences, err := d.store.Silences(ctx, time.Now())
-	if err != nil {
+	if err := d.silences.Load(ctx); err != nil {
 		g.Go(func() error { return err })
 		return g.Wait()
 	}
-	d.holds.SetSilences(silences)
 	d.leader.SetLeading(true)
 	g.Go(func() error { return d.runs.Schedule(runCtx) })
-	g.Go(func() error { d.releaseLoop(gctx); return nil })
+	g.Go(func() error { d.silences.Run(gctx); return nil })
 	g.Go(func() error { return d.rem.Run(gctx) })
 	d.runs.QueueUnchecked(workspaceNames(d.cfg.Load()))
 	return g.Wait()

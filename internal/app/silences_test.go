@@ -78,7 +78,7 @@ func TestSilenceHoldsAndReleases(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, stats["hook"].Held)
 
-	d.releaseHeld(t.Context(), now.Add(time.Minute))
+	d.silences.Release(t.Context(), now.Add(time.Minute))
 	due, err = d.store.DueMessages(t.Context(), now.Add(time.Minute), 0)
 	require.NoError(t, err)
 	require.Len(t, due, 1, "still silenced: nothing released")
@@ -96,7 +96,7 @@ func TestSilenceHoldsAndReleases(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.ExpireSilence(t.Context(), "nope", "bob")
 	require.ErrorIs(t, err, store.ErrNotFound)
-	d.releaseHeld(t.Context(), time.Now())
+	d.silences.Release(t.Context(), time.Now())
 	due, err = d.store.DueMessages(t.Context(), time.Now().Add(time.Minute), 0)
 	require.NoError(t, err)
 	require.Len(t, due, 2, "db's and net's one collapsed message")

@@ -5,9 +5,23 @@
 // held, and sent collapsed (incident.Collapse) once nothing holds the
 // workspace any more; checks run and incidents are recorded as usual.
 //
-// Book is the daemon's in-memory view: the store is the record of
-// silences, and the daemon loads it at start and writes through on every
-// change, so Held never touches the store (it is asked inside the store's
-// write transaction, where a read of the store would wait on it). It must
-// not import app, server, notify vendors or the store implementation.
+// What it owns:
+//
+//   - Book, the daemon's in-memory view: the store is the record of
+//     silences, and the daemon loads it at start and writes through on
+//     every change, so Held never touches the store (it is asked inside
+//     the store's write transaction, where a read of the store would wait
+//     on it). The inventory sets its windows at every config load.
+//   - Service, the silences as the daemon runs them: Add checks a request
+//     (bounds, comment and author, a configured workspace or labels) and
+//     stores it, Expire ends one, Load reloads the Book from the store (a
+//     standby that becomes leader), and Run, while the daemon leads,
+//     releases the held messages of workspaces nothing holds any more,
+//     every 15 seconds and at once when a silence is expired. A standby
+//     adds and expires nothing (its Leader's error).
+//
+// Its errors are its own (RequestError, ErrUnknownWorkspace); app maps
+// them onto the server's. It must not import app, server, notify vendors
+// or the store implementation. Its user is app (the daemon's wiring and
+// the API's control adapter).
 package silence
