@@ -55,22 +55,18 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 			return nil, fmt.Errorf("discovery: %w", err)
 		}
 	}
-	targets, err := pipeline.Targets(o.Config, o.Filter)
-	if err != nil {
+	if ws, err := o.Filter.Select(o.Config); err != nil {
 		return nil, err
-	}
-	if len(targets) == 0 {
+	} else if len(ws) == 0 {
 		return nil, errors.New("no workspace matches the filters")
 	}
 	iso, err := isolation(o.Config, o.Logger)
 	if err != nil {
 		return nil, err
 	}
-	for i := range targets {
-		targets[i].Request.Jail, targets[i].Request.JailNet = iso.Bwrap, iso.Pasta
-		if o.CacheDir != "" {
-			targets[i].Request.WorkDir = o.CacheDir
-		}
+	targets, err := pipeline.Targets(o.Config, o.Filter, pipeline.Env{Jail: iso.Bwrap, JailNet: iso.Pasta, WorkDir: o.CacheDir})
+	if err != nil {
+		return nil, err
 	}
 	lr := local.New(o.Logger)
 	lr.KeepWorkDirs = o.CacheDir != ""
@@ -119,7 +115,7 @@ func isolation(cfg *config.Config, logger *slog.Logger) (sandbox.Isolation, erro
 // file itself without running anything: targets and policy rules, and every
 // notifier's constructor (secret files readable and well-formed).
 func Validate(cfg *config.Config, logger *slog.Logger) error {
-	if _, err := pipeline.Targets(cfg, Filter{}); err != nil {
+	if _, err := pipeline.Targets(cfg, Filter{}, pipeline.Env{}); err != nil {
 		return err
 	}
 	_, err := notifiers.Build(cfg, logger)

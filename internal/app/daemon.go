@@ -462,16 +462,14 @@ func (d *daemon) snapshot() []metrics.WorkspaceSnapshot {
 }
 
 func targetMap(cfg *config.Config, owner string) (map[string]pipeline.Target, error) {
-	ts, err := pipeline.Targets(cfg, pipeline.Filter{})
+	// The probe is cached: an error was already reported at start-up.
+	iso, _ := sandbox.DetectIsolation(cfg.Terraform.Sandbox, cfg.Terraform.SandboxNetwork)
+	ts, err := pipeline.Targets(cfg, pipeline.Filter{}, pipeline.Env{Owner: owner, Jail: iso.Bwrap, JailNet: iso.Pasta})
 	if err != nil {
 		return nil, err
 	}
-	// The probe is cached: an error was already reported at start-up.
-	iso, _ := sandbox.DetectIsolation(cfg.Terraform.Sandbox, cfg.Terraform.SandboxNetwork)
 	m := make(map[string]pipeline.Target, len(ts))
 	for _, t := range ts {
-		t.Request.Owner = owner
-		t.Request.Jail, t.Request.JailNet = iso.Bwrap, iso.Pasta
 		m[t.Name] = t
 	}
 	return m, nil

@@ -4,15 +4,19 @@
 // so they cannot diverge.
 //
 // It owns Target (a workspace ready to run: its terraform.Request and
-// policy.Rules), Auditor.Check and CheckPlan (one target end to end; a
-// failed run is a result with status errored and a one-line reason, never
-// an error; CheckPlan also returns the plan for the remediation envelope)
-// and RunAll (every target, at most concurrency at once, results in target
-// order, an Observer told of each start and finish).
+// policy.Rules), Targets (the one place a terraform.Request is built from
+// the config: Filter selects the workspaces, Env adds the caller's owner,
+// jail and work directory; the daemon's inventory and app's Audit call
+// it), Auditor.Check and CheckPlan (one target end to end; a failed run
+// is a result with status errored and a one-line reason, never an error;
+// CheckPlan also returns the plan for the remediation envelope) and RunAll
+// (every target, at most concurrency at once, results in target order, an
+// Observer told of each start and finish).
 //
-// It depends on the runner seam only. It must not import a runner
-// implementation (runner/local, runner/kube, runner/remote,
-// terraform/sandbox), tfsession, config, store, notify, incident or app:
-// recording results, incidents and notifications are the caller's
-// (internal/app), and building targets from the config is too.
+// It reads the config (Targets) and depends on the runner seam only; of
+// the sandbox it uses the redactor alone (a failed run's reason). It must
+// not import a runner implementation (runner/local, runner/kube,
+// runner/remote), tfsession, store, notify, incident or app: recording
+// results, incidents and notifications are the caller's (internal/run).
+// Its users are app, inventory, run and remediation.
 package pipeline

@@ -21,33 +21,32 @@ type Filter struct {
 	Labels map[string]string // every label must match
 }
 
+// Env is what a caller adds to every terraform.Request beyond what the
+// config says: who owns the runs and how they are confined. The zero
+// value adds nothing.
+type Env struct {
+	// Owner tags every process of the runs (terraform.Request.Owner: the
+	// daemon's store owner).
+	Owner string
+	// Jail and JailNet are the bubblewrap and pasta binaries local runs
+	// are confined with (sandbox.Isolation's Bwrap and Pasta; "": none).
+	Jail, JailNet string
+	// WorkDir, if set, replaces terraform.work_dir (audit --cache-dir).
+	WorkDir string
+}
+
 // Targets expands the config's workspaces into runnable targets, in
-// inventory order, keeping those that match f.
-func Targets(cfg *config.Config, f Filter) ([]Target, error) {
-	known := map[string]bool{}
-	for _, w := range cfg.Workspaces {
-		known[w.Name] = true
+// inventory order, keeping those that match f: the one place a
+// terraform.Request is built from the config (the daemon's inventory and
+// the one-shot audit both call it).
+func Targets(cfg *config.Config, f Filter, env Env) ([]Target, error) {
+	ws, err := f.Select(cfg)
+	if err != nil {
+		return nil, err
 	}
-	var unknown []string
-	want := map[string]bool{}
-	for _, n := range f.Names {
-		if !known[n] {
-			unknown = append(unknown, n)
-		}
-		want[n] = true
-	}
-	if len(unknown) > 0 {
-		return nil, fmt.Errorf("unknown workspace %s", strings.Join(unknown, ", "))
-	}
-	var out []Target
+	out := make([]Target, 0, len(ws))
 	secrets := knownSecrets(cfg)
-	for _, w := range cfg.Workspaces {
-		if len(want) > 0 && !want[w.Name] {
-			continue
-		}
-		if !matchLabels(w.Labels, f.Labels) {
-			continue
-		}
+	for _, w := range ws {
 		rules, err := policy.CompileRules(w.EffectiveForbidden(cfg.Defaults), w.Ignore)
 		if err != nil {
 			return nil, fmt.Errorf("workspace %q: %w", w.Name, err)
@@ -58,6 +57,9 @@ func Targets(cfg *config.Config, f Filter) ([]Target, error) {
 		}
 		req := terraform.Request{
 			RunID:          drift.NewRunID(),
+			Owner:          env.Owner,
+			Jail:           env.Jail,
+			JailNet:        env.JailNet,
 			Workspace:      w.Name,
 			Binary:         bin,
 			TFWorkspace:    w.Workspace,
@@ -79,12 +81,42 @@ func Targets(cfg *config.Config, f Filter) ([]Target, error) {
 			LogPlanText:    w.LogPlanText,
 			NoFastPaths:    !cfg.Terraform.FastPathsOn(),
 		}
+		if env.WorkDir != "" {
+			req.WorkDir = env.WorkDir
+		}
 		if g := w.Source.Git; g != nil {
 			req.Source.Git = &terraform.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}
 		} else {
 			req.Source.Path = w.Source.Path
 		}
 		out = append(out, Target{Name: w.Name, Labels: w.Labels, Owner: w.Owner, Request: req, Rules: rules})
+	}
+	return out, nil
+}
+
+// Select is the config's workspaces f keeps, in inventory order; a name
+// the config lacks is an error.
+func (f Filter) Select(cfg *config.Config) ([]config.Workspace, error) {
+	known := map[string]bool{}
+	for _, w := range cfg.Workspaces {
+		known[w.Name] = true
+	}
+	var unknown []string
+	want := map[string]bool{}
+	for _, n := range f.Names {
+		if !known[n] {
+			unknown = append(unknown, n)
+		}
+		want[n] = true
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("unknown workspace %s", strings.Join(unknown, ", "))
+	}
+	var out []config.Workspace
+	for _, w := range cfg.Workspaces {
+		if (len(want) == 0 || want[w.Name]) && matchLabels(w.Labels, f.Labels) {
+			out = append(out, w)
+		}
 	}
 	return out, nil
 }
