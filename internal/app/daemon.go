@@ -225,18 +225,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 		Store: st, Logger: log, Auditor: auditor, Metrics: d.metrics,
 		Schedule: schedule.Options{MaxConcurrent: cfg.MaxConcurrentRuns, Jitter: time.Duration(cfg.Defaults.Jitter), Clock: schedulerClock(),
 			AllowSubMinute: cfg.AllowSubMinuteSchedules},
-		Target: func(name string) (pipeline.Target, bool) {
-			t, ok := (*d.targets.Load())[name]
-			return t, ok
-		},
-		Outcome: func(name string, now time.Time, runID string) store.Outcome {
-			return (*d.alerts.Load())[name].Outcome(now, runID, drift.NewRunID)
-		},
-		MaxLogBytes: func() int { return d.cfg.Load().Store.MaxLogBytes },
-		Leading:     d.leader.Ready,
-		Apply:       d.rem.Apply,
-		AfterDetect: d.rem.AfterDetect,
-		Recorded:    func() { d.outbox.Wake() },
+		Inventory: cfgView{d}, Incidents: incidents{d}, Leader: d.leader, Remediation: d.rem,
 	})
 	if err != nil {
 		return nil, err
@@ -259,10 +248,29 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 	return d, err
 }
 
-// cfgView is the daemon's current config as the silences read it.
+// cfgView is the daemon's current config as the silences and the run
+// lifecycle read it.
 type cfgView struct{ d *daemon }
 
 func (v cfgView) Config() *config.Config { return v.d.cfg.Load() }
+
+func (v cfgView) Target(name string) (pipeline.Target, bool) {
+	t, ok := (*v.d.targets.Load())[name]
+	return t, ok
+}
+
+func (v cfgView) MaxLogBytes() int { return v.d.cfg.Load().Store.MaxLogBytes }
+
+// incidents is the run lifecycle's hand-off to incidents (run.Incidents):
+// the current alert plans decide, in the run's transaction; the outbox
+// is woken after its commit.
+type incidents struct{ d *daemon }
+
+func (i incidents) Outcome(name string, now time.Time, runID string) store.Outcome {
+	return (*i.d.alerts.Load())[name].Outcome(now, runID, drift.NewRunID)
+}
+
+func (i incidents) Recorded() { i.d.outbox.Wake() }
 
 // setConfig makes cfg the current config, with its run targets (built by
 // targetMap, which reads every secret file: once per load) and alert

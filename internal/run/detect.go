@@ -20,8 +20,8 @@ import (
 // mode with its Job still running, adopts the Job and finishes the run).
 func (m *Manager) runOne(ctx context.Context, r schedule.QueuedRun) {
 	if r.Trigger == TriggerRemediate {
-		if m.o.Apply != nil {
-			m.o.Apply(ctx, r.Name, r.ID)
+		if m.o.Remediation != nil {
+			m.o.Remediation.Apply(ctx, r.Name, r.ID)
 		}
 		return
 	}
@@ -113,7 +113,7 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *pip
 		return
 	}
 	name, trigger := r.Name, r.Trigger
-	t, ok := m.o.Target(name)
+	t, ok := m.o.Inventory.Target(name)
 	if !ok && resume == nil {
 		m.dropQueued(ctx, r, "the workspace was removed from the config while the run was queued")
 		return
@@ -224,7 +224,7 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *pip
 	var after store.WorkspaceState
 	err := m.storeRetry(ctx, log, "the run's verdict", func() error {
 		var err error
-		_, after, err = m.store.FinishRunWithOutcome(context.WithoutCancel(ctx), run, m.o.Outcome(name, time.Now().UTC(), run.ID))
+		_, after, err = m.store.FinishRunWithOutcome(context.WithoutCancel(ctx), run, m.o.Incidents.Outcome(name, time.Now().UTC(), run.ID))
 		return err
 	})
 	if err != nil {
@@ -234,15 +234,13 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *pip
 		runLog.Close(string(drift.StatusErrored))
 		return
 	}
-	if m.o.Recorded != nil {
-		m.o.Recorded()
-	}
+	m.o.Incidents.Recorded()
 	m.saveLog(ctx, log, run.ID, runLog, run.Status)
 	m.mu.Lock()
 	m.states[name] = after
 	m.mu.Unlock()
-	if m.o.AfterDetect != nil {
-		m.o.AfterDetect(ctx, t, run.ID, res, tfPlan)
+	if m.o.Remediation != nil {
+		m.o.Remediation.AfterDetect(ctx, t, run.ID, res, tfPlan)
 	}
 	total := drift.Phase{Name: "total", Duration: res.Duration}
 	m.o.Metrics.RunFinished(res.Status, append(res.Phases, total))

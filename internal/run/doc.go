@@ -23,10 +23,18 @@
 // daemon runs, and the run holds its workspace meanwhile, so no slot runs
 // it twice.
 //
+// What it meets through named interfaces (Options): the current config
+// (Inventory: a workspace's target, the log bound), the incident hand-off
+// (Incidents: Outcome, evaluated by the store inside the transaction that
+// records the run, so the run and its incidents and outbox messages commit
+// together; Recorded, after that commit), who leads (Leader) and
+// remediation (Remediation: Apply for remediate runs, AfterDetect after
+// every recorded detection).
+//
 // What it must not touch: it does not start Terraform (the pipeline.Auditor
-// and its runner do), decide incidents (the Outcome it is given does),
-// deliver notifications (it only wakes the outbox), decide remediations
-// (its Apply and AfterDetect hooks do), or know the runner mode: an
-// adopted Kubernetes Job reaches it as a runner.Runner. Run ids are minted
-// in one place, drift.NewRunID (the scheduler takes one per queued run).
+// and its runner do), decide incidents (Incidents does), deliver
+// notifications (Recorded wakes the outbox), decide remediations, or know
+// the runner mode: an adopted Kubernetes Job reaches it as a
+// runner.Runner. Run ids are minted in one place, drift.NewRunID (the
+// scheduler takes one per queued run). Its user is app.
 package run

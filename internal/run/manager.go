@@ -37,8 +37,49 @@ type Store interface {
 	Prune(ctx context.Context, keep int, olderThan time.Time) (int, error)
 }
 
-// Options configures a Manager. Store, Logger, Auditor, Metrics, Target
-// and Outcome are required.
+// Inventory is the current config as the Manager reads it, at every
+// run (inventory.Watcher).
+type Inventory interface {
+	// Target is a workspace's run target (false: not configured).
+	Target(workspace string) (pipeline.Target, bool)
+	// MaxLogBytes bounds a run's log (store.max_log_bytes).
+	MaxLogBytes() int
+}
+
+// Incidents is the run -> incident hand-off of a finished detection. The
+// Manager asks Outcome for the run's incident decision and hands it to
+// the store, which evaluates it inside the transaction that records the
+// run (store.AlertStore.FinishRunWithOutcome): the run, its incident
+// changes and their outbox messages commit together or not at all, so a
+// crash can lose none of them. After that commit the Manager calls
+// Recorded.
+type Incidents interface {
+	// Outcome is the incident decision for workspace's run runID,
+	// finished at now.
+	Outcome(workspace string, now time.Time, runID string) store.Outcome
+	// Recorded is told after every commit of a run with its outcome: the
+	// outbox may have new messages.
+	Recorded()
+}
+
+// Leader says whether this daemon may queue runs: nil, or the error the
+// API answers (a standby's).
+type Leader interface{ Ready() error }
+
+// Remediation is where remediation meets the run lifecycle
+// (remediation.Controller).
+type Remediation interface {
+	// Apply runs an approved remediation's apply (a TriggerRemediate run,
+	// in the workspace's slot) as run runID, the scheduler's id of that
+	// run, so that Cancel reaches it.
+	Apply(ctx context.Context, workspace, runID string)
+	// AfterDetect is told every recorded detection (remediation
+	// proposals), after Incidents.Recorded.
+	AfterDetect(ctx context.Context, t pipeline.Target, runID string, res drift.Result, plan *planparse.Plan)
+}
+
+// Options configures a Manager. Store, Logger, Auditor, Metrics,
+// Inventory and Incidents are required.
 type Options struct {
 	Store   Store
 	Logger  *slog.Logger
@@ -46,25 +87,13 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Schedule is the scheduler's configuration; its callbacks (Run,
 	// OnEnqueue, OnDrop, OnSkip, OnQueue, OnCycle) are the Manager's.
-	Schedule schedule.Options
-	// Target is a workspace's run target in the current config.
-	Target func(workspace string) (pipeline.Target, bool)
-	// Outcome is the incident decision for a workspace's finished run:
-	// recorded with the run in one transaction.
-	Outcome func(workspace string, now time.Time, runID string) store.Outcome
-	// MaxLogBytes bounds a run's log (store.max_log_bytes).
-	MaxLogBytes func() int
-	// Leading is nil while this daemon may queue runs, else the error the
-	// API answers (a standby's). Nil: always leading.
-	Leading func() error
-	// Apply runs an approved remediation's apply (a TriggerRemediate run,
-	// in the workspace's slot) as run runID, the scheduler's id of that
-	// run, so that Cancel reaches it.
-	Apply func(ctx context.Context, workspace, runID string)
-	// AfterDetect is told every recorded detection (remediation proposals).
-	AfterDetect func(ctx context.Context, t pipeline.Target, runID string, res drift.Result, plan *planparse.Plan)
-	// Recorded is told every recorded run: the outbox has new messages.
-	Recorded func()
+	Schedule  schedule.Options
+	Inventory Inventory
+	Incidents Incidents
+	// Leader nil: always leading.
+	Leader Leader
+	// Remediation nil: remediate runs do nothing, detections go nowhere.
+	Remediation Remediation
 }
 
 // Manager is the run lifecycle of one daemon (see the package doc).
@@ -97,8 +126,8 @@ type Manager struct {
 
 // New builds a Manager and its scheduler, and loads the workspace states.
 func New(ctx context.Context, o Options) (*Manager, error) {
-	if o.Store == nil || o.Logger == nil || o.Auditor == nil || o.Metrics == nil || o.Target == nil || o.Outcome == nil {
-		return nil, errors.New("driftwatch/run: Store, Logger, Auditor, Metrics, Target and Outcome are required")
+	if o.Store == nil || o.Logger == nil || o.Auditor == nil || o.Metrics == nil || o.Inventory == nil || o.Incidents == nil {
+		return nil, errors.New("driftwatch/run: Store, Logger, Auditor, Metrics, Inventory and Incidents are required")
 	}
 	m := &Manager{o: o, log: o.Logger, store: o.Store, runs: runlog.NewRegistry(),
 		states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}, recovered: map[string]bool{}}
@@ -150,24 +179,20 @@ func (m *Manager) State(workspace string) (store.WorkspaceState, bool) {
 	return s, ok
 }
 
-// leading is Options.Leading's answer (nil: leading).
+// leading is Options.Leader's answer (nil: leading).
 func (m *Manager) leading() error {
-	if m.o.Leading == nil {
+	if m.o.Leader == nil {
 		return nil
 	}
-	return m.o.Leading()
+	return m.o.Leader.Ready()
 }
 
 // newLog is a run's log. For a workspace with log_plan_text its first
 // line is runlog.ValuesNotice, so the server serves it only to an
 // authenticated reader, from the first line on.
 func (m *Manager) newLog(workspace string) *runlog.Log {
-	limit := 0
-	if m.o.MaxLogBytes != nil {
-		limit = m.o.MaxLogBytes()
-	}
-	l := runlog.New(limit, nil)
-	if t, ok := m.o.Target(workspace); ok && t.Request.LogPlanText {
+	l := runlog.New(m.o.Inventory.MaxLogBytes(), nil)
+	if t, ok := m.o.Inventory.Target(workspace); ok && t.Request.LogPlanText {
 		l.Printf("%s", runlog.ValuesNotice)
 	}
 	return l

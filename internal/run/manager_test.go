@@ -40,22 +40,18 @@ func newTestManager(t *testing.T) (*testManager, *runnertest.Blocking) {
 	t.Cleanup(func() { _ = st.Close() })
 	br := runnertest.NewBlocking()
 	tm := &testManager{st: st}
-	targets := map[string]pipeline.Target{"net": {Name: "net"}, "db": {Name: "db"}}
 	tm.Manager, err = New(t.Context(), Options{
 		Store: st, Logger: logger, Auditor: &pipeline.Auditor{Runner: br, Logger: logger},
-		Metrics:  metrics.New(prometheus.NewRegistry(), func() []metrics.WorkspaceSnapshot { return nil }),
-		Schedule: schedule.Options{MaxConcurrent: 1},
-		Target: func(name string) (pipeline.Target, bool) {
-			tg, ok := targets[name]
-			return tg, ok
-		},
-		Outcome: func(string, time.Time, string) store.Outcome { return nil },
-		Leading: func() error {
+		Metrics:   metrics.New(prometheus.NewRegistry(), func() []metrics.WorkspaceSnapshot { return nil }),
+		Schedule:  schedule.Options{MaxConcurrent: 1},
+		Inventory: inventory{"net": {Name: "net"}, "db": {Name: "db"}},
+		Incidents: &incidents{},
+		Leader: leaderFunc(func() error {
 			if err := tm.leading.Load(); err != nil {
 				return *err
 			}
 			return nil
-		},
+		}),
 	})
 	require.NoError(t, err)
 	require.NoError(t, tm.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}, {Name: "db", Spec: "@daily"}}))
@@ -65,6 +61,23 @@ func newTestManager(t *testing.T) (*testManager, *runnertest.Blocking) {
 	t.Cleanup(func() { cancel(); <-done })
 	return tm, br
 }
+
+// inventory is a fixed set of targets (Inventory).
+type inventory map[string]pipeline.Target
+
+func (i inventory) Target(name string) (pipeline.Target, bool) { t, ok := i[name]; return t, ok }
+func (inventory) MaxLogBytes() int                             { return 0 }
+
+// incidents decides nothing and counts its Recorded calls (Incidents).
+type incidents struct{ recorded atomic.Int32 }
+
+func (*incidents) Outcome(string, time.Time, string) store.Outcome { return nil }
+func (i *incidents) Recorded()                                     { i.recorded.Add(1) }
+
+// leaderFunc is a Leader.
+type leaderFunc func() error
+
+func (f leaderFunc) Ready() error { return f() }
 
 // waitRun polls the store until the run has status want.
 func waitRun(t *testing.T, d *testManager, id string, want drift.Status) store.Run {

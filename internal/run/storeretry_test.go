@@ -63,10 +63,10 @@ func TestVerdictKeptWhileStoreUnavailable(t *testing.T) {
 	st.fails.Store(1 << 20) // until the test says the disk has room
 	m, err := New(t.Context(), Options{
 		Store: st, Logger: logger, Auditor: &pipeline.Auditor{Runner: failingRunner{}, Logger: logger},
-		Metrics:  metrics.New(prometheus.NewRegistry(), func() []metrics.WorkspaceSnapshot { return nil }),
-		Schedule: schedule.Options{MaxConcurrent: 1},
-		Target:   func(name string) (pipeline.Target, bool) { return pipeline.Target{Name: name}, name == "net" },
-		Outcome:  func(string, time.Time, string) store.Outcome { return nil },
+		Metrics:   metrics.New(prometheus.NewRegistry(), func() []metrics.WorkspaceSnapshot { return nil }),
+		Schedule:  schedule.Options{MaxConcurrent: 1},
+		Inventory: inventory{"net": {Name: "net"}},
+		Incidents: &incidents{},
 	})
 	require.NoError(t, err)
 	require.NoError(t, m.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}}))

@@ -1,0 +1,145 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/metrics"
+	"github.com/driftwatch/driftwatch/internal/pipeline"
+	"github.com/driftwatch/driftwatch/internal/schedule"
+	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/store/sqlite"
+	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
+)
+
+// handoff is an Incidents and a Remediation that note, in order, what
+// the Manager handed them and what the store held at each step.
+type handoff struct {
+	st *sqlite.Store
+	mu sync.Mutex
+	// events: "outcome <ws>", "decide <run>", "recorded", "after-detect <run>".
+	events []string
+	// atRecorded is the stored run and the workspace's incidents when
+	// Recorded was called.
+	atRecorded struct {
+		run       store.Run
+		incidents []store.Incident
+	}
+}
+
+func (h *handoff) note(e string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, e)
+}
+
+func (h *handoff) Outcome(ws string, now time.Time, runID string) store.Outcome {
+	h.note("outcome " + ws)
+	return func(_, after store.WorkspaceState, _ []store.Incident) ([]store.Incident, []store.OutboxMessage) {
+		h.note("decide " + after.LastRunID)
+		return []store.Incident{{Key: "k-" + runID, Workspace: ws, Class: "errored", State: store.IncidentOpen, OpenedAt: now}}, nil
+	}
+}
+
+func (h *handoff) Recorded() {
+	h.note("recorded")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.events) < 2 {
+		return
+	}
+	ctx := context.Background()
+	runs, _ := h.st.Runs(ctx, "net", 1)
+	if len(runs) == 1 {
+		h.atRecorded.run = runs[0]
+	}
+	h.atRecorded.incidents, _ = h.st.Incidents(ctx, "net")
+}
+
+func (h *handoff) Apply(context.Context, string, string) {}
+
+func (h *handoff) AfterDetect(_ context.Context, _ pipeline.Target, runID string, _ drift.Result, _ *planparse.Plan) {
+	h.note("after-detect " + runID)
+}
+
+func (h *handoff) log() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.events...)
+}
+
+// failingStore refuses every verdict for good (not store.ErrUnavailable).
+type failingStore struct{ Store }
+
+func (failingStore) FinishRunWithOutcome(context.Context, store.Run, store.Outcome) (before, after store.WorkspaceState, err error) {
+	return before, after, errors.New("constraint failed")
+}
+
+func newHandoffManager(t *testing.T, st Store, h *handoff) *Manager {
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	m, err := New(t.Context(), Options{
+		Store: st, Logger: logger, Auditor: &pipeline.Auditor{Runner: failingRunner{}, Logger: logger},
+		Metrics:   metrics.New(prometheus.NewRegistry(), func() []metrics.WorkspaceSnapshot { return nil }),
+		Schedule:  schedule.Options{MaxConcurrent: 1},
+		Inventory: inventory{"net": {Name: "net"}},
+		Incidents: h, Remediation: h,
+	})
+	require.NoError(t, err)
+	require.NoError(t, m.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}}))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Schedule(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return m
+}
+
+// The run -> incident hand-off: the Manager asks Incidents for the run's
+// outcome, the store evaluates it inside the run's transaction (it sees
+// the run's own state), and only after that commit is Incidents told
+// Recorded, by which time the run and its incident are both stored;
+// remediation hears of the detection last.
+func TestIncidentHandoffAfterCommit(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "dw.db"), logger)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	h := &handoff{st: st}
+	m := newHandoffManager(t, st, h)
+
+	id, err := m.Trigger("net")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(h.log()) == 4 }, 10*time.Second, time.Millisecond)
+	require.Equal(t, []string{"outcome net", "decide " + id, "recorded", "after-detect " + id}, h.log())
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	require.Equal(t, id, h.atRecorded.run.ID)
+	require.Equal(t, drift.StatusErrored, h.atRecorded.run.Status, "the run was committed before Recorded")
+	require.Len(t, h.atRecorded.incidents, 1, "its incident with it")
+	require.Equal(t, "k-"+id, h.atRecorded.incidents[0].Key)
+}
+
+// A verdict the store refuses is not handed on: no Recorded, no
+// AfterDetect.
+func TestIncidentHandoffNotAfterFailedCommit(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "dw.db"), logger)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	h := &handoff{st: st}
+	m := newHandoffManager(t, failingStore{st}, h)
+
+	_, err = m.Trigger("net")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return m.sched.Stats().Active == 0 && len(h.log()) > 0 }, 10*time.Second, time.Millisecond)
+	require.Equal(t, []string{"outcome net"}, h.log())
+}
