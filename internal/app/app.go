@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/inventory"
 	"github.com/driftwatch/driftwatch/internal/notify/notifiers"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/report"
@@ -47,13 +48,8 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 	if o.Logger == nil {
 		return nil, errors.New("driftwatch/app: AuditOptions.Logger is required")
 	}
-	if o.Config.HasGitDiscovery() {
-		dctx, cancel := context.WithTimeout(ctx, discoverTimeout)
-		err := o.Config.DiscoverGit(dctx)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("discovery: %w", err)
-		}
+	if err := inventory.DiscoverGit(ctx, o.Config); err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
 	}
 	if ws, err := o.Filter.Select(o.Config); err != nil {
 		return nil, err

@@ -46,7 +46,7 @@ runner:
 	d := newTestDaemon(t, path, nil, nil)
 	require.NotNil(t, d.kube)
 	require.Equal(t, "127.0.0.1:18081", d.kube.listen)
-	srv, err := d.server(d.cfg.Load())
+	srv, err := d.server(d.inv.Config())
 	require.NoError(t, err)
 	do := func(h http.Handler, method, path string) int {
 		req := httptest.NewRequestWithContext(t.Context(), method, "http://driftwatch.dw.svc"+path, strings.NewReader("{}"))

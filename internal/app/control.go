@@ -27,7 +27,7 @@ var (
 
 // Workspaces lists the configured workspaces with their next run.
 func (c control) Workspaces() []server.WorkspaceInfo {
-	cfg := c.d.cfg.Load()
+	cfg := c.d.inv.Config()
 	out := make([]server.WorkspaceInfo, 0, len(cfg.Workspaces))
 	for _, w := range cfg.Workspaces {
 		next, _ := c.d.runs.Next(w.Name)
@@ -46,7 +46,7 @@ func (c control) Notifiers(ctx context.Context) ([]server.NotifierStatus, error)
 	if err != nil {
 		return nil, err
 	}
-	cfg := c.d.cfg.Load()
+	cfg := c.d.inv.Config()
 	out := make([]server.NotifierStatus, 0, len(cfg.Notifiers))
 	for _, n := range cfg.Notifiers {
 		s := stats[n.Name]

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,7 +18,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/incident"
+	"github.com/driftwatch/driftwatch/internal/inventory"
 	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/metrics"
 	"github.com/driftwatch/driftwatch/internal/notify/notifiers"
@@ -54,33 +53,28 @@ type DaemonOptions struct {
 	StoreLockWait time.Duration
 }
 
-// daemon is the running service's parts: the current config (swapped on
-// reload) and what was built from it, the store, the run lifecycle, the
-// remediation controller, the outbox, metrics and who leads.
+// daemon is the running service's parts: the inventory (the current
+// config and what was built from it, swapped on reload), the store, the
+// run lifecycle, the remediation controller, the silences, the outbox,
+// metrics and who leads.
 type daemon struct {
-	log   *slog.Logger
-	owner string // terraform.Request.Owner of every run (leader.StoreOwner)
+	log *slog.Logger
 	// isolation is what local runs are confined with (/api/v1/status).
 	isolation sandbox.Isolation
-	cfg       atomic.Pointer[config.Config]
-	targets   atomic.Pointer[map[string]pipeline.Target]
-	alerts    atomic.Pointer[map[string]incident.Plan]
+	inv       *inventory.Watcher
 	store     store.DaemonStore
 	outbox    *outbox.Dispatcher
 	metrics   *metrics.Metrics
 	reg       *prometheus.Registry
 	runs      *run.Manager
 	rem       *remediation.Controller
+	silences  *silence.Service
 	leader    *leader.State
 	// electing is set when leader election is on: lead takes the store
 	// lock.
 	electing bool
 	// kube is the kubernetes runner mode (nil: local).
 	kube *kubeRuntime
-	// holds are the silences and maintenance windows the alert plans
-	// ask; silences keeps them (silence.Service).
-	holds    *silence.Book
-	silences *silence.Service
 }
 
 // RunDaemon runs the daemon until ctx is done (SIGTERM/SIGINT in main),
@@ -104,13 +98,10 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	if kubeMode && o.Once {
 		return report.ExitError, errors.New("daemon --once runs locally: it needs runner.mode local (or use `driftwatch audit`)")
 	}
-	if o.Once && cfg.HasGitDiscovery() {
-		// A long-running daemon discovers in its reload loop; one pass
-		// needs its git roots before it starts.
-		dctx, cancel := context.WithTimeout(ctx, discoverTimeout)
-		err := cfg.DiscoverGit(dctx)
-		cancel()
-		if err != nil {
+	if o.Once {
+		// A long-running daemon discovers in its inventory's loop; one
+		// pass needs its git roots before it starts.
+		if err := inventory.DiscoverGit(ctx, cfg); err != nil {
 			return report.ExitError, fmt.Errorf("discovery: %w", err)
 		}
 	}
@@ -130,13 +121,13 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		return report.ExitError, err
 	}
 	defer st.Close()
-	d, err := newDaemon(ctx, cfg, st, o.Logger, nil)
+	d, err := newDaemon(ctx, o, cfg, st, nil)
 	if err != nil {
 		return report.ExitError, err
 	}
 	d.electing = electing
 	if o.Once {
-		return d.once(ctx, cfg)
+		return d.once(ctx)
 	}
 	srv, err := d.server(cfg)
 	if err != nil {
@@ -148,14 +139,8 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	if d.kube != nil {
 		g.Go(func() error { return d.kube.serveCallback(gctx) })
 	}
-	g.Go(func() error { d.reloadLoop(gctx, o.ConfigPath, o.ReloadInterval); return nil })
-	g.Go(func() error {
-		d.runs.Retain(gctx, func() (int, time.Duration) {
-			s := d.cfg.Load().Store
-			return s.KeepRuns, time.Duration(s.MaxAge)
-		})
-		return nil
-	})
+	g.Go(func() error { d.inv.Run(gctx); return nil })
+	g.Go(func() error { d.runs.Retain(gctx, d.inv.Retention); return nil })
 	if le := cfg.Runner.LeaderElection; electing {
 		// Only the Lease holder schedules and runs; losing the Lease ends
 		// the process (after stopping scheduling) so that it campaigns
@@ -173,13 +158,15 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	return 0, nil
 }
 
-// newDaemon builds the daemon's parts from cfg on the open store st: the
-// sandbox mode, the run targets and alert plans, the runner (local, or
-// Kubernetes Jobs), metrics, the run lifecycle with its scheduler, the
-// remediation controller, the notifiers and the outbox. A non-nil detect
-// replaces the runner of detection runs (tests).
-func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, log *slog.Logger, detect runner.Runner) (*daemon, error) {
-	d := &daemon{log: log, owner: leader.StoreOwner(cfg.Store.Path), store: st, leader: leader.New(log), holds: &silence.Book{}}
+// newDaemon builds the daemon's parts from cfg (loaded from
+// o.ConfigPath) on the open store st: the sandbox mode, the inventory
+// (run targets and alert plans), the runner (local, or Kubernetes Jobs),
+// metrics, the run lifecycle with its scheduler, the remediation
+// controller, the notifiers and the outbox, and the silences. A non-nil
+// detect replaces the runner of detection runs (tests).
+func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st store.DaemonStore, detect runner.Runner) (*daemon, error) {
+	log := o.Logger
+	d := &daemon{log: log, store: st, leader: leader.New(log)}
 	d.isolation = sandbox.Isolation{Mode: "none", Reason: "runs are Kubernetes Jobs: the pod is their sandbox",
 		Network: "host", NetworkReason: "runs are Kubernetes Jobs: the chart's NetworkPolicy confines them"}
 	// The daemon re-checks the same workspaces: it keeps their initialised
@@ -187,14 +174,13 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 	lr := local.New(log)
 	lr.KeepWorkDirs = true
 	auditor := &pipeline.Auditor{Runner: lr, Logger: log}
+	var err error
 	if cfg.Runner.Mode == config.RunnerModeKubernetes {
-		var err error
 		if d.kube, err = newKubeRuntime(cfg, log, d.mayApply); err != nil {
 			return nil, err
 		}
 		auditor = &pipeline.Auditor{Runner: d.kube.runner, Logger: log}
 	} else {
-		var err error
 		if d.isolation, err = isolation(cfg, log); err != nil {
 			return nil, err
 		}
@@ -205,11 +191,12 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 	if detect != nil {
 		auditor = &pipeline.Auditor{Runner: detect, Logger: log}
 	}
-	targets, err := targetMap(cfg, d.owner)
+	holds := &silence.Book{}
+	d.inv, err = inventory.New(cfg, inventory.Options{Path: o.ConfigPath, Every: o.ReloadInterval,
+		Owner: leader.StoreOwner(cfg.Store.Path), Holds: holds, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	d.setConfig(cfg, targets)
 	d.reg = prometheus.NewRegistry()
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.metrics = metrics.New(d.reg, d.snapshot)
@@ -225,12 +212,12 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 		Store: st, Logger: log, Auditor: auditor, Metrics: d.metrics,
 		Schedule: schedule.Options{MaxConcurrent: cfg.MaxConcurrentRuns, Jitter: time.Duration(cfg.Defaults.Jitter), Clock: schedulerClock(),
 			AllowSubMinute: cfg.AllowSubMinuteSchedules},
-		Inventory: cfgView{d}, Incidents: incidents{d}, Leader: d.leader, Remediation: d.rem,
+		Inventory: d.inv, Incidents: incidents{d}, Leader: d.leader, Remediation: d.rem,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := d.runs.SetJobs(jobs(cfg)); err != nil {
+	if err := d.runs.SetJobs(d.inv.Snapshot().Jobs()); err != nil {
 		return nil, err
 	}
 	ns, err := notifiers.Build(cfg, log)
@@ -244,53 +231,37 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 	if err != nil {
 		return nil, err
 	}
-	d.silences, err = silence.New(ctx, silence.Options{Store: st, Book: d.holds, Inventory: cfgView{d}, Leader: d.leader, Outbox: d.outbox, Logger: log})
-	return d, err
+	d.silences, err = silence.New(ctx, silence.Options{Store: st, Book: holds, Inventory: d.inv, Leader: d.leader, Outbox: d.outbox, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	d.inv.Connect(inventory.Parts{Runs: d.runs, Store: st, Leader: d.leader, Outbox: d.outbox,
+		Notifiers: notifierSet{d}, Followers: []inventory.Follower{d.rem}})
+	return d, nil
 }
-
-// cfgView is the daemon's current config as the silences and the run
-// lifecycle read it.
-type cfgView struct{ d *daemon }
-
-func (v cfgView) Config() *config.Config { return v.d.cfg.Load() }
-
-func (v cfgView) Target(name string) (pipeline.Target, bool) {
-	t, ok := (*v.d.targets.Load())[name]
-	return t, ok
-}
-
-func (v cfgView) MaxLogBytes() int { return v.d.cfg.Load().Store.MaxLogBytes }
 
 // incidents is the run lifecycle's hand-off to incidents (run.Incidents):
-// the current alert plans decide, in the run's transaction; the outbox
+// the current alert plan decides, in the run's transaction; the outbox
 // is woken after its commit.
 type incidents struct{ d *daemon }
 
 func (i incidents) Outcome(name string, now time.Time, runID string) store.Outcome {
-	return (*i.d.alerts.Load())[name].Outcome(now, runID, drift.NewRunID)
+	p, _ := i.d.inv.Plan(name)
+	return p.Outcome(now, runID, drift.NewRunID)
 }
 
 func (i incidents) Recorded() { i.d.outbox.Wake() }
 
-// setConfig makes cfg the current config, with its run targets (built by
-// targetMap, which reads every secret file: once per load) and alert
-// plans (start and reload).
-func (d *daemon) setConfig(cfg *config.Config, targets map[string]pipeline.Target) {
-	plans := incident.Plans(cfg)
-	for _, w := range cfg.Workspaces {
-		p := plans[w.Name]
-		p.Held = func(at time.Time) bool {
-			_, held := d.holds.Held(w.Name, w.Labels, at)
-			return held
-		}
-		plans[w.Name] = p
+// notifierSet builds a reloaded config's notifiers for the outbox
+// (inventory.Notifiers).
+type notifierSet struct{ d *daemon }
+
+func (n notifierSet) SetNotifiers(cfg *config.Config) error {
+	ns, err := notifiers.Build(cfg, n.d.log)
+	if err == nil {
+		n.d.outbox.SetNotifiers(ns)
 	}
-	if windows, err := silence.Windows(cfg.MaintenanceWindows); err == nil { // validated with the config
-		d.holds.SetWindows(windows)
-	}
-	d.cfg.Store(cfg)
-	d.targets.Store(&targets)
-	d.alerts.Store(&plans)
+	return err
 }
 
 // server is the HTTP server: status page, API (through control) and
@@ -311,7 +282,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 	slackHandler, err := slackinteract.New(slackinteract.Options{
 		Notifiers: func() ([]slackinteract.Notifier, error) {
 			var out []slackinteract.Notifier
-			for _, n := range d.cfg.Load().Notifiers {
+			for _, n := range d.inv.Config().Notifiers {
 				s := n.Slack
 				if n.Type != "slack" || s == nil || s.SigningSecretFile == "" {
 					continue
@@ -376,7 +347,7 @@ func (d *daemon) runnerMode() string {
 func (d *daemon) lead(ctx context.Context) error {
 	if d.electing {
 		// A standby sharing the store waited here for the leader's lock.
-		cfg := d.cfg.Load()
+		cfg := d.inv.Config()
 		d.log.Info("leading: taking the store lock", "store", cfg.Store.Path)
 		unlock, err := leader.ClaimStore(ctx, d.log, cfg.Store.Path, cfg.Terraform.WorkDir, 0)
 		if err != nil {
@@ -416,14 +387,14 @@ func (d *daemon) lead(ctx context.Context) error {
 	g.Go(func() error { return d.runs.Schedule(runCtx) })
 	g.Go(func() error { d.silences.Run(gctx); return nil })
 	g.Go(func() error { return d.rem.Run(gctx) })
-	d.runs.QueueUnchecked(workspaceNames(d.cfg.Load()))
+	d.runs.QueueUnchecked(d.inv.Snapshot().Names())
 	return g.Wait()
 }
 
 // once recovers what a previous process left, runs every workspace once
 // through the scheduler's queue (so the concurrency cap holds), records
 // the runs, delivers their alerts and returns the audit exit code.
-func (d *daemon) once(ctx context.Context, cfg *config.Config) (int, error) {
+func (d *daemon) once(ctx context.Context) (int, error) {
 	if err := d.runs.Recover(ctx); err != nil {
 		return report.ExitError, err
 	}
@@ -437,7 +408,7 @@ func (d *daemon) once(ctx context.Context, cfg *config.Config) (int, error) {
 	go func() { defer wg.Done(); _ = d.runs.Schedule(ctx) }()
 	go func() { defer wg.Done(); _ = d.outbox.Run(ctx) }()
 	start := time.Now()
-	results, err := d.runs.Once(ctx, workspaceNames(cfg))
+	results, err := d.runs.Once(ctx, d.inv.Snapshot().Names())
 	if err != nil {
 		if ctx.Err() != nil {
 			err = errors.New("interrupted")
@@ -455,7 +426,7 @@ func (d *daemon) once(ctx context.Context, cfg *config.Config) (int, error) {
 
 // snapshot feeds the per-workspace metrics: configured workspaces only.
 func (d *daemon) snapshot() []metrics.WorkspaceSnapshot {
-	cfg := d.cfg.Load()
+	cfg := d.inv.Config()
 	out := make([]metrics.WorkspaceSnapshot, 0, len(cfg.Workspaces))
 	for _, w := range cfg.Workspaces {
 		s, ok := d.runs.State(w.Name)
@@ -465,36 +436,6 @@ func (d *daemon) snapshot() []metrics.WorkspaceSnapshot {
 			snap.LastRunAt, snap.LastSuccessAt, snap.StatusSince = s.LastRunAt, s.LastSuccessAt, s.Since
 		}
 		out = append(out, snap)
-	}
-	return out
-}
-
-func targetMap(cfg *config.Config, owner string) (map[string]pipeline.Target, error) {
-	// The probe is cached: an error was already reported at start-up.
-	iso, _ := sandbox.DetectIsolation(cfg.Terraform.Sandbox, cfg.Terraform.SandboxNetwork)
-	ts, err := pipeline.Targets(cfg, pipeline.Filter{}, pipeline.Env{Owner: owner, Jail: iso.Bwrap, JailNet: iso.Pasta})
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[string]pipeline.Target, len(ts))
-	for _, t := range ts {
-		m[t.Name] = t
-	}
-	return m, nil
-}
-
-func jobs(cfg *config.Config) []schedule.Job {
-	out := make([]schedule.Job, 0, len(cfg.Workspaces))
-	for _, w := range cfg.Workspaces {
-		out = append(out, schedule.Job{Name: w.Name, Spec: w.Schedule})
-	}
-	return out
-}
-
-func workspaceNames(cfg *config.Config) []string {
-	out := make([]string, 0, len(cfg.Workspaces))
-	for _, w := range cfg.Workspaces {
-		out = append(out, w.Name)
 	}
 	return out
 }

@@ -61,7 +61,7 @@ func newTestDaemon(t *testing.T, path string, detect runner.Runner, prepare func
 	if prepare != nil {
 		prepare(st)
 	}
-	d, err := newDaemon(t.Context(), cfg, st, logger, detect)
+	d, err := newDaemon(t.Context(), DaemonOptions{ConfigPath: path, Logger: logger}, cfg, st, detect)
 	require.NoError(t, err)
 	d.leader.SetLeading(true) // as lead does once it schedules
 	return d

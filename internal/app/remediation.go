@@ -78,11 +78,10 @@ func (d *daemon) mayApply(ctx context.Context, runID string) *engine.Refusal {
 // seen at once.
 type remediationHost struct{ d *daemon }
 
-func (h remediationHost) Config() *config.Config { return h.d.cfg.Load() }
+func (h remediationHost) Config() *config.Config { return h.d.inv.Config() }
 
 func (h remediationHost) Target(workspace string) (pipeline.Target, bool) {
-	t, ok := (*h.d.targets.Load())[workspace]
-	return t, ok
+	return h.d.inv.Target(workspace)
 }
 
 func (h remediationHost) Leading() bool { return h.d.leader.Leading() }
@@ -96,8 +95,7 @@ func (h remediationHost) Detect(ctx context.Context, workspace, trigger string) 
 }
 
 func (h remediationHost) AlertPlan(workspace string) (remediation.AlertPlan, bool) {
-	p, ok := (*h.d.alerts.Load())[workspace]
-	return p, ok
+	return h.d.inv.Plan(workspace)
 }
 
 func (h remediationHost) WakeOutbox() { h.d.outbox.Wake() }

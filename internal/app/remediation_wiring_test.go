@@ -74,11 +74,11 @@ func (w *wiringDaemon) get(t *testing.T, id string) store.Remediation {
 	return r
 }
 
-// reload rewrites the config file and reloads it with daemon.reload.
+// reload rewrites the config file and reloads it (inventory.Watcher.Reload).
 func (w *wiringDaemon) reload(t *testing.T, net, db string) {
 	t.Helper()
 	w.writeConfig(t, net, db)
-	w.d.reload(w.path)
+	require.True(t, w.d.inv.Reload())
 }
 
 // TestRemediationWiringStart: newDaemon's controller reads the persisted kill
@@ -146,12 +146,10 @@ func TestRemediationWiringAPI(t *testing.T) {
 func TestRemediationWiringSchedulerRun(t *testing.T) {
 	w := newWiringDaemon(t, false)
 	w.storeRemediation(t, w.d.store, "rem-net", "net", store.RemediationApproved)
-	w.d.cfg.Store(func() *config.Config {
-		w.writeConfig(t, config.RemediationOff, config.RemediationApprove)
-		cfg, err := config.LoadFile(w.path)
-		require.NoError(t, err)
-		return cfg
-	}()) // swapped without the reload hook
+	// Reloaded as a standby: the controller's reload hook ends nothing.
+	w.d.leader.SetLeading(false)
+	w.reload(t, config.RemediationOff, config.RemediationApprove)
+	w.d.leader.SetLeading(true)
 
 	w.d.schedule(t)
 	require.NoError(t, w.d.runs.QueueApply("net"))
@@ -167,15 +165,15 @@ func TestRemediationWiringSchedulerRun(t *testing.T) {
 func TestRemediationHost(t *testing.T) {
 	w := newWiringDaemon(t, false)
 	h := remediationHost{w.d}
-	require.Same(t, w.d.cfg.Load(), h.Config())
+	require.Same(t, w.d.inv.Config(), h.Config())
 	tg, ok := h.Target("net")
 	require.True(t, ok)
-	require.Equal(t, (*w.d.targets.Load())["net"], tg)
+	require.Equal(t, w.d.inv.Snapshot().Targets["net"], tg)
 	_, ok = h.Target("nope")
 	require.False(t, ok)
 	plan, ok := h.AlertPlan("db")
 	require.True(t, ok)
-	want := (*w.d.alerts.Load())["db"]
+	want := w.d.inv.Snapshot().Plans["db"]
 	require.Equal(t, want.Policy, plan.Policy)
 	require.Equal(t, want.Targets, plan.Targets)
 	require.NotEmpty(t, plan.Targets)

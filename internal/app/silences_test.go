@@ -22,7 +22,7 @@ func finishDrift(t *testing.T, d *daemon, ws string, at time.Time, fs ...drift.F
 	r := store.Run{ID: drift.NewRunID(), Workspace: ws, Trigger: "manual", StartedAt: at}
 	require.NoError(t, d.store.StartRun(t.Context(), r))
 	r.FinishedAt, r.Status, r.Findings = at, drift.StatusOf(fs), fs
-	_, _, err := d.store.FinishRunWithOutcome(t.Context(), r, (*d.alerts.Load())[ws].Outcome(at, r.ID, drift.NewRunID))
+	_, _, err := d.store.FinishRunWithOutcome(t.Context(), r, incidents{d}.Outcome(ws, at, r.ID))
 	require.NoError(t, err)
 }
 
@@ -85,7 +85,7 @@ func TestSilenceHoldsAndReleases(t *testing.T) {
 
 	// A restarted daemon on the same store still holds net.
 	d2 := newTestDaemon(t, path, nil, nil)
-	_, held := d2.holds.Held("net", nil, now.Add(time.Minute))
+	held := d2.inv.Snapshot().Plans["net"].Held(now.Add(time.Minute))
 	require.True(t, held, "silences survive a restart")
 	list, err := control{d: d2}.Silences(t.Context())
 	require.NoError(t, err)
@@ -121,8 +121,8 @@ func TestMaintenanceWindowHolds(t *testing.T) {
 `)
 	d := newTestDaemon(t, path, nil, nil)
 	now := time.Now().UTC()
-	require.True(t, (*d.alerts.Load())["net"].Held(now))
-	require.False(t, (*d.alerts.Load())["db"].Held(now))
+	require.True(t, d.inv.Snapshot().Plans["net"].Held(now))
+	require.False(t, d.inv.Snapshot().Plans["db"].Held(now))
 	ws := control{d: d}.MaintenanceWindows(now)
 	require.Len(t, ws, 1)
 	require.True(t, ws[0].Active)

@@ -47,7 +47,7 @@ func TestSlackInteractionWiring(t *testing.T) {
 	w.d = newTestDaemon(t, path, nil, nil)
 	w.storeRemediation(t, w.d.store, "rem-net", "net", store.RemediationPending)
 	hash := w.get(t, "rem-net").ChangeSetHash
-	srv, err := w.d.server(w.d.cfg.Load())
+	srv, err := w.d.server(w.d.inv.Config())
 	require.NoError(t, err)
 
 	p := notifytest.SlackActionPayload{
@@ -92,7 +92,7 @@ func TestSlackInteractionWiring(t *testing.T) {
 	// handler, whose memory is empty, as after a restart) refuses its
 	// replay.
 	replayed := notifytest.SlackSigner{Secret: secret}.Request(target, p.Body(), sent)
-	srv2, err := w.d.server(w.d.cfg.Load())
+	srv2, err := w.d.server(w.d.inv.Config())
 	require.NoError(t, err)
 	rec = httptest.NewRecorder()
 	srv2.Handler().ServeHTTP(rec, replayed)
