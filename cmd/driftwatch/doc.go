@@ -21,8 +21,8 @@
 // forbidden, 1 error) and signal handling (SIGINT and SIGTERM cancel the
 // command's context). Everything else is a call: validate, audit, daemon
 // and runner go through internal/app (app.Harden first, for every
-// command); inventory prints what config.LoadFile and
-// Config.DiscoverGit expand; the commands that call a running daemon (run, logs, cancel,
+// command); inventory prints what app.LoadConfig and
+// app.DiscoverGit expand; the commands that call a running daemon (run, logs, cancel,
 // approve, reject, silence) go through internal/apiclient; reports are
 // written by internal/report.
 //

@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/report"
 )
@@ -38,7 +39,7 @@ func inventoryCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "driftwatch: unknown format %q (use table or yaml)\n", *format)
 		return report.ExitError
 	}
-	cfg, err := config.LoadFile(*cfgPath)
+	cfg, err := app.LoadConfig(*cfgPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "driftwatch: invalid config:\n%v\n", err)
 		return report.ExitError
@@ -46,7 +47,7 @@ func inventoryCmd(args []string, stdout, stderr io.Writer) int {
 	if cfg.HasGitDiscovery() {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		if err := cfg.DiscoverGit(ctx); err != nil {
+		if err := app.DiscoverGit(ctx, cfg); err != nil {
 			fmt.Fprintf(stderr, "driftwatch: discovery:\n%v\n", err)
 			return report.ExitError
 		}

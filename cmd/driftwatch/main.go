@@ -109,7 +109,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return report.ExitError
 	}
-	cfg, err := config.LoadFile(*cfgPath)
+	cfg, err := app.LoadConfig(*cfgPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "driftwatch: invalid config:\n%v\n", err)
 		return report.ExitError
@@ -167,7 +167,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "driftwatch: --label: %v\n", err)
 		return report.ExitError
 	}
-	cfg, err := config.LoadFile(*cfgPath)
+	cfg, err := app.LoadConfig(*cfgPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "driftwatch: invalid config:\n%v\n", err)
 		return report.ExitError

@@ -48,7 +48,7 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 	if o.Logger == nil {
 		return nil, errors.New("driftwatch/app: AuditOptions.Logger is required")
 	}
-	if err := inventory.DiscoverGit(ctx, o.Config); err != nil {
+	if err := inventory.DiscoverGit(ctx, o.Config, inventory.DiscoverTimeout); err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
 	if ws, err := o.Filter.Select(o.Config); err != nil {
@@ -105,6 +105,18 @@ func isolation(cfg *config.Config, logger *slog.Logger) (sandbox.Isolation, erro
 		logger.Warn("local runs resolve no names: /etc/resolv.conf names only a resolver on loopback, which a run's own network namespace does not reach; point it at a resolver on another address, or set terraform.sandbox_network: host")
 	}
 	return iso, nil
+}
+
+// LoadConfig reads the config file at path and expands its discover:
+// entries with a local source (inventory.Load); git ones wait for
+// DiscoverGit.
+func LoadConfig(path string) (*config.Config, error) { return inventory.Load(path) }
+
+// DiscoverGit checks the sources of the config's git discover: entries
+// out and adds their workspaces (inventory.DiscoverGit, unbounded: the
+// inventory command).
+func DiscoverGit(ctx context.Context, cfg *config.Config) error {
+	return inventory.DiscoverGit(ctx, cfg, 0)
 }
 
 // Validate checks what `driftwatch validate` can check beyond the config

@@ -5,14 +5,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/driftwatch/driftwatch/internal/config"
 )
 
 // The shipped configs pass `driftwatch validate`, notifiers included.
 func TestValidateShippedConfigs(t *testing.T) {
 	for _, f := range []string{"../../configs/driftwatch.example.yaml", "../../configs/examples/driftwatch.yaml"} {
-		cfg, err := config.LoadFile(f)
+		cfg, err := LoadConfig(f)
 		require.NoError(t, err, f)
 		require.NoError(t, Validate(cfg, slog.New(slog.DiscardHandler)), f)
 	}

@@ -90,7 +90,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	if o.StoreLockWait <= 0 {
 		o.StoreLockWait = leader.StoreLockWait
 	}
-	cfg, err := config.LoadFile(o.ConfigPath)
+	cfg, err := inventory.Load(o.ConfigPath)
 	if err != nil {
 		return report.ExitError, fmt.Errorf("invalid config:\n%w", err)
 	}
@@ -101,7 +101,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	if o.Once {
 		// A long-running daemon discovers in its inventory's loop; one
 		// pass needs its git roots before it starts.
-		if err := inventory.DiscoverGit(ctx, cfg); err != nil {
+		if err := inventory.DiscoverGit(ctx, cfg, inventory.DiscoverTimeout); err != nil {
 			return report.ExitError, fmt.Errorf("discovery: %w", err)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -52,7 +51,7 @@ workspaces:
 // if set, sees the store first (what a restart finds).
 func newTestDaemon(t *testing.T, path string, detect runner.Runner, prepare func(store.DaemonStore)) *daemon {
 	t.Helper()
-	cfg, err := config.LoadFile(path)
+	cfg, err := LoadConfig(path)
 	require.NoError(t, err)
 	logger := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(t.Context(), cfg.Store.Path, logger)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
@@ -104,7 +103,7 @@ discover:
     source: { path: repo/live }
     include: [envs/dev]
 `, bin, cli, repo)), 0o644))
-			cfg, err := config.LoadFile(path)
+			cfg, err := LoadConfig(path)
 			require.NoError(t, err)
 			rep, err := Audit(t.Context(), AuditOptions{Config: cfg, Concurrency: 2, Logger: slog.New(slog.DiscardHandler)})
 			require.NoError(t, err)

@@ -178,8 +178,14 @@ const (
 )
 
 // LoadFile reads, strictly decodes and validates the config at path,
-// including its `include:` fragments. Every error names file, line and key.
-func LoadFile(path string) (*Config, error) {
+// including its `include:` fragments. Every error names file, line and
+// key. Its discover: entries are validated, not expanded (LoadFileWith).
+func LoadFile(path string) (*Config, error) { return LoadFileWith(path, nil) }
+
+// LoadFileWith is LoadFile that also expands the discover: entries with a
+// local source, with find: their workspaces are validated with the
+// configured ones.
+func LoadFileWith(path string, find Finder) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
@@ -188,12 +194,14 @@ func LoadFile(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Load(abs, data)
+	return load(abs, data, find)
 }
 
 // Load decodes and validates config data that was read from file (used for
-// relative paths and error messages).
-func Load(file string, data []byte) (*Config, error) {
+// relative paths and error messages), as LoadFile does.
+func Load(file string, data []byte) (*Config, error) { return load(file, data, nil) }
+
+func load(file string, data []byte, find Finder) (*Config, error) {
 	node, err := parseDocument(file, data)
 	if err != nil {
 		return nil, err
@@ -211,7 +219,7 @@ func Load(file string, data []byte) (*Config, error) {
 		return nil, err
 	}
 	// Discovered workspaces are validated with the configured ones.
-	derr := cfg.expandDiscover(context.Background(), pos)
+	derr := cfg.expandDiscover(context.Background(), pos, find)
 	if err := errors.Join(derr, cfg.validate(pos)); err != nil {
 		return nil, err
 	}

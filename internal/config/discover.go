@@ -10,22 +10,20 @@ import (
 	"path/filepath"
 	"strings"
 	"text/template"
-
-	"github.com/driftwatch/driftwatch/internal/discover"
-	"github.com/driftwatch/driftwatch/internal/source"
 )
 
 // Discover is an inventory entry that expands into one workspace per
-// Terraform root module found in its source (internal/discover): a
+// Terraform root module found in its source (a Finder finds them): a
 // directory with .tf or .tf.json files holding a terraform, backend or
 // provider block that no other configuration in the tree calls as a
 // local module, kept by Include and Exclude.
 //
-// A local source is expanded when the config loads, so validate, audit,
-// inventory and the daemon see the same workspaces. A git source is
-// expanded by DiscoverGit after a checkout (the daemon at start and on
-// every reload, and the inventory command); Load alone leaves it
-// unexpanded.
+// A local source is expanded when the config loads with a Finder
+// (LoadFileWith), so validate, audit, inventory and the daemon see the
+// same workspaces. A git source is expanded by DiscoverGit after a
+// checkout (the daemon at start and on every reload, and the inventory
+// command); loading alone leaves it unexpanded, and loading without a
+// Finder (LoadFile, Load) leaves every entry unexpanded.
 type Discover struct {
 	// NamePrefix is prepended to every generated name, with a '-'.
 	NamePrefix string `yaml:"name_prefix"`
@@ -92,6 +90,31 @@ func (w Workspace) Origin() string {
 	return fmt.Sprintf("discover[%d]", w.Discovered.Entry)
 }
 
+// Root is a root module a Finder found in a discover: entry's tree.
+type Root struct {
+	// Path is its directory relative to the tree, slash-separated ("."
+	// for the tree itself).
+	Path string
+	// Name is the generated workspace's name.
+	Name string
+	// Outside lists the local module directories it calls that lie
+	// outside its own directory.
+	Outside []string
+}
+
+// Finder reads the trees of discover: entries; config itself reads no
+// Terraform file and checks nothing out (internal/inventory's Finder
+// does, with internal/discover and internal/source).
+type Finder interface {
+	// Roots lists the roots under tree kept by the include and exclude
+	// globs, named with namePrefix, sorted by path.
+	Roots(ctx context.Context, tree string, include, exclude []string, namePrefix string) ([]Root, error)
+	// Checkout checks g's repository out (cached in cacheDir, in a
+	// temporary directory under workDir, "" the system's) and returns the
+	// tree g.Path names in it, and done, which removes the checkout.
+	Checkout(ctx context.Context, g GitSource, cacheDir, workDir string) (tree string, done func(), err error)
+}
+
 // validate checks the entry itself and returns its compiled label
 // templates (nil on error).
 func (d *Discover) validate(c *Config) (map[string]*template.Template, []error) {
@@ -116,7 +139,7 @@ func (d *Discover) validate(c *Config) (map[string]*template.Template, []error) 
 	}
 	for k, list := range map[string][]string{"include": d.Include, "exclude": d.Exclude} {
 		for i, g := range list {
-			if err := discover.CheckGlob(g); err != nil {
+			if err := checkPathGlob(g); err != nil {
 				add(fmt.Sprintf("%s[%d]", k, i), "invalid glob %q: %v", g, err)
 			}
 		}
@@ -145,6 +168,24 @@ func (d *Discover) validate(c *Config) (map[string]*template.Template, []error) 
 	return tmpls, nil
 }
 
+// checkPathGlob reports whether pattern is a valid include or exclude
+// glob: path.Match's syntax per slash-separated segment, and "**" for
+// any number of segments (the Finder matches them so).
+func checkPathGlob(pattern string) error {
+	if pattern == "" {
+		return errors.New("empty glob")
+	}
+	for _, seg := range strings.Split(pattern, "/") {
+		if seg == "**" {
+			continue
+		}
+		if _, err := path.Match(seg, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // templateErr drops the "template: name:" head text/template puts on
 // its errors: the key already names it.
 func templateErr(err error) string {
@@ -157,10 +198,10 @@ func templateErr(err error) string {
 	return msg
 }
 
-// expand returns the workspaces of the roots found in tree (the local
-// directory, or a git checkout's searched subdirectory).
-func (d *Discover) expand(ctx context.Context, entry int, tree string, tmpls map[string]*template.Template) ([]Workspace, error) {
-	roots, err := discover.Find(ctx, tree, discover.Options{Include: d.Include, Exclude: d.Exclude, NamePrefix: d.NamePrefix})
+// expand returns the workspaces of the roots find finds in tree (the
+// local directory, or a git checkout's searched subdirectory).
+func (d *Discover) expand(ctx context.Context, find Finder, entry int, tree string, tmpls map[string]*template.Template) ([]Workspace, error) {
+	roots, err := find.Roots(ctx, tree, d.Include, d.Exclude, d.NamePrefix)
 	if err != nil {
 		return nil, d.pos.errorf(d.prefix+".source", "%v", err)
 	}
@@ -241,10 +282,10 @@ func cloneMap(m map[string]string) map[string]string {
 	return out
 }
 
-// expandDiscover validates every discover: entry and expands those with a
-// local source into c.Workspaces (before validation, which checks the
-// generated workspaces like any other).
-func (c *Config) expandDiscover(ctx context.Context, pos *positions) error {
+// expandDiscover validates every discover: entry and, with find, expands
+// those with a local source into c.Workspaces (before validation, which
+// checks the generated workspaces like any other).
+func (c *Config) expandDiscover(ctx context.Context, pos *positions, find Finder) error {
 	var errs []error
 	for i := range c.Discover {
 		d := &c.Discover[i]
@@ -254,10 +295,10 @@ func (c *Config) expandDiscover(ctx context.Context, pos *positions) error {
 			errs = append(errs, verrs...)
 			continue
 		}
-		if d.Source.Path == "" {
+		if d.Source.Path == "" || find == nil {
 			continue // git: DiscoverGit
 		}
-		ws, err := d.expand(ctx, i, d.Source.Path, tmpls)
+		ws, err := d.expand(ctx, find, i, d.Source.Path, tmpls)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -278,14 +319,14 @@ func (c *Config) HasGitDiscovery() bool {
 	return false
 }
 
-// DiscoverGit checks out the source of every git discover: entry (in
-// terraform.git_cache_dir, as runs do) and adds the workspaces of the
-// roots found there to c, validated like any workspace: errors name the
-// entry's file, line and key. It is called on a loaded config (Load), by
-// the daemon at start and on every reload, by audit and by the inventory
-// command; on error c is unchanged. Once it has succeeded, a second call
-// does nothing.
-func (c *Config) DiscoverGit(ctx context.Context) error {
+// DiscoverGit checks out, with find, the source of every git discover:
+// entry (in terraform.git_cache_dir, as runs do) and adds the workspaces
+// of the roots found there to c, validated like any workspace: errors
+// name the entry's file, line and key. It is called on a loaded config
+// (internal/inventory's DiscoverGit, for the daemon at start and on every
+// reload, audit and the inventory command); on error c is unchanged.
+// Once it has succeeded, a second call does nothing.
+func (c *Config) DiscoverGit(ctx context.Context, find Finder) error {
 	if c.gitDiscovered {
 		return nil
 	}
@@ -301,7 +342,7 @@ func (c *Config) DiscoverGit(ctx context.Context) error {
 			errs = append(errs, verrs...)
 			continue
 		}
-		ws, err := d.expandGit(ctx, i, c.gitCacheDir(), c.Terraform.WorkDir, tmpls)
+		ws, err := d.expandGit(ctx, find, i, c.gitCacheDir(), c.Terraform.WorkDir, tmpls)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -330,26 +371,13 @@ func (c *Config) DiscoverGit(ctx context.Context) error {
 	return nil
 }
 
-func (d *Discover) expandGit(ctx context.Context, entry int, cacheDir, workDir string, tmpls map[string]*template.Template) ([]Workspace, error) {
-	// The work directory may not exist yet (a daemon's first discovery
-	// comes before its first run); runs make it 0700 too. "": the
-	// system's temporary directory.
-	if workDir != "" {
-		if err := os.MkdirAll(workDir, 0o700); err != nil {
-			return nil, d.pos.errorf(d.prefix+".source.git", "%v", err)
-		}
-	}
-	tmp, err := os.MkdirTemp(workDir, "driftwatch-discover-")
+func (d *Discover) expandGit(ctx context.Context, find Finder, entry int, cacheDir, workDir string, tmpls map[string]*template.Template) ([]Workspace, error) {
+	tree, done, err := find.Checkout(ctx, *d.Source.Git, cacheDir, workDir)
 	if err != nil {
 		return nil, d.pos.errorf(d.prefix+".source.git", "%v", err)
 	}
-	defer os.RemoveAll(tmp)
-	g := d.Source.Git
-	tree, _, err := source.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}.Checkout(ctx, cacheDir, tmp)
-	if err != nil {
-		return nil, d.pos.errorf(d.prefix+".source.git", "%v", err)
-	}
-	return d.expand(ctx, entry, tree, tmpls)
+	defer done()
+	return d.expand(ctx, find, entry, tree, tmpls)
 }
 
 // gitCacheDir is terraform.git_cache_dir, else the cache runs use.

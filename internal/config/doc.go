@@ -23,12 +23,17 @@
 //
 // Loading reads the config and its fragments and checks that the files it
 // names exist (token files: readable and not empty); it opens no
-// connection, starts nothing and constructs no runner, notifier or store.
+// connection, reads no Terraform tree, starts nothing and constructs no
+// runner, notifier or store. A discover: entry is validated here and
+// expanded through a Finder it is handed (LoadFileWith, DiscoverGit:
+// internal/inventory's, which reads trees and checks git out); LoadFile
+// and Load leave it unexpanded.
 //
 // It imports no internal package but leaves (packages that import no other
 // internal package): backend/backendpolicy, cafile, notify/severity,
-// policy/pattern, remediation/envelope, runner/kube/kubecfg and
-// schedule/cronspec (the depguard rule config-imports-leaves-only in
-// .golangci.yml enforces the list). Only cmd/driftwatch, app and
-// remediation import it (and kubetest's tests).
+// policy/pattern, remediation/envelope, runner/kube/kubecfg,
+// terraform/sandbox/netcfg and schedule/cronspec (the depguard rule
+// config-imports-leaves-only in .golangci.yml enforces the list). Its
+// importers: cmd/driftwatch, app, inventory, pipeline, incident, silence,
+// leader, remediation, server and notify/notifiers (and tests).
 package config

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -46,22 +45,6 @@ type Options struct {
 
 // MaxNameLength is the longest name (a DNS label).
 const MaxNameLength = 63
-
-// CheckGlob reports whether pattern is a valid include or exclude glob.
-func CheckGlob(pattern string) error {
-	if pattern == "" {
-		return errors.New("empty glob")
-	}
-	for _, seg := range strings.Split(pattern, "/") {
-		if seg == "**" {
-			continue
-		}
-		if _, err := path.Match(seg, ""); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // Match reports whether the slash-separated rel matches pattern (see
 // Options). An invalid pattern matches nothing.

@@ -130,8 +130,6 @@ func TestMatch(t *testing.T) {
 	} {
 		require.Equal(t, c.want, Match(c.pat, c.rel), "%q %q", c.pat, c.rel)
 	}
-	require.Error(t, CheckGlob("a/["))
-	require.NoError(t, CheckGlob("**/x*"))
 }
 
 // A module called through another module still counts: the run needs it.

@@ -16,6 +16,7 @@
 // not parse is an error, never a root silently missed.
 //
 // It imports only internal/source and must not import config, app or
-// anything that runs Terraform or git: config decides which trees are read
-// (a local directory, a git checkout) and what the found roots become.
+// anything that runs Terraform or git. Its user is inventory's Finder:
+// config decides which trees are read (a local directory, a git checkout
+// the Finder makes) and what the found roots become.
 package discover

@@ -213,7 +213,7 @@ func (w *Watcher) Run(ctx context.Context) {
 // reports whether it did. A failure is logged and keeps the previous
 // snapshot.
 func (w *Watcher) Reload() bool {
-	cfg, err := Load(context.Background(), w.o.Path)
+	cfg, err := loadAll(context.Background(), w.o.Path)
 	if err == nil {
 		err = w.Apply(context.Background(), cfg)
 	}
@@ -224,11 +224,11 @@ func (w *Watcher) Reload() bool {
 	return true
 }
 
-// Refresh re-discovers (Load) and applies the result only when the
+// Refresh re-discovers (loadAll) and applies the result only when the
 // inventory changed: a root added to or removed from a git source. It
 // reports whether the current inventory is the discovered one.
 func (w *Watcher) Refresh(ctx context.Context) bool {
-	cfg, err := Load(ctx, w.o.Path)
+	cfg, err := loadAll(ctx, w.o.Path)
 	if err != nil {
 		w.o.Logger.Error("discovery refresh failed; keeping the previous inventory", "err", err.Error())
 		return false

@@ -92,7 +92,7 @@ type testWatcher struct {
 
 func newTestWatcher(t *testing.T, path string) *testWatcher {
 	t.Helper()
-	cfg, err := Load(t.Context(), path)
+	cfg, err := Load(path)
 	require.NoError(t, err)
 	logger := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(t.Context(), cfg.Store.Path, logger)

@@ -1,4 +1,4 @@
-package config
+package inventory
 
 import (
 	"os"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -40,11 +41,11 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
-func loadString(t *testing.T, dir, yaml string) (*Config, error) {
+func loadString(t *testing.T, dir, yaml string) (*config.Config, error) {
 	t.Helper()
 	file := filepath.Join(dir, "driftwatch.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(yaml), 0o644))
-	return Load(file, []byte(yaml))
+	return Load(file)
 }
 
 func TestDiscoverLocal(t *testing.T) {
@@ -77,18 +78,18 @@ discover:
 	require.Equal(t, "configured", cfg.Workspaces[0].Origin())
 	net := cfg.Workspaces[1]
 	require.Equal(t, "discover[0]", net.Origin())
-	require.Equal(t, &Discovered{Entry: 0, Path: "envs/prod/network"}, net.Discovered)
+	require.Equal(t, &config.Discovered{Entry: 0, Path: "envs/prod/network"}, net.Discovered)
 	require.Equal(t, filepath.Join(dir, "live", "envs", "prod", "network"), net.Source.Path)
 	require.Equal(t, "@daily", net.Schedule)
 	require.Equal(t, "@infra", net.Owner)
 	require.Equal(t, map[string]string{"team": "platform", "env": "prod", "stack": "envs/prod/network"}, net.Labels,
 		"templates per root, over defaults.labels")
-	require.Equal(t, RemediationOff, cfg.EffectiveRemediation(net).Mode, "remediation is off unless the entry sets it")
-	require.Equal(t, RemediationAuto, cfg.EffectiveRemediation(cfg.Workspaces[0]).Mode)
+	require.Equal(t, config.RemediationOff, cfg.EffectiveRemediation(net).Mode, "remediation is off unless the entry sets it")
+	require.Equal(t, config.RemediationAuto, cfg.EffectiveRemediation(cfg.Workspaces[0]).Mode)
 
 	app := cfg.Workspaces[2]
 	require.Equal(t, "staging", app.Labels["env"])
-	require.Equal(t, DefaultSchedule, cfg.Workspaces[0].Schedule)
+	require.Equal(t, config.DefaultSchedule, cfg.Workspaces[0].Schedule)
 }
 
 func TestDiscoverRemediationSet(t *testing.T) {
@@ -102,7 +103,7 @@ func TestDiscoverRemediationSet(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, cfg.Workspaces, 1)
 	require.Equal(t, "root", cfg.Workspaces[0].Name, "the tree's own top is a root")
-	require.Equal(t, RemediationApprove, cfg.EffectiveRemediation(cfg.Workspaces[0]).Mode)
+	require.Equal(t, config.RemediationApprove, cfg.EffectiveRemediation(cfg.Workspaces[0]).Mode)
 }
 
 // Every invalid discover: entry names file, line and key.
@@ -224,18 +225,18 @@ discover:
 	require.Empty(t, cfg.Workspaces, "git discovery waits for DiscoverGit")
 	require.True(t, cfg.HasGitDiscovery())
 
-	require.NoError(t, cfg.DiscoverGit(t.Context()))
+	require.NoError(t, DiscoverGit(t.Context(), cfg, 0))
 	require.Len(t, cfg.Workspaces, 3)
 	require.Equal(t, "envs-prod-dns", cfg.Workspaces[0].Name)
 	w := cfg.Workspaces[1]
 	require.Equal(t, "envs-prod-network", w.Name)
-	require.Equal(t, &GitSource{URL: "file://" + repo, Ref: "main", Path: "live/envs/prod/network"}, w.Source.Git)
+	require.Equal(t, &config.GitSource{URL: "file://" + repo, Ref: "main", Path: "live/envs/prod/network"}, w.Source.Git)
 	require.Equal(t, map[string]string{"env": "prod"}, w.Labels)
-	require.Equal(t, DefaultSchedule, w.Schedule, "validated: defaults applied")
+	require.Equal(t, config.DefaultSchedule, w.Schedule, "validated: defaults applied")
 	require.Equal(t, "discover[0]", w.Origin())
 
 	// Expanded once: a second call (audit after the caller expanded)
 	// adds nothing.
-	require.NoError(t, cfg.DiscoverGit(t.Context()))
+	require.NoError(t, DiscoverGit(t.Context(), cfg, 0))
 	require.Len(t, cfg.Workspaces, 3)
 }
