@@ -199,7 +199,7 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	}
 	d.reg = prometheus.NewRegistry()
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d.metrics = metrics.New(d.reg, d.snapshot)
+	d.metrics = metrics.New(d.reg, func() []metrics.WorkspaceSnapshot { return d.runs.Snapshots(d.inv.Snapshot().Names()) })
 	if h, ok := st.(interface{ WriteHealth() sqlite.WriteHealth }); ok {
 		metrics.RegisterStoreHealth(d.reg, func() (uint64, bool) { w := h.WriteHealth(); return w.Errors, w.Failing })
 	}
@@ -422,20 +422,4 @@ func (d *daemon) once(ctx context.Context) (int, error) {
 		return report.ExitError, errors.New("interrupted")
 	}
 	return report.New(start, time.Now(), results).ExitCode(false), nil
-}
-
-// snapshot feeds the per-workspace metrics: configured workspaces only.
-func (d *daemon) snapshot() []metrics.WorkspaceSnapshot {
-	cfg := d.inv.Config()
-	out := make([]metrics.WorkspaceSnapshot, 0, len(cfg.Workspaces))
-	for _, w := range cfg.Workspaces {
-		s, ok := d.runs.State(w.Name)
-		snap := metrics.WorkspaceSnapshot{Name: w.Name, Status: "unknown"}
-		if ok {
-			snap.Status, snap.Counts = s.Status, drift.CountFindings(s.Findings)
-			snap.LastRunAt, snap.LastSuccessAt, snap.StatusSince = s.LastRunAt, s.LastSuccessAt, s.Since
-		}
-		out = append(out, snap)
-	}
-	return out
 }

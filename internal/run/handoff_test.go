@@ -126,6 +126,14 @@ func TestIncidentHandoffAfterCommit(t *testing.T) {
 	require.Equal(t, drift.StatusErrored, h.atRecorded.run.Status, "the run was committed before Recorded")
 	require.Len(t, h.atRecorded.incidents, 1, "its incident with it")
 	require.Equal(t, "k-"+id, h.atRecorded.incidents[0].Key)
+
+	// The metrics read the recorded state; a workspace never recorded is
+	// unknown.
+	snaps := m.Snapshots([]string{"net", "db"})
+	require.Len(t, snaps, 2)
+	require.Equal(t, drift.StatusErrored, snaps[0].Status)
+	require.Equal(t, h.atRecorded.run.StartedAt, snaps[0].LastRunAt)
+	require.Equal(t, drift.Status("unknown"), snaps[1].Status)
 }
 
 // A verdict the store refuses is not handed on: no Recorded, no

@@ -179,6 +179,22 @@ func (m *Manager) State(workspace string) (store.WorkspaceState, bool) {
 	return s, ok
 }
 
+// Snapshots are the workspaces' states as the per-workspace metrics read
+// them: status "unknown" for one never recorded.
+func (m *Manager) Snapshots(workspaces []string) []metrics.WorkspaceSnapshot {
+	out := make([]metrics.WorkspaceSnapshot, 0, len(workspaces))
+	for _, w := range workspaces {
+		s, ok := m.State(w)
+		snap := metrics.WorkspaceSnapshot{Name: w, Status: "unknown"}
+		if ok {
+			snap.Status, snap.Counts = s.Status, drift.CountFindings(s.Findings)
+			snap.LastRunAt, snap.LastSuccessAt, snap.StatusSince = s.LastRunAt, s.LastSuccessAt, s.Since
+		}
+		out = append(out, snap)
+	}
+	return out
+}
+
 // leading is Options.Leader's answer (nil: leading).
 func (m *Manager) leading() error {
 	if m.o.Leader == nil {
