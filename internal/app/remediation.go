@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/metrics"
@@ -11,6 +13,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // newRemediator is the daemon's remediation controller (internal/remediation),
@@ -55,15 +58,25 @@ func serverActor(ctx context.Context) context.Context {
 	return ctx
 }
 
-var _ remediation.Applier = (*kube.Runner)(nil)
-
 // remediationApplier is where approved remediations apply: in a Job with
 // the kubernetes runner, else in the daemon's process.
 func (d *daemon) remediationApplier() remediation.Applier {
 	if d.kube != nil {
-		return d.kube.runner
+		return jobApplier{d.kube.runner}
 	}
 	return remediation.InProcess{}
+}
+
+// jobApplier applies in the kubernetes runner's Jobs: a Job left applying
+// when this daemon stops (kube.ErrStopped) is remediation.ErrLeftRunning.
+type jobApplier struct{ *kube.Runner }
+
+func (j jobApplier) Remediate(ctx context.Context, a *engine.Applier, req terraform.Request, approved engine.ChangeSet) (engine.Outcome, error) {
+	out, err := j.Runner.Remediate(ctx, a, req, approved)
+	if errors.Is(err, kube.ErrStopped) {
+		err = fmt.Errorf("%w: %w", remediation.ErrLeftRunning, err)
+	}
+	return out, err
 }
 
 // mayApply answers the proceed check of remediation Jobs' pods

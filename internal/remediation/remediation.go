@@ -14,7 +14,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/run"
-	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/terraform"
 )
@@ -68,15 +67,17 @@ type Store interface {
 
 // Applier performs an approved remediation where the workspace's runs
 // execute: in the daemon's process (InProcess, runner.mode local) or in a
-// Kubernetes Job (*kube.Runner), with a's rules, envelope and lock
-// timeout either way. An error matching kube.ErrStopped means this daemon
-// stopped while the Job applies: nothing is recorded, the next daemon
-// awaits the Job (AwaitAdopted).
+// Kubernetes Job (the kubernetes runner, wired by app), with a's rules,
+// envelope and lock timeout either way. An error matching ErrLeftRunning
+// means this daemon stopped while the Job applies: nothing is recorded,
+// the next daemon awaits the Job (RecordAdopted).
 type Applier interface {
 	Remediate(ctx context.Context, a *engine.Applier, req terraform.Request, approved engine.ChangeSet) (engine.Outcome, error)
 }
 
-var _ Applier = (*kube.Runner)(nil)
+// ErrLeftRunning is in an Applier's error when this daemon stopped while
+// the apply goes on without it (a Kubernetes Job keeps applying).
+var ErrLeftRunning = errors.New("the apply goes on without this daemon")
 
 // InProcess applies in the daemon's process, with a.Apply.
 type InProcess struct{}
