@@ -86,7 +86,7 @@
 // (Applier.Paused) and running at most one operation per workspace.
 //
 // Envelope, its defaults and its validation live in the leaf
-// internal/remediation/envelope (engine.Envelope is envelope.Envelope),
+// internal/policy/envelope (engine.Envelope is envelope.Envelope),
 // which config embeds in a workspace's `remediation:` block: the keys and
 // checks are written once.
 //
