@@ -7,7 +7,6 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/metrics"
-	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
@@ -93,9 +92,9 @@ type remediationHost struct{ d *daemon }
 
 func (h remediationHost) Config() *config.Config { return h.d.cfg.Load() }
 
-func (h remediationHost) Target(workspace string) (pipeline.Target, bool) {
+func (h remediationHost) Target(workspace string) (remediation.Target, bool) {
 	t, ok := (*h.d.targets.Load())[workspace]
-	return t, ok
+	return remediation.Target{Request: t.Request, Rules: t.Rules}, ok
 }
 
 func (h remediationHost) Leading() bool { return h.d.leader.Leading() }

@@ -12,6 +12,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
+	"github.com/driftwatch/driftwatch/internal/run"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/terraform"
 )
@@ -161,4 +162,10 @@ func TestApplyLeftRunning(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.RunRunning, run.Status)
 	require.Empty(t, f.host.detections())
+}
+
+// The controller records its apply runs under the trigger the run
+// lifecycle queues and recognises them by.
+func TestTriggerRemediateIsTheRunLifecycles(t *testing.T) {
+	require.Equal(t, run.TriggerRemediate, TriggerRemediate)
 }

@@ -11,9 +11,8 @@ import (
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/metrics"
-	"github.com/driftwatch/driftwatch/internal/pipeline"
+	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
-	"github.com/driftwatch/driftwatch/internal/run"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/terraform"
 )
@@ -21,8 +20,10 @@ import (
 // TriggerRemediate is the scheduler trigger (and run trigger) of an apply:
 // going through the scheduler gives it the workspace's slot, so no other
 // run of the workspace is in flight while it applies. Host.QueueApply
-// queues it; the run lifecycle (internal/run) calls Apply for it.
-const TriggerRemediate = run.TriggerRemediate
+// queues it; the run lifecycle (internal/run) calls Apply for it. It is
+// run.TriggerRemediate (a test checks), written here so that the
+// controller does not import the run lifecycle that calls it.
+const TriggerRemediate = "remediate"
 
 // triggerVerify is the detection run asked for (Host.Detect) right after
 // an apply.
@@ -34,7 +35,7 @@ type Host interface {
 	// Config is the current (reloaded) config.
 	Config() *config.Config
 	// Target is a configured workspace's target (false: not configured).
-	Target(workspace string) (pipeline.Target, bool)
+	Target(workspace string) (Target, bool)
 	// Leading reports whether this daemon schedules (it holds the Lease,
 	// or leader election is off). A standby writes nothing.
 	Leading() bool
@@ -50,6 +51,13 @@ type Host interface {
 	AlertPlan(workspace string) (AlertPlan, bool)
 	// WakeOutbox tells the outbox that messages were enqueued.
 	WakeOutbox()
+}
+
+// Target is what an apply needs of a configured workspace's detection
+// target (pipeline.Target): its run request and classification rules.
+type Target struct {
+	Request terraform.Request
+	Rules   policy.Rules
 }
 
 // AlertPlan is a workspace's incident policy and notifier targets: where
