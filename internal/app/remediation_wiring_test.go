@@ -170,7 +170,9 @@ func TestRemediationHost(t *testing.T) {
 	require.Same(t, w.d.cfg.Load(), h.Config())
 	tg, ok := h.Target("net")
 	require.True(t, ok)
-	require.Equal(t, (*w.d.targets.Load())["net"], tg)
+	target := (*w.d.targets.Load())["net"]
+	require.Equal(t, target.Request, tg.Request)
+	require.Equal(t, target.Rules, tg.Rules)
 	_, ok = h.Target("nope")
 	require.False(t, ok)
 	plan, ok := h.AlertPlan("db")

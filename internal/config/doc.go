@@ -27,7 +27,7 @@
 //
 // It imports no internal package but leaves (packages that import no other
 // internal package): backend/backendpolicy, cafile, notify/severity,
-// policy/pattern, remediation/envelope, runner/kube/kubecfg and
+// policy/pattern, policy/envelope, config/kubecfg and
 // schedule/cronspec (the depguard rule config-imports-leaves-only in
 // .golangci.yml enforces the list). Only cmd/driftwatch, app and
 // remediation import it (and kubetest's tests).

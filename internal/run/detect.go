@@ -242,7 +242,7 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *pip
 	m.states[name] = after
 	m.mu.Unlock()
 	if m.o.AfterDetect != nil {
-		m.o.AfterDetect(ctx, t, run.ID, res, tfPlan)
+		m.o.AfterDetect(ctx, t.Name, run.ID, res, tfPlan)
 	}
 	total := drift.Phase{Name: "total", Duration: res.Duration}
 	m.o.Metrics.RunFinished(res.Status, append(res.Phases, total))

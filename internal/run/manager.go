@@ -62,7 +62,7 @@ type Options struct {
 	// run, so that Cancel reaches it.
 	Apply func(ctx context.Context, workspace, runID string)
 	// AfterDetect is told every recorded detection (remediation proposals).
-	AfterDetect func(ctx context.Context, t pipeline.Target, runID string, res drift.Result, plan *planparse.Plan)
+	AfterDetect func(ctx context.Context, workspace, runID string, res drift.Result, plan *planparse.Plan)
 	// Recorded is told every recorded run: the outbox has new messages.
 	Recorded func()
 }
