@@ -88,7 +88,8 @@ deps:
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  mkdir -p $(DRIFTWATCH_TOOLS); \
+	  flock $(DRIFTWATCH_TOOLS)/.apt.lock sh -c "$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null"; \
 	fi
 
 #? build: build bin/driftwatch
@@ -128,8 +129,19 @@ TEST_ENV = source $(TOOLS_ENV); source $(KUBE_ENV); source $(S3_ENV); source $(I
 # the figures each test logs.
 FAULTS_TEST = $(GO) test -race -count=1 -tags faults -run '^TestFaults' -parallel 32 -timeout 40m -v ./internal/testutil/e2etest/
 
-#? test: provision tools, lint, and run every test (unit + end-to-end) with -race, then the fault-injection suite
-test: deps tools kube-tools s3-tools auth-tools lint image
+#? provision: everything the tests need (deps and every *-tools target, the image), side by side (PROVISION_JOBS, 4)
+# The provisioners are independent: each keeps its own directory under
+# $(DRIFTWATCH_TOOLS) behind its own lock, and apt is taken one client at a
+# time (hack/lib.sh apt_lock). Side by side, a cold run overlaps the
+# downloads (module proxy, Debian archive, debootstrap) with the builds.
+# --output-sync keeps each one's output together.
+PROVISION_JOBS ?= 4
+provision:
+	@$(MAKE) --no-print-directory -j$(PROVISION_JOBS) --output-sync=target deps tools kube-tools s3-tools auth-tools lint-tools image
+
+#? test: provision (side by side), lint, and run every test (unit + end-to-end) with -race, then the fault-injection suite
+test: provision
+	@$(MAKE) --no-print-directory lint
 	@$(TEST_ENV); $(GO) test -race -count=1 -timeout 40m ./...
 	@$(TEST_ENV); $(FAULTS_TEST)
 
@@ -164,4 +176,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/terraform/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
-.PHONY: help deps tools kube-tools lint-tools s3-tools auth-tools image-tools image build run lint test test-short test-faults testdata screenshots bench fuzz
+.PHONY: help provision deps tools kube-tools lint-tools s3-tools auth-tools image-tools image build run lint test test-short test-faults testdata screenshots bench fuzz

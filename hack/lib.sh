@@ -34,3 +34,14 @@ stamp_ok() { # NAME KEY FILE...: stamp matches and every FILE exists
 stamp_set() { # NAME KEY
 	printf '%s\n' "$2" >"$PROVISION_DIR/tmp/stamp-$1" && mv -f "$PROVISION_DIR/tmp/stamp-$1" "$PROVISION_DIR/stamps/$1"
 }
+
+# apt_lock / apt_unlock: one apt-get (update or install) on this host at a
+# time. `make test` runs the provisioners side by side; apt and dpkg take
+# one client at a time and fail, not wait, when another holds them, and the
+# installs share /usr/sbin/policy-rc.d. The lock is a file in
+# $DRIFTWATCH_TOOLS, which the Makefile's `deps` target takes too.
+apt_lock() {
+	exec 8>"${DRIFTWATCH_TOOLS:-$HOME/.cache/driftwatch}/.apt.lock"
+	flock 8
+}
+apt_unlock() { exec 8>&-; }

@@ -83,6 +83,7 @@ apt_install() { # PKG...: install from Debian without starting any service
 	log "installing $* from Debian..."
 	local start=$SECONDS policy_rc_made=0
 	export DEBIAN_FRONTEND=noninteractive
+	apt_lock
 	apt-get update -qq >"$I/tmp/apt.log" 2>&1 || die "apt-get update failed: $(tail -n 5 "$I/tmp/apt.log")"
 	# Where an init system runs, docker.io would start the system docker:
 	# policy-rc.d forbids that (we run our own, below).
@@ -94,6 +95,7 @@ apt_install() { # PKG...: install from Debian without starting any service
 		die "apt-get install $* failed: $(tail -n 5 "$I/tmp/apt.log")"
 	}
 	((policy_rc_made)) && rm -f /usr/sbin/policy-rc.d
+	apt_unlock
 	log "$* installed in $((SECONDS - start))s"
 }
 if [[ $(id -u) == 0 ]]; then
@@ -178,7 +180,7 @@ build_rootfs() {
 	local start=$SECONDS repos mirror r="$I/tmp/rootfs"
 	command -v debootstrap >/dev/null || die "debootstrap is missing: apt-get install debootstrap"
 	repos=$(apt_repos)
-	[[ -n $repos ]] || { apt-get update -qq >&2 && repos=$(apt_repos); }
+	[[ -n $repos ]] || { apt_lock && apt-get update -qq >&2 && apt_unlock && repos=$(apt_repos); }
 	mirror=${DRIFTWATCH_DEBIAN_MIRROR:-$(awk -F'\t' -v s="$SUITE" '$2 == s { print $1; exit }' <<<"$repos")}
 	mirror=${mirror:-http://deb.debian.org/debian/}
 	log "debootstrap --variant=minbase $SUITE from $mirror (~2-4 min)..."

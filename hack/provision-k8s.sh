@@ -69,6 +69,7 @@ if ! etcd_bin=$(on_path etcd); then
 	log "installing Debian etcd-server..."
 	start=$SECONDS
 	export DEBIAN_FRONTEND=noninteractive
+	apt_lock
 	apt-get update -qq >&2 || die "apt-get update failed"
 	# Debian's package would start an etcd on the default ports where an init
 	# system runs; policy-rc.d forbids that (tests start their own).
@@ -81,6 +82,7 @@ if ! etcd_bin=$(on_path etcd); then
 		die "apt-get install etcd-server failed"
 	}
 	((policy_rc_made)) && rm -f /usr/sbin/policy-rc.d
+	apt_unlock
 	etcd_bin=$(on_path etcd) || die "etcd-server installed but no etcd on PATH"
 	log "etcd-server installed in $((SECONDS - start))s"
 fi

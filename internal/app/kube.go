@@ -123,7 +123,7 @@ func (r adoptedRunner) Run(ctx context.Context, req terraform.Request) (runner.R
 	if !r.a.Remediation {
 		return r.a.Wait(ctx)
 	}
-	if err := r.rem.AwaitAdopted(ctx, r.a); err != nil {
+	if err := r.a.AwaitRemediation(ctx, r.rem); err != nil {
 		return runner.Result{}, err
 	}
 	return r.runner.Run(ctx, req)

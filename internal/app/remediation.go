@@ -2,15 +2,17 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/metrics"
-	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // newRemediator is the daemon's remediation controller (internal/remediation),
@@ -55,15 +57,25 @@ func serverActor(ctx context.Context) context.Context {
 	return ctx
 }
 
-var _ remediation.Applier = (*kube.Runner)(nil)
-
 // remediationApplier is where approved remediations apply: in a Job with
 // the kubernetes runner, else in the daemon's process.
 func (d *daemon) remediationApplier() remediation.Applier {
 	if d.kube != nil {
-		return d.kube.runner
+		return jobApplier{d.kube.runner}
 	}
 	return remediation.InProcess{}
+}
+
+// jobApplier applies in the kubernetes runner's Jobs: a Job left applying
+// when this daemon stops (kube.ErrStopped) is remediation.ErrLeftRunning.
+type jobApplier struct{ *kube.Runner }
+
+func (j jobApplier) Remediate(ctx context.Context, a *engine.Applier, req terraform.Request, approved engine.ChangeSet) (engine.Outcome, error) {
+	out, err := j.Runner.Remediate(ctx, a, req, approved)
+	if errors.Is(err, kube.ErrStopped) {
+		err = fmt.Errorf("%w: %w", remediation.ErrLeftRunning, err)
+	}
+	return out, err
 }
 
 // mayApply answers the proceed check of remediation Jobs' pods
@@ -80,8 +92,9 @@ type remediationHost struct{ d *daemon }
 
 func (h remediationHost) Config() *config.Config { return h.d.inv.Config() }
 
-func (h remediationHost) Target(workspace string) (pipeline.Target, bool) {
-	return h.d.inv.Target(workspace)
+func (h remediationHost) Target(workspace string) (remediation.Target, bool) {
+	t, ok := h.d.inv.Target(workspace)
+	return remediation.Target{Request: t.Request, Rules: t.Rules}, ok
 }
 
 func (h remediationHost) Leading() bool { return h.d.leader.Leading() }

@@ -168,7 +168,9 @@ func TestRemediationHost(t *testing.T) {
 	require.Same(t, w.d.inv.Config(), h.Config())
 	tg, ok := h.Target("net")
 	require.True(t, ok)
-	require.Equal(t, w.d.inv.Snapshot().Targets["net"], tg)
+	target := w.d.inv.Snapshot().Targets["net"]
+	require.Equal(t, target.Request, tg.Request)
+	require.Equal(t, target.Rules, tg.Rules)
 	_, ok = h.Target("nope")
 	require.False(t, ok)
 	plan, ok := h.AlertPlan("db")

@@ -31,7 +31,7 @@
 //
 // It imports no internal package but leaves (packages that import no other
 // internal package): backend/backendpolicy, cafile, notify/severity,
-// policy/pattern, remediation/envelope, runner/kube/kubecfg,
+// policy/pattern, policy/envelope, config/kubecfg,
 // terraform/sandbox/netcfg and schedule/cronspec (the depguard rule
 // config-imports-leaves-only in .golangci.yml enforces the list). Its
 // importers: cmd/driftwatch, app, inventory, pipeline, incident, silence,

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/remediation/envelope"
+	"github.com/driftwatch/driftwatch/internal/policy/envelope"
 )
 
 // Remediation modes.

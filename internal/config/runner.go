@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/runner/kube/kubecfg"
+	"github.com/driftwatch/driftwatch/internal/config/kubecfg"
 	"github.com/driftwatch/driftwatch/internal/tlsfiles/cafile"
 )
 

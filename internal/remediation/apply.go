@@ -11,7 +11,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/runlog"
-	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
@@ -148,10 +147,10 @@ func (c *Controller) Apply(ctx context.Context, name, runID string) {
 		log.Info("remediation apply started", "resources", approved.Len(), "change_set_hash", r.ChangeSetHash, "runner", c.runner)
 		var err error
 		out, err = c.applier.Remediate(ctx, a, t.Request, approved)
-		if errors.Is(err, kube.ErrStopped) {
+		if errors.Is(err, ErrLeftRunning) {
 			// Shutdown: the Job keeps applying. The next start marks
 			// this remediation interrupted, then awaits the Job and
-			// records its outcome (AwaitAdopted).
+			// records its outcome (RecordAdopted).
 			log.Info("remediation interrupted by shutdown; its Job is left running for the next daemon to await")
 			return
 		}
@@ -178,6 +177,29 @@ func (c *Controller) Apply(ctx context.Context, name, runID string) {
 	// a successful revert, and keeps it open after a failed one. When the
 	// daemon is stopping, it is queued for the next start instead.
 	c.host.Detect(ctx, name, triggerVerify)
+}
+
+// RecordAdopted records the outcome of a remediation Job that a previous
+// daemon left applying, once awaited (the kubernetes runner's
+// Adopted.AwaitRemediation), on the remediation it applies (which New
+// marked failed at start: "driftwatch stopped during the apply"); the
+// apply's run, left running at the restart, finishes under its id with
+// the outcome.
+func (c *Controller) RecordAdopted(ctx context.Context, workspace, runID string, out engine.Outcome) {
+	log := c.log.With("workspace", workspace, "run_id", runID)
+	fin := time.Now().UTC()
+	if run, err := c.store.Run(ctx, runID); err == nil && run.Status == store.RunRunning && run.Workspace == workspace {
+		c.finishApplyRun(ctx, log, run, out, fin)
+	}
+	r, err := c.store.RemediationByApplyRun(ctx, runID)
+	if err != nil {
+		log.Warn("adopted remediation job finished; no remediation to record it on",
+			"result", out.Result, "reason", out.Reason, "err", err)
+		return
+	}
+	if !c.recordOutcome(ctx, log, r, store.RemediationFailed, out, fin) {
+		log.Info("adopted remediation job finished", "remediation", r.ID, "result", out.Result, "reason", out.Reason)
+	}
 }
 
 // finishApplyRun records an apply's run finished at fin with the result

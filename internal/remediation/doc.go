@@ -20,12 +20,14 @@
 //   - The apply (Apply), in the workspace's scheduler slot (Run queues it
 //     through Host.QueueApply with TriggerRemediate; the daemon's
 //     scheduler job calls Apply), through an Applier: in this process
-//     (InProcess) or in a Kubernetes Job (*kube.Runner). Its outcome is
+//     (InProcess) or in a Kubernetes Job (the kubernetes runner, which app
+//     wires in; ErrLeftRunning when the daemon stops first). Its outcome is
 //     recorded on the remediation and as a run, counted
 //     (driftwatch_remediations_total) and followed by a verification
 //     detection (Host.Detect).
-//   - A remediation Job's proceed check (MayApply) and awaiting a Job a
-//     previous daemon left applying (AwaitAdopted).
+//   - A remediation Job's proceed check (MayApply), and the outcome of a
+//     Job a previous daemon left applying, once the kubernetes runner
+//     awaited it (RecordAdopted, a kube.OutcomeRecorder).
 //   - Announcements on the workspace's open drift incident, written in the
 //     same transaction as the remediation (store's ...WithAlert).
 //
@@ -36,7 +38,8 @@
 // config, a workspace's target, whether this daemon leads (a standby
 // writes nothing), queueing an apply in a workspace's slot, the
 // verification detection, a workspace's alert plan and waking the
-// outbox. Fixed dependencies come in Options: the store (Store, the
+// outbox. A workspace's target is a Target (its run request and rules),
+// not pipeline's. Fixed dependencies come in Options: the store (Store, the
 // narrow store.RemediationStore plus StartRun), the Applier, metrics and
 // the logger.
 //
@@ -46,7 +49,7 @@
 // itself (remediation/engine and the kube runner do). It must not import app,
 // server (the API's hash-mismatch error comes in as
 // Options.HashMismatchErr, as server takes the scheduler's errors),
-// store/sqlite, runner/local, the notifier implementations or
-// client-go; runner/kube only for its Adopted Job, its ErrStopped and
-// the Runner as an Applier.
+// store/sqlite, the notifier implementations, client-go, nor (depguard
+// says so) the runners, pipeline or run: the runners' folder stands above
+// this one, since their Jobs run the engine.
 package remediation

@@ -21,7 +21,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/metrics"
 	"github.com/driftwatch/driftwatch/internal/notify"
-	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
@@ -63,12 +62,12 @@ func (h *testHost) find(name string) (config.Workspace, bool) {
 	return config.Workspace{}, false
 }
 
-func (h *testHost) Target(name string) (pipeline.Target, bool) {
+func (h *testHost) Target(name string) (Target, bool) {
 	w, ok := h.find(name)
 	if !ok {
-		return pipeline.Target{}, false
+		return Target{}, false
 	}
-	return pipeline.Target{Name: w.Name, Labels: w.Labels, Owner: w.Owner, Request: terraform.Request{Workspace: w.Name}}, true
+	return Target{Request: terraform.Request{Workspace: w.Name}}, true
 }
 
 func (h *testHost) Leading() bool { return h.leading.Load() }

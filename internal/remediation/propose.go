@@ -9,7 +9,6 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
@@ -34,15 +33,15 @@ func summarizeRefusals(rs []engine.Refusal) string {
 	return strings.Join(parts, "; ")
 }
 
-// AfterDetect evaluates the envelope on a finished detection run (its
-// result and value-free plan) and records a remediation for a drifted
-// workspace whose mode is not off.
-func (c *Controller) AfterDetect(ctx context.Context, t pipeline.Target, runID string, res drift.Result, plan *planparse.Plan) {
-	pol, ok := c.policy(t.Name)
+// AfterDetect evaluates the envelope on a finished detection run of
+// workspace (its result and value-free plan) and records a remediation
+// for a drifted workspace whose mode is not off.
+func (c *Controller) AfterDetect(ctx context.Context, workspace, runID string, res drift.Result, plan *planparse.Plan) {
+	pol, ok := c.policy(workspace)
 	if !ok || pol.Mode == config.RemediationOff || res.Status == drift.StatusErrored || drift.CountFindings(res.Findings).Drift == 0 {
 		return
 	}
-	log := c.log.With("workspace", t.Name, "run_id", runID)
+	log := c.log.With("workspace", workspace, "run_id", runID)
 	var findings []drift.Finding
 	for _, f := range res.Findings {
 		if f.Kind != drift.KindBackend {
@@ -61,7 +60,7 @@ func (c *Controller) AfterDetect(ctx context.Context, t pipeline.Target, runID s
 	refJSON, _ := json.Marshal(refusals)
 	now := time.Now().UTC()
 	r := store.Remediation{
-		ID: drift.NewRunID(), Workspace: t.Name, DetectRunID: runID, Mode: pol.Mode,
+		ID: drift.NewRunID(), Workspace: workspace, DetectRunID: runID, Mode: pol.Mode,
 		ChangeSet: csJSON, ChangeSetHash: cs.Hash(), Refusals: refJSON, CreatedAt: now,
 	}
 	switch {
@@ -82,10 +81,10 @@ func (c *Controller) AfterDetect(ctx context.Context, t pipeline.Target, runID s
 	// stored here, or is seen here.
 	c.decide.Lock()
 	defer c.decide.Unlock()
-	if c.offReason(t.Name, false) != "" {
+	if c.offReason(workspace, false) != "" {
 		return
 	}
-	prev, err := c.store.Remediations(ctx, t.Name, 1)
+	prev, err := c.store.Remediations(ctx, workspace, 1)
 	if err != nil {
 		log.Error("remediation: read previous", "err", err)
 		return

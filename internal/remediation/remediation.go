@@ -11,10 +11,8 @@ import (
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/metrics"
-	"github.com/driftwatch/driftwatch/internal/pipeline"
+	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
-	"github.com/driftwatch/driftwatch/internal/run"
-	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/terraform"
 )
@@ -22,8 +20,10 @@ import (
 // TriggerRemediate is the scheduler trigger (and run trigger) of an apply:
 // going through the scheduler gives it the workspace's slot, so no other
 // run of the workspace is in flight while it applies. Host.QueueApply
-// queues it; the run lifecycle (internal/run) calls Apply for it.
-const TriggerRemediate = run.TriggerRemediate
+// queues it; the run lifecycle (internal/run) calls Apply for it. It is
+// run.TriggerRemediate (a test checks), written here so that the
+// controller does not import the run lifecycle that calls it.
+const TriggerRemediate = "remediate"
 
 // triggerVerify is the detection run asked for (Host.Detect) right after
 // an apply.
@@ -35,7 +35,7 @@ type Host interface {
 	// Config is the current (reloaded) config.
 	Config() *config.Config
 	// Target is a configured workspace's target (false: not configured).
-	Target(workspace string) (pipeline.Target, bool)
+	Target(workspace string) (Target, bool)
 	// Leading reports whether this daemon schedules (it holds the Lease,
 	// or leader election is off). A standby writes nothing.
 	Leading() bool
@@ -53,6 +53,13 @@ type Host interface {
 	WakeOutbox()
 }
 
+// Target is what an apply needs of a configured workspace's detection
+// target (pipeline.Target): its run request and classification rules.
+type Target struct {
+	Request terraform.Request
+	Rules   policy.Rules
+}
+
 // AlertPlan is a workspace's incident policy and notifier targets: where
 // a remediation is announced.
 type AlertPlan = incident.Plan
@@ -68,15 +75,17 @@ type Store interface {
 
 // Applier performs an approved remediation where the workspace's runs
 // execute: in the daemon's process (InProcess, runner.mode local) or in a
-// Kubernetes Job (*kube.Runner), with a's rules, envelope and lock
-// timeout either way. An error matching kube.ErrStopped means this daemon
-// stopped while the Job applies: nothing is recorded, the next daemon
-// awaits the Job (AwaitAdopted).
+// Kubernetes Job (the kubernetes runner, wired by app), with a's rules,
+// envelope and lock timeout either way. An error matching ErrLeftRunning
+// means this daemon stopped while the Job applies: nothing is recorded,
+// the next daemon awaits the Job (RecordAdopted).
 type Applier interface {
 	Remediate(ctx context.Context, a *engine.Applier, req terraform.Request, approved engine.ChangeSet) (engine.Outcome, error)
 }
 
-var _ Applier = (*kube.Runner)(nil)
+// ErrLeftRunning is in an Applier's error when this daemon stopped while
+// the apply goes on without it (a Kubernetes Job keeps applying).
+var ErrLeftRunning = errors.New("the apply goes on without this daemon")
 
 // InProcess applies in the daemon's process, with a.Apply.
 type InProcess struct{}

@@ -43,7 +43,8 @@ type ruleInfo struct {
 
 // rules lists the kinds in the order of a SARIF log's rules. Drift,
 // forbidden resources and errored workspaces are errors: they fail an
-// audit. Pending changes are warnings (the code is ahead of reality, by
+// audit, and so are failing checks (status validation, exit 2). Pending
+// changes are warnings (the code is ahead of reality, by
 // choice), and so are state-backend findings (hygiene, which never
 // changes a workspace's status). Noise and ignored findings are not
 // results at all.
@@ -60,6 +61,10 @@ var rules = []ruleInfo{
 		short: "Planned change not applied yet",
 		full:  "The code differs from the state with no drift behind it: a change was made in the code but not applied.",
 		help:  "Apply the workspace, or revert the code change."},
+	{kind: drift.KindCheck, name: "FailingCheck", level: "error",
+		short: "Check of the configuration failing",
+		full:  "A check block's assertion, a resource's or output's condition or a variable's validation failed, or its result is unknown. The result is the check's message as its author wrote it.",
+		help:  "Fix what the check tests (or the check itself); the result points at the check, output, variable or resource block."},
 	{kind: drift.KindBackend, name: "StateBackendHygiene", level: "warning",
 		short: "State backend hygiene",
 		full:  "The state backend stores state unencrypted or unlocked, or its state files can be read by others. It never changes the workspace's status.",
@@ -263,7 +268,7 @@ type sarifLogicalLocation struct {
 
 // WriteSARIF renders r as a SARIF 2.1.0 log with one run: tool driftwatch
 // with a rule per finding kind (driftwatch/drift, /forbidden, /pending,
-// /backend) and driftwatch/errored, and one result per counted finding and
+// /check, /backend) and driftwatch/errored, and one result per counted finding and
 // per errored workspace. Each result is located at the block that declares
 // its resource, found by a static read of the workspace's source
 // (Workspace.SourceDir; source.Locator), as a URI relative to

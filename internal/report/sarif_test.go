@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,7 +169,7 @@ func TestSARIFResults(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{
 		"driftwatch/drift": "error", "driftwatch/forbidden": "error", "driftwatch/errored": "error",
-		"driftwatch/pending": "warning", "driftwatch/backend": "warning",
+		"driftwatch/check": "error", "driftwatch/pending": "warning", "driftwatch/backend": "warning",
 	}, levels)
 
 	type got struct {
@@ -205,6 +206,70 @@ func TestSARIFResults(t *testing.T) {
 	require.Equal(t, fileURI(base, true), run.OriginalURIBaseIDs["%SRCROOT%"].URI)
 	require.True(t, strings.HasSuffix(run.OriginalURIBaseIDs["%SRCROOT%"].URI, "/"))
 	require.Equal(t, "aws_instance.web[0]", run.Results[0].Locations[0].LogicalLocations[0].FullyQualifiedName)
+}
+
+// A failing check points at its check, output or variable block (in a
+// local module too), not at the root module's main.tf, line 1; SARIF
+// results and GitHub annotations alike.
+func TestChecksAreLocated(t *testing.T) {
+	base := t.TempDir()
+	writeTree(t, base, map[string]string{
+		"checks/main.tf": "module \"app\" {\n  source = \"./app\"\n}\n",
+		"checks/checks.tf": `# health of the service
+
+check "health" {
+  assert {
+    condition     = true
+    error_message = "down"
+  }
+}
+
+output "url" {
+  value = "x"
+  precondition {
+    condition     = true
+    error_message = "no url"
+  }
+}
+`,
+		"checks/variables.tf": "\nvariable \"size\" {\n  validation {\n    condition     = true\n    error_message = \"too big\"\n  }\n}\n",
+		"checks/app/main.tf":  "\n\ncheck \"inner\" {\n  assert {\n    condition     = true\n    error_message = \"x\"\n  }\n}\n",
+	})
+	t0 := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	r := New(t0, t0, []drift.Result{{Workspace: "checks", Status: drift.StatusValidation, Findings: []drift.Finding{
+		{Kind: drift.KindCheck, Address: "check.health", Type: "check", Action: "fail", Detail: "down"},
+		{Kind: drift.KindCheck, Address: "output.url", Type: "output", Action: "fail", Detail: "no url"},
+		{Kind: drift.KindCheck, Address: "var.size", Type: "var", Action: "fail", Detail: "too big"},
+		{Kind: drift.KindCheck, Address: "module.app.check.inner", Type: "check", Action: "unknown"},
+	}}})
+	r.Workspaces[0].SourceDir = "checks"
+	r.SourceRoot = base
+
+	_, log := sarifOf(t, r)
+	run := log.Runs[0]
+	var got []string
+	for _, res := range run.Results {
+		rule := run.Tool.Driver.Rules[res.RuleIndex]
+		pl := res.Locations[0].PhysicalLocation
+		got = append(got, fmt.Sprintf("%s %s %s:%d", res.RuleID, res.Level, pl.ArtifactLocation.URI, pl.Region.StartLine))
+		require.Equal(t, "FailingCheck", rule.Name, "a rule of its own, not the made-up one of an unknown kind")
+	}
+	require.Equal(t, []string{
+		"driftwatch/check error checks/checks.tf:3",
+		"driftwatch/check error checks/checks.tf:10",
+		"driftwatch/check error checks/variables.tf:2",
+		"driftwatch/check error checks/app/main.tf:3",
+	}, got)
+
+	var out bytes.Buffer
+	require.NoError(t, WriteGitHub(t.Context(), &out, "", r))
+	require.Equal(t, strings.Join([]string{
+		`::error file=checks/checks.tf,line=3,title=driftwatch check in checks::Workspace "checks": check on check.health (fail): down`,
+		`::error file=checks/checks.tf,line=10,title=driftwatch check in checks::Workspace "checks": check on output.url (fail): no url`,
+		`::error file=checks/variables.tf,line=2,title=driftwatch check in checks::Workspace "checks": check on var.size (fail): too big`,
+		`::error file=checks/app/main.tf,line=3,title=driftwatch check in checks::Workspace "checks": check on module.app.check.inner (unknown)`,
+		``,
+	}, "\n"), out.String())
 }
 
 func TestSARIFFingerprints(t *testing.T) {

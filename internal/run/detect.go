@@ -240,7 +240,7 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *pip
 	m.states[name] = after
 	m.mu.Unlock()
 	if m.o.Remediation != nil {
-		m.o.Remediation.AfterDetect(ctx, t, run.ID, res, tfPlan)
+		m.o.Remediation.AfterDetect(ctx, t.Name, run.ID, res, tfPlan)
 	}
 	total := drift.Phase{Name: "total", Duration: res.Duration}
 	m.o.Metrics.RunFinished(res.Status, append(res.Phases, total))

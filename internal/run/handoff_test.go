@@ -67,7 +67,7 @@ func (h *handoff) Recorded() {
 
 func (h *handoff) Apply(context.Context, string, string) {}
 
-func (h *handoff) AfterDetect(_ context.Context, _ pipeline.Target, runID string, _ drift.Result, _ *planparse.Plan) {
+func (h *handoff) AfterDetect(_ context.Context, _, runID string, _ drift.Result, _ *planparse.Plan) {
 	h.note("after-detect " + runID)
 }
 

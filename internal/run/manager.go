@@ -75,7 +75,7 @@ type Remediation interface {
 	Apply(ctx context.Context, workspace, runID string)
 	// AfterDetect is told every recorded detection (remediation
 	// proposals), after Incidents.Recorded.
-	AfterDetect(ctx context.Context, t pipeline.Target, runID string, res drift.Result, plan *planparse.Plan)
+	AfterDetect(ctx context.Context, workspace, runID string, res drift.Result, plan *planparse.Plan)
 }
 
 // Options configures a Manager. Store, Logger, Auditor, Metrics,

@@ -25,7 +25,7 @@ import (
 
 // testManager is a Manager on a real store, its scheduler running, with
 // a runner that never finishes by itself; leading is what
-// Options.Leading answers.
+// Options.Leader answers.
 type testManager struct {
 	*Manager
 	st      *sqlite.Store

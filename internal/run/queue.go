@@ -86,7 +86,7 @@ func (m *Manager) skipQueued(ctx context.Context, r schedule.QueuedRun) {
 // Trigger is the API's manual trigger: it returns the queued run's id, or
 // an error wrapping schedule.ErrBusy with the id of the run already queued
 // or running ("" while an adopted Job or a remediation apply of the
-// workspace runs), schedule.ErrUnknownJob, or Options.Leading's error.
+// workspace runs), schedule.ErrUnknownJob, or Options.Leader's error.
 func (m *Manager) Trigger(workspace string) (string, error) {
 	if err := m.leading(); err != nil {
 		return "", err
@@ -142,7 +142,7 @@ func (m *Manager) QueueUnchecked(workspaces []string) {
 // an adopted Job's, a remediation's verification) has its ctx cancelled
 // with runlog.ErrCancelled: the runner stops Terraform or deletes the Job,
 // and the run is recorded cancelled. A run that is neither is
-// runlog.ErrNotRunning; on a standby, Options.Leading's error.
+// runlog.ErrNotRunning; on a standby, Options.Leader's error.
 func (m *Manager) Cancel(id string) (queued bool, err error) {
 	if err := m.leading(); err != nil {
 		// A standby runs nothing: the leader has the run.

@@ -43,7 +43,10 @@ func NewLocator() *Locator {
 // data and ephemeral blocks (a data block scoped in a check block counts);
 // backend.T is the backend "T" block, else the backend or cloud block,
 // else the first terraform block (backend findings name the effective
-// backend type, "local" when there is no backend block). Each
+// backend type, "local" when there is no backend block); check.N,
+// output.N and var.N are the check, output and variable blocks (the
+// addresses of check findings), and module.N alone is the module block
+// that calls N. Each
 // module.NAME step is followed into the module's directory when its
 // source is a local path ("./…" or "../…"); otherwise the module block in
 // its caller is the answer. When nothing better is found the answer is the
@@ -75,6 +78,10 @@ func (l *Locator) Locate(ctx context.Context, root, address string) Location {
 		keys = []string{steps[0] + "." + steps[1] + "." + steps[2]}
 	case len(steps) == 2 && steps[0] == "backend":
 		keys = []string{"backend." + steps[1], "backend", "resource.backend." + steps[1], "terraform"}
+	case len(steps) == 2 && (steps[0] == "check" || steps[0] == "output"):
+		keys = []string{steps[0] + "." + steps[1]}
+	case len(steps) == 2 && steps[0] == "var":
+		keys = []string{"variable." + steps[1]}
 	case len(steps) >= 2:
 		keys = []string{"resource." + steps[0] + "." + steps[1]}
 	}
@@ -138,7 +145,8 @@ func splitAddress(addr string) []string {
 }
 
 // moduleIndex is what a module directory declares: block positions keyed
-// "resource.T.N", "data.T.N", "ephemeral.T.N", "module.N", "backend.T",
+// "resource.T.N", "data.T.N", "ephemeral.T.N", "module.N", "check.N",
+// "output.N", "variable.N", "backend.T",
 // "backend" (the first backend or cloud block) and "terraform" (the first
 // terraform block), the literal source of
 // each module call, and its configuration files in name order.
@@ -155,6 +163,8 @@ var (
 		{Type: "ephemeral", LabelNames: []string{"type", "name"}},
 		{Type: "module", LabelNames: []string{"name"}},
 		{Type: "check", LabelNames: []string{"name"}},
+		{Type: "output", LabelNames: []string{"name"}},
+		{Type: "variable", LabelNames: []string{"name"}},
 		{Type: "terraform"},
 	}}
 	locateCheckSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
@@ -248,7 +258,10 @@ func (m *moduleIndex) add(path string, body hcl.Body) {
 					m.sources[b.Labels[0]] = v.AsString()
 				}
 			}
+		case "output", "variable":
+			put(b.Type+"."+b.Labels[0], b)
 		case "check":
+			put("check."+b.Labels[0], b)
 			cc, _, _ := b.Body.PartialContent(locateCheckSchema)
 			if cc == nil {
 				continue

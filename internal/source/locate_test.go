@@ -45,6 +45,14 @@ check "health" {
     url = "https://example.test"
   }
 }
+
+output "bucket_arns" {
+  value = []
+}
+
+variable "buckets" {
+  type = map(string)
+}
 `,
 		"extra.tf.json": `{
   "resource": {
@@ -100,6 +108,13 @@ resource "aws_subnet" "s" {
 		{"resource missing in a local module: the module block", `module.net["a"].aws_vpc.gone`, Location{main, 13, true}},
 		{"registry module: the module block", "module.registry.module.vpc.aws_vpc.this[0]", Location{main, 18, true}},
 		{"module directory missing: the module block", "module.missing_dir.aws_vpc.x", Location{main, 22, true}},
+		{"check block", "check.health", Location{filepath.Join(root, "buckets.tf"), 6, true}},
+		{"output block", "output.bucket_arns", Location{filepath.Join(root, "buckets.tf"), 12, true}},
+		{"variable block", "var.buckets", Location{filepath.Join(root, "buckets.tf"), 16, true}},
+		{"variable of a local module", `module.net["a"].var.cidr`, Location{filepath.Join(root, "modules", "net", "main.tf"), 1, true}},
+		{"a module call itself", "module.registry", Location{main, 18, true}},
+		{"check missing in a local module: the module block", "module.net.check.gone", Location{main, 13, true}},
+		{"unknown check", "check.nope", Location{main, 1, false}},
 		{"unknown module", "module.nope.aws_vpc.x", Location{main, 1, false}},
 		{"unknown resource", "aws_instance.nope", Location{main, 1, false}},
 		{"not an address", "", Location{main, 1, false}},

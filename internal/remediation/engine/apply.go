@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/backend"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/terraform"
@@ -162,9 +160,7 @@ func (a *Applier) Apply(ctx context.Context, req terraform.Request, approved Cha
 	defer end()
 
 	s, err := a.newSession(ctx, req, marker, grace, &out)
-	if s != nil {
-		defer s.close()
-	}
+	defer s.close()
 	if err != nil {
 		return s.fail(ctx, &out, err)
 	}
@@ -189,9 +185,9 @@ func refused(out Outcome, rs ...Refusal) Outcome {
 	return out
 }
 
-// stepError is a failed step of this package's own (setup, source, the
-// state check): its phase and the underlying error. Session steps fail
-// with a *terraform.Error of their own.
+// stepError is a failed step of this package's own (the state check): its
+// phase and the underlying error. Session steps, and Prepare, fail with a
+// *terraform.Error of their own.
 type stepError struct {
 	phase string
 	err   error
@@ -202,77 +198,55 @@ func (e *stepError) Unwrap() error { return e.err }
 
 // session is one remediation's sandbox and its Terraform session.
 type session struct {
-	req       terraform.Request
-	tmp       string
-	moduleDir string
-	env       map[string]string
-	red       sandbox.Redactor
-	phases    *tfsession.Phases
-	tf        *tfsession.Session
+	req                 terraform.Request
+	*tfsession.Prepared // nil when Prepare failed
 }
 
-// newSession prepares the sandbox: temp dir, environment, code, then the
-// Terraform session (binary, jail, variables).
-// On error the returned session (if any) still needs close.
+// newSession prepares the sandbox and the Terraform session
+// (tfsession.Prepare). The session it returns, even with an error, is to
+// be closed.
 func (a *Applier) newSession(ctx context.Context, req terraform.Request, marker string, grace time.Duration, out *Outcome) (*session, error) {
-	tmp, err := sandbox.NewDir(req.WorkDir, sandboxPrefix, req.Owner)
-	if err != nil {
-		return nil, &stepError{"setup", err}
-	}
-	s := &session{req: req, tmp: tmp, phases: tfsession.NewPhases(&out.Phases)}
-
-	env, secrets, err := sandbox.BuildEnv(req, tmp, marker)
-	if err != nil {
-		return s, &stepError{"setup", err}
-	}
-	// Every secret the daemon knows is redacted, not only this workspace's,
-	// and every backend_config value (files' once the source is in place).
-	secrets = append(secrets, req.Redact...)
-	secrets = append(secrets, backend.ConfigSecrets(req.BackendConfig, nil)...)
-	s.env, s.red = env, sandbox.NewRedactor(secrets)
-
-	moduleDir, commit, err := sandbox.PrepareSource(ctx, req, tmp)
-	if err != nil {
-		return s, &stepError{"source", err}
-	}
-	s.moduleDir, out.Commit = moduleDir, commit
-	secrets = append(secrets, sandbox.SensitiveValues(ctx, sandbox.SourceDir(tmp), moduleDir, req.VarFiles, req.Vars, req.Env)...)
-	secrets = append(secrets, backend.ConfigSecrets(req.BackendConfig, backend.ConfigFileReader(ctx, sandbox.SourceDir(tmp), moduleDir))...)
-	s.red = sandbox.NewRedactor(secrets)
-	s.phases.Mark("source")
-
-	// No log: an apply's output is not kept. Each step's reason comes from
-	// its own stderr, which the refusals (state lock, stale plan) read.
-	s.tf, err = tfsession.Open(tfsession.Options{
-		Request: req, Dir: tmp, ModuleDir: moduleDir, Env: env, Secrets: secrets,
-		Grace: grace, StepDiagnostics: true, LockTimeout: a.LockTimeout, Phases: s.phases,
+	s := &session{req: req}
+	p, err := tfsession.Prepare(ctx, tfsession.PrepareOptions{
+		// No log: an apply's output is not kept. Each step's reason comes
+		// from its own stderr, which the refusals (state lock, stale plan)
+		// read.
+		Options: tfsession.Options{
+			Request: req, Grace: grace, StepDiagnostics: true, LockTimeout: a.LockTimeout,
+			Phases: tfsession.NewPhases(&out.Phases),
+		},
+		DirPrefix: sandbox.ApplyDirPrefix, Marker: marker,
+		Sourced: func(p *tfsession.Prepared) { out.Commit = p.Commit },
 	})
 	if err != nil {
+		// An outcome's reason is one line: a failed setup's or source's
+		// first.
+		var re *terraform.Error
+		if errors.As(err, &re) {
+			line := sandbox.FirstLine(re.Reason)
+			err = &terraform.Error{Phase: re.Phase, Reason: line, Err: errors.New(line)}
+		}
 		return s, err
 	}
-	out.Tool = sandbox.ToolName(s.tf.Binary())
+	s.Prepared = p
+	out.Tool = sandbox.ToolName(p.Session.Binary())
 	return s, nil
 }
 
 func (s *session) close() {
-	if s.tf != nil {
-		s.tf.Close()
+	if s.Prepared != nil {
+		s.Prepared.Close()
 	}
-	_ = os.RemoveAll(s.tmp)
 }
 
 // fail turns a failed step into a failed outcome and its *terraform.Error.
 func (s *session) fail(ctx context.Context, out *Outcome, err error) (Outcome, error) {
 	var (
-		red     sandbox.Redactor
-		stderr  string
-		timeout time.Duration
+		red    sandbox.Redactor
+		stderr string
 	)
-	if s != nil {
-		red, timeout = s.red, s.req.Timeout
-		if s.tf != nil {
-			stderr = s.tf.Stderr()
-		}
+	if s.Prepared != nil {
+		red, stderr = s.Redactor, s.Session.Stderr()
 	}
 	var re *terraform.Error
 	var se *stepError
@@ -280,7 +254,7 @@ func (s *session) fail(ctx context.Context, out *Outcome, err error) (Outcome, e
 	case errors.As(err, &se):
 		re = &terraform.Error{Phase: se.phase, Reason: red.Apply(sandbox.Diagnostic(stderr, se.err)), Err: errors.New(red.Apply(sandbox.FirstLine(sandbox.ErrorText(se.err))))}
 	case errors.As(err, &re):
-		// A session step's, already redacted.
+		// Prepare's or a session step's, already redacted.
 	default:
 		re = &terraform.Error{Phase: "setup", Reason: red.Apply(sandbox.Diagnostic(stderr, err)), Err: errors.New(red.Apply(sandbox.FirstLine(sandbox.ErrorText(err))))}
 	}
@@ -288,7 +262,7 @@ func (s *session) fail(ctx context.Context, out *Outcome, err error) (Outcome, e
 		// Report timeouts and cancellation as such, whatever Terraform printed.
 		re.Reason = ce.Error()
 		if errors.Is(ce, terraform.ErrTimeout) {
-			re.Reason = fmt.Sprintf("%v after %s", ce, timeout)
+			re.Reason = fmt.Sprintf("%v after %s", ce, s.req.Timeout)
 		}
 		re.Err = errors.Join(ce, re.Err)
 	}
@@ -299,7 +273,7 @@ func (s *session) fail(ctx context.Context, out *Outcome, err error) (Outcome, e
 
 // run performs steps 1 to 6 of Apply.
 func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *Outcome) (Outcome, error) {
-	tf := s.tf
+	tf := s.Session
 	if err := tf.Init(ctx, tfsession.InitOptions{}); err != nil {
 		return s.fail(ctx, out, err)
 	}
@@ -307,7 +281,7 @@ func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *
 	if err := tf.WorkspaceSelect(ctx); err != nil {
 		return s.fail(ctx, out, err)
 	}
-	why, err := stateInSandbox(ctx, s.moduleDir, s.env, s.req.TFWorkspace)
+	why, err := stateInSandbox(ctx, s.ModuleDir, s.Env, s.req.TFWorkspace)
 	if err != nil {
 		return s.fail(ctx, out, &stepError{"init", err})
 	}
@@ -316,7 +290,7 @@ func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *
 	}
 	tf.Phase("init")
 
-	planFile := filepath.Join(s.tmp, "remediate.tfplan")
+	planFile := filepath.Join(s.Dir, "remediate.tfplan")
 	if _, err := tf.Plan(ctx, tfsession.PlanOptions{Out: planFile, Lock: true}); err != nil {
 		if isLockError(tf.Stderr()) && ctx.Err() == nil {
 			return refused(*out, Refusal{Code: CodeStateLocked, Reason: lockedReason("another operation holds the state lock", tf.Stderr())}), nil
@@ -399,16 +373,16 @@ func (a *Applier) verify(ctx context.Context, s *session, approved ChangeSet, ou
 		}
 		return *out, nil
 	}
-	verifyFile := filepath.Join(s.tmp, "verify.tfplan")
+	verifyFile := filepath.Join(s.Dir, "verify.tfplan")
 	// Without the lock, like detection: it changes nothing.
-	if _, err := s.tf.Plan(ctx, tfsession.PlanOptions{Out: verifyFile}); err != nil {
+	if _, err := s.Session.Plan(ctx, tfsession.PlanOptions{Out: verifyFile}); err != nil {
 		return failed("verify: plan: " + reason(err))
 	}
-	plan, err := s.tf.Show(ctx, verifyFile)
+	plan, err := s.Session.Show(ctx, verifyFile)
 	if err != nil {
 		return failed("verify: show: " + reason(err))
 	}
-	s.tf.Phase("verify")
+	s.Session.Phase("verify")
 	if plan.Errored {
 		return failed("verify: terraform reported an errored plan")
 	}

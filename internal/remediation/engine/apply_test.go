@@ -189,7 +189,7 @@ func requireNoSandboxLeft(t *testing.T, req terraform.Request) {
 	t.Helper()
 	entries, _ := os.ReadDir(req.WorkDir)
 	for _, e := range entries {
-		require.False(t, strings.HasPrefix(e.Name(), sandboxPrefix), "sandbox left behind: %s", e.Name())
+		require.False(t, strings.HasPrefix(e.Name(), sandbox.ApplyDirPrefix), "sandbox left behind: %s", e.Name())
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/remediation/envelope"
+	"github.com/driftwatch/driftwatch/internal/policy/envelope"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
 )
 

@@ -92,20 +92,20 @@ func (a *Applier) checkLock(ctx context.Context, s *session) LockCheck {
 	req.Timeout = lockCheckTimeout
 	cctx, marker, grace, end := sandbox.Begin(base, req)
 	defer end()
-	env := maps.Clone(s.env)
+	env := maps.Clone(s.Env)
 	env[sandbox.MarkerEnv] = marker
 	tf, err := tfsession.Open(tfsession.Options{
-		Request: req, Dir: s.tmp, ModuleDir: s.moduleDir, Env: env, Secrets: s.red,
+		Request: req, Dir: s.Dir, ModuleDir: s.ModuleDir, Env: env, Secrets: s.Secrets,
 		Grace: grace, StepDiagnostics: true, // LockTimeout zero: -lock-timeout=0s
 	})
 	if err != nil {
 		return LockCheck{State: LockUnknown, Reason: reason(err)}
 	}
 	defer tf.Close()
-	_, err = tf.Plan(cctx, tfsession.PlanOptions{Out: filepath.Join(s.tmp, "lockcheck.tfplan"), Lock: true})
+	_, err = tf.Plan(cctx, tfsession.PlanOptions{Out: filepath.Join(s.Dir, "lockcheck.tfplan"), Lock: true})
 	c := lockCheckOf(err, tf.Stderr())
 	for _, f := range []*string{&c.ID, &c.Operation, &c.Who, &c.Created} {
-		*f = s.red.Apply(*f)
+		*f = s.Redactor.Apply(*f)
 	}
 	if c.State == LockUnknown && cctx.Err() != nil {
 		c.Reason = context.Cause(cctx).Error()
@@ -166,7 +166,7 @@ func (a *Applier) withLockCheck(ctx context.Context, s *session, applyErr error,
 	if errors.As(applyErr, &re) && re.Err != nil {
 		errText = sandbox.FirstLine(sandbox.ErrorText(re.Err))
 	}
-	if !needsLockCheck(errText, s.tf.Stderr()) {
+	if !needsLockCheck(errText, s.Session.Stderr()) {
 		return out, err
 	}
 	c := a.checkLock(ctx, s)

@@ -13,9 +13,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
 
-// sandboxPrefix names a remediation's run directory under the work dir.
-const sandboxPrefix = "dwr-"
-
 // stateInSandbox reports why the workspace's state would live inside the
 // sandbox's copy of the code, or "" when it lives elsewhere. The local
 // runner copies a path source with whatever terraform.tfstate it holds;

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -60,6 +61,29 @@ func (a *Adopted) WaitOutcome(ctx context.Context) (engine.Outcome, error) {
 		return *a.f.outcome, a.f.err
 	}
 	return failedOutcome(a.f.err, true)
+}
+
+// OutcomeRecorder records an adopted remediation Job's outcome on the
+// remediation it applies (remediation.Controller.RecordAdopted).
+type OutcomeRecorder interface {
+	RecordAdopted(ctx context.Context, workspace, runID string, out engine.Outcome)
+}
+
+// AwaitRemediation awaits an adopted Remediation Job (one a previous
+// daemon left applying) and hands its outcome to rec. Only this daemon
+// stopping (ErrStopped) ends the wait, and is returned: the Job then
+// stays for the next daemon. A cancel of ctx does not: a cancel request
+// must not delete a Job half way through its apply (it cancels the
+// verification detection that follows instead).
+func (a *Adopted) AwaitRemediation(ctx context.Context, rec OutcomeRecorder) error {
+	a.f.log.Info("awaiting the remediation job a previous daemon left running")
+	wctx := context.WithoutCancel(ctx)
+	out, err := a.WaitOutcome(wctx)
+	if errors.Is(err, ErrStopped) {
+		return err
+	}
+	rec.RecordAdopted(wctx, a.Workspace, a.RunID, out)
+	return nil
 }
 
 func (a *Adopted) await(ctx context.Context) error {

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/driftwatch/driftwatch/internal/runner/kube/kubecfg"
+	"github.com/driftwatch/driftwatch/internal/config/kubecfg"
 	"github.com/driftwatch/driftwatch/internal/tlsfiles/cafile"
 )
 

@@ -165,23 +165,50 @@ func TestRemediateAgainstAPIServer(t *testing.T) {
 		require.Equal(t, engine.ResultFailed, out.Result)
 		require.False(t, out.ApplyStarted)
 
-		adopted, err := d.runner.Adopt(t.Context())
-		require.NoError(t, err)
-		var ad *Adopted
-		for _, x := range adopted {
-			if x.Workspace == "mixed" {
-				ad = x
+		adopt := func() *Adopted {
+			adopted, err := d.runner.Adopt(t.Context())
+			require.NoError(t, err)
+			for _, x := range adopted {
+				if x.Workspace == "mixed" {
+					return x
+				}
 			}
+			require.Fail(t, "not adopted", "adopted: %v", adopted)
+			return nil
 		}
-		require.NotNil(t, ad, "adopted: %v", adopted)
+		ad := adopt()
 		require.True(t, ad.Remediation)
 		require.Equal(t, "apply-mixed", ad.RunID)
 		_, err = ad.Wait(t.Context())
 		require.ErrorContains(t, err, "is a remediation: it delivers an outcome, not a plan")
+
+		// This daemon stopping ends the wait, with nothing recorded: the
+		// Job stays for the next daemon, which adopts it again.
+		rec := &outcomes{}
+		stopped := make(chan error, 1)
+		go func() { stopped <- ad.AwaitRemediation(t.Context(), rec) }()
+		d.restart()
+		require.ErrorIs(t, <-stopped, ErrStopped)
+		require.Empty(t, rec.got)
+		ad = adopt()
+
+		// A cancel does not end the wait: the Job is awaited to its
+		// outcome, which is recorded under the apply's run.
 		close(release)
+		cancelled, cancel := context.WithCancel(t.Context())
+		cancel()
+		require.NoError(t, ad.AwaitRemediation(cancelled, rec))
+		require.Equal(t, []string{"mixed apply-mixed applied"}, rec.got)
 		out, err = ad.WaitOutcome(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, engine.ResultApplied, out.Result)
 		require.Len(t, jobsOf(t, cs, ns, "mixed"), 1, "awaited, not deleted or duplicated")
 	})
+}
+
+// outcomes is an OutcomeRecorder that lists what it was handed.
+type outcomes struct{ got []string }
+
+func (o *outcomes) RecordAdopted(_ context.Context, workspace, runID string, out engine.Outcome) {
+	o.got = append(o.got, fmt.Sprintf("%s %s %s", workspace, runID, out.Result))
 }

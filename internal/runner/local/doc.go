@@ -3,9 +3,10 @@
 // user's directory), a scrubbed environment, its own process group (and,
 // where the request names bubblewrap, the jail), a timeout that sends
 // SIGINT and then kills, and a sweep that leaves no Terraform or provider
-// process behind. It prepares the run (sandbox, source, the static
-// backend check) and drives Terraform through a tfsession.Session: init
-// with the shared plugin cache, workspace, plan -json, show -json.
+// process behind. It sets the run up with tfsession.Prepare (running the
+// static backend check once the source is in place) and drives Terraform
+// through the tfsession.Session: init with the shared plugin cache,
+// workspace, plan -json, show -json.
 //
 // Its fast paths (off with terraform.Request.NoFastPaths): show -json only
 // when the plan reported a change (tfsession.Session.Unchanged otherwise),
@@ -19,6 +20,7 @@
 // Terraform printed). The sandbox itself is terraform/sandbox's and
 // Terraform invocation tfsession's: it does not start Terraform itself
 // and does not import terraform-exec. It must not import config, store,
-// notify, policy, audit, server, app or the other runners (runner/kube,
-// runner/remote); only app constructs it.
+// notify, policy, pipeline, run, server, app or the other runners
+// (runner/kube, runner/remote); app constructs it (and, in a Job's pod,
+// hands it to runner/remote).
 package local

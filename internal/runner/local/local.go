@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -85,63 +84,41 @@ func (r *Runner) openKept(req terraform.Request) *sandbox.Kept {
 // the state of a successful run; stale reports a failure of a reused
 // state that a fresh init may cure.
 func (r *Runner) attempt(ctx context.Context, req terraform.Request, marker string, grace time.Duration, kept *sandbox.Kept) (res runner.Result, stale bool, err error) {
-	tmp, err := sandbox.NewDir(req.WorkDir, "dw-", req.Owner)
-	if err != nil {
-		return res, false, &terraform.Error{Phase: "setup", Reason: err.Error(), Err: err}
-	}
-	defer os.RemoveAll(tmp)
-
-	env, secrets, err := sandbox.BuildEnv(req, tmp, marker)
-	if err != nil {
-		return res, false, &terraform.Error{Phase: "setup", Err: err}
-	}
-	// Every secret the daemon knows is redacted, not only this workspace's;
-	// and every backend_config value (the files' values once the source
-	// is in place: a relative file lies in it).
-	secrets = append(secrets, req.Redact...)
-	secrets = append(secrets, backend.ConfigSecrets(req.BackendConfig, nil)...)
-	red := sandbox.NewRedactor(secrets)
 	phases := tfsession.NewPhases(&res.Phases)
-
-	moduleDir, commit, err := sandbox.PrepareSource(ctx, req, tmp)
-	if err != nil {
-		return res, false, &terraform.Error{Phase: "source", Reason: red.Apply(err.Error()), Err: err}
-	}
-	// Values of variables declared sensitive (var files, vars, TF_VAR_)
-	// are redacted too: a provider's error message prints them verbatim.
-	secrets = append(secrets, sandbox.SensitiveValues(ctx, sandbox.SourceDir(tmp), moduleDir, req.VarFiles, req.Vars, req.Env)...)
-	secrets = append(secrets, backend.ConfigSecrets(req.BackendConfig, backend.ConfigFileReader(ctx, sandbox.SourceDir(tmp), moduleDir))...)
-	red = sandbox.NewRedactor(secrets)
-	res.Commit = commit
-	// A static read, before Terraform writes anything into the copy (and,
-	// for s3, the bucket policy read with the run's own credentials). An
-	// unreadable backend block is left to init, which reports it properly.
-	benv := backend.Env{Vars: env, Log: r.Logger.With("workspace", req.Workspace)}
-	if fs, err := backend.Check(ctx, sandbox.SourceDir(tmp), moduleDir, req.BackendConfig, req.Backend, benv); err == nil {
-		res.Backend = fs
-	} else {
-		r.Logger.Debug("backend check skipped", "workspace", req.Workspace, "err", red.Apply(err.Error()))
-	}
-	phases.Mark("source")
-
-	s, err := tfsession.Open(tfsession.Options{
-		Request: req, Dir: tmp, ModuleDir: moduleDir, Env: env, Secrets: secrets,
-		Grace: grace, Log: req.Log, Shared: &r.shared, Phases: phases,
+	p, err := tfsession.Prepare(ctx, tfsession.PrepareOptions{
+		Options: tfsession.Options{
+			Request: req, Grace: grace, Log: req.Log, Shared: &r.shared, Phases: phases,
+		},
+		DirPrefix: sandbox.DetectDirPrefix, Marker: marker,
+		Sourced: func(p *tfsession.Prepared) {
+			res.Commit = p.Commit
+			// A static read, before Terraform writes anything into the copy
+			// (and, for s3, the bucket policy read with the run's own
+			// credentials). An unreadable backend block is left to init,
+			// which reports it properly.
+			benv := backend.Env{Vars: p.Env, Log: r.Logger.With("workspace", req.Workspace)}
+			if fs, err := backend.Check(ctx, sandbox.SourceDir(p.Dir), p.ModuleDir, req.BackendConfig, req.Backend, benv); err == nil {
+				res.Backend = fs
+			} else {
+				r.Logger.Debug("backend check skipped", "workspace", req.Workspace, "err", p.Redactor.Apply(err.Error()))
+			}
+		},
 	})
 	if err != nil {
 		return res, false, err
 	}
-	defer s.Close()
+	defer p.Close()
+	s := p.Session
 
 	var key string
 	var initAt time.Time
 	reused := false
 	if kept != nil {
-		if key, err = sandbox.KeptKey(ctx, req, s.Binary(), commit, sandbox.SourceDir(tmp)); err != nil {
-			r.Logger.Debug("kept working directory: no key", "workspace", req.Workspace, "err", red.Apply(err.Error()))
+		if key, err = sandbox.KeptKey(ctx, req, s.Binary(), p.Commit, sandbox.SourceDir(p.Dir)); err != nil {
+			r.Logger.Debug("kept working directory: no key", "workspace", req.Workspace, "err", p.Redactor.Apply(err.Error()))
 			kept = nil
 		} else {
-			initAt, reused = kept.Restore(key, moduleDir)
+			initAt, reused = kept.Restore(key, p.ModuleDir)
 		}
 	}
 	// A failed run leaves nothing kept: the next one inits afresh.
@@ -151,8 +128,8 @@ func (r *Runner) attempt(ctx context.Context, req terraform.Request, marker stri
 		}
 		if err != nil {
 			kept.Discard()
-		} else if serr := kept.Save(key, moduleDir, initAt); serr != nil {
-			r.Logger.Debug("kept working directory not saved", "workspace", req.Workspace, "err", red.Apply(serr.Error()))
+		} else if serr := kept.Save(key, p.ModuleDir, initAt); serr != nil {
+			r.Logger.Debug("kept working directory not saved", "workspace", req.Workspace, "err", p.Redactor.Apply(serr.Error()))
 		}
 	}()
 	// stale: a failure of a reused state that names a missing init.
@@ -177,7 +154,7 @@ func (r *Runner) attempt(ctx context.Context, req terraform.Request, marker stri
 	if err := s.WorkspaceSelect(ctx); err != nil {
 		return res, staleErr(err), err
 	}
-	planFile := filepath.Join(tmp, "driftwatch.tfplan")
+	planFile := filepath.Join(p.Dir, "driftwatch.tfplan")
 	changed, err := s.Plan(ctx, tfsession.PlanOptions{Out: planFile, JSON: true})
 	if err != nil {
 		return res, staleErr(err), err

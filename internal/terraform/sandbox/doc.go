@@ -15,8 +15,9 @@
 // and removing what a killed daemon's runs left (KillOwned,
 // SweepOwnedDirs), file locks, and SetNonDumpable.
 //
-// It prepares and confines; it does not decide which Terraform steps run
-// or read their plans (tfsession, the runners, remediation/engine). It must
+// It prepares and confines (tfsession.Prepare puts its pieces together
+// for a run); it does not decide which Terraform steps run or read their
+// plans (tfsession, the runners, remediation/engine). It must
 // not import terraform-exec, tfsession, the runner implementations
 // (runner/local, runner/kube, runner/remote), config, store, notify,
 // server or app.

@@ -41,10 +41,15 @@ const DefaultKillGrace = 10 * time.Second
 // its socket TMPDIR/plugin<digits>: 20 bytes are kept for that.
 const socketPathMax = 88
 
-// RunDirPrefixes are the name prefixes of run directories: detection
-// ("dw-") and remediation ("dwr-"); the jail's launcher directory shares
-// its run directory's name.
-var RunDirPrefixes = []string{"dw-", "dwr-"}
+// Name prefixes of run directories: a detection's and a remediation's
+// apply's. The jail's launcher directory shares its run directory's name.
+const (
+	DetectDirPrefix = "dw-"
+	ApplyDirPrefix  = "dwr-"
+)
+
+// RunDirPrefixes are the name prefixes of run directories.
+var RunDirPrefixes = []string{DetectDirPrefix, ApplyDirPrefix}
 
 // ownerTag is the part of a run directory's name that names its owner
 // (terraform.Request.Owner), so that a restarted daemon finds its killed

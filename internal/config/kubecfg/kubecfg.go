@@ -3,7 +3,10 @@
 // Validate. config embeds Config as is, and kube.Config is a defined type
 // over it (kube adds its defaults), so the settings are declared and
 // checked once, with no copy between a config type and a runner type. It
-// is a leaf: it imports no other internal package.
+// is a leaf: it imports no other internal package. It lives under config,
+// not beside runner/kube: config imports leaves of folders below it only,
+// and the runner's folder stands above config (its Jobs run the
+// remediation engine).
 package kubecfg
 
 import (

@@ -1,15 +1,20 @@
 package remediation
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
+	"github.com/driftwatch/driftwatch/internal/run"
 	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // TestMayApply: a remediation pod's proceed check goes ahead only while
@@ -103,4 +108,64 @@ func TestRefusedTransiently(t *testing.T) {
 	failed := refused(engine.CodeDaemonUnreachable)
 	failed.State = store.RemediationFailed
 	require.False(t, refusedTransiently(failed))
+}
+
+// RecordAdopted records an adopted Job's outcome on the remediation a
+// restart marked failed, and finishes its apply run; an outcome for a run
+// no remediation applies changes nothing.
+func TestRecordAdopted(t *testing.T) {
+	f := newProceedFixture(t)
+	_, err := f.st.InterruptRemediations(t.Context(), time.Now()) // the restart
+	require.NoError(t, err)
+
+	f.c.RecordAdopted(t.Context(), "net", "apply-9", engine.Outcome{Result: engine.ResultApplied})
+	r, err := f.st.Remediation(t.Context(), "rem-1")
+	require.NoError(t, err)
+	require.Equal(t, store.RemediationFailed, r.State)
+	require.Empty(t, r.Outcome)
+
+	f.c.RecordAdopted(t.Context(), "net", "apply-1", engine.Outcome{Result: engine.ResultApplied, ApplyStarted: true, Tool: "terraform 1.11.4"})
+	r, err = f.st.Remediation(t.Context(), "rem-1")
+	require.NoError(t, err)
+	require.Equal(t, store.RemediationApplied, r.State)
+	var out engine.Outcome
+	require.NoError(t, json.Unmarshal(r.Outcome, &out))
+	require.Equal(t, "terraform 1.11.4", out.Tool)
+	run, err := f.st.Run(t.Context(), "apply-1")
+	require.NoError(t, err)
+	require.Equal(t, drift.Status(engine.ResultApplied), run.Status)
+	require.Equal(t, "terraform 1.11.4", run.Tool)
+}
+
+// leftRunning is an Applier whose Job goes on applying: this daemon
+// stopped.
+type leftRunning struct{}
+
+func (leftRunning) Remediate(context.Context, *engine.Applier, terraform.Request, engine.ChangeSet) (engine.Outcome, error) {
+	err := fmt.Errorf("%w: kubernetes runner stopped", ErrLeftRunning)
+	return engine.Outcome{Result: engine.ResultFailed, Reason: err.Error(), ApplyStarted: true}, err
+}
+
+// An apply left running when this daemon stops records nothing: the
+// remediation and its run stay running for the next daemon (which marks
+// them interrupted, then records the Job's outcome: RecordAdopted), and
+// no verification detection follows.
+func TestApplyLeftRunning(t *testing.T) {
+	f := newOffFixture(t, autoMode, autoMode)
+	net := f.propose(t, "net", store.RemediationApproved)
+	f.c.applier = leftRunning{}
+	f.c.Apply(t.Context(), "net", "apply-7")
+	got := f.get(t, net.ID)
+	require.Equal(t, store.RemediationRunning, got.State)
+	require.Empty(t, got.Outcome)
+	run, err := f.st.Run(t.Context(), "apply-7")
+	require.NoError(t, err)
+	require.Equal(t, store.RunRunning, run.Status)
+	require.Empty(t, f.host.detections())
+}
+
+// The controller records its apply runs under the trigger the run
+// lifecycle queues and recognises them by.
+func TestTriggerRemediateIsTheRunLifecycles(t *testing.T) {
+	require.Equal(t, run.TriggerRemediate, TriggerRemediate)
 }

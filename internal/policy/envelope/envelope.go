@@ -4,7 +4,9 @@
 // engine.Envelope is this Envelope (engine.Evaluate applies it to a
 // run); config embeds it in a workspace's `remediation:` block, so the
 // keys, defaults and checks are written once, here. It is a leaf: it
-// imports no other internal package.
+// imports no other internal package. It lives beside policy, below both
+// config and the remediation folder (whose controller reads config), so
+// that config may import it.
 package envelope
 
 import (
