@@ -20,9 +20,11 @@
 //     the followers (remediation), then, while leading, retires removed
 //     workspaces and queues those never checked. An invalid config is
 //     logged and the previous snapshot stays.
-//   - Loading with discovery: Load reads the config file and expands its
-//     discover: entries; DiscoverGit checks git ones out (bounded by
-//     DiscoverTimeout) for audit, daemon --once and the inventory command.
+//   - Loading with discovery: Finder, config's Finder over discover and
+//     source; Load reads the config file and expands its local discover:
+//     entries; DiscoverGit checks git ones out and expands them (within
+//     DiscoverTimeout for the daemon and audit, unbounded for the
+//     inventory command).
 //
 // The parts a reload drives reach it through named interfaces (Runs,
 // Store, Leader, Outbox, Notifiers, Follower), handed over by Connect once
