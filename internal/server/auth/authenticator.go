@@ -278,13 +278,13 @@ func (a *Authenticator) OIDC() *OIDC { return a.oidc }
 type Outcome int
 
 const (
-	// OutcomeNone: no credential was offered.
+	// OutcomeNone is a request that offered no credential.
 	OutcomeNone Outcome = iota
-	// OutcomeOK: Identity is who made the request.
+	// OutcomeOK is a credential that names who made the request.
 	OutcomeOK
-	// OutcomeInvalid: a credential was offered and matches none.
+	// OutcomeInvalid is a credential offered that matches none.
 	OutcomeInvalid
-	// OutcomeUntrusted: proxy identity headers from a peer outside
+	// OutcomeUntrusted is proxy identity headers from a peer outside
 	// trusted_networks.
 	OutcomeUntrusted
 )

@@ -65,19 +65,12 @@ func TestOIDCCookieSecret(t *testing.T) {
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
 	require.NoError(t, os.WriteFile(secret, []byte("s"), 0o600))
-	oidcServer := func(ext string, f func(*config.AuthOIDC)) config.Server {
-		c := config.Server{ExternalURL: ext, Auth: config.Auth{Mode: config.AuthModeOIDC, OIDC: config.AuthOIDC{
-			IssuerURL: "https://login.example.com", ClientID: "dw", ClientSecretFile: secret,
-		}}}
-		if f != nil {
-			f(&c.Auth.OIDC)
-		}
-		return c
-	}
-	logger := slog.New(slog.DiscardHandler)
 	key := filepath.Join(dir, "key")
 	require.NoError(t, os.WriteFile(key, []byte(strings.Repeat("k", 40)), 0o600))
-	withKey := oidcServer("https://d.example.com/dw/", func(o *config.AuthOIDC) { o.CookieSecretFile = key })
+	withKey := config.Server{ExternalURL: "https://d.example.com/dw/", Auth: config.Auth{Mode: config.AuthModeOIDC, OIDC: config.AuthOIDC{
+		IssuerURL: "https://login.example.com", ClientID: "dw", ClientSecretFile: secret, CookieSecretFile: key,
+	}}}
+	logger := slog.New(slog.DiscardHandler)
 	a1, err := newOIDC(withKey, logger)
 	require.NoError(t, err)
 	a2, err := newOIDC(withKey, logger)
@@ -99,7 +92,8 @@ func TestOIDCCookieSecret(t *testing.T) {
 	require.True(t, ok, "the same key after a restart")
 	require.Equal(t, "jane", id.Name)
 	require.Equal(t, "42", ses.Subject)
-	random := oidcServer("https://d.example.com", nil)
+	random := withKey
+	random.Auth.OIDC.CookieSecretFile = ""
 	a3, err := newOIDC(random, logger)
 	require.NoError(t, err)
 	a3.sessions = st

@@ -48,9 +48,8 @@ func (a *OIDC) RevokeSessions(ctx context.Context, subject string) (int, error) 
 	return a.sessions.DeleteSessions(ctx, store.SessionFilter{Issuer: a.cfg.IssuerURL, Subject: subject})
 }
 
-// IdleTimeout ends a session unused that long; SessionTTL ends it
-// whatever its use.
+// IdleTimeout ends a session unused that long.
 func (a *OIDC) IdleTimeout() time.Duration { return a.idle }
 
-// SessionTTL: see IdleTimeout.
+// SessionTTL ends a session whatever its use.
 func (a *OIDC) SessionTTL() time.Duration { return a.ttl }

@@ -18,7 +18,8 @@ const (
 	MaxAuditLimit     = 1000
 )
 
-// ErrAuditUnsupported: the store keeps no audit log the server can read.
+// ErrAuditUnsupported is the answer of a store that keeps no audit log
+// the server can read.
 var ErrAuditUnsupported = errors.New("the audit log is not available: this driftwatch's store does not keep one")
 
 // AuditQuery is an audit request's filter, as given.
@@ -69,7 +70,7 @@ func ParseAuditQuery(q url.Values, now time.Time) (AuditQuery, error) {
 	return aq, nil
 }
 
-// auditEntries reads the entries q selects.
+// AuditEntries reads the entries q selects, newest first.
 func (s *Source) AuditEntries(ctx context.Context, q AuditQuery) ([]store.AuditEntry, error) {
 	rd, ok := s.Store.(store.AuditReader)
 	if !ok {

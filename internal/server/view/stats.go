@@ -18,8 +18,8 @@ import (
 // defaultSince is the trends' window when the request names none.
 const defaultSince = "30d"
 
-// ErrStatsUnsupported: the store keeps no history the server can read
-// trends from (it does not implement store.StatsReader).
+// ErrStatsUnsupported is the answer of a store that keeps no history the
+// server can read trends from (it does not implement store.StatsReader).
 var ErrStatsUnsupported = errors.New("trends are not available: this driftwatch's store cannot read run history for statistics")
 
 // StatsFilter is what a stats request asks for, as the response echoes
@@ -99,7 +99,7 @@ const (
 	maxStatsCacheEntries = 256
 )
 
-// ErrStatsBusy: MaxStatsConcurrent statistics are being computed.
+// ErrStatsBusy means MaxStatsConcurrent statistics are being computed.
 var ErrStatsBusy = errors.New("too many statistics are being computed: try again in a few seconds")
 
 // statsCache bounds and caches the statistics (the limits above).
