@@ -45,7 +45,7 @@ type Options struct {
 
 	// Logs holds finished runs' logs (nil: none are served).
 	Logs store.LogStore
-	// Sessions keeps the sessions of oidc mode (oidc.go); nil: Store's,
+	// Sessions keeps the sessions of oidc mode (auth.OIDC); nil: Store's,
 	// which must then be a store.SessionStore in oidc mode.
 	Sessions store.SessionStore
 	// Incidents lists a workspace's incidents, shown with their severity
@@ -72,12 +72,12 @@ type Options struct {
 	//     secret of Auth.Proxy.SecretFile in Auth.Proxy.SecretHeader
 	//     (required; the header is removed from every request), with
 	//     roles from Auth.Roles; their mutating requests need a CSRF
-	//     token (csrf.go).
+	//     token (auth.Authenticator.CheckCSRF).
 	//   - MetricsTokenFile holds the scrape token of /metrics, which
 	//     reads nothing else. /metrics needs the viewer role (or this
 	//     token) unless a caller without a credential may read.
 	//   - Auth.AnonymousRole and OpenReads say what a caller without a
-	//     credential may read; see authenticator.anonymousMay. A log that
+	//     credential may read (auth.Authenticator.Admit). A log that
 	//     starts with runlog.ValuesNotice is served only to a reader with
 	//     a credential.
 	//   - ExternalURL is the URL the server is reached at, e.g.
@@ -209,7 +209,7 @@ func New(o Options) (*Server, error) {
 	if s.pages, err = pages.New(s.src, s.auth); err != nil {
 		return nil, fmt.Errorf("driftwatch/server: %w", err)
 	}
-	s.api = api.New(s.src, s.auth, api.Status{Version: o.Version, Sandbox: o.Sandbox, Leader: o.Leader})
+	s.api = api.New(s.src, s.auth, api.Daemon{Version: o.Version, Sandbox: o.Sandbox, Leader: o.Leader})
 	s.handler, s.router = s.routes()
 	return s, nil
 }

@@ -16,9 +16,9 @@ import (
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
-// Status is what GET /api/v1/status says of the daemon besides its
+// Daemon is what GET /api/v1/status says of the daemon besides its
 // readiness.
-type Status struct {
+type Daemon struct {
 	// Version is driftwatch's version.
 	Version string
 	// Sandbox is how local runs are isolated.
@@ -33,7 +33,7 @@ type Status struct {
 type API struct {
 	src    *view.Source
 	auth   *auth.Authenticator
-	status Status
+	daemon Daemon
 
 	// MaxStreams caps the log event streams open at once, server-wide
 	// (default DefaultMaxLogStreams); one more answers 503 with
@@ -46,9 +46,10 @@ type API struct {
 	streams atomic.Int64
 }
 
-// New returns the API over src, whose callers a authenticated.
-func New(src *view.Source, a *auth.Authenticator, st Status) *API {
-	return &API{src: src, auth: a, status: st, MaxStreams: DefaultMaxLogStreams, StreamWriteTimeout: LogStreamWriteTimeout}
+// New returns the API over src; a is the authenticator the guard admits
+// its callers with (whoami, refusals of logs, OIDC sessions).
+func New(src *view.Source, a *auth.Authenticator, d Daemon) *API {
+	return &API{src: src, auth: a, daemon: d, MaxStreams: DefaultMaxLogStreams, StreamWriteTimeout: LogStreamWriteTimeout}
 }
 
 // Run listing limits.
@@ -219,12 +220,12 @@ func (a *API) internalError(w http.ResponseWriter, r *http.Request, err error) {
 // readiness and the isolation of local runs (a "none" sandbox is a risk
 // an operator must see).
 func (a *API) Status(w http.ResponseWriter, _ *http.Request) {
-	out := map[string]any{"version": a.status.Version, "ready": true, "sandbox": a.status.Sandbox}
+	out := map[string]any{"version": a.daemon.Version, "ready": true, "sandbox": a.daemon.Sandbox}
 	if err := a.src.Control.Ready(); err != nil {
 		out["ready"], out["not_ready"] = false, err.Error()
 	}
-	if a.status.Leader != nil {
-		if l := a.status.Leader(); l != "" {
+	if a.daemon.Leader != nil {
+		if l := a.daemon.Leader(); l != "" {
 			out["leader"] = l
 		}
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
+// randomString is 32 random bytes, base64url: a session id, a state, a
+// nonce.
 func randomString() (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
@@ -29,51 +31,51 @@ func randomString() (string, error) {
 
 // Login serves GET /auth/login?next=PATH (oidc mode): it sends the
 // browser to the provider.
-func (x *Authenticator) Login(w http.ResponseWriter, r *http.Request) {
-	a := x.oidc
-	p, err := a.discover(r.Context())
+func (a *Authenticator) Login(w http.ResponseWriter, r *http.Request) {
+	o := a.oidc
+	p, err := o.discover(r.Context())
 	if err != nil {
-		x.logger.Error("oidc sign-in unavailable", "err", err)
-		x.message(w, r, http.StatusServiceUnavailable, "Sign-in unavailable",
+		a.logger.Error("oidc sign-in unavailable", "err", err)
+		a.message(w, r, http.StatusServiceUnavailable, "Sign-in unavailable",
 			"the sign-in provider cannot be reached; try again in a moment (see the driftwatch log)")
 		return
 	}
-	oc, err := a.oauth2Config(p)
+	oc, err := o.oauth2Config(p)
 	if err != nil {
-		x.logger.Error("oidc sign-in unavailable", "err", err)
-		x.message(w, r, http.StatusInternalServerError, "Sign-in unavailable", "the client secret cannot be read (see the driftwatch log)")
+		a.logger.Error("oidc sign-in unavailable", "err", err)
+		a.message(w, r, http.StatusInternalServerError, "Sign-in unavailable", "the client secret cannot be read (see the driftwatch log)")
 		return
 	}
-	st := loginState{Verifier: oauth2.GenerateVerifier(), Next: safeNext(r.URL.Query().Get("next")), Expiry: a.Now().Add(loginTTL).Unix()}
+	st := loginState{Verifier: oauth2.GenerateVerifier(), Next: safeNext(r.URL.Query().Get("next")), Expiry: o.Now().Add(loginTTL).Unix()}
 	if st.State, err = randomString(); err == nil {
 		st.Nonce, err = randomString()
 	}
 	var v string
 	if err == nil {
-		v, err = a.Seal(LoginCookie, st)
+		v, err = o.Seal(LoginCookie, st)
 	}
 	if err != nil {
-		x.logger.Error("oidc sign-in failed", "err", err)
-		x.message(w, r, http.StatusInternalServerError, "Sign-in failed", "see the driftwatch log")
+		a.logger.Error("oidc sign-in failed", "err", err)
+		a.message(w, r, http.StatusInternalServerError, "Sign-in failed", "see the driftwatch log")
 		return
 	}
-	a.setCookie(w, LoginCookie, v, loginTTL)
+	o.setCookie(w, LoginCookie, v, loginTTL)
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, oc.AuthCodeURL(st.State, oidc.Nonce(st.Nonce), oauth2.S256ChallengeOption(st.Verifier)), http.StatusFound)
 }
 
 // Callback serves GET /auth/callback (oidc mode): the provider's answer.
-func (x *Authenticator) Callback(w http.ResponseWriter, r *http.Request) {
-	a := x.oidc
+func (a *Authenticator) Callback(w http.ResponseWriter, r *http.Request) {
+	o := a.oidc
 	w.Header().Set("Cache-Control", "no-store")
 	fail := func(code int, reason, msg string) {
-		x.logger.Warn("oidc sign-in refused", "reason", reason)
-		a.clearCookie(w, LoginCookie)
-		x.message(w, r, code, "Sign-in failed", msg+"; sign in again at "+a.prefix+"/auth/login")
+		a.logger.Warn("oidc sign-in refused", "reason", reason)
+		o.clearCookie(w, LoginCookie)
+		a.message(w, r, code, "Sign-in failed", msg+"; sign in again at "+o.prefix+"/auth/login")
 	}
 	var st loginState
 	c, err := r.Cookie(LoginCookie)
-	if err != nil || !a.Open(LoginCookie, c.Value, &st) || !a.Now().Before(time.Unix(st.Expiry, 0)) {
+	if err != nil || !o.Open(LoginCookie, c.Value, &st) || !o.Now().Before(time.Unix(st.Expiry, 0)) {
 		fail(http.StatusBadRequest, "no valid login cookie", "this sign-in was not started here, or took longer than 10 minutes")
 		return
 	}
@@ -96,19 +98,19 @@ func (x *Authenticator) Callback(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "no code", "the sign-in provider sent no authorization code")
 		return
 	}
-	p, err := a.discover(r.Context())
+	p, err := o.discover(r.Context())
 	if err != nil {
-		x.logger.Error("oidc sign-in unavailable", "err", err)
-		x.message(w, r, http.StatusServiceUnavailable, "Sign-in unavailable", "the sign-in provider cannot be reached (see the driftwatch log)")
+		a.logger.Error("oidc sign-in unavailable", "err", err)
+		a.message(w, r, http.StatusServiceUnavailable, "Sign-in unavailable", "the sign-in provider cannot be reached (see the driftwatch log)")
 		return
 	}
-	oc, err := a.oauth2Config(p)
+	oc, err := o.oauth2Config(p)
 	if err != nil {
-		x.logger.Error("oidc sign-in unavailable", "err", err)
-		x.message(w, r, http.StatusInternalServerError, "Sign-in unavailable", "the client secret cannot be read (see the driftwatch log)")
+		a.logger.Error("oidc sign-in unavailable", "err", err)
+		a.message(w, r, http.StatusInternalServerError, "Sign-in unavailable", "the client secret cannot be read (see the driftwatch log)")
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), oauth2.HTTPClient, a.client), oidcHTTPTimeout)
+	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), oauth2.HTTPClient, o.client), oidcHTTPTimeout)
 	defer cancel()
 	tok, err := oc.Exchange(ctx, code, oauth2.VerifierOption(st.Verifier))
 	if err != nil {
@@ -127,7 +129,7 @@ func (x *Authenticator) Callback(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadGateway, "no id_token in the token response", "the sign-in provider sent no ID token")
 		return
 	}
-	idt, err := p.Verifier(&oidc.Config{ClientID: a.cfg.ClientID}).Verify(ctx, raw)
+	idt, err := p.Verifier(&oidc.Config{ClientID: o.cfg.ClientID}).Verify(ctx, raw)
 	if err != nil {
 		fail(http.StatusForbidden, "id token rejected: "+verifyReason(err), "the ID token is not valid for this driftwatch")
 		return
@@ -141,11 +143,11 @@ func (x *Authenticator) Callback(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadGateway, "id token claims unreadable", "the ID token's claims cannot be read")
 		return
 	}
-	sess := a.sessionFrom(idt.Subject, claims)
+	sess := o.sessionFrom(idt.Subject, claims)
 	if groupsSize(sess.Groups) > maxSessionGroups {
 		// Too many groups to keep: those server.auth.roles names.
-		sess.Groups = slices.DeleteFunc(sess.Groups, func(g string) bool { return !x.namesGroup(g) })
-		x.logger.Warn("oidc sign-in: too many groups to keep in the session, keeping those server.auth.roles names",
+		sess.Groups = slices.DeleteFunc(sess.Groups, func(g string) bool { return !a.namesGroup(g) })
+		a.logger.Warn("oidc sign-in: too many groups to keep in the session, keeping those server.auth.roles names",
 			"user", sess.Name, "kept", len(sess.Groups))
 	}
 	sid, err := randomString()
@@ -153,30 +155,30 @@ func (x *Authenticator) Callback(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusInternalServerError, "session id: "+err.Error(), "the session cannot be stored")
 		return
 	}
-	now := a.Now()
+	now := o.Now()
 	// Sessions that ended meanwhile go at each sign-in (and in Serve's
 	// loop): the table holds little more than the live ones.
-	a.PruneSessions(ctx)
-	if err := a.sessions.CreateSession(ctx, store.Session{
-		IDHash: sessionHash(sid), Issuer: a.cfg.IssuerURL, Subject: sess.Subject,
+	o.PruneSessions(ctx)
+	if err := o.sessions.CreateSession(ctx, store.Session{
+		IDHash: sessionHash(sid), Issuer: o.cfg.IssuerURL, Subject: sess.Subject,
 		Name: sess.Name, Email: sess.Email, Groups: sess.Groups,
-		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(a.ttl),
+		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(o.ttl),
 	}); err != nil {
-		x.logger.Error("oidc sign-in: store the session", "user", sess.Name, "err", err)
-		a.clearCookie(w, LoginCookie)
-		x.message(w, r, http.StatusInternalServerError, "Sign-in failed", "the session cannot be stored (see the driftwatch log)")
+		a.logger.Error("oidc sign-in: store the session", "user", sess.Name, "err", err)
+		o.clearCookie(w, LoginCookie)
+		a.message(w, r, http.StatusInternalServerError, "Sign-in failed", "the session cannot be stored (see the driftwatch log)")
 		return
 	}
-	v, err := a.Seal(SessionCookie, SessionRef{ID: sid, Expiry: now.Add(a.ttl).Unix()})
+	v, err := o.Seal(SessionCookie, SessionRef{ID: sid, Expiry: now.Add(o.ttl).Unix()})
 	if err != nil {
 		fail(http.StatusInternalServerError, "session cookie: "+err.Error(), "the session cannot be stored")
 		return
 	}
-	a.clearCookie(w, LoginCookie)
-	a.setCookie(w, SessionCookie, v, a.ttl)
-	id := x.withRoles(Identity{Name: sess.Name, Method: MethodOIDC, Email: sess.Email, Groups: sess.Groups}, sess.Subject)
-	x.logger.Info("oidc sign-in", "user", sess.Name, "subject", sess.Subject, "roles", joinRoles(id.Roles))
-	http.Redirect(w, r, a.prefix+st.Next, http.StatusSeeOther)
+	o.clearCookie(w, LoginCookie)
+	o.setCookie(w, SessionCookie, v, o.ttl)
+	id := a.withRoles(Identity{Name: sess.Name, Method: MethodOIDC, Email: sess.Email, Groups: sess.Groups}, sess.Subject)
+	a.logger.Info("oidc sign-in", "user", sess.Name, "subject", sess.Subject, "roles", joinRoles(id.Roles))
+	http.Redirect(w, r, o.prefix+st.Next, http.StatusSeeOther)
 }
 
 // groupsSize is about the bytes groups take in a session row.
@@ -242,34 +244,34 @@ func (a *OIDC) sessionFrom(sub string, claims map[string]any) session {
 // POST, which a SameSite=Lax cookie does not come with, must not clear
 // the cookie either), and the session's CSRF token when there is a
 // session. The provider's own session is left alone.
-func (x *Authenticator) Logout(w http.ResponseWriter, r *http.Request) {
-	a := x.oidc
+func (a *Authenticator) Logout(w http.ResponseWriter, r *http.Request) {
+	o := a.oidc
 	if !respond.LimitBody(w, r, respond.MaxBody) {
 		return
 	}
-	if !x.sameOrigin(r) {
-		x.logger.Warn("cross-site sign-out refused", "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
-		x.message(w, r, http.StatusForbidden, "Refused",
+	if !a.sameOrigin(r) {
+		a.logger.Warn("cross-site sign-out refused", "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
+		a.message(w, r, http.StatusForbidden, "Refused",
 			"cross-site request refused: sign out from driftwatch's own pages")
 		return
 	}
-	if id, ses, ok := a.fromSession(r); ok {
-		if ref := x.CheckCSRF(r, id); ref != nil {
-			x.message(w, r, ref.Code, ref.Heading, ref.Message)
+	if id, ses, ok := o.fromSession(r); ok {
+		if ref := a.CheckCSRF(r, id); ref != nil {
+			a.message(w, r, ref.Code, ref.Heading, ref.Message)
 			return
 		}
-		if err := a.sessions.DeleteSession(r.Context(), ses.IDHash); err != nil {
-			x.logger.Error("oidc sign-out failed", "user", id.Name, "err", err)
+		if err := o.sessions.DeleteSession(r.Context(), ses.IDHash); err != nil {
+			a.logger.Error("oidc sign-out failed", "user", id.Name, "err", err)
 			w.Header().Set("Cache-Control", "no-store")
-			x.message(w, r, http.StatusInternalServerError, "Sign-out failed",
+			a.message(w, r, http.StatusInternalServerError, "Sign-out failed",
 				"the session cannot be ended (see the driftwatch log); you are still signed in")
 			return
 		}
-		x.logger.Info("oidc sign-out", "user", id.Name, "subject", ses.Subject)
+		a.logger.Info("oidc sign-out", "user", id.Name, "subject", ses.Subject)
 	}
-	a.clearCookie(w, SessionCookie)
+	o.clearCookie(w, SessionCookie)
 	w.Header().Set("Cache-Control", "no-store")
-	x.message(w, r, http.StatusOK, "Signed out", "you are signed out of driftwatch; sign in again at "+a.prefix+"/auth/login")
+	a.message(w, r, http.StatusOK, "Signed out", "you are signed out of driftwatch; sign in again at "+o.prefix+"/auth/login")
 }
 
 // authMessage answers a sign-in route with a page. msg is a sentence
