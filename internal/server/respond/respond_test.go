@@ -22,7 +22,7 @@ func TestAnswers(t *testing.T) {
 
 	w = httptest.NewRecorder()
 	Refuse(w, http.StatusUnauthorized, "missing bearer token")
-	require.Equal(t, "{\n  \"error\": \"missing bearer token\"\n}\n", w.Body.String())
+	require.JSONEq(t, `{"error": "missing bearer token"}`, w.Body.String())
 	require.Equal(t, `Bearer realm="driftwatch"`, w.Header().Get("WWW-Authenticate"))
 	w = httptest.NewRecorder()
 	Refuse(w, http.StatusForbidden, "no")
@@ -31,7 +31,7 @@ func TestAnswers(t *testing.T) {
 	w = httptest.NewRecorder()
 	JSON(w, http.StatusOK, func() {})
 	require.Equal(t, http.StatusInternalServerError, w.Code, "a value that cannot be encoded")
-	require.Equal(t, "{\"error\": \"internal error: encode response\"}\n", w.Body.String())
+	require.JSONEq(t, `{"error": "internal error: encode response"}`, w.Body.String())
 }
 
 // A mutating request's body is read whole before its handler, and
