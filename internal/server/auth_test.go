@@ -430,13 +430,9 @@ func TestNewChecksAuthOptions(t *testing.T) {
 		"trust everyone": {func(o *Options) {
 			o.Config.Auth.Mode, o.Config.Auth.Proxy.TrustedNetworks = config.AuthModeProxy, []string{"0.0.0.0/0"}
 		}, `TrustedNetworks[0]: "0.0.0.0/0" trusts every address`},
-		"unknown mode": {func(o *Options) { o.Config.Auth.Mode = "saml" }, `Options.Config.Auth.Mode "saml": want token, proxy or oidc`},
-		"bad token role": {func(o *Options) {
-			o.Config.Auth.Tokens = []config.AuthToken{{Name: "ci", Role: "root", File: "x"}}
-		}, `Options.Config.Auth.Tokens[0].Role "root" is not a role`},
-		"reserved name": {func(o *Options) {
-			o.Config.Auth.Tokens = []config.AuthToken{{Name: "api", Role: "admin", File: "x"}}
-		}, `Options.Config.Auth.Tokens[0].Name "api"`},
+		"unknown mode":   {func(o *Options) { o.Config.Auth.Mode = "saml" }, `Options.Config.Auth.Mode "saml": want token, proxy or oidc`},
+		"bad token role": {func(o *Options) { o.Config.Auth.Tokens = []config.AuthToken{{Name: "ci", Role: "root", File: "x"}} }, `Options.Config.Auth.Tokens[0].Role "root" is not a role`},
+		"reserved name":  {func(o *Options) { o.Config.Auth.Tokens = []config.AuthToken{{Name: "api", Role: "admin", File: "x"}} }, `Options.Config.Auth.Tokens[0].Name "api"`},
 		"missing token file": {func(o *Options) {
 			o.Config.Auth.Tokens = []config.AuthToken{{Name: "ci", Role: "admin", File: "/nonexistent/ci"}}
 		}, "Options.Config.Auth.Tokens[0]: read token file: open /nonexistent/ci"},

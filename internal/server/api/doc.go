@@ -14,6 +14,7 @@
 //
 // It writes no HTML (server/pages does) and decides no access (the guard
 // has, before a handler runs; a handler reads auth.IdentityFrom to name
-// who acted, or to check an approver's scope). It imports apitypes,
-// auth, control, respond, view and store; never pages.
+// who acted, or to check an approver's scope). Of the server's rooms it
+// imports apitypes, auth, control, respond and view, never pages;
+// besides them store, stats, runlog and drift.
 package api

@@ -12,7 +12,7 @@
 // script, no external load, no framing; forms only to this origin. The
 // pages change nothing: the commands they show are API calls.
 //
-// What a page shows is read through view.Source; it imports auth (who is
-// signed in, refusals), control, view, respond, store and stats; never
-// api.
+// What a page shows is read through view.Source. Of the server's rooms
+// it imports view, auth (who is signed in, refusals), control, respond
+// and apitypes, never api; besides them store, stats, runlog and drift.
 package pages

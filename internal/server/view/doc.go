@@ -14,7 +14,7 @@
 // answer is kept for StatsCacheTTL per filter.
 //
 // It renders nothing (JSON is server/api's, HTML server/pages') and
-// writes nothing: every change goes through the Control. It imports
-// control, apitypes (NotifierStatus), store, stats and drift; never the
-// server's other packages.
+// writes nothing: every change goes through the Control. Of the server's
+// rooms it imports control and apitypes (NotifierStatus) alone; besides
+// them store, stats, runlog and drift.
 package view
