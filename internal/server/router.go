@@ -89,7 +89,7 @@ func (rt *router) handleLogs(pattern string, h http.HandlerFunc) {
 
 // handleMetrics mounts /metrics: for viewers, and for the scrape token
 // (server.metrics_token_file), which may read nothing else. It is open
-// where a caller without a credential may read (anonymousMay).
+// where a caller without a credential may read (auth.Authenticator.Admit).
 func (rt *router) handleMetrics(pattern string, h http.Handler) {
 	rt.add(pattern, access{kind: accessRole, need: auth.RoleViewer, metrics: true}, h)
 }

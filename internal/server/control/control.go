@@ -38,8 +38,9 @@ type Control interface {
 	Ready() error
 	// LiveLog returns the log of a run in flight, or nil when the run is
 	// not in flight here (finished, unknown, or run by another replica).
-	// A run's log must be saved to the store (server.Options.Logs) before LiveLog
-	// stops returning it, so a reader finds it in one place or the other.
+	// A run's log must be saved to the store (server.Options.Logs) before
+	// LiveLog stops returning it, so a reader finds it in one place or
+	// the other.
 	LiveLog(runID string) *runlog.Log
 	// Notifiers reports the alert outbox per notifier, for the status page
 	// and GET /api/v1/notifiers (none: no notifiers section).
