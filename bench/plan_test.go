@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/terraform/planfile"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
-	"github.com/driftwatch/driftwatch/internal/policy"
 )
 
 var (

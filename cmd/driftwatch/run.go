@@ -244,7 +244,9 @@ func await(ctx context.Context, c *apiclient.Client, o runOptions, id string, lo
 		case errors.Is(err, apiclient.ErrNotFound) && verdict != "":
 			// Ended without a record (a queued run skipped like an
 			// overlapping slot): the stream's verdict is all there is.
-			return apiclient.Run{ID: id, Status: verdict}, nil
+			var r apiclient.Run
+			r.ID, r.Status = id, verdict
+			return r, nil
 		case errors.As(err, &se) && se.Code < 500:
 			return apiclient.Run{}, err
 		case !warned:

@@ -531,6 +531,8 @@ func TestRunExitCode(t *testing.T) {
 		{store.RunInterrupted, drift.Counts{}, false, 1},
 		{"skipped", drift.Counts{}, false, 1},
 	} {
-		require.Equal(t, c.want, runExitCode(apiclient.Run{Status: c.status, Counts: c.counts}, c.strict), c)
+		var r apiclient.Run
+		r.Status, r.Counts = c.status, c.counts
+		require.Equal(t, c.want, runExitCode(r, c.strict), c)
 	}
 }

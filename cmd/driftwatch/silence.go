@@ -126,9 +126,9 @@ func addSilence(ctx context.Context, c *apiclient.Client, workspace string, o si
 		fmt.Fprintf(stderr, "driftwatch: silence %s: %s\n", silenceTarget(workspace, labels), silenceError(err, o))
 		return report.ExitError
 	}
-	held := "held until " + stamp(s.EndsAt)
+	held := "held until " + stamp(s.EndsAt.Time)
 	if !s.Active {
-		held = "held from " + stamp(s.StartsAt) + " until " + stamp(s.EndsAt)
+		held = "held from " + stamp(s.StartsAt.Time) + " until " + stamp(s.EndsAt.Time)
 	}
 	fmt.Fprintf(stdout, "silence %s: notifications of %s %s (by %s: %s)\n",
 		s.ID, silenceTarget(s.Workspace, s.Labels), held, orUnknown(s.CreatedBy), s.Comment)
@@ -174,17 +174,17 @@ func listSilences(ctx context.Context, c *apiclient.Client, o silenceOptions, st
 				state = "active"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, state, matches(s.Workspace, nil, s.Labels),
-				stamp(s.StartsAt), stamp(s.EndsAt), orUnknown(s.CreatedBy), oneLine(s.Comment))
+				stamp(s.StartsAt.Time), stamp(s.EndsAt.Time), orUnknown(s.CreatedBy), oneLine(s.Comment))
 		}
 	}
 	if len(l.Windows) > 0 {
 		fmt.Fprintln(tw)
 		fmt.Fprintln(tw, "WINDOW\tSTATE\tMATCHES\tSCHEDULE\tDURATION")
 		for _, w := range l.Windows {
-			state := "off, next " + stamp(w.NextStart)
+			state := "off, next " + stamp(w.NextStart.Time)
 			switch {
 			case w.Active:
-				state = "on until " + stamp(w.Ends)
+				state = "on until " + stamp(w.Ends.Time)
 			case w.NextStart.IsZero():
 				state = "off"
 			}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 )
 
 // Time limits of one call. A followed log has none: it lasts as long as
@@ -127,10 +129,7 @@ var (
 // the token; should one, it is cut out.
 func statusError(resp *http.Response, token string) *StatusError {
 	b, _ := io.ReadAll(limit(resp.Body))
-	var body struct {
-		Error string `json:"error"`
-		RunID string `json:"run_id"`
-	}
+	var body apitypes.Error
 	_ = json.Unmarshal(b, &body)
 	return &StatusError{
 		Code: resp.StatusCode, Status: resp.Status,

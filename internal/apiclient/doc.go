@@ -14,10 +14,13 @@
 //	AddSilence    POST   /api/v1/silences                      API token
 //	ExpireSilence DELETE /api/v1/silences/{id}?by=WHO          API token
 //
-// It owns the wire: URLs, methods, headers, request bodies, the decoding
-// of answers (Queued, Run, Cancelled, Remediation, Silence, Silences, the
-// Server-Sent Events of a followed log) and the run status vocabulary the API speaks
-// (Status, Counts: drift's nouns plus the run states). An answer with an
+// It owns the client's side of the wire: URLs, methods, headers, the
+// decoding of answers (the Server-Sent Events of a followed log among
+// them) and the run status vocabulary the API speaks (Status, Counts:
+// drift's nouns plus the run states). The bodies themselves are
+// internal/server/apitypes', the types the daemon writes: Queued,
+// Cancelled, Remediation, Silence and MaintenanceWindow are those types,
+// Run and Silences add the whole answer (Raw). An answer with an
 // unexpected status is a *StatusError carrying the status and the API's
 // reason; errors.Is matches it against ErrUnauthorized, ErrForbidden,
 // ErrNotFound, ErrConflict and ErrUnavailable.
@@ -33,8 +36,8 @@
 // It must not touch what belongs to its callers or to the daemon: no
 // flags, no output text beyond error values, no exit codes (cmd/driftwatch
 // formats and decides), and no import of the daemon's packages (server,
-// store, app, runlog, ...) except drift, the shared vocabulary. The API
-// is the contract: the daemon may be another version, so this package
-// decodes its answers, it does not share its types. Tests run against the
-// real internal/server.
+// store, app, runlog, ...) but drift, the shared vocabulary, and
+// server/apitypes, the API's bodies (a leaf; a rule in .golangci.yml
+// keeps both so). The daemon may be another version: decoding ignores
+// fields it does not know. Tests run against the real internal/server.
 package apiclient

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 )
 
 // Log is an open run log: plain text, or, when Events, a Server-Sent
@@ -102,9 +104,7 @@ func copyEvents(r io.Reader, w io.Writer) (Status, error) {
 		switch {
 		case line == "":
 			if event == "end" {
-				var end struct {
-					Status Status `json:"status"`
-				}
+				var end apitypes.LogEnd
 				if err := json.Unmarshal([]byte(strings.Join(data, "\n")), &end); err != nil {
 					return "", fmt.Errorf("bad end event: %w", err)
 				}

@@ -7,16 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 )
 
-// Remediation is the part of the API's remediation a client uses.
-type Remediation struct {
-	ID            string `json:"id"`
-	Workspace     string `json:"workspace"`
-	State         string `json:"state"` // pending, approved, rejected, applied, ...
-	Reason        string `json:"reason,omitempty"`
-	ChangeSetHash string `json:"change_set_hash"`
-}
+// Remediation is the API's remediation: its State is pending,
+// approved, rejected, applied, ...
+type Remediation = apitypes.Remediation
 
 // Approve approves pending remediation id with the API token; hash, if not
 // "", must be its change set hash (the daemon answers ErrConflict if the
@@ -24,7 +21,7 @@ type Remediation struct {
 func (c *Client) Approve(ctx context.Context, id, hash string) (Remediation, error) {
 	var body []byte
 	if hash != "" {
-		body, _ = json.Marshal(map[string]string{"change_set_hash": hash})
+		body, _ = json.Marshal(apitypes.Decision{ChangeSetHash: hash})
 	}
 	return c.decide(ctx, id, "approve", body)
 }

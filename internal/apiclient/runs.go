@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 )
 
 // Status is a run's status as the API reports it: a verdict (drift's
@@ -42,24 +43,13 @@ const (
 type Counts = drift.Counts
 
 // Queued is the answer to Trigger.
-type Queued struct {
-	Workspace string `json:"workspace"`
-	RunID     string `json:"run_id"`
-	Status    Status `json:"status"`
-}
+type Queued = apitypes.Queued
 
-// Run is the part of GET /api/v1/runs/ID a client uses; Raw is the whole
-// answer.
+// Run is GET /api/v1/runs/ID's answer (apitypes.RunDetail: its URL is
+// the run's status page, absolute when the daemon has
+// server.external_url, else a path); Raw is the whole answer, as sent.
 type Run struct {
-	ID              string   `json:"id"`
-	Workspace       string   `json:"workspace"`
-	Status          Status   `json:"status"`
-	Error           string   `json:"error"`
-	DurationSeconds *float64 `json:"duration_seconds"`
-	Counts          Counts   `json:"counts"`
-	// URL is the run's status page: absolute when the daemon has
-	// server.external_url, else a path.
-	URL string          `json:"url"`
+	apitypes.RunDetail
 	Raw json.RawMessage `json:"-"`
 }
 
@@ -99,13 +89,9 @@ func (c *Client) GetRun(ctx context.Context, id string) (Run, error) {
 	return r, nil
 }
 
-// Cancelled is the answer to Cancel.
-type Cancelled struct {
-	Run string `json:"run"`
-	// Status is StatusCancelled for a queued run (it never starts) and
-	// StatusCancelling for a running one.
-	Status Status `json:"status"`
-}
+// Cancelled is the answer to Cancel: its Status is StatusCancelled for a
+// queued run (it never starts) and StatusCancelling for a running one.
+type Cancelled = apitypes.Cancelled
 
 // Cancel cancels run id with the API token: a queued run at once, a
 // running one is asked to stop. A finished run is ErrConflict.

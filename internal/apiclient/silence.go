@@ -6,43 +6,22 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 )
 
 // Silence is a silence as the API shows it: it holds the messages of a
 // workspace (Workspace) or of every workspace with all of Labels from
 // StartsAt until EndsAt.
-type Silence struct {
-	ID        string            `json:"id"`
-	Workspace string            `json:"workspace"`
-	Labels    map[string]string `json:"labels"`
-	StartsAt  time.Time         `json:"starts_at"`
-	EndsAt    time.Time         `json:"ends_at"`
-	Comment   string            `json:"comment"`
-	CreatedBy string            `json:"created_by"`
-	CreatedAt time.Time         `json:"created_at"`
-	// Active: it holds messages now.
-	Active bool `json:"active"`
-}
+type Silence = apitypes.Silence
 
 // MaintenanceWindow is a configured maintenance window as the API shows
 // it: on (Active, until Ends) or off (next at NextStart; zero: never).
-type MaintenanceWindow struct {
-	Name       string            `json:"name"`
-	Workspaces []string          `json:"workspaces"` // globs
-	Labels     map[string]string `json:"labels"`
-	Schedule   string            `json:"schedule"` // cron, in TimeZone
-	TimeZone   string            `json:"time_zone"`
-	Duration   string            `json:"duration"` // a Go duration, "2h0m0s"
-	Active     bool              `json:"active"`
-	Ends       time.Time         `json:"ends"`       // zero when off
-	NextStart  time.Time         `json:"next_start"` // zero: none
-}
+type MaintenanceWindow = apitypes.MaintenanceWindow
 
-// Silences is the answer to ListSilences.
+// Silences is the answer to ListSilences; Raw is the whole answer.
 type Silences struct {
-	Silences []Silence           `json:"silences"`
-	Windows  []MaintenanceWindow `json:"maintenance_windows"`
-	// Raw is the whole answer.
+	apitypes.SilenceList
 	Raw json.RawMessage `json:"-"`
 }
 
@@ -82,14 +61,7 @@ func (c *Client) AddSilence(ctx context.Context, s NewSilence) (Silence, error) 
 	if err != nil {
 		return out, err
 	}
-	body := struct {
-		Workspace string            `json:"workspace,omitempty"`
-		Labels    map[string]string `json:"labels,omitempty"`
-		For       string            `json:"for"`
-		StartsAt  string            `json:"starts_at,omitempty"`
-		Comment   string            `json:"comment"`
-		CreatedBy string            `json:"created_by,omitempty"`
-	}{Workspace: s.Workspace, Labels: s.Labels, For: s.For.String(), Comment: s.Comment, CreatedBy: s.CreatedBy}
+	body := apitypes.SilenceBody{Workspace: s.Workspace, Labels: s.Labels, For: s.For.String(), Comment: s.Comment, CreatedBy: s.CreatedBy}
 	if !s.StartsAt.IsZero() {
 		body.StartsAt = s.StartsAt.Format(time.RFC3339)
 	}

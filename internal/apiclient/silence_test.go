@@ -63,7 +63,7 @@ func TestSilences(t *testing.T) {
 	added, err := c.AddSilence(ctx, apiclient.NewSilence{Workspace: "net", For: 4 * time.Hour, Comment: "migration", CreatedBy: "alice"})
 	require.NoError(t, err)
 	require.Equal(t, "net", added.Workspace)
-	require.Equal(t, 4*time.Hour, added.EndsAt.Sub(added.StartsAt))
+	require.Equal(t, 4*time.Hour, added.EndsAt.Sub(added.StartsAt.Time))
 	require.True(t, added.Active)
 	req := d.last()
 	require.Equal(t, "Bearer "+apiToken, req.Authorization)
@@ -75,7 +75,7 @@ func TestSilences(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"labels": {"env": "prod"}, "for": "1h0m0s", "starts_at": "2030-01-02T22:00:00Z", "comment": "game day"}`, d.last().Body)
 	require.False(t, later.Active)
-	require.True(t, start.Equal(later.StartsAt))
+	require.True(t, start.Equal(later.StartsAt.Time))
 
 	list, err := c.ListSilences(ctx)
 	require.NoError(t, err)

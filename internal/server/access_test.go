@@ -461,7 +461,7 @@ func liveServer(t *testing.T, tune func(*Server)) (*Server, *runlog.Log, string)
 // The number of log streams open at once is capped: one more answers 503
 // with Retry-After; a stream that ends frees its slot.
 func TestLogStreamCap(t *testing.T) {
-	s, _, base := liveServer(t, func(s *Server) { s.maxStreams = 2 })
+	s, _, base := liveServer(t, func(s *Server) { s.api.MaxStreams = 2 })
 	hdr := map[string]string{"Accept": "text/event-stream", "Authorization": "Bearer " + testToken}
 	var open []*http.Response
 	for range 2 {
@@ -470,7 +470,7 @@ func TestLogStreamCap(t *testing.T) {
 		require.Equal(t, sseEvent{data: "== init =="}, next(t, readEvents(resp)))
 		open = append(open, resp)
 	}
-	require.EqualValues(t, 2, s.streams.Load())
+	require.EqualValues(t, 2, s.api.OpenStreams())
 	code, rh, body := do(t, http.MethodGet, base+"/api/v1/runs/live-1/logs", hdr)
 	require.Equal(t, http.StatusServiceUnavailable, code, body)
 	require.Equal(t, "10", rh.Get("Retry-After"))
@@ -483,7 +483,7 @@ func TestLogStreamCap(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 
 	open[0].Body.Close()
-	require.Eventually(t, func() bool { return s.streams.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return s.api.OpenStreams() == 1 }, 10*time.Second, 10*time.Millisecond)
 	resp := openStream(t, base+"/api/v1/runs/live-1/logs", hdr)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -494,7 +494,7 @@ func TestLogStreamCap(t *testing.T) {
 // serving it) forever: once the connection's buffers are full, a write
 // waits at most sseWriteTimeout and the handler returns.
 func TestLogStreamWriteDeadline(t *testing.T) {
-	s, l, base := liveServer(t, func(s *Server) { s.sseWriteTimeout = 200 * time.Millisecond })
+	s, l, base := liveServer(t, func(s *Server) { s.api.StreamWriteTimeout = 200 * time.Millisecond })
 	var d net.Dialer
 	conn, err := d.DialContext(t.Context(), "tcp", strings.TrimPrefix(base, "http://"))
 	require.NoError(t, err)
@@ -505,11 +505,11 @@ func TestLogStreamWriteDeadline(t *testing.T) {
 	status, err := bufio.NewReader(conn).ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "HTTP/1.1 200 OK\r\n", status)
-	require.EqualValues(t, 1, s.streams.Load())
+	require.EqualValues(t, 1, s.api.OpenStreams())
 	// The client reads nothing more; the run writes on.
 	line := strings.Repeat("x", 32<<10)
 	deadline := time.Now().Add(30 * time.Second) // generous: the point is that it ends
-	for s.streams.Load() != 0 {
+	for s.api.OpenStreams() != 0 {
 		require.True(t, time.Now().Before(deadline), "the stream of a client that stopped reading never ended")
 		l.Printf("%s", line)
 		time.Sleep(time.Millisecond)

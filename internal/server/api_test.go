@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/server/api"
 )
 
 func TestNewValidatesOptions(t *testing.T) {
@@ -280,9 +282,9 @@ func TestListRuns(t *testing.T) {
 		want        string
 		wantLimit   int // passed to the store; 0: not called
 	}{
-		{"default limit", "", http.StatusOK, all, DefaultRunsLimit},
+		{"default limit", "", http.StatusOK, all, api.DefaultRunsLimit},
 		{"limit", "?limit=2", http.StatusOK, `{"workspace": "prod-network", "runs": [` + wantRun4 + "," + wantRun3 + `]}`, 2},
-		{"limit capped", "?limit=100000", http.StatusOK, all, MaxRunsLimit},
+		{"limit capped", "?limit=100000", http.StatusOK, all, api.MaxRunsLimit},
 		{"limit zero", "?limit=0", http.StatusBadRequest, `{"error": "limit must be a positive integer"}`, 0},
 		{"limit negative", "?limit=-3", http.StatusBadRequest, `{"error": "limit must be a positive integer"}`, 0},
 		{"limit not a number", "?limit=ten", http.StatusBadRequest, `{"error": "limit must be a positive integer"}`, 0},

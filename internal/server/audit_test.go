@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/server/auth"
+	"github.com/driftwatch/driftwatch/internal/server/respond"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
@@ -86,7 +88,7 @@ func TestAuditEveryMutatingRoute(t *testing.T) {
 	names := map[string]bool{}
 	for _, rt := range s.router.routes {
 		method, path := concrete(rt.pattern)
-		if rt.access.kind != accessRole || safeMethod(method) {
+		if rt.access.kind != accessRole || auth.SafeMethod(method) {
 			require.Nil(t, rt.access.audit, "%s records nothing", rt.pattern)
 			continue
 		}
@@ -158,14 +160,14 @@ func TestAuditRecordsDoneActions(t *testing.T) {
 	o.Audit = rec
 	ts := serve(t, o)
 	for _, c := range []struct {
-		role           Role
+		role           auth.Role
 		method, path   string
 		action, target string
 	}{
-		{RoleOperator, http.MethodPost, "/api/v1/workspaces/prod-network/runs", "run.trigger", "prod-network"},
-		{RoleApprover, http.MethodPost, "/api/v1/remediations/rem-pend/approve", "remediation.approve", "rem-pend"},
-		{RoleAdmin, http.MethodPost, "/api/v1/remediation/pause", "remediation.pause", ""},
-		{RoleOperator, http.MethodDelete, "/api/v1/silences/sil-db", "silence.expire", "sil-db"},
+		{auth.RoleOperator, http.MethodPost, "/api/v1/workspaces/prod-network/runs", "run.trigger", "prod-network"},
+		{auth.RoleApprover, http.MethodPost, "/api/v1/remediations/rem-pend/approve", "remediation.approve", "rem-pend"},
+		{auth.RoleAdmin, http.MethodPost, "/api/v1/remediation/pause", "remediation.pause", ""},
+		{auth.RoleOperator, http.MethodDelete, "/api/v1/silences/sil-db", "silence.expire", "sil-db"},
 	} {
 		code, _, body := send(t, c.method, ts.URL+c.path, bearerAuth(roleTokens[c.role]), "{}")
 		require.Less(t, code, 300, "%s: %s", c.path, body)
@@ -188,7 +190,7 @@ func TestAuditNothingForReads(t *testing.T) {
 	n := 0
 	for _, rt := range s.router.routes {
 		method, path := concrete(rt.pattern)
-		if !safeMethod(method) || rt.pattern == "GET /metrics" {
+		if !auth.SafeMethod(method) || rt.pattern == "GET /metrics" {
 			continue
 		}
 		n++
@@ -210,12 +212,12 @@ func TestAuditRefusals(t *testing.T) {
 		rec := &memAudit{}
 		o.Audit = rec
 		ts := serve(t, o)
-		big := `{"comment": "` + strings.Repeat("x", maxBody) + `"}`
-		code, _, _ := send(t, http.MethodPost, ts.URL+"/api/v1/silences", bearerAuth(roleTokens[RoleAdmin]), big)
+		big := `{"comment": "` + strings.Repeat("x", respond.MaxBody) + `"}`
+		code, _, _ := send(t, http.MethodPost, ts.URL+"/api/v1/silences", bearerAuth(roleTokens[auth.RoleAdmin]), big)
 		require.Equal(t, http.StatusRequestEntityTooLarge, code)
 		require.Equal(t, []store.AuditEntry{{At: testNow, Actor: "token:admin-bot", Method: "token:admin-bot", Roles: []string{"admin"},
 			Action: "silence.add", Result: store.AuditDenied, Status: http.StatusRequestEntityTooLarge,
-			Detail: fmt.Sprintf("body larger than %d bytes", maxBody), Source: "api"}}, rec.take())
+			Detail: fmt.Sprintf("body larger than %d bytes", respond.MaxBody), Source: "api"}}, rec.take())
 	})
 	t.Run("proxy", func(t *testing.T) {
 		_, _, o := proxyOptions(t, "127.0.0.1/32")
@@ -273,7 +275,7 @@ func TestAuditFailureDoesNotFailTheRequest(t *testing.T) {
 	h, _, o := roleOptions(t)
 	o.Audit = &memAudit{err: errors.New("disk full")}
 	ts := serve(t, o)
-	code, _, body := send(t, http.MethodPost, ts.URL+"/api/v1/workspaces/prod-network/runs", bearerAuth(roleTokens[RoleOperator]), "")
+	code, _, body := send(t, http.MethodPost, ts.URL+"/api/v1/workspaces/prod-network/runs", bearerAuth(roleTokens[auth.RoleOperator]), "")
 	require.Equal(t, http.StatusAccepted, code, body)
 	require.Equal(t, []string{"prod-network"}, h.triggeredNames())
 	require.Contains(t, h.logs.String(), `msg="record audit entry" action=run.trigger target=prod-network actor=token:operator-bot result=ok err="disk full"`)
@@ -286,8 +288,8 @@ type auditStore struct {
 }
 
 // serveAudit serves the full server (its mutating routes record into a
-// real SQLite audit log) and, beside it, the audit routes alone over the
-// same log, so that the tests do not depend on routes() registering them.
+// real SQLite audit log) and, beside it, a second one over the same log
+// to read it through.
 func serveAudit(t *testing.T, o Options) (full, audit string, log *sqlite.Store) {
 	t.Helper()
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "driftwatch.db"), slog.New(slog.DiscardHandler))
@@ -295,17 +297,7 @@ func serveAudit(t *testing.T, o Options) (full, audit string, log *sqlite.Store)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	o.Store = auditStore{o.Store.(*fakeStore), st}
 	o.Audit = st
-	full = serve(t, o).URL
-	ts := httptest.NewUnstartedServer(nil)
-	o.Config.Listen = ts.Listener.Addr().String()
-	s, err := New(o)
-	require.NoError(t, err)
-	rt := newRouter(s)
-	s.auditRoutes(rt)
-	ts.Config.Handler = securityHeaders(rt.mux)
-	ts.Start()
-	t.Cleanup(ts.Close)
-	return full, ts.URL, st
+	return serve(t, o).URL, serve(t, o).URL, st
 }
 
 type apiAuditAnswer struct {
@@ -353,14 +345,14 @@ func TestAPIAudit(t *testing.T) {
 	at := func(d time.Duration) { mu.Lock(); clock = testNow.Add(d); mu.Unlock() }
 
 	at(-72 * time.Hour)
-	send(t, http.MethodPost, full+"/api/v1/workspaces/prod-network/runs", bearerAuth(roleTokens[RoleOperator]), "")
+	send(t, http.MethodPost, full+"/api/v1/workspaces/prod-network/runs", bearerAuth(roleTokens[auth.RoleOperator]), "")
 	at(-time.Hour)
-	send(t, http.MethodPost, full+"/api/v1/runs/run-net-3/cancel", bearerAuth(roleTokens[RoleViewer]), "")
+	send(t, http.MethodPost, full+"/api/v1/runs/run-net-3/cancel", bearerAuth(roleTokens[auth.RoleViewer]), "")
 	at(0)
-	send(t, http.MethodPost, full+"/api/v1/remediations/rem-pend/approve", bearerAuth(roleTokens[RoleApprover]), "{}")
+	send(t, http.MethodPost, full+"/api/v1/remediations/rem-pend/approve", bearerAuth(roleTokens[auth.RoleApprover]), "{}")
 	send(t, http.MethodPost, full+"/api/v1/workspaces/staging-web/runs", nil, "")
 
-	viewer := bearerAuth(roleTokens[RoleViewer])
+	viewer := bearerAuth(roleTokens[auth.RoleViewer])
 	all := getAudit(t, base+"/api/v1/audit", viewer)
 	require.Equal(t, []string{
 		"anonymous run.trigger  denied 401",
@@ -406,7 +398,7 @@ func TestAPIAudit(t *testing.T) {
 func TestAPIAuditErrors(t *testing.T) {
 	_, _, o := roleOptions(t)
 	_, base, _ := serveAudit(t, o)
-	viewer := bearerAuth(roleTokens[RoleViewer])
+	viewer := bearerAuth(roleTokens[auth.RoleViewer])
 	for q, want := range map[string]string{
 		"since=3w":          "query parameter since",
 		"since=0d":          "query parameter since",
@@ -426,14 +418,7 @@ func TestAPIAuditErrors(t *testing.T) {
 	}
 
 	// The fixture's own store keeps no audit log.
-	ts := httptest.NewUnstartedServer(nil)
-	s, err := New(o)
-	require.NoError(t, err)
-	rt := newRouter(s)
-	s.auditRoutes(rt)
-	ts.Config.Handler = rt.mux
-	ts.Start()
-	t.Cleanup(ts.Close)
+	ts := serve(t, o)
 	code, _, body := do(t, http.MethodGet, ts.URL+"/api/v1/audit", viewer)
 	require.Equal(t, http.StatusNotImplemented, code)
 	require.Contains(t, body, "the audit log is not available")
@@ -449,10 +434,10 @@ func TestAPIAuditErrors(t *testing.T) {
 func TestAuditPage(t *testing.T) {
 	_, _, o := roleOptions(t)
 	full, base, _ := serveAudit(t, o)
-	send(t, http.MethodPost, full+"/api/v1/workspaces/prod-network/runs", bearerAuth(roleTokens[RoleOperator]), "")
-	send(t, http.MethodPost, full+"/api/v1/workspaces/%3Cb%3Ex/runs", bearerAuth(roleTokens[RoleViewer]), "")
+	send(t, http.MethodPost, full+"/api/v1/workspaces/prod-network/runs", bearerAuth(roleTokens[auth.RoleOperator]), "")
+	send(t, http.MethodPost, full+"/api/v1/workspaces/%3Cb%3Ex/runs", bearerAuth(roleTokens[auth.RoleViewer]), "")
 
-	viewer := bearerAuth(roleTokens[RoleViewer])
+	viewer := bearerAuth(roleTokens[auth.RoleViewer])
 	code, h, body := do(t, http.MethodGet, base+"/audit", viewer)
 	require.Equal(t, http.StatusOK, code, body)
 	require.Equal(t, "text/html; charset=utf-8", h.Get("Content-Type"))
@@ -491,30 +476,30 @@ func TestAuditPage(t *testing.T) {
 // The guard's answers are never recorded as done, whatever their status;
 // the handler's are by their status.
 func TestAuditResult(t *testing.T) {
-	op := access{kind: accessRole, need: RoleOperator}
-	viewer := Identity{Method: "token:v", Roles: []Role{RoleViewer}}
-	operator := Identity{Method: "token:o", Roles: []Role{RoleOperator}}
+	op := access{kind: accessRole, need: auth.RoleOperator}
+	viewer := Identity{Method: "token:v", Roles: []auth.Role{auth.RoleViewer}}
+	operator := Identity{Method: "token:o", Roles: []auth.Role{auth.RoleOperator}}
 	for _, c := range []struct {
 		id             Identity
-		out            authOutcome
+		out            auth.Outcome
 		reached        bool
 		status         int
 		result, detail string
 	}{
-		{operator, authOK, true, http.StatusAccepted, store.AuditOK, ""},
-		{operator, authOK, true, http.StatusConflict, store.AuditError, "conflict"},
-		{operator, authOK, true, http.StatusInternalServerError, store.AuditError, "internal server error"},
-		{operator, authOK, true, http.StatusForbidden, store.AuditDenied, "refused by the handler"},
-		{operator, authOK, true, http.StatusRequestEntityTooLarge, store.AuditDenied, "body larger than 65536 bytes"},
-		{operator, authOK, false, http.StatusRequestEntityTooLarge, store.AuditDenied, "body larger than 65536 bytes"},
-		{operator, authOK, false, http.StatusForbidden, store.AuditDenied, "cross-site request or missing CSRF token"},
-		{viewer, authOK, false, http.StatusForbidden, store.AuditDenied, "needs the operator role"},
-		{Identity{}, authNone, false, http.StatusForbidden, store.AuditDenied, "no credential can have the operator role"},
-		{Identity{}, authNone, false, http.StatusUnauthorized, store.AuditDenied, "no credential"},
-		{Identity{}, authInvalid, false, http.StatusUnauthorized, store.AuditDenied, "invalid credential"},
-		{Identity{}, authUntrusted, false, http.StatusForbidden, store.AuditDenied, "identity headers from an untrusted peer"},
-		{Identity{}, authInvalid, false, http.StatusInternalServerError, store.AuditError, "credential check failed"},
-		{Identity{}, authNone, false, http.StatusSeeOther, store.AuditDenied, "no credential"},
+		{operator, auth.OutcomeOK, true, http.StatusAccepted, store.AuditOK, ""},
+		{operator, auth.OutcomeOK, true, http.StatusConflict, store.AuditError, "conflict"},
+		{operator, auth.OutcomeOK, true, http.StatusInternalServerError, store.AuditError, "internal server error"},
+		{operator, auth.OutcomeOK, true, http.StatusForbidden, store.AuditDenied, "refused by the handler"},
+		{operator, auth.OutcomeOK, true, http.StatusRequestEntityTooLarge, store.AuditDenied, "body larger than 65536 bytes"},
+		{operator, auth.OutcomeOK, false, http.StatusRequestEntityTooLarge, store.AuditDenied, "body larger than 65536 bytes"},
+		{operator, auth.OutcomeOK, false, http.StatusForbidden, store.AuditDenied, "cross-site request or missing CSRF token"},
+		{viewer, auth.OutcomeOK, false, http.StatusForbidden, store.AuditDenied, "needs the operator role"},
+		{Identity{}, auth.OutcomeNone, false, http.StatusForbidden, store.AuditDenied, "no credential can have the operator role"},
+		{Identity{}, auth.OutcomeNone, false, http.StatusUnauthorized, store.AuditDenied, "no credential"},
+		{Identity{}, auth.OutcomeInvalid, false, http.StatusUnauthorized, store.AuditDenied, "invalid credential"},
+		{Identity{}, auth.OutcomeUntrusted, false, http.StatusForbidden, store.AuditDenied, "identity headers from an untrusted peer"},
+		{Identity{}, auth.OutcomeInvalid, false, http.StatusInternalServerError, store.AuditError, "credential check failed"},
+		{Identity{}, auth.OutcomeNone, false, http.StatusSeeOther, store.AuditDenied, "no credential"},
 	} {
 		result, detail := auditResult(op, c.id, c.out, c.reached, c.status)
 		require.Equal(t, [2]string{c.result, c.detail}, [2]string{result, detail}, "%+v", c)
@@ -530,9 +515,9 @@ func TestAuditPanic(t *testing.T) {
 	s, err := New(o)
 	require.NoError(t, err)
 	rt := newRouter(s)
-	rt.handle("POST /api/v1/runs/{id}/cancel", RoleOperator, func(http.ResponseWriter, *http.Request) { panic("boom") })
+	rt.handle("POST /api/v1/runs/{id}/cancel", auth.RoleOperator, func(http.ResponseWriter, *http.Request) { panic("boom") })
 	req := httptest.NewRequest(http.MethodPost, "/api/v1/runs/run-1/cancel", nil)
-	req.Header.Set("Authorization", "Bearer "+roleTokens[RoleOperator])
+	req.Header.Set("Authorization", "Bearer "+roleTokens[auth.RoleOperator])
 	require.PanicsWithValue(t, "boom", func() { rt.mux.ServeHTTP(httptest.NewRecorder(), req) })
 	es := rec.take()
 	require.Len(t, es, 1)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/server/auth"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -30,8 +31,8 @@ func TestAuditFloodOfAnonymousRefusals(t *testing.T) {
 	tick := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
 	full, base, st := serveAudit(t, o)
 
-	send(t, http.MethodPost, full+"/api/v1/workspaces/prod-network/runs", bearerAuth(roleTokens[RoleOperator]), "")
-	send(t, http.MethodPost, full+"/api/v1/runs/run-net-3/cancel", bearerAuth(roleTokens[RoleViewer]), "")
+	send(t, http.MethodPost, full+"/api/v1/workspaces/prod-network/runs", bearerAuth(roleTokens[auth.RoleOperator]), "")
+	send(t, http.MethodPost, full+"/api/v1/runs/run-net-3/cancel", bearerAuth(roleTokens[auth.RoleViewer]), "")
 	const flood = 5000
 	for i := range flood {
 		hdr := map[string]string(nil)
@@ -42,7 +43,7 @@ func TestAuditFloodOfAnonymousRefusals(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, code)
 		tick(100 * time.Millisecond)
 	}
-	send(t, http.MethodPost, full+"/api/v1/remediations/rem-pend/approve", bearerAuth(roleTokens[RoleApprover]), "{}")
+	send(t, http.MethodPost, full+"/api/v1/remediations/rem-pend/approve", bearerAuth(roleTokens[auth.RoleApprover]), "{}")
 
 	es, err := st.AuditEntries(t.Context(), store.AuditFilter{})
 	require.NoError(t, err)
@@ -73,7 +74,7 @@ func TestAuditFloodOfAnonymousRefusals(t *testing.T) {
 	require.Contains(t, h.logs.String(), "anonymous refusals not written to the audit log: rate limit exceeded")
 
 	// The API and the page show the count.
-	viewer := bearerAuth(roleTokens[RoleViewer])
+	viewer := bearerAuth(roleTokens[auth.RoleViewer])
 	a := getAudit(t, base+"/api/v1/audit?actor=anonymous&limit=1", viewer)
 	require.Len(t, a.Entries, 1)
 	require.True(t, a.Entries[0].Anonymous)

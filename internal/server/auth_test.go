@@ -9,9 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftwatch/driftwatch/internal/config"
-	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/server/auth"
+	"github.com/driftwatch/driftwatch/internal/store"
 )
 
 func TestTriggerAuth(t *testing.T) {
@@ -137,30 +139,6 @@ func TestTokenRotation(t *testing.T) {
 	require.NotContains(t, h.logs.String(), "old-token")
 }
 
-func TestBearer(t *testing.T) {
-	tests := []struct {
-		header string
-		want   string
-		ok     bool
-	}{
-		{"Bearer abc", "abc", true},
-		{"BEARER abc", "abc", true},
-		{"Bearer  abc ", "abc", true},
-		{"Bearer", "", false},
-		{"Bearer ", "", false},
-		{"Basic abc", "", false},
-		{"", "", false},
-		{"abc", "", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.header, func(t *testing.T) {
-			got, ok := bearer(tt.header)
-			require.Equal(t, tt.ok, ok)
-			require.Equal(t, tt.want, string(got))
-		})
-	}
-}
-
 func TestAccessLog(t *testing.T) {
 	h := newHarness(t)
 	o := h.options()
@@ -264,14 +242,14 @@ func TestProxyIdentity(t *testing.T) {
 		withoutCSRF(getWhoami(t, ts.URL, map[string]string{"X-Forwarded-Email": "vera@example.com", config.DefaultProxySecretHeader: testProxySecret})))
 	// Tokens still work, for the CLI and CI.
 	require.Equal(t, whoami{Name: "operator-bot", Method: "token:operator-bot", Roles: []string{"operator"}},
-		getWhoami(t, ts.URL, bearerAuth(roleTokens[RoleOperator])))
+		getWhoami(t, ts.URL, bearerAuth(roleTokens[auth.RoleOperator])))
 
 	// Pages name the person; signing out is the proxy's, so no form.
 	code, _, body := do(t, http.MethodGet, ts.URL+"/", proxied("olga", "", ""))
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "signed in as <strong>olga</strong>")
 	require.NotContains(t, body, `<form class="signout"`)
-	code, _, body = do(t, http.MethodGet, ts.URL+"/", bearerAuth(roleTokens[RoleOperator]))
+	code, _, body = do(t, http.MethodGet, ts.URL+"/", bearerAuth(roleTokens[auth.RoleOperator]))
 	require.Equal(t, http.StatusOK, code)
 	require.NotContains(t, body, "signed in as <strong>", "an API token is nobody to greet")
 
@@ -321,7 +299,7 @@ func TestProxyUntrustedPeer(t *testing.T) {
 	code, _, _ := do(t, http.MethodGet, ts.URL+"/api/v1/workspaces", map[string]string{"X-Forwarded-Groups": "platform"})
 	require.Equal(t, http.StatusForbidden, code)
 	require.Empty(t, h.triggeredNames())
-	code, _, body := do(t, http.MethodGet, ts.URL+"/api/v1/workspaces", bearerAuth(roleTokens[RoleViewer]))
+	code, _, body := do(t, http.MethodGet, ts.URL+"/api/v1/workspaces", bearerAuth(roleTokens[auth.RoleViewer]))
 	require.Equal(t, http.StatusOK, code, body)
 	logs := h.logs.String()
 	require.Contains(t, logs, `msg="identity headers refused: the peer is not in server.auth.proxy.trusted_networks" peer=127.0.0.1`)
@@ -370,7 +348,7 @@ func TestProxyCSRF(t *testing.T) {
 		{"external origin", with(map[string]string{"X-CSRF-Token": tok, "Origin": "https://drift.example.com"}), "", http.StatusAccepted},
 		{"form field", with(map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": ts.URL}), "csrf_token=" + tok, http.StatusAccepted},
 		{"form field, wrong", with(map[string]string{"Content-Type": "application/x-www-form-urlencoded"}), "csrf_token=x" + tok, http.StatusForbidden},
-		{"api token", bearerAuth(roleTokens[RoleOperator]), "", http.StatusAccepted},
+		{"api token", bearerAuth(roleTokens[auth.RoleOperator]), "", http.StatusAccepted},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := len(h.triggeredNames())
@@ -426,7 +404,7 @@ func TestApproverScopeAndActor(t *testing.T) {
 		require.Equal(t, c.decisionBy, rem.decisions()[before])
 	}
 	// A named approver token is unscoped unless its entry says otherwise.
-	code, _, body := send(t, http.MethodPost, ts.URL+"/api/v1/remediations/rem-billing/approve", bearerAuth(roleTokens[RoleApprover]), "")
+	code, _, body := send(t, http.MethodPost, ts.URL+"/api/v1/remediations/rem-billing/approve", bearerAuth(roleTokens[auth.RoleApprover]), "")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Equal(t, "approve rem-billing by token:approver-bot", rem.decisions()[len(rem.decisions())-1])
 
@@ -440,38 +418,6 @@ func TestApproverScopeAndActor(t *testing.T) {
 	added, expired := h.silenceCalls()
 	require.Equal(t, "olga", added[len(added)-1].CreatedBy)
 	require.Equal(t, "sil-db olga", expired[len(expired)-1])
-}
-
-// The approver scope: all labels, and one of the owners when set.
-func TestMayApprove(t *testing.T) {
-	net := config.WorkspaceScope{Labels: map[string]string{"tier": "network", "env": "prod"}}
-	billing := config.WorkspaceScope{Owners: []string{"team-billing"}}
-	for _, c := range []struct {
-		name  string
-		roles map[Role][]config.WorkspaceScope
-		ws    WorkspaceInfo
-		want  bool
-	}{
-		{"unscoped approver", map[Role][]config.WorkspaceScope{RoleApprover: {{}}}, WorkspaceInfo{Name: "x"}, true},
-		{"labels match", map[Role][]config.WorkspaceScope{RoleApprover: {net}}, WorkspaceInfo{Labels: map[string]string{"tier": "network", "env": "prod", "a": "b"}}, true},
-		{"one label missing", map[Role][]config.WorkspaceScope{RoleApprover: {net}}, WorkspaceInfo{Labels: map[string]string{"tier": "network"}}, false},
-		{"owner", map[Role][]config.WorkspaceScope{RoleApprover: {billing}}, WorkspaceInfo{Owner: "team-billing"}, true},
-		{"other owner", map[Role][]config.WorkspaceScope{RoleApprover: {billing}}, WorkspaceInfo{Owner: "team-web"}, false},
-		{"either scope", map[Role][]config.WorkspaceScope{RoleApprover: {net, billing}}, WorkspaceInfo{Owner: "team-billing"}, true},
-		{"scoped and unscoped", map[Role][]config.WorkspaceScope{RoleApprover: {billing, {}}}, WorkspaceInfo{Owner: "team-web"}, true},
-		{"admin", map[Role][]config.WorkspaceScope{RoleAdmin: {{}}}, WorkspaceInfo{}, true},
-		{"operator", map[Role][]config.WorkspaceScope{RoleOperator: {{}}}, WorkspaceInfo{}, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var id Identity
-			for r, scopes := range c.roles {
-				for _, sc := range scopes {
-					id.grant(r, sc)
-				}
-			}
-			require.Equal(t, c.want, id.MayApprove(c.ws))
-		})
-	}
 }
 
 func TestNewChecksAuthOptions(t *testing.T) {
@@ -512,9 +458,9 @@ func TestNamedTokenRotation(t *testing.T) {
 		code, _, _ := do(t, http.MethodPost, ts.URL+"/api/v1/workspaces/sandbox/runs", bearerAuth(tok))
 		return code
 	}
-	require.Equal(t, http.StatusAccepted, post(roleTokens[RoleOperator]))
+	require.Equal(t, http.StatusAccepted, post(roleTokens[auth.RoleOperator]))
 	require.NoError(t, os.WriteFile(file, []byte("rotated-CANARY\n"), 0o600))
-	require.Equal(t, http.StatusUnauthorized, post(roleTokens[RoleOperator]))
+	require.Equal(t, http.StatusUnauthorized, post(roleTokens[auth.RoleOperator]))
 	require.Equal(t, http.StatusAccepted, post("rotated-CANARY"))
 	require.Len(t, h.triggeredNames(), 2)
 	require.NotContains(t, h.logs.String(), "CANARY")

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/server/auth"
+	"github.com/driftwatch/driftwatch/internal/server/view"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -67,7 +69,7 @@ func TestProxySharedSecret(t *testing.T) {
 	// With the secret: the person. A token works without it.
 	require.Equal(t, whoami{Name: "pat", Method: "proxy", Roles: []string{"admin"}},
 		withoutCSRF(getWhoami(t, ts.URL, proxied("pat", "", "platform"))))
-	require.Equal(t, "viewer-bot", getWhoami(t, ts.URL, bearerAuth(roleTokens[RoleViewer])).Name)
+	require.Equal(t, "viewer-bot", getWhoami(t, ts.URL, bearerAuth(roleTokens[auth.RoleViewer])).Name)
 
 	// The header is removed before any route, one that authenticates
 	// itself too.
@@ -146,7 +148,7 @@ func TestMetricsAccess(t *testing.T) {
 			}
 			code, _, body = do(t, http.MethodGet, ts.URL+"/metrics", bearerAuth(scrape))
 			require.Equal(t, http.StatusOK, code, body)
-			code, _, body = do(t, http.MethodGet, ts.URL+"/metrics", bearerAuth(roleTokens[RoleViewer]))
+			code, _, body = do(t, http.MethodGet, ts.URL+"/metrics", bearerAuth(roleTokens[auth.RoleViewer]))
 			require.Equal(t, http.StatusOK, code, body)
 			if o.Config.Auth.Mode == config.AuthModeProxy {
 				code, _, body = do(t, http.MethodGet, ts.URL+"/metrics", proxied("vera", "", ""))
@@ -230,7 +232,7 @@ func TestWhoamiAnonymousViewer(t *testing.T) {
 	ts := serve(t, o)
 	require.Equal(t, whoami{Method: MethodAnonymous, Roles: []string{"viewer"}}, getWhoami(t, ts.URL, nil))
 	require.Equal(t, whoami{Name: "operator-bot", Method: "token:operator-bot", Roles: []string{"operator"}},
-		getWhoami(t, ts.URL, bearerAuth(roleTokens[RoleOperator])))
+		getWhoami(t, ts.URL, bearerAuth(roleTokens[auth.RoleOperator])))
 
 	o.Config.Auth.AnonymousRole = ""
 	o.Config.OpenReads = true
@@ -249,7 +251,7 @@ func TestChunkedBodyOnRouteThatIgnoresIt(t *testing.T) {
 			strings.NewReader(strings.Repeat("x", 10<<20)))
 		require.NoError(t, err)
 		req.ContentLength = -1 // chunked
-		req.Header.Set("Authorization", "Bearer "+roleTokens[RoleAdmin])
+		req.Header.Set("Authorization", "Bearer "+roleTokens[auth.RoleAdmin])
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		var body struct{ Error string }
@@ -264,7 +266,7 @@ func TestChunkedBodyOnRouteThatIgnoresIt(t *testing.T) {
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/api/v1/workspaces/sandbox/runs", strings.NewReader("{}"))
 	require.NoError(t, err)
 	req.ContentLength = -1
-	req.Header.Set("Authorization", "Bearer "+roleTokens[RoleAdmin])
+	req.Header.Set("Authorization", "Bearer "+roleTokens[auth.RoleAdmin])
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -293,7 +295,7 @@ func (c *countingStats) DriftedTypes(ctx context.Context, runs []string) ([]stor
 }
 
 // GET /api/v1/stats reads the store once per filter a minute, and at
-// most MaxStatsConcurrent at once: one more answers 503 with
+// most view.MaxStatsConcurrent at once: one more answers 503 with
 // Retry-After.
 func TestStatsCachedAndCapped(t *testing.T) {
 	o := trendsHarness(t)
@@ -302,7 +304,7 @@ func TestStatsCachedAndCapped(t *testing.T) {
 	o.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	cs := &countingStats{Store: o.Store}
 	o.Store = cs
-	base := serveTrends(t, o)
+	base := serve(t, o).URL
 
 	code, _, first := get(t, base+"/api/v1/stats?since=3d&label=env%3Dprod")
 	require.Equal(t, http.StatusOK, code, first)
@@ -317,17 +319,17 @@ func TestStatsCachedAndCapped(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.EqualValues(t, 2, cs.reads.Load(), "another query is computed")
 	mu.Lock()
-	now = now.Add(StatsCacheTTL)
+	now = now.Add(view.StatsCacheTTL)
 	mu.Unlock()
 	code, _, _ = get(t, base+"/api/v1/stats?since=3d&label=env%3Dprod")
 	require.Equal(t, http.StatusOK, code)
 	require.EqualValues(t, 3, cs.reads.Load(), "a minute later it is computed again")
 
-	// The cap: MaxStatsConcurrent reads held, one more is refused.
-	cs.hold, cs.in = make(chan struct{}), make(chan struct{}, MaxStatsConcurrent)
+	// The cap: view.MaxStatsConcurrent reads held, one more is refused.
+	cs.hold, cs.in = make(chan struct{}), make(chan struct{}, view.MaxStatsConcurrent)
 	var wg sync.WaitGroup
-	codes := make([]int, MaxStatsConcurrent)
-	for i := range MaxStatsConcurrent {
+	codes := make([]int, view.MaxStatsConcurrent)
+	for i := range view.MaxStatsConcurrent {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -339,7 +341,7 @@ func TestStatsCachedAndCapped(t *testing.T) {
 			}
 		}()
 	}
-	for range MaxStatsConcurrent {
+	for range view.MaxStatsConcurrent {
 		<-cs.in
 	}
 	code, hdr, body := get(t, base+"/api/v1/stats?since=6d")

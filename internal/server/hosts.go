@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/driftwatch/driftwatch/internal/server/respond"
 )
 
 // maxLoggedHost caps a refused Host as the log shows it.
@@ -106,7 +108,7 @@ func (s *Server) checkHost(next http.Handler) http.Handler {
 		}
 		s.o.Logger.Warn("http request refused: host not allowed (server.allowed_hosts)",
 			"host", host, "method", r.Method, "path", r.URL.Path)
-		writeText(w, http.StatusMisdirectedRequest,
+		respond.Text(w, http.StatusMisdirectedRequest,
 			"misdirected request: driftwatch does not answer to this host name; add it to server.allowed_hosts (or set server.external_url)\n")
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/server/view"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
@@ -27,13 +28,13 @@ const benchHost = "127.0.0.1:8080"
 
 // benchStatuses spreads statuses the way a large estate looks: mostly
 // clean, a tail of drift, pending changes and failures, some never run
-// (StatusUnknown: no state stored).
+// (view.StatusUnknown: no state stored).
 var benchStatuses = []struct {
 	status drift.Status
 	per1k  int
 }{
 	{drift.StatusErrored, 40}, {drift.StatusForbidden, 20}, {drift.StatusDrift, 120},
-	{drift.StatusValidation, 20}, {drift.StatusPending, 80}, {StatusUnknown, 50}, {drift.StatusClean, 670},
+	{drift.StatusValidation, 20}, {drift.StatusPending, 80}, {view.StatusUnknown, 50}, {drift.StatusClean, 670},
 }
 
 // benchServer is a Server over a real SQLite store holding the latest
@@ -59,7 +60,7 @@ func benchServer(b testing.TB, n int) http.Handler {
 				Labels:  map[string]string{"env": envs[i%len(envs)], "region": regions[i%len(regions)], "tier": tiers[i%len(tiers)]},
 				NextRun: testNow.Add(time.Duration(i%60) * time.Minute),
 			})
-			if bs.status != StatusUnknown {
+			if bs.status != view.StatusUnknown {
 				benchRun(b, st, name, bs.status, i)
 			}
 			i++

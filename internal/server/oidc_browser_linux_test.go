@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/server/auth"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/testutil/browsertest"
 )
@@ -83,7 +84,7 @@ func TestOIDCSignInBrowser(t *testing.T) {
 		var w oidcWhoami
 		require.NoError(t, json.Unmarshal([]byte(body), &w))
 		require.Equal(t, "jane.doe", w.Name)
-		require.Equal(t, MethodOIDC, w.Method)
+		require.Equal(t, auth.MethodOIDC, w.Method)
 		require.ElementsMatch(t, []string{"operator", "approver"}, w.Roles)
 	})
 
@@ -92,17 +93,17 @@ func TestOIDCSignInBrowser(t *testing.T) {
 		require.NoError(t, err)
 		var found *network.Cookie
 		for _, c := range res.Cookies {
-			if c.Name == sessionCookie {
+			if c.Name == auth.SessionCookie {
 				found = c
 			}
-			require.NotEqual(t, loginCookie, c.Name, "the login cookie is gone")
+			require.NotEqual(t, auth.LoginCookie, c.Name, "the login cookie is gone")
 		}
 		require.NotNil(t, found)
 		require.True(t, found.HTTPOnly)
 		require.Equal(t, network.CookieSameSiteLax, found.SameSite)
 		doc, err := chromedp.Run(step(t), chromedp.Evaluate[string](`document.cookie`))
 		require.NoError(t, err)
-		require.NotContains(t, doc, sessionCookie, "scripts cannot read it")
+		require.NotContains(t, doc, auth.SessionCookie, "scripts cannot read it")
 		require.NotContains(t, e.h.logs.String(), found.Value)
 	})
 

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/server/auth"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -33,7 +34,7 @@ func (e *oidcEnv) signIn(t *testing.T) (b *browserClient, cookie, csrf string) {
 	resp, body := oget(t, b.Client, e.base+"/api/v1/whoami")
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
 	resp, body = oget(t, b.Client, e.base+"/auth/login?next=/api/v1/whoami")
-	cookie = b.setCookie(t, "/auth/callback", sessionCookie).Value
+	cookie = b.setCookie(t, "/auth/callback", auth.SessionCookie).Value
 	if resp.StatusCode == http.StatusForbidden {
 		require.Contains(t, body, "no role is granted to you")
 		return b, cookie, ""
@@ -41,7 +42,7 @@ func (e *oidcEnv) signIn(t *testing.T) (b *browserClient, cookie, csrf string) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	var w oidcWhoami
 	require.NoError(t, json.Unmarshal([]byte(body), &w), body)
-	require.Equal(t, MethodOIDC, w.Method)
+	require.Equal(t, auth.MethodOIDC, w.Method)
 	return b, cookie, w.CSRF
 }
 
@@ -49,7 +50,7 @@ func (e *oidcEnv) signIn(t *testing.T) (b *browserClient, cookie, csrf string) {
 // value, as an attacker holding a copied cookie would.
 func (e *oidcEnv) whoamiWith(t *testing.T, cookie string) int {
 	t.Helper()
-	resp, _ := oget(t, &http.Client{}, e.base+"/api/v1/whoami", "Cookie", sessionCookie+"="+cookie)
+	resp, _ := oget(t, &http.Client{}, e.base+"/api/v1/whoami", "Cookie", auth.SessionCookie+"="+cookie)
 	return resp.StatusCode
 }
 
@@ -89,7 +90,7 @@ func TestOIDCSignOutEndsSession(t *testing.T) {
 	code, _ := e.whoami(t, b.Client)
 	require.Equal(t, http.StatusUnauthorized, code)
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, _ = oget(t, noFollow, e.base+"/", "Cookie", sessionCookie+"="+cookie)
+	resp, _ = oget(t, noFollow, e.base+"/", "Cookie", auth.SessionCookie+"="+cookie)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "a page sends the replayed cookie to sign in")
 
 	list, err := e.sessions.Sessions(t.Context(), store.SessionFilter{})
@@ -100,8 +101,8 @@ func TestOIDCSignOutEndsSession(t *testing.T) {
 
 	// The store holds the session id's hash, never the id: a copy of the
 	// database file signs no one in.
-	var ref sessionRef
-	require.True(t, e.s.auth.oidc.open(sessionCookie, cookie, &ref))
+	var ref auth.SessionRef
+	require.True(t, e.s.auth.OIDC().Open(auth.SessionCookie, cookie, &ref))
 	for _, f := range []string{e.dbPath, e.dbPath + "-wal"} {
 		b, err := os.ReadFile(f)
 		if os.IsNotExist(err) {
@@ -132,10 +133,10 @@ func TestOIDCLogoutCrossSite(t *testing.T) {
 			require.Equal(t, http.StatusForbidden, resp.StatusCode)
 			require.Contains(t, body, "Cross-site request refused", "the refusal says why")
 			for _, c := range resp.Cookies() {
-				require.NotEqual(t, sessionCookie, c.Name, "the session cookie is not cleared")
+				require.NotEqual(t, auth.SessionCookie, c.Name, "the session cookie is not cleared")
 			}
 			// With the cookie and even the CSRF token.
-			resp, body = e.logout(t, &http.Client{}, csrf, append(hdr, "Cookie", sessionCookie+"="+cookie)...)
+			resp, body = e.logout(t, &http.Client{}, csrf, append(hdr, "Cookie", auth.SessionCookie+"="+cookie)...)
 			require.Equal(t, http.StatusForbidden, resp.StatusCode, body)
 			code, _ := e.whoami(t, b.Client)
 			require.Equal(t, http.StatusOK, code, "still signed in")
@@ -152,13 +153,13 @@ func TestOIDCLogoutCrossSite(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
 		cleared := false
 		for _, c := range resp.Cookies() {
-			cleared = cleared || (c.Name == sessionCookie && c.MaxAge < 0)
+			cleared = cleared || (c.Name == auth.SessionCookie && c.MaxAge < 0)
 		}
 		require.True(t, cleared)
 	})
 }
 
-// oidcClock is a settable clock for e.s.auth.oidc.now.
+// oidcClock is a settable clock for e.s.auth.OIDC().Now.
 type oidcClock struct{ off atomic.Int64 }
 
 func (c *oidcClock) now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
@@ -176,7 +177,7 @@ func TestOIDCSessionTimeouts(t *testing.T) {
 	p := startProvider(t, nil)
 	e := newOIDCEnv(t, p.Issuer(), p.ClientID, p.ClientSecret, withSessionTimes(2*time.Hour, 30*time.Minute))
 	var clock oidcClock
-	e.s.auth.oidc.now = clock.now
+	e.s.auth.OIDC().Now = clock.now
 
 	t.Run("idle", func(t *testing.T) {
 		clock.set(0)
@@ -207,7 +208,7 @@ func TestOIDCSessionTimeouts(t *testing.T) {
 		_, cookie, _ := e.signIn(t)
 		_, _, _ = e.signIn(t)
 		clock.advance(31 * time.Minute)
-		e.s.auth.oidc.pruneSessions(t.Context())
+		e.s.auth.OIDC().PruneSessions(t.Context())
 		list, err := e.sessions.Sessions(t.Context(), store.SessionFilter{})
 		require.NoError(t, err)
 		require.Empty(t, list, "the idle and expired rows are pruned")
@@ -281,7 +282,7 @@ func TestOIDCRevokeSessions(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, "operators do not")
 	})
 	t.Run("a non-admin cannot revoke", func(t *testing.T) {
-		resp, body := odo(t, janeA.Client, http.MethodDelete, e.base+"/api/v1/users/admin-sub/sessions", csrfHeader, janeCSRF)
+		resp, body := odo(t, janeA.Client, http.MethodDelete, e.base+"/api/v1/users/admin-sub/sessions", auth.CSRFHeader, janeCSRF)
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, body)
 		require.Equal(t, http.StatusOK, e.whoamiWith(t, adminCookie))
 	})
@@ -291,7 +292,7 @@ func TestOIDCRevokeSessions(t *testing.T) {
 		require.Equal(t, http.StatusOK, e.whoamiWith(t, cookieA))
 	})
 	t.Run("sign-out everywhere", func(t *testing.T) {
-		resp, body := odo(t, admin.Client, http.MethodDelete, e.base+"/api/v1/users/1234567890/sessions", csrfHeader, adminCSRF)
+		resp, body := odo(t, admin.Client, http.MethodDelete, e.base+"/api/v1/users/1234567890/sessions", auth.CSRFHeader, adminCSRF)
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
 		require.JSONEq(t, `{"subject": "1234567890", "revoked": 2}`, body)
 		require.Equal(t, http.StatusUnauthorized, e.whoamiWith(t, cookieA))
@@ -303,7 +304,7 @@ func TestOIDCRevokeSessions(t *testing.T) {
 		require.Len(t, es, 3, "the refused calls too")
 		done := es[len(es)-1]
 		require.Equal(t, "boss", done.Actor)
-		require.Equal(t, MethodOIDC, done.Method)
+		require.Equal(t, auth.MethodOIDC, done.Method)
 		require.Equal(t, "1234567890", done.Target)
 		require.Equal(t, store.AuditOK, done.Result)
 		require.Equal(t, store.AuditDenied, es[0].Result)
@@ -318,7 +319,7 @@ func TestOIDCRevokeSessions(t *testing.T) {
 	t.Run("every mutating route is audited", func(t *testing.T) {
 		for _, rt := range e.s.router.routes {
 			method, _, _ := strings.Cut(rt.pattern, " ")
-			if rt.access.kind == accessRole && !safeMethod(method) {
+			if rt.access.kind == accessRole && !auth.SafeMethod(method) {
 				_, ok := auditActionFor(rt.pattern)
 				require.True(t, ok, "%s has no action name", rt.pattern)
 			}

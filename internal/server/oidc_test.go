@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/config"
-	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/server/auth"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
 
@@ -127,22 +127,10 @@ func newOIDCEnv(t *testing.T, issuer, clientID, secret string, edit func(*Option
 	}
 	s, err := New(o)
 	require.NoError(t, err)
-	ts.Config.Handler = oidcHandler(s)
+	ts.Config.Handler = s.Handler()
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return &oidcEnv{h: h, s: s, base: base, secret: secret, token: "api-token-CANARY", sessions: sessions, dbPath: dbPath}
-}
-
-// oidcHandler is the server's handler with the sign-in routes, whether
-// or not routes() mounts them yet.
-func oidcHandler(s *Server) http.Handler {
-	if slices.ContainsFunc(s.router.routes, func(r route) bool { return r.pattern == "GET /auth/login" }) {
-		return s.handler
-	}
-	mux := newRouter(s)
-	s.oidcRoutes(mux)
-	mux.mux.Handle("/", s.handler)
-	return s.accessLog(securityHeaders(s.checkHost(mux.mux)))
 }
 
 // browserClient is a Go HTTP client acting as a browser: a cookie jar,
@@ -267,7 +255,7 @@ func TestOIDCSignIn(t *testing.T) {
 	})
 
 	t.Run("the session cookie", func(t *testing.T) {
-		c := b.setCookie(t, "/auth/callback", sessionCookie)
+		c := b.setCookie(t, "/auth/callback", auth.SessionCookie)
 		require.True(t, c.HttpOnly)
 		require.False(t, c.Secure, "http on loopback: a Secure cookie would never come back")
 		require.Equal(t, http.SameSiteLaxMode, c.SameSite)
@@ -277,7 +265,7 @@ func TestOIDCSignIn(t *testing.T) {
 		for _, plain := range []string{"jane", "engineering", "1234567890"} {
 			require.NotContains(t, c.Value, plain)
 		}
-		login := b.setCookie(t, "/auth/callback", loginCookie)
+		login := b.setCookie(t, "/auth/callback", auth.LoginCookie)
 		require.Equal(t, -1, login.MaxAge, "the login cookie is cleared")
 	})
 
@@ -285,24 +273,24 @@ func TestOIDCSignIn(t *testing.T) {
 		code, w := e.whoami(t, b.Client)
 		require.Equal(t, http.StatusOK, code)
 		require.Equal(t, "jane.doe", w.Name)
-		require.Equal(t, MethodOIDC, w.Method)
+		require.Equal(t, auth.MethodOIDC, w.Method)
 		require.ElementsMatch(t, []string{"operator", "approver"}, w.Roles, "group engineering, email in another case")
 	})
 
 	_, me := e.whoami(t, b.Client)
 	csrf := me.CSRF
 	require.NotEmpty(t, csrf)
-	require.NotEqual(t, e.s.auth.csrfToken(Identity{Name: "jane.doe", Method: MethodOIDC}), csrf,
+	require.NotEqual(t, e.s.auth.CSRFToken(Identity{Name: "jane.doe", Method: auth.MethodOIDC}), csrf,
 		"the CSRF token is the session's, not the name's")
 	t.Run("a mutating call needs the CSRF token", func(t *testing.T) {
 		u := e.base + "/api/v1/workspaces/prod-network/runs"
 		resp, body := odo(t, b.Client, http.MethodPost, u)
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, body)
 		require.Contains(t, body, "CSRF")
-		resp, body = odo(t, b.Client, http.MethodPost, u, csrfHeader, csrf, "Sec-Fetch-Site", "cross-site")
+		resp, body = odo(t, b.Client, http.MethodPost, u, auth.CSRFHeader, csrf, "Sec-Fetch-Site", "cross-site")
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, body)
 		require.Empty(t, e.h.triggered)
-		resp, body = odo(t, b.Client, http.MethodPost, u, csrfHeader, csrf, "Sec-Fetch-Site", "same-origin")
+		resp, body = odo(t, b.Client, http.MethodPost, u, auth.CSRFHeader, csrf, "Sec-Fetch-Site", "same-origin")
 		require.Equal(t, http.StatusAccepted, resp.StatusCode, body)
 		require.Equal(t, []string{"prod-network"}, e.h.triggered)
 	})
@@ -314,24 +302,24 @@ func TestOIDCSignIn(t *testing.T) {
 	})
 
 	t.Run("a forged or expired session is no session", func(t *testing.T) {
-		good := b.setCookie(t, "/auth/callback", sessionCookie).Value
+		good := b.setCookie(t, "/auth/callback", auth.SessionCookie).Value
 		raw := []byte(good)
 		raw[len(raw)/2] ^= 1
 		forged := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		for _, v := range []string{string(raw), "x", strings.Repeat("A", 100)} {
-			resp, _ := oget(t, forged, e.base+"/api/v1/whoami", "Cookie", sessionCookie+"="+v)
+			resp, _ := oget(t, forged, e.base+"/api/v1/whoami", "Cookie", auth.SessionCookie+"="+v)
 			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
-			resp, _ = oget(t, forged, e.base+"/", "Cookie", sessionCookie+"="+v)
+			resp, _ = oget(t, forged, e.base+"/", "Cookie", auth.SessionCookie+"="+v)
 			require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		}
 		// The login cookie (the same key) is not a session either.
-		var ref sessionRef
-		require.True(t, e.s.auth.oidc.open(sessionCookie, good, &ref))
-		resp, _ := oget(t, forged, e.base+"/api/v1/whoami", "Cookie", sessionCookie+"="+mustSeal(t, e.s.auth.oidc, loginCookie, ref))
+		var ref auth.SessionRef
+		require.True(t, e.s.auth.OIDC().Open(auth.SessionCookie, good, &ref))
+		resp, _ := oget(t, forged, e.base+"/api/v1/whoami", "Cookie", auth.SessionCookie+"="+mustSeal(t, e.s.auth.OIDC(), auth.LoginCookie, ref))
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 		// A session id without its row (made up, or one never stored).
-		resp, _ = oget(t, forged, e.base+"/api/v1/whoami", "Cookie", sessionCookie+"="+mustSeal(t, e.s.auth.oidc, sessionCookie,
-			sessionRef{ID: "made-up", Expiry: time.Now().Add(time.Hour).Unix()}))
+		resp, _ = oget(t, forged, e.base+"/api/v1/whoami", "Cookie", auth.SessionCookie+"="+mustSeal(t, e.s.auth.OIDC(), auth.SessionCookie,
+			auth.SessionRef{ID: "made-up", Expiry: time.Now().Add(time.Hour).Unix()}))
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 		code, _ := e.whoami(t, b.Client)
 		require.Equal(t, http.StatusOK, code)
@@ -371,7 +359,7 @@ func TestOIDCSignIn(t *testing.T) {
 		logs := e.h.logs.String()
 		require.Contains(t, logs, `msg="oidc sign-in" user=jane.doe`)
 		require.Contains(t, logs, `msg="oidc sign-out" user=jane.doe`)
-		canaries := append([]string{e.secret, e.token, b.setCookie(t, "/auth/callback", sessionCookie).Value}, p.seenCodes()...)
+		canaries := append([]string{e.secret, e.token, b.setCookie(t, "/auth/callback", auth.SessionCookie).Value}, p.seenCodes()...)
 		require.NotEmpty(t, p.seenCodes())
 		for _, c := range canaries {
 			require.NotEmpty(t, c)
@@ -386,30 +374,14 @@ func mustURL(t *testing.T, s string) *url.URL {
 	return u
 }
 
-func mustSeal(t *testing.T, a *oidcAuth, name string, v any) string {
-	s, err := a.seal(name, v)
+func mustSeal(t *testing.T, a *auth.OIDC, name string, v any) string {
+	s, err := a.Seal(name, v)
 	require.NoError(t, err)
 	return s
 }
 
 // A sign-in goes back to a path on driftwatch only: never another site.
 func TestOIDCOpenRedirect(t *testing.T) {
-	for in, want := range map[string]string{
-		"/workspaces/a?x=1":     "/workspaces/a?x=1",
-		"/":                     "/",
-		"":                      "/",
-		"//evil.example/":       "/",
-		"/\\evil.example":       "/",
-		"https://evil.example/": "/",
-		"evil.example":          "/",
-		"/%0d%0aSet-Cookie:x":   "/%0d%0aSet-Cookie:x", // escaped: a path
-		"/\r\nSet-Cookie: x":    "/",
-		"javascript:alert(1)":   "/",
-		"/x\tbad":               "/",
-	} {
-		require.Equal(t, want, safeNext(in), "%q", in)
-	}
-
 	p := startProvider(t, nil)
 	e := newOIDCEnv(t, p.Issuer(), p.ClientID, p.ClientSecret, nil)
 	for _, next := range []string{"//evil.example/", "https://evil.example/x", "/\\evil.example"} {
@@ -514,7 +486,7 @@ func TestOIDCProviderDownAtStart(t *testing.T) {
 	require.NoError(t, err)
 	issuer := "http://" + addr + "/oidc"
 	e := newOIDCEnv(t, issuer, m.ClientID, m.ClientSecret, nil)
-	e.s.auth.oidc.retryAfter = 0
+	e.s.auth.OIDC().RetryAfter = 0
 	resp, body := oget(t, newBrowserClient(t).Client, e.base+"/")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
 	require.Contains(t, body, "cannot be reached")
@@ -580,40 +552,13 @@ func TestOIDCOptions(t *testing.T) {
 		})
 	}
 
-	// A cookie secret file makes sessions survive a restart; without it
-	// they end.
+	// oidc mode needs a session store: the harness's fake store is none.
 	key := filepath.Join(dir, "key")
 	require.NoError(t, os.WriteFile(key, []byte(strings.Repeat("k", 40)), 0o600))
 	withKey := oidcServer("https://d.example.com/dw/", func(o *config.AuthOIDC) { o.CookieSecretFile = key })
-	a1, err := newOIDC(withKey, newHarness(t).options().Logger)
-	require.NoError(t, err)
-	a2, err := newOIDC(withKey, newHarness(t).options().Logger)
-	require.NoError(t, err)
-	require.Equal(t, "/dw", a1.cookiePath)
-	require.True(t, a1.secure)
-	require.Equal(t, "https://d.example.com/dw/auth/callback", a1.cfg.RedirectURL)
 	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "driftwatch.db"), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	now := time.Now()
-	require.NoError(t, st.CreateSession(t.Context(), store.Session{IDHash: sessionHash("sid"), Issuer: "https://login.example.com",
-		Subject: "42", Name: "jane", CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(time.Hour)}))
-	v := mustSeal(t, a1, sessionCookie, sessionRef{ID: "sid", Expiry: now.Add(time.Hour).Unix()})
-	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	r.AddCookie(&http.Cookie{Name: sessionCookie, Value: v})
-	require.NoError(t, a2.setSessions(nil, st), "the store is a SessionStore")
-	id, ses, ok := a2.fromSession(r)
-	require.True(t, ok, "the same key after a restart")
-	require.Equal(t, "jane", id.Name)
-	require.Equal(t, "42", ses.Subject)
-	random := oidcServer("https://d.example.com", nil)
-	a3, err := newOIDC(random, newHarness(t).options().Logger)
-	require.NoError(t, err)
-	a3.sessions = st
-	_, _, ok = a3.fromSession(r)
-	require.False(t, ok, "a random key: sessions end at restart")
-
-	// oidc mode needs a session store: the harness's fake store is none.
 	o := newHarness(t).options()
 	o.Config = withKey
 	_, err = New(o)
@@ -624,27 +569,4 @@ func TestOIDCOptions(t *testing.T) {
 	o.Config.Auth.OIDC.SessionTTL, o.Config.Auth.OIDC.IdleTimeout = config.Duration(time.Hour), config.Duration(2*time.Hour)
 	_, err = New(o)
 	require.ErrorContains(t, err, "IdleTimeout 2h0m0s is longer than SessionTTL 1h0m0s")
-}
-
-func TestOIDCSessionFromClaims(t *testing.T) {
-	a := &oidcAuth{cfg: config.AuthOIDC{UsernameClaim: "preferred_username", GroupsClaim: "roles"}, ttl: time.Hour, now: time.Now}
-	// Issue 28: an email the provider does not say is verified names no
-	// one (role mapping by email would take anyone's word for it).
-	for name, c := range map[string]struct {
-		claims map[string]any
-		want   session
-	}{
-		"all": {map[string]any{"preferred_username": "jane", "email": "j@x", "email_verified": true, "roles": []any{"a", " b ", 3, ""}},
-			session{Subject: "s", Name: "jane", Email: "j@x", Groups: []string{"a", "b"}}},
-		"subject when no user name":            {map[string]any{"email": "j@x", "email_verified": true}, session{Subject: "s", Name: "s", Email: "j@x"}},
-		"unverified email ignored":             {map[string]any{"email": "j@x", "email_verified": false}, session{Subject: "s", Name: "s"}},
-		"email without email_verified ignored": {map[string]any{"email": "j@x"}, session{Subject: "s", Name: "s"}},
-		"email_verified not a bool":            {map[string]any{"email": "j@x", "email_verified": "true"}, session{Subject: "s", Name: "s"}},
-		"one group as a string":                {map[string]any{"roles": "ops"}, session{Subject: "s", Name: "s", Groups: []string{"ops"}}},
-		"user name not a string":               {map[string]any{"preferred_username": 7}, session{Subject: "s", Name: "s"}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			require.Equal(t, c.want, a.sessionFrom("s", c.claims))
-		})
-	}
 }

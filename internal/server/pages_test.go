@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -57,38 +56,6 @@ func TestStatusPageOverdue(t *testing.T) {
 	_, _, body := get(t, ts.URL+"/")
 	require.Contains(t, body, `<time class="late" datetime="2026-03-14T02:20:00Z" title="2026-03-14 02:20:00 UTC">overdue 40m ago</time>`)
 	require.Contains(t, body, `<time datetime="2026-03-14T02:58:00Z" title="2026-03-14 02:58:00 UTC">2m ago</time>`)
-}
-
-func TestStatusSummary(t *testing.T) {
-	ws := func(ss ...drift.Status) []workspaceView {
-		var out []workspaceView
-		for _, s := range ss {
-			out = append(out, workspaceView{Status: s})
-		}
-		return out
-	}
-	tests := []struct {
-		name    string
-		vs      []workspaceView
-		verdict string
-		tone    string
-	}{
-		{"none", nil, "No workspaces", "warn"},
-		{"all clean", ws(drift.StatusClean, drift.StatusClean), "All 2 clean", ""},
-		{"pending", ws(drift.StatusClean, drift.StatusPending), "No drift · 1 with pending changes", "warn"},
-		{"unchecked", ws(drift.StatusClean, StatusUnknown), "No drift · 1 not checked yet", "warn"},
-		{"bad", ws(drift.StatusErrored, drift.StatusDrift, drift.StatusPending, drift.StatusClean), "2 of 4 need attention", "bad"},
-		{"forbidden", ws(drift.StatusForbidden), "1 of 1 need attention", "bad"},
-		{"failing checks", ws(drift.StatusValidation, drift.StatusClean), "1 of 2 need attention", "bad"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			items, verdict, tone := statusSummary(tt.vs)
-			require.Equal(t, tt.verdict, verdict)
-			require.Equal(t, tt.tone, tone)
-			require.Len(t, items, 7)
-		})
-	}
 }
 
 func TestPagesEscape(t *testing.T) {
@@ -193,52 +160,6 @@ func TestWorkspacePage(t *testing.T) {
 	})
 }
 
-func TestRelTime(t *testing.T) {
-	tests := []struct {
-		d    time.Duration // now - t
-		want string
-	}{
-		{0, "just now"},
-		{9 * time.Second, "just now"},
-		{-5 * time.Second, "now"},
-		{45 * time.Second, "45s ago"},
-		{12*time.Minute + 30*time.Second, "12m ago"},
-		{-20 * time.Minute, "in 20m"},
-		{3 * time.Hour, "3h ago"},
-		{90 * time.Minute, "1h 30m ago"},
-		{-(2*time.Hour + 5*time.Minute), "in 2h 5m"},
-		{11*time.Hour + 30*time.Minute, "11h ago"},
-		{47 * time.Hour, "47h ago"},
-		{50 * time.Hour, "2d ago"},
-		{59 * 24 * time.Hour, "59d ago"},
-		{61 * 24 * time.Hour, "2026-01-12"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.want, func(t *testing.T) {
-			require.Equal(t, tt.want, relTime(testNow, testNow.Add(-tt.d)))
-		})
-	}
-	require.Empty(t, relTime(testNow, time.Time{}))
-}
-
-func TestFmtDuration(t *testing.T) {
-	tests := []struct {
-		d    time.Duration
-		want string
-	}{
-		{850 * time.Millisecond, "850ms"},
-		{42*time.Second + 400*time.Millisecond, "42s"},
-		{3*time.Minute + 5*time.Second, "3m 05s"},
-		{59*time.Minute + 59*time.Second + 600*time.Millisecond, "60m 00s"},
-		{62*time.Minute + 10*time.Second, "1h 02m"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.want, func(t *testing.T) {
-			require.Equal(t, tt.want, fmtDuration(tt.d))
-		})
-	}
-}
-
 func TestServeAndShutdown(t *testing.T) {
 	h := newHarness(t)
 	s, err := New(h.options())
@@ -288,23 +209,4 @@ func TestRun(t *testing.T) {
 		var opErr *net.OpError
 		require.ErrorAs(t, err, &opErr)
 	})
-}
-
-// Every kind and status the pages badge has a colour in the stylesheet:
-// the badge's text is white, so a class without a background shows an
-// empty badge.
-func TestEveryBadgeHasAColour(t *testing.T) {
-	css, err := assets.ReadFile("assets/style.css")
-	require.NoError(t, err)
-	var names []string
-	for _, k := range []drift.Kind{drift.KindDrift, drift.KindPending, drift.KindForbidden, drift.KindNoise, drift.KindBackend, drift.KindCheck} {
-		names = append(names, string(k))
-	}
-	for _, st := range []drift.Status{drift.StatusClean, drift.StatusPending, drift.StatusValidation, drift.StatusDrift, drift.StatusForbidden, drift.StatusErrored} {
-		names = append(names, string(st))
-	}
-	names = append(names, "unknown", "running", "queued", "cancelled", "interrupted")
-	for _, n := range names {
-		require.Regexp(t, `\.s-`+regexp.QuoteMeta(n)+` \{ background: var\(--[a-z]+\); \}`, string(css), "badge class s-%s", n)
-	}
 }

@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/server/auth"
 	"github.com/driftwatch/driftwatch/internal/testutil/browsertest"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
@@ -203,7 +204,7 @@ func TestProxyModeBehindOAuth2Proxy(t *testing.T) {
 		CSRFToken string   `json:"csrf_token"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(raw), &who), raw)
-	require.Equal(t, MethodProxy, who.Method)
+	require.Equal(t, auth.MethodProxy, who.Method)
 	require.Equal(t, []string{"operator"}, who.Roles, "the groups the provider gave, through the proxy's headers")
 	require.NotEmpty(t, who.Name)
 	require.NotEmpty(t, who.CSRFToken)

@@ -536,9 +536,3 @@ func TestRemediationPagesEscape(t *testing.T) {
 	require.Contains(t, body, `<td class="addr mono">aws_instance.x[&#34;&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&#34;]</td>`)
 	require.Contains(t, body, `--hash &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; --server`)
 }
-
-func TestResources(t *testing.T) {
-	require.Equal(t, "0 resources", resources(0))
-	require.Equal(t, "1 resource", resources(1))
-	require.Equal(t, "12 resources", resources(12))
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,16 +11,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/server/auth"
+	"github.com/driftwatch/driftwatch/internal/server/respond"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
 // The tokens of the role tests, one per role; like testToken none may
 // show in a response or a log line.
-var roleTokens = map[Role]string{
-	RoleViewer:   "viewer-CANARY-token",
-	RoleOperator: "operator-CANARY-token",
-	RoleApprover: "approver-CANARY-token",
-	RoleAdmin:    "admin-CANARY-token",
+var roleTokens = map[auth.Role]string{
+	auth.RoleViewer:   "viewer-CANARY-token",
+	auth.RoleOperator: "operator-CANARY-token",
+	auth.RoleApprover: "approver-CANARY-token",
+	auth.RoleAdmin:    "admin-CANARY-token",
 }
 
 // recordingRemediations is the remediation fixture whose decisions
@@ -83,7 +84,7 @@ func roleOptions(t *testing.T) (*harness, *recordingRemediations, Options) {
 		w.WriteHeader(299)
 	})}
 	o.Config.Auth.AnonymousRole = config.RoleNone
-	for _, role := range []Role{RoleViewer, RoleOperator, RoleApprover, RoleAdmin} {
+	for _, role := range []auth.Role{auth.RoleViewer, auth.RoleOperator, auth.RoleApprover, auth.RoleAdmin} {
 		o.Config.Auth.Tokens = append(o.Config.Auth.Tokens, config.AuthToken{
 			Name: string(role) + "-bot", Role: string(role), File: writeToken(t, roleTokens[role]+"\n"),
 		})
@@ -134,9 +135,9 @@ type caller struct {
 }
 
 // tokenCaller holds a token with one role.
-func tokenCaller(role Role) caller {
+func tokenCaller(role auth.Role) caller {
 	return caller{string(role), bearerAuth(roleTokens[role]), func(a access) verdict {
-		if role.grants(a.need) {
+		if role.Grants(a.need) {
 			return served
 		}
 		return forbidden
@@ -150,7 +151,7 @@ func roleCallers(anonymous func(access) verdict) []caller {
 		}
 		return unauthenticated
 	}}}
-	for _, r := range []Role{RoleViewer, RoleOperator, RoleApprover, RoleAdmin} {
+	for _, r := range []auth.Role{auth.RoleViewer, auth.RoleOperator, auth.RoleApprover, auth.RoleAdmin} {
 		cs = append(cs, tokenCaller(r))
 	}
 	return cs
@@ -169,13 +170,13 @@ func TestRouteTable(t *testing.T) {
 	}{
 		{"anonymous none", func(*Options) {}, func(access) verdict { return unauthenticated }},
 		{"token mode default", func(o *Options) { o.Config.Auth.AnonymousRole = "" }, func(a access) verdict {
-			if a.need == RoleViewer && !a.logs {
+			if a.need == auth.RoleViewer && !a.logs {
 				return served // the status pages and the read API, as always
 			}
 			return unauthenticated
 		}},
 		{"anonymous viewer", func(o *Options) { o.Config.Auth.AnonymousRole = config.RoleViewer }, func(a access) verdict {
-			if a.need == RoleViewer {
+			if a.need == auth.RoleViewer {
 				return served
 			}
 			return unauthenticated
@@ -196,7 +197,7 @@ func TestRouteTable(t *testing.T) {
 				case accessSelf:
 					self = append(self, rt.pattern)
 				case accessRole:
-					require.True(t, rt.access.need.valid(), "%s: %s", rt.pattern, rt.access)
+					require.True(t, rt.access.need.Valid(), "%s: %s", rt.pattern, rt.access)
 				default:
 					t.Fatalf("route %s has no access rule", rt.pattern)
 				}
@@ -276,18 +277,18 @@ func TestBodyLimits(t *testing.T) {
 	ts := serve(t, o)
 	s, err := New(o)
 	require.NoError(t, err)
-	big := `{"comment": "` + strings.Repeat("x", maxBody) + `"}`
+	big := `{"comment": "` + strings.Repeat("x", respond.MaxBody) + `"}`
 	n := 0
 	for _, rt := range s.router.routes {
 		method, path := concrete(rt.pattern)
-		if rt.access.kind != accessRole || safeMethod(method) {
+		if rt.access.kind != accessRole || auth.SafeMethod(method) {
 			continue
 		}
 		n++
-		code, hdr, body := send(t, method, ts.URL+path, bearerAuth(roleTokens[RoleAdmin]), big)
+		code, hdr, body := send(t, method, ts.URL+path, bearerAuth(roleTokens[auth.RoleAdmin]), big)
 		require.Equal(t, http.StatusRequestEntityTooLarge, code, "%s: %s", rt.pattern, body)
 		requireSecurityHeaders(t, hdr, rt.pattern)
-		require.Contains(t, body, fmt.Sprintf("body is larger than %d bytes", maxBody))
+		require.Contains(t, body, fmt.Sprintf("body is larger than %d bytes", respond.MaxBody))
 	}
 	require.Equal(t, 8, n, "the mutating routes")
 	// A chunked body has no length to refuse up front: the handlers that
@@ -296,7 +297,7 @@ func TestBodyLimits(t *testing.T) {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+path, strings.NewReader(big))
 		require.NoError(t, err)
 		req.ContentLength = -1 // chunked
-		req.Header.Set("Authorization", "Bearer "+roleTokens[RoleAdmin])
+		req.Header.Set("Authorization", "Bearer "+roleTokens[auth.RoleAdmin])
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		resp.Body.Close()
@@ -333,25 +334,10 @@ func TestSecurityHeadersEverywhere(t *testing.T) {
 		requireSecurityHeaders(t, resp.Header, c.path)
 	}
 	// Pages keep their own strict policy, which forbids framing too.
-	code, hdr, body := do(t, http.MethodGet, ts.URL+"/", bearerAuth(roleTokens[RoleViewer]))
+	code, hdr, body := do(t, http.MethodGet, ts.URL+"/", bearerAuth(roleTokens[auth.RoleViewer]))
 	require.Equal(t, http.StatusOK, code, body)
 	csp := hdr.Get("Content-Security-Policy")
 	require.Contains(t, csp, "style-src 'sha256-")
 	require.Contains(t, csp, "frame-ancestors 'none'")
 	require.NotContains(t, csp, "unsafe-inline")
-}
-
-func TestRoleGrants(t *testing.T) {
-	all := []Role{RoleViewer, RoleOperator, RoleApprover, RoleAdmin}
-	for held, want := range map[Role][]Role{
-		RoleViewer:   {RoleViewer},
-		RoleOperator: {RoleViewer, RoleOperator},
-		RoleApprover: {RoleViewer, RoleApprover},
-		RoleAdmin:    all,
-		Role("root"): nil,
-	} {
-		for _, need := range all {
-			require.Equal(t, slices.Contains(want, need), held.grants(need), "%s grants %s", held, need)
-		}
-	}
 }

@@ -5,19 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/server/api"
+	"github.com/driftwatch/driftwatch/internal/server/auth"
+	"github.com/driftwatch/driftwatch/internal/server/pages"
+	"github.com/driftwatch/driftwatch/internal/server/respond"
+	"github.com/driftwatch/driftwatch/internal/server/view"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/tlsfiles/certfile"
 )
@@ -25,20 +26,6 @@ import (
 // ShutdownTimeout bounds how long Run waits for in-flight requests once
 // its context is done.
 const ShutdownTimeout = 10 * time.Second
-
-// WorkspaceInfo is one configured workspace, as the server shows it.
-type WorkspaceInfo struct {
-	Name     string
-	Owner    string
-	Schedule string
-	Labels   map[string]string
-	NextRun  time.Time // zero: not scheduled
-}
-
-// IncidentLister is the part of store.AlertStore the server reads.
-type IncidentLister interface {
-	Incidents(ctx context.Context, workspace string) ([]store.Incident, error)
-}
 
 // Options configures a Server: plain data, plus the Control the daemon
 // implements.
@@ -58,7 +45,7 @@ type Options struct {
 
 	// Logs holds finished runs' logs (nil: none are served).
 	Logs store.LogStore
-	// Sessions keeps the sessions of oidc mode (oidc.go); nil: Store's,
+	// Sessions keeps the sessions of oidc mode (auth.OIDC); nil: Store's,
 	// which must then be a store.SessionStore in oidc mode.
 	Sessions store.SessionStore
 	// Incidents lists a workspace's incidents, shown with their severity
@@ -85,12 +72,12 @@ type Options struct {
 	//     secret of Auth.Proxy.SecretFile in Auth.Proxy.SecretHeader
 	//     (required; the header is removed from every request), with
 	//     roles from Auth.Roles; their mutating requests need a CSRF
-	//     token (csrf.go).
+	//     token (auth.Authenticator.CheckCSRF).
 	//   - MetricsTokenFile holds the scrape token of /metrics, which
 	//     reads nothing else. /metrics needs the viewer role (or this
 	//     token) unless a caller without a credential may read.
 	//   - Auth.AnonymousRole and OpenReads say what a caller without a
-	//     credential may read; see authenticator.anonymousMay. A log that
+	//     credential may read (auth.Authenticator.Admit). A log that
 	//     starts with runlog.ValuesNotice is served only to a reader with
 	//     a credential.
 	//   - ExternalURL is the URL the server is reached at, e.g.
@@ -131,80 +118,27 @@ type Options struct {
 	Leader func() string
 }
 
-// SandboxStatus is how local runs are isolated from the daemon and from
-// each other: Mode "namespaces", or "none" with the Reason.
-type SandboxStatus struct {
-	Mode   string `json:"mode"`
-	Reason string `json:"reason,omitempty"`
-	// Network is "isolated" (each run has a network namespace of its
-	// own: outbound access only, no port of this machine) or "host".
-	Network       string `json:"network"`
-	NetworkReason string `json:"network_reason,omitempty"`
-}
-
-// NotifierStatus is the delivery health of one notifier.
-type NotifierStatus struct {
-	Name string `json:"name"`
-	// Pending counts undelivered messages, Dead those given up on.
-	Pending int `json:"pending"`
-	Dead    int `json:"dead"`
-	// LastError is the most recent failed attempt's (redacted) error.
-	LastError string `json:"last_error"`
-	// OldestPending is when the oldest undelivered message was created.
-	OldestPending *time.Time `json:"oldest_pending"`
-}
-
-// Failing reports whether the notifier needs attention: a message given
-// up on, or one waiting for more than five minutes.
-func (n NotifierStatus) Failing(now time.Time) bool {
-	return n.Dead > 0 || (n.OldestPending != nil && now.Sub(*n.OldestPending) > 5*time.Minute)
-}
-
-// Log stream limits.
-const (
-	// DefaultMaxLogStreams caps the event streams of run logs open at once,
-	// server-wide; one more answers 503 with Retry-After.
-	DefaultMaxLogStreams = 64
-	// LogStreamWriteTimeout bounds every write of an event stream: a client
-	// that stops reading loses its stream (and the goroutine serving it ends)
-	// once the connection's buffers are full and a write waits this long.
-	LogStreamWriteTimeout = 30 * time.Second
-)
-
 // Server serves driftwatch's HTTP endpoints.
 type Server struct {
 	o Options
-	// rem is o.Control's remediation side, or nil (no remediation routes).
-	rem RemediationControl
-	// sil is o.Control's silences and maintenance windows, or nil (the
-	// silence routes answer 501).
-	sil    SilenceControl
-	base   string // absolute external URL without trailing slash, or ""
-	prefix string // path of base, without trailing slash, or ""
-	// apiBase is the URL the API is reached at, for the commands pages
-	// show: the external URL, else the listen address (listenURL). Never
-	// the request's Host, which the client chooses.
-	apiBase string
+	// src is what the API and the pages read (view.Source): the store,
+	// the Control and its optional sides, the clock, the addresses.
+	src     *view.Source
+	base    string // absolute external URL without trailing slash, or ""
 	hosts   hostPolicy
 	handler http.Handler
 	// router is the route table behind handler.
 	router *router
-	// auth establishes who makes a request (identity.go, auth.go).
-	auth  *authenticator
-	pages *pages
+	// auth establishes who makes a request and what it may do.
+	auth  *auth.Authenticator
+	api   *api.API
+	pages *pages.Pages
 
-	// streams counts open log event streams; maxStreams caps them.
-	streams    atomic.Int64
-	maxStreams int64
-	// sseWriteTimeout bounds each write of a log stream; writeTimeout is
-	// the http.Server's WriteTimeout, which a log stream lifts. Tests
-	// shorten them.
-	sseWriteTimeout time.Duration
-	writeTimeout    time.Duration
+	// writeTimeout is the http.Server's WriteTimeout, which a log stream
+	// lifts (api.API.StreamWriteTimeout). Tests shorten it.
+	writeTimeout time.Duration
 	// certs serves the TLS certificate, nil without TLS.
 	certs *certfile.Reloader
-	// stats bounds and caches the statistics (trends.go).
-	stats *statsCache
 }
 
 // New validates o and builds a Server.
@@ -218,19 +152,17 @@ func New(o Options) (*Server, error) {
 	if _, limited := o.Audit.(*AuditLimiter); o.Audit != nil && !limited {
 		o.Audit = NewAuditLimiter(o.Audit, AuditLimits{Logger: o.Logger, Now: o.Now})
 	}
-	s := &Server{o: o, maxStreams: DefaultMaxLogStreams, sseWriteTimeout: LogStreamWriteTimeout, writeTimeout: 60 * time.Second,
-		stats: newStatsCache()}
-	s.rem, _ = o.Control.(RemediationControl)
-	s.sil, _ = o.Control.(SilenceControl)
+	s := &Server{o: o, writeTimeout: 60 * time.Second}
 	c := o.Config
 	var hostURLs []string
+	var prefix string
 	if c.ExternalURL != "" {
 		u, err := url.Parse(c.ExternalURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			return nil, fmt.Errorf("driftwatch/server: Options.Config.ExternalURL %q must be an absolute http(s) URL without query or fragment", c.ExternalURL)
 		}
 		s.base = strings.TrimSuffix(u.String(), "/")
-		s.prefix = strings.TrimSuffix(u.EscapedPath(), "/")
+		prefix = strings.TrimSuffix(u.EscapedPath(), "/")
 		hostURLs = append(hostURLs, u.Hostname())
 	}
 	if o.CallbackURL != "" {
@@ -245,22 +177,22 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("driftwatch/server: %w", err)
 	}
 	s.hosts = hosts
-	s.apiBase = s.base
-	if s.apiBase == "" {
-		s.apiBase = listenURL(c.Listen)
+	apiBase := s.base
+	if apiBase == "" {
+		apiBase = listenURL(c.Listen)
 		if c.TLSCertFile != "" {
-			s.apiBase = "https://" + strings.TrimPrefix(s.apiBase, "http://")
+			apiBase = "https://" + strings.TrimPrefix(apiBase, "http://")
 		}
 	}
 	// Fail at startup on a token that can never work; the files are still
 	// read on every request so that rotation needs no restart.
-	if s.auth, err = newAuthenticator(c, o.Logger); err != nil {
+	if s.auth, err = auth.New(auth.Options{
+		Config: c, Base: s.base, Logger: o.Logger, Sessions: o.Sessions, Store: o.Store,
+		Message: func(w http.ResponseWriter, r *http.Request, code int, heading, msg string) {
+			s.pages.Message(w, r, code, heading, msg)
+		},
+	}); err != nil {
 		return nil, fmt.Errorf("driftwatch/server: %w", err)
-	}
-	if s.auth.oidc != nil {
-		if err := s.auth.oidc.setSessions(o.Sessions, o.Store); err != nil {
-			return nil, fmt.Errorf("driftwatch/server: %w", err)
-		}
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return nil, errors.New("driftwatch/server: Options.Config.TLSCertFile and Options.Config.TLSKeyFile go together")
@@ -270,11 +202,14 @@ func New(o Options) (*Server, error) {
 			return nil, fmt.Errorf("driftwatch/server: TLS: %w", err)
 		}
 	}
-	p, err := newPages(s.prefix)
-	if err != nil {
+	s.src = view.New(view.Source{
+		Store: o.Store, Logs: o.Logs, Incidents: o.Incidents, Control: o.Control, Logger: o.Logger, Now: o.Now,
+		Base: s.base, Prefix: prefix, APIBase: apiBase,
+	})
+	if s.pages, err = pages.New(s.src, s.auth); err != nil {
 		return nil, fmt.Errorf("driftwatch/server: %w", err)
 	}
-	s.pages = p
+	s.api = api.New(s.src, s.auth, api.Daemon{Version: o.Version, Sandbox: o.Sandbox, Leader: o.Leader})
 	s.handler, s.router = s.routes()
 	return s, nil
 }
@@ -297,43 +232,6 @@ func (o Options) validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// routes builds the route table: every route with its rule (router), so
-// that the rule is checked before the handler runs and a test can list
-// them all. The routes of Options.Handlers authenticate themselves.
-func (s *Server) routes() (http.Handler, *router) {
-	mux := newRouter(s)
-	mux.public("GET /healthz", http.HandlerFunc(s.healthz))
-	mux.public("GET /readyz", http.HandlerFunc(s.readyz))
-	mux.handleMetrics("GET /metrics", promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{
-		ErrorLog:      slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelError),
-		ErrorHandling: promhttp.ContinueOnError,
-	}))
-	mux.handle("GET /api/v1/whoami", RoleViewer, s.apiWhoami)
-	mux.handle("GET /api/v1/workspaces", RoleViewer, s.apiWorkspaces)
-	mux.handle("GET /api/v1/workspaces/{name}", RoleViewer, s.apiWorkspace)
-	mux.handle("GET /api/v1/workspaces/{name}/runs", RoleViewer, s.apiRuns)
-	mux.handle("POST /api/v1/workspaces/{name}/runs", RoleOperator, s.apiTrigger)
-	mux.handle("GET /api/v1/runs/{id}", RoleViewer, s.apiRun)
-	mux.handle("GET /api/v1/notifiers", RoleViewer, s.apiNotifiers)
-	mux.handle("GET /api/v1/status", RoleViewer, s.apiStatus)
-	mux.handleLogs("GET /api/v1/runs/{id}/logs", s.apiRunLogs)
-	mux.handle("POST /api/v1/runs/{id}/cancel", RoleOperator, s.apiCancel)
-	if s.rem != nil {
-		s.remediationRoutes(mux)
-	}
-	s.silenceRoutes(mux)
-	s.statsRoutes(mux)
-	s.oidcRoutes(mux)
-	s.auditRoutes(mux)
-	for _, pattern := range slices.Sorted(maps.Keys(s.o.Handlers)) {
-		mux.self(pattern, s.o.Handlers[pattern])
-	}
-	mux.handle("GET /{$}", RoleViewer, s.statusPage)
-	mux.handle("GET /workspaces/{name}", RoleViewer, s.workspacePage)
-	mux.handleLogs("GET /runs/{id}", s.runPage)
-	return s.accessLog(securityHeaders(s.checkHost(s.auth.stripProxySecret(mux.mux)))), mux
 }
 
 // Handler returns the server's handler, with access logging and the Host
@@ -364,11 +262,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelWarn),
 	}
-	if s.auth.oidc != nil {
+	if o := s.auth.OIDC(); o != nil {
 		// Ended sessions are deleted while serving.
 		pctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); s.auth.oidc.pruneLoop(pctx) }()
+		go func() { defer close(done); o.PruneLoop(pctx) }()
 		defer func() { stop(); <-done }()
 	}
 	errc := make(chan error, 1)
@@ -399,76 +297,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeText(w, http.StatusOK, "ok\n")
+	respond.Text(w, http.StatusOK, "ok\n")
 }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if err := s.o.Control.Ready(); err != nil {
-		writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
+		respond.Text(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
 		return
 	}
-	writeText(w, http.StatusOK, "ok\n")
+	respond.Text(w, http.StatusOK, "ok\n")
 }
-
-func writeText(w http.ResponseWriter, code int, body string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_, _ = w.Write([]byte(body))
-}
-
-// quietPaths are logged at debug level: probes and scrapes would drown
-// the access log at info.
-var quietPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
-
-// accessLog logs one line per request: method, path (never the query
-// string, which could carry anything), status, bytes and duration. Headers,
-// and so the Authorization header, are never logged.
-func (s *Server) accessLog(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := s.o.Now()
-		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
-		if rec.status == 0 {
-			rec.status = http.StatusOK
-		}
-		level := slog.LevelInfo
-		if quietPaths[r.URL.Path] && rec.status < 500 {
-			level = slog.LevelDebug
-		}
-		s.o.Logger.LogAttrs(r.Context(), level, "http request",
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", rec.status),
-			slog.Int64("bytes", rec.bytes),
-			slog.Duration("duration", s.o.Now().Sub(start)),
-		)
-	})
-}
-
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	n, err := r.ResponseWriter.Write(b)
-	r.bytes += int64(n)
-	return n, err
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer
-// (promhttp flushes through it).
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

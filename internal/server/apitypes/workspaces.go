@@ -1,0 +1,69 @@
+package apitypes
+
+import (
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+)
+
+// Workspace is a configured workspace with its state.
+type Workspace struct {
+	Name              string            `json:"name"`
+	Owner             string            `json:"owner"`
+	Labels            map[string]string `json:"labels"`
+	Schedule          string            `json:"schedule"`
+	Status            drift.Status      `json:"status"`
+	Since             Time              `json:"since"`
+	LastRunAt         Time              `json:"last_run_at"`
+	LastSuccessAt     Time              `json:"last_success_at"`
+	NextRun           Time              `json:"next_run"`
+	LastRunID         string            `json:"last_run_id"`
+	ConsecutiveErrors int               `json:"consecutive_errors"`
+	Counts            drift.Counts      `json:"counts"`
+	Error             string            `json:"error"`
+	URL               string            `json:"url"`
+}
+
+// WorkspaceDetail is one workspace with its findings and incidents.
+type WorkspaceDetail struct {
+	Workspace
+	Findings  []Finding  `json:"findings"`
+	Incidents []Incident `json:"incidents"`
+}
+
+// WorkspacePage is one page of the workspace list.
+type WorkspacePage struct {
+	Workspaces []Workspace `json:"workspaces"`
+	// Total counts the workspaces the filters select, over every page.
+	Total   int `json:"total"`
+	Page    int `json:"page"`
+	PerPage int `json:"per_page"`
+	Pages   int `json:"pages"`
+}
+
+// Incident is an open or confirming incident: its severity and the
+// severity rule that set it (empty: its class's severity).
+type Incident struct {
+	Key          string    `json:"key"`
+	Class        string    `json:"class"`
+	State        string    `json:"state"`
+	Severity     string    `json:"severity"`
+	SeverityRule string    `json:"severity_rule"`
+	Since        time.Time `json:"since"`
+	NotifiedAt   time.Time `json:"notified_at,omitzero"`
+	Findings     int       `json:"findings"`
+}
+
+// Finding is one finding of a workspace or a run: attribute paths, never
+// values.
+type Finding struct {
+	Kind       drift.Kind `json:"kind"`
+	Address    string     `json:"address"`
+	Type       string     `json:"type"`
+	Action     string     `json:"action"`
+	Attributes []string   `json:"attributes"`
+	SeenIn     []string   `json:"seen_in"`
+	Ignored    bool       `json:"ignored"`
+	// Detail explains a backend finding (e.g. "mode 0644: chmod 600").
+	Detail string `json:"detail,omitempty"`
+}

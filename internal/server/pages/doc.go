@@ -1,0 +1,18 @@
+// Package pages is driftwatch's server-rendered HTML: the status page
+// (the workspace list with its filters and pager, notifier health, held
+// notifications, pending remediations), a workspace's page, a run's page
+// with its log, a remediation's page, the Silences, Trends (line charts
+// as inline SVG, with tables for screen readers) and Audit pages, and
+// the message page every refusal and sign-in answer uses (Message,
+// Refuse). One method of Pages per route, mounted by the server.
+//
+// Templates and the stylesheet are embedded (assets/). Every page is
+// rendered into a buffer first (a template error is a clean 500), with a
+// Content-Security-Policy that allows the inline stylesheet alone: no
+// script, no external load, no framing; forms only to this origin. The
+// pages change nothing: the commands they show are API calls.
+//
+// What a page shows is read through view.Source. Of the server's rooms
+// it imports view, auth (who is signed in, refusals), control, respond
+// and apitypes, never api; besides them store, stats, runlog and drift.
+package pages
