@@ -250,7 +250,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, st store.DaemonStore, lo
 	if err := d.runs.SetJobs(jobs(cfg)); err != nil {
 		return nil, err
 	}
-	ns, err := notifiers.Build(cfg, log)
+	ns, err := notifiers.Build(cfg.NotifierSpecs(), log)
 	if err != nil {
 		return nil, err
 	}

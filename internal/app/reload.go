@@ -161,7 +161,7 @@ func (d *daemon) applyConfig(ctx context.Context, cfg *config.Config) error {
 	old := d.cfg.Load()
 	oldPlans := *d.alerts.Load()
 	if !reflect.DeepEqual(old.Notifiers, cfg.Notifiers) {
-		ns, err := notifiers.Build(cfg, d.log)
+		ns, err := notifiers.Build(cfg.NotifierSpecs(), d.log)
 		if err != nil {
 			d.log.Error("config reload: notifiers; keeping the previous ones", "err", err.Error())
 		} else {

@@ -1,6 +1,7 @@
 package github
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	gh "github.com/google/go-github/v75/github"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/github/githubcfg"
 )
 
 // Paging bounds: how far the notifier looks for an incident's issue and
@@ -86,12 +88,12 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("github %q: %w", cfg.Name, err)
 	}
-	owner, repo, _ := ParseRepository(cfg.Repository) // Validate checked it
+	owner, repo, _ := githubcfg.ParseRepository(cfg.Repository) // Validate checked it
 
 	c := notify.NoRedirectClient(hc)
 	client := gh.NewClient(c).WithAuthToken(token)
 	if cfg.APIURL != "" {
-		u, _ := apiURL(cfg.APIURL) // Validate checked it
+		u := apiURL(cfg.APIURL)
 		if client, err = client.WithEnterpriseURLs(u, u); err != nil {
 			return nil, fmt.Errorf("github %q: api_url: not a URL", cfg.Name)
 		}
@@ -106,9 +108,9 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 		owner:      owner,
 		repo:       repo,
 		repository: owner + "/" + repo,
-		labels:     cfg.labels(),
+		labels:     labels(cfg),
 		token:      token,
-		timeout:    cfg.timeout(),
+		timeout:    cmp.Or(cfg.Timeout, DefaultTimeout),
 		client:     client,
 		logger:     logger.With("notifier", cfg.Name),
 		now:        time.Now,

@@ -1,6 +1,7 @@
 package gitlab
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,14 +60,7 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gitlab %q: %w", cfg.Name, err)
 	}
-	base := cfg.APIURL
-	if base == "" {
-		base = DefaultURL
-	}
-	base, err = baseURL(base)
-	if err != nil {
-		return nil, fmt.Errorf("gitlab %q: %w", cfg.Name, err)
-	}
+	base := baseURL(cfg)
 
 	c := notify.NoRedirectClient(hc)
 
@@ -86,9 +80,9 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	return &Notifier{
 		name:    cfg.Name,
 		project: cfg.Project,
-		labels:  cfg.labels(),
+		labels:  labels(cfg),
 		token:   token,
-		timeout: cfg.timeout(),
+		timeout: cmp.Or(cfg.Timeout, DefaultTimeout),
 		api:     api,
 		logger:  log,
 		now:     time.Now,

@@ -2,6 +2,7 @@ package jsm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,22 +53,13 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jsm %q: %w", cfg.Name, err)
 	}
-	base := cfg.APIURL
-	if base == "" {
-		base = DefaultURL
-	}
-	alerts, err := alertsURL(base)
-	if err != nil {
-		return nil, fmt.Errorf("jsm %q: %w", cfg.Name, err)
-	}
-
 	c := notify.NoRedirectClient(hc)
 
 	return &Notifier{
 		name:    cfg.Name,
-		alerts:  alerts,
+		alerts:  notify.Endpoint(cfg.APIURL, DefaultURL, alertsPath),
 		key:     key,
-		timeout: cfg.timeout(),
+		timeout: cmp.Or(cfg.Timeout, DefaultTimeout),
 		hc:      c,
 		logger:  logger.With("notifier", cfg.Name),
 		now:     time.Now,

@@ -1,6 +1,7 @@
 package opsgenie
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,11 +58,6 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opsgenie %q: %w", cfg.Name, err)
 	}
-	apiURL, err := cfg.apiURL()
-	if err != nil {
-		return nil, fmt.Errorf("opsgenie %q: %w", cfg.Name, err)
-	}
-
 	// A copy: the caller's client is never changed.
 	httpClient := &http.Client{}
 	if hc != nil {
@@ -85,9 +81,9 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	}
 	cli, err := alert.NewClient(&client.Config{
 		ApiKey:         key,
-		OpsGenieAPIURL: apiURL,
+		OpsGenieAPIURL: apiURL(cfg),
 		HttpClient:     httpClient,
-		RequestTimeout: cfg.timeout(),
+		RequestTimeout: cmp.Or(cfg.Timeout, DefaultTimeout),
 		// 0 would mean the default of 4 retries; with RetryPolicy never
 		// retrying, the count does not matter (see doc.go).
 		RetryCount:  1,

@@ -9,18 +9,19 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/pagerduty/pagerdutycfg"
 )
 
 // The Events API v2 limits and our own
 // bounds, which keep what is cut under our control.
 const (
-	maxSummary  = 1024   // payload.summary
-	maxDedupKey = 255    // dedup_key
-	maxEvent    = 512000 // a whole event, in bytes
-	maxField    = 1000   // source, component, group, one address, reason
-	maxPath     = 256    // one attribute path
-	maxPaths    = 20     // attribute paths per finding
-	maxFindings = 20     // findings (or delta entries) in custom_details
+	maxSummary  = 1024                   // payload.summary
+	maxDedupKey = 255                    // dedup_key
+	maxEvent    = 512000                 // a whole event, in bytes
+	maxField    = pagerdutycfg.MaxSource // source, component, group, one address, reason
+	maxPath     = 256                    // one attribute path
+	maxPaths    = 20                     // attribute paths per finding
+	maxFindings = 20                     // findings (or delta entries) in custom_details
 )
 
 // Event actions.

@@ -2,6 +2,7 @@ package pagerduty
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,23 +56,15 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pagerduty %q: %w", cfg.Name, err)
 	}
-	base := cfg.URL
-	if base == "" {
-		base = DefaultURL
-	}
-	endpoint, err := enqueueURL(base)
-	if err != nil {
-		return nil, fmt.Errorf("pagerduty %q: %w", cfg.Name, err)
-	}
 
 	c := notify.NoRedirectClient(hc)
 
 	return &Notifier{
 		name:    cfg.Name,
-		url:     endpoint,
+		url:     notify.Endpoint(cfg.URL, DefaultURL, enqueuePath).String(),
 		key:     key,
-		opts:    options{routingKey: key, source: notify.OneLine(cfg.Source), severities: cfg.severities()},
-		timeout: cfg.timeout(),
+		opts:    options{routingKey: key, source: notify.OneLine(cfg.Source), severities: severities(cfg)},
+		timeout: cmp.Or(cfg.Timeout, DefaultTimeout),
 		hc:      c,
 		logger:  logger.With("notifier", cfg.Name),
 		now:     time.Now,

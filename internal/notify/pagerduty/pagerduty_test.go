@@ -239,7 +239,7 @@ func TestNew(t *testing.T) {
 	require.EqualError(t, err, "pagerduty: logger is required")
 
 	_, err = New(Config{Name: "pd"}, nil, logger)
-	require.EqualError(t, err, `pagerduty "pd": routing_key_file is required`)
+	require.EqualError(t, err, `pagerduty "pd": routing_key_file: required`)
 
 	_, err = New(Config{Name: "pd", RoutingKeyFile: filepath.Join(dir, "missing")}, nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)

@@ -2,6 +2,7 @@ package teams
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,7 +65,7 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	return &Notifier{
 		name:       cfg.Name,
 		url:        rawURL,
-		timeout:    cfg.timeout(),
+		timeout:    cmp.Or(cfg.Timeout, DefaultTimeout),
 		hc:         c,
 		logger:     logger.With("notifier", cfg.Name),
 		redactions: redactions(rawURL, u),

@@ -298,7 +298,7 @@ func TestNew(t *testing.T) {
 	require.EqualError(t, err, "teams: logger is required")
 
 	_, err = New(Config{Name: "teams"}, nil, logger)
-	require.EqualError(t, err, `teams "teams": webhook_url_file is required`)
+	require.EqualError(t, err, `teams "teams": webhook_url_file: required`)
 
 	_, err = New(Config{Name: "teams", WebhookURLFile: filepath.Join(dir, "missing")}, nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)

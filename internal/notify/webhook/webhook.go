@@ -2,12 +2,12 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/notifycfg"
 )
 
 // minSecret is the shortest signing key accepted, in bytes.
@@ -74,12 +75,12 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 		url:     rawURL,
 		secret:  []byte(secret),
 		headers: cfg.Headers,
-		timeout: cfg.timeout(),
+		timeout: cmp.Or(cfg.Timeout, DefaultTimeout),
 		hc:      client,
 		now:     time.Now,
 	}
 	n.redactions = redactions(u, secret, cfg.Headers)
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+	if u.Scheme == "http" && !notifycfg.Loopback(u.Hostname()) {
 		logger.Warn("webhook url uses plain http: payload and signature travel unencrypted", "notifier", cfg.Name)
 	}
 	return n, nil
@@ -174,11 +175,3 @@ func redactions(u *url.URL, secret string, headers map[string]string) []string {
 }
 
 func (n *Notifier) redact(s string) string { return notify.Redact(s, n.redactions...) }
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
