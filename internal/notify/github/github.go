@@ -394,24 +394,17 @@ func (n *Notifier) commented(ctx context.Context, m notify.Message, number int) 
 
 // call makes one request, bounded by the notifier's timeout, and turns
 // its failure into an error that says whether to retry, without the
-// token or the request URL.
+// token or the request URL (notify.Sender.Attempt; an answer is
+// classify's).
 func (n *Notifier) call(ctx context.Context, op string, do func(context.Context) (*gh.Response, error)) error {
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("github %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-	}
-	rctx, cancel := context.WithTimeout(ctx, n.timeout)
-	defer cancel()
-	resp, err := do(rctx)
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("github %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-	}
-	if resp == nil || resp.Response == nil {
-		return notify.Retryable(fmt.Errorf("github %s: %s: %s", n.name, op, n.transportError(err)), 0)
-	}
-	return n.classify(op, resp.Response, err)
+	s := notify.Sender{Prefix: "github " + n.name, Timeout: n.timeout, Redact: n.redact, Now: n.now}
+	return s.Attempt(ctx, op, func(actx context.Context) (bool, error) {
+		resp, err := do(actx)
+		if err != nil && resp != nil && resp.Response != nil {
+			return true, n.classify(op, resp.Response, err)
+		}
+		return false, err
+	})
 }
 
 // classify turns a GitHub error response into the notifier's error: 403
@@ -539,11 +532,6 @@ func fieldError(x gh.Error) string {
 
 func (n *Notifier) clean(s string, limit int) string {
 	return notify.CleanText(s, limit, n.redact)
-}
-
-// transportError describes err without the URL that *url.Error quotes.
-func (n *Notifier) transportError(err error) string {
-	return notify.TransportError(err, n.timeout, n.redact)
 }
 
 // redact removes the token from s.

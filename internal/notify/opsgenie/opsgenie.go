@@ -294,12 +294,8 @@ func (n *Notifier) classify(ctx context.Context, op, alias string, sent bool, ra
 	var apiErr *client.ApiError
 	if errors.As(err, &apiErr) {
 		e := &APIError{StatusCode: apiErr.StatusCode, Type: apiErr.ErrorHeader, Message: n.redact(notify.Truncate(notify.OneLine(apiErr.Message), 300))}
-		wrapped := fmt.Errorf("opsgenie %s: %s %q: %w", n.name, op, alias, e)
-		switch s := apiErr.StatusCode; {
-		case s == http.StatusTooManyRequests, s == http.StatusRequestTimeout, s >= 500:
-			return notify.Retryable(wrapped, ra)
-		}
-		return wrapped
+		s := notify.Sender{Prefix: "opsgenie " + n.name}
+		return s.StatusError(fmt.Sprintf("%s %q", op, alias), apiErr.StatusCode, ra, e)
 	}
 	msg := n.redact(notify.Truncate(err.Error(), 500))
 	if !sent {

@@ -1,13 +1,11 @@
 package pagerduty
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -19,9 +17,6 @@ import (
 
 // routingKeyLen is the length of an Events API v2 integration key.
 const routingKeyLen = 32
-
-// maxResponse is how much of a response body is read.
-const maxResponse = 64 << 10
 
 // Notifier sends incidents to one PagerDuty Events API v2 integration. It
 // implements notify.Notifier.
@@ -108,51 +103,28 @@ type response struct {
 	Errors   []string `json:"errors"`
 }
 
-// send posts body once and classifies the outcome: 2xx is delivered; 408,
-// 429, 5xx, network errors and timeouts are retryable (after Retry-After
-// if sent); anything else, a 400 "invalid event" first, is permanent.
+// send posts body once (notify.Sender: 2xx is delivered; 408, 429, 5xx,
+// network errors and timeouts are retryable, after Retry-After if sent;
+// anything else, a 400 "invalid event" first, is permanent).
 func (n *Notifier) send(ctx context.Context, ev event, body []byte) error {
-	op := fmt.Sprintf("%s %s", ev.EventAction, ev.DedupKey)
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("pagerduty %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json")
+	h.Set("User-Agent", "driftwatch-pagerduty/1")
+	s := notify.Sender{Prefix: "pagerduty " + n.name, Client: n.hc, Timeout: n.timeout, Redact: n.redact, Now: n.now}
+	_, raw, err := s.Send(ctx, notify.Request{Op: fmt.Sprintf("%s %s", ev.EventAction, ev.DedupKey), URL: n.url, Header: h, Body: body,
+		Describe: func(code int, raw []byte) error { return n.apiError(code, answerOf(raw)) }})
+	if r := answerOf(raw); err == nil && r.DedupKey != "" && r.DedupKey != ev.DedupKey {
+		n.logger.Warn("pagerduty answered with another dedup_key", "incident", ev.DedupKey, "dedup_key", n.clean(r.DedupKey, 300))
 	}
-	actx, cancel := context.WithTimeout(ctx, n.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, n.url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("pagerduty %s: %s: build request: %s", n.name, op, n.redact(err.Error()))
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "driftwatch-pagerduty/1")
+	return err
+}
 
-	resp, err := n.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return notify.Retryable(fmt.Errorf("pagerduty %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-		}
-		return notify.Retryable(fmt.Errorf("pagerduty %s: %s: %s", n.name, op, n.transportError(err)), 0)
-	}
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
-	_ = resp.Body.Close()
-
+// answerOf reads an answer; an unreadable body is an empty one.
+func answerOf(raw []byte) response {
 	var r response
-	_ = json.Unmarshal(raw, &r) // an unreadable body leaves r empty
-	code := resp.StatusCode
-	switch {
-	case code >= 200 && code < 300:
-		if r.DedupKey != "" && r.DedupKey != ev.DedupKey {
-			n.logger.Warn("pagerduty answered with another dedup_key", "incident", ev.DedupKey, "dedup_key", n.clean(r.DedupKey, 300))
-		}
-		return nil
-	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code >= 500:
-		return notify.Retryable(fmt.Errorf("pagerduty %s: %s: %w", n.name, op, n.apiError(code, r)),
-			notify.ParseRetryAfter(resp.Header.Get("Retry-After"), n.now()))
-	case code >= 300 && code < 400:
-		return fmt.Errorf("pagerduty %s: %s: status %d: redirects are not followed", n.name, op, code)
-	}
-	return fmt.Errorf("pagerduty %s: %s: %w", n.name, op, n.apiError(code, r))
+	_ = json.Unmarshal(raw, &r)
+	return r
 }
 
 // apiError is r as an error, redacted and bounded.
@@ -196,11 +168,6 @@ func (e *APIError) Error() string {
 		s += ": " + strings.Join(e.Errors, "; ")
 	}
 	return s
-}
-
-// transportError describes err without the URL that *url.Error quotes.
-func (n *Notifier) transportError(err error) string {
-	return notify.TransportError(err, n.timeout, n.redact)
 }
 
 // redact removes the routing key from s.

@@ -1,13 +1,11 @@
 package teams
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -17,9 +15,6 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/notify"
 )
-
-// maxResponse is how much of a response body is read.
-const maxResponse = 64 << 10
 
 // Notifier posts one Adaptive Card per message to a Workflows trigger.
 // It implements notify.Notifier.
@@ -123,49 +118,23 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// send posts body once and classifies the outcome: 2xx is accepted; 408,
-// 429, 5xx, network errors and timeouts are retryable (after Retry-After
-// if sent); anything else is permanent, with the service's error code and
-// message (redacted).
+// send posts body once (notify.Sender: 2xx is accepted; 408, 429, 5xx,
+// network errors and timeouts are retryable, after Retry-After if sent;
+// anything else is permanent, with the service's error code and message,
+// redacted).
 func (n *Notifier) send(ctx context.Context, m notify.Message, body []byte) error {
-	op := fmt.Sprintf("post %s card for %s", m.Event, m.Incident.Key)
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("teams %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-	}
-	actx, cancel := context.WithTimeout(ctx, n.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, n.url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("teams %s: %s: build request: %s", n.name, op, n.redact(err.Error()))
-	}
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	req.Header.Set("User-Agent", "driftwatch-teams/1")
-
-	resp, err := n.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return notify.Retryable(fmt.Errorf("teams %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-		}
-		return notify.Retryable(fmt.Errorf("teams %s: %s: %s", n.name, op, n.transportError(err)), 0)
-	}
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
-	_ = resp.Body.Close()
-
-	code := resp.StatusCode
-	switch {
-	case code >= 200 && code < 300:
+	h := http.Header{}
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("User-Agent", "driftwatch-teams/1")
+	s := notify.Sender{Prefix: "teams " + n.name, Client: n.hc, Timeout: n.timeout, Redact: n.redact, Now: n.now}
+	code, _, err := s.Send(ctx, notify.Request{Op: fmt.Sprintf("post %s card for %s", m.Event, m.Incident.Key), URL: n.url, Header: h, Body: body,
+		Describe: func(code int, raw []byte) error { return n.apiError(code, raw) }})
+	if err == nil {
 		// Accepted by the flow, not yet posted: if the card never shows,
 		// the flow's run history says why.
 		n.logger.Debug("teams flow accepted the card", "incident", m.Incident.Key, "event", string(m.Event), "status", code, "bytes", len(body))
-		return nil
-	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code >= 500:
-		return notify.Retryable(fmt.Errorf("teams %s: %s: %w", n.name, op, n.apiError(code, raw)),
-			notify.ParseRetryAfter(resp.Header.Get("Retry-After"), n.now()))
-	case code >= 300 && code < 400:
-		return fmt.Errorf("teams %s: %s: status %d: redirects are not followed", n.name, op, code)
 	}
-	return fmt.Errorf("teams %s: %s: %w", n.name, op, n.apiError(code, raw))
+	return err
 }
 
 // apiError is the response as an error, redacted and bounded, with a hint
@@ -213,11 +182,6 @@ func (e *APIError) Error() string {
 		s += " [" + e.Hint + "]"
 	}
 	return s
-}
-
-// transportError describes err without the URL that *url.Error quotes.
-func (n *Notifier) transportError(err error) string {
-	return notify.TransportError(err, n.timeout, n.redact)
 }
 
 // redact removes the URL and its parts from s.

@@ -1,12 +1,10 @@
 package webhook
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -108,44 +106,11 @@ func (n *Notifier) Notify(ctx context.Context, m notify.Message, state []byte, _
 	if err != nil {
 		return state, fmt.Errorf("webhook %s: %w", n.name, err)
 	}
-	if ctx.Err() != nil {
-		return state, notify.Retryable(fmt.Errorf("webhook %s: deliver %s: %w", n.name, m.ID, context.Cause(ctx)), 0)
-	}
-	actx, cancel := context.WithTimeout(ctx, n.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, n.url, bytes.NewReader(body))
-	if err != nil {
-		return state, fmt.Errorf("webhook %s: deliver %s: build request: %s", n.name, m.ID, n.redact(err.Error()))
-	}
-	req.Header = buildHeaders(m, n.secret, body, n.now(), n.headers)
-
-	resp, err := n.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return state, notify.Retryable(fmt.Errorf("webhook %s: deliver %s: %w", n.name, m.ID, context.Cause(ctx)), 0)
-		}
-		return state, notify.Retryable(fmt.Errorf("webhook %s: deliver %s: %s", n.name, m.ID, n.transportError(err)), 0)
-	}
-	// Drain a little so the connection can be reused; never quote it.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	_ = resp.Body.Close()
-
-	code := resp.StatusCode
-	switch {
-	case code >= 200 && code < 300:
-		return state, nil
-	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code >= 500:
-		return state, notify.Retryable(fmt.Errorf("webhook %s: deliver %s: status %d", n.name, m.ID, code),
-			notify.ParseRetryAfter(resp.Header.Get("Retry-After"), n.now()))
-	case code >= 300 && code < 400:
-		return state, fmt.Errorf("webhook %s: deliver %s: status %d: redirects are not followed", n.name, m.ID, code)
-	}
-	return state, fmt.Errorf("webhook %s: deliver %s: status %d", n.name, m.ID, code)
-}
-
-// transportError describes err without the URL that *url.Error quotes.
-func (n *Notifier) transportError(err error) string {
-	return notify.TransportError(err, n.timeout, n.redact)
+	// One attempt (notify.Sender); the answer's body is never quoted.
+	s := notify.Sender{Prefix: "webhook " + n.name, Client: n.hc, Timeout: n.timeout, Redact: n.redact, Now: n.now}
+	h := buildHeaders(m, n.secret, body, n.now(), n.headers)
+	_, _, err = s.Send(ctx, notify.Request{Op: "deliver " + m.ID, URL: n.url, Header: h, Body: body})
+	return state, err
 }
 
 // redactions lists what must never be shown: the URL and its parts that
