@@ -44,19 +44,28 @@ type Notifier struct {
 	CAFile string `yaml:"ca_file"`
 }
 
-// The notifier types' settings blocks: each is declared, with its keys
-// and its one check, in its notifier's settings package
+// The notifier types' settings blocks, each declared, with its keys and
+// its one check, in its notifier's settings package
 // (internal/notify/<type>/<type>cfg).
 type (
-	SlackConfig     = slackcfg.Config
-	OpsGenieConfig  = opsgeniecfg.Config
-	WebhookConfig   = webhookcfg.Config
+	// SlackConfig is a notifiers[].slack block.
+	SlackConfig = slackcfg.Config
+	// OpsGenieConfig is a notifiers[].opsgenie block.
+	OpsGenieConfig = opsgeniecfg.Config
+	// WebhookConfig is a notifiers[].webhook block.
+	WebhookConfig = webhookcfg.Config
+	// PagerDutyConfig is a notifiers[].pagerduty block.
 	PagerDutyConfig = pagerdutycfg.Config
-	TeamsConfig     = teamscfg.Config
-	JSMConfig       = jsmcfg.Config
-	GitHubConfig    = githubcfg.Config
-	GitLabConfig    = gitlabcfg.Config
-	EmailConfig     = emailcfg.Config
+	// TeamsConfig is a notifiers[].teams block.
+	TeamsConfig = teamscfg.Config
+	// JSMConfig is a notifiers[].jsm block.
+	JSMConfig = jsmcfg.Config
+	// GitHubConfig is a notifiers[].github block.
+	GitHubConfig = githubcfg.Config
+	// GitLabConfig is a notifiers[].gitlab block.
+	GitLabConfig = gitlabcfg.Config
+	// EmailConfig is a notifiers[].email block.
+	EmailConfig = emailcfg.Config
 )
 
 // Settings is n's settings block, the one of its type (nil: none set).

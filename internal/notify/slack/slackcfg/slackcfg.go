@@ -116,7 +116,9 @@ func (c *Config) Check(v notifycfg.Check) {
 }
 
 // SecretFiles implements notifycfg.Block.
-func (c *Config) SecretFiles() []string { return []string{c.TokenFile, c.WebhookURLFile, c.SigningSecretFile} }
+func (c *Config) SecretFiles() []string {
+	return []string{c.TokenFile, c.WebhookURLFile, c.SigningSecretFile}
+}
 
 // Validate checks c as slack.New takes it, without touching the file
 // system.
