@@ -128,3 +128,11 @@ func (s Sender) StatusError(op string, code int, after time.Duration, desc error
 	}
 	return fmt.Errorf("%s: %s: %w", s.Prefix, op, desc)
 }
+
+// NewSender is the Sender of the notifier called name of type vendor:
+// its requests go through a copy of hc (nil: a default client) that never
+// follows a redirect, each bounded by timeout, and Retry-After dates are
+// read against time.Now.
+func NewSender(vendor, name string, hc *http.Client, timeout time.Duration, redact func(string) string) Sender {
+	return Sender{Prefix: vendor + " " + name, Client: NoRedirectClient(hc), Timeout: timeout, Redact: redact, Now: time.Now}
+}

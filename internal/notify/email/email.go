@@ -52,11 +52,8 @@ var _ notify.Notifier = (*Notifier)(nil)
 // New validates cfg and reads the credential and CA files. It does no
 // network I/O.
 func New(cfg Config, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("email: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("email %q: %w", cfg.Name, err)
+	if _, err := notify.Open("email", cfg.Name, logger, cfg.Validate, notify.Secret{}); err != nil {
+		return nil, err
 	}
 	from, _ := emailcfg.Address(cfg.From) // Validate checked it
 	to := make([]*mail.Address, len(cfg.To))

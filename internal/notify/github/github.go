@@ -77,16 +77,11 @@ var _ notify.Notifier = (*Notifier)(nil)
 // CA, a test server); it is copied, and redirects are never followed,
 // whatever hc says: the token is sent with every request.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("github: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("github %q: %w", cfg.Name, err)
-	}
-	token, err := notify.ReadSecretFile("token_file", cfg.TokenFile, "want one token on one line (printable ASCII, no spaces)",
-		func(t string) bool { return strings.IndexFunc(t, notTokenRune) < 0 })
+	token, err := notify.Open("github", cfg.Name, logger, cfg.Validate, notify.Secret{Key: "token_file", Path: cfg.TokenFile,
+		Want: "want one token on one line (printable ASCII, no spaces)",
+		OK:   func(t string) bool { return strings.IndexFunc(t, notTokenRune) < 0 }})
 	if err != nil {
-		return nil, fmt.Errorf("github %q: %w", cfg.Name, err)
+		return nil, err
 	}
 	owner, repo, _ := githubcfg.ParseRepository(cfg.Repository) // Validate checked it
 

@@ -49,16 +49,11 @@ var _ notify.Notifier = (*Notifier)(nil)
 // whatever hc says: the token travels in a header. The client library's
 // own retries and rate limiter are off: the outbox retries.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("gitlab: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("gitlab %q: %w", cfg.Name, err)
-	}
-	token, err := notify.ReadSecretFile("token_file", cfg.TokenFile, "want one access token (printable ASCII, no spaces) on one line",
-		func(t string) bool { return len(t) <= 1024 && strings.IndexFunc(t, notTokenRune) < 0 })
+	token, err := notify.Open("gitlab", cfg.Name, logger, cfg.Validate, notify.Secret{Key: "token_file", Path: cfg.TokenFile,
+		Want: "want one access token (printable ASCII, no spaces) on one line",
+		OK:   func(t string) bool { return len(t) <= 1024 && strings.IndexFunc(t, notTokenRune) < 0 }})
 	if err != nil {
-		return nil, fmt.Errorf("gitlab %q: %w", cfg.Name, err)
+		return nil, err
 	}
 	base := baseURL(cfg)
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -12,7 +11,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
 )
@@ -20,14 +18,11 @@ import (
 // Notifier sends incidents to one Jira Service Management "API"
 // integration. It implements notify.Notifier.
 type Notifier struct {
-	name    string
-	alerts  *url.URL // the alerts endpoint
-	key     string
-	timeout time.Duration
-	hc      *http.Client
-	logger  *slog.Logger
-	// now is the clock for Retry-After dates (a test seam).
-	now func() time.Time
+	name   string
+	alerts *url.URL // the alerts endpoint
+	key    string
+	logger *slog.Logger
+	sender notify.Sender
 }
 
 var _ notify.Notifier = (*Notifier)(nil)
@@ -37,28 +32,20 @@ var _ notify.Notifier = (*Notifier)(nil)
 // private CA, a test server); it is copied, and redirects are never
 // followed, whatever hc says.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("jsm: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("jsm %q: %w", cfg.Name, err)
-	}
-	key, err := notify.ReadSecretFile("api_key_file", cfg.APIKeyFile, "the key must be one line of printable ASCII without spaces",
-		func(k string) bool { return strings.IndexFunc(k, notKeyRune) < 0 })
+	key, err := notify.Open("jsm", cfg.Name, logger, cfg.Validate, notify.Secret{Key: "api_key_file", Path: cfg.APIKeyFile,
+		Want: "the key must be one line of printable ASCII without spaces",
+		OK:   func(k string) bool { return strings.IndexFunc(k, notKeyRune) < 0 }})
 	if err != nil {
-		return nil, fmt.Errorf("jsm %q: %w", cfg.Name, err)
+		return nil, err
 	}
-	c := notify.NoRedirectClient(hc)
-
-	return &Notifier{
-		name:    cfg.Name,
-		alerts:  notify.Endpoint(cfg.APIURL, DefaultURL, alertsPath),
-		key:     key,
-		timeout: cmp.Or(cfg.Timeout, DefaultTimeout),
-		hc:      c,
-		logger:  logger.With("notifier", cfg.Name),
-		now:     time.Now,
-	}, nil
+	n := &Notifier{
+		name:   cfg.Name,
+		alerts: notify.Endpoint(cfg.APIURL, DefaultURL, alertsPath),
+		key:    key,
+		logger: logger.With("notifier", cfg.Name),
+	}
+	n.sender = notify.NewSender("jsm", cfg.Name, hc, cmp.Or(cfg.Timeout, DefaultTimeout), n.redact)
+	return n, nil
 }
 
 // notKeyRune: a header value must be printable ASCII, and a key has no
@@ -110,7 +97,7 @@ func (n *Notifier) send(ctx context.Context, alias string, r apiRequest) error {
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json")
 	h.Set("User-Agent", "driftwatch-jsm/1")
-	code, raw, err := n.sender().Send(ctx, notify.Request{Op: fmt.Sprintf("%s %q", r.Op, alias), URL: u.String(), Header: h, Body: r.Body,
+	code, raw, err := n.sender.Send(ctx, notify.Request{Op: fmt.Sprintf("%s %q", r.Op, alias), URL: u.String(), Header: h, Body: r.Body,
 		Describe: func(code int, raw []byte) error { return n.apiError(code, answerOf(raw)) }})
 	if err == nil {
 		n.logger.Debug("jsm accepted", "op", r.Op, "incident", alias, "status", code, "request_id", n.clean(answerOf(raw).RequestID, 100))
@@ -123,11 +110,6 @@ func answerOf(raw []byte) response {
 	var r response
 	_ = json.Unmarshal(raw, &r)
 	return r
-}
-
-// sender sends the notifier's requests.
-func (n *Notifier) sender() notify.Sender {
-	return notify.Sender{Prefix: "jsm " + n.name, Client: n.hc, Timeout: n.timeout, Redact: n.redact, Now: n.now}
 }
 
 // apiError is r as an error, redacted and bounded.

@@ -240,7 +240,7 @@ func TestRetryable(t *testing.T) {
 	srv := notifytest.NewJSMServer(t)
 	n := newTestNotifier(t, srv, nil)
 	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
-	n.now = func() time.Time { return now }
+	n.sender.Now = func() time.Time { return now }
 	for _, tc := range []struct {
 		status     int
 		retryAfter string

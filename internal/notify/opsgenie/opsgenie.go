@@ -47,16 +47,11 @@ var defaultPolls = []time.Duration{200 * time.Millisecond, 300 * time.Millisecon
 // through (a proxy, a private CA, a test server); it is copied: the SDK
 // sets the copy's Timeout, and its transport is wrapped.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("opsgenie: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("opsgenie %q: %w", cfg.Name, err)
-	}
-	key, err := notify.ReadSecretFile("api_key_file", cfg.APIKeyFile, "the key must be one line without spaces",
-		func(k string) bool { return !strings.ContainsAny(k, " \t\r\n") })
+	key, err := notify.Open("opsgenie", cfg.Name, logger, cfg.Validate, notify.Secret{Key: "api_key_file", Path: cfg.APIKeyFile,
+		Want: "the key must be one line without spaces",
+		OK:   func(k string) bool { return !strings.ContainsAny(k, " \t\r\n") }})
 	if err != nil {
-		return nil, fmt.Errorf("opsgenie %q: %w", cfg.Name, err)
+		return nil, err
 	}
 	// A copy: the caller's client is never changed.
 	httpClient := &http.Client{}

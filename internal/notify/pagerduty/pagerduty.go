@@ -4,12 +4,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
@@ -21,15 +19,12 @@ const routingKeyLen = 32
 // Notifier sends incidents to one PagerDuty Events API v2 integration. It
 // implements notify.Notifier.
 type Notifier struct {
-	name    string
-	url     string // the enqueue endpoint
-	key     string
-	opts    options
-	timeout time.Duration
-	hc      *http.Client
-	logger  *slog.Logger
-	// now is the clock for Retry-After dates (a test seam).
-	now func() time.Time
+	name   string
+	url    string // the enqueue endpoint
+	key    string
+	opts   options
+	logger *slog.Logger
+	sender notify.Sender
 }
 
 var _ notify.Notifier = (*Notifier)(nil)
@@ -39,31 +34,21 @@ var _ notify.Notifier = (*Notifier)(nil)
 // private CA, a test server); it is copied, and redirects are never
 // followed, whatever hc says: the routing key is in the body.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("pagerduty: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("pagerduty %q: %w", cfg.Name, err)
-	}
-	key, err := notify.ReadSecretFile("routing_key_file", cfg.RoutingKeyFile,
-		fmt.Sprintf("want the %d-character integration key of an Events API v2 integration, on one line", routingKeyLen),
-		func(k string) bool { return len(k) == routingKeyLen && strings.IndexFunc(k, notKeyRune) < 0 })
+	key, err := notify.Open("pagerduty", cfg.Name, logger, cfg.Validate, notify.Secret{Key: "routing_key_file", Path: cfg.RoutingKeyFile,
+		Want: fmt.Sprintf("want the %d-character integration key of an Events API v2 integration, on one line", routingKeyLen),
+		OK:   func(k string) bool { return len(k) == routingKeyLen && strings.IndexFunc(k, notKeyRune) < 0 }})
 	if err != nil {
-		return nil, fmt.Errorf("pagerduty %q: %w", cfg.Name, err)
+		return nil, err
 	}
-
-	c := notify.NoRedirectClient(hc)
-
-	return &Notifier{
-		name:    cfg.Name,
-		url:     notify.Endpoint(cfg.URL, DefaultURL, enqueuePath).String(),
-		key:     key,
-		opts:    options{routingKey: key, source: notify.OneLine(cfg.Source), severities: severities(cfg)},
-		timeout: cmp.Or(cfg.Timeout, DefaultTimeout),
-		hc:      c,
-		logger:  logger.With("notifier", cfg.Name),
-		now:     time.Now,
-	}, nil
+	n := &Notifier{
+		name:   cfg.Name,
+		url:    notify.Endpoint(cfg.URL, DefaultURL, enqueuePath).String(),
+		key:    key,
+		opts:   options{routingKey: key, source: notify.OneLine(cfg.Source), severities: severities(cfg)},
+		logger: logger.With("notifier", cfg.Name),
+	}
+	n.sender = notify.NewSender("pagerduty", cfg.Name, hc, cmp.Or(cfg.Timeout, DefaultTimeout), n.redact)
+	return n, nil
 }
 
 func notKeyRune(r rune) bool {
@@ -111,8 +96,7 @@ func (n *Notifier) send(ctx context.Context, ev event, body []byte) error {
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json")
 	h.Set("User-Agent", "driftwatch-pagerduty/1")
-	s := notify.Sender{Prefix: "pagerduty " + n.name, Client: n.hc, Timeout: n.timeout, Redact: n.redact, Now: n.now}
-	_, raw, err := s.Send(ctx, notify.Request{Op: fmt.Sprintf("%s %s", ev.EventAction, ev.DedupKey), URL: n.url, Header: h, Body: body,
+	_, raw, err := n.sender.Send(ctx, notify.Request{Op: fmt.Sprintf("%s %s", ev.EventAction, ev.DedupKey), URL: n.url, Header: h, Body: body,
 		Describe: func(code int, raw []byte) error { return n.apiError(code, answerOf(raw)) }})
 	if r := answerOf(raw); err == nil && r.DedupKey != "" && r.DedupKey != ev.DedupKey {
 		n.logger.Warn("pagerduty answered with another dedup_key", "incident", ev.DedupKey, "dedup_key", n.clean(r.DedupKey, 300))

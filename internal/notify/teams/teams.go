@@ -4,14 +4,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
 )
@@ -19,16 +17,13 @@ import (
 // Notifier posts one Adaptive Card per message to a Workflows trigger.
 // It implements notify.Notifier.
 type Notifier struct {
-	name    string
-	url     string // the trigger URL: a secret
-	timeout time.Duration
-	hc      *http.Client
-	logger  *slog.Logger
+	name   string
+	url    string // the trigger URL: a secret
+	logger *slog.Logger
 	// redactions are the URL and its parts, longest first: removed from
 	// every error text.
 	redactions []string
-	// now is the clock for Retry-After dates (a test seam).
-	now func() time.Time
+	sender     notify.Sender
 }
 
 var _ notify.Notifier = (*Notifier)(nil)
@@ -39,33 +34,19 @@ var _ notify.Notifier = (*Notifier)(nil)
 // never followed, whatever hc says: the body would go where it was not
 // configured to.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("teams: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("teams %q: %w", cfg.Name, err)
-	}
-	rawURL, err := notify.ReadSecretFile("webhook_url_file", cfg.WebhookURLFile, "want one URL on one line",
-		func(u string) bool { return !strings.ContainsAny(u, " \t\r\n") })
+	rawURL, err := notify.Open("teams", cfg.Name, logger, cfg.Validate, notify.Secret{Key: "webhook_url_file", Path: cfg.WebhookURLFile,
+		Want: "want one URL on one line",
+		OK:   func(u string) bool { return !strings.ContainsAny(u, " \t\r\n") }})
 	if err != nil {
-		return nil, fmt.Errorf("teams %q: %w", cfg.Name, err)
+		return nil, err
 	}
 	u, err := checkWebhookURL(rawURL, cfg.WebhookURLFile)
 	if err != nil {
 		return nil, fmt.Errorf("teams %q: %w", cfg.Name, err)
 	}
-
-	c := notify.NoRedirectClient(hc)
-
-	return &Notifier{
-		name:       cfg.Name,
-		url:        rawURL,
-		timeout:    cmp.Or(cfg.Timeout, DefaultTimeout),
-		hc:         c,
-		logger:     logger.With("notifier", cfg.Name),
-		redactions: redactions(rawURL, u),
-		now:        time.Now,
-	}, nil
+	n := &Notifier{name: cfg.Name, url: rawURL, logger: logger.With("notifier", cfg.Name), redactions: redactions(rawURL, u)}
+	n.sender = notify.NewSender("teams", cfg.Name, hc, cmp.Or(cfg.Timeout, DefaultTimeout), n.redact)
+	return n, nil
 }
 
 // fixedSegments are the path segments every trigger URL has: not
@@ -126,8 +107,7 @@ func (n *Notifier) send(ctx context.Context, m notify.Message, body []byte) erro
 	h := http.Header{}
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("User-Agent", "driftwatch-teams/1")
-	s := notify.Sender{Prefix: "teams " + n.name, Client: n.hc, Timeout: n.timeout, Redact: n.redact, Now: n.now}
-	code, _, err := s.Send(ctx, notify.Request{Op: fmt.Sprintf("post %s card for %s", m.Event, m.Incident.Key), URL: n.url, Header: h, Body: body,
+	code, _, err := n.sender.Send(ctx, notify.Request{Op: fmt.Sprintf("post %s card for %s", m.Event, m.Incident.Key), URL: n.url, Header: h, Body: body,
 		Describe: func(code int, raw []byte) error { return n.apiError(code, raw) }})
 	if err == nil {
 		// Accepted by the flow, not yet posted: if the card never shows,

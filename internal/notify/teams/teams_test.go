@@ -183,7 +183,7 @@ func TestThrottled(t *testing.T) {
 	srv := notifytest.NewTeamsServer(t)
 	n := newTestNotifier(t, srv, nil)
 	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
-	n.now = func() time.Time { return now }
+	n.sender.Now = func() time.Time { return now }
 	for _, tc := range []struct {
 		retryAfter string
 		want       time.Duration
@@ -327,7 +327,7 @@ func TestNew(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "teams", n.Name())
 	require.Equal(t, good, n.url)
-	require.Equal(t, DefaultTimeout, n.timeout)
+	require.Equal(t, DefaultTimeout, n.sender.Timeout)
 	for _, part := range []string{"CANARYsig0123456789", "prod-07.westeurope.logic.azure.com", "/workflows/0123abcd/triggers/manual/paths/invoke", "0123abcd"} {
 		require.Equal(t, "x [REDACTED] y", n.redact("x "+part+" y"))
 	}

@@ -3,7 +3,6 @@ package webhook
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
 	"github.com/driftwatch/driftwatch/internal/notify/notifycfg"
@@ -27,13 +25,12 @@ type Notifier struct {
 	url     string
 	secret  []byte
 	headers map[string]string
-	timeout time.Duration
-	hc      *http.Client
 	// redactions are the secret strings to remove from error texts,
 	// longest first.
 	redactions []string
-	// now is the clock for signature timestamps (a test seam).
-	now func() time.Time
+	// sender posts; its Now is also the clock for signature timestamps (a
+	// test seam).
+	sender notify.Sender
 }
 
 var _ notify.Notifier = (*Notifier)(nil)
@@ -43,11 +40,8 @@ var _ notify.Notifier = (*Notifier)(nil)
 // proxy, a private CA, a test server); it is copied, and redirects are
 // never followed, whatever hc says.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("webhook: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("webhook %q: %w", cfg.Name, err)
+	if _, err := notify.Open("webhook", cfg.Name, logger, cfg.Validate, notify.Secret{}); err != nil {
+		return nil, err
 	}
 	rawURL, err := readSecret(cfg.URLFile)
 	if err != nil {
@@ -65,19 +59,8 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if len(secret) < minSecret {
 		return nil, fmt.Errorf("webhook %q: secret_file %q: the key must be at least %d bytes", cfg.Name, cfg.SecretFile, minSecret)
 	}
-
-	client := notify.NoRedirectClient(hc)
-
-	n := &Notifier{
-		name:    cfg.Name,
-		url:     rawURL,
-		secret:  []byte(secret),
-		headers: cfg.Headers,
-		timeout: cmp.Or(cfg.Timeout, DefaultTimeout),
-		hc:      client,
-		now:     time.Now,
-	}
-	n.redactions = redactions(u, secret, cfg.Headers)
+	n := &Notifier{name: cfg.Name, url: rawURL, secret: []byte(secret), headers: cfg.Headers, redactions: redactions(u, secret, cfg.Headers)}
+	n.sender = notify.NewSender("webhook", cfg.Name, hc, cmp.Or(cfg.Timeout, DefaultTimeout), n.redact)
 	if u.Scheme == "http" && !notifycfg.Loopback(u.Hostname()) {
 		logger.Warn("webhook url uses plain http: payload and signature travel unencrypted", "notifier", cfg.Name)
 	}
@@ -107,9 +90,8 @@ func (n *Notifier) Notify(ctx context.Context, m notify.Message, state []byte, _
 		return state, fmt.Errorf("webhook %s: %w", n.name, err)
 	}
 	// One attempt (notify.Sender); the answer's body is never quoted.
-	s := notify.Sender{Prefix: "webhook " + n.name, Client: n.hc, Timeout: n.timeout, Redact: n.redact, Now: n.now}
-	h := buildHeaders(m, n.secret, body, n.now(), n.headers)
-	_, _, err = s.Send(ctx, notify.Request{Op: "deliver " + m.ID, URL: n.url, Header: h, Body: body})
+	h := buildHeaders(m, n.secret, body, n.sender.Now(), n.headers)
+	_, _, err = n.sender.Send(ctx, notify.Request{Op: "deliver " + m.ID, URL: n.url, Header: h, Body: body})
 	return state, err
 }
 
