@@ -14,6 +14,7 @@ package notify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -143,6 +144,28 @@ func (r RemediationResult) Failed() bool {
 	return r == RemediationFailed || r == RemediationVerificationFailed
 }
 
+// Title is what became of a remediation as a notifier's heading says it:
+// "Remediation approved", "Remediation verification failed". A result of
+// no known kind is shown through clean (the vendor's own escaping and
+// bounds).
+func (r RemediationResult) Title(clean func(string) string) string {
+	switch r {
+	case RemediationAwaitingApproval:
+		return "Remediation awaiting approval"
+	case RemediationApproved:
+		return "Remediation approved"
+	case RemediationApplied:
+		return "Remediation applied"
+	case RemediationFailed:
+		return "Remediation failed"
+	case RemediationVerificationFailed:
+		return "Remediation verification failed"
+	case RemediationRefused:
+		return "Remediation refused"
+	}
+	return "Remediation " + clean(string(r))
+}
+
 // Remediation is the value-free description of a remediation in a
 // message: addresses and counts, never an attribute value.
 type Remediation struct {
@@ -165,6 +188,21 @@ type Remediation struct {
 	ChangeSetHash string `json:",omitempty"`
 	// URL is the apply run's page, if server.external_url is set.
 	URL string
+}
+
+// Check reports a message no notifier can deliver: an unknown event, or
+// a remediation event without its remediation.
+func (m Message) Check() error {
+	switch m.Event {
+	case EventOpen, EventUpdate, EventRenotify, EventResolve:
+	case EventRemediation:
+		if m.Remediation == nil {
+			return fmt.Errorf("message %s: remediation event without its remediation", m.ID)
+		}
+	default:
+		return fmt.Errorf("unknown event %q", m.Event)
+	}
+	return nil
 }
 
 // Notifier delivers messages to one destination.
