@@ -6,6 +6,13 @@
 // attribute values: findings are addresses, actions and attribute paths.
 // Vendor packages never import each other, the store or the config.
 //
+// What every vendor shares lives here once: Open (the start of a New:
+// logger, Validate, the secret file), Sender (one HTTP attempt with its
+// timeout, Retry-After, redaction and transport errors; Attempt and
+// StatusError for client libraries), CAClient (a notifier's ca_file,
+// through cafile), Message.Check and RemediationResult.Title. The
+// vendors' settings are their <type>cfg leaves (docs/architecture/notify.md).
+//
 // Severity and its parser live in the leaf internal/notify/severity (one
 // list of severities, which config also validates against); notify names
 // them as Severity, Severity* and ParseSeverity.
