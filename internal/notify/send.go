@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -135,4 +136,37 @@ func (s Sender) StatusError(op string, code int, after time.Duration, desc error
 // read against time.Now.
 func NewSender(vendor, name string, hc *http.Client, timeout time.Duration, redact func(string) string) Sender {
 	return Sender{Prefix: vendor + " " + name, Client: NoRedirectClient(hc), Timeout: timeout, Redact: redact, Now: time.Now}
+}
+
+// APIError is a vendor's error answer, redacted and bounded by the
+// notifier that read it: "status 400 (CODE): MESSAGE: E1; E2 [HINT]".
+type APIError struct {
+	StatusCode int
+	// Code is the vendor's error type or code, e.g. "invalid event",
+	// "WorkflowNotFound", "RequestNotProcessed".
+	Code string
+	// Message is the vendor's message.
+	Message string
+	// Errors are the answer's field errors or reasons.
+	Errors []string
+	// Hint says what to do, for statuses a person must fix.
+	Hint string
+}
+
+// Error implements error.
+func (e *APIError) Error() string {
+	s := fmt.Sprintf("status %d", e.StatusCode)
+	if e.Code != "" {
+		s += " (" + e.Code + ")"
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if len(e.Errors) > 0 {
+		s += ": " + strings.Join(e.Errors, "; ")
+	}
+	if e.Hint != "" {
+		s += " [" + e.Hint + "]"
+	}
+	return s
 }

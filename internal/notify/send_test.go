@@ -136,3 +136,11 @@ func TestSenderAnswerRacingTheContext(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// An APIError reads status, code, message, errors and hint, each only
+// when set.
+func TestAPIError(t *testing.T) {
+	require.EqualError(t, &APIError{StatusCode: 404}, "status 404")
+	require.EqualError(t, &APIError{StatusCode: 400, Code: "invalid event", Message: "Event object is invalid",
+		Errors: []string{"a", "b"}, Hint: "fix it"}, "status 400 (invalid event): Event object is invalid: a; b [fix it]")
+}

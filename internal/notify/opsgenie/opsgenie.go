@@ -288,7 +288,7 @@ func (n *Notifier) classify(ctx context.Context, op, alias string, sent bool, ra
 	}
 	var apiErr *client.ApiError
 	if errors.As(err, &apiErr) {
-		e := &APIError{StatusCode: apiErr.StatusCode, Type: apiErr.ErrorHeader, Message: n.redact(notify.Truncate(notify.OneLine(apiErr.Message), 300))}
+		e := &APIError{StatusCode: apiErr.StatusCode, Code: apiErr.ErrorHeader, Message: n.redact(notify.Truncate(notify.OneLine(apiErr.Message), 300))}
 		s := notify.Sender{Prefix: "opsgenie " + n.name}
 		return s.StatusError(fmt.Sprintf("%s %q", op, alias), apiErr.StatusCode, ra, e)
 	}
@@ -301,29 +301,13 @@ func (n *Notifier) classify(ctx context.Context, op, alias string, sent bool, ra
 	return notify.Retryable(fmt.Errorf("opsgenie %s: %s %q: %s", n.name, op, alias, msg), 0)
 }
 
-// APIError is an error response from OpsGenie, redacted.
-type APIError struct {
-	StatusCode int
-	Type       string // the X-Opsgenie-Errortype header, if any
-	Message    string
-}
-
-// Error implements error.
-func (e *APIError) Error() string {
-	s := fmt.Sprintf("status %d", e.StatusCode)
-	if e.Type != "" {
-		s += " (" + e.Type + ")"
-	}
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	return s
-}
-
 func isNotProcessed(err error) bool {
 	var e *APIError
-	return errors.As(err, &e) && e.StatusCode == http.StatusNotFound && e.Type == "RequestNotProcessed"
+	return errors.As(err, &e) && e.StatusCode == http.StatusNotFound && e.Code == "RequestNotProcessed"
 }
 
 // redact removes the API key from s.
 func (n *Notifier) redact(s string) string { return notify.Redact(s, n.key) }
+
+// APIError is an error answer of OpsGenie, redacted (notify.APIError).
+type APIError = notify.APIError

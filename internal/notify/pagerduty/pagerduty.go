@@ -113,7 +113,7 @@ func answerOf(raw []byte) response {
 
 // apiError is r as an error, redacted and bounded.
 func (n *Notifier) apiError(code int, r response) *APIError {
-	e := &APIError{StatusCode: code, Status: n.clean(r.Status, 100), Message: n.clean(r.Message, 300)}
+	e := &APIError{StatusCode: code, Code: n.clean(r.Status, 100), Message: n.clean(r.Message, 300)}
 	for i, s := range r.Errors {
 		if i == 5 {
 			e.Errors = append(e.Errors, fmt.Sprintf("… and %d more", len(r.Errors)-5))
@@ -128,31 +128,8 @@ func (n *Notifier) clean(s string, limit int) string {
 	return notify.CleanText(s, limit, n.redact)
 }
 
-// APIError is an error response from the Events API, redacted.
-type APIError struct {
-	StatusCode int
-	// Status is the body's status, e.g. "invalid event".
-	Status  string
-	Message string
-	// Errors are a 400's reasons, e.g. "Length of 'routing_key' is
-	// incorrect (should be 32 characters)".
-	Errors []string
-}
-
-// Error implements error.
-func (e *APIError) Error() string {
-	s := fmt.Sprintf("status %d", e.StatusCode)
-	if e.Status != "" {
-		s += " (" + e.Status + ")"
-	}
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	if len(e.Errors) > 0 {
-		s += ": " + strings.Join(e.Errors, "; ")
-	}
-	return s
-}
-
 // redact removes the routing key from s.
 func (n *Notifier) redact(s string) string { return notify.Redact(s, n.key) }
+
+// APIError is an error answer of the Events API, redacted (notify.APIError).
+type APIError = notify.APIError

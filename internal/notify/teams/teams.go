@@ -138,31 +138,8 @@ func (n *Notifier) clean(s string, limit int) string {
 	return notify.CleanText(s, limit, n.redact)
 }
 
-// APIError is an error response from the Workflows trigger, redacted.
-type APIError struct {
-	StatusCode int
-	// Code is the body's error.code, e.g. "WorkflowNotFound".
-	Code string
-	// Message is the body's error.message.
-	Message string
-	// Hint says what to do, for statuses a person must fix.
-	Hint string
-}
-
-// Error implements error.
-func (e *APIError) Error() string {
-	s := fmt.Sprintf("status %d", e.StatusCode)
-	if e.Code != "" {
-		s += " (" + e.Code + ")"
-	}
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	if e.Hint != "" {
-		s += " [" + e.Hint + "]"
-	}
-	return s
-}
-
 // redact removes the URL and its parts from s.
 func (n *Notifier) redact(s string) string { return notify.Redact(s, n.redactions...) }
+
+// APIError is an error answer of the Workflows trigger, redacted (notify.APIError).
+type APIError = notify.APIError
