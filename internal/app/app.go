@@ -126,6 +126,6 @@ func Validate(cfg *config.Config, logger *slog.Logger) error {
 	if _, err := pipeline.Targets(cfg, Filter{}, pipeline.Env{}); err != nil {
 		return err
 	}
-	_, err := notifiers.Build(cfg, logger)
+	_, err := notifiers.Build(cfg.NotifierSpecs(), logger)
 	return err
 }

@@ -220,7 +220,7 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	if err := d.runs.SetJobs(d.inv.Snapshot().Jobs()); err != nil {
 		return nil, err
 	}
-	ns, err := notifiers.Build(cfg, log)
+	ns, err := notifiers.Build(cfg.NotifierSpecs(), log)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func (i incidents) Recorded() { i.d.outbox.Wake() }
 type notifierSet struct{ d *daemon }
 
 func (n notifierSet) SetNotifiers(cfg *config.Config) error {
-	ns, err := notifiers.Build(cfg, n.d.log)
+	ns, err := notifiers.Build(cfg.NotifierSpecs(), n.d.log)
 	if err == nil {
 		n.d.outbox.SetNotifiers(ns)
 	}

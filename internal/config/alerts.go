@@ -2,17 +2,24 @@ package config
 
 import (
 	"fmt"
-	"maps"
-	"net"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/driftwatch/driftwatch/internal/notify/email/emailcfg"
+	"github.com/driftwatch/driftwatch/internal/notify/github/githubcfg"
+	"github.com/driftwatch/driftwatch/internal/notify/gitlab/gitlabcfg"
+	"github.com/driftwatch/driftwatch/internal/notify/jsm/jsmcfg"
+	"github.com/driftwatch/driftwatch/internal/notify/notifycfg"
+	"github.com/driftwatch/driftwatch/internal/notify/opsgenie/opsgeniecfg"
+	"github.com/driftwatch/driftwatch/internal/notify/pagerduty/pagerdutycfg"
 	"github.com/driftwatch/driftwatch/internal/notify/severity"
+	"github.com/driftwatch/driftwatch/internal/notify/slack/slackcfg"
+	"github.com/driftwatch/driftwatch/internal/notify/teams/teamscfg"
+	"github.com/driftwatch/driftwatch/internal/notify/webhook/webhookcfg"
 )
 
 // Notifier is one named alert destination. Secrets come from files.
@@ -37,62 +44,66 @@ type Notifier struct {
 	CAFile string `yaml:"ca_file"`
 }
 
-// SlackConfig is the Slack notifier's settings: bot mode (token_file +
-// channel: one message per incident, updated in place, changes in its
-// thread) or webhook mode (webhook_url_file: one message per transition).
-type SlackConfig struct {
-	Mode           string `yaml:"mode"`
-	TokenFile      string `yaml:"token_file"`
-	Channel        string `yaml:"channel"`
-	WebhookURLFile string `yaml:"webhook_url_file"`
-	// APIURL overrides https://slack.com/api/ (tests, proxies).
-	APIURL string `yaml:"api_url"`
-	// SigningSecretFile holds the Slack app's signing secret. Set, the
-	// notifier's awaiting-approval remediation messages carry Approve /
-	// Reject buttons, answered by the daemon at server.external_url +
-	// /api/v1/slack/interactions (the app's interactivity Request URL).
-	SigningSecretFile string `yaml:"signing_secret_file"`
-	// Approvers are the Slack user IDs (U0123ABCD) whose clicks decide;
-	// required with signing_secret_file.
-	Approvers []string `yaml:"approvers"`
+// The notifier types' settings blocks, each declared, with its keys and
+// its one check, in its notifier's settings package
+// (internal/notify/<type>/<type>cfg).
+type (
+	// SlackConfig is a notifiers[].slack block.
+	SlackConfig = slackcfg.Config
+	// OpsGenieConfig is a notifiers[].opsgenie block.
+	OpsGenieConfig = opsgeniecfg.Config
+	// WebhookConfig is a notifiers[].webhook block.
+	WebhookConfig = webhookcfg.Config
+	// PagerDutyConfig is a notifiers[].pagerduty block.
+	PagerDutyConfig = pagerdutycfg.Config
+	// TeamsConfig is a notifiers[].teams block.
+	TeamsConfig = teamscfg.Config
+	// JSMConfig is a notifiers[].jsm block.
+	JSMConfig = jsmcfg.Config
+	// GitHubConfig is a notifiers[].github block.
+	GitHubConfig = githubcfg.Config
+	// GitLabConfig is a notifiers[].gitlab block.
+	GitLabConfig = gitlabcfg.Config
+	// EmailConfig is a notifiers[].email block.
+	EmailConfig = emailcfg.Config
+)
+
+// Settings is n's settings block, the one of its type (nil: none set).
+func (n *Notifier) Settings() notifycfg.Block {
+	// Each pointer is checked: a nil one in the interface is not nil.
+	switch {
+	case n.Type == "slack" && n.Slack != nil:
+		return n.Slack
+	case n.Type == "opsgenie" && n.OpsGenie != nil:
+		return n.OpsGenie
+	case n.Type == "webhook" && n.Webhook != nil:
+		return n.Webhook
+	case n.Type == "pagerduty" && n.PagerDuty != nil:
+		return n.PagerDuty
+	case n.Type == "teams" && n.Teams != nil:
+		return n.Teams
+	case n.Type == "jsm" && n.JSM != nil:
+		return n.JSM
+	case n.Type == "github" && n.GitHub != nil:
+		return n.GitHub
+	case n.Type == "gitlab" && n.GitLab != nil:
+		return n.GitLab
+	case n.Type == "email" && n.Email != nil:
+		return n.Email
+	}
+	return nil
 }
 
-// OpsGenieConfig is an OpsGenie API integration.
-type OpsGenieConfig struct {
-	APIKeyFile string `yaml:"api_key_file"`
-	// Region is us (default) or eu.
-	Region string `yaml:"region"`
-	// APIURL overrides the region's API URL (tests, proxies).
-	APIURL string `yaml:"api_url"`
+// NotifierSpecs are the configured notifiers as notifiers.Build takes
+// them.
+func (c *Config) NotifierSpecs() []notifycfg.Spec {
+	out := make([]notifycfg.Spec, 0, len(c.Notifiers))
+	for i := range c.Notifiers {
+		n := &c.Notifiers[i]
+		out = append(out, notifycfg.Spec{Name: n.Name, Settings: n.Settings(), Timeout: time.Duration(n.Timeout), CAFile: n.CAFile})
+	}
+	return out
 }
-
-// WebhookConfig is a generic signed JSON webhook.
-type WebhookConfig struct {
-	URLFile    string            `yaml:"url_file"`
-	SecretFile string            `yaml:"secret_file"`
-	Headers    map[string]string `yaml:"headers"`
-}
-
-// PagerDutyConfig is a PagerDuty Events API v2 integration (on a service
-// or a ruleset).
-type PagerDutyConfig struct {
-	// RoutingKeyFile holds the integration key (routing key).
-	RoutingKeyFile string `yaml:"routing_key_file"`
-	// URL overrides the Events API's base URL, https://events.pagerduty.com
-	// (EU accounts: https://events.eu.pagerduty.com; proxies, tests).
-	URL string `yaml:"url"`
-	// Source is the events' payload.source (default: the workspace, which
-	// then moves to payload.component).
-	Source string `yaml:"source"`
-	// SeverityMap maps driftwatch severities (critical, high, moderate,
-	// low, info) to PagerDuty's (critical, error, warning, info), over the
-	// default critical→critical, high→error, moderate→warning,
-	// low→warning, info→info.
-	SeverityMap map[string]string `yaml:"severity_map"`
-}
-
-// pagerDutySeverities are the Events API's payload.severity values.
-var pagerDutySeverities = []string{"critical", "error", "warning", "info"}
 
 // Alerts configures incidents and their routing.
 type Alerts struct {
@@ -147,66 +158,11 @@ const (
 	notifierNameMaxLength = 63
 )
 
-var slackChannelID = regexp.MustCompile(`^[CGD][A-Z0-9]{6,}$`)
-
-// slackUserID matches Slack user IDs (U…, W… on Enterprise Grid).
-var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{6,}$`)
-
 // NotifierTypes are the notifier types, each with a settings block of
 // the same name.
 var NotifierTypes = []string{"slack", "opsgenie", "webhook", "pagerduty", "teams", "jsm", "github", "gitlab", "email"}
 
 var typeList = strings.Join(NotifierTypes[:len(NotifierTypes)-1], ", ") + " or " + NotifierTypes[len(NotifierTypes)-1]
-
-// notifierBlock is the settings block of one of the newer notifier
-// types, each in its own file (notifier_<type>.go).
-type notifierBlock interface {
-	// validate checks the block and makes its file paths absolute.
-	validate(c blockCheck)
-	// secretFiles are the block's files holding secrets.
-	secretFiles() []string
-}
-
-// blockCheck is what a notifierBlock's validate reports through: keys are
-// relative to the block (e.g. "webhook_url_file").
-type blockCheck struct {
-	// file resolves a required file path against the config's
-	// directory and checks that it exists.
-	file func(sub, p string) string
-	add  func(sub, format string, args ...any)
-}
-
-// url checks an optional http(s) URL without credentials in it.
-func (c blockCheck) url(sub, u string) {
-	checkURL(u, sub, c.add)
-}
-
-// block is n's notifierBlock for the newer types (nil: none set).
-func (n *Notifier) block() notifierBlock {
-	switch n.Type {
-	case "teams":
-		if n.Teams != nil {
-			return n.Teams
-		}
-	case "jsm":
-		if n.JSM != nil {
-			return n.JSM
-		}
-	case "github":
-		if n.GitHub != nil {
-			return n.GitHub
-		}
-	case "gitlab":
-		if n.GitLab != nil {
-			return n.GitLab
-		}
-	case "email":
-		if n.Email != nil {
-			return n.Email
-		}
-	}
-	return nil
-}
 
 var alertClasses = map[string]bool{"drift": true, "forbidden": true, "validation": true, "errored": true}
 
@@ -256,112 +212,21 @@ func (c *Config) validateAlerts(pos *positions) []error {
 			}
 			return p
 		}
-		switch n.Type {
-		case "slack":
-			s := n.Slack
-			if s == nil {
-				add(key+".slack", "required for type slack")
-				continue
-			}
-			switch s.Mode {
-			case "", "bot":
-				s.Mode = "bot"
-				s.TokenFile = file("slack.token_file", s.TokenFile)
-				switch {
-				case s.Channel == "":
-					add(key+".slack.channel", "required in bot mode")
-				case !slackChannelID.MatchString(s.Channel):
-					add(key+".slack.channel", "%q must be a channel ID such as C0123456789, not a name: IDs survive renames, and driftwatch finds its incident messages again by ID", s.Channel)
-				}
-				if s.WebhookURLFile != "" {
-					add(key+".slack.webhook_url_file", "only in webhook mode")
-				}
-			case "webhook":
-				s.WebhookURLFile = file("slack.webhook_url_file", s.WebhookURLFile)
-				if s.TokenFile != "" {
-					add(key+".slack.token_file", "only in bot mode")
-				}
-			default:
-				add(key+".slack.mode", "unknown mode %q (use bot or webhook)", s.Mode)
-			}
-			checkURL(s.APIURL, key+".slack.api_url", add)
-			if s.SigningSecretFile != "" {
-				s.SigningSecretFile = file("slack.signing_secret_file", s.SigningSecretFile)
-				if len(s.Approvers) == 0 {
-					add(key+".slack.approvers", "required with signing_secret_file: the Slack user IDs whose clicks approve")
-				}
-			} else if len(s.Approvers) > 0 {
-				add(key+".slack.approvers", "only with signing_secret_file: the daemon cannot verify Slack's requests without it")
-			}
-			seen := map[string]bool{}
-			for j, u := range s.Approvers {
-				switch {
-				case !slackUserID.MatchString(u):
-					add(fmt.Sprintf("%s.slack.approvers[%d]", key, j), "%q must be a Slack user ID such as U0123ABCD (the member ID in the user's profile, not a name)", u)
-				case seen[u]:
-					add(fmt.Sprintf("%s.slack.approvers[%d]", key, j), "duplicate %q", u)
-				}
-				seen[u] = true
-			}
-		case "opsgenie":
-			o := n.OpsGenie
-			if o == nil {
-				add(key+".opsgenie", "required for type opsgenie")
-				continue
-			}
-			o.APIKeyFile = file("opsgenie.api_key_file", o.APIKeyFile)
-			switch o.Region {
-			case "":
-			case "us", "eu":
-				if o.APIURL != "" {
-					add(key+".opsgenie.region", "set region or api_url, not both")
-				}
-			default:
-				add(key+".opsgenie.region", "unknown region %q (use us or eu)", o.Region)
-			}
-			checkURL(o.APIURL, key+".opsgenie.api_url", add)
-		case "webhook":
-			w := n.Webhook
-			if w == nil {
-				add(key+".webhook", "required for type webhook")
-				continue
-			}
-			w.URLFile = file("webhook.url_file", w.URLFile)
-			w.SecretFile = file("webhook.secret_file", w.SecretFile)
-		case "pagerduty":
-			p := n.PagerDuty
-			if p == nil {
-				add(key+".pagerduty", "required for type pagerduty")
-				continue
-			}
-			p.RoutingKeyFile = file("pagerduty.routing_key_file", p.RoutingKeyFile)
-			checkURL(p.URL, key+".pagerduty.url", add)
-			if u, err := url.Parse(p.URL); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
-				add(key+".pagerduty.url", "must be https: the routing key travels in the body (http only to a loopback address)")
-			}
-			for _, sev := range slices.Sorted(maps.Keys(p.SeverityMap)) {
-				k := key + ".pagerduty.severity_map." + sev
-				if _, err := severity.Parse(sev); err != nil {
-					add(k, "%v", err)
-				}
-				if v := p.SeverityMap[sev]; !slices.Contains(pagerDutySeverities, v) {
-					add(k, "unknown PagerDuty severity %q (use critical, error, warning or info)", v)
-				}
-			}
-		case "teams", "jsm", "github", "gitlab", "email":
-			b := n.block()
+		switch {
+		case n.Type == "":
+			add(key+".type", "required (%s)", typeList)
+		case !slices.Contains(NotifierTypes, n.Type):
+			add(key+".type", "unknown type %q (use %s)", n.Type, typeList)
+		default:
+			b := n.Settings()
 			if b == nil {
 				add(key+"."+n.Type, "required for type %s", n.Type)
 				continue
 			}
-			b.validate(blockCheck{
-				file: func(sub, p string) string { return file(n.Type+"."+sub, p) },
-				add:  func(sub, format string, args ...any) { add(key+"."+n.Type+"."+sub, format, args...) },
+			b.Check(notifycfg.Check{
+				File: func(sub, p string) string { return file(n.Type+"."+sub, p) },
+				Add:  func(sub, format string, args ...any) { add(key+"."+n.Type+"."+sub, format, args...) },
 			})
-		case "":
-			add(key+".type", "required (%s)", typeList)
-		default:
-			add(key+".type", "unknown type %q (use %s)", n.Type, typeList)
 		}
 	}
 
@@ -418,25 +283,6 @@ func checkSeverities(pos *positions, key string, m map[string]string) []error {
 		}
 	}
 	return errs
-}
-
-func checkURL(u, key string, add func(key, format string, args ...any)) {
-	if u == "" {
-		return
-	}
-	if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-		add(key, "not an http(s) URL")
-	} else if pu.User != nil {
-		add(key, "credentials in the URL are not allowed")
-	}
-}
-
-func loopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // EffectiveAlertPolicy merges alerts (daemon-wide) with the workspace's

@@ -11,7 +11,10 @@
 // a defined type over it; Kube returns it), a remediation block embeds
 // envelope.Envelope (engine.Envelope), backend_policy is
 // backendpolicy.Overrides (EffectiveBackendPolicy merges the layers into a
-// backend.Policy), an ignore entry is pattern.Ignore. What config derives
+// backend.Policy), an ignore entry is pattern.Ignore, and each notifier
+// type's block is its <type>cfg.Config (internal/notify/<type>/<type>cfg,
+// checked at load by its Check; NotifierSpecs hands the blocks to
+// notifiers.Build). What config derives
 // is plain data the subsystems take as is: EffectiveForbidden (which
 // policy.CompileRules compiles with the Ignore entries),
 // EffectiveRemediation, EffectiveAlertPolicy, EffectiveTimeout, and the
@@ -30,10 +33,11 @@
 // and Load leave it unexpanded.
 //
 // It imports no internal package but leaves (packages that import no other
-// internal package): backend/backendpolicy, cafile, notify/severity,
-// policy/pattern, policy/envelope, config/kubecfg,
-// terraform/sandbox/netcfg and schedule/cronspec (the depguard rule
-// config-imports-leaves-only in .golangci.yml enforces the list). Its
-// importers: cmd/driftwatch, app, inventory, pipeline, incident, silence,
-// leader, remediation, server and notify/notifiers (and tests).
+// internal package, or only notifycfg and notify/severity, for the
+// notifiers' <type>cfg): backend/backendpolicy, cafile, notify/severity,
+// notify/notifycfg and the <type>cfg, policy/pattern, policy/envelope,
+// config/kubecfg, terraform/sandbox/netcfg and schedule/cronspec (the
+// depguard rule config-imports-leaves-only in .golangci.yml enforces the
+// list). Its importers: cmd/driftwatch, app, inventory, pipeline,
+// incident, silence, leader, remediation and server (and tests).
 package config

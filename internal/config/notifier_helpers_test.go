@@ -43,7 +43,7 @@ func loadConfig(t *testing.T, dir, yaml string) *config.Config {
 // the one called name, which must be an N that knows its name.
 func buildNotifier[N notify.Notifier](t *testing.T, cfg *config.Config, name string) N {
 	t.Helper()
-	built, err := notifiers.Build(cfg, slog.New(slog.DiscardHandler))
+	built, err := notifiers.Build(cfg.NotifierSpecs(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	n, ok := built[name].(N)
 	require.True(t, ok, "%T", built[name])

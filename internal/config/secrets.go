@@ -12,20 +12,8 @@ func (c *Config) SecretFiles() []string {
 		files = append(files, t.File)
 	}
 	for _, n := range c.Notifiers {
-		if s := n.Slack; s != nil {
-			files = append(files, s.TokenFile, s.WebhookURLFile, s.SigningSecretFile)
-		}
-		if o := n.OpsGenie; o != nil {
-			files = append(files, o.APIKeyFile)
-		}
-		if w := n.Webhook; w != nil {
-			files = append(files, w.URLFile, w.SecretFile)
-		}
-		if p := n.PagerDuty; p != nil {
-			files = append(files, p.RoutingKeyFile)
-		}
-		if b := n.block(); b != nil {
-			files = append(files, b.secretFiles()...)
+		if b := n.Settings(); b != nil {
+			files = append(files, b.SecretFiles()...)
 		}
 	}
 	for _, w := range c.Workspaces {

@@ -53,7 +53,7 @@ alerts:
 	require.Contains(t, cfg.SecretFiles(), filepath.Join(dir, "slack-signing"), "the signing secret is redacted from every run's log")
 	require.Empty(t, cfg.Notifiers[1].Slack.SigningSecretFile)
 
-	built, err := notifiers.Build(cfg, slog.New(slog.DiscardHandler))
+	built, err := notifiers.Build(cfg.NotifierSpecs(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	proposal := notifytest.SampleMessage(notify.EventRemediation)
 	proposal.Remediation = &notify.Remediation{ID: "rem-1", Mode: "approve", Result: notify.RemediationAwaitingApproval, Resources: 1}

@@ -6,6 +6,13 @@
 // attribute values: findings are addresses, actions and attribute paths.
 // Vendor packages never import each other, the store or the config.
 //
+// What every vendor shares lives here once: Open (the start of a New:
+// logger, Validate, the secret file), Sender (one HTTP attempt with its
+// timeout, Retry-After, redaction and transport errors; Attempt and
+// StatusError for client libraries), CAClient (a notifier's ca_file,
+// through cafile), Message.Check and RemediationResult.Title. The
+// vendors' settings are their <type>cfg leaves (docs/architecture/notify.md).
+//
 // Severity and its parser live in the leaf internal/notify/severity (one
 // list of severities, which config also validates against); notify names
 // them as Severity, Severity* and ParseSeverity.
@@ -14,6 +21,7 @@ package notify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -143,6 +151,28 @@ func (r RemediationResult) Failed() bool {
 	return r == RemediationFailed || r == RemediationVerificationFailed
 }
 
+// Title is what became of a remediation as a notifier's heading says it:
+// "Remediation approved", "Remediation verification failed". A result of
+// no known kind is shown through clean (the vendor's own escaping and
+// bounds).
+func (r RemediationResult) Title(clean func(string) string) string {
+	switch r {
+	case RemediationAwaitingApproval:
+		return "Remediation awaiting approval"
+	case RemediationApproved:
+		return "Remediation approved"
+	case RemediationApplied:
+		return "Remediation applied"
+	case RemediationFailed:
+		return "Remediation failed"
+	case RemediationVerificationFailed:
+		return "Remediation verification failed"
+	case RemediationRefused:
+		return "Remediation refused"
+	}
+	return "Remediation " + clean(string(r))
+}
+
 // Remediation is the value-free description of a remediation in a
 // message: addresses and counts, never an attribute value.
 type Remediation struct {
@@ -165,6 +195,21 @@ type Remediation struct {
 	ChangeSetHash string `json:",omitempty"`
 	// URL is the apply run's page, if server.external_url is set.
 	URL string
+}
+
+// Check reports a message no notifier can deliver: an unknown event, or
+// a remediation event without its remediation.
+func (m Message) Check() error {
+	switch m.Event {
+	case EventOpen, EventUpdate, EventRenotify, EventResolve:
+	case EventRemediation:
+		if m.Remediation == nil {
+			return fmt.Errorf("message %s: remediation event without its remediation", m.ID)
+		}
+	default:
+		return fmt.Errorf("unknown event %q", m.Event)
+	}
+	return nil
 }
 
 // Notifier delivers messages to one destination.

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -21,4 +22,31 @@ func TestParseRetryAfter(t *testing.T) {
 	} {
 		require.Equal(t, want, ParseRetryAfter(v, now), "%q", v)
 	}
+}
+
+// Title names every known result, and shows another through clean.
+func TestRemediationTitle(t *testing.T) {
+	upper := strings.ToUpper
+	for r, want := range map[RemediationResult]string{
+		RemediationAwaitingApproval:   "Remediation awaiting approval",
+		RemediationApproved:           "Remediation approved",
+		RemediationApplied:            "Remediation applied",
+		RemediationFailed:             "Remediation failed",
+		RemediationVerificationFailed: "Remediation verification failed",
+		RemediationRefused:            "Remediation refused",
+		"rolled_back":                 "Remediation ROLLED_BACK",
+	} {
+		require.Equal(t, want, r.Title(upper))
+	}
+}
+
+// Check refuses an unknown event and a remediation event without its
+// remediation.
+func TestMessageCheck(t *testing.T) {
+	for _, e := range []Event{EventOpen, EventUpdate, EventRenotify, EventResolve} {
+		require.NoError(t, Message{Event: e}.Check())
+	}
+	require.NoError(t, Message{Event: EventRemediation, Remediation: &Remediation{}}.Check())
+	require.EqualError(t, Message{ID: "m1", Event: EventRemediation}.Check(), "message m1: remediation event without its remediation")
+	require.EqualError(t, Message{Event: "escalate"}.Check(), `unknown event "escalate"`)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -60,4 +61,32 @@ func TransportError(err error, timeout time.Duration, redact func(string) string
 		return "timeout after " + timeout.String()
 	}
 	return redact(err.Error())
+}
+
+// Secret is the one-line secret a notifier reads at New: the file at
+// Path, the value of config key Key, checked by OK (nil: any) with Want
+// saying what is expected (ReadSecretFile).
+type Secret struct {
+	Key, Path, Want string
+	OK              func(string) bool
+}
+
+// Open begins a notifier's New: a logger is required, validate (its
+// Config's Validate) must pass, and the secret is read, when one is
+// named. Errors read `VENDOR "NAME": …` and never hold the secret.
+func Open(vendor, name string, logger *slog.Logger, validate func() error, s Secret) (string, error) {
+	if logger == nil {
+		return "", fmt.Errorf("%s: logger is required", vendor)
+	}
+	if err := validate(); err != nil {
+		return "", fmt.Errorf("%s %q: %w", vendor, name, err)
+	}
+	if s.Key == "" {
+		return "", nil
+	}
+	v, err := ReadSecretFile(s.Key, s.Path, s.Want, s.OK)
+	if err != nil {
+		return "", fmt.Errorf("%s %q: %w", vendor, name, err)
+	}
+	return v, nil
 }

@@ -58,14 +58,8 @@ type message struct {
 // the root, with "Re: " before the same subject.
 func buildMessage(m notify.Message, o options) (message, error) {
 	in := m.Incident
-	switch m.Event {
-	case notify.EventOpen, notify.EventUpdate, notify.EventRenotify, notify.EventResolve:
-	case notify.EventRemediation:
-		if m.Remediation == nil {
-			return message{}, fmt.Errorf("message %s: remediation event without its remediation", m.ID)
-		}
-	default:
-		return message{}, fmt.Errorf("unknown event %q", m.Event)
+	if err := m.Check(); err != nil {
+		return message{}, err
 	}
 	if m.ID == "" {
 		return message{}, errors.New("message without an ID: no Message-ID to derive")
@@ -179,7 +173,7 @@ func headline(m notify.Message) string {
 	case notify.EventRenotify:
 		s += " (still open since " + stamp(m.Incident.Since) + ")"
 	case notify.EventRemediation:
-		s += " (" + remediationText(m.Remediation.Result) + ")"
+		s += " (" + strings.ToLower(m.Remediation.Result.Title(func(s string) string { return clean(s, 40) })) + ")"
 	case notify.EventResolve:
 		s = "Resolved: " + threadTitle(m.Incident)
 	}
@@ -195,29 +189,11 @@ func eventText(m notify.Message) string {
 	case notify.EventRenotify:
 		return "still open (reminder)"
 	case notify.EventRemediation:
-		return remediationText(m.Remediation.Result)
+		return strings.ToLower(m.Remediation.Result.Title(func(s string) string { return clean(s, 40) }))
 	case notify.EventResolve:
 		return "resolved"
 	}
 	return string(m.Event)
-}
-
-func remediationText(r notify.RemediationResult) string {
-	switch r {
-	case notify.RemediationAwaitingApproval:
-		return "remediation awaiting approval"
-	case notify.RemediationApproved:
-		return "remediation approved"
-	case notify.RemediationApplied:
-		return "remediation applied"
-	case notify.RemediationFailed:
-		return "remediation failed"
-	case notify.RemediationVerificationFailed:
-		return "remediation verification failed"
-	case notify.RemediationRefused:
-		return "remediation refused"
-	}
-	return "remediation " + clean(string(r), 40)
 }
 
 // body is the plain-text body (LF line ends; the quoted-printable writer

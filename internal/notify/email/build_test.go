@@ -16,16 +16,17 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/email/emailcfg"
 	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 )
 
 func testOptions(t *testing.T) options {
 	t.Helper()
-	from, err := parseAddress("from", "driftwatch <driftwatch@example.com>")
+	from, err := emailcfg.Address("driftwatch <driftwatch@example.com>")
 	require.NoError(t, err)
-	a, err := parseAddress("to", "oncall@example.com")
+	a, err := emailcfg.Address("oncall@example.com")
 	require.NoError(t, err)
-	b, err := parseAddress("to", "Équipe Réseau <network@example.com>")
+	b, err := emailcfg.Address("Équipe Réseau <network@example.com>")
 	require.NoError(t, err)
 	return options{from: from, to: []*mail.Address{a, b}, prefix: DefaultSubjectPrefix}
 }

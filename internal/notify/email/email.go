@@ -1,6 +1,7 @@
 package email
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -19,6 +20,8 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/email/emailcfg"
+	"github.com/driftwatch/driftwatch/internal/tlsfiles/cafile"
 )
 
 // maxReply bounds the server's reply text on an error.
@@ -49,24 +52,21 @@ var _ notify.Notifier = (*Notifier)(nil)
 // New validates cfg and reads the credential and CA files. It does no
 // network I/O.
 func New(cfg Config, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("email: logger is required")
+	if _, err := notify.Open("email", cfg.Name, logger, cfg.Validate, notify.Secret{}); err != nil {
+		return nil, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("email %q: %w", cfg.Name, err)
-	}
-	from, _ := parseAddress("from", cfg.From)
+	from, _ := emailcfg.Address(cfg.From) // Validate checked it
 	to := make([]*mail.Address, len(cfg.To))
 	for i, s := range cfg.To {
-		to[i], _ = parseAddress("to", s)
+		to[i], _ = emailcfg.Address(s)
 	}
 	n := &Notifier{
 		name:     cfg.Name,
 		host:     cfg.Host,
-		addr:     net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.port())),
-		implicit: cfg.tlsMode() == TLSImplicit,
-		opts:     options{from: from, to: to, prefix: cfg.subjectPrefix()},
-		timeout:  cfg.timeout(),
+		addr:     net.JoinHostPort(cfg.Host, strconv.Itoa(port(cfg))),
+		implicit: cfg.TLS == TLSImplicit,
+		opts:     options{from: from, to: to, prefix: cmp.Or(cfg.SubjectPrefix, DefaultSubjectPrefix)},
+		timeout:  cmp.Or(cfg.Timeout, DefaultTimeout),
 		logger:   logger.With("notifier", cfg.Name),
 		now:      time.Now,
 	}
@@ -85,18 +85,9 @@ func New(cfg Config, logger *slog.Logger) (*Notifier, error) {
 		// longer one before it is found.
 		slices.SortFunc(n.secrets, func(a, b string) int { return len(b) - len(a) })
 	}
-	pool, err := x509.SystemCertPool()
+	pool, err := cafile.Pool(cfg.CAFile)
 	if err != nil {
-		pool = x509.NewCertPool()
-	}
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("email %q: ca_file: %w", cfg.Name, err)
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("email %q: ca_file %s: no PEM certificate in it", cfg.Name, cfg.CAFile)
-		}
+		return nil, fmt.Errorf("email %q: ca_file: %w", cfg.Name, err)
 	}
 	n.tls = &tls.Config{ServerName: cfg.Host, RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return n, nil

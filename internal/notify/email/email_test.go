@@ -508,27 +508,27 @@ func TestNew(t *testing.T) {
 	c = base
 	c.CAFile = write("ca.pem", "not a certificate")
 	_, err = New(c, logger)
-	require.EqualError(t, err, `email "mail": ca_file `+c.CAFile+`: no PEM certificate in it`)
+	require.EqualError(t, err, `email "mail": ca_file: `+c.CAFile+`: no PEM certificate found`)
 }
 
 func TestValidate(t *testing.T) {
 	base := Config{Name: "mail", Host: "smtp.example.com", From: "dw@example.com", To: []string{"ops@example.com"}}
 	require.NoError(t, base.Validate())
 	for want, mut := range map[string]func(*Config){
-		"name is required": func(c *Config) { c.Name = "" },
-		"host is required": func(c *Config) { c.Host = "" },
-		`host "smtp.example.com:587": want a host name or IP address, without port or scheme`: func(c *Config) { c.Host = "smtp.example.com:587" },
-		"port 70000: want 1 to 65535": func(c *Config) { c.Port = 70000 },
-		"from: required":              func(c *Config) { c.From = "" },
+		"name: required": func(c *Config) { c.Name = "" },
+		"host: required": func(c *Config) { c.Host = "" },
+		`host: "smtp.example.com:587": want a host name or IP address, without scheme or port (set port)`: func(c *Config) { c.Host = "smtp.example.com:587" },
+		"port: 70000: want 1 to 65535": func(c *Config) { c.Port = 70000 },
+		"from: required":               func(c *Config) { c.From = "" },
 		`from: "driftwatch": not an email address (want addr@example.com or Name <addr@example.com>)`: func(c *Config) { c.From = "driftwatch" },
 		"from: an address must be on one line":                                                        func(c *Config) { c.From = "dw@example.com\r\nBcc: x@example.net" },
 		`to[0]: "ops@exämple.com": the address must be ASCII (the display name may not be)`:           func(c *Config) { c.To = []string{"ops@exämple.com"} },
 		"to: at least one recipient is required":                                                      func(c *Config) { c.To = nil },
-		"to[1]: OPS@example.com is listed twice":                                                      func(c *Config) { c.To = []string{"ops@example.com", "Ops <OPS@example.com>"} },
-		"username_file and password_file: set both (AUTH) or neither":                                 func(c *Config) { c.UsernameFile = "/u" },
-		`tls: unknown mode "none" (use starttls or implicit)`:                                         func(c *Config) { c.TLS = "none" },
+		"to[1]: \"Ops <OPS@example.com>\" is listed twice":                                            func(c *Config) { c.To = []string{"ops@example.com", "Ops <OPS@example.com>"} },
+		"username_file: set password_file too (both for AUTH, or neither)":                            func(c *Config) { c.UsernameFile = "/u" },
+		`tls: unknown mode "none" (use starttls or implicit; there is no plain-text mode)`:            func(c *Config) { c.TLS = "none" },
 		"subject_prefix: want one line of at most 40 characters":                                      func(c *Config) { c.SubjectPrefix = "[a]\n" },
-		"timeout -1s: must not be negative":                                                           func(c *Config) { c.Timeout = -time.Second },
+		"timeout: -1s: must not be negative":                                                          func(c *Config) { c.Timeout = -time.Second },
 	} {
 		c := base
 		c.To = append([]string(nil), base.To...)

@@ -71,16 +71,7 @@ func checkMessage(m notify.Message) error {
 	if !keyPattern.MatchString(m.Incident.Key) {
 		return fmt.Errorf("incident key %q: want [a-z0-9-], at most 200 characters", notify.Truncate(m.Incident.Key, 80))
 	}
-	switch m.Event {
-	case notify.EventOpen, notify.EventUpdate, notify.EventRenotify, notify.EventResolve:
-	case notify.EventRemediation:
-		if m.Remediation == nil {
-			return fmt.Errorf("message %s: remediation event without its remediation", m.ID)
-		}
-	default:
-		return fmt.Errorf("unknown event %q", m.Event)
-	}
-	return nil
+	return m.Check()
 }
 
 // issueLabels are the labels a new issue gets: the configured ones, then
@@ -211,7 +202,7 @@ func heading(in notify.Incident) string {
 func remediationText(m notify.Message) string {
 	r := m.Remediation
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s**: %s (mode %s, %s)", resultText(r.Result), code(r.ID), mdText(orNone(r.Mode)), notify.Plural(r.Resources, "resource"))
+	fmt.Fprintf(&b, "**%s**: %s (mode %s, %s)", r.Result.Title(mdText), code(r.ID), mdText(orNone(r.Mode)), notify.Plural(r.Resources, "resource"))
 	if r.ApplyRunID != "" {
 		run := code(r.ApplyRunID)
 		if u := safeURL(r.URL); u != "" {
@@ -236,24 +227,6 @@ func remediationText(m notify.Message) string {
 	return b.String()
 }
 
-func resultText(r notify.RemediationResult) string {
-	switch r {
-	case notify.RemediationAwaitingApproval:
-		return "Remediation awaiting approval"
-	case notify.RemediationApproved:
-		return "Remediation approved"
-	case notify.RemediationApplied:
-		return "Remediation applied"
-	case notify.RemediationFailed:
-		return "Remediation failed"
-	case notify.RemediationVerificationFailed:
-		return "Remediation verification failed"
-	case notify.RemediationRefused:
-		return "Remediation refused"
-	}
-	return "Remediation " + mdText(string(r))
-}
-
 // eventText says what the last message was, for the body's footer.
 func eventText(m notify.Message) string {
 	switch m.Event {
@@ -264,7 +237,7 @@ func eventText(m notify.Message) string {
 	case notify.EventRenotify:
 		return "still open"
 	case notify.EventRemediation:
-		return strings.ToLower(resultText(m.Remediation.Result))
+		return strings.ToLower(m.Remediation.Result.Title(mdText))
 	case notify.EventResolve:
 		return "resolved"
 	}

@@ -165,9 +165,9 @@ _driftwatch rewrites this description on every change (last: 2026-11-03 10:00 UT
 	})
 
 	t.Run("labels: the configured ones and the class label", func(t *testing.T) {
-		require.Equal(t, []string{"driftwatch", "driftwatch:drift"}, issueLabels(Config{}.labels(), notify.ClassDrift))
-		require.Equal(t, []string{"driftwatch:errored"}, issueLabels(Config{Labels: []string{}}.labels(), notify.ClassErrored))
-		require.Equal(t, []string{"infra", "driftwatch:forbidden"}, issueLabels(Config{Labels: []string{"infra", " infra ", "driftwatch:forbidden"}}.labels(), notify.ClassForbidden))
+		require.Equal(t, []string{"driftwatch", "driftwatch:drift"}, issueLabels(labels(Config{}), notify.ClassDrift))
+		require.Equal(t, []string{"driftwatch:errored"}, issueLabels(labels(Config{Labels: []string{}}), notify.ClassErrored))
+		require.Equal(t, []string{"infra", "driftwatch:forbidden"}, issueLabels(labels(Config{Labels: []string{"infra", " infra ", "driftwatch:forbidden"}}), notify.ClassForbidden))
 	})
 }
 

@@ -1,6 +1,7 @@
 package github
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	gh "github.com/google/go-github/v75/github"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/github/githubcfg"
 )
 
 // Paging bounds: how far the notifier looks for an incident's issue and
@@ -75,23 +77,18 @@ var _ notify.Notifier = (*Notifier)(nil)
 // CA, a test server); it is copied, and redirects are never followed,
 // whatever hc says: the token is sent with every request.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("github: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("github %q: %w", cfg.Name, err)
-	}
-	token, err := notify.ReadSecretFile("token_file", cfg.TokenFile, "want one token on one line (printable ASCII, no spaces)",
-		func(t string) bool { return strings.IndexFunc(t, notTokenRune) < 0 })
+	token, err := notify.Open("github", cfg.Name, logger, cfg.Validate, notify.Secret{Key: "token_file", Path: cfg.TokenFile,
+		Want: "want one token on one line (printable ASCII, no spaces)",
+		OK:   func(t string) bool { return strings.IndexFunc(t, notTokenRune) < 0 }})
 	if err != nil {
-		return nil, fmt.Errorf("github %q: %w", cfg.Name, err)
+		return nil, err
 	}
-	owner, repo, _ := ParseRepository(cfg.Repository) // Validate checked it
+	owner, repo, _ := githubcfg.ParseRepository(cfg.Repository) // Validate checked it
 
 	c := notify.NoRedirectClient(hc)
 	client := gh.NewClient(c).WithAuthToken(token)
 	if cfg.APIURL != "" {
-		u, _ := apiURL(cfg.APIURL) // Validate checked it
+		u := apiURL(cfg.APIURL)
 		if client, err = client.WithEnterpriseURLs(u, u); err != nil {
 			return nil, fmt.Errorf("github %q: api_url: not a URL", cfg.Name)
 		}
@@ -106,9 +103,9 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 		owner:      owner,
 		repo:       repo,
 		repository: owner + "/" + repo,
-		labels:     cfg.labels(),
+		labels:     labels(cfg),
 		token:      token,
-		timeout:    cfg.timeout(),
+		timeout:    cmp.Or(cfg.Timeout, DefaultTimeout),
 		client:     client,
 		logger:     logger.With("notifier", cfg.Name),
 		now:        time.Now,
@@ -392,24 +389,17 @@ func (n *Notifier) commented(ctx context.Context, m notify.Message, number int) 
 
 // call makes one request, bounded by the notifier's timeout, and turns
 // its failure into an error that says whether to retry, without the
-// token or the request URL.
+// token or the request URL (notify.Sender.Attempt; an answer is
+// classify's).
 func (n *Notifier) call(ctx context.Context, op string, do func(context.Context) (*gh.Response, error)) error {
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("github %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-	}
-	rctx, cancel := context.WithTimeout(ctx, n.timeout)
-	defer cancel()
-	resp, err := do(rctx)
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("github %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-	}
-	if resp == nil || resp.Response == nil {
-		return notify.Retryable(fmt.Errorf("github %s: %s: %s", n.name, op, n.transportError(err)), 0)
-	}
-	return n.classify(op, resp.Response, err)
+	s := notify.Sender{Prefix: "github " + n.name, Timeout: n.timeout, Redact: n.redact, Now: n.now}
+	return s.Attempt(ctx, op, func(actx context.Context) (bool, error) {
+		resp, err := do(actx)
+		if err != nil && resp != nil && resp.Response != nil {
+			return true, n.classify(op, resp.Response, err)
+		}
+		return false, err
+	})
 }
 
 // classify turns a GitHub error response into the notifier's error: 403
@@ -537,11 +527,6 @@ func fieldError(x gh.Error) string {
 
 func (n *Notifier) clean(s string, limit int) string {
 	return notify.CleanText(s, limit, n.redact)
-}
-
-// transportError describes err without the URL that *url.Error quotes.
-func (n *Notifier) transportError(err error) string {
-	return notify.TransportError(err, n.timeout, n.redact)
 }
 
 // redact removes the token from s.

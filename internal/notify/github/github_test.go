@@ -588,16 +588,16 @@ func TestNew(t *testing.T) {
 	require.EqualError(t, err, "github: logger is required")
 
 	_, err = New(Config{Name: "gh"}, nil, logger)
-	require.EqualError(t, err, "github \"gh\": token_file is required\nrepository is required (owner/name)")
+	require.EqualError(t, err, "github \"gh\": token_file: required\nrepository: required (owner/name)")
 
 	_, err = New(Config{Name: "gh", TokenFile: good, Repository: "acme"}, nil, logger)
-	require.EqualError(t, err, `github "gh": repository "acme": want owner/name, e.g. acme/infrastructure`)
+	require.EqualError(t, err, `github "gh": repository: "acme": want owner/name, e.g. acme/infrastructure`)
 
 	_, err = New(Config{Name: "gh", TokenFile: good, Repository: "acme/infra", APIURL: "http://ghe.corp.example/api/v3/"}, nil, logger)
-	require.EqualError(t, err, `github "gh": api_url "http://ghe.corp.example/api/v3/": scheme must be https (the token travels in a header); plain http is allowed to loopback addresses only`)
+	require.EqualError(t, err, `github "gh": api_url: must be https: the token travels in a header (http only to a loopback address)`)
 
 	_, err = New(Config{Name: "gh", TokenFile: good, Repository: "acme/infra", Labels: []string{"a,b", ""}}, nil, logger)
-	require.EqualError(t, err, "github \"gh\": labels[0]: label \"a,b\": no commas or line breaks\nlabels[1]: empty label")
+	require.EqualError(t, err, "github \"gh\": labels[0]: \"a,b\": no commas or line breaks\nlabels[1]: empty label")
 
 	_, err = New(Config{Name: "gh", TokenFile: filepath.Join(dir, "missing"), Repository: "acme/infra"}, nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)

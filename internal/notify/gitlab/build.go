@@ -54,16 +54,7 @@ func checkMessage(m notify.Message) error {
 	if len(m.Incident.Key) > 200 || !incidentKey.MatchString(m.Incident.Key) {
 		return fmt.Errorf("incident key %q cannot be an issue marker (want [a-z0-9-], at most 200 characters)", notify.Truncate(m.Incident.Key, 80))
 	}
-	switch m.Event {
-	case notify.EventOpen, notify.EventUpdate, notify.EventRenotify, notify.EventResolve:
-	case notify.EventRemediation:
-		if m.Remediation == nil {
-			return fmt.Errorf("message %s: remediation event without its remediation", m.ID)
-		}
-	default:
-		return fmt.Errorf("unknown event %q", m.Event)
-	}
-	return nil
+	return m.Check()
 }
 
 // issueLabels are the labels of the incident's issue: the configured ones
@@ -253,7 +244,7 @@ func paren(s string) string {
 func remediationNote(m notify.Message) string {
 	r, in := m.Remediation, m.Incident
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s**: %s", remediationText(r.Result), code(r.ID, 100))
+	fmt.Fprintf(&b, "**%s**: %s", r.Result.Title(notify.OneLine), code(r.ID, 100))
 	var facts []string
 	if r.Mode != "" {
 		facts = append(facts, "mode "+code(r.Mode, 20))
@@ -280,24 +271,6 @@ func remediationNote(m notify.Message) string {
 		b.WriteString(" [Apply run](" + u + ")")
 	}
 	return b.String()
-}
-
-func remediationText(r notify.RemediationResult) string {
-	switch r {
-	case notify.RemediationAwaitingApproval:
-		return "Remediation awaiting approval"
-	case notify.RemediationApproved:
-		return "Remediation approved"
-	case notify.RemediationApplied:
-		return "Remediation applied"
-	case notify.RemediationFailed:
-		return "Remediation failed"
-	case notify.RemediationVerificationFailed:
-		return "Remediation verification failed"
-	case notify.RemediationRefused:
-		return "Remediation refused"
-	}
-	return "Remediation " + notify.OneLine(string(r))
 }
 
 // findingRow is a finding as a table row (without the leading "| " of

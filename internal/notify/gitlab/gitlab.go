@@ -1,6 +1,7 @@
 package gitlab
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,25 +49,13 @@ var _ notify.Notifier = (*Notifier)(nil)
 // whatever hc says: the token travels in a header. The client library's
 // own retries and rate limiter are off: the outbox retries.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("gitlab: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("gitlab %q: %w", cfg.Name, err)
-	}
-	token, err := notify.ReadSecretFile("token_file", cfg.TokenFile, "want one access token (printable ASCII, no spaces) on one line",
-		func(t string) bool { return len(t) <= 1024 && strings.IndexFunc(t, notTokenRune) < 0 })
+	token, err := notify.Open("gitlab", cfg.Name, logger, cfg.Validate, notify.Secret{Key: "token_file", Path: cfg.TokenFile,
+		Want: "want one access token (printable ASCII, no spaces) on one line",
+		OK:   func(t string) bool { return len(t) <= 1024 && strings.IndexFunc(t, notTokenRune) < 0 }})
 	if err != nil {
-		return nil, fmt.Errorf("gitlab %q: %w", cfg.Name, err)
+		return nil, err
 	}
-	base := cfg.APIURL
-	if base == "" {
-		base = DefaultURL
-	}
-	base, err = baseURL(base)
-	if err != nil {
-		return nil, fmt.Errorf("gitlab %q: %w", cfg.Name, err)
-	}
+	base := baseURL(cfg)
 
 	c := notify.NoRedirectClient(hc)
 
@@ -86,9 +75,9 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	return &Notifier{
 		name:    cfg.Name,
 		project: cfg.Project,
-		labels:  cfg.labels(),
+		labels:  labels(cfg),
 		token:   token,
-		timeout: cfg.timeout(),
+		timeout: cmp.Or(cfg.Timeout, DefaultTimeout),
 		api:     api,
 		logger:  log,
 		now:     time.Now,
@@ -364,45 +353,28 @@ func (n *Notifier) addNote(ctx context.Context, log *slog.Logger, m notify.Messa
 	})
 }
 
-// call makes one API request under the per-request timeout and classifies
-// its outcome: 2xx is done; 408, 429, 5xx, network errors and timeouts are
-// retryable (after Retry-After, or RateLimit-Reset, when sent); anything
-// else is permanent, with GitLab's message (redacted, bounded).
+// call makes one API request under the per-request timeout
+// (notify.Sender) and classifies its outcome: 2xx is done; 408, 429, 5xx,
+// network errors and timeouts are retryable (after Retry-After, or
+// RateLimit-Reset, when sent); anything else is permanent, with GitLab's
+// message (redacted, bounded).
 func (n *Notifier) call(ctx context.Context, op string, do func(gl.RequestOptionFunc) (*gl.Response, error)) error {
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("gitlab %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-	}
-	rctx, cancel := context.WithTimeout(ctx, n.timeout)
-	defer cancel()
-	resp, err := guard(do, gl.WithContext(rctx))
-	if errors.Is(err, errMalformed) {
-		// The request may have had its effect: the retry's lookups
-		// find it.
-		return notify.Retryable(fmt.Errorf("gitlab %s: %s: %w", n.name, op, err), 0)
-	}
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("gitlab %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-	}
-	if resp == nil || resp.Response == nil {
-		return notify.Retryable(fmt.Errorf("gitlab %s: %s: %s", n.name, op, n.transportError(err)), 0)
-	}
-	code := resp.StatusCode
-	if code >= 200 && code < 300 {
-		// The request may have had its effect: the retry's lookups
-		// find it.
-		return notify.Retryable(fmt.Errorf("gitlab %s: %s: status %d: unreadable answer", n.name, op, code), 0)
-	}
-	ae := n.apiError(code, err)
-	switch {
-	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code >= 500:
-		return notify.Retryable(fmt.Errorf("gitlab %s: %s: %w", n.name, op, ae), n.retryAfter(resp.Header))
-	case code >= 300 && code < 400:
-		return fmt.Errorf("gitlab %s: %s: status %d: redirects are not followed", n.name, op, code)
-	}
-	return fmt.Errorf("gitlab %s: %s: %w", n.name, op, ae)
+	s := notify.Sender{Prefix: "gitlab " + n.name, Timeout: n.timeout, Redact: n.redact, Now: n.now}
+	return s.Attempt(ctx, op, func(actx context.Context) (bool, error) {
+		resp, err := guard(do, gl.WithContext(actx))
+		switch {
+		case errors.Is(err, errMalformed):
+			// The request may have had its effect: the retry's lookups
+			// find it.
+			return true, notify.Retryable(fmt.Errorf("gitlab %s: %s: %w", n.name, op, err), 0)
+		case err == nil || resp == nil || resp.Response == nil:
+			return false, err
+		case resp.StatusCode >= 200 && resp.StatusCode < 300:
+			// Likewise: the retry's lookups find its effect.
+			return true, notify.Retryable(fmt.Errorf("gitlab %s: %s: status %d: unreadable answer", n.name, op, resp.StatusCode), 0)
+		}
+		return true, s.StatusError(op, resp.StatusCode, n.retryAfter(resp.Header), n.apiError(resp.StatusCode, err))
+	})
 }
 
 // errMalformed is an answer the client library could not decode.
@@ -531,11 +503,6 @@ func flatten(v any) string {
 
 func (n *Notifier) clean(s string, limit int) string {
 	return notify.CleanText(s, limit, n.redact)
-}
-
-// transportError describes err without the URL that *url.Error quotes.
-func (n *Notifier) transportError(err error) string {
-	return notify.TransportError(err, n.timeout, n.redact)
 }
 
 // redact removes the token from s.

@@ -624,7 +624,7 @@ func TestNew(t *testing.T) {
 	require.EqualError(t, err, "gitlab: logger is required")
 
 	_, err = New(Config{Name: "gl", Project: "g/p"}, nil, logger)
-	require.EqualError(t, err, `gitlab "gl": token_file is required`)
+	require.EqualError(t, err, `gitlab "gl": token_file: required`)
 
 	_, err = New(cfg(filepath.Join(dir, "missing")), nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)

@@ -1,37 +1,28 @@
 package jsm
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
 )
 
-// maxResponse is how much of a response body is read.
-const maxResponse = 64 << 10
-
 // Notifier sends incidents to one Jira Service Management "API"
 // integration. It implements notify.Notifier.
 type Notifier struct {
-	name    string
-	alerts  *url.URL // the alerts endpoint
-	key     string
-	timeout time.Duration
-	hc      *http.Client
-	logger  *slog.Logger
-	// now is the clock for Retry-After dates (a test seam).
-	now func() time.Time
+	name   string
+	alerts *url.URL // the alerts endpoint
+	key    string
+	logger *slog.Logger
+	sender notify.Sender
 }
 
 var _ notify.Notifier = (*Notifier)(nil)
@@ -41,37 +32,20 @@ var _ notify.Notifier = (*Notifier)(nil)
 // private CA, a test server); it is copied, and redirects are never
 // followed, whatever hc says.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("jsm: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("jsm %q: %w", cfg.Name, err)
-	}
-	key, err := notify.ReadSecretFile("api_key_file", cfg.APIKeyFile, "the key must be one line of printable ASCII without spaces",
-		func(k string) bool { return strings.IndexFunc(k, notKeyRune) < 0 })
+	key, err := notify.Open("jsm", cfg.Name, logger, cfg.Validate, notify.Secret{Key: "api_key_file", Path: cfg.APIKeyFile,
+		Want: "the key must be one line of printable ASCII without spaces",
+		OK:   func(k string) bool { return strings.IndexFunc(k, notKeyRune) < 0 }})
 	if err != nil {
-		return nil, fmt.Errorf("jsm %q: %w", cfg.Name, err)
+		return nil, err
 	}
-	base := cfg.APIURL
-	if base == "" {
-		base = DefaultURL
+	n := &Notifier{
+		name:   cfg.Name,
+		alerts: notify.Endpoint(cfg.APIURL, DefaultURL, alertsPath),
+		key:    key,
+		logger: logger.With("notifier", cfg.Name),
 	}
-	alerts, err := alertsURL(base)
-	if err != nil {
-		return nil, fmt.Errorf("jsm %q: %w", cfg.Name, err)
-	}
-
-	c := notify.NoRedirectClient(hc)
-
-	return &Notifier{
-		name:    cfg.Name,
-		alerts:  alerts,
-		key:     key,
-		timeout: cfg.timeout(),
-		hc:      c,
-		logger:  logger.With("notifier", cfg.Name),
-		now:     time.Now,
-	}, nil
+	n.sender = notify.NewSender("jsm", cfg.Name, hc, cmp.Or(cfg.Timeout, DefaultTimeout), n.redact)
+	return n, nil
 }
 
 // notKeyRune: a header value must be printable ASCII, and a key has no
@@ -110,66 +84,32 @@ type response struct {
 	Errors    map[string]string `json:"errors"`
 }
 
-// send posts r once and classifies the outcome: 2xx is delivered; 408,
-// 429, 5xx, network errors and timeouts are retryable (after Retry-After
-// if sent); anything else is permanent, with the service's message.
+// send posts r once (notify.Sender: 2xx is delivered; 408, 429, 5xx,
+// network errors and timeouts are retryable, after Retry-After if sent;
+// anything else is permanent, with the service's message).
 func (n *Notifier) send(ctx context.Context, alias string, r apiRequest) error {
-	op := fmt.Sprintf("%s %q", r.Op, alias)
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("jsm %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-	}
 	// validAlias keeps the alias free of anything a path must escape.
 	u := *n.alerts
 	u.Path += r.Path
 	u.RawQuery = r.Query
+	h := http.Header{}
+	h.Set("Authorization", "GenieKey "+n.key)
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json")
+	h.Set("User-Agent", "driftwatch-jsm/1")
+	code, raw, err := n.sender.Send(ctx, notify.Request{Op: fmt.Sprintf("%s %q", r.Op, alias), URL: u.String(), Header: h, Body: r.Body,
+		Describe: func(code int, raw []byte) error { return n.apiError(code, answerOf(raw)) }})
+	if err == nil {
+		n.logger.Debug("jsm accepted", "op", r.Op, "incident", alias, "status", code, "request_id", n.clean(answerOf(raw).RequestID, 100))
+	}
+	return err
+}
 
-	actx, cancel := context.WithTimeout(ctx, n.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, u.String(), bytes.NewReader(r.Body))
-	if err != nil {
-		return fmt.Errorf("jsm %s: %s: build request: %s", n.name, op, n.redact(err.Error()))
-	}
-	req.Header.Set("Authorization", "GenieKey "+n.key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "driftwatch-jsm/1")
-
-	resp, err := n.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return notify.Retryable(fmt.Errorf("jsm %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-		}
-		return notify.Retryable(fmt.Errorf("jsm %s: %s: %s", n.name, op, n.transportError(err)), 0)
-	}
-	raw, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
-	_ = resp.Body.Close()
-	// An answer that races the deadline (the transport may hand over a
-	// response it read as the context ended) or arrives incomplete is not
-	// trusted: the outbox retries, and a resend is safe (doc.go).
-	switch {
-	case ctx.Err() != nil:
-		return notify.Retryable(fmt.Errorf("jsm %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-	case actx.Err() != nil:
-		return notify.Retryable(fmt.Errorf("jsm %s: %s: timeout after %s", n.name, op, n.timeout), 0)
-	case readErr != nil:
-		return notify.Retryable(fmt.Errorf("jsm %s: %s: status %d: reading the response: %s", n.name, op, resp.StatusCode, n.transportError(readErr)), 0)
-	}
-
-	var body response
-	_ = json.Unmarshal(raw, &body) // an unreadable body leaves it empty
-	code := resp.StatusCode
-	switch {
-	case code >= 200 && code < 300:
-		n.logger.Debug("jsm accepted", "op", r.Op, "incident", alias, "status", code, "request_id", n.clean(body.RequestID, 100))
-		return nil
-	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code >= 500:
-		return notify.Retryable(fmt.Errorf("jsm %s: %s: %w", n.name, op, n.apiError(code, body)),
-			notify.ParseRetryAfter(resp.Header.Get("Retry-After"), n.now()))
-	case code >= 300 && code < 400:
-		return fmt.Errorf("jsm %s: %s: status %d: redirects are not followed", n.name, op, code)
-	}
-	return fmt.Errorf("jsm %s: %s: %w", n.name, op, n.apiError(code, body))
+// answerOf reads an answer; an unreadable body is an empty one.
+func answerOf(raw []byte) response {
+	var r response
+	_ = json.Unmarshal(raw, &r)
+	return r
 }
 
 // apiError is r as an error, redacted and bounded.
@@ -210,11 +150,6 @@ func (e *APIError) Error() string {
 		s += " (" + strings.Join(e.Errors, "; ") + ")"
 	}
 	return s
-}
-
-// transportError describes err without the URL that *url.Error quotes.
-func (n *Notifier) transportError(err error) string {
-	return notify.TransportError(err, n.timeout, n.redact)
 }
 
 // redact removes the API key from s.

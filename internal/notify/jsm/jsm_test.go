@@ -240,7 +240,7 @@ func TestRetryable(t *testing.T) {
 	srv := notifytest.NewJSMServer(t)
 	n := newTestNotifier(t, srv, nil)
 	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
-	n.now = func() time.Time { return now }
+	n.sender.Now = func() time.Time { return now }
 	for _, tc := range []struct {
 		status     int
 		retryAfter string
@@ -341,7 +341,7 @@ func TestNew(t *testing.T) {
 	require.EqualError(t, err, "jsm: logger is required")
 
 	_, err = New(Config{Name: "jsm"}, nil, logger)
-	require.EqualError(t, err, `jsm "jsm": api_key_file is required`)
+	require.EqualError(t, err, `jsm "jsm": api_key_file: required`)
 
 	_, err = New(Config{Name: "jsm", APIKeyFile: filepath.Join(dir, "missing")}, nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)
@@ -373,13 +373,13 @@ func TestConfigValidate(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{}, "name is required\napi_key_file is required"},
+		{Config{}, "name: required\napi_key_file: required"},
 		{Config{Name: "j", APIKeyFile: "k", APIURL: "http://api.atlassian.com/jsm/ops/integration"},
-			`api_url "http://api.atlassian.com/jsm/ops/integration": scheme must be https (the API key travels in a header); plain http is allowed to loopback addresses only`},
+			`api_url: must be https: the API key travels in a header (http only to a loopback address)`},
 		{Config{Name: "j", APIKeyFile: "k", APIURL: "https://u:p@api.atlassian.com"}, "api_url: credentials in the URL are not allowed"},
-		{Config{Name: "j", APIKeyFile: "k", APIURL: "https://api.atlassian.com/x?y=1"}, `api_url "https://api.atlassian.com/x?y=1": only scheme, host, port and a path prefix are allowed`},
-		{Config{Name: "j", APIKeyFile: "k", APIURL: "api.atlassian.com"}, `api_url "api.atlassian.com": want an absolute https URL such as https://api.atlassian.com/jsm/ops/integration`},
-		{Config{Name: "j", APIKeyFile: "k", Timeout: -time.Second}, "timeout -1s: must not be negative"},
+		{Config{Name: "j", APIKeyFile: "k", APIURL: "https://api.atlassian.com/x?y=1"}, `api_url: only scheme, host, port and a path prefix are allowed`},
+		{Config{Name: "j", APIKeyFile: "k", APIURL: "api.atlassian.com"}, `api_url: not an http(s) URL`},
+		{Config{Name: "j", APIKeyFile: "k", Timeout: -time.Second}, "timeout: -1s: must not be negative"},
 	} {
 		require.EqualError(t, tc.cfg.Validate(), tc.want)
 	}

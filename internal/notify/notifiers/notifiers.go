@@ -1,95 +1,80 @@
 package notifiers
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"os"
-	"time"
 
-	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/email"
+	"github.com/driftwatch/driftwatch/internal/notify/email/emailcfg"
+	"github.com/driftwatch/driftwatch/internal/notify/github"
+	"github.com/driftwatch/driftwatch/internal/notify/github/githubcfg"
+	"github.com/driftwatch/driftwatch/internal/notify/gitlab"
+	"github.com/driftwatch/driftwatch/internal/notify/gitlab/gitlabcfg"
+	"github.com/driftwatch/driftwatch/internal/notify/jsm"
+	"github.com/driftwatch/driftwatch/internal/notify/jsm/jsmcfg"
+	"github.com/driftwatch/driftwatch/internal/notify/notifycfg"
 	"github.com/driftwatch/driftwatch/internal/notify/opsgenie"
+	"github.com/driftwatch/driftwatch/internal/notify/opsgenie/opsgeniecfg"
 	"github.com/driftwatch/driftwatch/internal/notify/pagerduty"
+	"github.com/driftwatch/driftwatch/internal/notify/pagerduty/pagerdutycfg"
 	"github.com/driftwatch/driftwatch/internal/notify/slack"
+	"github.com/driftwatch/driftwatch/internal/notify/slack/slackcfg"
+	"github.com/driftwatch/driftwatch/internal/notify/teams"
+	"github.com/driftwatch/driftwatch/internal/notify/teams/teamscfg"
 	"github.com/driftwatch/driftwatch/internal/notify/webhook"
+	"github.com/driftwatch/driftwatch/internal/notify/webhook/webhookcfg"
 )
 
-// Build constructs every configured notifier (reading their
-// secret files). Errors name the notifier, never a secret.
-func Build(cfg *config.Config, logger *slog.Logger) (map[string]notify.Notifier, error) {
-	out := make(map[string]notify.Notifier, len(cfg.Notifiers))
-	for _, n := range cfg.Notifiers {
-		hc, err := httpClient(n.CAFile)
+// Build constructs every configured notifier (reading their secret
+// files) from its settings block, given the spec's name and timeout.
+// Errors name the notifier, never a secret.
+func Build(specs []notifycfg.Spec, logger *slog.Logger) (map[string]notify.Notifier, error) {
+	out := make(map[string]notify.Notifier, len(specs))
+	for _, sp := range specs {
+		nt, err := build(sp, logger) // each notifier names itself in its log lines
 		if err != nil {
-			return nil, fmt.Errorf("notifier %q: %w", n.Name, err)
+			return nil, fmt.Errorf("notifier %q: %w", sp.Name, err)
 		}
-		timeout := time.Duration(n.Timeout)
-		log := logger // each notifier names itself in its log lines
-		var nt notify.Notifier
-		switch n.Type {
-		case "slack":
-			s := n.Slack
-			nt, err = slack.New(slack.Config{Name: n.Name, Mode: s.Mode, TokenFile: s.TokenFile, WebhookURLFile: s.WebhookURLFile,
-				Channel: s.Channel, APIURL: s.APIURL, Timeout: timeout, Interactive: s.SigningSecretFile != ""}, hc, log)
-		case "opsgenie":
-			o := n.OpsGenie
-			nt, err = opsgenie.New(opsgenie.Config{Name: n.Name, APIKeyFile: o.APIKeyFile, Region: o.Region, APIURL: o.APIURL, Timeout: timeout},
-				hc, log)
-		case "webhook":
-			w := n.Webhook
-			nt, err = webhook.New(webhook.Config{Name: n.Name, URLFile: w.URLFile, SecretFile: w.SecretFile, Headers: w.Headers, Timeout: timeout},
-				hc, log)
-		case "pagerduty":
-			p := n.PagerDuty
-			if p == nil {
-				err = errors.New("type pagerduty without a pagerduty block")
-				break
-			}
-			nt, err = pagerduty.New(pagerduty.Config{Name: n.Name, RoutingKeyFile: p.RoutingKeyFile, URL: p.URL, Source: p.Source,
-				SeverityMap: p.SeverityMap, Timeout: timeout}, hc, log)
-		case "teams":
-			nt, err = buildTeams(n, timeout, hc, log)
-		case "jsm":
-			nt, err = buildJSM(n, timeout, hc, log)
-		case "github":
-			nt, err = buildGitHub(n, timeout, hc, log)
-		case "gitlab":
-			nt, err = buildGitLab(n, timeout, hc, log)
-		case "email":
-			nt, err = buildEmail(n, timeout, log)
-		default:
-			err = fmt.Errorf("unknown type %q", n.Type)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("notifier %q: %w", n.Name, err)
-		}
-		out[n.Name] = nt
+		out[sp.Name] = nt
 	}
 	return out, nil
 }
 
-// httpClient trusts caFile's certificates in addition to the system's
-// (private CAs, TLS-inspecting proxies, test servers).
-func httpClient(caFile string) (*http.Client, error) {
-	if caFile == "" {
-		return &http.Client{}, nil
+// build constructs one notifier from its settings block; a New's error
+// is returned as is, not as a nil *Notifier in a non-nil interface.
+func build(sp notifycfg.Spec, log *slog.Logger) (notify.Notifier, error) {
+	if c, ok := sp.Settings.(*emailcfg.Config); ok { // SMTP: ca_file is its own
+		return nonNil(email.New(c.For(sp), log))
 	}
-	pem, err := os.ReadFile(caFile)
+	hc, err := notify.CAClient(sp.CAFile)
 	if err != nil {
-		return nil, fmt.Errorf("ca_file: %w", err)
+		return nil, err
 	}
-	pool, err := x509.SystemCertPool()
+	switch c := sp.Settings.(type) {
+	case *slackcfg.Config:
+		return nonNil(slack.New(c.For(sp), hc, log))
+	case *opsgeniecfg.Config:
+		return nonNil(opsgenie.New(c.For(sp), hc, log))
+	case *webhookcfg.Config:
+		return nonNil(webhook.New(c.For(sp), hc, log))
+	case *pagerdutycfg.Config:
+		return nonNil(pagerduty.New(c.For(sp), hc, log))
+	case *teamscfg.Config:
+		return nonNil(teams.New(c.For(sp), hc, log))
+	case *jsmcfg.Config:
+		return nonNil(jsm.New(c.For(sp), hc, log))
+	case *githubcfg.Config:
+		return nonNil(github.New(c.For(sp), hc, log))
+	case *gitlabcfg.Config:
+		return nonNil(gitlab.New(c.For(sp), hc, log))
+	}
+	return nil, fmt.Errorf("no settings block of a known type (%T)", sp.Settings)
+}
+
+func nonNil[N notify.Notifier](n N, err error) (notify.Notifier, error) {
 	if err != nil {
-		pool = x509.NewCertPool()
+		return nil, err
 	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("ca_file %s: no PEM certificate in it", caFile)
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: tr}, nil
+	return n, nil
 }

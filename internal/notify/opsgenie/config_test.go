@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/notify/opsgenie/opsgeniecfg"
 	"github.com/opsgenie/opsgenie-go-sdk-v2/client"
 	"github.com/stretchr/testify/require"
 )
@@ -22,12 +23,12 @@ func TestConfigValidate(t *testing.T) {
 		{name: "responders", edit: func(c *Config) {
 			c.Responders = []Responder{{Type: "team", Name: "sre"}, {Type: "user", Name: "a@b.c"}}
 		}},
-		{name: "empty", edit: func(c *Config) { *c = Config{} }, want: "name is required\napi_key_file is required"},
-		{name: "region", edit: func(c *Config) { c.Region = "apac" }, want: `region "apac": use us or eu`},
-		{name: "region and url", edit: func(c *Config) { c.Region, c.APIURL = "eu", "api.example.com" }, want: "at most one of region & api_url must be configured"},
-		{name: "plain http host", edit: func(c *Config) { c.APIURL = "opsgenie-proxy.corp" }, want: `api_url "opsgenie-proxy.corp": host must contain "api" or be a loopback address: the OpsGenie SDK sends the API key over plain http to any other host`},
-		{name: "negative timeout", edit: func(c *Config) { c.Timeout = -time.Second }, want: "timeout -1s: must not be negative"},
-		{name: "responder", edit: func(c *Config) { c.Responders = []Responder{{Type: "group"}} }, want: "responders[0].type \"group\": use team, user, escalation or schedule\nresponders[0].name is required"},
+		{name: "empty", edit: func(c *Config) { *c = Config{} }, want: "name: required\napi_key_file: required"},
+		{name: "region", edit: func(c *Config) { c.Region = "apac" }, want: `region: unknown region "apac" (use us or eu)`},
+		{name: "region and url", edit: func(c *Config) { c.Region, c.APIURL = "eu", "api.example.com" }, want: "region: set region or api_url, not both"},
+		{name: "plain http host", edit: func(c *Config) { c.APIURL = "opsgenie-proxy.corp" }, want: `api_url: "opsgenie-proxy.corp": host must contain "api" or be a loopback address: the OpsGenie SDK sends the API key over plain http to any other host`},
+		{name: "negative timeout", edit: func(c *Config) { c.Timeout = -time.Second }, want: "timeout: -1s: must not be negative"},
+		{name: "responder", edit: func(c *Config) { c.Responders = []Responder{{Type: "group"}} }, want: "responders[0].type: \"group\": use team, user, escalation or schedule\nresponders[0].name: required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := valid
@@ -52,14 +53,14 @@ func TestAPIHost(t *testing.T) {
 		{in: "127.0.0.1:9000", want: "127.0.0.1:9000"},
 		{in: "[::1]:9000", want: "[::1]:9000"},
 		{in: "localhost:9000", want: "localhost:9000"},
-		{in: "http://api.opsgenie.com", err: `api_url "http://api.opsgenie.com": scheme must be https`},
-		{in: "https://127.0.0.1:9000", err: `api_url "https://127.0.0.1:9000": the SDK speaks plain http to hosts without "api"; write a loopback address as host:port`},
-		{in: "https://api.atlassian.com/jsm/ops/integration", err: `api_url "https://api.atlassian.com/jsm/ops/integration": only a host and port are allowed (the SDK cannot use a path)`},
-		{in: "api.atlassian.com/jsm", err: `api_url "api.atlassian.com/jsm": want host[:port]`},
-		{in: "10.0.0.8:80", err: `api_url "10.0.0.8:80": host must contain "api" or be a loopback address: the OpsGenie SDK sends the API key over plain http to any other host`},
+		{in: "http://api.opsgenie.com", err: `"http://api.opsgenie.com": scheme must be https`},
+		{in: "https://127.0.0.1:9000", err: `"https://127.0.0.1:9000": the SDK speaks plain http to hosts without "api"; write a loopback address as host:port`},
+		{in: "https://api.atlassian.com/jsm/ops/integration", err: `"https://api.atlassian.com/jsm/ops/integration": only a host and port are allowed (the SDK cannot use a path)`},
+		{in: "api.atlassian.com/jsm", err: `"api.atlassian.com/jsm": want host[:port]`},
+		{in: "10.0.0.8:80", err: `"10.0.0.8:80": host must contain "api" or be a loopback address: the OpsGenie SDK sends the API key over plain http to any other host`},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			got, err := apiHost(tc.in)
+			got, err := opsgeniecfg.APIHost(tc.in)
 			if tc.err != "" {
 				require.EqualError(t, err, tc.err)
 				return
@@ -80,8 +81,7 @@ func TestConfigAPIURL(t *testing.T) {
 		{Config{Region: "eu"}, client.API_URL_EU},
 		{Config{APIURL: "api.example.com"}, "api.example.com"},
 	} {
-		got, err := tc.cfg.apiURL()
-		require.NoError(t, err)
+		got := apiURL(tc.cfg)
 		require.Equal(t, tc.want, got)
 	}
 }

@@ -1,6 +1,7 @@
 package opsgenie
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,22 +47,12 @@ var defaultPolls = []time.Duration{200 * time.Millisecond, 300 * time.Millisecon
 // through (a proxy, a private CA, a test server); it is copied: the SDK
 // sets the copy's Timeout, and its transport is wrapped.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("opsgenie: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("opsgenie %q: %w", cfg.Name, err)
-	}
-	key, err := notify.ReadSecretFile("api_key_file", cfg.APIKeyFile, "the key must be one line without spaces",
-		func(k string) bool { return !strings.ContainsAny(k, " \t\r\n") })
+	key, err := notify.Open("opsgenie", cfg.Name, logger, cfg.Validate, notify.Secret{Key: "api_key_file", Path: cfg.APIKeyFile,
+		Want: "the key must be one line without spaces",
+		OK:   func(k string) bool { return !strings.ContainsAny(k, " \t\r\n") }})
 	if err != nil {
-		return nil, fmt.Errorf("opsgenie %q: %w", cfg.Name, err)
+		return nil, err
 	}
-	apiURL, err := cfg.apiURL()
-	if err != nil {
-		return nil, fmt.Errorf("opsgenie %q: %w", cfg.Name, err)
-	}
-
 	// A copy: the caller's client is never changed.
 	httpClient := &http.Client{}
 	if hc != nil {
@@ -85,9 +76,9 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	}
 	cli, err := alert.NewClient(&client.Config{
 		ApiKey:         key,
-		OpsGenieAPIURL: apiURL,
+		OpsGenieAPIURL: apiURL(cfg),
 		HttpClient:     httpClient,
-		RequestTimeout: cfg.timeout(),
+		RequestTimeout: cmp.Or(cfg.Timeout, DefaultTimeout),
 		// 0 would mean the default of 4 retries; with RetryPolicy never
 		// retrying, the count does not matter (see doc.go).
 		RetryCount:  1,
@@ -297,13 +288,9 @@ func (n *Notifier) classify(ctx context.Context, op, alias string, sent bool, ra
 	}
 	var apiErr *client.ApiError
 	if errors.As(err, &apiErr) {
-		e := &APIError{StatusCode: apiErr.StatusCode, Type: apiErr.ErrorHeader, Message: n.redact(notify.Truncate(notify.OneLine(apiErr.Message), 300))}
-		wrapped := fmt.Errorf("opsgenie %s: %s %q: %w", n.name, op, alias, e)
-		switch s := apiErr.StatusCode; {
-		case s == http.StatusTooManyRequests, s == http.StatusRequestTimeout, s >= 500:
-			return notify.Retryable(wrapped, ra)
-		}
-		return wrapped
+		e := &APIError{StatusCode: apiErr.StatusCode, Code: apiErr.ErrorHeader, Message: n.redact(notify.Truncate(notify.OneLine(apiErr.Message), 300))}
+		s := notify.Sender{Prefix: "opsgenie " + n.name}
+		return s.StatusError(fmt.Sprintf("%s %q", op, alias), apiErr.StatusCode, ra, e)
 	}
 	msg := n.redact(notify.Truncate(err.Error(), 500))
 	if !sent {
@@ -314,29 +301,13 @@ func (n *Notifier) classify(ctx context.Context, op, alias string, sent bool, ra
 	return notify.Retryable(fmt.Errorf("opsgenie %s: %s %q: %s", n.name, op, alias, msg), 0)
 }
 
-// APIError is an error response from OpsGenie, redacted.
-type APIError struct {
-	StatusCode int
-	Type       string // the X-Opsgenie-Errortype header, if any
-	Message    string
-}
-
-// Error implements error.
-func (e *APIError) Error() string {
-	s := fmt.Sprintf("status %d", e.StatusCode)
-	if e.Type != "" {
-		s += " (" + e.Type + ")"
-	}
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	return s
-}
-
 func isNotProcessed(err error) bool {
 	var e *APIError
-	return errors.As(err, &e) && e.StatusCode == http.StatusNotFound && e.Type == "RequestNotProcessed"
+	return errors.As(err, &e) && e.StatusCode == http.StatusNotFound && e.Code == "RequestNotProcessed"
 }
 
 // redact removes the API key from s.
 func (n *Notifier) redact(s string) string { return notify.Redact(s, n.key) }
+
+// APIError is an error answer of OpsGenie, redacted (notify.APIError).
+type APIError = notify.APIError

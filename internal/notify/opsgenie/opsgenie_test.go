@@ -405,7 +405,7 @@ func TestNew(t *testing.T) {
 	require.EqualError(t, err, "opsgenie: logger is required")
 
 	_, err = New(Config{Name: "og"}, nil, logger)
-	require.EqualError(t, err, `opsgenie "og": api_key_file is required`)
+	require.EqualError(t, err, `opsgenie "og": api_key_file: required`)
 
 	_, err = New(Config{Name: "og", APIKeyFile: filepath.Join(dir, "missing")}, nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)

@@ -5,22 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/pagerduty/pagerdutycfg"
 )
 
 // The Events API v2 limits and our own
 // bounds, which keep what is cut under our control.
 const (
-	maxSummary  = 1024   // payload.summary
-	maxDedupKey = 255    // dedup_key
-	maxEvent    = 512000 // a whole event, in bytes
-	maxField    = 1000   // source, component, group, one address, reason
-	maxPath     = 256    // one attribute path
-	maxPaths    = 20     // attribute paths per finding
-	maxFindings = 20     // findings (or delta entries) in custom_details
+	maxSummary  = 1024                   // payload.summary
+	maxDedupKey = 255                    // dedup_key
+	maxEvent    = 512000                 // a whole event, in bytes
+	maxField    = pagerdutycfg.MaxSource // source, component, group, one address, reason
+	maxPath     = 256                    // one attribute path
+	maxPaths    = 20                     // attribute paths per finding
+	maxFindings = 20                     // findings (or delta entries) in custom_details
 )
 
 // Event actions.
@@ -136,17 +138,12 @@ func buildEvent(m notify.Message, o options) (event, error) {
 		return event{}, fmt.Errorf("incident key %q cannot be a dedup_key (want 1 to %d characters)", notify.Truncate(in.Key, 80), maxDedupKey)
 	}
 	ev := event{RoutingKey: o.routingKey, DedupKey: in.Key}
-	switch m.Event {
-	case notify.EventResolve:
+	if err := m.Check(); err != nil {
+		return event{}, err
+	}
+	if m.Event == notify.EventResolve {
 		ev.EventAction = actionResolve
 		return ev, nil
-	case notify.EventOpen, notify.EventUpdate, notify.EventRenotify:
-	case notify.EventRemediation:
-		if m.Remediation == nil {
-			return event{}, fmt.Errorf("message %s: remediation event without its remediation", m.ID)
-		}
-	default:
-		return event{}, fmt.Errorf("unknown event %q", m.Event)
 	}
 	ev.EventAction = actionTrigger
 	p := &payload{
@@ -221,28 +218,11 @@ func eventSummary(m notify.Message) string {
 	case notify.EventRenotify:
 		s += " (still open since " + m.Incident.Since.UTC().Format(time.RFC3339) + ")"
 	case notify.EventRemediation:
-		s += " (" + remediationText(m.Remediation.Result) + ")"
+		s += " (" + strings.ToLower(m.Remediation.Result.Title(func(s string) string { return s })) + ")"
 	}
 	return notify.OneLine(s)
 }
 
-func remediationText(r notify.RemediationResult) string {
-	switch r {
-	case notify.RemediationAwaitingApproval:
-		return "remediation awaiting approval"
-	case notify.RemediationApproved:
-		return "remediation approved"
-	case notify.RemediationApplied:
-		return "remediation applied"
-	case notify.RemediationFailed:
-		return "remediation failed"
-	case notify.RemediationVerificationFailed:
-		return "remediation verification failed"
-	case notify.RemediationRefused:
-		return "remediation refused"
-	}
-	return "remediation " + string(r)
-}
 func buildDetails(m notify.Message) *details {
 	in := m.Incident
 	d := &details{

@@ -110,7 +110,7 @@ func TestBuildEventVariants(t *testing.T) {
 	t.Run("severity map", func(t *testing.T) {
 		cfg := Config{SeverityMap: map[string]string{"high": "critical"}}
 		o := testOpts
-		o.severities = cfg.severities()
+		o.severities = severities(cfg)
 		for sev, want := range map[notify.Severity]string{
 			notify.SeverityCritical: "critical", notify.SeverityHigh: "critical", notify.SeverityModerate: "warning",
 			notify.SeverityLow: "warning", notify.SeverityInfo: "info", "unheard-of": "error",

@@ -1,16 +1,13 @@
 package pagerduty
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
@@ -19,21 +16,15 @@ import (
 // routingKeyLen is the length of an Events API v2 integration key.
 const routingKeyLen = 32
 
-// maxResponse is how much of a response body is read.
-const maxResponse = 64 << 10
-
 // Notifier sends incidents to one PagerDuty Events API v2 integration. It
 // implements notify.Notifier.
 type Notifier struct {
-	name    string
-	url     string // the enqueue endpoint
-	key     string
-	opts    options
-	timeout time.Duration
-	hc      *http.Client
-	logger  *slog.Logger
-	// now is the clock for Retry-After dates (a test seam).
-	now func() time.Time
+	name   string
+	url    string // the enqueue endpoint
+	key    string
+	opts   options
+	logger *slog.Logger
+	sender notify.Sender
 }
 
 var _ notify.Notifier = (*Notifier)(nil)
@@ -43,39 +34,21 @@ var _ notify.Notifier = (*Notifier)(nil)
 // private CA, a test server); it is copied, and redirects are never
 // followed, whatever hc says: the routing key is in the body.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("pagerduty: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("pagerduty %q: %w", cfg.Name, err)
-	}
-	key, err := notify.ReadSecretFile("routing_key_file", cfg.RoutingKeyFile,
-		fmt.Sprintf("want the %d-character integration key of an Events API v2 integration, on one line", routingKeyLen),
-		func(k string) bool { return len(k) == routingKeyLen && strings.IndexFunc(k, notKeyRune) < 0 })
+	key, err := notify.Open("pagerduty", cfg.Name, logger, cfg.Validate, notify.Secret{Key: "routing_key_file", Path: cfg.RoutingKeyFile,
+		Want: fmt.Sprintf("want the %d-character integration key of an Events API v2 integration, on one line", routingKeyLen),
+		OK:   func(k string) bool { return len(k) == routingKeyLen && strings.IndexFunc(k, notKeyRune) < 0 }})
 	if err != nil {
-		return nil, fmt.Errorf("pagerduty %q: %w", cfg.Name, err)
+		return nil, err
 	}
-	base := cfg.URL
-	if base == "" {
-		base = DefaultURL
+	n := &Notifier{
+		name:   cfg.Name,
+		url:    notify.Endpoint(cfg.URL, DefaultURL, enqueuePath).String(),
+		key:    key,
+		opts:   options{routingKey: key, source: notify.OneLine(cfg.Source), severities: severities(cfg)},
+		logger: logger.With("notifier", cfg.Name),
 	}
-	endpoint, err := enqueueURL(base)
-	if err != nil {
-		return nil, fmt.Errorf("pagerduty %q: %w", cfg.Name, err)
-	}
-
-	c := notify.NoRedirectClient(hc)
-
-	return &Notifier{
-		name:    cfg.Name,
-		url:     endpoint,
-		key:     key,
-		opts:    options{routingKey: key, source: notify.OneLine(cfg.Source), severities: cfg.severities()},
-		timeout: cfg.timeout(),
-		hc:      c,
-		logger:  logger.With("notifier", cfg.Name),
-		now:     time.Now,
-	}, nil
+	n.sender = notify.NewSender("pagerduty", cfg.Name, hc, cmp.Or(cfg.Timeout, DefaultTimeout), n.redact)
+	return n, nil
 }
 
 func notKeyRune(r rune) bool {
@@ -115,56 +88,32 @@ type response struct {
 	Errors   []string `json:"errors"`
 }
 
-// send posts body once and classifies the outcome: 2xx is delivered; 408,
-// 429, 5xx, network errors and timeouts are retryable (after Retry-After
-// if sent); anything else, a 400 "invalid event" first, is permanent.
+// send posts body once (notify.Sender: 2xx is delivered; 408, 429, 5xx,
+// network errors and timeouts are retryable, after Retry-After if sent;
+// anything else, a 400 "invalid event" first, is permanent).
 func (n *Notifier) send(ctx context.Context, ev event, body []byte) error {
-	op := fmt.Sprintf("%s %s", ev.EventAction, ev.DedupKey)
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("pagerduty %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json")
+	h.Set("User-Agent", "driftwatch-pagerduty/1")
+	_, raw, err := n.sender.Send(ctx, notify.Request{Op: fmt.Sprintf("%s %s", ev.EventAction, ev.DedupKey), URL: n.url, Header: h, Body: body,
+		Describe: func(code int, raw []byte) error { return n.apiError(code, answerOf(raw)) }})
+	if r := answerOf(raw); err == nil && r.DedupKey != "" && r.DedupKey != ev.DedupKey {
+		n.logger.Warn("pagerduty answered with another dedup_key", "incident", ev.DedupKey, "dedup_key", n.clean(r.DedupKey, 300))
 	}
-	actx, cancel := context.WithTimeout(ctx, n.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, n.url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("pagerduty %s: %s: build request: %s", n.name, op, n.redact(err.Error()))
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "driftwatch-pagerduty/1")
+	return err
+}
 
-	resp, err := n.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return notify.Retryable(fmt.Errorf("pagerduty %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-		}
-		return notify.Retryable(fmt.Errorf("pagerduty %s: %s: %s", n.name, op, n.transportError(err)), 0)
-	}
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
-	_ = resp.Body.Close()
-
+// answerOf reads an answer; an unreadable body is an empty one.
+func answerOf(raw []byte) response {
 	var r response
-	_ = json.Unmarshal(raw, &r) // an unreadable body leaves r empty
-	code := resp.StatusCode
-	switch {
-	case code >= 200 && code < 300:
-		if r.DedupKey != "" && r.DedupKey != ev.DedupKey {
-			n.logger.Warn("pagerduty answered with another dedup_key", "incident", ev.DedupKey, "dedup_key", n.clean(r.DedupKey, 300))
-		}
-		return nil
-	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code >= 500:
-		return notify.Retryable(fmt.Errorf("pagerduty %s: %s: %w", n.name, op, n.apiError(code, r)),
-			notify.ParseRetryAfter(resp.Header.Get("Retry-After"), n.now()))
-	case code >= 300 && code < 400:
-		return fmt.Errorf("pagerduty %s: %s: status %d: redirects are not followed", n.name, op, code)
-	}
-	return fmt.Errorf("pagerduty %s: %s: %w", n.name, op, n.apiError(code, r))
+	_ = json.Unmarshal(raw, &r)
+	return r
 }
 
 // apiError is r as an error, redacted and bounded.
 func (n *Notifier) apiError(code int, r response) *APIError {
-	e := &APIError{StatusCode: code, Status: n.clean(r.Status, 100), Message: n.clean(r.Message, 300)}
+	e := &APIError{StatusCode: code, Code: n.clean(r.Status, 100), Message: n.clean(r.Message, 300)}
 	for i, s := range r.Errors {
 		if i == 5 {
 			e.Errors = append(e.Errors, fmt.Sprintf("… and %d more", len(r.Errors)-5))
@@ -179,36 +128,8 @@ func (n *Notifier) clean(s string, limit int) string {
 	return notify.CleanText(s, limit, n.redact)
 }
 
-// APIError is an error response from the Events API, redacted.
-type APIError struct {
-	StatusCode int
-	// Status is the body's status, e.g. "invalid event".
-	Status  string
-	Message string
-	// Errors are a 400's reasons, e.g. "Length of 'routing_key' is
-	// incorrect (should be 32 characters)".
-	Errors []string
-}
-
-// Error implements error.
-func (e *APIError) Error() string {
-	s := fmt.Sprintf("status %d", e.StatusCode)
-	if e.Status != "" {
-		s += " (" + e.Status + ")"
-	}
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	if len(e.Errors) > 0 {
-		s += ": " + strings.Join(e.Errors, "; ")
-	}
-	return s
-}
-
-// transportError describes err without the URL that *url.Error quotes.
-func (n *Notifier) transportError(err error) string {
-	return notify.TransportError(err, n.timeout, n.redact)
-}
-
 // redact removes the routing key from s.
 func (n *Notifier) redact(s string) string { return notify.Redact(s, n.key) }
+
+// APIError is an error answer of the Events API, redacted (notify.APIError).
+type APIError = notify.APIError

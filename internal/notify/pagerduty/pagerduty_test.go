@@ -138,7 +138,7 @@ func TestRateLimited(t *testing.T) {
 	srv := notifytest.NewPagerDutyServer(t)
 	n := newTestNotifier(t, srv, nil)
 	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
-	n.now = func() time.Time { return now }
+	n.sender.Now = func() time.Time { return now }
 	for _, tc := range []struct {
 		retryAfter string
 		want       time.Duration
@@ -239,7 +239,7 @@ func TestNew(t *testing.T) {
 	require.EqualError(t, err, "pagerduty: logger is required")
 
 	_, err = New(Config{Name: "pd"}, nil, logger)
-	require.EqualError(t, err, `pagerduty "pd": routing_key_file is required`)
+	require.EqualError(t, err, `pagerduty "pd": routing_key_file: required`)
 
 	_, err = New(Config{Name: "pd", RoutingKeyFile: filepath.Join(dir, "missing")}, nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)

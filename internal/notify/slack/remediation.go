@@ -13,21 +13,7 @@ const maxReasonRunes = 500
 // remediationTitle names what happened to a remediation, for text and
 // headers: "Remediation applied".
 func remediationTitle(r *notify.Remediation) string {
-	switch r.Result {
-	case notify.RemediationAwaitingApproval:
-		return "Remediation awaiting approval"
-	case notify.RemediationApproved:
-		return "Remediation approved"
-	case notify.RemediationApplied:
-		return "Remediation applied"
-	case notify.RemediationFailed:
-		return "Remediation failed"
-	case notify.RemediationVerificationFailed:
-		return "Remediation verification failed"
-	case notify.RemediationRefused:
-		return "Remediation refused"
-	}
-	return "Remediation " + notify.Truncate(notify.OneLine(string(r.Result)), 40)
+	return r.Result.Title(func(s string) string { return notify.Truncate(notify.OneLine(s), 40) })
 }
 
 func remediationEmoji(r *notify.Remediation) string {

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,7 @@ func New(cfg Config, httpClient *http.Client, logger *slog.Logger) (*Notifier, e
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("slack notifier %q: %w", cfg.Name, err)
 	}
+	cfg.Mode = cmp.Or(cfg.Mode, ModeBot)
 	if httpClient == nil {
 		httpClient = &http.Client{}
 	}

@@ -117,14 +117,8 @@ type action struct {
 // remediation, resolve), a pure function of m so that a resent message
 // posts an identical card.
 func buildCard(m notify.Message) (card, error) {
-	switch m.Event {
-	case notify.EventOpen, notify.EventUpdate, notify.EventRenotify, notify.EventResolve:
-	case notify.EventRemediation:
-		if m.Remediation == nil {
-			return card{}, fmt.Errorf("message %s: remediation event without its remediation", m.ID)
-		}
-	default:
-		return card{}, fmt.Errorf("unknown event %q", m.Event)
+	if err := m.Check(); err != nil {
+		return card{}, err
 	}
 	in := m.Incident
 	c := card{Schema: cardSchema, Type: "AdaptiveCard", Version: cardVersion, MSTeams: msteams{Width: "Full"}}
@@ -289,7 +283,7 @@ func eventLabel(m notify.Message) (string, string) {
 		case r.Failed():
 			style = "attention"
 		}
-		return sev + " · " + remediationText(r), style
+		return sev + " · " + r.Title(notify.OneLine), style
 	}
 	return sev + " · New incident", style
 }
@@ -316,24 +310,6 @@ func styleColor(style string) string {
 		return "Accent"
 	}
 	return "Attention"
-}
-
-func remediationText(r notify.RemediationResult) string {
-	switch r {
-	case notify.RemediationAwaitingApproval:
-		return "Remediation awaiting approval"
-	case notify.RemediationApproved:
-		return "Remediation approved"
-	case notify.RemediationApplied:
-		return "Remediation applied"
-	case notify.RemediationFailed:
-		return "Remediation failed"
-	case notify.RemediationVerificationFailed:
-		return "Remediation verification failed"
-	case notify.RemediationRefused:
-		return "Remediation refused"
-	}
-	return "Remediation " + notify.OneLine(string(r))
 }
 
 // incidentFacts are the incident's severity, workspace, class, owner,

@@ -1,38 +1,29 @@
 package teams
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
 )
 
-// maxResponse is how much of a response body is read.
-const maxResponse = 64 << 10
-
 // Notifier posts one Adaptive Card per message to a Workflows trigger.
 // It implements notify.Notifier.
 type Notifier struct {
-	name    string
-	url     string // the trigger URL: a secret
-	timeout time.Duration
-	hc      *http.Client
-	logger  *slog.Logger
+	name   string
+	url    string // the trigger URL: a secret
+	logger *slog.Logger
 	// redactions are the URL and its parts, longest first: removed from
 	// every error text.
 	redactions []string
-	// now is the clock for Retry-After dates (a test seam).
-	now func() time.Time
+	sender     notify.Sender
 }
 
 var _ notify.Notifier = (*Notifier)(nil)
@@ -43,33 +34,19 @@ var _ notify.Notifier = (*Notifier)(nil)
 // never followed, whatever hc says: the body would go where it was not
 // configured to.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("teams: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("teams %q: %w", cfg.Name, err)
-	}
-	rawURL, err := notify.ReadSecretFile("webhook_url_file", cfg.WebhookURLFile, "want one URL on one line",
-		func(u string) bool { return !strings.ContainsAny(u, " \t\r\n") })
+	rawURL, err := notify.Open("teams", cfg.Name, logger, cfg.Validate, notify.Secret{Key: "webhook_url_file", Path: cfg.WebhookURLFile,
+		Want: "want one URL on one line",
+		OK:   func(u string) bool { return !strings.ContainsAny(u, " \t\r\n") }})
 	if err != nil {
-		return nil, fmt.Errorf("teams %q: %w", cfg.Name, err)
+		return nil, err
 	}
 	u, err := checkWebhookURL(rawURL, cfg.WebhookURLFile)
 	if err != nil {
 		return nil, fmt.Errorf("teams %q: %w", cfg.Name, err)
 	}
-
-	c := notify.NoRedirectClient(hc)
-
-	return &Notifier{
-		name:       cfg.Name,
-		url:        rawURL,
-		timeout:    cfg.timeout(),
-		hc:         c,
-		logger:     logger.With("notifier", cfg.Name),
-		redactions: redactions(rawURL, u),
-		now:        time.Now,
-	}, nil
+	n := &Notifier{name: cfg.Name, url: rawURL, logger: logger.With("notifier", cfg.Name), redactions: redactions(rawURL, u)}
+	n.sender = notify.NewSender("teams", cfg.Name, hc, cmp.Or(cfg.Timeout, DefaultTimeout), n.redact)
+	return n, nil
 }
 
 // fixedSegments are the path segments every trigger URL has: not
@@ -122,49 +99,22 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// send posts body once and classifies the outcome: 2xx is accepted; 408,
-// 429, 5xx, network errors and timeouts are retryable (after Retry-After
-// if sent); anything else is permanent, with the service's error code and
-// message (redacted).
+// send posts body once (notify.Sender: 2xx is accepted; 408, 429, 5xx,
+// network errors and timeouts are retryable, after Retry-After if sent;
+// anything else is permanent, with the service's error code and message,
+// redacted).
 func (n *Notifier) send(ctx context.Context, m notify.Message, body []byte) error {
-	op := fmt.Sprintf("post %s card for %s", m.Event, m.Incident.Key)
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("teams %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-	}
-	actx, cancel := context.WithTimeout(ctx, n.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, n.url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("teams %s: %s: build request: %s", n.name, op, n.redact(err.Error()))
-	}
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	req.Header.Set("User-Agent", "driftwatch-teams/1")
-
-	resp, err := n.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return notify.Retryable(fmt.Errorf("teams %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
-		}
-		return notify.Retryable(fmt.Errorf("teams %s: %s: %s", n.name, op, n.transportError(err)), 0)
-	}
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
-	_ = resp.Body.Close()
-
-	code := resp.StatusCode
-	switch {
-	case code >= 200 && code < 300:
+	h := http.Header{}
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("User-Agent", "driftwatch-teams/1")
+	code, _, err := n.sender.Send(ctx, notify.Request{Op: fmt.Sprintf("post %s card for %s", m.Event, m.Incident.Key), URL: n.url, Header: h, Body: body,
+		Describe: func(code int, raw []byte) error { return n.apiError(code, raw) }})
+	if err == nil {
 		// Accepted by the flow, not yet posted: if the card never shows,
 		// the flow's run history says why.
 		n.logger.Debug("teams flow accepted the card", "incident", m.Incident.Key, "event", string(m.Event), "status", code, "bytes", len(body))
-		return nil
-	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code >= 500:
-		return notify.Retryable(fmt.Errorf("teams %s: %s: %w", n.name, op, n.apiError(code, raw)),
-			notify.ParseRetryAfter(resp.Header.Get("Retry-After"), n.now()))
-	case code >= 300 && code < 400:
-		return fmt.Errorf("teams %s: %s: status %d: redirects are not followed", n.name, op, code)
 	}
-	return fmt.Errorf("teams %s: %s: %w", n.name, op, n.apiError(code, raw))
+	return err
 }
 
 // apiError is the response as an error, redacted and bounded, with a hint
@@ -188,36 +138,8 @@ func (n *Notifier) clean(s string, limit int) string {
 	return notify.CleanText(s, limit, n.redact)
 }
 
-// APIError is an error response from the Workflows trigger, redacted.
-type APIError struct {
-	StatusCode int
-	// Code is the body's error.code, e.g. "WorkflowNotFound".
-	Code string
-	// Message is the body's error.message.
-	Message string
-	// Hint says what to do, for statuses a person must fix.
-	Hint string
-}
-
-// Error implements error.
-func (e *APIError) Error() string {
-	s := fmt.Sprintf("status %d", e.StatusCode)
-	if e.Code != "" {
-		s += " (" + e.Code + ")"
-	}
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	if e.Hint != "" {
-		s += " [" + e.Hint + "]"
-	}
-	return s
-}
-
-// transportError describes err without the URL that *url.Error quotes.
-func (n *Notifier) transportError(err error) string {
-	return notify.TransportError(err, n.timeout, n.redact)
-}
-
 // redact removes the URL and its parts from s.
 func (n *Notifier) redact(s string) string { return notify.Redact(s, n.redactions...) }
+
+// APIError is an error answer of the Workflows trigger, redacted (notify.APIError).
+type APIError = notify.APIError

@@ -183,7 +183,7 @@ func TestThrottled(t *testing.T) {
 	srv := notifytest.NewTeamsServer(t)
 	n := newTestNotifier(t, srv, nil)
 	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
-	n.now = func() time.Time { return now }
+	n.sender.Now = func() time.Time { return now }
 	for _, tc := range []struct {
 		retryAfter string
 		want       time.Duration
@@ -298,7 +298,7 @@ func TestNew(t *testing.T) {
 	require.EqualError(t, err, "teams: logger is required")
 
 	_, err = New(Config{Name: "teams"}, nil, logger)
-	require.EqualError(t, err, `teams "teams": webhook_url_file is required`)
+	require.EqualError(t, err, `teams "teams": webhook_url_file: required`)
 
 	_, err = New(Config{Name: "teams", WebhookURLFile: filepath.Join(dir, "missing")}, nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)
@@ -327,7 +327,7 @@ func TestNew(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "teams", n.Name())
 	require.Equal(t, good, n.url)
-	require.Equal(t, DefaultTimeout, n.timeout)
+	require.Equal(t, DefaultTimeout, n.sender.Timeout)
 	for _, part := range []string{"CANARYsig0123456789", "prod-07.westeurope.logic.azure.com", "/workflows/0123abcd/triggers/manual/paths/invoke", "0123abcd"} {
 		require.Equal(t, "x [REDACTED] y", n.redact("x "+part+" y"))
 	}

@@ -154,8 +154,8 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{name: "valid", edit: func(*Config) {}},
 		{name: "headers", edit: func(c *Config) { c.Headers = map[string]string{"Authorization": "Bearer x", "X-Team": "net"} }},
-		{name: "empty", edit: func(c *Config) { *c = Config{} }, want: "name is required\nurl_file is required\nsecret_file is required"},
-		{name: "timeout", edit: func(c *Config) { c.Timeout = -1 }, want: "timeout -1ns: must not be negative"},
+		{name: "empty", edit: func(c *Config) { *c = Config{} }, want: "name: required\nurl_file: required\nsecret_file: required"},
+		{name: "timeout", edit: func(c *Config) { c.Timeout = -1 }, want: "timeout: -1ns: must not be negative"},
 		{name: "reserved", edit: func(c *Config) {
 			c.Headers = map[string]string{"content-type": "text/plain", "X-Driftwatch-Signature": "x", "bad name": "v", "X-Ok": "a\r\nb"}
 		}, want: "headers: \"X-Driftwatch-Signature\" is set by driftwatch\n" +

@@ -1,21 +1,18 @@
 package webhook
 
 import (
-	"bytes"
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/notifycfg"
 )
 
 // minSecret is the shortest signing key accepted, in bytes.
@@ -28,13 +25,12 @@ type Notifier struct {
 	url     string
 	secret  []byte
 	headers map[string]string
-	timeout time.Duration
-	hc      *http.Client
 	// redactions are the secret strings to remove from error texts,
 	// longest first.
 	redactions []string
-	// now is the clock for signature timestamps (a test seam).
-	now func() time.Time
+	// sender posts; its Now is also the clock for signature timestamps (a
+	// test seam).
+	sender notify.Sender
 }
 
 var _ notify.Notifier = (*Notifier)(nil)
@@ -44,11 +40,8 @@ var _ notify.Notifier = (*Notifier)(nil)
 // proxy, a private CA, a test server); it is copied, and redirects are
 // never followed, whatever hc says.
 func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
-	if logger == nil {
-		return nil, errors.New("webhook: logger is required")
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("webhook %q: %w", cfg.Name, err)
+	if _, err := notify.Open("webhook", cfg.Name, logger, cfg.Validate, notify.Secret{}); err != nil {
+		return nil, err
 	}
 	rawURL, err := readSecret(cfg.URLFile)
 	if err != nil {
@@ -66,20 +59,9 @@ func New(cfg Config, hc *http.Client, logger *slog.Logger) (*Notifier, error) {
 	if len(secret) < minSecret {
 		return nil, fmt.Errorf("webhook %q: secret_file %q: the key must be at least %d bytes", cfg.Name, cfg.SecretFile, minSecret)
 	}
-
-	client := notify.NoRedirectClient(hc)
-
-	n := &Notifier{
-		name:    cfg.Name,
-		url:     rawURL,
-		secret:  []byte(secret),
-		headers: cfg.Headers,
-		timeout: cfg.timeout(),
-		hc:      client,
-		now:     time.Now,
-	}
-	n.redactions = redactions(u, secret, cfg.Headers)
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+	n := &Notifier{name: cfg.Name, url: rawURL, secret: []byte(secret), headers: cfg.Headers, redactions: redactions(u, secret, cfg.Headers)}
+	n.sender = notify.NewSender("webhook", cfg.Name, hc, cmp.Or(cfg.Timeout, DefaultTimeout), n.redact)
+	if u.Scheme == "http" && !notifycfg.Loopback(u.Hostname()) {
 		logger.Warn("webhook url uses plain http: payload and signature travel unencrypted", "notifier", cfg.Name)
 	}
 	return n, nil
@@ -107,44 +89,10 @@ func (n *Notifier) Notify(ctx context.Context, m notify.Message, state []byte, _
 	if err != nil {
 		return state, fmt.Errorf("webhook %s: %w", n.name, err)
 	}
-	if ctx.Err() != nil {
-		return state, notify.Retryable(fmt.Errorf("webhook %s: deliver %s: %w", n.name, m.ID, context.Cause(ctx)), 0)
-	}
-	actx, cancel := context.WithTimeout(ctx, n.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, n.url, bytes.NewReader(body))
-	if err != nil {
-		return state, fmt.Errorf("webhook %s: deliver %s: build request: %s", n.name, m.ID, n.redact(err.Error()))
-	}
-	req.Header = buildHeaders(m, n.secret, body, n.now(), n.headers)
-
-	resp, err := n.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return state, notify.Retryable(fmt.Errorf("webhook %s: deliver %s: %w", n.name, m.ID, context.Cause(ctx)), 0)
-		}
-		return state, notify.Retryable(fmt.Errorf("webhook %s: deliver %s: %s", n.name, m.ID, n.transportError(err)), 0)
-	}
-	// Drain a little so the connection can be reused; never quote it.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	_ = resp.Body.Close()
-
-	code := resp.StatusCode
-	switch {
-	case code >= 200 && code < 300:
-		return state, nil
-	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code >= 500:
-		return state, notify.Retryable(fmt.Errorf("webhook %s: deliver %s: status %d", n.name, m.ID, code),
-			notify.ParseRetryAfter(resp.Header.Get("Retry-After"), n.now()))
-	case code >= 300 && code < 400:
-		return state, fmt.Errorf("webhook %s: deliver %s: status %d: redirects are not followed", n.name, m.ID, code)
-	}
-	return state, fmt.Errorf("webhook %s: deliver %s: status %d", n.name, m.ID, code)
-}
-
-// transportError describes err without the URL that *url.Error quotes.
-func (n *Notifier) transportError(err error) string {
-	return notify.TransportError(err, n.timeout, n.redact)
+	// One attempt (notify.Sender); the answer's body is never quoted.
+	h := buildHeaders(m, n.secret, body, n.sender.Now(), n.headers)
+	_, _, err = n.sender.Send(ctx, notify.Request{Op: "deliver " + m.ID, URL: n.url, Header: h, Body: body})
+	return state, err
 }
 
 // redactions lists what must never be shown: the URL and its parts that
@@ -174,11 +122,3 @@ func redactions(u *url.URL, secret string, headers map[string]string) []string {
 }
 
 func (n *Notifier) redact(s string) string { return notify.Redact(s, n.redactions...) }
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}

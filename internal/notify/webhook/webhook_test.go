@@ -92,7 +92,7 @@ func TestResendIsFlaggedByTheReceiver(t *testing.T) {
 	srv := notifytest.NewWebhookServer(t, "")
 	n := newTestNotifier(t, srv, nil)
 	clock := time.Now()
-	n.now = func() time.Time { return clock }
+	n.sender.Now = func() time.Time { return clock }
 	m := notifytest.SampleMessage(notify.EventOpen)
 	_, err := send(t, n, m, nil)
 	require.NoError(t, err)
@@ -112,7 +112,7 @@ func TestRetryAfter(t *testing.T) {
 	srv := notifytest.NewWebhookServer(t, "")
 	n := newTestNotifier(t, srv, nil)
 	now := time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)
-	n.now = func() time.Time { return now }
+	n.sender.Now = func() time.Time { return now }
 
 	srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: "Tue, 03 Nov 2026 09:02:00 GMT"})
 	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
@@ -177,7 +177,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	srv := notifytest.NewWebhookServer(t, "")
 	n := newTestNotifier(t, srv, nil)
-	n.timeout = 100 * time.Millisecond
+	n.sender.Timeout = 100 * time.Millisecond
 	srv.FailNext(notifytest.Failure{Delay: time.Minute})
 	start := time.Now()
 	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)

@@ -1,8 +1,10 @@
 // Package cafile reads and checks a PEM file of CA certificates, such as
-// runner.kubernetes.callback_ca_file: Read is the one check, used by config
-// validation (at load) and by the Kubernetes runner (for every run, so a
-// rotated CA reaches the next one). It is a leaf: it imports no other
-// internal package.
+// runner.kubernetes.callback_ca_file or a notifier's ca_file: Read is the
+// one check, used by config validation (at load) and by the Kubernetes
+// runner (for every run, so a rotated CA reaches the next one), and Pool
+// and PoolWith, the system's roots plus such certificates, are the one
+// place CA certificates become a pool (the notifiers' TLS, the remote
+// runner's callback). It is a leaf: it imports no other internal package.
 package cafile
 
 import (
@@ -66,4 +68,34 @@ func Parse(pemText []byte) ([]*x509.Certificate, error) {
 		return nil, errors.New("no PEM certificate found")
 	}
 	return certs, nil
+}
+
+// Pool returns the system's roots plus the certificates of the CA file at
+// path, read and checked by Read ("" adds none).
+func Pool(path string) (*x509.CertPool, error) {
+	text, err := Read(path)
+	if err != nil {
+		return nil, err
+	}
+	return PoolWith(text)
+}
+
+// PoolWith returns the system's roots (none where the system has none)
+// plus the CA certificates in pemText ("" adds none), checked by Parse.
+func PoolWith(pemText string) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if pemText == "" {
+		return pool, nil
+	}
+	certs, err := Parse([]byte(pemText))
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range certs {
+		pool.AddCert(c)
+	}
+	return pool, nil
 }
