@@ -65,23 +65,33 @@ func inventoryCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// inventoryRow is one workspace as the inventory command shows it; its
-// YAML form mirrors the config's keys.
+// inventoryRow is one workspace as the inventory command shows it. Its
+// YAML form is the config's workspace entry (empty keys left out), so the
+// output of --format yaml can be pasted back as configuration; Origin
+// and DiscoveredPath, which are no config keys, are a comment on its name.
 type inventoryRow struct {
 	Name     string            `yaml:"name"`
 	Source   inventorySource   `yaml:"source"`
-	Schedule string            `yaml:"schedule"`
+	Schedule string            `yaml:"schedule,omitempty"`
 	Owner    string            `yaml:"owner,omitempty"`
 	Labels   map[string]string `yaml:"labels,omitempty"`
 	// Origin is "configured" or "discover[N]"; DiscoveredPath the root's
 	// path in that entry's tree.
-	Origin         string `yaml:"origin"`
-	DiscoveredPath string `yaml:"discovered_path,omitempty"`
+	Origin         string `yaml:"-"`
+	DiscoveredPath string `yaml:"-"`
 }
 
 type inventorySource struct {
-	Path string            `yaml:"path,omitempty"`
-	Git  *config.GitSource `yaml:"git,omitempty"`
+	Path string        `yaml:"path,omitempty"`
+	Git  *inventoryGit `yaml:"git,omitempty"`
+}
+
+// inventoryGit is config.GitSource with its empty keys left out.
+type inventoryGit struct {
+	URL             string `yaml:"url"`
+	Ref             string `yaml:"ref,omitempty"`
+	Path            string `yaml:"path,omitempty"`
+	CredentialsFile string `yaml:"credentials_file,omitempty"`
 }
 
 // inventoryRows lists cfg's workspaces in config order (configured, then
@@ -96,7 +106,8 @@ func inventoryRows(cfg *config.Config) []inventoryRow {
 			r.DiscoveredPath = w.Discovered.Path
 		}
 		if g := w.Source.Git; g != nil {
-			r.Source.Git = &config.GitSource{URL: g.URL, Ref: g.Ref, Path: g.Path} // not the credentials file
+			// The credentials file's path, not its content.
+			r.Source.Git = &inventoryGit{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}
 		} else {
 			r.Source.Path = w.Source.Path
 			if rel, err := filepath.Rel(dir, w.Source.Path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
@@ -108,10 +119,26 @@ func inventoryRows(cfg *config.Config) []inventoryRow {
 	return out
 }
 
+// writeInventoryYAML writes rows as a config's workspaces: list, each
+// entry's origin (and discovered path) a comment on its name.
 func writeInventoryYAML(w io.Writer, rows []inventoryRow) error {
+	list := &yaml.Node{Kind: yaml.SequenceNode}
+	for _, r := range rows {
+		var n yaml.Node
+		if err := n.Encode(r); err != nil {
+			return err
+		}
+		comment := r.Origin
+		if r.DiscoveredPath != "" {
+			comment += ": " + r.DiscoveredPath
+		}
+		n.Content[1].LineComment = comment // the value of name:, the first key
+		list.Content = append(list.Content, &n)
+	}
+	doc := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "workspaces"}, list}}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
-	if err := enc.Encode(map[string][]inventoryRow{"workspaces": rows}); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return err
 	}
 	return enc.Close()

@@ -60,19 +60,22 @@ acme-envs-staging-app   local   live/envs/staging/app   0 */6 * * *  env=staging
 `, out.String())
 }
 
+// The YAML form is a config's workspaces: list: no empty keys, origin and
+// discovered path as comments, so that it can be pasted back as
+// configuration (here: written beside the config and validated).
 func TestInventoryYAML(t *testing.T) {
 	var out, errOut bytes.Buffer
-	code := run([]string{"inventory", "--config", inventoryConfig(t), "--format", "yaml"}, &out, &errOut)
+	cfg := inventoryConfig(t)
+	code := run([]string{"inventory", "--config", cfg, "--format", "yaml"}, &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
 	require.Equal(t, `workspaces:
-  - name: legacy
+  - name: legacy # configured
     source:
       path: legacy
     schedule: '@daily'
     labels:
       team: platform
-    origin: configured
-  - name: acme-envs-prod-network
+  - name: acme-envs-prod-network # discover[0]: envs/prod/network
     source:
       path: live/envs/prod/network
     schedule: 0 */6 * * *
@@ -80,9 +83,7 @@ func TestInventoryYAML(t *testing.T) {
     labels:
       env: prod
       team: platform
-    origin: discover[0]
-    discovered_path: envs/prod/network
-  - name: acme-envs-staging-app
+  - name: acme-envs-staging-app # discover[0]: envs/staging/app
     source:
       path: live/envs/staging/app
     schedule: 0 */6 * * *
@@ -90,9 +91,12 @@ func TestInventoryYAML(t *testing.T) {
     labels:
       env: staging
       team: platform
-    origin: discover[0]
-    discovered_path: envs/staging/app
 `, out.String())
+
+	pasted := filepath.Join(filepath.Dir(cfg), "pasted.yaml")
+	require.NoError(t, os.WriteFile(pasted, out.Bytes(), 0o644))
+	var vout, verr bytes.Buffer
+	require.Equal(t, 0, run([]string{"validate", "--config", pasted}, &vout, &verr), "the output is a valid config: %s", verr.String())
 }
 
 func TestInventoryErrors(t *testing.T) {
@@ -144,4 +148,23 @@ discover:
 	require.Equal(t, 0, run([]string{"validate", "--config", path}, &out, &errOut), errOut.String())
 	require.Contains(t, out.String(), "ok, 0 workspaces")
 	require.Contains(t, out.String(), "git discover: entries are not expanded by validate")
+
+	// Its YAML has no empty keys (no credentials_file: ""), and pasted
+	// back it is a configured git workspace.
+	out.Reset()
+	require.Equal(t, 0, run([]string{"inventory", "--config", path, "--format", "yaml"}, &out, &errOut), errOut.String())
+	require.Equal(t, `workspaces:
+  - name: stacks-dns # discover[0]: stacks/dns
+    source:
+      git:
+        url: file://`+repo+`
+        ref: main
+        path: stacks/dns
+    schedule: '@hourly'
+`, out.String())
+	pasted := filepath.Join(dir, "pasted.yaml")
+	require.NoError(t, os.WriteFile(pasted, append([]byte("terraform: {git_cache_dir: cache}\n"), out.Bytes()...), 0o644))
+	out.Reset()
+	require.Equal(t, 0, run([]string{"validate", "--config", pasted}, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), "ok, 1 workspaces")
 }
