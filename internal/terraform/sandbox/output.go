@@ -88,16 +88,42 @@ var (
 	// diagnostic: OpenTofu's init prints a backend's failure to read the
 	// state as "Error refreshing state: ..." without "Error:".
 	plainError = regexp.MustCompile(`(?m)^(?:│\s*)?(Error [a-z]+(?: [a-z]+){0,5}: .+)$`)
+	// initPreamble is the summary init puts before the diagnostics of an
+	// invalid configuration ("Terraform encountered problems during
+	// initialisation, including problems with the configuration, described
+	// below."): it says that the diagnostics follow, not what is wrong.
+	initPreamble = regexp.MustCompile(`^(?:Terraform|OpenTofu) encountered problems during initiali[sz]ation`)
 )
+
+// MoreErrors is the suffix of a reason that leaves out n other errors:
+// " (and 1 more error)", " (and 3 more errors)"; "" for none.
+func MoreErrors(n int) string {
+	switch {
+	case n <= 0:
+		return ""
+	case n == 1:
+		return " (and 1 more error)"
+	}
+	return " (and " + strconv.Itoa(n) + " more errors)"
+}
 
 // Diagnostic extracts a one-line reason from Terraform's stderr: the first
 // "Error:" summary and, when they belong to it, the resource it is about
-// ("with ADDRESS,") and its "on FILE line N" location. Detail paragraphs
+// ("with ADDRESS,") and its "on FILE line N" location, then how many other
+// errors there were. init's preamble to an invalid configuration's
+// diagnostics is passed over for the first of them. Detail paragraphs
 // and source snippets are left out: they can quote values. A failed call
 // of the s3 state backend is told as such (BackendFailure), from the
 // summary or its detail.
 func Diagnostic(stderr string, err error) string {
-	m := diagError.FindStringSubmatchIndex(stderr)
+	all := diagError.FindAllStringSubmatchIndex(stderr, -1)
+	if len(all) > 1 && initPreamble.MatchString(stderr[all[0][2]:all[0][3]]) {
+		all = all[1:]
+	}
+	var m []int
+	if len(all) > 0 {
+		m = all[0]
+	}
 	if m == nil {
 		if p := plainError.FindStringSubmatch(stderr); p != nil {
 			if r, ok := BackendFailure(p[1], p[1]); ok {
@@ -129,10 +155,7 @@ func Diagnostic(stderr string, err error) string {
 	if len(where) > 0 {
 		reason += " (" + strings.Join(where, ", ") + ")"
 	}
-	if n := len(diagError.FindAllStringIndex(stderr, -1)); n > 1 {
-		reason += " (and " + strconv.Itoa(n-1) + " more errors)"
-	}
-	return reason
+	return reason + MoreErrors(len(all)-1)
 }
 
 // s3CallError is the AWS SDK's error for a failed S3 call, as the s3

@@ -41,7 +41,7 @@ func TestDiagnosticStateBackend(t *testing.T) {
 		// The SDK's message in a diagnostic's detail, wrapped and boxed.
 		"apply, state write, in the detail (hand-written)": {
 			stderr: "╷\n│ Error: Failed to save state\n│ \n│ Error saving state: operation error S3: PutObject, exceeded maximum number\n│ of attempts, 5, https response error StatusCode: 0, RequestID: , HostID: ,\n│ request send failed, Put \"http://127.0.0.1:41000/b/k.tfstate?x-id=PutObject\":\n│ dial tcp 127.0.0.1:41000: connect: connection refused\n╵\n╷\n│ Error: Failed to persist state to backend\n╵\n",
-			want:   "the state backend could not be reached: S3 PutObject failed after 5 attempts: dial tcp 127.0.0.1:41000: connect: connection refused (Failed to save state) (and 1 more errors)",
+			want:   "the state backend could not be reached: S3 PutObject failed after 5 attempts: dial tcp 127.0.0.1:41000: connect: connection refused (Failed to save state) (and 1 more error)",
 		},
 	}
 	for name, c := range cases {

@@ -17,10 +17,14 @@ func TestDiagnostic(t *testing.T) {
 	cases := map[string]struct{ stderr, want string }{
 		"with location":                      {"\nError: Unsupported argument\n\n  on main.tf line 4, in resource \"x\" \"y\":\n   4:   password = \"hunter2\"\n\nAn argument named...\n", "Error: Unsupported argument (main.tf line 4)"},
 		"no location":                        {"Error: Failed to query available provider packages\n\nCould not retrieve...\n", "Error: Failed to query available provider packages"},
-		"two errors":                         {"Error: A\n\n  on a.tf line 1:\n\nError: B\n", "Error: A (a.tf line 1) (and 1 more errors)"},
-		"location belongs to the next error": {"Error: A\n\nError: B\n  on b.tf line 2:\n", "Error: A (and 1 more errors)"},
+		"two errors":                         {"Error: A\n\n  on a.tf line 1:\n\nError: B\n", "Error: A (a.tf line 1) (and 1 more error)"},
+		"location belongs to the next error": {"Error: A\n\nError: B\n  on b.tf line 2:\n", "Error: A (and 1 more error)"},
 		"boxed (tofu)":                       {"│ Error: Invalid reference\n│ \n│   on main.tf line 7:\n", "Error: Invalid reference (main.tf line 7)"},
 		"no diagnostics":                     {"something else", "exit status 1"},
+		"init's preamble to an invalid configuration": {"\nError: Terraform encountered problems during initialisation, including problems\nwith the configuration, described below.\n\nThe Terraform configuration must be valid before initialization so that\nTerraform can determine which modules and providers need to be installed.\n\n\nError: Unclosed configuration block\n\n  on main.tf line 2, in resource \"terraform_data\" \"x\":\n   2: resource \"terraform_data\" \"x\" {\n\nThere is no closing brace for this block.\n\nError: Invalid expression\n\n  on other.tf line 5:\n", "Error: Unclosed configuration block (main.tf line 2) (and 1 more error)"},
+		"OpenTofu's, boxed":                           {"╷\n│ Error: OpenTofu encountered problems during initialisation, including problems\n│ with the configuration, described below.\n╵\n╷\n│ Error: Unclosed configuration block\n│ \n│   on main.tf line 2, in resource \"terraform_data\" \"x\":\n", "Error: Unclosed configuration block (main.tf line 2)"},
+		"the preamble alone":                          {"Error: Terraform encountered problems during initialization\n", "Error: Terraform encountered problems during initialization"},
+		"three errors":                                {"Error: A\nError: B\nError: C\n", "Error: A (and 2 more errors)"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -97,8 +101,8 @@ mkdir /tmp/out/sub: file exists
 		want   string
 	}{
 		"apply error with resource and location": {stderr: applyErr, want: "Error: Cannot write file (dwtest_file.b, main.tf line 11)"},
-		"boxed, several errors":                  {stderr: boxed, want: "Error: Invalid reference (main.tf line 3) (and 1 more errors)"},
-		"location of a later error is not taken": {stderr: "Error: First\n\nError: Second\n  on b.tf line 2:\n", want: "Error: First (and 1 more errors)"},
+		"boxed, several errors":                  {stderr: boxed, want: "Error: Invalid reference (main.tf line 3) (and 1 more error)"},
+		"location of a later error is not taken": {stderr: "Error: First\n\nError: Second\n  on b.tf line 2:\n", want: "Error: First (and 1 more error)"},
 		"no diagnostic":                          {stderr: "something odd", err: errors.New("exit status 1\nmore"), want: "exit status 1"},
 		"nothing at all":                         {want: "failed"},
 	}

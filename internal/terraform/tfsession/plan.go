@@ -82,7 +82,7 @@ func (s *Session) Plan(ctx context.Context, o PlanOptions) (changed bool, err er
 	for _, f := range s.varFiles {
 		args = append(args, "-var-file="+f)
 	}
-	pl := newPlanLog(s.log.stdout(), s.log.red.Apply)
+	pl := newPlanLog(s.log.stdout(), s.log.red.Apply, s.vars)
 	s.stream = pl
 	err = s.cmd.Run(ctx, pl, args...)
 	pl.flush()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -23,9 +24,10 @@ import (
 // reaches the log only where a workspace opts in (log_plan_text), never
 // from here.
 type planLog struct {
-	mu  sync.Mutex
-	w   io.Writer // the run log's stdout writer (redacting, line based)
-	buf []byte
+	vars varOrigins
+	mu   sync.Mutex
+	w    io.Writer // the run log's stdout writer (redacting, line based)
+	buf  []byte
 	// errs are the error diagnostics as one line each (summary, address,
 	// location; no detail): with -json they are on stdout, not stderr.
 	errs []string
@@ -109,17 +111,65 @@ func (p *planLog) reason() string {
 	if len(p.errs) == 0 {
 		return ""
 	}
-	r := p.errs[0]
-	if n := len(p.errs); n > 1 {
-		r += fmt.Sprintf(" (and %d more errors)", n-1)
-	}
-	return r
+	return p.errs[0] + sandbox.MoreErrors(len(p.errs)-1)
 }
 
 // newPlanLog renders into w; red redacts the messages of failed conditions
-// that a reason keeps.
-func newPlanLog(w io.Writer, red func(string) string) *planLog {
-	return &planLog{w: w, red: red, dataDiags: map[string]bool{}}
+// that a reason keeps; vars tells where variables' values came from.
+func newPlanLog(w io.Writer, red func(string) string, vars varOrigins) *planLog {
+	return &planLog{w: w, red: red, vars: vars, dataDiags: map[string]bool{}}
+}
+
+// invalidVariable is the summary of a failed variable validation (or of a
+// value of the wrong type).
+const invalidVariable = "Invalid value for variable"
+
+// varOrigins tells where a variable's value came from, which a
+// diagnostic's range does not say plainly: Terraform points at the file
+// it read the value from (for the inventory's vars that is the run's own
+// var file, whose name and path mean nothing to a reader; var files are
+// read from the run's copy of the source), OpenTofu at the variable's
+// declaration, and neither names the environment.
+type varOrigins struct {
+	// file is the run's var file of the inventory's vars, moduleDir the
+	// module in the run's copy of the source.
+	file, moduleDir string
+	// inventory and env are the variables the inventory's vars and the
+	// workspace's environment (TF_VAR_NAME) set; varFiles tells whether
+	// the workspace reads var files.
+	inventory, env map[string]bool
+	varFiles       bool
+}
+
+// origin is where variable name's value came from: the inventory's vars
+// (which win over every other source), the var file or declaration
+// Terraform names (relative to the module), or the environment when
+// nothing else can have set it.
+func (v varOrigins) origin(name, file string, line int) string {
+	switch {
+	case v.inventory[name] || (v.file != "" && file == v.file):
+		return "from the inventory's vars"
+	case v.env[name] && !v.varFiles:
+		return "from TF_VAR_" + name + " in the workspace's env"
+	}
+	return v.place(file, line)
+}
+
+// place is "FILE line N", FILE relative to the module when it lies in the
+// run's copy of the source; "" without a file.
+func (v varOrigins) place(file string, line int) string {
+	if file == "" {
+		return ""
+	}
+	if v.file != "" && file == v.file {
+		return "the inventory's vars"
+	}
+	if v.moduleDir != "" && filepath.IsAbs(file) {
+		if rel, err := filepath.Rel(v.moduleDir, file); err == nil && filepath.IsLocal(rel) {
+			file = rel
+		}
+	}
+	return fmt.Sprintf("%s line %d", file, line)
 }
 
 // checkDataFailure reports whether msg, a check's problem, is the failure
@@ -184,8 +234,13 @@ type uiMessage struct {
 		// Snippet is read for its context (the enclosing block's header)
 		// only: its values hold the values of the expression's references
 		// and are never decoded.
+		// Of its values, only the traversals (var.size) are read, which
+		// name a variable; their statements hold values.
 		Snippet *struct {
 			Context string `json:"context"`
+			Values  []struct {
+				Traversal string `json:"traversal"`
+			} `json:"values"`
 		} `json:"snippet"`
 	} `json:"diagnostic"`
 }
@@ -240,13 +295,31 @@ func (p *planLog) render(line []byte) {
 		}
 	case "diagnostic":
 		if d := m.Diagnostic; d != nil {
-			at := func() (string, int) {
+			at := func() string {
 				if d.Range == nil {
-					return "", 0
+					return ""
 				}
-				return d.Range.Filename, d.Range.Start.Line
+				return p.vars.place(d.Range.Filename, d.Range.Start.Line)
 			}
-			out = diagnosticText(d.Severity, d.Summary, d.Address, d.Detail, at)
+			addr := d.Address
+			if d.Summary == invalidVariable && addr == "" && d.Snippet != nil {
+				// Where the value came from, rather than the file (one of
+				// the run's own) Terraform read it from.
+				for _, v := range d.Snippet.Values {
+					if name, ok := strings.CutPrefix(v.Traversal, "var."); ok {
+						addr = v.Traversal
+						at = func() string {
+							file, line := "", 0
+							if d.Range != nil {
+								file, line = d.Range.Filename, d.Range.Start.Line
+							}
+							return p.vars.origin(name, file, line)
+						}
+						break
+					}
+				}
+			}
+			out = diagnosticText(d.Severity, d.Summary, addr, d.Detail, at)
 			var context string
 			if d.Snippet != nil {
 				context = d.Snippet.Context
@@ -263,9 +336,9 @@ func (p *planLog) render(line []byte) {
 				}
 			}
 			if d.Severity == "error" {
-				reason := diagnosticText(d.Severity, d.Summary, d.Address, "", at)
+				reason := diagnosticText(d.Severity, d.Summary, addr, "", at)
 				if conditionFailed(d.Summary) {
-					reason = conditionReason(d.Summary, d.Address, context, d.Detail, at, p.red)
+					reason = conditionReason(d.Summary, addr, context, d.Detail, at, p.red)
 				}
 				// A failed call of the state backend says so, from the
 				// summary or the detail (which the reason otherwise omits).
@@ -285,7 +358,7 @@ func (p *planLog) render(line []byte) {
 // object it belongs to (the diagnostic's address, else the block its
 // snippet names), where, and its author's message, redacted, without
 // Terraform's "This was checked by..." trailer, one line, capped.
-func conditionReason(summary, addr, context, detail string, at func() (string, int), red func(string) string) string {
+func conditionReason(summary, addr, context, detail string, at func() string, red func(string) string) string {
 	if addr == "" {
 		addr = blockAddress(context)
 	}
@@ -334,7 +407,7 @@ func blockAddress(context string) string {
 	return ""
 }
 
-func diagnosticText(severity, summary, addr, detail string, at func() (string, int)) string {
+func diagnosticText(severity, summary, addr, detail string, at func() string) string {
 	sev := "Error"
 	if severity == "warning" {
 		sev = "Warning"
@@ -344,8 +417,8 @@ func diagnosticText(severity, summary, addr, detail string, at func() (string, i
 	if addr != "" {
 		where = append(where, addr)
 	}
-	if f, l := at(); f != "" {
-		where = append(where, fmt.Sprintf("%s line %d", f, l))
+	if w := at(); w != "" {
+		where = append(where, w)
 	}
 	if len(where) > 0 {
 		s += " (" + strings.Join(where, ", ") + ")"

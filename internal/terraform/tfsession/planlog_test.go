@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,7 +20,7 @@ import (
 func render(t *testing.T, stream []byte, n int) (log, reason string) {
 	t.Helper()
 	var out bytes.Buffer
-	pl := newPlanLog(&out, nil)
+	pl := newPlanLog(&out, nil, varOrigins{})
 	for len(stream) > 0 {
 		k := min(n, len(stream))
 		written, err := pl.Write(stream[:k])
@@ -91,13 +92,13 @@ func TestPlanLogDiagnostics(t *testing.T) {
 	require.Equal(t, "Terraform 1.11.4\n"+
 		"Warning: Deprecated attribute (aws_s3_bucket.b, s3.tf line 4)\n"+
 		"    Use x instead.\n"+
-		"Error: Invalid value for variable (main.tf line 12)\n"+
+		"Error: Invalid value for variable (var.region, main.tf line 12)\n"+
 		"    The region must be\n"+
 		"    one of the allowed ones.\n"+
 		"plan   -/+ replace  aws_instance.a (cannot update)\n"+
 		"Plan: 1 to import, 0 to add, 0 to change, 0 to destroy.\n"+
 		"Error: Provider produced an error (aws_instance.a)\n", log)
-	require.Equal(t, "Error: Invalid value for variable (var.region, main.tf line 12): The region must be one of the allowed ones. (and 1 more errors)", reason,
+	require.Equal(t, "Error: Invalid value for variable (var.region, main.tf line 12): The region must be one of the allowed ones. (and 1 more error)", reason,
 		"a failed condition's reason names its block and keeps its author's message, on one line")
 	require.NotContains(t, log, "CANARY")
 	require.NotContains(t, reason, "CANARY")
@@ -106,7 +107,7 @@ func TestPlanLogDiagnostics(t *testing.T) {
 // An overlong line that never ends is dropped, not held without bound.
 func TestPlanLogBoundsAnUnendedLine(t *testing.T) {
 	var out bytes.Buffer
-	pl := newPlanLog(&out, nil)
+	pl := newPlanLog(&out, nil, varOrigins{})
 	_, _ = pl.Write([]byte(`{"type":"version","@message":"` + strings.Repeat("x", maxLogLine*16) + `"}`))
 	require.Empty(t, pl.buf)
 	_, _ = pl.Write([]byte("\n" + `{"type":"version","@message":"Terraform 1.11.4"}` + "\n"))
@@ -159,7 +160,7 @@ func TestPlanLogSummary(t *testing.T) {
 		zero    = `{"type":"change_summary","changes":{"add":0,"change":0,"import":0,"remove":0,"operation":"plan"}}`
 	)
 	summarise := func(lines ...string) streamSummary {
-		pl := newPlanLog(io.Discard, nil)
+		pl := newPlanLog(io.Discard, nil, varOrigins{})
 		_, _ = pl.Write([]byte(strings.Join(lines, "\n") + "\n"))
 		pl.flush()
 		return pl.summary()
@@ -200,7 +201,7 @@ func TestPlanLogConditions(t *testing.T) {
 		`{"type":"diagnostic","diagnostic":{"severity":"error","summary":"Resource postcondition failed","detail":"` + strings.Repeat("long ", 100) + `","snippet":{"context":"resource \"terraform_data\" \"x\"","values":[]}}}`,
 	}, "\n") + "\n"
 	var out bytes.Buffer
-	pl := newPlanLog(&out, func(s string) string { return strings.ReplaceAll(s, "CANARY-secret", "[REDACTED]") })
+	pl := newPlanLog(&out, func(s string) string { return strings.ReplaceAll(s, "CANARY-secret", "[REDACTED]") }, varOrigins{})
 	_, _ = pl.Write([]byte(stream))
 	pl.flush()
 	require.Equal(t, 2, pl.summary().checks)
@@ -208,11 +209,11 @@ func TestPlanLogConditions(t *testing.T) {
 	require.True(t, pl.checkDataFailure("Cannot read file: open /x: no such file"))
 	require.False(t, pl.checkDataFailure("token CANARY-secret is stale"), "an assertion's failure is not a data source's")
 	reason := pl.reason()
-	require.True(t, strings.HasPrefix(reason, "Error: Invalid value for variable (main.tf line 4): n must be < 10, not [REDACTED]. (and 1 more errors)"), reason)
+	require.True(t, strings.HasPrefix(reason, "Error: Invalid value for variable (main.tf line 4): n must be < 10, not [REDACTED]. (and 1 more error)"), reason)
 	require.NotContains(t, reason, "CANARY")
 	require.NotContains(t, out.String(), "CANARY-snippet")
 
-	pl = newPlanLog(io.Discard, nil)
+	pl = newPlanLog(io.Discard, nil, varOrigins{})
 	_, _ = pl.Write([]byte(strings.Split(stream, "\n")[5] + "\n"))
 	reason = pl.reason()
 	require.True(t, strings.HasPrefix(reason, "Error: Resource postcondition failed (terraform_data.x): long long"), reason)
@@ -230,5 +231,47 @@ func TestBlockAddress(t *testing.T) {
 		``:                              "",
 	} {
 		require.Equal(t, want, blockAddress(in), in)
+	}
+}
+
+// A failed variable validation names the variable and where its value
+// came from, as Terraform and OpenTofu report it: never the run's own var
+// file of the inventory's vars, nor a path in the run's copy of the source.
+func TestVariableOrigins(t *testing.T) {
+	vars := varOrigins{
+		file:      "/tmp/dw-1/driftwatch-vars.tfvars.json",
+		moduleDir: "/tmp/dw-1/src/envs/prod",
+		inventory: map[string]bool{"size": true},
+		env:       map[string]bool{"region": true, "zone": true},
+	}
+	diag := func(file string, line int, variable string) string {
+		return `{"type":"diagnostic","diagnostic":{"severity":"error","summary":"Invalid value for variable","detail":"must be small\n\nThis was checked by the validation rule at main.tf:3,3-13.","range":{"filename":"` + file + `","start":{"line":` + strconv.Itoa(line) + `}},"snippet":{"context":null,"code":"x","values":[{"traversal":"` + variable + `","statement":"is CANARY-value"}]}}}`
+	}
+	for name, c := range map[string]struct {
+		vars       varOrigins
+		line, want string
+	}{
+		"terraform: the inventory's vars, through the run's var file": {vars, diag(vars.file, 1, "var.size"),
+			"Error: Invalid value for variable (var.size, from the inventory's vars): must be small"},
+		"opentofu: the declaration, for a variable the inventory sets": {vars, diag("main.tf", 1, "var.size"),
+			"Error: Invalid value for variable (var.size, from the inventory's vars): must be small"},
+		"the environment, when no var file can have set it": {vars, diag("main.tf", 1, "var.region"),
+			"Error: Invalid value for variable (var.region, from TF_VAR_region in the workspace's env): must be small"},
+		"a var file in the run's copy of the source, relative to the module": {varOrigins{moduleDir: vars.moduleDir, varFiles: true, env: vars.env},
+			diag("/tmp/dw-1/src/envs/prod/prod.tfvars", 2, "var.zone"),
+			"Error: Invalid value for variable (var.zone, prod.tfvars line 2): must be small"},
+		"a default: the declaration": {varOrigins{}, diag("main.tf", 4, "var.n"),
+			"Error: Invalid value for variable (var.n, main.tf line 4): must be small"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			pl := newPlanLog(&out, nil, c.vars)
+			_, err := pl.Write([]byte(c.line + "\n"))
+			require.NoError(t, err)
+			require.Equal(t, c.want, pl.reason())
+			require.NotContains(t, out.String()+pl.reason(), "CANARY")
+			require.NotContains(t, out.String()+pl.reason(), "driftwatch-vars")
+			require.NotContains(t, out.String()+pl.reason(), "/tmp/dw-1")
+		})
 	}
 }

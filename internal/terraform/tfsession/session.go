@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -70,6 +71,8 @@ type Session struct {
 	cmd      *sandbox.Command
 	tf       *tfexec.Terraform
 	varFiles []string
+	// vars tells a failed variable validation where the value came from.
+	vars     varOrigins
 	lockWait string
 	shared   *Shared
 	phases   *Phases
@@ -135,6 +138,15 @@ func Open(o Options) (*Session, error) {
 		}
 		s.varFiles = append(s.varFiles, f)
 	}
+	s.vars = varOrigins{moduleDir: o.ModuleDir, inventory: map[string]bool{}, env: map[string]bool{}, varFiles: len(s.varFiles) > 0}
+	for name := range o.Request.Vars {
+		s.vars.inventory[name] = true
+	}
+	for k := range o.Env {
+		if name, ok := strings.CutPrefix(k, "TF_VAR_"); ok {
+			s.vars.env[name] = true
+		}
+	}
 	if len(o.Request.Vars) > 0 {
 		// Variables go through a file, never -var: argv is visible to every
 		// user of the machine, and terraform-exec logs it.
@@ -144,6 +156,7 @@ func Open(o Options) (*Session, error) {
 			return setup(err)
 		}
 		s.varFiles = append(s.varFiles, f)
+		s.vars.file = f
 	}
 	return s, nil
 }

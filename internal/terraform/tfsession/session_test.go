@@ -176,7 +176,7 @@ esac`)
 		if stepDiag {
 			require.Equal(t, `Error: Workspace "prod" doesn't exist. [REDACTED]`, re.Reason)
 		} else {
-			require.Equal(t, "Error: Failed to query available provider packages (and 1 more errors)", re.Reason, "the run's stderr so far")
+			require.Equal(t, "Error: Failed to query available provider packages (and 1 more error)", re.Reason, "the run's stderr so far")
 		}
 		require.NotContains(t, re.Error()+re.Err.Error(), "CANARY")
 

@@ -127,6 +127,9 @@ resource "terraform_data" "x" { input = var.size }
 		e.apply(t, varval)
 		require.NoError(t, os.WriteFile(filepath.Join(varval, "size.tfvars"), []byte("size = 12\n"), 0o644))
 
+		// Invalid HCL: init's preamble is not the reason, the diagnostic is.
+		e.workspace(t, "broken", map[string]string{"main.tf": "terraform {}\n\nresource \"terraform_data\" \"x\" {\n  input = \"a\"\n"})
+
 		secret := e.workspace(t, "secret", map[string]string{
 			"main.tf": providers + `
 data "dwtest_file" "tok" { filename = "@ROOT@/secret/token" }
@@ -155,6 +158,11 @@ workspaces:
   - name: varval
     source: { path: ./varval }
     var_files: [size.tfvars]
+  - name: varinv
+    source: { path: ./varval }
+    vars: { size: "13" }
+  - name: broken
+    source: { path: ./broken }
   - name: secret
     source: { path: ./secret }
     secret_env_files: { APP_TOKEN: ./secret/token }
@@ -198,7 +206,7 @@ workspaces:
 			require.Empty(t, fs)
 		}
 
-		r, rep := audit(t, true, "post", "dserr", "varval", "secret")
+		r, rep := audit(t, true, "post", "dserr", "varval", "varinv", "broken", "secret")
 		require.Equal(t, 1, r.code, r.stderr)
 
 		st, msg, _ := rep.ws(t, "post")
@@ -215,6 +223,20 @@ workspaces:
 		require.Contains(t, msg, "Invalid value for variable")
 		require.Contains(t, msg, "size must be < 10, is 12.")
 		require.NotContains(t, msg, "This was checked by")
+		require.Contains(t, msg, "(var.size, ", "the variable is named")
+		if filepath.Base(e.bin) == "terraform" {
+			require.Contains(t, msg, "(var.size, size.tfvars line 1)", "the var file, relative to the module")
+		}
+		require.NotContains(t, msg, "/", "no path of the run's copy of the source")
+
+		st, msg, _ = rep.ws(t, "varinv")
+		require.Equal(t, drift.StatusErrored, st)
+		require.Contains(t, msg, "Invalid value for variable (var.size, from the inventory's vars): size must be < 10, is 13.")
+		require.NotContains(t, msg, "driftwatch-vars", "not the run's own var file")
+
+		st, msg, _ = rep.ws(t, "broken")
+		require.Equal(t, drift.StatusErrored, st)
+		require.Equal(t, "init: Error: Unclosed configuration block (main.tf line 3)", msg, "the diagnostic, not init's preamble")
 
 		st, msg, fs := rep.ws(t, "secret")
 		require.Equal(t, drift.StatusValidation, st, msg)
