@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
@@ -18,9 +19,12 @@ import (
 // without attribute values: Terraform's version, each drifted and planned
 // resource as address and action, the change summary, and diagnostics
 // (summary, address, file and line, and the detail, redacted by the log's
-// writer). Everything else of the stream is dropped: refresh messages carry
-// resource ids, provisioner output and snippets carry values, and output
-// messages may carry values. The human-readable plan text, values and all,
+// writer), and progress as it happens: each resource's refresh and each
+// data source's read as it starts and ends, with the time it took, at most
+// maxProgress such lines a second (the rest folded into a count). Resource
+// ids are never shown (a refresh message's id may be a secret), nor
+// anything else of the stream: provisioner output and snippets carry
+// values, and output messages may carry values. The human-readable plan text, values and all,
 // reaches the log only where a workspace opts in (log_plan_text), never
 // from here.
 type planLog struct {
@@ -40,6 +44,117 @@ type planLog struct {
 	// as "summary: detail": a check whose problem is one of them failed
 	// because its data source did, not because of its assertion.
 	dataDiags map[string]bool
+	// now is the clock of progress lines; started holds when each
+	// resource's refresh or read began; window, shown and folded throttle
+	// the progress lines (at most maxProgress in a second from window).
+	now     func() time.Time
+	started map[string]time.Time
+	window  time.Time
+	shown   int
+	folded  int
+}
+
+// maxProgress bounds the progress lines a second: a plan of thousands of
+// resources refreshes them in bursts, and its log must stay readable.
+const maxProgress = 20
+
+// hook is the part of a progress message's hook rendered here: the
+// resource's address and the action, never the id.
+type hook struct {
+	Resource struct {
+		Addr string `json:"addr"`
+	} `json:"resource"`
+	Action  string  `json:"action"`
+	Elapsed float64 `json:"elapsed_seconds"`
+}
+
+// progress renders a progress message (refresh_start, refresh_complete,
+// apply_start, apply_progress, apply_complete, apply_errored) as one
+// line, "" for none: "refresh  ADDR: refreshing", "refresh  ADDR:
+// refreshed after 31s", "read     ADDR: reading", "read     ADDR: read
+// after 30s"; an apply's "apply    ADDR: creating", "still creating
+// (10s)", "created after 30s", "create failed after 30s".
+func (p *planLog) progress(typ string, h *hook, at time.Time) string {
+	if h == nil || h.Resource.Addr == "" {
+		return ""
+	}
+	addr := h.Resource.Addr
+	took := func() string {
+		d := time.Duration(h.Elapsed * float64(time.Second))
+		if start, ok := p.started[addr]; ok && d == 0 {
+			d = at.Sub(start)
+		}
+		delete(p.started, addr)
+		return " after " + d.Round(time.Second).String()
+	}
+	verb := h.Action
+	switch typ {
+	case "refresh_start":
+		p.started[addr] = at
+		return "refresh  " + addr + ": refreshing"
+	case "refresh_complete":
+		return "refresh  " + addr + ": refreshed" + took()
+	case "apply_start":
+		p.started[addr] = at
+		if verb == "read" {
+			return "read     " + addr + ": reading"
+		}
+		return "apply    " + addr + ": " + ing(verb)
+	case "apply_progress":
+		d := time.Duration(h.Elapsed * float64(time.Second)).Round(time.Second)
+		if verb == "read" {
+			return fmt.Sprintf("read     %s: still reading (%s)", addr, d)
+		}
+		return fmt.Sprintf("apply    %s: still %s (%s)", addr, ing(verb), d)
+	case "apply_complete":
+		if verb == "read" {
+			return "read     " + addr + ": read" + took()
+		}
+		return "apply    " + addr + ": " + ed(verb) + took()
+	case "apply_errored":
+		return "apply    " + addr + ": " + verb + " failed" + took()
+	}
+	return ""
+}
+
+// ing and ed are an apply action's forms: create -> creating, created.
+func ing(action string) string {
+	switch action {
+	case "create", "update", "delete", "replace", "read":
+		return strings.TrimSuffix(action, "e") + "ing"
+	}
+	return action + "ing"
+}
+
+func ed(action string) string {
+	switch action {
+	case "create", "update", "delete", "replace":
+		return action + "d"
+	}
+	return action + "ed"
+}
+
+// throttle reports whether a progress line at at may be written, and
+// first writes how many were folded in the window before.
+func (p *planLog) throttle(at time.Time) bool {
+	if at.Sub(p.window) >= time.Second {
+		p.writeFolded()
+		p.window, p.shown = at, 0
+	}
+	if p.shown < maxProgress {
+		p.shown++
+		return true
+	}
+	p.folded++
+	return false
+}
+
+// writeFolded writes the count of progress lines left out, if any.
+func (p *planLog) writeFolded() {
+	if p.folded > 0 {
+		_, _ = fmt.Fprintf(p.w, "(%d more progress lines)\n", p.folded)
+		p.folded = 0
+	}
 }
 
 // Summaries of the diagnostics of failed conditions, as Terraform and
@@ -117,12 +232,8 @@ func (p *planLog) reason() string {
 // newPlanLog renders into w; red redacts the messages of failed conditions
 // that a reason keeps; vars tells where variables' values came from.
 func newPlanLog(w io.Writer, red func(string) string, vars varOrigins) *planLog {
-	return &planLog{w: w, red: red, vars: vars, dataDiags: map[string]bool{}}
+	return &planLog{w: w, red: red, vars: vars, dataDiags: map[string]bool{}, now: time.Now, started: map[string]time.Time{}}
 }
-
-// invalidVariable is the summary of a failed variable validation (or of a
-// value of the wrong type).
-const invalidVariable = "Invalid value for variable"
 
 // varOrigins tells where a variable's value came from, which a
 // diagnostic's range does not say plainly: Terraform points at the file
@@ -206,6 +317,7 @@ type uiMessage struct {
 	Level   string `json:"@level"`
 	Message string `json:"@message"`
 	Type    string `json:"type"`
+	Hook    *hook  `json:"hook"`
 	Change  *struct {
 		Resource struct {
 			Addr string `json:"addr"`
@@ -262,6 +374,11 @@ func (p *planLog) render(line []byte) {
 	}
 	var out string
 	switch m.Type {
+	case "refresh_start", "refresh_complete", "apply_start", "apply_progress", "apply_complete", "apply_errored":
+		at := p.now()
+		if line := p.progress(m.Type, m.Hook, at); line != "" && p.throttle(at) {
+			out = line
+		}
 	case "version":
 		out = m.Message
 		p.sum.version = true
@@ -302,7 +419,7 @@ func (p *planLog) render(line []byte) {
 				return p.vars.place(d.Range.Filename, d.Range.Start.Line)
 			}
 			addr := d.Address
-			if d.Summary == invalidVariable && addr == "" && d.Snippet != nil {
+			if d.Summary == summaryVariable && addr == "" && d.Snippet != nil {
 				// Where the value came from, rather than the file (one of
 				// the run's own) Terraform read it from.
 				for _, v := range d.Snippet.Values {
@@ -435,6 +552,7 @@ func (p *planLog) flush() {
 	defer p.mu.Unlock()
 	p.render(p.buf)
 	p.buf = p.buf[:0]
+	p.writeFolded()
 }
 
 // writeChanges lists, after show, what the plan found: per drifted or

@@ -2,12 +2,14 @@ package tfsession
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -21,6 +23,7 @@ func render(t *testing.T, stream []byte, n int) (log, reason string) {
 	t.Helper()
 	var out bytes.Buffer
 	pl := newPlanLog(&out, nil, varOrigins{})
+	pl.now = func() time.Time { return time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC) }
 	for len(stream) > 0 {
 		k := min(n, len(stream))
 		written, err := pl.Write(stream[:k])
@@ -37,7 +40,9 @@ func render(t *testing.T, stream []byte, n int) (log, reason string) {
 // a value: not the drifted content, not a planned value, not an id from a
 // refresh message, not a diagnostic's snippet or its values.
 func TestPlanLogRecordedStreams(t *testing.T) {
-	drift := "drift  ~   update  dwtest_file.a (changed outside Terraform)\n" +
+	drift := "refresh  dwtest_file.a: refreshing\n" +
+		"refresh  dwtest_file.a: refreshed after 0s\n" +
+		"drift  ~   update  dwtest_file.a (changed outside Terraform)\n" +
 		"plan   +   create  terraform_data.new\n" +
 		"plan   ~   update  dwtest_file.a\n" +
 		"Plan: 1 to add, 1 to change, 0 to destroy.\n"
@@ -95,6 +100,7 @@ func TestPlanLogDiagnostics(t *testing.T) {
 		"Error: Invalid value for variable (var.region, main.tf line 12)\n"+
 		"    The region must be\n"+
 		"    one of the allowed ones.\n"+
+		"refresh  aws_instance.a: refreshing\n"+
 		"plan   -/+ replace  aws_instance.a (cannot update)\n"+
 		"Plan: 1 to import, 0 to add, 0 to change, 0 to destroy.\n"+
 		"Error: Provider produced an error (aws_instance.a)\n", log)
@@ -274,4 +280,48 @@ func TestVariableOrigins(t *testing.T) {
 			require.NotContains(t, out.String()+pl.reason(), "/tmp/dw-1")
 		})
 	}
+}
+
+// Progress: a resource's refresh and a data source's read as they start
+// and end, with the time taken (the stream's elapsed_seconds, else the
+// clock); no id; at most maxProgress lines a second, the rest counted.
+func TestPlanLogProgress(t *testing.T) {
+	var out bytes.Buffer
+	pl := newPlanLog(&out, nil, varOrigins{})
+	clock := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	pl.now = func() time.Time { return clock }
+	write := func(lines ...string) {
+		_, err := pl.Write([]byte(strings.Join(lines, "\n") + "\n"))
+		require.NoError(t, err)
+	}
+	write(`{"type":"refresh_start","hook":{"resource":{"addr":"aws_db_instance.main"},"id_key":"id","id_value":"CANARY-id"}}`,
+		`{"type":"apply_start","hook":{"resource":{"addr":"data.dwtest_sleep.slow"},"action":"read"}}`)
+	clock = clock.Add(31 * time.Second)
+	write(`{"type":"apply_progress","hook":{"resource":{"addr":"data.dwtest_sleep.slow"},"action":"read","elapsed_seconds":10}}`,
+		`{"type":"refresh_complete","hook":{"resource":{"addr":"aws_db_instance.main"},"id_key":"id","id_value":"CANARY-id"}}`,
+		`{"type":"apply_complete","hook":{"resource":{"addr":"data.dwtest_sleep.slow"},"action":"read","id_key":"id","id_value":"CANARY-id","elapsed_seconds":30}}`,
+		`{"type":"apply_start","hook":{"resource":{"addr":"aws_instance.web"},"action":"create"}}`,
+		`{"type":"apply_errored","hook":{"resource":{"addr":"aws_instance.web"},"action":"create","elapsed_seconds":2}}`)
+	require.Equal(t, "refresh  aws_db_instance.main: refreshing\n"+
+		"read     data.dwtest_sleep.slow: reading\n"+
+		"read     data.dwtest_sleep.slow: still reading (10s)\n"+
+		"refresh  aws_db_instance.main: refreshed after 31s\n"+
+		"read     data.dwtest_sleep.slow: read after 30s\n"+
+		"apply    aws_instance.web: creating\n"+
+		"apply    aws_instance.web: create failed after 2s\n", out.String())
+	require.NotContains(t, out.String(), "CANARY")
+
+	// A burst of 50 refreshes in one second: 20 lines, then the count.
+	out.Reset()
+	clock = clock.Add(time.Minute)
+	for i := range 50 {
+		write(fmt.Sprintf(`{"type":"refresh_start","hook":{"resource":{"addr":"null_resource.n[%d]"}}}`, i))
+	}
+	clock = clock.Add(time.Second)
+	write(`{"type":"refresh_complete","hook":{"resource":{"addr":"null_resource.n[0]"}}}`)
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Len(t, lines, maxProgress+2)
+	require.Equal(t, "refresh  null_resource.n[19]: refreshing", lines[maxProgress-1])
+	require.Equal(t, "(30 more progress lines)", lines[maxProgress])
+	require.Equal(t, "refresh  null_resource.n[0]: refreshed after 1s", lines[maxProgress+1])
 }
