@@ -229,7 +229,7 @@ func TestContractUnreadableTokenFile(t *testing.T) {
 	if f, err := os.Open(opFile); err == nil { // root reads it anyway
 		f.Close()
 		require.NoError(t, os.Rename(opFile, opFile+".away"))
-		defer os.Rename(opFile+".away", opFile)
+		t.Cleanup(func() { _ = os.Rename(opFile+".away", opFile) })
 	}
 	for range 2 {
 		code, _, _ = do(t, http.MethodGet, ts.URL+"/api/v1/workspaces", op)
