@@ -5,8 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -609,32 +607,19 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	dir := t.TempDir()
+	files := notifytest.NewFiles(t)
 	token := "glpat-" + strings.Repeat("Ab3", 6) + "Zz"
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		return p
-	}
 	logger := slog.New(slog.DiscardHandler)
-	good := write("good", token+"\n")
+	good := files.Write("good", token+"\n")
 	cfg := func(file string) Config { return Config{Name: "gl", TokenFile: file, Project: "g/p"} }
-
-	_, err := New(cfg(good), nil, nil)
-	require.EqualError(t, err, "gitlab: logger is required")
-
-	_, err = New(Config{Name: "gl", Project: "g/p"}, nil, logger)
-	require.EqualError(t, err, `gitlab "gl": token_file: required`)
-
-	_, err = New(cfg(filepath.Join(dir, "missing")), nil, logger)
-	require.ErrorIs(t, err, os.ErrNotExist)
-
-	_, err = New(cfg(write("empty", " \n")), nil, logger)
-	require.EqualError(t, err, `gitlab "gl": token_file "`+filepath.Join(dir, "empty")+`" is empty`)
+	notifytest.OpenChecks{Vendor: "gitlab", Name: "gl", Key: "token_file", New: func(file string, logger *slog.Logger) error {
+		_, err := New(cfg(file), nil, logger)
+		return err
+	}}.Require(t, files, good)
 
 	for name, content := range map[string]string{"two": token + "\n" + token, "spaced": token[:10] + " " + token[11:], "utf8": token + "é"} {
-		_, err = New(cfg(write(name, content)), nil, logger)
-		require.EqualError(t, err, `gitlab "gl": token_file "`+filepath.Join(dir, name)+`": want one access token (printable ASCII, no spaces) on one line`)
+		_, err := New(cfg(files.Write(name, content)), nil, logger)
+		require.EqualError(t, err, `gitlab "gl": token_file "`+files.Path(name)+`": want one access token (printable ASCII, no spaces) on one line`)
 		notifytest.RequireNoSecrets(t, err, []string{token, token[:10]})
 	}
 

@@ -26,7 +26,9 @@
 // and texts: RequireStatusClasses (status → retryable, one attempt per
 // Notify), RedirectServer (no redirect is followed), DeliverEchoing with
 // RequireNoSecretsInResults and RequireNoSecretsInHeader (no secret
-// escapes, whatever the server echoes).
+// escapes, whatever the server echoes); for New and Notify tests,
+// OpenChecks (notify.Open's checks of logger and secret file), Files (a
+// folder of secret files), NotifyStateless and LifecycleEvents.
 //
 // Only tests import this package.
 package notifytest

@@ -1,0 +1,74 @@
+package notifytest
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/notify"
+)
+
+// LifecycleEvents are the events of one incident in the order they come:
+// open, update, remediation, renotify, resolve.
+var LifecycleEvents = []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventRemediation, notify.EventRenotify, notify.EventResolve}
+
+// NotifyStateless sends m through a notifier that keeps no state of its
+// own: a call of saveState fails the test.
+func NotifyStateless(t *testing.T, n notify.Notifier, m notify.Message, state []byte) ([]byte, error) {
+	t.Helper()
+	return n.Notify(t.Context(), m, state, func([]byte) error {
+		t.Fatalf("%s must not need saveState", n.Name())
+		return nil
+	})
+}
+
+// Files is a temporary folder of secret files for tests of a vendor's New.
+type Files struct {
+	t   testing.TB
+	Dir string
+}
+
+// NewFiles makes an empty folder, removed when t ends.
+func NewFiles(t testing.TB) *Files {
+	return &Files{t: t, Dir: t.TempDir()}
+}
+
+// Write writes content to the file name (mode 0600) and returns its path.
+func (f *Files) Write(name, content string) string {
+	f.t.Helper()
+	p := f.Path(name)
+	require.NoError(f.t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+// Path is where the file name is or would be.
+func (f *Files) Path(name string) string {
+	return filepath.Join(f.Dir, name)
+}
+
+// OpenChecks are the checks notify.Open makes, in every vendor's New,
+// before the vendor's own check of its secret.
+type OpenChecks struct {
+	// Vendor and Name start the errors: `vendor "name": ...`.
+	Vendor, Name string
+	// Key is the secret file's settings key, e.g. "routing_key_file".
+	Key string
+	// New calls the vendor's New with the secret at file (a valid
+	// configuration otherwise) and logger.
+	New func(file string, logger *slog.Logger) error
+}
+
+// Require checks that New wants a logger, the secret file's key, a file
+// that exists and one that is not empty; good is a valid secret file.
+func (c OpenChecks) Require(t *testing.T, files *Files, good string) {
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	require.EqualError(t, c.New(good, nil), c.Vendor+": logger is required")
+	require.EqualError(t, c.New("", logger), c.Vendor+` "`+c.Name+`": `+c.Key+`: required`)
+	require.ErrorIs(t, c.New(files.Path("missing"), logger), os.ErrNotExist)
+	empty := files.Write("empty", " \n")
+	require.EqualError(t, c.New(empty, logger), c.Vendor+` "`+c.Name+`": `+c.Key+` "`+empty+`" is empty`)
+}

@@ -1,0 +1,46 @@
+package notifytest
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/notify"
+)
+
+func TestFiles(t *testing.T) {
+	files := NewFiles(t)
+	p := files.Write("key", "k\n")
+	require.Equal(t, files.Path("key"), p)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Equal(t, "k\n", string(b))
+	st, err := os.Stat(p)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	_, err = os.Stat(files.Path("missing"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// OpenChecks passes for a New that begins with notify.Open, as every
+// vendor's does.
+func TestOpenChecks(t *testing.T) {
+	files := NewFiles(t)
+	good := files.Write("good", "secret\n")
+	OpenChecks{Vendor: "fake", Name: "f", Key: "key_file", New: func(file string, logger *slog.Logger) error {
+		_, err := notify.Open("fake", "f", logger, func() error {
+			if file == "" {
+				return errors.New("key_file: required")
+			}
+			return nil
+		}, notify.Secret{Key: "key_file", Path: file, Want: "one line", OK: func(string) bool { return true }})
+		return err
+	}}.Require(t, files, good)
+}
+
+func TestLifecycleEvents(t *testing.T) {
+	require.Equal(t, []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventRemediation, notify.EventRenotify, notify.EventResolve}, LifecycleEvents)
+}
