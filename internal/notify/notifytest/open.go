@@ -72,3 +72,30 @@ func (c OpenChecks) Require(t *testing.T, files *Files, good string) {
 	empty := files.Write("empty", " \n")
 	require.EqualError(t, c.New(empty, logger), c.Vendor+` "`+c.Name+`": `+c.Key+` "`+empty+`" is empty`)
 }
+
+// ValidateCase is one row of a Config.Validate table: Edit changes a
+// valid configuration, Want is the whole error ("" for none).
+type ValidateCase[C any] struct {
+	Name string
+	Edit func(*C)
+	Want string
+}
+
+// RequireValidate runs each case as a subtest: validate of valid after
+// Edit gives Want, and no error quotes a value holding "CANARY".
+func RequireValidate[C any](t *testing.T, valid C, validate func(C) error, cases []ValidateCase[C]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			c := valid
+			tc.Edit(&c)
+			err := validate(c)
+			if tc.Want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, tc.Want)
+			require.NotContains(t, err.Error(), "CANARY")
+		})
+	}
+}

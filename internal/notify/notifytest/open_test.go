@@ -44,3 +44,21 @@ func TestOpenChecks(t *testing.T) {
 func TestLifecycleEvents(t *testing.T) {
 	require.Equal(t, []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventRemediation, notify.EventRenotify, notify.EventResolve}, LifecycleEvents)
 }
+
+type fakeConfig struct{ Name string }
+
+func (c fakeConfig) Validate() error {
+	if c.Name == "" {
+		return errors.New("name: required")
+	}
+	return nil
+}
+
+func TestRequireValidate(t *testing.T) {
+	edited := 0
+	RequireValidate(t, fakeConfig{Name: "f"}, fakeConfig.Validate, []ValidateCase[fakeConfig]{
+		{Name: "valid", Edit: func(*fakeConfig) { edited++ }},
+		{Name: "empty", Edit: func(c *fakeConfig) { edited++; c.Name = "" }, Want: "name: required"},
+	})
+	require.Equal(t, 2, edited, "every case ran")
+}
