@@ -36,9 +36,7 @@ func testConfig(srv *notifytest.SMTPServer) Config {
 
 func newTestNotifier(t *testing.T, cfg Config, logger *slog.Logger) *Notifier {
 	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = notifytest.OrDiscard(logger)
 	n, err := New(cfg, logger)
 	require.NoError(t, err)
 	return n

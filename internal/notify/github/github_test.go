@@ -29,9 +29,7 @@ const (
 
 func newTestNotifier(t *testing.T, srv *notifytest.GitHubServer, logger *slog.Logger) *Notifier {
 	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = notifytest.OrDiscard(logger)
 	n, err := New(Config{Name: "gh-infra", TokenFile: srv.TokenFile, Repository: srv.Repository(), APIURL: srv.URL(), Timeout: 5 * time.Second},
 		srv.HTTPClient(), logger)
 	require.NoError(t, err)
@@ -113,10 +111,7 @@ func commentBody(t *testing.T, m notify.Message) string {
 }
 
 func TestConformance(t *testing.T) {
-	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
-		srv := notifytest.NewGitHubServer(t)
-		return newTestNotifier(t, srv, nil), srv
-	})
+	notifytest.ConformanceOf(t, notifytest.NewGitHubServer, newTestNotifier)
 }
 
 // One incident key is one issue: open creates it (saving its number at

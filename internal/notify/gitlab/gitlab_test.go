@@ -31,9 +31,7 @@ func newTestNotifier(t *testing.T, srv *notifytest.GitLabServer, logger *slog.Lo
 
 func newNotifierFor(t *testing.T, srv *notifytest.GitLabServer, project string, logger *slog.Logger) *Notifier {
 	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = notifytest.OrDiscard(logger)
 	n, err := New(Config{Name: "gl-infra", TokenFile: srv.TokenFile, Project: project, APIURL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 	require.NoError(t, err)
 	return n
@@ -109,10 +107,7 @@ func comment(iid string, m notify.Message, reopened bool) call {
 }
 
 func TestConformance(t *testing.T) {
-	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
-		srv := notifytest.NewGitLabServer(t)
-		return newTestNotifier(t, srv, nil), srv
-	})
+	notifytest.ConformanceOf(t, notifytest.NewGitLabServer, newTestNotifier)
 }
 
 // One rolling issue per incident key: created on open (and saved at

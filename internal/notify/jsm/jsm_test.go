@@ -21,9 +21,7 @@ const alias = "drift-prod-network-3f9a2c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.JSMServer, logger *slog.Logger) *Notifier {
 	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = notifytest.OrDiscard(logger)
 	n, err := New(Config{Name: "jsm-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 	require.NoError(t, err)
 	return n
@@ -55,10 +53,7 @@ func built(t *testing.T, m notify.Message) []req {
 }
 
 func TestConformance(t *testing.T) {
-	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
-		srv := notifytest.NewJSMServer(t)
-		return newTestNotifier(t, srv, nil), srv
-	})
+	notifytest.ConformanceOf(t, notifytest.NewJSMServer, newTestNotifier)
 }
 
 // One incident is one JSM alert: open creates it, update and remediation

@@ -99,3 +99,21 @@ func RequireValidate[C any](t *testing.T, valid C, validate func(C) error, cases
 		})
 	}
 }
+
+// ConformanceOf runs Conformance on a fresh server from newServer for
+// each check and the notifier newNotifier makes for it (nil logger).
+func ConformanceOf[S ServerControl, N notify.Notifier](t *testing.T, newServer func(testing.TB) S, newNotifier func(*testing.T, S, *slog.Logger) N) {
+	t.Helper()
+	Conformance(t, func(t *testing.T) (notify.Notifier, ServerControl) {
+		srv := newServer(t)
+		return newNotifier(t, srv, nil), srv
+	})
+}
+
+// OrDiscard is logger, or a logger that discards when it is nil.
+func OrDiscard(logger *slog.Logger) *slog.Logger {
+	if logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return logger
+}

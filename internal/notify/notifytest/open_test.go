@@ -62,3 +62,10 @@ func TestRequireValidate(t *testing.T) {
 	})
 	require.Equal(t, 2, edited, "every case ran")
 }
+
+func TestOrDiscard(t *testing.T) {
+	require.NotNil(t, OrDiscard(nil))
+	require.False(t, OrDiscard(nil).Enabled(t.Context(), slog.LevelError))
+	l, _ := CaptureLogger()
+	require.Same(t, l, OrDiscard(l))
+}

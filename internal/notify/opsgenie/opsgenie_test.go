@@ -26,9 +26,7 @@ var fastPolls = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10
 
 func newTestNotifier(t *testing.T, srv *notifytest.OpsGenieServer, logger *slog.Logger) *Notifier {
 	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = notifytest.OrDiscard(logger)
 	n, err := New(Config{Name: "opsgenie-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 	require.NoError(t, err)
 	n.polls = fastPolls
@@ -444,8 +442,5 @@ func TestLoopbackPlainHTTP(t *testing.T) {
 }
 
 func TestConformance(t *testing.T) {
-	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
-		srv := notifytest.NewOpsGenieServer(t)
-		return newTestNotifier(t, srv, nil), srv
-	})
+	notifytest.ConformanceOf(t, notifytest.NewOpsGenieServer, newTestNotifier)
 }

@@ -19,19 +19,14 @@ const dedupKey = "drift-prod-network-3f9a2c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.PagerDutyServer, logger *slog.Logger) *Notifier {
 	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = notifytest.OrDiscard(logger)
 	n, err := New(Config{Name: "pd-oncall", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 	require.NoError(t, err)
 	return n
 }
 
 func TestConformance(t *testing.T) {
-	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
-		srv := notifytest.NewPagerDutyServer(t)
-		return newTestNotifier(t, srv, nil), srv
-	})
+	notifytest.ConformanceOf(t, notifytest.NewPagerDutyServer, newTestNotifier)
 }
 
 // One incident is one PagerDuty alert: open, update, remediation and

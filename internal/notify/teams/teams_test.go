@@ -22,9 +22,7 @@ const incidentKey = "drift-prod-network-3f9a2c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.TeamsServer, logger *slog.Logger) *Notifier {
 	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = notifytest.OrDiscard(logger)
 	n, err := New(Config{Name: "teams-oncall", WebhookURLFile: srv.URLFile, Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 	require.NoError(t, err)
 	return n
@@ -38,10 +36,7 @@ func writeURL(t *testing.T, u string) string {
 }
 
 func TestConformance(t *testing.T) {
-	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
-		srv := notifytest.NewTeamsServer(t)
-		return newTestNotifier(t, srv, nil), srv
-	})
+	notifytest.ConformanceOf(t, notifytest.NewTeamsServer, newTestNotifier)
 }
 
 // Every event posts one card to the trigger URL, signature included; the

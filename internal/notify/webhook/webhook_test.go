@@ -23,9 +23,7 @@ const headerToken = "gw-token-canary-5f1e2d3c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.WebhookServer, logger *slog.Logger) *Notifier {
 	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = notifytest.OrDiscard(logger)
 	n, err := New(Config{
 		Name: "hook", URLFile: srv.URLFile, SecretFile: srv.SecretFile, Timeout: 5 * time.Second,
 		Headers: map[string]string{"Authorization": "Bearer " + headerToken},
