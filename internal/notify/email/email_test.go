@@ -437,13 +437,7 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 func TestPermanentErrors(t *testing.T) {
 	srv := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{})
 	n := newTestNotifier(t, testConfig(srv), nil)
-	m := notifytest.SampleMessage(notify.EventOpen)
-	m.Event = "snooze"
-	_, err := notifytest.NotifyStateless(t, n, m, []byte("{}"))
-	require.EqualError(t, err, `email mail-oncall: unknown event "snooze"`)
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	require.Zero(t, srv.Connections())
+	notifytest.RequireUnknownEvent(t, n, []byte("{}"), srv.Connections, `email mail-oncall: unknown event "snooze"`)
 }
 
 func TestNew(t *testing.T) {

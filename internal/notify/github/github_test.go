@@ -512,14 +512,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 func TestPermanentErrors(t *testing.T) {
 	srv := notifytest.NewGitHubServer(t)
 	n := newTestNotifier(t, srv, nil)
-	m := notifytest.SampleMessage(notify.EventOpen)
-	m.Event = "snooze"
-	d := send(t, n, m, []byte("{}"))
-	require.EqualError(t, d.err, `github gh-infra: unknown event "snooze"`)
-	retry, _ := notify.IsRetryable(d.err)
-	require.False(t, retry)
-	require.Equal(t, "{}", string(d.state))
-	require.Empty(t, srv.Requests())
+	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `github gh-infra: unknown event "snooze"`)
 }
 
 // The token is in the Authorization header and nowhere else: not in an

@@ -558,14 +558,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 func TestPermanentMessageErrors(t *testing.T) {
 	srv := notifytest.NewGitLabServer(t)
 	n := newTestNotifier(t, srv, nil)
-	m := notifytest.SampleMessage(notify.EventOpen)
-	m.Event = "snooze"
-	st, err := send(t, n, m, []byte(`{"project":"x","iid":1}`))
-	require.EqualError(t, err, `gitlab gl-infra: unknown event "snooze"`)
-	require.JSONEq(t, `{"project":"x","iid":1}`, string(st), "the state stands")
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	require.Empty(t, srv.Requests())
+	notifytest.RequireUnknownEvent(t, n, []byte(`{"project":"x","iid":1}`), func() int { return len(srv.Requests()) }, `gitlab gl-infra: unknown event "snooze"`)
 }
 
 // The token is in the PRIVATE-TOKEN header and nowhere else: not in a

@@ -117,3 +117,18 @@ func OrDiscard(logger *slog.Logger) *slog.Logger {
 	}
 	return logger
 }
+
+// RequireUnknownEvent sends n an open message relabelled "snooze": Notify
+// refuses it with the error want, permanently, returns state unchanged
+// and sends nothing (sent counts what the server has received).
+func RequireUnknownEvent(t *testing.T, n notify.Notifier, state []byte, sent func() int, want string) {
+	t.Helper()
+	m := SampleMessage(notify.EventOpen)
+	m.Event = "snooze"
+	got, err := NotifyStateless(t, n, m, state)
+	require.EqualError(t, err, want)
+	retry, _ := notify.IsRetryable(err)
+	require.False(t, retry)
+	require.Equal(t, string(state), string(got), "the state stands")
+	require.Zero(t, sent())
+}

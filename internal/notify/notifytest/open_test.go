@@ -1,7 +1,9 @@
 package notifytest
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -68,4 +70,23 @@ func TestOrDiscard(t *testing.T) {
 	require.False(t, OrDiscard(nil).Enabled(t.Context(), slog.LevelError))
 	l, _ := CaptureLogger()
 	require.Same(t, l, OrDiscard(l))
+}
+
+// refuser refuses every event but open, as a notifier's builder does.
+type refuser struct{ sent int }
+
+func (r *refuser) Name() string { return "fake" }
+
+func (r *refuser) Notify(_ context.Context, m notify.Message, state []byte, _ func([]byte) error) ([]byte, error) {
+	if m.Event != notify.EventOpen {
+		return state, fmt.Errorf("fake: unknown event %q", m.Event)
+	}
+	r.sent++
+	return nil, nil
+}
+
+func TestRequireUnknownEvent(t *testing.T) {
+	r := &refuser{}
+	RequireUnknownEvent(t, r, []byte(`{"k":1}`), func() int { return r.sent }, `fake: unknown event "snooze"`)
+	require.Zero(t, r.sent)
 }

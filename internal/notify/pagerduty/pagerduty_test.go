@@ -180,13 +180,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 func TestPermanentErrors(t *testing.T) {
 	srv := notifytest.NewPagerDutyServer(t)
 	n := newTestNotifier(t, srv, nil)
-	m := notifytest.SampleMessage(notify.EventOpen)
-	m.Event = "snooze"
-	_, err := notifytest.NotifyStateless(t, n, m, []byte("{}"))
-	require.EqualError(t, err, `pagerduty pd-oncall: unknown event "snooze"`)
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	require.Empty(t, srv.Requests())
+	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `pagerduty pd-oncall: unknown event "snooze"`)
 }
 
 // The routing key is in the body's routing_key and nowhere else: not in

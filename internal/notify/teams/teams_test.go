@@ -239,13 +239,7 @@ func TestConnectionDropped(t *testing.T) {
 func TestPermanentErrors(t *testing.T) {
 	srv := notifytest.NewTeamsServer(t)
 	n := newTestNotifier(t, srv, nil)
-	m := notifytest.SampleMessage(notify.EventOpen)
-	m.Event = "snooze"
-	_, err := notifytest.NotifyStateless(t, n, m, []byte("{}"))
-	require.EqualError(t, err, `teams teams-oncall: unknown event "snooze"`)
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	require.Empty(t, srv.Requests())
+	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `teams teams-oncall: unknown event "snooze"`)
 }
 
 // The URL (host, path, query, sig) is the request's target and nowhere
