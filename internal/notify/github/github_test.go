@@ -28,12 +28,7 @@ const (
 )
 
 func newTestNotifier(t *testing.T, srv *notifytest.GitHubServer, logger *slog.Logger) *Notifier {
-	t.Helper()
-	logger = notifytest.OrDiscard(logger)
-	n, err := New(Config{Name: "gh-infra", TokenFile: srv.TokenFile, Repository: srv.Repository(), APIURL: srv.URL(), Timeout: 5 * time.Second},
-		srv.HTTPClient(), logger)
-	require.NoError(t, err)
-	return n
+	return notifytest.MustNew(t, New, Config{Name: "gh-infra", TokenFile: srv.TokenFile, Repository: srv.Repository(), APIURL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
 
 // delivery is one Notify call's outcome, with what it saved through

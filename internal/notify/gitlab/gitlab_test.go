@@ -30,11 +30,7 @@ func newTestNotifier(t *testing.T, srv *notifytest.GitLabServer, logger *slog.Lo
 }
 
 func newNotifierFor(t *testing.T, srv *notifytest.GitLabServer, project string, logger *slog.Logger) *Notifier {
-	t.Helper()
-	logger = notifytest.OrDiscard(logger)
-	n, err := New(Config{Name: "gl-infra", TokenFile: srv.TokenFile, Project: project, APIURL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
-	require.NoError(t, err)
-	return n
+	return notifytest.MustNew(t, New, Config{Name: "gl-infra", TokenFile: srv.TokenFile, Project: project, APIURL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
 
 // saver records what saveState was given.

@@ -20,11 +20,7 @@ import (
 const alias = "drift-prod-network-3f9a2c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.JSMServer, logger *slog.Logger) *Notifier {
-	t.Helper()
-	logger = notifytest.OrDiscard(logger)
-	n, err := New(Config{Name: "jsm-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
-	require.NoError(t, err)
-	return n
+	return notifytest.MustNew(t, New, Config{Name: "jsm-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
 
 // req is the part of a recorded request the tests assert exactly.

@@ -30,8 +30,8 @@
 // server constructor and the vendor's test notifier); for New, Validate
 // and Notify tests, OpenChecks (notify.Open's checks of logger and secret
 // file), Files (a folder of secret files), RequireValidate (a
-// Config.Validate table), NotifyStateless, RequireUnknownEvent, LifecycleEvents and
-// OrDiscard.
+// Config.Validate table), NotifyStateless, RequireUnknownEvent, LifecycleEvents,
+// OrDiscard and MustNew (a vendor's New that fails the test on error).
 //
 // Only tests import this package.
 package notifytest

@@ -2,6 +2,7 @@ package notifytest
 
 import (
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -131,4 +132,13 @@ func RequireUnknownEvent(t *testing.T, n notify.Notifier, state []byte, sent fun
 	require.False(t, retry)
 	require.Equal(t, string(state), string(got), "the state stands")
 	require.Zero(t, sent())
+}
+
+// MustNew is a vendor's New(cfg, hc, logger) for tests: a nil logger
+// discards, and an error fails t.
+func MustNew[C, N any](t testing.TB, newFn func(C, *http.Client, *slog.Logger) (N, error), cfg C, hc *http.Client, logger *slog.Logger) N {
+	t.Helper()
+	n, err := newFn(cfg, hc, OrDiscard(logger))
+	require.NoError(t, err)
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"testing"
 
@@ -89,4 +90,14 @@ func TestRequireUnknownEvent(t *testing.T) {
 	r := &refuser{}
 	RequireUnknownEvent(t, r, []byte(`{"k":1}`), func() int { return r.sent }, `fake: unknown event "snooze"`)
 	require.Zero(t, r.sent)
+}
+
+func TestMustNew(t *testing.T) {
+	var gotLogger *slog.Logger
+	newFn := func(name string, _ *http.Client, logger *slog.Logger) (string, error) {
+		gotLogger = logger
+		return "made " + name, nil
+	}
+	require.Equal(t, "made x", MustNew(t, newFn, "x", nil, nil))
+	require.NotNil(t, gotLogger, "a nil logger becomes one that discards")
 }

@@ -25,10 +25,7 @@ import (
 var fastPolls = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}
 
 func newTestNotifier(t *testing.T, srv *notifytest.OpsGenieServer, logger *slog.Logger) *Notifier {
-	t.Helper()
-	logger = notifytest.OrDiscard(logger)
-	n, err := New(Config{Name: "opsgenie-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
-	require.NoError(t, err)
+	n := notifytest.MustNew(t, New, Config{Name: "opsgenie-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 	n.polls = fastPolls
 	return n
 }

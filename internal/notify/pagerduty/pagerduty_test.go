@@ -18,11 +18,7 @@ import (
 const dedupKey = "drift-prod-network-3f9a2c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.PagerDutyServer, logger *slog.Logger) *Notifier {
-	t.Helper()
-	logger = notifytest.OrDiscard(logger)
-	n, err := New(Config{Name: "pd-oncall", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
-	require.NoError(t, err)
-	return n
+	return notifytest.MustNew(t, New, Config{Name: "pd-oncall", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
 
 func TestConformance(t *testing.T) {

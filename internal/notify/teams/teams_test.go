@@ -21,11 +21,7 @@ import (
 const incidentKey = "drift-prod-network-3f9a2c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.TeamsServer, logger *slog.Logger) *Notifier {
-	t.Helper()
-	logger = notifytest.OrDiscard(logger)
-	n, err := New(Config{Name: "teams-oncall", WebhookURLFile: srv.URLFile, Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
-	require.NoError(t, err)
-	return n
+	return notifytest.MustNew(t, New, Config{Name: "teams-oncall", WebhookURLFile: srv.URLFile, Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
 
 func writeURL(t *testing.T, u string) string {

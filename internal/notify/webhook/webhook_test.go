@@ -22,14 +22,10 @@ import (
 const headerToken = "gw-token-canary-5f1e2d3c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.WebhookServer, logger *slog.Logger) *Notifier {
-	t.Helper()
-	logger = notifytest.OrDiscard(logger)
-	n, err := New(Config{
+	return notifytest.MustNew(t, New, Config{
 		Name: "hook", URLFile: srv.URLFile, SecretFile: srv.SecretFile, Timeout: 5 * time.Second,
 		Headers: map[string]string{"Authorization": "Bearer " + headerToken},
 	}, srv.HTTPClient(), logger)
-	require.NoError(t, err)
-	return n
 }
 
 func TestLifecycle(t *testing.T) {
