@@ -354,19 +354,10 @@ func openFor(since, at time.Time) string {
 	if since.IsZero() || at.IsZero() || at.Before(since) {
 		return ""
 	}
-	d := at.Sub(since).Round(time.Minute)
-	days, hours, mins := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
-	switch {
-	case days > 0 && hours > 0:
-		return fmt.Sprintf("%dd %dh", days, hours)
-	case days > 0:
-		return fmt.Sprintf("%dd", days)
-	case hours > 0 && mins > 0:
-		return fmt.Sprintf("%dh %dm", hours, mins)
-	case hours > 0:
-		return fmt.Sprintf("%dh", hours)
+	if at.Sub(since) < 30*time.Second {
+		return "0m" // where notify.Duration says "under a minute"
 	}
-	return fmt.Sprintf("%dm", mins)
+	return notify.Duration(at.Sub(since))
 }
 
 // code is s on one line, cut to limit, as a Markdown code span: no
