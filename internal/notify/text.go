@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
 )
 
 // OneLine joins s's lines and collapses its whitespace: for a field that
@@ -84,4 +86,23 @@ func Duration(d time.Duration) string {
 		return fmt.Sprintf("%dm", mins)
 	}
 	return "under a minute"
+}
+
+// CountsText is c as "3 drifted, 1 pending, 2 forbidden", leaving out
+// zeros; "no findings" when all are zero.
+func CountsText(c drift.Counts) string {
+	var parts []string
+	if c.Drift > 0 {
+		parts = append(parts, fmt.Sprintf("%d drifted", c.Drift))
+	}
+	if c.Pending > 0 {
+		parts = append(parts, fmt.Sprintf("%d pending", c.Pending))
+	}
+	if c.Forbidden > 0 {
+		parts = append(parts, fmt.Sprintf("%d forbidden", c.Forbidden))
+	}
+	if len(parts) == 0 {
+		return "no findings"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
 )
 
 func TestTruncate(t *testing.T) {
@@ -27,4 +29,10 @@ func TestDuration(t *testing.T) {
 	} {
 		require.Equal(t, want, Duration(d), "%s", d)
 	}
+}
+
+func TestCountsText(t *testing.T) {
+	require.Equal(t, "no findings", CountsText(drift.Counts{}))
+	require.Equal(t, "3 drifted, 1 pending, 2 forbidden", CountsText(drift.Counts{Drift: 3, Pending: 1, Forbidden: 2}))
+	require.Equal(t, "2 forbidden", CountsText(drift.Counts{Forbidden: 2}))
 }
