@@ -272,3 +272,13 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 	}
 	return 0
 }
+
+// KeptState is what a notifier that keeps no state of its own returns
+// after delivering m: state as it was, and nil once the incident is
+// resolved (nothing is left to keep).
+func KeptState(m Message, state []byte) []byte {
+	if m.Event == EventResolve {
+		return nil
+	}
+	return state
+}

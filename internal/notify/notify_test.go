@@ -50,3 +50,11 @@ func TestMessageCheck(t *testing.T) {
 	require.EqualError(t, Message{ID: "m1", Event: EventRemediation}.Check(), "message m1: remediation event without its remediation")
 	require.EqualError(t, Message{Event: "escalate"}.Check(), `unknown event "escalate"`)
 }
+
+func TestKeptState(t *testing.T) {
+	state := []byte(`{"k":1}`)
+	for _, ev := range []Event{EventOpen, EventUpdate, EventRemediation, EventRenotify} {
+		require.Equal(t, state, KeptState(Message{Event: ev}, state), ev)
+	}
+	require.Nil(t, KeptState(Message{Event: EventResolve}, state))
+}

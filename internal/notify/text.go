@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
 )
 
 // OneLine joins s's lines and collapses its whitespace: for a field that
@@ -62,4 +65,44 @@ func Plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// Duration is d, rounded to the minute, in days and hours or hours and
+// minutes: "45m", "1h 5m", "3h", "2d", "2d 4h"; "under a minute" below
+// half a minute (or negative).
+func Duration(d time.Duration) string {
+	d = d.Round(time.Minute)
+	days, hours, mins := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case days > 0 && hours > 0:
+		return fmt.Sprintf("%dd %dh", days, hours)
+	case days > 0:
+		return fmt.Sprintf("%dd", days)
+	case hours > 0 && mins > 0:
+		return fmt.Sprintf("%dh %dm", hours, mins)
+	case hours > 0:
+		return fmt.Sprintf("%dh", hours)
+	case mins > 0:
+		return fmt.Sprintf("%dm", mins)
+	}
+	return "under a minute"
+}
+
+// CountsText is c as "3 drifted, 1 pending, 2 forbidden", leaving out
+// zeros; "no findings" when all are zero.
+func CountsText(c drift.Counts) string {
+	var parts []string
+	if c.Drift > 0 {
+		parts = append(parts, fmt.Sprintf("%d drifted", c.Drift))
+	}
+	if c.Pending > 0 {
+		parts = append(parts, fmt.Sprintf("%d pending", c.Pending))
+	}
+	if c.Forbidden > 0 {
+		parts = append(parts, fmt.Sprintf("%d forbidden", c.Forbidden))
+	}
+	if len(parts) == 0 {
+		return "no findings"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -129,10 +129,7 @@ func (n *Notifier) Notify(ctx context.Context, m notify.Message, state []byte, _
 		return state, err
 	}
 	n.logger.Debug("email delivered", "event", string(m.Event), "message_id", msg.ID, "recipients", len(msg.To))
-	if m.Event == notify.EventResolve {
-		return nil, nil
-	}
-	return state, nil
+	return notify.KeptState(m, state), nil
 }
 
 // ReplyError is an SMTP server's refusal: the command it answered, its

@@ -36,20 +36,10 @@ func testConfig(srv *notifytest.SMTPServer) Config {
 
 func newTestNotifier(t *testing.T, cfg Config, logger *slog.Logger) *Notifier {
 	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = notifytest.OrDiscard(logger)
 	n, err := New(cfg, logger)
 	require.NoError(t, err)
 	return n
-}
-
-func send(t *testing.T, n *Notifier, m notify.Message, state []byte) ([]byte, error) {
-	t.Helper()
-	return n.Notify(t.Context(), m, state, func([]byte) error {
-		t.Fatal("email must not need saveState")
-		return nil
-	})
 }
 
 // wantData is what the builder makes of m for the test notifier: the
@@ -68,9 +58,9 @@ func wantData(t *testing.T, n *Notifier, m notify.Message) []byte {
 func TestLifecycle(t *testing.T) {
 	srv := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{})
 	n := newTestNotifier(t, testConfig(srv), nil)
-	events := []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventRemediation, notify.EventRenotify, notify.EventResolve}
+	events := notifytest.LifecycleEvents
 	for _, ev := range events {
-		state, err := send(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
+		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
 		require.NoError(t, err, ev)
 		if ev == notify.EventResolve {
 			require.Nil(t, state)
@@ -119,9 +109,9 @@ func TestCrashReplay(t *testing.T) {
 	var prev []byte
 	for _, ev := range []notify.Event{notify.EventOpen, notify.EventUpdate} {
 		m := notifytest.SampleMessage(ev)
-		st, err := send(t, n, m, prev)
+		st, err := notifytest.NotifyStateless(t, n, m, prev)
 		require.NoError(t, err)
-		_, err = send(t, n, m, prev) // the replay: what the first call returned is lost
+		_, err = notifytest.NotifyStateless(t, n, m, prev) // the replay: what the first call returned is lost
 		require.NoError(t, err)
 		prev = st
 	}
@@ -161,7 +151,7 @@ func TestTransientReplies(t *testing.T) {
 			srv := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{})
 			n := newTestNotifier(t, testConfig(srv), nil)
 			srv.FailNext(tc.f)
-			_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+			_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 			require.EqualError(t, err, "email mail-oncall: send "+sampleRoot+": "+tc.want)
 			retry, after := notify.IsRetryable(err)
 			require.True(t, retry)
@@ -171,7 +161,7 @@ func TestTransientReplies(t *testing.T) {
 			require.Equal(t, tc.f.Code, re.Code)
 			require.Empty(t, srv.Envelopes())
 
-			_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+			_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 			require.NoError(t, err)
 			require.Len(t, srv.Envelopes(), 1)
 		})
@@ -198,7 +188,7 @@ func TestPermanentReplies(t *testing.T) {
 			srv := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{})
 			n := newTestNotifier(t, testConfig(srv), nil)
 			srv.FailNext(tc.f)
-			_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+			_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 			require.EqualError(t, err, "email mail-oncall: send "+sampleRoot+": "+tc.want)
 			retry, _ := notify.IsRetryable(err)
 			require.False(t, retry)
@@ -211,7 +201,7 @@ func TestPermanentReplies(t *testing.T) {
 	srv := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{})
 	n := newTestNotifier(t, testConfig(srv), nil)
 	srv.FailNext(notifytest.SMTPFailure{At: notifytest.SMTPAtRcpt}) // oncall: 451
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.Error(t, err)
 	require.Empty(t, srv.Envelopes())
 }
@@ -225,7 +215,7 @@ func TestAuthFailed(t *testing.T) {
 	cfg.PasswordFile = filepath.Join(t.TempDir(), "password")
 	require.NoError(t, os.WriteFile(cfg.PasswordFile, []byte(wrong+"\n"), 0o600))
 	n := newTestNotifier(t, cfg, nil)
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "email mail-oncall: send "+sampleRoot+": AUTH PLAIN: 535 5.7.8 Authentication failed")
 	retry, _ := notify.IsRetryable(err)
 	require.False(t, retry)
@@ -243,14 +233,14 @@ func TestDropsAndHangs(t *testing.T) {
 	prefix := "email mail-oncall: send " + sampleRoot + ": "
 
 	srv.Down()
-	_, err := send(t, n, open, nil)
+	_, err := notifytest.NotifyStateless(t, n, open, nil)
 	require.EqualError(t, err, prefix+"greeting: EOF")
 	requireRetryable(t, err)
 	srv.Up()
 
 	for _, at := range []string{notifytest.SMTPAtEHLO, notifytest.SMTPAtAuth, notifytest.SMTPAtMail, notifytest.SMTPAtRcpt, notifytest.SMTPAtData} {
 		srv.FailNext(notifytest.SMTPFailure{At: at, Drop: true})
-		_, err = send(t, n, open, nil)
+		_, err = notifytest.NotifyStateless(t, n, open, nil)
 		require.Error(t, err, at)
 		require.True(t, strings.HasPrefix(err.Error(), prefix), err)
 		requireRetryable(t, err)
@@ -261,7 +251,7 @@ func TestDropsAndHangs(t *testing.T) {
 	for _, at := range []string{notifytest.SMTPAtEHLO, notifytest.SMTPAtData} {
 		srv.FailNext(notifytest.SMTPFailure{At: at, Hang: true})
 		start := time.Now()
-		_, err = send(t, n, open, nil)
+		_, err = notifytest.NotifyStateless(t, n, open, nil)
 		require.Less(t, time.Since(start), 3*time.Second)
 		step := map[string]string{notifytest.SMTPAtEHLO: "EHLO", notifytest.SMTPAtData: "end of DATA"}[at]
 		require.EqualError(t, err, prefix+step+": timeout after 300ms")
@@ -269,7 +259,7 @@ func TestDropsAndHangs(t *testing.T) {
 	}
 
 	n.timeout = 5 * time.Second
-	_, err = send(t, n, open, nil)
+	_, err = notifytest.NotifyStateless(t, n, open, nil)
 	require.NoError(t, err)
 	require.Len(t, srv.Envelopes(), 1)
 }
@@ -309,7 +299,7 @@ func TestContext(t *testing.T) {
 func TestRefusesWithoutTLS(t *testing.T) {
 	srv := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{NoTLS: true})
 	n := newTestNotifier(t, testConfig(srv), nil)
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "email mail-oncall: send "+sampleRoot+": the server does not offer STARTTLS; refusing to send without TLS (set tls: implicit for SMTPS)")
 	retry, _ := notify.IsRetryable(err)
 	require.False(t, retry)
@@ -325,7 +315,7 @@ func TestImplicitTLS(t *testing.T) {
 	cfg := testConfig(srv)
 	cfg.TLS = TLSImplicit
 	n := newTestNotifier(t, cfg, nil)
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	envs := srv.Envelopes()
 	require.Len(t, envs, 1)
@@ -336,7 +326,7 @@ func TestImplicitTLS(t *testing.T) {
 	cfg = testConfig(plain)
 	cfg.TLS = TLSImplicit
 	n = newTestNotifier(t, cfg, nil)
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "email mail-oncall: send "+sampleRoot+": TLS handshake: the server does not speak TLS here (tls: implicit is for SMTPS, port 465; use starttls for 587)")
 	retry, _ := notify.IsRetryable(err)
 	require.False(t, retry)
@@ -349,7 +339,7 @@ func TestUntrustedCertificate(t *testing.T) {
 	cfg := testConfig(srv)
 	cfg.CAFile = ""
 	n := newTestNotifier(t, cfg, nil)
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.ErrorContains(t, err, "email mail-oncall: send "+sampleRoot+": STARTTLS: the server's certificate is not trusted (set ca_file for a private CA): ")
 	retry, _ := notify.IsRetryable(err)
 	require.False(t, retry)
@@ -364,14 +354,14 @@ func TestAuthModes(t *testing.T) {
 	srv := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{NoAuth: true})
 	cfg := testConfig(srv)
 	cfg.UsernameFile, cfg.PasswordFile = "", ""
-	_, err := send(t, newTestNotifier(t, cfg, nil), notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, newTestNotifier(t, cfg, nil), notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	envs := srv.Envelopes()
 	require.Len(t, envs, 1)
 	require.True(t, envs[0].TLS)
 	require.Empty(t, envs[0].User)
 
-	_, err = send(t, newTestNotifier(t, testConfig(srv), nil), notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, newTestNotifier(t, testConfig(srv), nil), notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, `email mail-oncall: the server offers no AUTH PLAIN or LOGIN (offered: ""); credentials are set, so nothing is sent unauthenticated`)
 	require.Len(t, srv.Envelopes(), 1)
 
@@ -379,11 +369,11 @@ func TestAuthModes(t *testing.T) {
 	authSrv := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{})
 	cfg = testConfig(authSrv)
 	cfg.UsernameFile, cfg.PasswordFile = "", ""
-	_, err = send(t, newTestNotifier(t, cfg, nil), notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, newTestNotifier(t, cfg, nil), notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "email mail-oncall: send "+sampleRoot+": MAIL FROM: 530 5.7.0 Authentication required")
 
 	login := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{LoginOnly: true})
-	_, err = send(t, newTestNotifier(t, testConfig(login), nil), notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, newTestNotifier(t, testConfig(login), nil), notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	require.Equal(t, []notifytest.SMTPAuth{{Mechanism: "LOGIN", OK: true, TLS: true}}, login.Auths())
 	require.Equal(t, login.Username, login.Envelopes()[0].User)
@@ -402,7 +392,7 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	var errs []error
 	var states [][]byte
 	run := func(ev notify.Event) {
-		st, err := send(t, n, notifytest.SampleMessage(ev), nil)
+		st, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), nil)
 		errs = append(errs, err)
 		states = append(states, st)
 	}
@@ -447,13 +437,7 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 func TestPermanentErrors(t *testing.T) {
 	srv := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{})
 	n := newTestNotifier(t, testConfig(srv), nil)
-	m := notifytest.SampleMessage(notify.EventOpen)
-	m.Event = "snooze"
-	_, err := send(t, n, m, []byte("{}"))
-	require.EqualError(t, err, `email mail-oncall: unknown event "snooze"`)
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	require.Zero(t, srv.Connections())
+	notifytest.RequireUnknownEvent(t, n, []byte("{}"), srv.Connections, `email mail-oncall: unknown event "snooze"`)
 }
 
 func TestNew(t *testing.T) {

@@ -137,7 +137,7 @@ func body(m notify.Message, rows int) string {
 		fmt.Fprintf(&b, "\n#### Error\n\n%s\n", codeBlock(notify.Truncate(in.Error, maxLine)))
 	}
 	if len(in.Findings) > 0 || in.Class != notify.ClassErrored {
-		fmt.Fprintf(&b, "\n#### Findings (%s)\n\n", countsText(in))
+		fmt.Fprintf(&b, "\n#### Findings (%s)\n\n", notify.CountsText(in.Counts))
 		b.WriteString(findingsTable(in.Findings, rows, in.URL != ""))
 	}
 	fmt.Fprintf(&b, "\n_driftwatch rewrites this description on every change (last: %s, %s). Comment below rather than edit it. Attribute values are never shown here._\n",
@@ -159,10 +159,10 @@ func buildComment(m notify.Message) (string, bool) {
 			d = &notify.Delta{}
 		}
 		fmt.Fprintf(&b, "**Findings changed**%s: %d added, %d removed, %d changed. Now %s.\n",
-			runText(in.RunID, " in run "), len(d.Added), len(d.Removed), len(d.Changed), countsText(in))
+			runText(in.RunID, " in run "), len(d.Added), len(d.Removed), len(d.Changed), notify.CountsText(in.Counts))
 		b.WriteString(deltaList(d))
 	case notify.EventRenotify:
-		fmt.Fprintf(&b, "**Still open**%s%s: %s.\n", sinceText(in.Since, " since "), runText(in.RunID, ", last run "), countsText(in))
+		fmt.Fprintf(&b, "**Still open**%s%s: %s.\n", sinceText(in.Since, " since "), runText(in.RunID, ", last run "), notify.CountsText(in.Counts))
 	case notify.EventRemediation:
 		b.WriteString(remediationText(m))
 	case notify.EventResolve:
@@ -196,7 +196,7 @@ func heading(in notify.Incident) string {
 	if in.Counts.Drift+in.Counts.Pending == 0 {
 		return "Terraform drift in " + ws
 	}
-	return "Terraform drift in " + ws + ": " + countsText(in)
+	return "Terraform drift in " + ws + ": " + notify.CountsText(in.Counts)
 }
 
 func remediationText(m notify.Message) string {
@@ -266,25 +266,6 @@ func runLinks(in notify.Incident) string {
 		}
 	}
 	return strings.Join(parts, " · ")
-}
-
-// countsText is what the incident holds: "1 drifted, 1 pending", "2
-// forbidden", "no findings".
-func countsText(in notify.Incident) string {
-	var parts []string
-	if in.Counts.Drift > 0 {
-		parts = append(parts, fmt.Sprintf("%d drifted", in.Counts.Drift))
-	}
-	if in.Counts.Pending > 0 {
-		parts = append(parts, fmt.Sprintf("%d pending", in.Counts.Pending))
-	}
-	if in.Counts.Forbidden > 0 {
-		parts = append(parts, fmt.Sprintf("%d forbidden", in.Counts.Forbidden))
-	}
-	if len(parts) == 0 {
-		return "no findings"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // findingsTable lists at most rows findings, with the rest counted.

@@ -28,14 +28,7 @@ const (
 )
 
 func newTestNotifier(t *testing.T, srv *notifytest.GitHubServer, logger *slog.Logger) *Notifier {
-	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	n, err := New(Config{Name: "gh-infra", TokenFile: srv.TokenFile, Repository: srv.Repository(), APIURL: srv.URL(), Timeout: 5 * time.Second},
-		srv.HTTPClient(), logger)
-	require.NoError(t, err)
-	return n
+	return notifytest.MustNew(t, New, Config{Name: "gh-infra", TokenFile: srv.TokenFile, Repository: srv.Repository(), APIURL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
 
 // delivery is one Notify call's outcome, with what it saved through
@@ -113,10 +106,7 @@ func commentBody(t *testing.T, m notify.Message) string {
 }
 
 func TestConformance(t *testing.T) {
-	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
-		srv := notifytest.NewGitHubServer(t)
-		return newTestNotifier(t, srv, nil), srv
-	})
+	notifytest.ConformanceOf(t, notifytest.NewGitHubServer, newTestNotifier)
 }
 
 // One incident key is one issue: open creates it (saving its number at
@@ -517,14 +507,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 func TestPermanentErrors(t *testing.T) {
 	srv := notifytest.NewGitHubServer(t)
 	n := newTestNotifier(t, srv, nil)
-	m := notifytest.SampleMessage(notify.EventOpen)
-	m.Event = "snooze"
-	d := send(t, n, m, []byte("{}"))
-	require.EqualError(t, d.err, `github gh-infra: unknown event "snooze"`)
-	retry, _ := notify.IsRetryable(d.err)
-	require.False(t, retry)
-	require.Equal(t, "{}", string(d.state))
-	require.Empty(t, srv.Requests())
+	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `github gh-infra: unknown event "snooze"`)
 }
 
 // The token is in the Authorization header and nowhere else: not in an

@@ -100,7 +100,7 @@ func buildDescription(m notify.Message) string {
 	if m.Event == notify.EventResolve {
 		heading = "Resolved findings (as last notified)"
 	}
-	fmt.Fprintf(&b, "### %s: %s\n\n", heading, countsText(in.Counts))
+	fmt.Fprintf(&b, "### %s: %s\n\n", heading, notify.CountsText(in.Counts))
 	if len(in.Findings) == 0 {
 		b.WriteString("No findings listed.\n\n")
 	} else {
@@ -180,14 +180,14 @@ func buildNote(m notify.Message, reopened bool) string {
 		if !reopened {
 			return ""
 		}
-		fmt.Fprintf(&b, "**Open again**%s: %s%s. Reopening this issue.", since(in), countsText(in.Counts), runRef(in))
+		fmt.Fprintf(&b, "**Open again**%s: %s%s. Reopening this issue.", since(in), notify.CountsText(in.Counts), runRef(in))
 		if in.Error != "" {
 			b.WriteString(" Error: " + code(in.Error, maxCell) + ".")
 		}
 	case notify.EventUpdate:
-		fmt.Fprintf(&b, "**Findings changed**%s: %s. Now %s.", runRef(in), deltaText(m.Delta), countsText(in.Counts))
+		fmt.Fprintf(&b, "**Findings changed**%s: %s. Now %s.", runRef(in), deltaText(m.Delta), notify.CountsText(in.Counts))
 	case notify.EventRenotify:
-		fmt.Fprintf(&b, "**Still open**%s%s: %s%s.", since(in), paren(openFor(in.Since, m.At)), countsText(in.Counts), runRef(in))
+		fmt.Fprintf(&b, "**Still open**%s%s: %s%s.", since(in), paren(openFor(in.Since, m.At)), notify.CountsText(in.Counts), runRef(in))
 	case notify.EventRemediation:
 		b.WriteString(remediationNote(m))
 	case notify.EventResolve:
@@ -295,23 +295,6 @@ func findingRow(f drift.Finding) string {
 	return fmt.Sprintf("| %s | %s | %s | %s |", f.Kind, cell(action), cell(f.Address), strings.Join(attrs, ", "))
 }
 
-func countsText(c drift.Counts) string {
-	var parts []string
-	if c.Drift > 0 {
-		parts = append(parts, fmt.Sprintf("%d drifted", c.Drift))
-	}
-	if c.Pending > 0 {
-		parts = append(parts, fmt.Sprintf("%d pending", c.Pending))
-	}
-	if c.Forbidden > 0 {
-		parts = append(parts, fmt.Sprintf("%d forbidden", c.Forbidden))
-	}
-	if len(parts) == 0 {
-		return "no findings"
-	}
-	return strings.Join(parts, ", ")
-}
-
 func deltaText(d *notify.Delta) string {
 	if d == nil {
 		return "see the description"
@@ -354,19 +337,10 @@ func openFor(since, at time.Time) string {
 	if since.IsZero() || at.IsZero() || at.Before(since) {
 		return ""
 	}
-	d := at.Sub(since).Round(time.Minute)
-	days, hours, mins := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
-	switch {
-	case days > 0 && hours > 0:
-		return fmt.Sprintf("%dd %dh", days, hours)
-	case days > 0:
-		return fmt.Sprintf("%dd", days)
-	case hours > 0 && mins > 0:
-		return fmt.Sprintf("%dh %dm", hours, mins)
-	case hours > 0:
-		return fmt.Sprintf("%dh", hours)
+	if at.Sub(since) < 30*time.Second {
+		return "0m" // where notify.Duration says "under a minute"
 	}
-	return fmt.Sprintf("%dm", mins)
+	return notify.Duration(at.Sub(since))
 }
 
 // code is s on one line, cut to limit, as a Markdown code span: no

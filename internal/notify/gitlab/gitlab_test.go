@@ -5,8 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,13 +30,7 @@ func newTestNotifier(t *testing.T, srv *notifytest.GitLabServer, logger *slog.Lo
 }
 
 func newNotifierFor(t *testing.T, srv *notifytest.GitLabServer, project string, logger *slog.Logger) *Notifier {
-	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	n, err := New(Config{Name: "gl-infra", TokenFile: srv.TokenFile, Project: project, APIURL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
-	require.NoError(t, err)
-	return n
+	return notifytest.MustNew(t, New, Config{Name: "gl-infra", TokenFile: srv.TokenFile, Project: project, APIURL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
 
 // saver records what saveState was given.
@@ -111,10 +103,7 @@ func comment(iid string, m notify.Message, reopened bool) call {
 }
 
 func TestConformance(t *testing.T) {
-	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
-		srv := notifytest.NewGitLabServer(t)
-		return newTestNotifier(t, srv, nil), srv
-	})
+	notifytest.ConformanceOf(t, notifytest.NewGitLabServer, newTestNotifier)
 }
 
 // One rolling issue per incident key: created on open (and saved at
@@ -565,14 +554,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 func TestPermanentMessageErrors(t *testing.T) {
 	srv := notifytest.NewGitLabServer(t)
 	n := newTestNotifier(t, srv, nil)
-	m := notifytest.SampleMessage(notify.EventOpen)
-	m.Event = "snooze"
-	st, err := send(t, n, m, []byte(`{"project":"x","iid":1}`))
-	require.EqualError(t, err, `gitlab gl-infra: unknown event "snooze"`)
-	require.JSONEq(t, `{"project":"x","iid":1}`, string(st), "the state stands")
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	require.Empty(t, srv.Requests())
+	notifytest.RequireUnknownEvent(t, n, []byte(`{"project":"x","iid":1}`), func() int { return len(srv.Requests()) }, `gitlab gl-infra: unknown event "snooze"`)
 }
 
 // The token is in the PRIVATE-TOKEN header and nowhere else: not in a
@@ -609,32 +591,19 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	dir := t.TempDir()
+	files := notifytest.NewFiles(t)
 	token := "glpat-" + strings.Repeat("Ab3", 6) + "Zz"
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		return p
-	}
 	logger := slog.New(slog.DiscardHandler)
-	good := write("good", token+"\n")
+	good := files.Write("good", token+"\n")
 	cfg := func(file string) Config { return Config{Name: "gl", TokenFile: file, Project: "g/p"} }
-
-	_, err := New(cfg(good), nil, nil)
-	require.EqualError(t, err, "gitlab: logger is required")
-
-	_, err = New(Config{Name: "gl", Project: "g/p"}, nil, logger)
-	require.EqualError(t, err, `gitlab "gl": token_file: required`)
-
-	_, err = New(cfg(filepath.Join(dir, "missing")), nil, logger)
-	require.ErrorIs(t, err, os.ErrNotExist)
-
-	_, err = New(cfg(write("empty", " \n")), nil, logger)
-	require.EqualError(t, err, `gitlab "gl": token_file "`+filepath.Join(dir, "empty")+`" is empty`)
+	notifytest.OpenChecks{Vendor: "gitlab", Name: "gl", Key: "token_file", New: func(file string, logger *slog.Logger) error {
+		_, err := New(cfg(file), nil, logger)
+		return err
+	}}.Require(t, files, good)
 
 	for name, content := range map[string]string{"two": token + "\n" + token, "spaced": token[:10] + " " + token[11:], "utf8": token + "é"} {
-		_, err = New(cfg(write(name, content)), nil, logger)
-		require.EqualError(t, err, `gitlab "gl": token_file "`+filepath.Join(dir, name)+`": want one access token (printable ASCII, no spaces) on one line`)
+		_, err := New(cfg(files.Write(name, content)), nil, logger)
+		require.EqualError(t, err, `gitlab "gl": token_file "`+files.Path(name)+`": want one access token (printable ASCII, no spaces) on one line`)
 		notifytest.RequireNoSecrets(t, err, []string{token, token[:10]})
 	}
 

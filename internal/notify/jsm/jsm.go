@@ -68,10 +68,7 @@ func (n *Notifier) Notify(ctx context.Context, m notify.Message, state []byte, _
 			return state, err
 		}
 	}
-	if m.Event == notify.EventResolve {
-		return nil, nil
-	}
-	return state, nil
+	return notify.KeptState(m, state), nil
 }
 
 // response is the integration API's answer: {"result","took",

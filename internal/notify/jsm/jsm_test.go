@@ -20,21 +20,7 @@ import (
 const alias = "drift-prod-network-3f9a2c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.JSMServer, logger *slog.Logger) *Notifier {
-	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	n, err := New(Config{Name: "jsm-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
-	require.NoError(t, err)
-	return n
-}
-
-func send(t *testing.T, n *Notifier, m notify.Message, state []byte) ([]byte, error) {
-	t.Helper()
-	return n.Notify(t.Context(), m, state, func([]byte) error {
-		t.Fatal("jsm must not need saveState")
-		return nil
-	})
+	return notifytest.MustNew(t, New, Config{Name: "jsm-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
 
 // req is the part of a recorded request the tests assert exactly.
@@ -63,10 +49,7 @@ func built(t *testing.T, m notify.Message) []req {
 }
 
 func TestConformance(t *testing.T) {
-	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
-		srv := notifytest.NewJSMServer(t)
-		return newTestNotifier(t, srv, nil), srv
-	})
+	notifytest.ConformanceOf(t, notifytest.NewJSMServer, newTestNotifier)
 }
 
 // One incident is one JSM alert: open creates it, update and remediation
@@ -76,11 +59,11 @@ func TestConformance(t *testing.T) {
 func TestLifecycle(t *testing.T) {
 	srv := notifytest.NewJSMServer(t)
 	n := newTestNotifier(t, srv, nil)
-	events := []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventRemediation, notify.EventRenotify, notify.EventResolve}
+	events := notifytest.LifecycleEvents
 	var want []req
 	for _, ev := range events {
 		m := notifytest.SampleMessage(ev)
-		state, err := send(t, n, m, []byte(`{"kept":true}`))
+		state, err := notifytest.NotifyStateless(t, n, m, []byte(`{"kept":true}`))
 		require.NoError(t, err, ev)
 		if ev == notify.EventResolve {
 			require.Nil(t, state)
@@ -115,7 +98,7 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	// The incident re-opens under the same key: a new alert.
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	require.Len(t, srv.Alerts(), 2)
 	got, ok := srv.Alert(alias)
@@ -133,9 +116,9 @@ func TestCrashReplay(t *testing.T) {
 	var prev []byte
 	for _, ev := range []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventResolve} {
 		m := notifytest.SampleMessage(ev)
-		_, err := send(t, n, m, prev) // accepted; its result is lost
+		_, err := notifytest.NotifyStateless(t, n, m, prev) // accepted; its result is lost
 		require.NoError(t, err)
-		st, err := send(t, n, m, prev) // the replay
+		st, err := notifytest.NotifyStateless(t, n, m, prev) // the replay
 		require.NoError(t, err)
 		prev = st
 	}
@@ -157,16 +140,16 @@ func TestCrashReplay(t *testing.T) {
 func TestRenotifyRetriedWhole(t *testing.T) {
 	srv := notifytest.NewJSMServer(t)
 	n := newTestNotifier(t, srv, nil)
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	srv.FailNext(notifytest.Failure{Status: 202, Body: `{"result":"Request will be processed","took":0.1,"requestId":"r"}`}) // the create
 	srv.FailNext(notifytest.Failure{Status: 503})                                                                            // the note
 	renotify := notifytest.SampleMessage(notify.EventRenotify)
-	_, err = send(t, n, renotify, nil)
+	_, err = notifytest.NotifyStateless(t, n, renotify, nil)
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry, "%v", err)
 	require.EqualError(t, err, `jsm jsm-oncall: add note to alert "`+alias+`": status 503: Service Unavailable`)
-	_, err = send(t, n, renotify, nil)
+	_, err = notifytest.NotifyStateless(t, n, renotify, nil)
 	require.NoError(t, err)
 	a, _ := srv.Alert(alias)
 	require.Equal(t, 2, a.Count)
@@ -199,7 +182,7 @@ func TestPermanentErrors(t *testing.T) {
 		srv := notifytest.NewJSMServer(t)
 		n := newTestNotifier(t, srv, nil)
 		srv.FailNext(notifytest.Failure{Status: tc.status, Body: tc.body})
-		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.EqualError(t, err, `jsm jsm-oncall: create alert "`+alias+`": `+tc.want)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry)
@@ -215,7 +198,7 @@ func TestPermanentErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(other, []byte("not-the-key"), 0o600))
 	n, err := New(Config{Name: "jsm-oncall", APIKeyFile: other, APIURL: srv.APIURL()}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
 	require.EqualError(t, err, `jsm jsm-oncall: close alert "`+alias+`": status 401: Key format is not valid or the key does not belong to an API integration`)
 	notifytest.RequireNoSecrets(t, err, []string{"not-the-key"})
 
@@ -224,11 +207,11 @@ func TestPermanentErrors(t *testing.T) {
 		n := newTestNotifier(t, srv, nil)
 		m := notifytest.SampleMessage(notify.EventOpen)
 		m.Incident.Key = "drift/prod/network"
-		_, err := send(t, n, m, []byte("{}"))
+		_, err := notifytest.NotifyStateless(t, n, m, []byte("{}"))
 		require.EqualError(t, err, `jsm jsm-oncall: incident key "drift/prod/network" cannot be an alias (want [A-Za-z0-9._-], at most 512 characters)`)
 		m = notifytest.SampleMessage(notify.EventOpen)
 		m.Event = "snooze"
-		_, err = send(t, n, m, nil)
+		_, err = notifytest.NotifyStateless(t, n, m, nil)
 		require.EqualError(t, err, `jsm jsm-oncall: unknown event "snooze"`)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry)
@@ -255,14 +238,14 @@ func TestRetryable(t *testing.T) {
 		{408, "", 0},
 	} {
 		srv.FailNext(notifytest.Failure{Status: tc.status, RetryAfter: tc.retryAfter, Body: `{"message":"You are making too many requests!","took":0.001,"requestId":"r"}`})
-		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		retry, after := notify.IsRetryable(err)
 		require.True(t, retry, "%d", tc.status)
 		require.Equal(t, tc.want, after, "%d %q", tc.status, tc.retryAfter)
 		require.ErrorContains(t, err, "You are making too many requests!")
 	}
 	require.Empty(t, srv.Alerts())
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	require.Len(t, srv.Alerts(), 1)
 }
@@ -272,13 +255,13 @@ func TestTimeoutAndDrop(t *testing.T) {
 	n, err := New(Config{Name: "jsm", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	srv.FailNext(notifytest.Failure{Delay: time.Minute})
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, `jsm jsm: create alert "`+alias+`": timeout after 100ms`)
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry)
 
 	srv.FailNext(notifytest.Failure{Status: -1}) // the connection drops
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.ErrorContains(t, err, `jsm jsm: create alert "`+alias+`": `)
 	retry, after := notify.IsRetryable(err)
 	require.True(t, retry)
@@ -292,7 +275,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 	keyFile := notifytest.SecretFile(t, "key", "k")
 	n, err := New(Config{Name: "jsm", APIKeyFile: keyFile, APIURL: redirect}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, `jsm jsm: create alert "`+alias+`": status 307: redirects are not followed`)
 	require.Zero(t, followed())
 }
@@ -307,7 +290,7 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	secrets := srv.Secrets()
 	echo := `{"message":"invalid key ` + srv.APIKey + `","errors":{"GenieKey ` + srv.APIKey + `":"bad ` + srv.APIKey + `"},"took":0.0,"requestId":"` + srv.APIKey + `"}`
 	errs, states := notifytest.DeliverEchoing(srv, echo, 202, []int{400, 401, 403, 422, 429, 500}, func(ev notify.Event) ([]byte, error) {
-		return send(t, n, notifytest.SampleMessage(ev), nil)
+		return notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), nil)
 	})
 
 	require.Equal(t, 7, notifytest.RequireNoSecretsInResults(t, secrets, errs, states))
@@ -327,31 +310,18 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	dir := t.TempDir()
+	files := notifytest.NewFiles(t)
 	key := notifytest.Canary("jsm-key")
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		return p
-	}
 	logger := slog.New(slog.DiscardHandler)
-	good := write("good", key+"\n")
-
-	_, err := New(Config{Name: "jsm", APIKeyFile: good}, nil, nil)
-	require.EqualError(t, err, "jsm: logger is required")
-
-	_, err = New(Config{Name: "jsm"}, nil, logger)
-	require.EqualError(t, err, `jsm "jsm": api_key_file: required`)
-
-	_, err = New(Config{Name: "jsm", APIKeyFile: filepath.Join(dir, "missing")}, nil, logger)
-	require.ErrorIs(t, err, os.ErrNotExist)
-
-	_, err = New(Config{Name: "jsm", APIKeyFile: write("empty", " \n")}, nil, logger)
-	require.EqualError(t, err, `jsm "jsm": api_key_file "`+filepath.Join(dir, "empty")+`" is empty`)
+	good := files.Write("good", key+"\n")
+	notifytest.OpenChecks{Vendor: "jsm", Name: "jsm", Key: "api_key_file", New: func(file string, logger *slog.Logger) error {
+		_, err := New(Config{Name: "jsm", APIKeyFile: file}, nil, logger)
+		return err
+	}}.Require(t, files, good)
 
 	for name, content := range map[string]string{"two": key + "\n" + key, "spaced": key[:10] + " " + key[11:]} {
-		_, err = New(Config{Name: "jsm", APIKeyFile: write(name, content)}, nil, logger)
-		require.EqualError(t, err, `jsm "jsm": api_key_file "`+filepath.Join(dir, name)+`": the key must be one line of printable ASCII without spaces`)
+		_, err := New(Config{Name: "jsm", APIKeyFile: files.Write(name, content)}, nil, logger)
+		require.EqualError(t, err, `jsm "jsm": api_key_file "`+files.Path(name)+`": the key must be one line of printable ASCII without spaces`)
 		notifytest.RequireNoSecrets(t, err, []string{key, key[:10], key[11:]})
 	}
 

@@ -26,7 +26,12 @@
 // and texts: RequireStatusClasses (status → retryable, one attempt per
 // Notify), RedirectServer (no redirect is followed), DeliverEchoing with
 // RequireNoSecretsInResults and RequireNoSecretsInHeader (no secret
-// escapes, whatever the server echoes).
+// escapes, whatever the server echoes); ConformanceOf (Conformance for a
+// server constructor and the vendor's test notifier); for New, Validate
+// and Notify tests, OpenChecks (notify.Open's checks of logger and secret
+// file), Files (a folder of secret files), RequireValidate (a
+// Config.Validate table), NotifyStateless, RequireUnknownEvent, LifecycleEvents,
+// OrDiscard and MustNew (a vendor's New that fails the test on error).
 //
 // Only tests import this package.
 package notifytest

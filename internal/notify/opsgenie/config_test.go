@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 	"github.com/driftwatch/driftwatch/internal/notify/opsgenie/opsgeniecfg"
 	"github.com/opsgenie/opsgenie-go-sdk-v2/client"
 	"github.com/stretchr/testify/require"
@@ -11,36 +12,21 @@ import (
 
 func TestConfigValidate(t *testing.T) {
 	valid := Config{Name: "og", APIKeyFile: "/run/secrets/og"}
-	for _, tc := range []struct {
-		name string
-		edit func(*Config)
-		want string
-	}{
-		{name: "valid", edit: func(*Config) {}},
-		{name: "eu", edit: func(c *Config) { c.Region = "eu" }},
-		{name: "api url", edit: func(c *Config) { c.APIURL = "api.opsgenie-proxy.corp:8443" }},
-		{name: "loopback", edit: func(c *Config) { c.APIURL = "127.0.0.1:8080" }},
-		{name: "responders", edit: func(c *Config) {
+	notifytest.RequireValidate(t, valid, Config.Validate, []notifytest.ValidateCase[Config]{
+		{Name: "valid", Edit: func(*Config) {}},
+		{Name: "eu", Edit: func(c *Config) { c.Region = "eu" }},
+		{Name: "api url", Edit: func(c *Config) { c.APIURL = "api.opsgenie-proxy.corp:8443" }},
+		{Name: "loopback", Edit: func(c *Config) { c.APIURL = "127.0.0.1:8080" }},
+		{Name: "responders", Edit: func(c *Config) {
 			c.Responders = []Responder{{Type: "team", Name: "sre"}, {Type: "user", Name: "a@b.c"}}
 		}},
-		{name: "empty", edit: func(c *Config) { *c = Config{} }, want: "name: required\napi_key_file: required"},
-		{name: "region", edit: func(c *Config) { c.Region = "apac" }, want: `region: unknown region "apac" (use us or eu)`},
-		{name: "region and url", edit: func(c *Config) { c.Region, c.APIURL = "eu", "api.example.com" }, want: "region: set region or api_url, not both"},
-		{name: "plain http host", edit: func(c *Config) { c.APIURL = "opsgenie-proxy.corp" }, want: `api_url: "opsgenie-proxy.corp": host must contain "api" or be a loopback address: the OpsGenie SDK sends the API key over plain http to any other host`},
-		{name: "negative timeout", edit: func(c *Config) { c.Timeout = -time.Second }, want: "timeout: -1s: must not be negative"},
-		{name: "responder", edit: func(c *Config) { c.Responders = []Responder{{Type: "group"}} }, want: "responders[0].type: \"group\": use team, user, escalation or schedule\nresponders[0].name: required"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := valid
-			tc.edit(&c)
-			err := c.Validate()
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.EqualError(t, err, tc.want)
-		})
-	}
+		{Name: "empty", Edit: func(c *Config) { *c = Config{} }, Want: "name: required\napi_key_file: required"},
+		{Name: "region", Edit: func(c *Config) { c.Region = "apac" }, Want: `region: unknown region "apac" (use us or eu)`},
+		{Name: "region and url", Edit: func(c *Config) { c.Region, c.APIURL = "eu", "api.example.com" }, Want: "region: set region or api_url, not both"},
+		{Name: "plain http host", Edit: func(c *Config) { c.APIURL = "opsgenie-proxy.corp" }, Want: `api_url: "opsgenie-proxy.corp": host must contain "api" or be a loopback address: the OpsGenie SDK sends the API key over plain http to any other host`},
+		{Name: "negative timeout", Edit: func(c *Config) { c.Timeout = -time.Second }, Want: "timeout: -1s: must not be negative"},
+		{Name: "responder", Edit: func(c *Config) { c.Responders = []Responder{{Type: "group"}} }, Want: "responders[0].type: \"group\": use team, user, escalation or schedule\nresponders[0].name: required"},
+	})
 }
 
 func TestAPIHost(t *testing.T) {

@@ -25,22 +25,9 @@ import (
 var fastPolls = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}
 
 func newTestNotifier(t *testing.T, srv *notifytest.OpsGenieServer, logger *slog.Logger) *Notifier {
-	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	n, err := New(Config{Name: "opsgenie-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
-	require.NoError(t, err)
+	n := notifytest.MustNew(t, New, Config{Name: "opsgenie-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 	n.polls = fastPolls
 	return n
-}
-
-func send(t *testing.T, n *Notifier, m notify.Message, state []byte) ([]byte, error) {
-	t.Helper()
-	return n.Notify(t.Context(), m, state, func([]byte) error {
-		t.Fatal("opsgenie must not need saveState")
-		return nil
-	})
 }
 
 // req is the part of a recorded request the tests assert exactly.
@@ -75,21 +62,21 @@ func TestLifecycle(t *testing.T) {
 	n := newTestNotifier(t, srv, nil)
 
 	open := notifytest.SampleMessage(notify.EventOpen)
-	state, err := send(t, n, open, nil)
+	state, err := notifytest.NotifyStateless(t, n, open, nil)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"priority":"P2","alert_id":"alert-0002"}`, string(state))
 
 	update := notifytest.SampleMessage(notify.EventUpdate)
 	update.Incident.Severity = notify.SeverityCritical
-	state, err = send(t, n, update, state)
+	state, err = notifytest.NotifyStateless(t, n, update, state)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"priority":"P1","alert_id":"alert-0002"}`, string(state))
 
 	// Same severity again: a note only.
-	state, err = send(t, n, update, state)
+	state, err = notifytest.NotifyStateless(t, n, update, state)
 	require.NoError(t, err)
 
-	state, err = send(t, n, notifytest.SampleMessage(notify.EventResolve), state)
+	state, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventResolve), state)
 	require.NoError(t, err)
 	require.Nil(t, state)
 
@@ -142,7 +129,7 @@ func TestLifecycle(t *testing.T) {
 	require.Equal(t, "Resolved: prod/network matches its Terraform configuration again (run run-0042).", a.CloseNote)
 
 	// The incident re-opens under the same key: a new alert.
-	_, err = send(t, n, open, nil)
+	_, err = notifytest.NotifyStateless(t, n, open, nil)
 	require.NoError(t, err)
 	require.Len(t, srv.Alerts(), 2)
 	got, ok := srv.Alert(alias)
@@ -155,13 +142,13 @@ func TestResendOpenCreatesNoSecondAlert(t *testing.T) {
 	n := newTestNotifier(t, srv, nil)
 	open := notifytest.SampleMessage(notify.EventOpen)
 
-	_, err := send(t, n, open, nil)
+	_, err := notifytest.NotifyStateless(t, n, open, nil)
 	require.NoError(t, err)
 	// The outbox resends (a crash before MarkDelivered): no state, same message.
-	state, err := send(t, n, open, nil)
+	state, err := notifytest.NotifyStateless(t, n, open, nil)
 	require.NoError(t, err)
 	// Renotify while open: de-duplicated too, with a note.
-	state, err = send(t, n, notifytest.SampleMessage(notify.EventRenotify), state)
+	state, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventRenotify), state)
 	require.NoError(t, err)
 
 	alerts := srv.Alerts()
@@ -174,7 +161,7 @@ func TestResendOpenCreatesNoSecondAlert(t *testing.T) {
 	// A renotify whose severity differs from the alert's updates the priority.
 	re := notifytest.SampleMessage(notify.EventRenotify)
 	re.Incident.Severity = notify.SeverityLow
-	state, err = send(t, n, re, state)
+	state, err = notifytest.NotifyStateless(t, n, re, state)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"priority":"P4","alert_id":"alert-0002"}`, string(state))
 	a, _ := srv.Alert(alias)
@@ -188,7 +175,7 @@ func TestRetryAfter(t *testing.T) {
 	srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: "30", Body: `{"message":"You are making too many requests!","took":0.001,"requestId":"r"}`})
 
 	start := time.Now()
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.Less(t, time.Since(start), 2*time.Second, "the SDK must not wait out Retry-After itself")
 	retry, after := notify.IsRetryable(err)
 	require.True(t, retry)
@@ -199,7 +186,7 @@ func TestRetryAfter(t *testing.T) {
 	require.Equal(t, 429, apiErr.StatusCode)
 	require.Len(t, srv.Requests(), 1, "no SDK-internal retry")
 
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	require.Len(t, srv.Alerts(), 1)
 }
@@ -209,7 +196,7 @@ func TestNoInternalRetries(t *testing.T) {
 		srv := notifytest.NewOpsGenieServer(t)
 		n := newTestNotifier(t, srv, nil)
 		srv.FailNext(notifytest.Failure{Status: status})
-		_, err := send(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
+		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
 		retry, _ := notify.IsRetryable(err)
 		require.True(t, retry, "%d", status)
 		require.Len(t, srv.Requests(), 1, "%d", status)
@@ -222,7 +209,7 @@ func TestServerDownThenUp(t *testing.T) {
 	open := notifytest.SampleMessage(notify.EventOpen)
 
 	srv.Down()
-	_, err := send(t, n, open, nil)
+	_, err := notifytest.NotifyStateless(t, n, open, nil)
 	require.Error(t, err)
 	retry, after := notify.IsRetryable(err)
 	require.True(t, retry)
@@ -230,7 +217,7 @@ func TestServerDownThenUp(t *testing.T) {
 	require.Empty(t, srv.Alerts())
 
 	srv.Up()
-	state, err := send(t, n, open, nil)
+	state, err := notifytest.NotifyStateless(t, n, open, nil)
 	require.NoError(t, err)
 	require.NotEmpty(t, state)
 	require.Len(t, srv.Alerts(), 1)
@@ -241,7 +228,7 @@ func TestRequestStatus(t *testing.T) {
 		srv := notifytest.NewOpsGenieServer(t)
 		n := newTestNotifier(t, srv, nil)
 		srv.SetPendingPolls(2)
-		state, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.NoError(t, err)
 		require.JSONEq(t, `{"priority":"P2","alert_id":"alert-0002"}`, string(state))
 		require.Len(t, srv.Requests(), 4) // create + 3 polls
@@ -251,7 +238,7 @@ func TestRequestStatus(t *testing.T) {
 		srv := notifytest.NewOpsGenieServer(t)
 		n := newTestNotifier(t, srv, nil)
 		srv.SetPendingPolls(100)
-		state, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.NoError(t, err)
 		require.JSONEq(t, `{"priority":"P2"}`, string(state))
 		require.Len(t, srv.Requests(), 1+len(fastPolls))
@@ -264,7 +251,7 @@ func TestRequestStatus(t *testing.T) {
 		// The create passes, the first poll is refused.
 		srv.FailNext(notifytest.Failure{Status: 202, Body: `{"result":"Request will be processed","took":0.1,"requestId":"x"}`})
 		srv.FailNext(notifytest.Failure{Status: 503})
-		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.NoError(t, err)
 	})
 
@@ -272,7 +259,7 @@ func TestRequestStatus(t *testing.T) {
 		srv := notifytest.NewOpsGenieServer(t)
 		n := newTestNotifier(t, srv, nil)
 		srv.FailNextProcessing("Team [platform] does not exist")
-		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": request req-0001 failed: Team [platform] does not exist`)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry)
@@ -302,7 +289,7 @@ func TestAbandonedCallIsAbortedOnTheWire(t *testing.T) {
 	// Calls are serialised: the next one would wait for the hung one (up to
 	// Timeout, 5 s here) unless the transport cancelled it.
 	start := time.Now()
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), 2*time.Second)
 }
@@ -314,7 +301,7 @@ func TestPermanentErrors(t *testing.T) {
 	t.Run("alias unusable in a path", func(t *testing.T) {
 		m := notifytest.SampleMessage(notify.EventOpen)
 		m.Incident.Key = "drift/prod/network"
-		_, err := send(t, n, m, nil)
+		_, err := notifytest.NotifyStateless(t, n, m, nil)
 		require.EqualError(t, err, `opsgenie opsgenie-oncall: incident key "drift/prod/network" cannot be an alias (want [A-Za-z0-9._-], at most 512 characters)`)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry)
@@ -322,7 +309,7 @@ func TestPermanentErrors(t *testing.T) {
 	t.Run("unknown event", func(t *testing.T) {
 		m := notifytest.SampleMessage(notify.EventOpen)
 		m.Event = "snooze"
-		_, err := send(t, n, m, []byte(`{"priority":"P2"}`))
+		_, err := notifytest.NotifyStateless(t, n, m, []byte(`{"priority":"P2"}`))
 		require.EqualError(t, err, `opsgenie opsgenie-oncall: unknown event "snooze"`)
 	})
 	t.Run("refused before sending", func(t *testing.T) {
@@ -333,13 +320,13 @@ func TestPermanentErrors(t *testing.T) {
 	})
 	t.Run("422", func(t *testing.T) {
 		srv.FailNext(notifytest.Failure{Status: 422, Body: `{"message":"Request body is not processable. Please check the errors.","errors":{"message":"Message can not be empty."},"took":0.0,"requestId":"r"}`})
-		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": status 422: Request body is not processable. Please check the errors.`)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry)
 	})
 	t.Run("unreadable state is ignored", func(t *testing.T) {
-		state, err := send(t, n, notifytest.SampleMessage(notify.EventUpdate), []byte("{"))
+		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventUpdate), []byte("{"))
 		require.NoError(t, err)
 		require.JSONEq(t, `{"priority":"P2"}`, string(state))
 	})
@@ -353,7 +340,7 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	var errs []error
 	var states [][]byte
 	run := func(ev notify.Event, state []byte) []byte {
-		st, err := send(t, n, notifytest.SampleMessage(ev), state)
+		st, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), state)
 		errs = append(errs, err)
 		states = append(states, st)
 		return st
@@ -391,30 +378,17 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	dir := t.TempDir()
+	files := notifytest.NewFiles(t)
 	key := notifytest.Canary("og-key")
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		return p
-	}
 	logger := slog.New(slog.DiscardHandler)
-	good := write("good", key+"\n")
+	good := files.Write("good", key+"\n")
+	notifytest.OpenChecks{Vendor: "opsgenie", Name: "og", Key: "api_key_file", New: func(file string, logger *slog.Logger) error {
+		_, err := New(Config{Name: "og", APIKeyFile: file}, nil, logger)
+		return err
+	}}.Require(t, files, good)
 
-	_, err := New(Config{Name: "og", APIKeyFile: good}, nil, nil)
-	require.EqualError(t, err, "opsgenie: logger is required")
-
-	_, err = New(Config{Name: "og"}, nil, logger)
-	require.EqualError(t, err, `opsgenie "og": api_key_file: required`)
-
-	_, err = New(Config{Name: "og", APIKeyFile: filepath.Join(dir, "missing")}, nil, logger)
-	require.ErrorIs(t, err, os.ErrNotExist)
-
-	_, err = New(Config{Name: "og", APIKeyFile: write("empty", " \n")}, nil, logger)
-	require.EqualError(t, err, `opsgenie "og": api_key_file "`+filepath.Join(dir, "empty")+`" is empty`)
-
-	_, err = New(Config{Name: "og", APIKeyFile: write("two", key+"\n"+key+"\n")}, nil, logger)
-	require.EqualError(t, err, `opsgenie "og": api_key_file "`+filepath.Join(dir, "two")+`": the key must be one line without spaces`)
+	_, err := New(Config{Name: "og", APIKeyFile: files.Write("two", key+"\n"+key+"\n")}, nil, logger)
+	require.EqualError(t, err, `opsgenie "og": api_key_file "`+files.Path("two")+`": the key must be one line without spaces`)
 	notifytest.RequireNoSecrets(t, err, []string{key})
 
 	n, err := New(Config{Name: "og", APIKeyFile: good, Region: "eu"}, nil, logger)
@@ -465,8 +439,5 @@ func TestLoopbackPlainHTTP(t *testing.T) {
 }
 
 func TestConformance(t *testing.T) {
-	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
-		srv := notifytest.NewOpsGenieServer(t)
-		return newTestNotifier(t, srv, nil), srv
-	})
+	notifytest.ConformanceOf(t, notifytest.NewOpsGenieServer, newTestNotifier)
 }

@@ -16,7 +16,7 @@ import (
 func TestRemediation(t *testing.T) {
 	srv := notifytest.NewOpsGenieServer(t)
 	n := newTestNotifier(t, srv, nil)
-	state, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"priority":"P2","alert_id":"alert-0002"}`, string(state))
 	before := len(srv.Requests())
@@ -24,12 +24,12 @@ func TestRemediation(t *testing.T) {
 	applied := notifytest.SampleMessage(notify.EventRemediation)
 	applied.Incident.Severity, applied.Incident.Escalated = notify.SeverityHigh, 0
 	applied.Remediation.Result, applied.Remediation.Reason = notify.RemediationApplied, ""
-	state, err = send(t, n, applied, state)
+	state, err = notifytest.NotifyStateless(t, n, applied, state)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"priority":"P2","alert_id":"alert-0002"}`, string(state))
 
 	failed := notifytest.SampleMessage(notify.EventRemediation)
-	state, err = send(t, n, failed, state)
+	state, err = notifytest.NotifyStateless(t, n, failed, state)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"priority":"P1","alert_id":"alert-0002"}`, string(state))
 
@@ -65,6 +65,6 @@ func TestRemediation(t *testing.T) {
 
 	bad := notifytest.SampleMessage(notify.EventRemediation)
 	bad.Remediation = nil
-	_, err = send(t, n, bad, state)
+	_, err = notifytest.NotifyStateless(t, n, bad, state)
 	require.EqualError(t, err, "opsgenie opsgenie-oncall: message msg-remediation-0001: remediation event without its remediation")
 }

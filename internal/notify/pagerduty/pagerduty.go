@@ -73,10 +73,7 @@ func (n *Notifier) Notify(ctx context.Context, m notify.Message, state []byte, _
 	if err := n.send(ctx, ev, body); err != nil {
 		return state, err
 	}
-	if m.Event == notify.EventResolve {
-		return nil, nil
-	}
-	return state, nil
+	return notify.KeptState(m, state), nil
 }
 
 // response is the Events API's answer: {"status","message","dedup_key"}

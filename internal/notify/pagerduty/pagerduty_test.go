@@ -18,28 +18,11 @@ import (
 const dedupKey = "drift-prod-network-3f9a2c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.PagerDutyServer, logger *slog.Logger) *Notifier {
-	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	n, err := New(Config{Name: "pd-oncall", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
-	require.NoError(t, err)
-	return n
-}
-
-func send(t *testing.T, n *Notifier, m notify.Message, state []byte) ([]byte, error) {
-	t.Helper()
-	return n.Notify(t.Context(), m, state, func([]byte) error {
-		t.Fatal("pagerduty must not need saveState")
-		return nil
-	})
+	return notifytest.MustNew(t, New, Config{Name: "pd-oncall", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
 
 func TestConformance(t *testing.T) {
-	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
-		srv := notifytest.NewPagerDutyServer(t)
-		return newTestNotifier(t, srv, nil), srv
-	})
+	notifytest.ConformanceOf(t, notifytest.NewPagerDutyServer, newTestNotifier)
 }
 
 // One incident is one PagerDuty alert: open, update, remediation and
@@ -48,9 +31,9 @@ func TestConformance(t *testing.T) {
 func TestLifecycle(t *testing.T) {
 	srv := notifytest.NewPagerDutyServer(t)
 	n := newTestNotifier(t, srv, nil)
-	events := []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventRemediation, notify.EventRenotify, notify.EventResolve}
+	events := notifytest.LifecycleEvents
 	for _, ev := range events {
-		state, err := send(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
+		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
 		require.NoError(t, err, ev)
 		if ev == notify.EventResolve {
 			require.Nil(t, state)
@@ -78,7 +61,7 @@ func TestLifecycle(t *testing.T) {
 	require.Equal(t, "critical", a.Log[2].Payload.Severity, "the failed remediation's raised severity")
 
 	// The incident re-opens under the same key: a new alert.
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	require.Len(t, srv.Alerts(), 2)
 	got, ok := srv.Alert(dedupKey)
@@ -94,13 +77,13 @@ func TestResendIsDeduplicated(t *testing.T) {
 	n := newTestNotifier(t, srv, nil)
 	open := notifytest.SampleMessage(notify.EventOpen)
 	for range 2 {
-		_, err := send(t, n, open, nil)
+		_, err := notifytest.NotifyStateless(t, n, open, nil)
 		require.NoError(t, err)
 	}
 	require.Len(t, srv.Alerts(), 1)
 	require.Equal(t, 2, srv.Alerts()[0].Triggers())
 	for range 2 {
-		_, err := send(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
+		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
 		require.NoError(t, err)
 	}
 	as := srv.Alerts()
@@ -114,7 +97,7 @@ func TestInvalidEventIsPermanent(t *testing.T) {
 	srv := notifytest.NewPagerDutyServer(t)
 	n := newTestNotifier(t, srv, nil)
 	srv.FailNext(notifytest.Failure{Status: 400, Body: `{"status":"invalid event","message":"Event object is invalid","errors":["'payload.summary' is missing or blank","bad key ` + srv.RoutingKey + `"]}`})
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, `pagerduty pd-oncall: trigger `+dedupKey+`: status 400 (invalid event): Event object is invalid: 'payload.summary' is missing or blank; bad key [REDACTED]`)
 	retry, _ := notify.IsRetryable(err)
 	require.False(t, retry)
@@ -129,7 +112,7 @@ func TestInvalidEventIsPermanent(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte(strings.Repeat("k", 32)), 0o600))
 	other, err := New(Config{Name: "pd-oncall", RoutingKeyFile: bad, URL: srv.URL()}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	_, err = send(t, other, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, other, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, `pagerduty pd-oncall: trigger `+dedupKey+`: status 400 (invalid event): Event object is invalid: 'routing_key' is not the key of an integration`)
 	notifytest.RequireNoSecrets(t, err, []string{strings.Repeat("k", 32)})
 }
@@ -148,14 +131,14 @@ func TestRateLimited(t *testing.T) {
 		{"", 0}, // the outbox's backoff
 	} {
 		srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: tc.retryAfter, Body: `{"status":"throttle event","message":"Requests for this service are arriving too quickly. Please retry later."}`})
-		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		retry, after := notify.IsRetryable(err)
 		require.True(t, retry)
 		require.Equal(t, tc.want, after, tc.retryAfter)
 		require.EqualError(t, err, `pagerduty pd-oncall: trigger `+dedupKey+`: status 429 (throttle event): Requests for this service are arriving too quickly. Please retry later.`)
 	}
 	require.Empty(t, srv.Alerts())
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	require.Len(t, srv.Alerts(), 1)
 }
@@ -163,7 +146,7 @@ func TestRateLimited(t *testing.T) {
 func TestStatusClasses(t *testing.T) {
 	notifytest.RequireStatusClasses(t, notifytest.NewPagerDutyServer, "", []int{500, 502, 503, 408}, []int{401, 403, 404, 413},
 		func(t *testing.T, srv *notifytest.PagerDutyServer) error {
-			_, err := send(t, newTestNotifier(t, srv, nil), notifytest.SampleMessage(notify.EventResolve), nil)
+			_, err := notifytest.NotifyStateless(t, newTestNotifier(t, srv, nil), notifytest.SampleMessage(notify.EventResolve), nil)
 			return err
 		})
 }
@@ -174,7 +157,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 	keyFile := notifytest.SecretFile(t, "key", strings.Repeat("a", 32))
 	n, err := New(Config{Name: "pd", RoutingKeyFile: keyFile, URL: redirect}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "pagerduty pd: trigger "+dedupKey+": status 307: redirects are not followed")
 	require.Zero(t, followed())
 }
@@ -184,7 +167,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 	n, err := New(Config{Name: "pd", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	srv.FailNext(notifytest.Failure{Delay: time.Minute})
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "pagerduty pd: trigger "+dedupKey+": timeout after 100ms")
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry)
@@ -193,13 +176,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 func TestPermanentErrors(t *testing.T) {
 	srv := notifytest.NewPagerDutyServer(t)
 	n := newTestNotifier(t, srv, nil)
-	m := notifytest.SampleMessage(notify.EventOpen)
-	m.Event = "snooze"
-	_, err := send(t, n, m, []byte("{}"))
-	require.EqualError(t, err, `pagerduty pd-oncall: unknown event "snooze"`)
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	require.Empty(t, srv.Requests())
+	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `pagerduty pd-oncall: unknown event "snooze"`)
 }
 
 // The routing key is in the body's routing_key and nowhere else: not in
@@ -212,7 +189,7 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	secrets := srv.Secrets()
 	echo := `{"status":"invalid event","message":"bad ` + srv.RoutingKey + `","errors":["routing_key ` + srv.RoutingKey + `"],"dedup_key":"` + srv.RoutingKey + `"}`
 	errs, states := notifytest.DeliverEchoing(srv, echo, 202, []int{400, 401, 429, 500}, func(ev notify.Event) ([]byte, error) {
-		return send(t, n, notifytest.SampleMessage(ev), nil)
+		return notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), nil)
 	})
 
 	require.Equal(t, 5, notifytest.RequireNoSecretsInResults(t, secrets, errs, states))
@@ -225,31 +202,18 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	dir := t.TempDir()
+	files := notifytest.NewFiles(t)
 	key := strings.Repeat("Ab3", 10) + "Z9" // 32
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		return p
-	}
 	logger := slog.New(slog.DiscardHandler)
-	good := write("good", key+"\n")
-
-	_, err := New(Config{Name: "pd", RoutingKeyFile: good}, nil, nil)
-	require.EqualError(t, err, "pagerduty: logger is required")
-
-	_, err = New(Config{Name: "pd"}, nil, logger)
-	require.EqualError(t, err, `pagerduty "pd": routing_key_file: required`)
-
-	_, err = New(Config{Name: "pd", RoutingKeyFile: filepath.Join(dir, "missing")}, nil, logger)
-	require.ErrorIs(t, err, os.ErrNotExist)
-
-	_, err = New(Config{Name: "pd", RoutingKeyFile: write("empty", " \n")}, nil, logger)
-	require.EqualError(t, err, `pagerduty "pd": routing_key_file "`+filepath.Join(dir, "empty")+`" is empty`)
+	good := files.Write("good", key+"\n")
+	notifytest.OpenChecks{Vendor: "pagerduty", Name: "pd", Key: "routing_key_file", New: func(file string, logger *slog.Logger) error {
+		_, err := New(Config{Name: "pd", RoutingKeyFile: file}, nil, logger)
+		return err
+	}}.Require(t, files, good)
 
 	for name, content := range map[string]string{"short": key[:31], "two": key + "\n" + key, "spaced": key[:16] + " " + key[17:]} {
-		_, err = New(Config{Name: "pd", RoutingKeyFile: write(name, content)}, nil, logger)
-		require.EqualError(t, err, `pagerduty "pd": routing_key_file "`+filepath.Join(dir, name)+`": want the 32-character integration key of an Events API v2 integration, on one line`)
+		_, err := New(Config{Name: "pd", RoutingKeyFile: files.Write(name, content)}, nil, logger)
+		require.EqualError(t, err, `pagerduty "pd": routing_key_file "`+files.Path(name)+`": want the 32-character integration key of an Events API v2 integration, on one line`)
 		notifytest.RequireNoSecrets(t, err, []string{key, key[:31], key[:16]})
 	}
 

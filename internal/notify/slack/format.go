@@ -91,26 +91,9 @@ func openFor(m notify.Message) string {
 	return humanDuration(m.At.Sub(m.Incident.Since))
 }
 
-// humanDuration renders d coarsely: "45m", "3h", "3h 5m", "2d 4h".
-func humanDuration(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return "under a minute"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 24*time.Hour:
-		h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
-		if m == 0 {
-			return fmt.Sprintf("%dh", h)
-		}
-		return fmt.Sprintf("%dh %dm", h, m)
-	}
-	days, h := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour)
-	if h == 0 {
-		return fmt.Sprintf("%dd", days)
-	}
-	return fmt.Sprintf("%dd %dh", days, h)
-}
+// humanDuration renders d coarsely: "45m", "3h", "3h 5m", "2d 4h"; cut,
+// not rounded, to the minute, as Slack messages have always shown it.
+func humanDuration(d time.Duration) string { return notify.Duration(d.Truncate(time.Minute)) }
 
 // slackDate renders t in each reader's time zone, with a UTC fallback for
 // clients that cannot (api.slack.com/reference/surfaces/formatting#date-formatting).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/notify"
@@ -371,7 +370,7 @@ func remediationFacts(r *notify.Remediation) []fact {
 func statusText(m notify.Message) string {
 	d := ""
 	if !m.Incident.Since.IsZero() && !m.At.IsZero() && m.At.After(m.Incident.Since) {
-		d = duration(m.At.Sub(m.Incident.Since))
+		d = notify.Duration(m.At.Sub(m.Incident.Since))
 	}
 	switch {
 	case m.Event == notify.EventResolve && d != "":
@@ -382,25 +381,6 @@ func statusText(m notify.Message) string {
 		return "Open for " + d
 	}
 	return "Open"
-}
-
-// duration is d in days, hours and minutes: "2d 3h", "1h 5m", "45m".
-func duration(d time.Duration) string {
-	d = d.Round(time.Minute)
-	days, hours, mins := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
-	switch {
-	case days > 0 && hours > 0:
-		return fmt.Sprintf("%dd %dh", days, hours)
-	case days > 0:
-		return fmt.Sprintf("%dd", days)
-	case hours > 0 && mins > 0:
-		return fmt.Sprintf("%dh %dm", hours, mins)
-	case hours > 0:
-		return fmt.Sprintf("%dh", hours)
-	case mins > 0:
-		return fmt.Sprintf("%dm", mins)
-	}
-	return "under a minute"
 }
 
 func countsText(in notify.Incident) string {

@@ -172,15 +172,6 @@ func TestBuildCardVariants(t *testing.T) {
 		m.Remediation.Result = notify.RemediationApplied
 		require.Equal(t, "good", headOf(t, m)["style"])
 	})
-
-	t.Run("durations", func(t *testing.T) {
-		for d, want := range map[time.Duration]string{
-			20 * time.Second: "under a minute", 45 * time.Minute: "45m", 61 * time.Minute: "1h 1m",
-			3 * time.Hour: "3h", 50 * time.Hour: "2d 2h", 48 * time.Hour: "2d",
-		} {
-			require.Equal(t, want, duration(d))
-		}
-	})
 }
 
 // Hundreds of findings with long addresses and many paths: the card stays

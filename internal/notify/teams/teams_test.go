@@ -21,21 +21,7 @@ import (
 const incidentKey = "drift-prod-network-3f9a2c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.TeamsServer, logger *slog.Logger) *Notifier {
-	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	n, err := New(Config{Name: "teams-oncall", WebhookURLFile: srv.URLFile, Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
-	require.NoError(t, err)
-	return n
-}
-
-func send(t *testing.T, n *Notifier, m notify.Message, state []byte) ([]byte, error) {
-	t.Helper()
-	return n.Notify(t.Context(), m, state, func([]byte) error {
-		t.Fatal("teams must not need saveState")
-		return nil
-	})
+	return notifytest.MustNew(t, New, Config{Name: "teams-oncall", WebhookURLFile: srv.URLFile, Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
 
 func writeURL(t *testing.T, u string) string {
@@ -46,10 +32,7 @@ func writeURL(t *testing.T, u string) string {
 }
 
 func TestConformance(t *testing.T) {
-	notifytest.Conformance(t, func(t *testing.T) (notify.Notifier, notifytest.ServerControl) {
-		srv := notifytest.NewTeamsServer(t)
-		return newTestNotifier(t, srv, nil), srv
-	})
+	notifytest.ConformanceOf(t, notifytest.NewTeamsServer, newTestNotifier)
 }
 
 // Every event posts one card to the trigger URL, signature included; the
@@ -57,9 +40,9 @@ func TestConformance(t *testing.T) {
 func TestLifecycle(t *testing.T) {
 	srv := notifytest.NewTeamsServer(t)
 	n := newTestNotifier(t, srv, nil)
-	events := []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventRemediation, notify.EventRenotify, notify.EventResolve}
+	events := notifytest.LifecycleEvents
 	for _, ev := range events {
-		state, err := send(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
+		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
 		require.NoError(t, err, ev)
 		require.JSONEq(t, `{"kept":true}`, string(state), "teams keeps no state of its own")
 	}
@@ -97,7 +80,7 @@ func TestLargeIncidentFits(t *testing.T) {
 	}
 	m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
 	m.Delta = &notify.Delta{Changed: m.Incident.Findings[:300]}
-	_, err := send(t, n, m, nil)
+	_, err := notifytest.NotifyStateless(t, n, m, nil)
 	require.NoError(t, err)
 	reqs := srv.Requests()
 	require.Len(t, reqs, 1)
@@ -111,7 +94,7 @@ func TestAccepted200(t *testing.T) {
 	srv := notifytest.NewTeamsServer(t)
 	srv.AcceptStatus = http.StatusOK
 	n := newTestNotifier(t, srv, nil)
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	require.Len(t, srv.Cards(), 1)
 }
@@ -125,12 +108,12 @@ func TestCrashReplayPostsIdenticalCard(t *testing.T) {
 	n := newTestNotifier(t, srv, nil)
 	open := notifytest.SampleMessage(notify.EventOpen)
 	prev := []byte(nil)
-	_, err := send(t, n, open, prev)
+	_, err := notifytest.NotifyStateless(t, n, open, prev)
 	require.NoError(t, err)
 	// The returned state is discarded: the replay gets prev again, from a
 	// fresh notifier (the restarted process).
 	n = newTestNotifier(t, srv, nil)
-	_, err = send(t, n, open, prev)
+	_, err = notifytest.NotifyStateless(t, n, open, prev)
 	require.NoError(t, err)
 
 	reqs := srv.Requests()
@@ -147,7 +130,7 @@ func TestBadPayloadIsPermanent(t *testing.T) {
 	srv := notifytest.NewTeamsServer(t)
 	n := newTestNotifier(t, srv, nil)
 	srv.FailNext(notifytest.Failure{Status: 400, Body: `{"error":{"code":"InvalidTemplate","message":"Unable to process template language expressions in action 'Post_card' inputs for ` + srv.WebhookURL() + `"}}`})
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 400 (InvalidTemplate): Unable to process template language expressions in action 'Post_card' inputs for [REDACTED]`)
 	retry, _ := notify.IsRetryable(err)
 	require.False(t, retry)
@@ -165,14 +148,14 @@ func TestRefusedSignatureAndDeletedFlow(t *testing.T) {
 	wrong := "canarywrongsig" + strings.Repeat("0", 20)
 	n, err := New(Config{Name: "teams-oncall", WebhookURLFile: writeURL(t, srv.URLWithSig(wrong))}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 401 (DirectApiInvalidAuthorizationSignature): The provided authorization signature '[REDACTED]' is not valid. [the URL's signature was refused: copy the trigger URL again into webhook_url_file]`)
 	retry, _ := notify.IsRetryable(err)
 	require.False(t, retry)
 	notifytest.RequireNoSecrets(t, err, append(srv.Secrets(), wrong))
 
 	srv.Delete()
-	_, err = send(t, newTestNotifier(t, srv, nil), notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, newTestNotifier(t, srv, nil), notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 404 (WorkflowNotFound): The workflow could not be found. [no such flow: it was deleted or its trigger changed; create it again and update webhook_url_file]`)
 	retry, _ = notify.IsRetryable(err)
 	require.False(t, retry)
@@ -193,14 +176,14 @@ func TestThrottled(t *testing.T) {
 		{"", 0}, // the outbox's backoff
 	} {
 		srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: tc.retryAfter, Body: `{"error":{"code":"WorkflowTriggerIsThrottled","message":"The workflow's trigger is throttled."}}`})
-		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		retry, after := notify.IsRetryable(err)
 		require.True(t, retry)
 		require.Equal(t, tc.want, after, tc.retryAfter)
 		require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 429 (WorkflowTriggerIsThrottled): The workflow's trigger is throttled.`)
 	}
 	require.Empty(t, srv.Cards())
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	require.Len(t, srv.Cards(), 1)
 }
@@ -208,7 +191,7 @@ func TestThrottled(t *testing.T) {
 func TestStatusClasses(t *testing.T) {
 	notifytest.RequireStatusClasses(t, notifytest.NewTeamsServer, "<html>not json</html>", []int{500, 502, 503, 504, 408}, []int{400, 401, 403, 404, 413},
 		func(t *testing.T, srv *notifytest.TeamsServer) error {
-			_, err := send(t, newTestNotifier(t, srv, nil), notifytest.SampleMessage(notify.EventResolve), nil)
+			_, err := notifytest.NotifyStateless(t, newTestNotifier(t, srv, nil), notifytest.SampleMessage(notify.EventResolve), nil)
 			return err
 		})
 }
@@ -219,7 +202,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 	redirect, followed := notifytest.RedirectServer(t, http.StatusTemporaryRedirect)
 	n, err := New(Config{Name: "teams", WebhookURLFile: writeURL(t, redirect+"/workflows/x/triggers/manual/paths/invoke?sig=canaryredirect")}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "teams teams: post open card for "+incidentKey+": status 307: redirects are not followed")
 	require.Zero(t, followed())
 }
@@ -229,7 +212,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 	n, err := New(Config{Name: "teams", WebhookURLFile: srv.URLFile, Timeout: 100 * time.Millisecond}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	srv.FailNext(notifytest.Failure{Delay: time.Minute})
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "teams teams: post open card for "+incidentKey+": timeout after 100ms")
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry)
@@ -241,7 +224,7 @@ func TestConnectionDropped(t *testing.T) {
 	srv := notifytest.NewTeamsServer(t)
 	n := newTestNotifier(t, srv, nil)
 	srv.Down()
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.ErrorContains(t, err, "teams teams-oncall: post open card for "+incidentKey+": ")
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry)
@@ -252,13 +235,7 @@ func TestConnectionDropped(t *testing.T) {
 func TestPermanentErrors(t *testing.T) {
 	srv := notifytest.NewTeamsServer(t)
 	n := newTestNotifier(t, srv, nil)
-	m := notifytest.SampleMessage(notify.EventOpen)
-	m.Event = "snooze"
-	_, err := send(t, n, m, []byte("{}"))
-	require.EqualError(t, err, `teams teams-oncall: unknown event "snooze"`)
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	require.Empty(t, srv.Requests())
+	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `teams teams-oncall: unknown event "snooze"`)
 }
 
 // The URL (host, path, query, sig) is the request's target and nowhere
@@ -271,7 +248,7 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	secrets := srv.Secrets()
 	echo := `{"error":{"code":"` + srv.Sig + `","message":"bad request to ` + srv.WebhookURL() + ` flow ` + srv.WorkflowID + ` sig ` + srv.Sig + `"}}`
 	errs, states := notifytest.DeliverEchoing(srv, echo, 202, []int{400, 401, 403, 404, 429, 500}, func(ev notify.Event) ([]byte, error) {
-		return send(t, n, notifytest.SampleMessage(ev), nil)
+		return notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), nil)
 	})
 
 	require.Equal(t, 7, notifytest.RequireNoSecretsInResults(t, secrets, errs, states))
@@ -284,27 +261,14 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	dir := t.TempDir()
+	files := notifytest.NewFiles(t)
 	good := "https://prod-07.westeurope.logic.azure.com:443/workflows/0123abcd/triggers/manual/paths/invoke?api-version=2016-06-01&sp=%2Ftriggers%2Fmanual%2Frun&sv=1.0&sig=CANARYsig0123456789"
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		return p
-	}
 	logger := slog.New(slog.DiscardHandler)
-	goodFile := write("good", good+"\n")
-
-	_, err := New(Config{Name: "teams", WebhookURLFile: goodFile}, nil, nil)
-	require.EqualError(t, err, "teams: logger is required")
-
-	_, err = New(Config{Name: "teams"}, nil, logger)
-	require.EqualError(t, err, `teams "teams": webhook_url_file: required`)
-
-	_, err = New(Config{Name: "teams", WebhookURLFile: filepath.Join(dir, "missing")}, nil, logger)
-	require.ErrorIs(t, err, os.ErrNotExist)
-
-	_, err = New(Config{Name: "teams", WebhookURLFile: write("empty", " \n")}, nil, logger)
-	require.EqualError(t, err, `teams "teams": webhook_url_file "`+filepath.Join(dir, "empty")+`" is empty`)
+	goodFile := files.Write("good", good+"\n")
+	notifytest.OpenChecks{Vendor: "teams", Name: "teams", Key: "webhook_url_file", New: func(file string, logger *slog.Logger) error {
+		_, err := New(Config{Name: "teams", WebhookURLFile: file}, nil, logger)
+		return err
+	}}.Require(t, files, goodFile)
 
 	for name, tc := range map[string]struct{ content, want string }{
 		"two lines":  {good + "\n" + good, "want one URL on one line"},
@@ -316,7 +280,7 @@ func TestNew(t *testing.T) {
 			`this is an Office 365 connector (Incoming Webhook) URL, and those connectors are retired: create a Workflows flow with the trigger "When a Teams webhook request is received" and use its URL`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := write(strings.ReplaceAll(name, " ", "-"), tc.content)
+			p := files.Write(strings.ReplaceAll(name, " ", "-"), tc.content)
 			_, err := New(Config{Name: "teams", WebhookURLFile: p}, nil, logger)
 			require.EqualError(t, err, `teams "teams": webhook_url_file "`+p+`": `+tc.want)
 			require.NotContains(t, err.Error(), "CANARY")

@@ -147,31 +147,16 @@ func TestVerify(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	valid := Config{Name: "hook", URLFile: "/s/url", SecretFile: "/s/key"}
-	for _, tc := range []struct {
-		name string
-		edit func(*Config)
-		want string
-	}{
-		{name: "valid", edit: func(*Config) {}},
-		{name: "headers", edit: func(c *Config) { c.Headers = map[string]string{"Authorization": "Bearer x", "X-Team": "net"} }},
-		{name: "empty", edit: func(c *Config) { *c = Config{} }, want: "name: required\nurl_file: required\nsecret_file: required"},
-		{name: "timeout", edit: func(c *Config) { c.Timeout = -1 }, want: "timeout: -1ns: must not be negative"},
-		{name: "reserved", edit: func(c *Config) {
+	notifytest.RequireValidate(t, valid, Config.Validate, []notifytest.ValidateCase[Config]{
+		{Name: "valid", Edit: func(*Config) {}},
+		{Name: "headers", Edit: func(c *Config) { c.Headers = map[string]string{"Authorization": "Bearer x", "X-Team": "net"} }},
+		{Name: "empty", Edit: func(c *Config) { *c = Config{} }, Want: "name: required\nurl_file: required\nsecret_file: required"},
+		{Name: "timeout", Edit: func(c *Config) { c.Timeout = -1 }, Want: "timeout: -1ns: must not be negative"},
+		{Name: "reserved", Edit: func(c *Config) {
 			c.Headers = map[string]string{"content-type": "text/plain", "X-Driftwatch-Signature": "x", "bad name": "v", "X-Ok": "a\r\nb"}
-		}, want: "headers: \"X-Driftwatch-Signature\" is set by driftwatch\n" +
+		}, Want: "headers: \"X-Driftwatch-Signature\" is set by driftwatch\n" +
 			"headers: the value of \"X-Ok\" contains a line break or NUL\n" +
 			"headers: \"bad name\" is not a valid header name\n" +
 			"headers: \"content-type\" is set by driftwatch"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := valid
-			tc.edit(&c)
-			err := c.Validate()
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.EqualError(t, err, tc.want)
-		})
-	}
+	})
 }

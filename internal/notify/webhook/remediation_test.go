@@ -18,16 +18,16 @@ func TestRemediation(t *testing.T) {
 	srv := notifytest.NewWebhookServer(t, "")
 	n := newTestNotifier(t, srv, nil)
 	m := notifytest.SampleMessage(notify.EventRemediation)
-	_, err := send(t, n, m, nil)
+	_, err := notifytest.NotifyStateless(t, n, m, nil)
 	require.NoError(t, err)
 	proposed := notifytest.SampleMessage(notify.EventRemediation)
 	proposed.ID = "msg-proposed"
 	proposed.Incident.Severity, proposed.Incident.Escalated = notify.SeverityHigh, 0
 	proposed.Remediation = &notify.Remediation{ID: "rem-0008", Mode: "approve", Result: notify.RemediationAwaitingApproval,
 		Resources: 2, ExpiresAt: time.Date(2026, 11, 4, 10, 0, 0, 0, time.FixedZone("CET", 3600))}
-	_, err = send(t, n, proposed, nil)
+	_, err = notifytest.NotifyStateless(t, n, proposed, nil)
 	require.NoError(t, err)
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 
 	ds := srv.Deliveries()

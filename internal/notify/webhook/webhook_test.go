@@ -22,24 +22,10 @@ import (
 const headerToken = "gw-token-canary-5f1e2d3c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.WebhookServer, logger *slog.Logger) *Notifier {
-	t.Helper()
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	n, err := New(Config{
+	return notifytest.MustNew(t, New, Config{
 		Name: "hook", URLFile: srv.URLFile, SecretFile: srv.SecretFile, Timeout: 5 * time.Second,
 		Headers: map[string]string{"Authorization": "Bearer " + headerToken},
 	}, srv.HTTPClient(), logger)
-	require.NoError(t, err)
-	return n
-}
-
-func send(t *testing.T, n *Notifier, m notify.Message, state []byte) ([]byte, error) {
-	t.Helper()
-	return n.Notify(t.Context(), m, state, func([]byte) error {
-		t.Fatal("webhook must not need saveState")
-		return nil
-	})
 }
 
 func TestLifecycle(t *testing.T) {
@@ -49,7 +35,7 @@ func TestLifecycle(t *testing.T) {
 	state := []byte(`{"kept":true}`)
 	events := []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventRenotify, notify.EventResolve}
 	for _, ev := range events {
-		got, err := send(t, n, notifytest.SampleMessage(ev), state)
+		got, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), state)
 		require.NoError(t, err, ev)
 		require.Equal(t, state, got, "webhooks keep no state: passed through")
 	}
@@ -94,10 +80,10 @@ func TestResendIsFlaggedByTheReceiver(t *testing.T) {
 	clock := time.Now()
 	n.sender.Now = func() time.Time { return clock }
 	m := notifytest.SampleMessage(notify.EventOpen)
-	_, err := send(t, n, m, nil)
+	_, err := notifytest.NotifyStateless(t, n, m, nil)
 	require.NoError(t, err)
 	clock = clock.Add(time.Minute)
-	_, err = send(t, n, m, nil)
+	_, err = notifytest.NotifyStateless(t, n, m, nil)
 	require.NoError(t, err)
 
 	ds := srv.Deliveries()
@@ -115,7 +101,7 @@ func TestRetryAfter(t *testing.T) {
 	n.sender.Now = func() time.Time { return now }
 
 	srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: "Tue, 03 Nov 2026 09:02:00 GMT"})
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	retry, after := notify.IsRetryable(err)
 	require.True(t, retry)
 	require.Equal(t, 2*time.Minute, after)
@@ -145,7 +131,7 @@ func TestStatusTable(t *testing.T) {
 			srv := notifytest.NewWebhookServer(t, "")
 			n := newTestNotifier(t, srv, nil)
 			srv.FailNext(notifytest.Failure{Status: tc.status})
-			_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+			_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 			if tc.msg == "" {
 				require.NoError(t, err)
 				return
@@ -169,7 +155,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	require.NoError(t, os.WriteFile(urlFile, []byte(redirect.URL+"/hook"), 0o600))
 	n, err := New(Config{Name: "hook", URLFile: urlFile, SecretFile: elsewhere.SecretFile}, redirect.Client(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "webhook hook: deliver msg-open-0001: status 307: redirects are not followed")
 	require.Zero(t, elsewhere.Attempts())
 }
@@ -180,7 +166,7 @@ func TestTimeout(t *testing.T) {
 	n.sender.Timeout = 100 * time.Millisecond
 	srv.FailNext(notifytest.Failure{Delay: time.Minute})
 	start := time.Now()
-	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.Less(t, time.Since(start), 2*time.Second)
 	require.EqualError(t, err, "webhook hook: deliver msg-open-0001: timeout after 100ms")
 	retry, _ := notify.IsRetryable(err)
@@ -194,7 +180,7 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	secrets := append(srv.Secrets(), headerToken)
 	var errs []error
 	run := func() {
-		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		errs = append(errs, err)
 	}
 	echo := strings.Join(secrets, " ")
@@ -218,7 +204,7 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	require.NoError(t, os.WriteFile(urlFile, []byte(closedURL), 0o600))
 	n2, err := New(Config{Name: "hook", URLFile: urlFile, SecretFile: srv.SecretFile}, nil, logger)
 	require.NoError(t, err)
-	_, err = send(t, n2, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n2, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.ErrorContains(t, err, "connection refused")
 	errs = append(errs, err)
 	secrets = append(secrets, closedURL, strings.Split(closedURL, "?")[1], "/hooks/")
@@ -227,7 +213,7 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	require.NoError(t, os.WriteFile(tlsFile, []byte(srv.URL), 0o600))
 	n3, err := New(Config{Name: "hook", URLFile: tlsFile, SecretFile: srv.SecretFile}, nil, logger) // default client: untrusted cert
 	require.NoError(t, err)
-	_, err = send(t, n3, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err = notifytest.NotifyStateless(t, n3, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.ErrorContains(t, err, "certificate")
 	errs = append(errs, err)
 
