@@ -303,8 +303,8 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 		WithActor:       remediation.WithActor,
 		HashMismatchErr: server.ErrHashMismatch,
 		Logger:          d.log,
-		OnDecision:      slackAudit(audit, d.log),
-		OnRefused:       slackRefusalAudit(audit, d.log),
+		OnDecision:      slackinteract.DecisionAudit(audit, d.log),
+		OnRefused:       slackinteract.RefusalAudit(audit, server.AuditPeer, d.log),
 		Replay:          replayStore(d.store),
 	})
 	if err != nil {
