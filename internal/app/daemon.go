@@ -316,7 +316,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 		Logs:        d.store,
 		Incidents:   d.store,
 		Audit:       audit,
-		Control:     control{d: d, RemediationControl: remediationControl{d.rem}},
+		Control:     d.control(),
 		Handlers:    handlers,
 		Gatherer:    d.reg,
 		Config:      cfg.Server,
