@@ -29,6 +29,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/run"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
@@ -74,7 +75,7 @@ type daemon struct {
 	// lock.
 	electing bool
 	// kube is the kubernetes runner mode (nil: local).
-	kube *kubeRuntime
+	kube *kube.Mode
 }
 
 // RunDaemon runs the daemon until ctx is done (SIGTERM/SIGINT in main),
@@ -137,7 +138,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	g.Go(func() error { return d.outbox.Run(gctx) })
 	g.Go(func() error { return srv.Run(gctx, cfg.Server.Listen) })
 	if d.kube != nil {
-		g.Go(func() error { return d.kube.serveCallback(gctx) })
+		g.Go(func() error { return d.kube.ServeCallback(gctx) })
 	}
 	g.Go(func() error { d.inv.Run(gctx); return nil })
 	g.Go(func() error { d.runs.Retain(gctx, d.inv.Retention); return nil })
@@ -145,7 +146,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		// Only the Lease holder schedules and runs; losing the Lease ends
 		// the process (after stopping scheduling) so that it campaigns
 		// again from a clean state.
-		g.Go(func() error { return d.leader.Campaign(gctx, d.kube.client, le, cfg.Runner.LeaseNamespace(), d.lead) })
+		g.Go(func() error { return d.leader.Campaign(gctx, d.kube.Client, le, cfg.Runner.LeaseNamespace(), d.lead) })
 	} else {
 		g.Go(func() error { return d.lead(gctx) })
 	}
@@ -176,10 +177,10 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	auditor := &pipeline.Auditor{Runner: lr, Logger: log}
 	var err error
 	if cfg.Runner.Mode == config.RunnerModeKubernetes {
-		if d.kube, err = newKubeRuntime(cfg, log, d.mayApply); err != nil {
+		if d.kube, err = newKubeMode(cfg, log, d.mayApply); err != nil {
 			return nil, err
 		}
-		auditor = &pipeline.Auditor{Runner: d.kube.runner, Logger: log}
+		auditor = &pipeline.Auditor{Runner: d.kube.Runner, Logger: log}
 	} else {
 		if d.isolation, err = isolation(cfg, log); err != nil {
 			return nil, err
@@ -266,7 +267,7 @@ func (n notifierSet) SetNotifiers(cfg *config.Config) error {
 
 // server is the HTTP server: status page, API (through control) and
 // metrics. The run pods' result routes are not among them: in kubernetes
-// mode they have a listener of their own (kubeRuntime.serveCallback).
+// mode they have a listener of their own (kube.Mode.ServeCallback).
 func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 	// The callback URL's host names the daemon (its Service, say): an
 	// allowed Host of the main server too.
@@ -362,7 +363,7 @@ func (d *daemon) lead(ctx context.Context) error {
 	var keep []string // adopted Jobs' runs: finished under their ids
 	if d.kube != nil {
 		var err error
-		if runCtx, adopted, err = d.kube.adopt(gctx, g, d.runs, d.rem); err != nil {
+		if runCtx, adopted, err = adopt(gctx, d.kube, g, d.runs, d.rem); err != nil {
 			return err
 		}
 		for _, a := range adopted {
