@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -282,23 +279,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 	audit := limitAudit(auditRecorder(d.store), d.log, d.reg)
 	slackHandler, err := slackinteract.New(slackinteract.Options{
 		Notifiers: func() ([]slackinteract.Notifier, error) {
-			var out []slackinteract.Notifier
-			for _, n := range d.inv.Config().Notifiers {
-				s := n.Slack
-				if n.Type != "slack" || s == nil || s.SigningSecretFile == "" {
-					continue
-				}
-				b, err := os.ReadFile(s.SigningSecretFile)
-				if err != nil {
-					return nil, fmt.Errorf("notifier %q: signing_secret_file: %w", n.Name, err) // the path, not the content
-				}
-				in := slackinteract.Notifier{Name: n.Name, SigningSecret: strings.TrimSpace(string(b)), Approvers: s.Approvers, Channel: s.Channel}
-				if u, err := url.Parse(s.APIURL); err == nil && s.APIURL != "" {
-					in.ResponseOrigin = u.Scheme + "://" + u.Host // Slack redirected (tests, proxies): its response_urls too
-				}
-				out = append(out, in)
-			}
-			return out, nil
+			return slackinteract.FromSpecs(d.inv.Config().NotifierSpecs())
 		},
 		Decider:         remediationControl{d.rem},
 		WithActor:       remediation.WithActor,
