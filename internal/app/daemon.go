@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -373,35 +372,12 @@ func (d *daemon) lead(ctx context.Context) error {
 	return g.Wait()
 }
 
-// once recovers what a previous process left, runs every workspace once
-// through the scheduler's queue (so the concurrency cap holds), records
-// the runs, delivers their alerts and returns the audit exit code.
+// once is one pass (run.Manager.Pass) and its audit exit code.
 func (d *daemon) once(ctx context.Context) (int, error) {
-	if err := d.runs.Recover(ctx); err != nil {
-		return report.ExitError, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel() // ends the scheduler and the outbox, then wait for them
-		wg.Wait()
-	}()
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = d.runs.Schedule(ctx) }()
-	go func() { defer wg.Done(); _ = d.outbox.Run(ctx) }()
 	start := time.Now()
-	results, err := d.runs.Once(ctx, d.inv.Snapshot().Names())
+	results, err := d.runs.Pass(ctx, d.inv.Snapshot().Names(), d.outbox)
 	if err != nil {
-		if ctx.Err() != nil {
-			err = errors.New("interrupted")
-		}
 		return report.ExitError, err
-	}
-	if !d.outbox.Drain(ctx, 2*time.Minute) {
-		d.log.Warn("notifications still pending at exit; they are delivered at the next start")
-	}
-	if ctx.Err() != nil {
-		return report.ExitError, errors.New("interrupted")
 	}
 	return report.New(start, time.Now(), results).ExitCode(false), nil
 }
