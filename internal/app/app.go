@@ -86,25 +86,10 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 	return rep, nil
 }
 
-// isolation resolves terraform.sandbox for local runs and warns when runs
-// are not isolated from the daemon and from each other.
+// isolation resolves terraform.sandbox for local runs (sandbox.Resolve:
+// it warns when runs are not isolated).
 func isolation(cfg *config.Config, logger *slog.Logger) (sandbox.Isolation, error) {
-	iso, err := sandbox.DetectIsolation(cfg.Terraform.Sandbox, cfg.Terraform.SandboxNetwork)
-	if err != nil {
-		return iso, err
-	}
-	if iso.Mode != "namespaces" {
-		logger.Warn("local runs are not isolated: a workspace's Terraform code can read what the daemon's user can (other workspaces' secrets, the daemon's files)",
-			"sandbox", iso.Mode, "reason", iso.Reason)
-	}
-	if iso.Network != "isolated" {
-		logger.Warn("local runs share this machine's network: a workspace's Terraform code can reach every port this machine listens on, the daemon's API included",
-			"sandbox_network", iso.Network, "reason", iso.NetworkReason)
-	}
-	if iso.Network == "isolated" && sandbox.LoopbackResolver("/etc/resolv.conf") {
-		logger.Warn("local runs resolve no names: /etc/resolv.conf names only a resolver on loopback, which a run's own network namespace does not reach; point it at a resolver on another address, or set terraform.sandbox_network: host")
-	}
-	return iso, nil
+	return sandbox.Resolve(cfg.Terraform.Sandbox, cfg.Terraform.SandboxNetwork, logger)
 }
 
 // LoadConfig reads the config file at path and expands its discover:

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/notify/slackinteract"
+	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
@@ -27,7 +28,7 @@ func TestSlackAudit(t *testing.T) {
 	rec := auditRecorder(st)
 	require.NotNil(t, rec, "the sqlite store keeps an audit log")
 	at := time.Date(2026, 11, 26, 1, 2, 3, 0, time.UTC)
-	note := slackAudit(rec, slog.New(slog.DiscardHandler))
+	note := slackinteract.DecisionAudit(rec, slog.New(slog.DiscardHandler))
 	note(t.Context(), slackinteract.Decision{At: at, Actor: "slack:U0123ABCD (alice)", Action: "approve",
 		Remediation: "rem-net", Notifier: "slack-oncall", Result: store.AuditOK})
 	note(t.Context(), slackinteract.Decision{At: at.Add(time.Second), Actor: "slack:U0STRANGER (mallory)", Action: "reject",
@@ -58,8 +59,8 @@ func TestNoAuditLog(t *testing.T) {
 	require.Nil(t, rec)
 	rec = limitAudit(rec, slog.New(slog.DiscardHandler), nil)
 	require.Nil(t, rec)
-	require.Nil(t, slackAudit(rec, slog.New(slog.DiscardHandler)))
-	require.Nil(t, slackRefusalAudit(rec, slog.New(slog.DiscardHandler)))
+	require.Nil(t, slackinteract.DecisionAudit(rec, slog.New(slog.DiscardHandler)))
+	require.Nil(t, slackinteract.RefusalAudit(rec, server.AuditPeer, slog.New(slog.DiscardHandler)))
 	require.Nil(t, replayStore(struct{ store.Store }{st}))
 }
 
@@ -73,7 +74,7 @@ func TestSlackRefusalAudit(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	rec := limitAudit(auditRecorder(st), slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	at := time.Date(2026, 11, 26, 1, 2, 3, 0, time.UTC)
-	note := slackRefusalAudit(rec, slog.New(slog.DiscardHandler))
+	note := slackinteract.RefusalAudit(rec, server.AuditPeer, slog.New(slog.DiscardHandler))
 	for i := range 3 {
 		note(t.Context(), slackinteract.Refusal{At: at.Add(time.Duration(i) * time.Second), RemoteAddr: "192.0.2.1:1234",
 			Status: 401, Reason: "bad signature"})
@@ -95,7 +96,7 @@ func (failingRecorder) RecordAudit(context.Context, store.AuditEntry) error {
 // A recording that fails is logged; the decision stands.
 func TestSlackAuditFailureLogged(t *testing.T) {
 	var buf bytes.Buffer
-	note := slackAudit(failingRecorder{}, slog.New(slog.NewTextHandler(&buf, nil)))
+	note := slackinteract.DecisionAudit(failingRecorder{}, slog.New(slog.NewTextHandler(&buf, nil)))
 	note(t.Context(), slackinteract.Decision{At: time.Now(), Actor: "slack:U1", Action: "approve", Remediation: "rem-1", Result: store.AuditOK})
 	require.Contains(t, buf.String(), `msg="record audit entry" action=remediation.approve target=rem-1 actor=slack:U1 result=ok err="disk full"`)
 }

@@ -45,7 +45,7 @@ runner:
 
 	d := newTestDaemon(t, path, nil, nil)
 	require.NotNil(t, d.kube)
-	require.Equal(t, "127.0.0.1:18081", d.kube.listen)
+	require.Equal(t, "127.0.0.1:18081", d.kube.Listen)
 	srv, err := d.server(d.inv.Config())
 	require.NoError(t, err)
 	do := func(h http.Handler, method, path string) int {
@@ -56,7 +56,7 @@ runner:
 		h.ServeHTTP(rec, req)
 		return rec.Code
 	}
-	callback := d.kube.callback.Handler()
+	callback := d.kube.Callback.Handler()
 	for _, r := range []struct{ method, path string }{
 		{http.MethodPost, remote.ResultPath("run-1")},
 		{http.MethodGet, remote.ProceedPath("run-1")},

@@ -8,6 +8,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
+	servercontrol "github.com/driftwatch/driftwatch/internal/server/control"
 )
 
 // control is the daemon as the HTTP server sees it (server.Control): it
@@ -15,15 +16,24 @@ import (
 // errors onto the server's, so the server needs no list of which error
 // means what. The embedded RemediationControl serves the remediation API
 // (the server finds it with a type assertion); it must not be nil.
+// The embedded SilenceControl (silence.Service.Control) serves the
+// silences likewise.
 type control struct {
 	d *daemon
 	server.RemediationControl
+	server.SilenceControl
 }
 
 var (
 	_ server.Control            = control{}
 	_ server.RemediationControl = control{}
+	_ server.SilenceControl     = control{}
 )
+
+// control is the daemon as the server sees it.
+func (d *daemon) control() control {
+	return control{d: d, RemediationControl: remediationControl{d.rem}, SilenceControl: d.silences.Control()}
+}
 
 // Workspaces lists the configured workspaces with their next run.
 func (c control) Workspaces() []server.WorkspaceInfo {
@@ -79,9 +89,9 @@ func (c control) Trigger(name string) (string, error) {
 func triggerError(id string, err error) error {
 	switch {
 	case errors.Is(err, schedule.ErrUnknownJob):
-		return serverError{err, server.ErrUnknownWorkspace}
+		return servercontrol.As(err, server.ErrUnknownWorkspace)
 	case errors.Is(err, leader.ErrStandby):
-		return serverError{err, server.ErrUnavailable}
+		return servercontrol.As(err, server.ErrUnavailable)
 	case errors.Is(err, schedule.ErrBusy):
 		return &server.BusyError{RunID: id, Err: err}
 	}
@@ -104,16 +114,9 @@ func (c control) Cancel(runID string) (bool, error) {
 func cancelError(err error) error {
 	switch {
 	case errors.Is(err, runlog.ErrNotRunning):
-		return serverError{err, server.ErrNotRunning}
+		return servercontrol.As(err, server.ErrNotRunning)
 	case errors.Is(err, leader.ErrStandby):
-		return serverError{err, server.ErrUnavailable}
+		return servercontrol.As(err, server.ErrUnavailable)
 	}
 	return err
 }
-
-// serverError is err, with its text unchanged (the API shows the text of
-// some, e.g. leader.ErrStandby's), that also matches the server's error kind.
-type serverError struct{ err, kind error }
-
-func (e serverError) Error() string   { return e.err.Error() }
-func (e serverError) Unwrap() []error { return []error{e.err, e.kind} }

@@ -23,7 +23,7 @@ func TestControlMapsErrors(t *testing.T) {
 	br := runnertest.NewBlocking()
 	d := newTestDaemon(t, writeConfig(t, t.TempDir(), "off", "off"), br, nil)
 	d.schedule(t)
-	c := control{d: d}
+	c := d.control()
 
 	running, err := c.Trigger("net")
 	require.NoError(t, err)

@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"os"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +25,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/run"
 	"github.com/driftwatch/driftwatch/internal/runner"
+	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
@@ -74,7 +71,7 @@ type daemon struct {
 	// lock.
 	electing bool
 	// kube is the kubernetes runner mode (nil: local).
-	kube *kubeRuntime
+	kube *kube.Mode
 }
 
 // RunDaemon runs the daemon until ctx is done (SIGTERM/SIGINT in main),
@@ -137,7 +134,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	g.Go(func() error { return d.outbox.Run(gctx) })
 	g.Go(func() error { return srv.Run(gctx, cfg.Server.Listen) })
 	if d.kube != nil {
-		g.Go(func() error { return d.kube.serveCallback(gctx) })
+		g.Go(func() error { return d.kube.ServeCallback(gctx) })
 	}
 	g.Go(func() error { d.inv.Run(gctx); return nil })
 	g.Go(func() error { d.runs.Retain(gctx, d.inv.Retention); return nil })
@@ -145,7 +142,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		// Only the Lease holder schedules and runs; losing the Lease ends
 		// the process (after stopping scheduling) so that it campaigns
 		// again from a clean state.
-		g.Go(func() error { return d.leader.Campaign(gctx, d.kube.client, le, cfg.Runner.LeaseNamespace(), d.lead) })
+		g.Go(func() error { return d.leader.Campaign(gctx, d.kube.Client, le, cfg.Runner.LeaseNamespace(), d.lead) })
 	} else {
 		g.Go(func() error { return d.lead(gctx) })
 	}
@@ -176,10 +173,10 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	auditor := &pipeline.Auditor{Runner: lr, Logger: log}
 	var err error
 	if cfg.Runner.Mode == config.RunnerModeKubernetes {
-		if d.kube, err = newKubeRuntime(cfg, log, d.mayApply); err != nil {
+		if d.kube, err = newKubeMode(cfg, log, d.mayApply); err != nil {
 			return nil, err
 		}
-		auditor = &pipeline.Auditor{Runner: d.kube.runner, Logger: log}
+		auditor = &pipeline.Auditor{Runner: d.kube.Runner, Logger: log}
 	} else {
 		if d.isolation, err = isolation(cfg, log); err != nil {
 			return nil, err
@@ -266,7 +263,7 @@ func (n notifierSet) SetNotifiers(cfg *config.Config) error {
 
 // server is the HTTP server: status page, API (through control) and
 // metrics. The run pods' result routes are not among them: in kubernetes
-// mode they have a listener of their own (kubeRuntime.serveCallback).
+// mode they have a listener of their own (kube.Mode.ServeCallback).
 func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 	// The callback URL's host names the daemon (its Service, say): an
 	// allowed Host of the main server too.
@@ -281,30 +278,14 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 	audit := limitAudit(auditRecorder(d.store), d.log, d.reg)
 	slackHandler, err := slackinteract.New(slackinteract.Options{
 		Notifiers: func() ([]slackinteract.Notifier, error) {
-			var out []slackinteract.Notifier
-			for _, n := range d.inv.Config().Notifiers {
-				s := n.Slack
-				if n.Type != "slack" || s == nil || s.SigningSecretFile == "" {
-					continue
-				}
-				b, err := os.ReadFile(s.SigningSecretFile)
-				if err != nil {
-					return nil, fmt.Errorf("notifier %q: signing_secret_file: %w", n.Name, err) // the path, not the content
-				}
-				in := slackinteract.Notifier{Name: n.Name, SigningSecret: strings.TrimSpace(string(b)), Approvers: s.Approvers, Channel: s.Channel}
-				if u, err := url.Parse(s.APIURL); err == nil && s.APIURL != "" {
-					in.ResponseOrigin = u.Scheme + "://" + u.Host // Slack redirected (tests, proxies): its response_urls too
-				}
-				out = append(out, in)
-			}
-			return out, nil
+			return slackinteract.FromSpecs(d.inv.Config().NotifierSpecs())
 		},
 		Decider:         remediationControl{d.rem},
 		WithActor:       remediation.WithActor,
 		HashMismatchErr: server.ErrHashMismatch,
 		Logger:          d.log,
-		OnDecision:      slackAudit(audit, d.log),
-		OnRefused:       slackRefusalAudit(audit, d.log),
+		OnDecision:      slackinteract.DecisionAudit(audit, d.log),
+		OnRefused:       slackinteract.RefusalAudit(audit, server.AuditPeer, d.log),
 		Replay:          replayStore(d.store),
 	})
 	if err != nil {
@@ -316,7 +297,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 		Logs:        d.store,
 		Incidents:   d.store,
 		Audit:       audit,
-		Control:     control{d: d, RemediationControl: remediationControl{d.rem}},
+		Control:     d.control(),
 		Handlers:    handlers,
 		Gatherer:    d.reg,
 		Config:      cfg.Server,
@@ -362,7 +343,7 @@ func (d *daemon) lead(ctx context.Context) error {
 	var keep []string // adopted Jobs' runs: finished under their ids
 	if d.kube != nil {
 		var err error
-		if runCtx, adopted, err = d.kube.adopt(gctx, g, d.runs, d.rem); err != nil {
+		if runCtx, adopted, err = adopt(gctx, d.kube, g, d.runs, d.rem); err != nil {
 			return err
 		}
 		for _, a := range adopted {
@@ -391,35 +372,12 @@ func (d *daemon) lead(ctx context.Context) error {
 	return g.Wait()
 }
 
-// once recovers what a previous process left, runs every workspace once
-// through the scheduler's queue (so the concurrency cap holds), records
-// the runs, delivers their alerts and returns the audit exit code.
+// once is one pass (run.Manager.Pass) and its audit exit code.
 func (d *daemon) once(ctx context.Context) (int, error) {
-	if err := d.runs.Recover(ctx); err != nil {
-		return report.ExitError, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel() // ends the scheduler and the outbox, then wait for them
-		wg.Wait()
-	}()
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = d.runs.Schedule(ctx) }()
-	go func() { defer wg.Done(); _ = d.outbox.Run(ctx) }()
 	start := time.Now()
-	results, err := d.runs.Once(ctx, d.inv.Snapshot().Names())
+	results, err := d.runs.Pass(ctx, d.inv.Snapshot().Names(), d.outbox)
 	if err != nil {
-		if ctx.Err() != nil {
-			err = errors.New("interrupted")
-		}
 		return report.ExitError, err
-	}
-	if !d.outbox.Drain(ctx, 2*time.Minute) {
-		d.log.Warn("notifications still pending at exit; they are delivered at the next start")
-	}
-	if ctx.Err() != nil {
-		return report.ExitError, errors.New("interrupted")
 	}
 	return report.New(start, time.Now(), results).ExitCode(false), nil
 }

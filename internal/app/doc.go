@@ -16,20 +16,21 @@
 //     runner (local, or Kubernetes Jobs with their result Receiver),
 //     metrics, notifiers and the outbox, the run lifecycle (run.Manager),
 //     the remediation controller, the silences (silence.Service) and the
-//     HTTP server, run under one errgroup until ctx ends; --once does one
-//     pass and returns the audit exit code.
+//     HTTP server, run under one errgroup until ctx ends; --once is
+//     run.Manager.Pass and the audit exit code.
 //   - When the daemon leads (lead): always, or while it holds the Lease;
 //     in kubernetes mode it first adopts the Jobs a previous daemon left
-//     (kube.go), then has the run lifecycle recover the runs a previous
+//     (kube.go: kube.NewMode's parts joined to the run lifecycle), then has the run lifecycle recover the runs a previous
 //     process left, reloads the silences, then schedules and starts the
 //     silences' release loop and the remediation loop.
 //   - The adapters the other packages see the daemon through: control
-//     (server.Control and server.SilenceControl, mapping run, scheduler,
-//     silence and leader errors onto the server's), remediationHost
-//     (remediation.Host), incidents (run.Incidents: the current alert
-//     plan's outcome; the outbox woken after the commit), notifierSet
-//     (inventory.Notifiers), and Slack's interactivity handler with the
-//     audit entries of its decisions (audit.go).
+//     (server.Control, mapping run, scheduler and leader errors onto the
+//     server's; server.SilenceControl is silence.Service.Control),
+//     remediationHost (remediation.Host), incidents (run.Incidents: the
+//     current alert plan's outcome; the outbox woken after the commit),
+//     notifierSet (inventory.Notifiers), and Slack's interactivity handler
+//     (slackinteract: its verifiers FromSpecs, its audit entries
+//     DecisionAudit and RefusalAudit; audit.go picks the recorders).
 //   - The pod entry points (RunInPod, ReportFromPod) and Harden.
 //
 // What it must not touch: it decides nothing that its parts own and runs

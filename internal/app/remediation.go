@@ -61,7 +61,7 @@ func serverActor(ctx context.Context) context.Context {
 // the kubernetes runner, else in the daemon's process.
 func (d *daemon) remediationApplier() remediation.Applier {
 	if d.kube != nil {
-		return jobApplier{d.kube.runner}
+		return jobApplier{d.kube.Runner}
 	}
 	return remediation.InProcess{}
 }

@@ -33,7 +33,7 @@ func TestSilenceHoldsAndReleases(t *testing.T) {
 	dir := t.TempDir()
 	path := writeConfig(t, dir, "off", "off")
 	d := newTestDaemon(t, path, nil, nil)
-	c := control{d: d}
+	c := d.control()
 
 	for name, tc := range map[string]struct {
 		req  server.SilenceRequest
@@ -87,7 +87,7 @@ func TestSilenceHoldsAndReleases(t *testing.T) {
 	d2 := newTestDaemon(t, path, nil, nil)
 	held := d2.inv.Snapshot().Plans["net"].Held(now.Add(time.Minute))
 	require.True(t, held, "silences survive a restart")
-	list, err := control{d: d2}.Silences(t.Context())
+	list, err := d2.control().Silences(t.Context())
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	require.Equal(t, "alice", list[0].CreatedBy)
@@ -123,7 +123,7 @@ func TestMaintenanceWindowHolds(t *testing.T) {
 	now := time.Now().UTC()
 	require.True(t, d.inv.Snapshot().Plans["net"].Held(now))
 	require.False(t, d.inv.Snapshot().Plans["db"].Held(now))
-	ws := control{d: d}.MaintenanceWindows(now)
+	ws := d.control().MaintenanceWindows(now)
 	require.Len(t, ws, 1)
 	require.True(t, ws[0].Active)
 	require.Equal(t, "UTC", ws[0].TimeZone)

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
@@ -62,4 +63,45 @@ func (m *Manager) Retain(ctx context.Context, policy func() (keep int, maxAge ti
 		case <-t.C:
 		}
 	}
+}
+
+// Delivery is where a one pass's alerts go (the outbox): run until ctx
+// ends, and drained before the pass returns.
+type Delivery interface {
+	Run(ctx context.Context) error
+	Drain(ctx context.Context, wait time.Duration) bool
+}
+
+// Pass is the daemon's --once: it recovers what a previous process left,
+// runs every workspace once through the scheduler's queue (so the
+// concurrency cap holds), records the runs, delivers their alerts through
+// out (waiting up to two minutes) and returns the results. An interrupted
+// pass (ctx ended) is the error "interrupted".
+func (m *Manager) Pass(ctx context.Context, workspaces []string, out Delivery) ([]drift.Result, error) {
+	if err := m.Recover(ctx); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel() // ends the scheduler and the outbox, then wait for them
+		wg.Wait()
+	}()
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = m.Schedule(ctx) }()
+	go func() { defer wg.Done(); _ = out.Run(ctx) }()
+	results, err := m.Once(ctx, workspaces)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = errors.New("interrupted")
+		}
+		return nil, err
+	}
+	if !out.Drain(ctx, 2*time.Minute) {
+		m.log.Warn("notifications still pending at exit; they are delivered at the next start")
+	}
+	if ctx.Err() != nil {
+		return nil, errors.New("interrupted")
+	}
+	return results, nil
 }

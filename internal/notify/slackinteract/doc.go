@@ -16,12 +16,15 @@
 //
 // Every click on a driftwatch button that passes the authentication is
 // told to the optional Options.OnDecision (the daemon records it in the
-// audit log): who clicked, approve or reject, which remediation, and
+// audit log through DecisionAudit, as Decision.AuditEntry): who clicked, approve or reject, which remediation, and
 // whether it was decided, refused (not an approver, another channel) or
 // failed. Requests that fail the authentication name nobody: they are
 // told to the optional Options.OnRefused with their peer and the reason
-// only (the daemon records them in the audit log as anonymous entries,
-// aggregated and rate limited like the API's anonymous refusals).
+// only (the daemon records them, through RefusalAudit, in the audit log
+// as anonymous entries, aggregated and rate limited like the API's anonymous refusals).
+//
+// FromSpecs reads the Notifiers (signing secrets, approvers) from the
+// notifiers' settings blocks (notifycfg.Spec); it reads no config.
 //
 // The signatures seen within the window are kept in Options.Replay when
 // set (the daemon's store, so that a replay is refused after a restart

@@ -151,3 +151,28 @@ func (r *Runner) adoptJob(ws string, j *batchv1.Job) *flight {
 	r.log.Info("adopting running job", "workspace", ws, "run_id", j.Annotations[AnnotationRunID], "job", j.Name)
 	return r.track(j, 0)
 }
+
+// Runner is a runner.Runner whose one run is a: the auditor classifies its
+// result like any other run's. An adopted remediation Job is awaited
+// (never deleted: stopping an apply half way is worse than letting it
+// end), its outcome handed to rec, and the run is then a fresh detection
+// Job of r: the verification that a local apply is followed by.
+func (a *Adopted) Runner(rec OutcomeRecorder, r *Runner) runner.Runner {
+	return adoptedRunner{a: a, rec: rec, runner: r}
+}
+
+type adoptedRunner struct {
+	a      *Adopted
+	rec    OutcomeRecorder
+	runner *Runner
+}
+
+func (r adoptedRunner) Run(ctx context.Context, req terraform.Request) (runner.Result, error) {
+	if !r.a.Remediation {
+		return r.a.Wait(ctx)
+	}
+	if err := r.a.AwaitRemediation(ctx, r.rec); err != nil {
+		return runner.Result{}, err
+	}
+	return r.runner.Run(ctx, req)
+}

@@ -266,7 +266,8 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 		require.NotNil(t, a, "adopted: %v", adopted)
 		require.Equal(t, "run-adopt", a.RunID)
 		require.Equal(t, JobName("adopt", "run-adopt"), a.Job)
-		res, err := a.Wait(t.Context())
+		// Its Runner (the run lifecycle's view of it) awaits the Job.
+		res, err := a.Runner(nil, d.runner).Run(t.Context(), request("adopt", "run-adopt"))
 		require.NoError(t, err)
 		require.Equal(t, "terraform 1.11.4", res.Tool)
 		require.Len(t, jobsOf(t, cs, ns, "adopt"), 1, "adopted, not duplicated")

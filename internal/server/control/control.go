@@ -68,6 +68,16 @@ var (
 	ErrNotRunning = errors.New("run is not queued or running")
 )
 
+// As is err, its text unchanged (the API shows the text of some, e.g. a
+// standby's naming the leader), that also matches kind, one of the errors
+// above: how a package maps its own errors onto this package's.
+func As(err, kind error) error { return kindError{err, kind} }
+
+type kindError struct{ err, kind error }
+
+func (e kindError) Error() string   { return e.err.Error() }
+func (e kindError) Unwrap() []error { return []error{e.err, e.kind} }
+
 // BusyError is an ErrBusy that names the run the workspace is busy with:
 // the 409 carries its id.
 type BusyError struct {
