@@ -124,7 +124,9 @@ func (m *Manager) QueueUnchecked(workspaces []string) {
 	var names []string
 	m.mu.Lock()
 	for _, w := range workspaces {
-		if _, known := m.states[w]; !known {
+		// An adopted Job's workspace is busy until its outcome is known,
+		// which is its first check: a queued run would only be skipped.
+		if _, known := m.states[w]; !known && !m.adopted[w] {
 			names = append(names, w)
 		}
 	}

@@ -86,6 +86,25 @@ func TestRecoverSkipsAdoptedWorkspaces(t *testing.T) {
 	require.False(t, started)
 }
 
+// A workspace never checked whose first run is an adopted Job gets no
+// initial run: the Job's outcome is its first check (a queued run would
+// only be skipped, after showing as queued).
+func TestInitialRunsLeaveAdoptedWorkspacesOut(t *testing.T) {
+	d, _ := newTestManager(t)
+	ctx := t.Context()
+	require.NoError(t, d.st.StartRun(ctx, store.Run{ID: "adopted", Workspace: "db", Trigger: "initial", StartedAt: time.Now().UTC()}))
+	d.Adopting([]Adopted{{Workspace: "db", RunID: "adopted", Job: "driftwatch-db-1"}})
+	require.NoError(t, d.Recover(ctx, "adopted"))
+	d.QueueUnchecked([]string{"db", "net"})
+	runs, err := d.st.Runs(ctx, "db", 0)
+	require.NoError(t, err)
+	require.Len(t, runs, 1, "only the adopted Job's run: %+v", runs)
+	runs, err = d.st.Runs(ctx, "net", 0)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, "initial", runs[0].Trigger, "a workspace never checked still gets its initial run")
+}
+
 // A detection asked for outside the queue while the daemon stops (a
 // remediation's verification) starts nothing: it is recorded queued, and
 // the next start runs it under its id.
