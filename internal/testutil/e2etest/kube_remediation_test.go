@@ -293,8 +293,13 @@ func TestKubeRemediationKillSwitch(t *testing.T) {
 	require.Contains(t, d.logs.String(), "remediation apply held back")
 	require.Equal(t, "hand edit", mustRead(t, file), "nothing applied")
 
-	// Approved again, held while paused: no other remediation Job.
-	got := d.remediations("remedy")
+	// Approved again, held while paused: no other remediation Job. The
+	// apply's run is recorded just before its remediation's outcome.
+	var got []apiRemediation
+	d.eventually("the remediation's outcome recorded", 30*time.Second, func() bool {
+		got = d.remediations("remedy")
+		return len(got) == 1 && got[0].State != "running"
+	})
 	require.Len(t, got, 1)
 	require.Equal(t, r.ID, got[0].ID)
 	require.Equal(t, "approved", got[0].State, "%+v", got[0])
