@@ -40,7 +40,8 @@ const (
 )
 
 // TestFaultsSoak: 200 workspaces on a one-minute cadence for
-// DRIFTWATCH_SOAK_DURATION (10 minutes under `make test`), a tenth of them
+// DRIFTWATCH_SOAK_DURATION (5 minutes under `make test`, 10 under `make
+// test-faults`), a tenth of them
 // drifting and healing at random behind Terraform's back, while the
 // webhook receiver fails a fifth of its requests at random (500, 503, 429
 // with Retry-After, dropped connections; never more than two in a row).
