@@ -45,11 +45,7 @@ func (p *Pages) Audit(w http.ResponseWriter, r *http.Request) {
 	}
 	q, err := view.ParseAuditQuery(r.URL.Query(), p.src.Now())
 	if err != nil {
-		p.render(w, r, http.StatusBadRequest, p.message, messagePageData{
-			page:    p.newPage(r, "driftwatch: bad request", false),
-			Heading: "Bad request",
-			Message: err.Error() + ".",
-		})
+		p.badRequestPage(w, r, err)
 		return
 	}
 	es, err := p.src.AuditEntries(r.Context(), q)

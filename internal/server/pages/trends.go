@@ -74,11 +74,7 @@ func (p *Pages) Trends(w http.ResponseWriter, r *http.Request) {
 	}
 	f, err := view.ParseStatsFilter(r.URL.Query(), p.src.Now())
 	if err != nil {
-		p.render(w, r, http.StatusBadRequest, p.message, messagePageData{
-			page:    p.newPage(r, "driftwatch: bad request", false),
-			Heading: "Bad request",
-			Message: err.Error() + ".",
-		})
+		p.badRequestPage(w, r, err)
 		return
 	}
 	rep, err := p.src.Stats(r.Context(), &f)
