@@ -258,7 +258,7 @@ type varOrigins struct {
 // nothing else can have set it.
 func (v varOrigins) origin(name, file string, line int) string {
 	switch {
-	case v.inventory[name] || (v.file != "" && file == v.file):
+	case v.inventory[name]: // the run's var file holds only these
 		return "from the inventory's vars"
 	case v.env[name] && !v.varFiles:
 		return "from TF_VAR_" + name + " in the workspace's env"
@@ -412,26 +412,18 @@ func (p *planLog) render(line []byte) {
 		}
 	case "diagnostic":
 		if d := m.Diagnostic; d != nil {
-			at := func() string {
-				if d.Range == nil {
-					return ""
-				}
-				return p.vars.place(d.Range.Filename, d.Range.Start.Line)
+			file, line := "", 0
+			if d.Range != nil {
+				file, line = d.Range.Filename, d.Range.Start.Line
 			}
+			at := p.vars.place(file, line)
 			addr := d.Address
 			if d.Summary == summaryVariable && addr == "" && d.Snippet != nil {
 				// Where the value came from, rather than the file (one of
 				// the run's own) Terraform read it from.
 				for _, v := range d.Snippet.Values {
 					if name, ok := strings.CutPrefix(v.Traversal, "var."); ok {
-						addr = v.Traversal
-						at = func() string {
-							file, line := "", 0
-							if d.Range != nil {
-								file, line = d.Range.Filename, d.Range.Start.Line
-							}
-							return p.vars.origin(name, file, line)
-						}
+						addr, at = v.Traversal, p.vars.origin(name, file, line)
 						break
 					}
 				}
@@ -475,7 +467,7 @@ func (p *planLog) render(line []byte) {
 // object it belongs to (the diagnostic's address, else the block its
 // snippet names), where, and its author's message, redacted, without
 // Terraform's "This was checked by..." trailer, one line, capped.
-func conditionReason(summary, addr, context, detail string, at func() string, red func(string) string) string {
+func conditionReason(summary, addr, context, detail, at string, red func(string) string) string {
 	if addr == "" {
 		addr = blockAddress(context)
 	}
@@ -524,7 +516,7 @@ func blockAddress(context string) string {
 	return ""
 }
 
-func diagnosticText(severity, summary, addr, detail string, at func() string) string {
+func diagnosticText(severity, summary, addr, detail, at string) string {
 	sev := "Error"
 	if severity == "warning" {
 		sev = "Warning"
@@ -534,8 +526,8 @@ func diagnosticText(severity, summary, addr, detail string, at func() string) st
 	if addr != "" {
 		where = append(where, addr)
 	}
-	if w := at(); w != "" {
-		where = append(where, w)
+	if at != "" {
+		where = append(where, at)
 	}
 	if len(where) > 0 {
 		s += " (" + strings.Join(where, ", ") + ")"
