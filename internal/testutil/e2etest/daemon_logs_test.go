@@ -70,17 +70,10 @@ workspaces:
 	stall := time.AfterFunc(85*time.Second, func() { _ = d.cmd.Process.Signal(syscall.SIGQUIT) })
 	defer stall.Stop()
 	// Logs need a read credential: the API token is one.
-	req, _ := http.NewRequestWithContext(sseCtx, http.MethodGet, d.base+"/api/v1/runs/"+runID+"/logs", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	resp := openLogStream(t, sseCtx, d, runID, "")
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no log without a read credential")
-	req, _ = http.NewRequestWithContext(sseCtx, http.MethodGet, d.base+"/api/v1/runs/"+runID+"/logs", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err = http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	resp = openLogStream(t, sseCtx, d, runID, token)
 	defer resp.Body.Close()
 	require.Equal(t, "text/event-stream", strings.Split(resp.Header.Get("Content-Type"), ";")[0])
 	sc := bufio.NewScanner(resp.Body)
@@ -101,11 +94,7 @@ workspaces:
 	d.getJSON("/api/v1/runs/"+queued, &qrun)
 	require.Equal(t, apiRun{ID: queued, Status: "queued", Trigger: "manual"}, qrun)
 	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n", logSnapshot(t, d, queued, token), "driftwatch logs ID")
-	qreq, _ := http.NewRequestWithContext(sseCtx, http.MethodGet, d.base+"/api/v1/runs/"+queued+"/logs", nil)
-	qreq.Header.Set("Accept", "text/event-stream")
-	qreq.Header.Set("Authorization", "Bearer "+token)
-	qresp, err := http.DefaultClient.Do(qreq)
-	require.NoError(t, err)
+	qresp := openLogStream(t, sseCtx, d, queued, token)
 	defer qresp.Body.Close()
 	qsc := bufio.NewScanner(qresp.Body)
 	require.True(t, qsc.Scan())
@@ -199,4 +188,19 @@ func logSnapshot(t *testing.T, d *daemonProc, id, token string) string {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 	return string(b)
+}
+
+// openLogStream asks for run runID's log as Server-Sent Events, with the
+// API token token ("" for none).
+func openLogStream(t *testing.T, ctx context.Context, d *daemonProc, runID, token string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.base+"/api/v1/runs/"+runID+"/logs", nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	return resp
 }

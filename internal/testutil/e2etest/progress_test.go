@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,11 +84,7 @@ workspaces:
 	var wg sync.WaitGroup
 
 	// The SSE stream and `driftwatch logs --follow` of the initial run.
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.base+"/api/v1/runs/"+runID+"/logs", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	resp := openLogStream(t, ctx, d, runID, token)
 	defer resp.Body.Close()
 	wg.Go(func() { readLines(resp.Body, &mu, &sse) })
 	lc := exec.CommandContext(ctx, driftwatchBin, "logs", runID, "--follow", "--server", d.base, "--token-file", tokenFile)
