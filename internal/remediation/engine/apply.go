@@ -208,11 +208,13 @@ type session struct {
 func (a *Applier) newSession(ctx context.Context, req terraform.Request, marker string, grace time.Duration, out *Outcome) (*session, error) {
 	s := &session{req: req}
 	p, err := tfsession.Prepare(ctx, tfsession.PrepareOptions{
-		// No log: an apply's output is not kept. Each step's reason comes
+		// The log, if the request has one (the apply run's), gets what a
+		// detection's gets: init's output and the plans and the apply
+		// rendered from -json without values. Each step's reason comes
 		// from its own stderr, which the refusals (state lock, stale plan)
-		// read.
+		// read: the -json steps' error diagnostics are written there too.
 		Options: tfsession.Options{
-			Request: req, Grace: grace, StepDiagnostics: true, LockTimeout: a.LockTimeout,
+			Request: req, Log: req.Log, Grace: grace, StepDiagnostics: true, LockTimeout: a.LockTimeout,
 			Phases: tfsession.NewPhases(&out.Phases),
 		},
 		DirPrefix: sandbox.ApplyDirPrefix, Marker: marker,
@@ -291,7 +293,7 @@ func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *
 	tf.Phase("init")
 
 	planFile := filepath.Join(s.Dir, "remediate.tfplan")
-	if _, err := tf.Plan(ctx, tfsession.PlanOptions{Out: planFile, Lock: true}); err != nil {
+	if _, err := tf.Plan(ctx, tfsession.PlanOptions{Out: planFile, Lock: true, JSON: true}); err != nil {
 		if isLockError(tf.Stderr()) && ctx.Err() == nil {
 			return refused(*out, Refusal{Code: CodeStateLocked, Reason: lockedReason("another operation holds the state lock", tf.Stderr())}), nil
 		}
@@ -308,6 +310,7 @@ func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *
 		return s.fail(ctx, out, err)
 	}
 	tf.Phase("show")
+	tf.LogChanges(plan)
 
 	findings := policy.Classify(plan, a.Rules)
 	cs, refusals := Evaluate(a.Envelope, findings, plan)
@@ -375,7 +378,7 @@ func (a *Applier) verify(ctx context.Context, s *session, approved ChangeSet, ou
 	}
 	verifyFile := filepath.Join(s.Dir, "verify.tfplan")
 	// Without the lock, like detection: it changes nothing.
-	if _, err := s.Session.Plan(ctx, tfsession.PlanOptions{Out: verifyFile}); err != nil {
+	if _, err := s.Session.Plan(ctx, tfsession.PlanOptions{Out: verifyFile, JSON: true}); err != nil {
 		return failed("verify: plan: " + reason(err))
 	}
 	plan, err := s.Session.Show(ctx, verifyFile)

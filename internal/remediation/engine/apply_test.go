@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/policy"
+	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
@@ -212,11 +213,23 @@ resource "dwtest_file" "untouched" {
 		require.Equal(t, []Entry{{Address: "dwtest_file.a", Action: "update", Attributes: []string{"content"}}}, approved.Entries)
 
 		a := &Applier{Logger: testLogger()}
+		runLog := runlog.New(1<<20, nil)
+		req.Log = runLog
 		out, err := a.Apply(t.Context(), req, approved)
 		require.NoError(t, err)
 		require.Equal(t, ResultApplied, out.Result, out.Reason)
 		require.Empty(t, out.Reason)
 		require.True(t, out.ApplyStarted)
+		// The apply run's log reads like a detection's: init, the plan
+		// and what it changes, then the apply's progress, with addresses
+		// and never a value.
+		log := string(runLog.Bytes())
+		for _, want := range []string{"== init ==", "== plan ==", "drift  ~   update  dwtest_file.a (changed outside Terraform)",
+			"== changes ==", "== apply ==", "apply    dwtest_file.a: updating", "apply    dwtest_file.a: updated after "} {
+			require.Contains(t, log, want)
+		}
+		require.Less(t, strings.Index(log, "== apply =="), strings.Index(log, "apply    dwtest_file.a: updated after "))
+		require.NotContains(t, log, "edited by hand", "no value reaches the log")
 		require.Equal(t, approved.Hash(), out.Before.Hash())
 		require.Empty(t, out.Residual)
 		require.Regexp(t, `^(terraform|tofu) \d+\.\d+\.\d+`, out.Tool)

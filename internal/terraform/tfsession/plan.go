@@ -82,7 +82,7 @@ func (s *Session) Plan(ctx context.Context, o PlanOptions) (changed bool, err er
 	for _, f := range s.varFiles {
 		args = append(args, "-var-file="+f)
 	}
-	pl := newPlanLog(s.log.stdout(), s.log.red.Apply, s.vars)
+	pl := s.newStream()
 	s.stream = pl
 	err = s.cmd.Run(ctx, pl, args...)
 	pl.flush()
@@ -92,13 +92,31 @@ func (s *Session) Plan(ctx context.Context, o PlanOptions) (changed bool, err er
 	}
 	s.nothing = err == nil && !changed && pl.summary().nothing()
 	if err != nil {
-		if reason := pl.reason(); reason != "" && ctx.Err() == nil {
-			s.log.flush()
-			return false, &terraform.Error{Phase: "plan", Reason: s.red.Apply(reason), Err: s.firstLine(err)}
-		}
-		return false, s.fail("plan", err)
+		return false, s.streamFail(ctx, "plan", pl, err)
 	}
 	return changed, nil
+}
+
+// newStream renders a -json command's machine-readable stream into the
+// log without values (planLog). Its error diagnostics also reach the
+// stderr tail, in the form Terraform writes them without -json (summary,
+// then detail), so that Stderr explains a failure as it would without
+// -json: a held state lock's "Lock Info", a stale saved plan.
+func (s *Session) newStream() *planLog {
+	pl := newPlanLog(s.log.stdout(), s.log.red.Apply, s.vars)
+	pl.diags = s.stderr
+	return pl
+}
+
+// streamFail is a failed -json step as a *terraform.Error: its reason is
+// the stream's first error diagnostic, or, without one (killed, a crash,
+// an error before the stream began), the stderr's (fail).
+func (s *Session) streamFail(ctx context.Context, phase string, pl *planLog, err error) error {
+	if reason := pl.reason(); reason != "" && ctx.Err() == nil {
+		s.log.flush()
+		return &terraform.Error{Phase: phase, Reason: s.red.Apply(reason), Err: s.firstLine(err)}
+	}
+	return s.fail(phase, err)
 }
 
 // Unchanged is the value-free summary of the last Plan's saved plan file
@@ -163,12 +181,17 @@ func decodable(tool string) bool {
 }
 
 // Apply applies exactly the saved plan file, lock on (waiting up to
-// Options.LockTimeout). Variables are in the plan file: Terraform rejects
-// var files with a saved plan.
+// Options.LockTimeout), with `apply -json`: its progress reaches the log
+// as each resource's apply starts, goes on and ends, with addresses,
+// actions and times and never a value or id (planLog). Variables are in
+// the plan file: Terraform rejects var files with a saved plan.
 func (s *Session) Apply(ctx context.Context, planFile string) error {
 	s.step("apply")
-	if err := s.tf.Apply(ctx, tfexec.DirOrPlan(planFile), tfexec.Lock(true), tfexec.LockTimeout(s.lockWait)); err != nil {
-		return s.fail("apply", err)
+	pl := s.newStream()
+	err := s.cmd.Run(ctx, pl, "apply", "-no-color", "-input=false", "-json", "-lock=true", "-lock-timeout="+s.lockWait, planFile)
+	pl.flush()
+	if err != nil {
+		return s.streamFail(ctx, "apply", pl, err)
 	}
 	return nil
 }

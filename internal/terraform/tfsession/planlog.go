@@ -31,7 +31,10 @@ type planLog struct {
 	vars varOrigins
 	mu   sync.Mutex
 	w    io.Writer // the run log's stdout writer (redacting, line based)
-	buf  []byte
+	// diags, if set, receives each error diagnostic whole, as Terraform
+	// writes it to stderr without -json (Session.newStream).
+	diags io.Writer
+	buf   []byte
 	// errs are the error diagnostics as one line each (summary, address,
 	// location; no detail): with -json they are on stdout, not stderr.
 	errs []string
@@ -455,6 +458,9 @@ func (p *planLog) render(line []byte) {
 					reason = r
 				}
 				p.errs = append(p.errs, reason)
+				if p.diags != nil {
+					_, _ = fmt.Fprintf(p.diags, "Error: %s\n\n%s\n\n", d.Summary, d.Detail)
+				}
 			}
 		}
 	}
