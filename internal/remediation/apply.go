@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"time"
@@ -81,15 +83,20 @@ func (c *Controller) queueApproved(ctx context.Context, now time.Time, rs []stor
 // and as a run with trigger "remediate"), then runs a fresh detection
 // (Host.Detect) so the workspace's state and incidents follow. runID is
 // the apply run's id: the scheduler's, so that cancelling that run
-// (the API's cancel) stops the apply ("" mints one).
-func (c *Controller) Apply(ctx context.Context, name, runID string) {
+// (the API's cancel) stops the apply ("" mints one). runLog, if not nil,
+// is the apply run's log (terraform.Request.Log): the apply writes its
+// init, plans and progress into it, without values, and Apply its start
+// and outcome. It returns the apply run's status, "" when it recorded no
+// apply run (nothing approved, remediation off, or a Job left applying
+// at shutdown).
+func (c *Controller) Apply(ctx context.Context, name, runID string, runLog io.Writer) drift.Status {
 	if c.stopped() {
-		return // stays approved; queued again on resume
+		return "" // stays approved; queued again on resume
 	}
 	rs, err := c.store.Remediations(ctx, name, 50)
 	if err != nil {
 		c.log.Error("remediation: list", "workspace", name, "err", err)
-		return
+		return ""
 	}
 	var r store.Remediation
 	for _, x := range rs {
@@ -98,7 +105,7 @@ func (c *Controller) Apply(ctx context.Context, name, runID string) {
 		}
 	}
 	if r.ID == "" {
-		return
+		return ""
 	}
 	now := time.Now().UTC()
 	wctx := context.WithoutCancel(ctx)
@@ -110,25 +117,26 @@ func (c *Controller) Apply(ctx context.Context, name, runID string) {
 	if why := c.offReason(name, false); why != "" {
 		c.endOff(wctx, r, now, why)
 		c.decide.Unlock()
-		return
+		return ""
 	}
 	t, ok := c.host.Target(name)
 	pol, pok := c.policy(name)
 	if !ok || !pok {
 		c.decide.Unlock()
-		return
+		return ""
 	}
 	t.Request.RunID = runID
 	if runID == "" {
 		t.Request.RunID = drift.NewRunID()
 	}
+	t.Request.Log = runLog
 	log := c.log.With("workspace", name, "remediation", r.ID, "run_id", t.Request.RunID)
 	_, err = c.store.TransitionRemediation(wctx, r.ID, []store.RemediationState{store.RemediationApproved},
 		store.Transition{State: store.RemediationRunning, At: now, ApplyRunID: t.Request.RunID})
 	c.decide.Unlock()
 	if err != nil {
 		log.Warn("remediation: not started", "err", err)
-		return
+		return ""
 	}
 	run := store.Run{ID: t.Request.RunID, Workspace: name, Trigger: TriggerRemediate, StartedAt: now, Status: store.RunRunning}
 	if err := c.store.StartRun(wctx, run); err != nil {
@@ -145,6 +153,7 @@ func (c *Controller) Apply(ctx context.Context, name, runID string) {
 		a := &engine.Applier{Logger: c.log, Rules: t.Rules, Envelope: pol.Envelope, LockTimeout: pol.LockTimeout, Paused: c.stopped,
 			Proceed: func(context.Context) *engine.Refusal { return c.offRefusal(name) }}
 		log.Info("remediation apply started", "resources", approved.Len(), "change_set_hash", r.ChangeSetHash, "runner", c.runner)
+		logf(runLog, "== remediation %s: change set %s, %d to apply ==", r.ID, r.ChangeSetHash, approved.Len())
 		var err error
 		out, err = c.applier.Remediate(ctx, a, t.Request, approved)
 		if errors.Is(err, ErrLeftRunning) {
@@ -152,7 +161,7 @@ func (c *Controller) Apply(ctx context.Context, name, runID string) {
 			// this remediation interrupted, then awaits the Job and
 			// records its outcome (RecordAdopted).
 			log.Info("remediation interrupted by shutdown; its Job is left running for the next daemon to await")
-			return
+			return ""
 		}
 	}
 	if ctx.Err() != nil && out.Result == engine.ResultFailed && out.ApplyStarted {
@@ -165,18 +174,37 @@ func (c *Controller) Apply(ctx context.Context, name, runID string) {
 		out.Reason = why + ": part of the change set may be applied; not retried, the next detection shows what is left (" + out.Reason + ")"
 	}
 	fin := time.Now().UTC()
+	logf(runLog, "== %s ==", outcomeLine(out))
 	c.finishApplyRun(wctx, log, run, out, fin)
+	status := drift.Status(out.Result)
 	if c.recordOutcome(wctx, log, r, store.RemediationRunning, out, fin) {
-		return // held by the kill switch: approved again
+		return status // held by the kill switch: approved again
 	}
 	c.metrics.Finished(string(out.Result))
 	if errors.Is(context.Cause(ctx), runlog.ErrCancelled) {
-		return // cancelled by request: the next detection shows what is left
+		return status // cancelled by request: the next detection shows what is left
 	}
 	// A fresh detection in the same slot: it resolves the incident after
 	// a successful revert, and keeps it open after a failed one. When the
 	// daemon is stopping, it is queued for the next start instead.
 	c.host.Detect(ctx, name, triggerVerify)
+	return status
+}
+
+// outcomeLine is an apply's outcome as its log's last line: the result
+// and its one-line, secret-free reason.
+func outcomeLine(out engine.Outcome) string {
+	if out.Reason == "" {
+		return string(out.Result)
+	}
+	return string(out.Result) + ": " + out.Reason
+}
+
+// logf writes one line to an apply run's log, if it has one.
+func logf(w io.Writer, format string, args ...any) {
+	if w != nil {
+		_, _ = fmt.Fprintf(w, format+"\n", args...)
+	}
 }
 
 // RecordAdopted records the outcome of a remediation Job that a previous

@@ -3,6 +3,7 @@ package remediation
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,14 +51,14 @@ func TestReloadTurnsRemediationOff(t *testing.T) {
 		// Nothing of net is queued or applied.
 		fa := &fakeApplier{}
 		f.c.applier = fa
-		f.c.Apply(t.Context(), "net", "")
+		f.c.Apply(t.Context(), "net", "", nil)
 		require.Empty(t, fa.applied)
 		require.Equal(t, store.RemediationExpired, f.get(t, net.ID).State)
 
 		// db still approves and applies.
 		_, err = f.c.Approve(t.Context(), db.ID, db.ChangeSetHash)
 		require.NoError(t, err)
-		f.c.Apply(t.Context(), "db", "")
+		f.c.Apply(t.Context(), "db", "", nil)
 		require.Len(t, fa.applied, 1)
 		require.Equal(t, store.RemediationApplied, f.get(t, db.ID).State)
 		require.Equal(t, []string{"db/verify"}, f.host.detections(), "a verification detection follows the apply, none the refusals")
@@ -83,7 +84,7 @@ func TestReloadTurnsRemediationOff(t *testing.T) {
 		// It never applies.
 		fa := &fakeApplier{}
 		f.c.applier = fa
-		f.c.Apply(t.Context(), "net", "")
+		f.c.Apply(t.Context(), "net", "", nil)
 		require.Empty(t, fa.applied)
 		runs, err := f.st.Runs(t.Context(), "net", 10)
 		require.NoError(t, err)
@@ -153,7 +154,7 @@ func TestApproveWhileOff(t *testing.T) {
 
 	fa := &fakeApplier{}
 	f.c.applier = fa
-	f.c.Apply(t.Context(), "db", "")
+	f.c.Apply(t.Context(), "db", "", nil)
 	require.Empty(t, fa.applied)
 	got = f.get(t, db.ID)
 	require.Equal(t, store.RemediationRefused, got.State)
@@ -176,13 +177,13 @@ func TestApproveWhileKillSwitch(t *testing.T) {
 
 	fa := &fakeApplier{}
 	f.c.applier = fa
-	f.c.Apply(t.Context(), "net", "")
+	f.c.Apply(t.Context(), "net", "", nil)
 	require.Empty(t, fa.applied, "held by the kill switch")
 	require.Equal(t, store.RemediationApproved, f.get(t, net.ID).State)
 	require.Empty(t, f.host.detections(), "nothing applied: no verification")
 
 	f.c.paused.Store(false)
-	f.c.Apply(t.Context(), "net", "")
+	f.c.Apply(t.Context(), "net", "", nil)
 	require.Len(t, fa.applied, 1)
 	require.Equal(t, store.RemediationApplied, f.get(t, net.ID).State)
 	require.Equal(t, []string{"net/verify"}, f.host.detections())
@@ -203,12 +204,15 @@ func TestApplyTurnedOffDuringPlan(t *testing.T) {
 		require.Equal(t, store.RemediationRunning, f.get(t, net.ID).State, "an apply in flight is not ended by the reload")
 	}}
 	f.c.applier = fa
-	f.c.Apply(t.Context(), "net", "")
+	var log strings.Builder
+	require.Equal(t, drift.Status(engine.ResultRefused), f.c.Apply(t.Context(), "net", "", &log))
 	require.Empty(t, fa.applied)
 	got := f.get(t, net.ID)
 	require.Equal(t, store.RemediationRefused, got.State)
 	const why = "remediation for workspace net is off (config): nothing applied"
 	require.Equal(t, why, got.Reason)
+	require.Equal(t, "== remediation "+net.ID+": change set "+net.ChangeSetHash+", 1 to apply ==\n"+
+		"== refused: "+why+" ==\n", log.String(), "the apply run's log begins and ends with the remediation")
 	var out engine.Outcome
 	require.NoError(t, json.Unmarshal(got.Outcome, &out))
 	require.Equal(t, []engine.Refusal{{Code: engine.CodeRemediationOff, Reason: why}}, out.Refusals)

@@ -154,7 +154,7 @@ func TestApplyLeftRunning(t *testing.T) {
 	f := newOffFixture(t, autoMode, autoMode)
 	net := f.propose(t, "net", store.RemediationApproved)
 	f.c.applier = leftRunning{}
-	f.c.Apply(t.Context(), "net", "apply-7")
+	f.c.Apply(t.Context(), "net", "apply-7", nil)
 	got := f.get(t, net.ID)
 	require.Equal(t, store.RemediationRunning, got.State)
 	require.Empty(t, got.Outcome)

@@ -20,9 +20,7 @@ import (
 // mode with its Job still running, adopts the Job and finishes the run).
 func (m *Manager) runOne(ctx context.Context, r schedule.QueuedRun) {
 	if r.Trigger == TriggerRemediate {
-		if m.o.Remediation != nil {
-			m.o.Remediation.Apply(ctx, r.Name, r.ID)
-		}
+		m.remediate(ctx, r)
 		return
 	}
 	m.mu.Lock()
@@ -34,6 +32,28 @@ func (m *Manager) runOne(ctx context.Context, r schedule.QueuedRun) {
 		return
 	}
 	m.detect(ctx, r, m.o.Auditor, nil)
+}
+
+// remediate is a remediation's apply run (Remediation.Apply) with a live
+// log under the run's id, like a detection's: the API's log readers follow
+// it while it applies, and the store keeps it once the run is recorded.
+// Its cancel goes through the scheduler, which holds the run's context.
+func (m *Manager) remediate(ctx context.Context, r schedule.QueuedRun) {
+	if m.o.Remediation == nil {
+		return
+	}
+	if r.ID == "" {
+		r.ID = newID()
+	}
+	l := runlog.New(m.o.Inventory.MaxLogBytes(), nil)
+	m.runs.Add(r.ID, l, nil)
+	defer m.runs.Remove(r.ID)
+	status := m.o.Remediation.Apply(ctx, r.Name, r.ID, l)
+	if status == "" {
+		l.Close("") // no apply run was recorded: nothing to keep
+		return
+	}
+	m.saveLog(ctx, m.log.With("workspace", r.Name, "run_id", r.ID), r.ID, l, status)
 }
 
 // Detect is a detection run outside the queue (the verification after a

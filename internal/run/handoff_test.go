@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -28,6 +29,9 @@ type handoff struct {
 	mu sync.Mutex
 	// events: "outcome <ws>", "decide <run>", "recorded", "after-detect <run>".
 	events []string
+	// applying and release hold Apply (TestRemediationApplyRunLog).
+	applying chan string
+	release  chan struct{}
 	// atRecorded is the stored run and the workspace's incidents when
 	// Recorded was called.
 	atRecorded struct {
@@ -65,7 +69,22 @@ func (h *handoff) Recorded() {
 	h.atRecorded.incidents, _ = h.st.Incidents(ctx, "net")
 }
 
-func (h *handoff) Apply(context.Context, string, string) {}
+// Apply is a remediation's apply run: recorded, one line in its log,
+// then held until release; it sends its run id on applying.
+func (h *handoff) Apply(ctx context.Context, ws, runID string, log io.Writer) drift.Status {
+	h.note("apply " + ws)
+	run := store.Run{ID: runID, Workspace: ws, Trigger: TriggerRemediate, StartedAt: time.Now().UTC(), Status: store.RunRunning}
+	if err := h.st.StartRun(ctx, run); err != nil {
+		return ""
+	}
+	_, _ = io.WriteString(log, "apply    dwtest_file.a: updating\n")
+	h.applying <- runID
+	<-h.release
+	_, _ = io.WriteString(log, "apply    dwtest_file.a: updated after 1s\n")
+	run.FinishedAt, run.Status = time.Now().UTC(), drift.Status("applied")
+	_ = h.st.FinishRunOnly(ctx, run)
+	return run.Status
+}
 
 func (h *handoff) AfterDetect(_ context.Context, _, runID string, _ drift.Result, _ *planparse.Plan) {
 	h.note("after-detect " + runID)
@@ -150,4 +169,37 @@ func TestIncidentHandoffNotAfterFailedCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return m.sched.Stats().Active == 0 && len(h.log()) > 0 }, 10*time.Second, time.Millisecond)
 	require.Equal(t, []string{"outcome net"}, h.log())
+}
+
+// A remediation's apply run has a live log under its run id while it
+// applies (what the API's log readers follow), and the store keeps it,
+// ended with the apply's status, once the run is recorded.
+func TestRemediationApplyRunLog(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "dw.db"), logger)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	h := &handoff{st: st, applying: make(chan string, 1), release: make(chan struct{})}
+	m := newHandoffManager(t, st, h)
+
+	require.NoError(t, m.QueueApply("net"))
+	var id string
+	select {
+	case id = <-h.applying:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the apply did not start")
+	}
+	live := m.Live(id)
+	require.NotNil(t, live, "the apply run's log is live while it applies")
+	replay, follow := live.Subscribe(t.Context())
+	require.Equal(t, []string{"apply    dwtest_file.a: updating"}, replay)
+	close(h.release)
+	require.Equal(t, "apply    dwtest_file.a: updated after 1s", <-follow)
+	require.Eventually(t, func() bool { return m.Live(id) == nil }, 10*time.Second, time.Millisecond)
+	verdict, closed := live.Done()
+	require.True(t, closed)
+	require.Equal(t, "applied", verdict)
+	stored, err := st.RunLog(t.Context(), id)
+	require.NoError(t, err)
+	require.Equal(t, "apply    dwtest_file.a: updating\napply    dwtest_file.a: updated after 1s\n", string(stored))
 }

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -71,8 +72,9 @@ type Leader interface{ Ready() error }
 type Remediation interface {
 	// Apply runs an approved remediation's apply (a TriggerRemediate run,
 	// in the workspace's slot) as run runID, the scheduler's id of that
-	// run, so that Cancel reaches it.
-	Apply(ctx context.Context, workspace, runID string)
+	// run, so that Cancel reaches it, writing into log, the run's live
+	// log. It returns the apply run's status, "" when it recorded none.
+	Apply(ctx context.Context, workspace, runID string, log io.Writer) drift.Status
 	// AfterDetect is told every recorded detection (remediation
 	// proposals), after Incidents.Recorded.
 	AfterDetect(ctx context.Context, workspace, runID string, res drift.Result, plan *planparse.Plan)

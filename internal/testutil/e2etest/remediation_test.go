@@ -68,6 +68,15 @@ func (d *daemonProc) page(path string) string {
 // token as the password (run pages need a read credential); "": none.
 func (d *daemonProc) pageAs(path, token string) string {
 	d.t.Helper()
+	contentType, body := d.getAs(path, token)
+	require.Equal(d.t, "text/html; charset=utf-8", contentType)
+	return body
+}
+
+// getAs GETs path as pageAs does, requires 200, and returns the content
+// type and the body.
+func (d *daemonProc) getAs(path, token string) (contentType, body string) {
+	d.t.Helper()
 	req, err := http.NewRequestWithContext(d.t.Context(), http.MethodGet, d.base+path, nil)
 	require.NoError(d.t, err)
 	if token != "" {
@@ -79,8 +88,7 @@ func (d *daemonProc) pageAs(path, token string) string {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(d.t, err)
 	require.Equal(d.t, 200, resp.StatusCode, "%s: %s", path, b)
-	require.Equal(d.t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"))
-	return string(b)
+	return resp.Header.Get("Content-Type"), string(b)
 }
 
 // refusal returns the refusal of r with code, failing the test without one.
@@ -204,6 +212,14 @@ workspaces:
 	require.NotNil(t, remRun, "the apply is recorded as a run")
 	require.Equal(t, "applied", remRun.Status)
 	require.Equal(t, r.ApplyRunID, remRun.ID)
+	// The apply run keeps its log, as a detection does: init, the plan,
+	// the change set, the apply's progress and the outcome; no value.
+	_, applyLog := d.getAs("/api/v1/runs/"+remRun.ID+"/logs", token)
+	for _, want := range []string{"== remediation " + r.ID + ": change set ", "== init ==", "== plan ==", "== changes ==",
+		"== apply ==", "apply    dwtest_file.a: updating", "apply    dwtest_file.a: updated after ", "== applied =="} {
+		require.Contains(t, applyLog, want)
+	}
+	require.NotContains(t, applyLog, "hand edit")
 	t.Logf("auto reverted after %s", time.Since(start))
 
 	// Refusals, each with its reason; nothing applied.
