@@ -30,6 +30,12 @@ func (s *Scheduler) SetJobs(jobs []Job) error {
 			continue
 		}
 		seen[j.Name] = struct{}{}
+		for _, g := range j.Groups {
+			if g.Key == "" || g.Max < 1 || g.Backoff <= 0 || g.BackoffMax < g.Backoff {
+				errs = append(errs, fmt.Errorf("job %q: group %q: want a key, Max >= 1 and 0 < Backoff <= BackoffMax (got %d, %s, %s)",
+					j.Name, g.Key, g.Max, g.Backoff, g.BackoffMax))
+			}
+		}
 		sched, err := parseSpec(j.Spec, s.allowSubMinute)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("job %q: %w", j.Name, err))
@@ -56,11 +62,13 @@ func (s *Scheduler) SetJobs(jobs []Job) error {
 		case e.removed:
 			added++
 		case e.spec == j.Spec:
+			e.groups = j.Groups
 			continue
 		default:
 			changed++
 		}
 		e.removed = false
+		e.groups = j.Groups
 		e.spec, e.sched = j.Spec, scheds[i]
 		e.slot = e.sched.Next(now)
 		s.reschedLocked(e)

@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 )
@@ -141,13 +142,13 @@ func (s *Scheduler) dropped(rs []QueuedRun) {
 	}
 }
 
-// popLocked moves the head of the queue to running, with a ctx of its own
-// (derived from ctx) that Cancel can cancel. The caller has checked that
-// the queue is not empty.
-func (s *Scheduler) popLocked(ctx context.Context) (*entry, context.Context) {
-	e := s.queue[0]
-	s.queue[0] = nil
-	s.queue = s.queue[1:]
+// popLocked moves the run at index i of the queue (nextLocked) to
+// running, with a ctx of its own (derived from ctx) that Cancel can
+// cancel, counted in its concurrency groups.
+func (s *Scheduler) popLocked(ctx context.Context, i int) (*entry, context.Context) {
+	e := s.queue[i]
+	s.queue = slices.Delete(s.queue, i, i+1)
+	s.joinLocked(e)
 	e.state, e.listed = stateRunning, false
 	runCtx, cancel := context.WithCancelCause(ctx)
 	e.cancel = cancel

@@ -45,6 +45,9 @@ var (
 type Job struct {
 	Name string // unique; passed to Options.Run and used for jitter
 	Spec string // see ParseSpec
+	// Groups are the concurrency groups the job is in (groups.go): a run
+	// starts only when each has room and none is held.
+	Groups []Group
 }
 
 // QueuedRun is one run of a job, from the moment it is queued: its id is
@@ -142,6 +145,10 @@ type entry struct {
 	listed  bool                    // queued and in Scheduler.queue (OnEnqueue returned)
 	cancel  context.CancelCauseFunc // the running run's ctx (see popLocked)
 	removed bool                    // dropped by SetJobs while running; deleted when it ends
+
+	groups  []Group // the job's concurrency groups (SetJobs)
+	running []Group // the groups the running run counts in (joinLocked)
+	retry   bool    // queue the job again when its run ends (Throttle)
 }
 
 // Scheduler runs jobs on their schedules under a global concurrency cap,
@@ -164,8 +171,9 @@ type Scheduler struct {
 
 	mu      sync.Mutex
 	jobs    map[string]*entry
-	due     dueHeap  // scheduled entries, earliest due first
-	queue   []*entry // FIFO of entries waiting for a slot
+	groups  map[string]*groupState // by Group.Key, while in effect
+	due     dueHeap                // scheduled entries, earliest due first
+	queue   []*entry               // FIFO of entries waiting for a slot
 	active  int
 	skipped uint64
 	seq     uint64
@@ -213,6 +221,7 @@ func New(o Options) (*Scheduler, error) {
 		allowSubMinute: o.AllowSubMinute,
 		wake:           make(chan struct{}, 1),
 		jobs:           make(map[string]*entry),
+		groups:         make(map[string]*groupState),
 	}, nil
 }
 
@@ -297,6 +306,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if len(s.due) > 0 && s.due[0].due.Before(wakeAt) {
 			wakeAt = s.due[0].due
 		}
+		if end := s.holdEndLocked(now); !end.IsZero() && end.Before(wakeAt) {
+			wakeAt = end
+		}
 		s.mu.Unlock()
 		s.dropped(dropped)
 		if s.onCycle != nil {
@@ -319,10 +331,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
-// dispatchLocked starts queued runs while there is capacity.
+// dispatchLocked starts queued runs while there is capacity, in queue
+// order, passing over those whose concurrency group is full or held.
 func (s *Scheduler) dispatchLocked(ctx context.Context, wg *sync.WaitGroup) {
-	for s.active < s.max && len(s.queue) > 0 && ctx.Err() == nil {
-		e, runCtx := s.popLocked(ctx)
+	now := s.now()
+	for s.active < s.max && ctx.Err() == nil {
+		i := s.nextLocked(now)
+		if i < 0 {
+			break
+		}
+		e, runCtx := s.popLocked(ctx, i)
 		wg.Go(func() { s.worker(ctx, runCtx, e) })
 	}
 	s.notifyQueueLocked()
@@ -338,16 +356,31 @@ func (s *Scheduler) worker(ctx, runCtx context.Context, e *entry) {
 		e.cancel(nil)
 		e.cancel = nil
 		s.active--
+		s.leaveLocked(e)
 		e.state = stateIdle
 		if e.removed && s.jobs[e.name] == e {
 			delete(s.jobs, e.name)
 		}
+		retry := ""
+		if e.retry && !e.removed && ctx.Err() == nil {
+			retry = e.name
+		}
+		e.retry = false
 		e = nil
-		if len(s.queue) > 0 && ctx.Err() == nil {
-			e, runCtx = s.popLocked(ctx)
+		if ctx.Err() == nil {
+			if i := s.nextLocked(s.now()); i >= 0 {
+				e, runCtx = s.popLocked(ctx, i)
+			}
 		}
 		s.notifyQueueLocked()
 		s.mu.Unlock()
+		if retry != "" {
+			// Queued behind the runs queued already; it starts once its
+			// groups are released (a stopped loop leaves it queued).
+			if _, err := s.Queue(retry, TriggerRetry); err != nil {
+				s.logger.Warn("throttled run not queued again", "job", retry, "err", err)
+			}
+		}
 	}
 }
 
