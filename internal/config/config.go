@@ -47,6 +47,10 @@ type Config struct {
 	// Notifiers are the named alert destinations; Alerts routes incidents to them.
 	Notifiers []Notifier `yaml:"notifiers"`
 	Alerts    Alerts     `yaml:"alerts"`
+	// ConcurrencyGroups cap the runs at once of workspaces that share a
+	// label's value, and back such a group off when its plans are
+	// throttled (concurrency.go).
+	ConcurrencyGroups []ConcurrencyGroup `yaml:"concurrency_groups"`
 	// MaintenanceWindows hold notifications on a schedule (maintenance.go).
 	MaintenanceWindows []MaintenanceWindow `yaml:"maintenance_windows"`
 	// Remediation is the daemon-wide remediation switch.

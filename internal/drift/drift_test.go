@@ -70,3 +70,29 @@ func TestCapDetail(t *testing.T) {
 	require.True(t, utf8.ValidString(got), "never cuts a character in two")
 	require.Equal(t, strings.Repeat("x", MaxCheckDetail), CapDetail(strings.Repeat("x", MaxCheckDetail)))
 }
+
+func TestThrottled(t *testing.T) {
+	for _, s := range []string{
+		"Error: reading EC2 Instance: operation error EC2: DescribeInstances, https response error StatusCode: 400, api error RequestLimitExceeded: Request limit exceeded.",
+		"Error: Rate exceeded (aws_iam_role.x)",
+		"Error: ThrottlingException: Rate exceeded",
+		"Error: GET https://management.azure.com/...: 429 Too Many Requests",
+		"Error: listing: TooManyRequests",
+		"Error: unexpected status code: 429",
+		"Error: HTTP/1.1 429",
+		"Error: googleapi: Error 429: Quota exceeded, rateLimitExceeded (429)",
+		"Error: API rate limit exceeded for installation",
+		"Error: S3: SlowDown: Please reduce your request rate",
+	} {
+		require.True(t, Throttled(s), s)
+	}
+	for _, s := range []string{
+		"Error: Invalid value for variable (main.tf line 429)",
+		"Error: creating instance i-0429: InvalidParameter",
+		"Error: port 4290 refused",
+		"Error: Unsupported argument (main.tf line 12)",
+		"",
+	} {
+		require.False(t, Throttled(s), s)
+	}
+}

@@ -59,11 +59,16 @@ func (s *Snapshot) Names() []string {
 	return out
 }
 
-// Jobs are the scheduler's jobs: every workspace on its schedule.
+// Jobs are the scheduler's jobs: every workspace on its schedule, in its
+// concurrency groups.
 func (s *Snapshot) Jobs() []schedule.Job {
 	out := make([]schedule.Job, 0, len(s.Config.Workspaces))
 	for _, w := range s.Config.Workspaces {
-		out = append(out, schedule.Job{Name: w.Name, Spec: w.Schedule})
+		j := schedule.Job{Name: w.Name, Spec: w.Schedule}
+		for _, g := range s.Config.Groups(w) {
+			j.Groups = append(j.Groups, schedule.Group{Key: g.Key, Max: g.Max, Backoff: g.Backoff, BackoffMax: g.BackoffMax})
+		}
+		out = append(out, j)
 	}
 	return out
 }

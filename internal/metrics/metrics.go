@@ -65,6 +65,12 @@ type Metrics struct {
 	// would see every notifier vanish).
 	pendingMu    sync.Mutex
 	pendingNames map[string]bool
+
+	// throttled and held are the concurrency groups' (groups.go).
+	throttled *prometheus.CounterVec
+	held      *prometheus.GaugeVec
+	heldMu    sync.Mutex
+	heldNames map[string]bool
 }
 
 // Notification results, the result label of driftwatch_notifications_total.
@@ -119,6 +125,15 @@ func New(reg prometheus.Registerer, snapshot func() []WorkspaceSnapshot) *Metric
 			Help: "Notifications in the outbox not yet delivered (and not given up on), by notifier.",
 		}, []string{"notifier"}),
 		pendingNames: map[string]bool{},
+		throttled: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftwatch_concurrency_group_throttled_total",
+			Help: "Plans throttled by the cloud API, by concurrency group (LABEL=VALUE); each holds its group.",
+		}, []string{"group"}),
+		held: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftwatch_concurrency_group_hold_seconds",
+			Help: "Seconds left of a throttled concurrency group's hold, by group; absent when not held.",
+		}, []string{"group"}),
+		heldNames: map[string]bool{},
 	}
 	// Every result starts at zero so that rate() and increase() see the
 	// first run of each kind.

@@ -233,6 +233,14 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *pip
 		log.Info("run interrupted by shutdown; it will be re-run at the next start")
 		return
 	}
+	if res.Status == drift.StatusErrored && drift.Throttled(res.Error) {
+		if holds := m.sched.Throttle(name); len(holds) > 0 {
+			m.throttled(ctx, log, run, res, runLog, holds)
+			return
+		}
+	} else {
+		m.sched.Unthrottled(name)
+	}
 	run.FinishedAt = res.Started.Add(res.Duration).UTC()
 	run.Status, run.Error, run.Tool, run.Findings, run.Phases = res.Status, res.Error, res.Tool, res.Findings, res.Phases
 	// Record even if the daemon is stopping: the result is already paid

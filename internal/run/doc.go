@@ -15,7 +15,10 @@
 // with an adopted Job, and what a restart does with what the previous
 // process left: runs that were running are errored ("daemon restarted")
 // and their workspaces re-run; queued runs are queued again under their
-// own ids.
+// own ids. A run whose plan the cloud API throttled (drift.Throttled), in a
+// workspace of a concurrency group, holds the group (schedule's Throttle)
+// and is recorded errored without touching state or incidents; a
+// remediation's apply run gets a live log and keeps it, like a detection.
 //
 // A record the store cannot write because its storage is unavailable (a
 // full disk: store.ErrUnavailable) is retried with backoff until it is

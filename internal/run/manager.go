@@ -149,7 +149,7 @@ func New(ctx context.Context, o Options) (*Manager, error) {
 	}
 	so.OnSkip = o.Metrics.Skipped
 	so.OnQueue = o.Metrics.SetQueue
-	so.OnCycle = o.Metrics.SchedulerCycle
+	so.OnCycle = m.holdsCycle
 	if m.sched, err = schedule.New(so); err != nil {
 		return nil, err
 	}

@@ -6,7 +6,10 @@
 // restarts), never runs one job twice at a time (a slot that comes while
 // its job is queued or running is skipped and counted), and enforces a
 // global concurrency cap over one FIFO queue that Trigger and Queue feed
-// too.
+// too. A job's concurrency groups (groups.go) cap the runs of its group
+// at once and hold the group after a throttled run (Throttle: a doubling,
+// jittered backoff, the job queued again); a run waiting for its group
+// lets the runs behind it go ahead.
 //
 // What a run does is injected as Options.Run, and time comes from an
 // injected Clock (scheduletest.FakeClock in tests). Every run gets its id

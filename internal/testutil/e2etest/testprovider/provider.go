@@ -52,5 +52,6 @@ func (p *testProvider) DataSources(context.Context) []func() datasource.DataSour
 	return []func() datasource.DataSource{
 		func() datasource.DataSource { return &fileDataSource{typeName: p.name + "_file"} },
 		func() datasource.DataSource { return &sleepDataSource{typeName: p.name + "_sleep"} },
+		func() datasource.DataSource { return &throttleDataSource{typeName: p.name + "_throttle"} },
 	}
 }
