@@ -72,19 +72,9 @@ func Post(ctx context.Context, url, token string, res Result) error {
 func (p *Poster) Post(ctx context.Context, url, token string, res Result) error {
 	body, err := encodeGzip(res)
 	if err != nil {
-		return err
+		return fmt.Errorf("encode result: %w", err)
 	}
-	client := p.Client
-	if client == nil {
-		client = &http.Client{Timeout: 30 * time.Second}
-	}
-	lo, hi := p.MinBackoff, p.MaxBackoff
-	if lo <= 0 {
-		lo = 500 * time.Millisecond
-	}
-	if hi < lo {
-		hi = max(lo, 15*time.Second)
-	}
+	client, lo, hi := p.settings()
 	wait := lo
 	var last error
 	for attempt := 1; ; attempt++ {
@@ -116,6 +106,22 @@ func (p *Poster) Post(ctx context.Context, url, token string, res Result) error 
 		}
 		wait = min(2*wait, hi)
 	}
+}
+
+// settings are p's client and backoff bounds, defaults filled in.
+func (p *Poster) settings() (client *http.Client, lo, hi time.Duration) {
+	client = p.Client
+	if client == nil {
+		client = &http.Client{Timeout: 30 * time.Second}
+	}
+	lo, hi = p.MinBackoff, p.MaxBackoff
+	if lo <= 0 {
+		lo = 500 * time.Millisecond
+	}
+	if hi < lo {
+		hi = max(lo, 15*time.Second)
+	}
+	return client, lo, hi
 }
 
 func (p *Poster) attempt(ctx context.Context, client *http.Client, url, token string, body []byte) (retryAfter time.Duration, err error) {
@@ -163,14 +169,15 @@ func parseRetryAfter(v string) time.Duration {
 	return 0
 }
 
-func encodeGzip(res Result) ([]byte, error) {
+// encodeGzip is v as gzip-compressed JSON (a request body).
+func encodeGzip(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(res); err != nil {
-		return nil, fmt.Errorf("encode result: %w", err)
+	if err := json.NewEncoder(zw).Encode(v); err != nil {
+		return nil, err
 	}
 	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("encode result: %w", err)
+		return nil, err
 	}
 	return buf.Bytes(), nil
 }
