@@ -25,6 +25,9 @@ type Reporter struct {
 	Checker *Checker
 	// Logger records what the reporter does (default: discard).
 	Logger *slog.Logger
+	// LogFlushWait bounds how long the result waits for the run's log to
+	// be delivered (default 30 s).
+	LogFlushWait time.Duration
 }
 
 // Report loads the spec at specPath and the token it names, listens on the
@@ -87,7 +90,11 @@ func (rp *Reporter) Report(ctx context.Context, specPath, socketPath string) err
 	_ = conn.Close()
 	// The log goes first, so the daemon's stored log has it all; but a
 	// slow or failing log never keeps the result from the daemon.
-	fw.finish(logFlushWait)
+	flush := rp.LogFlushWait
+	if flush <= 0 {
+		flush = logFlushWait
+	}
+	fw.finish(flush)
 	if err != nil {
 		return fmt.Errorf("reporter: run %s: %w", spec.RunID, err)
 	}
