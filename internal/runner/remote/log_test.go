@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -202,15 +201,8 @@ func TestLogHandler(t *testing.T) {
 	post := func(token string, c LogChunk) int {
 		b, err := json.Marshal(c)
 		require.NoError(t, err)
-		req, err := http.NewRequest(http.MethodPost, srv.URL+LogPath("run-1"), bytes.NewReader(b))
-		require.NoError(t, err)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
+		code, _ := send(t, srv.URL+LogPath("run-1"), delivery{token: token, body: b})
+		return code
 	}
 	require.Equal(t, http.StatusUnauthorized, post("", LogChunk{Lines: []string{"x"}}))
 	other, _ := NewToken()
@@ -243,13 +235,8 @@ func TestLogHandler(t *testing.T) {
 	var live2 logRecorder
 	r.AttachLog("run-2", &live2, nil)
 	r.Forget("run-2")
-	b, _ := json.Marshal(LogChunk{Lines: []string{"after forget"}})
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+LogPath("run-2"), bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+tok2)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusGone, resp.StatusCode)
+	code, _ := send(t, srv.URL+LogPath("run-2"), delivery{token: tok2, body: []byte(`{"seq":0,"lines":["after forget"]}`)})
+	require.Equal(t, http.StatusGone, code)
 	require.Empty(t, live2.get())
 }
 
