@@ -20,16 +20,16 @@ import (
 	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
-// TestLineQueue: lines in order, a partial line waits for its newline, a
-// full queue drops lines and says how many once there is room, and take
-// numbers the lines it hands out.
+// TestLineQueue: lines in order, a full queue drops lines and says how
+// many once there is room, and take numbers the lines it hands out.
 func TestLineQueue(t *testing.T) {
 	q := newLineQueue("the next hop was slow")
 	q.max = 20
-	_, _ = q.Write([]byte("== init ==\npart"))
-	_, _ = q.Write([]byte("ial\n"))
+	_, _ = q.Write([]byte("== init ==\n"))
+	_, _ = q.Write([]byte("whole"))
+	_, _ = q.Write(nil)
 	batch, seq, last := q.take()
-	require.Equal(t, []string{"== init ==", "partial"}, batch)
+	require.Equal(t, []string{"== init ==", "whole"}, batch)
 	require.Zero(t, seq)
 	require.False(t, last)
 

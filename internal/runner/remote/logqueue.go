@@ -1,8 +1,8 @@
 package remote
 
 import (
-	"bytes"
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -42,7 +42,6 @@ type lineQueue struct {
 	lines   []string
 	size    int
 	dropped int
-	partial []byte
 	taken   int64 // lines taken so far: the sequence number of lines[0]
 	closed  bool
 }
@@ -51,32 +50,14 @@ func newLineQueue(why string) *lineQueue {
 	return &lineQueue{why: why, max: maxQueuedLogBytes, wake: make(chan struct{}, 1)}
 }
 
-// Write queues p's complete lines; a partial last line waits for its
-// newline (or for close). It never blocks on the next hop.
+// Write queues p's lines. Its writer, the local runner, writes whole
+// lines (terraform.Request.Log), so a last line without its newline counts
+// as whole too. It never blocks on the next hop.
 func (q *lineQueue) Write(p []byte) (int, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
-		return len(p), nil
+	if len(p) > 0 {
+		q.add(strings.Split(strings.TrimSuffix(string(p), "\n"), "\n"))
 	}
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			q.partial = append(q.partial, p...)
-			if len(q.partial) > maxLogLine {
-				q.pushLocked(string(q.partial))
-				q.partial = q.partial[:0]
-			}
-			break
-		}
-		q.partial = append(q.partial, p[:i]...)
-		q.pushLocked(string(q.partial))
-		q.partial = q.partial[:0]
-		p = p[i+1:]
-	}
-	q.signal()
-	return n, nil
+	return len(p), nil
 }
 
 // add queues whole lines (a log frame's).
@@ -121,17 +102,13 @@ func (q *lineQueue) signal() {
 	}
 }
 
-// close flushes a partial last line and a pending drop marker (which may
-// overrun the bound by one line); later lines are discarded.
+// close flushes a pending drop marker (which may overrun the bound by one
+// line); later lines are discarded.
 func (q *lineQueue) close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
 		return
-	}
-	if len(q.partial) > 0 {
-		q.pushLocked(string(q.partial))
-		q.partial = nil
 	}
 	if q.dropped > 0 {
 		m := droppedMarker(q.dropped, q.why)

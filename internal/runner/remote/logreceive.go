@@ -123,18 +123,8 @@ func (s *logSink) emitLocked(line string) {
 // answered 204 (again for a retry); 400 malformed, 413 larger than 1 MiB.
 func (r *Receiver) LogHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		refuse := r.refuser(w, req, "run log refused")
-		if req.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			refuse(http.StatusMethodNotAllowed, "method not allowed")
-			return
-		}
-		_, used, ok := r.authorize(w, req, refuse)
+		refuse, ok := r.admit(w, req, http.MethodPost, "run log refused", "result already delivered: the run's log is closed")
 		if !ok {
-			return
-		}
-		if used {
-			refuse(http.StatusConflict, "result already delivered: the run's log is closed")
 			return
 		}
 		b, code, err := readBody(w, req, maxLogChunkBody)

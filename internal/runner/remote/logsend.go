@@ -137,34 +137,19 @@ func (f *logForwarder) run(ctx context.Context) {
 	}
 }
 
-// post delivers one chunk, retrying as Post does until it is taken, refused
-// for good or ctx ends.
+// post delivers one chunk as Post delivers a result (retries included),
+// until it is taken, refused for good or ctx ends.
 func (f *logForwarder) post(ctx context.Context, seq int64, lines []string) error {
 	body, err := encodeGzip(LogChunk{Seq: seq, Lines: lines})
 	if err != nil {
 		return fmt.Errorf("encode log chunk: %w", err)
 	}
-	client, wait, hi := f.p.settings()
-	for attempt := 1; ; attempt++ {
-		retryAfter, err := f.p.attempt(ctx, client, f.url, f.token, body)
-		if err == nil {
-			return nil
-		}
-		var se *StatusError
-		if errors.As(err, &se) && !retryable(se.Code) {
-			return fmt.Errorf("log chunk refused: %d %s: %s", se.Code, http.StatusText(se.Code), se.Body)
-		}
-		d := wait
-		if retryAfter > 0 {
-			d = min(retryAfter, hi)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("log chunk: gave up after %d attempts: %w (last: %w)", attempt, context.Cause(ctx), err)
-		case <-time.After(d):
-		}
-		wait = min(2*wait, hi)
+	_, err = f.p.send(ctx, "deliver the log", f.url, f.token, body)
+	var se *StatusError
+	if errors.As(err, &se) {
+		return fmt.Errorf("log refused: %d %s: %s", se.Code, http.StatusText(se.Code), se.Body)
 	}
+	return err
 }
 
 // finish delivers what is queued, for at most wait, and stops; a nil

@@ -74,20 +74,30 @@ func (p *Poster) Post(ctx context.Context, url, token string, res Result) error 
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}
+	attempt, err := p.send(ctx, "deliver result", url, token, body)
+	var se *StatusError
+	if errors.As(err, &se) && se.Code == http.StatusConflict {
+		return &ConflictError{Attempt: attempt, Body: se.Body}
+	}
+	return err
+}
+
+// send posts body (gzip JSON) until it is accepted, refused for good (a
+// *StatusError: a status retryable does not list) or ctx ends (an error
+// that begins with what), as Post describes; it returns the number of
+// attempts made.
+func (p *Poster) send(ctx context.Context, what, url, token string, body []byte) (int, error) {
 	client, lo, hi := p.settings()
 	wait := lo
 	var last error
 	for attempt := 1; ; attempt++ {
 		retryAfter, err := p.attempt(ctx, client, url, token, body)
 		if err == nil {
-			return nil
+			return attempt, nil
 		}
 		var se *StatusError
-		if errors.As(err, &se) && se.Code == http.StatusConflict {
-			return &ConflictError{Attempt: attempt, Body: se.Body}
-		}
 		if errors.As(err, &se) && !retryable(se.Code) {
-			return err
+			return attempt, err
 		}
 		if ctx.Err() != nil && last != nil {
 			// This attempt was cut short by ctx: the previous answer says
@@ -101,7 +111,7 @@ func (p *Poster) Post(ctx context.Context, url, token string, res Result) error 
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("deliver result: gave up after %d attempts: %w (last: %w)", attempt, context.Cause(ctx), last)
+			return attempt, fmt.Errorf("%s: gave up after %d attempts: %w (last: %w)", what, attempt, context.Cause(ctx), last)
 		case <-time.After(d):
 		}
 		wait = min(2*wait, hi)

@@ -297,6 +297,28 @@ func (r *Receiver) authorize(w http.ResponseWriter, req *http.Request, refuse fu
 	return [32]byte{}, false, false
 }
 
+// admit lets through a request to a route that consumes nothing (the
+// proceed check, the log): method, then the token (authorize); a run whose
+// result is delivered is refused 409 with closed. Refused, req is answered
+// (and logged as msg) and ok is false; else refuse answers it later.
+func (r *Receiver) admit(w http.ResponseWriter, req *http.Request, method, msg, closed string) (refuse func(int, string, ...string), ok bool) {
+	refuse = r.refuser(w, req, msg)
+	if req.Method != method {
+		w.Header().Set("Allow", method)
+		refuse(http.StatusMethodNotAllowed, "method not allowed")
+		return nil, false
+	}
+	_, used, ok := r.authorize(w, req, refuse)
+	if !ok {
+		return nil, false
+	}
+	if used {
+		refuse(http.StatusConflict, closed)
+		return nil, false
+	}
+	return refuse, true
+}
+
 // decode reads the body: JSON, identity or gzip, bounded before and after
 // decompression. It returns the result and the SHA-256 of its canonical
 // JSON.

@@ -109,14 +109,7 @@ resource "dwtest_file" "s" {
 	require.Contains(t, joined, "== init ==", "init's lines streamed")
 	require.Contains(t, joined, "== plan ==")
 
-	var end string
-	for sc.Scan() {
-		seen = append(seen, sc.Text())
-		if sc.Text() == "event: end" && sc.Scan() {
-			end = sc.Text()
-			break
-		}
-	}
+	end := scanToEnd(sc, &seen)
 	require.NoError(t, sseCtx.Err(), "the log stream stalled")
 	require.Equal(t, `data: {"status":"drift"}`, end)
 
