@@ -18,8 +18,9 @@ import (
 // hop: beyond, lines are dropped (and counted in a marker line).
 const maxQueuedLogBytes = 1 << 20
 
-// maxLogLine bounds one line: longer ones are cut (as the local runner's
-// own line buffer cuts a line without a newline).
+// maxLogLine bounds one line: longer ones are cut (the local runner's
+// lines are no longer: its line buffer emits 64 KiB without a newline as a
+// line).
 const maxLogLine = 64 << 10
 
 // maxLogBatchBytes bounds the lines of one log frame or chunk.
