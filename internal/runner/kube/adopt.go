@@ -169,6 +169,7 @@ type adoptedRunner struct {
 
 func (r adoptedRunner) Run(ctx context.Context, req terraform.Request) (runner.Result, error) {
 	if !r.a.Remediation {
+		r.a.f.attachLog(req)
 		return r.a.Wait(ctx)
 	}
 	if err := r.a.AwaitRemediation(ctx, r.rec); err != nil {

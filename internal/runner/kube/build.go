@@ -279,6 +279,7 @@ func prepare(cfg Config, req terraform.Request, now time.Time) (runPlan, error) 
 		WorkDir:        WorkDir,
 		GitCacheDir:    WorkDir + "/git",
 		CallbackURL:    strings.TrimRight(cfg.CallbackURL, "/") + remote.ResultPath(req.RunID),
+		LogURL:         strings.TrimRight(cfg.CallbackURL, "/") + remote.LogPath(req.RunID),
 		CallbackCA:     cfg.CallbackCA,
 		TokenFile:      TokenPath,
 		ExpiresAt:      now.Add(p.deadline + deliverySlack).UTC().Truncate(time.Second),

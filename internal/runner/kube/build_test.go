@@ -167,6 +167,7 @@ func TestPrepare(t *testing.T) {
 		WorkDir:       "/work",
 		GitCacheDir:   "/work/git",
 		CallbackURL:   "http://driftwatch.driftwatch.svc:8080/internal/v1/runs/9f8e7d6c5b4a3921/result",
+		LogURL:        "http://driftwatch.driftwatch.svc:8080/internal/v1/runs/9f8e7d6c5b4a3921/log",
 		TokenFile:     "/etc/driftwatch/token/token",
 		ExpiresAt:     testNow.Add(17*time.Minute + 5*time.Second + time.Minute),
 	}

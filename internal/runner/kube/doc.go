@@ -15,7 +15,9 @@
 //     then Run and Remediate create a run's Job and await its result
 //     through the remote.Receiver, its failure (deadline, pod failure,
 //     image pull, deletion) or ctx. A result is taken only once the pod has
-//     succeeded. Every failure is a *terraform.Error of phase job (submit
+//     succeeded. The pod's log goes into the run's Request.Log as it comes
+//     (Receiver.AttachLog, redacted of Request.Redact), an adopted
+//     detection's too. Every failure is a *terraform.Error of phase job (submit
 //     and setup before the Job exists).
 //   - At most one active Job per workspace (*BusyError otherwise); a
 //     detection and a remediation Job never stand for each other.

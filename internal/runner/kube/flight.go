@@ -447,6 +447,17 @@ func oneLine(s string, n int) string {
 	return s
 }
 
+// attachLog makes the run's pod's log, as its reporter posts it, go into
+// req.Log (if set), redacted of the daemon's secrets (req.Redact) the pod
+// does not know: what a local run writes there, the pod writes, so the
+// stored and streamed log read the same. The run is f's: a Job adopted for
+// req may carry another run id.
+func (f *flight) attachLog(req terraform.Request) {
+	if req.Log != nil && f.results != nil {
+		f.r.recv.AttachLog(f.runID, req.Log, req.Redact)
+	}
+}
+
 // finish records the outcome, stops awaiting the result and wakes waiters.
 func (f *flight) finish(res runner.Result, err error) {
 	// Untrack (and mark the Job consumed) before refusing new waiters, so

@@ -221,6 +221,7 @@ func (r *Runner) Run(ctx context.Context, req terraform.Request) (runner.Result,
 	if err != nil {
 		return runner.Result{}, err
 	}
+	f.attachLog(req)
 	return f.wait(ctx)
 }
 
@@ -255,6 +256,7 @@ func (r *Runner) Remediate(ctx context.Context, a *engine.Applier, req terraform
 	if err != nil {
 		return failedOutcome(err, false)
 	}
+	f.attachLog(req)
 	if err := f.await(ctx); err != nil {
 		return failedOutcome(err, true)
 	}

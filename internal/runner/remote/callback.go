@@ -12,8 +12,8 @@ import (
 	"github.com/driftwatch/driftwatch/internal/tlsfiles/certfile"
 )
 
-// CallbackServer serves a Receiver's two routes, Route and ProceedRoute,
-// and nothing else, on a listener of its own (the daemon's
+// CallbackServer serves a Receiver's three routes, Route, ProceedRoute and
+// LogRoute, and nothing else, on a listener of its own (the daemon's
 // runner.kubernetes.callback_listen). Run pods execute workspaces' code:
 // on its own port the callback can be the one port of the daemon a
 // NetworkPolicy lets them reach, the API, status page and metrics of the
@@ -48,6 +48,7 @@ func NewCallbackServer(o CallbackServerOptions) (*CallbackServer, error) {
 	mux := http.NewServeMux()
 	mux.Handle(Route, o.Receiver)
 	mux.Handle(ProceedRoute, o.Receiver.ProceedHandler())
+	mux.Handle(LogRoute, o.Receiver.LogHandler())
 	s := &CallbackServer{handler: mux, log: o.Logger}
 	if o.TLSCertFile != "" {
 		var err error
@@ -58,7 +59,7 @@ func NewCallbackServer(o CallbackServerOptions) (*CallbackServer, error) {
 	return s, nil
 }
 
-// Handler returns the server's handler: the two routes.
+// Handler returns the server's handler: the three routes.
 func (s *CallbackServer) Handler() http.Handler { return s.handler }
 
 // Run listens on addr and serves until ctx is done, then shuts down

@@ -25,8 +25,8 @@ import (
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 )
 
-// The callback server serves the result and proceed routes and nothing
-// else: run pods, which run workspaces' code, reach only these.
+// The callback server serves the result, proceed and log routes and
+// nothing else: run pods, which run workspaces' code, reach only these.
 func TestCallbackServerRoutes(t *testing.T) {
 	r := NewReceiver(ReceiverOptions{Proceed: func(context.Context, string) *engine.Refusal { return nil }})
 	s, err := NewCallbackServer(CallbackServerOptions{Receiver: r, Logger: slog.New(slog.DiscardHandler)})
@@ -42,6 +42,8 @@ func TestCallbackServerRoutes(t *testing.T) {
 	var ans ProceedAnswer
 	require.NoError(t, json.Unmarshal([]byte(msg), &ans))
 	require.True(t, ans.Proceed)
+	code, msg = send(t, srv.URL+LogPath("cb-run"), delivery{token: tok, body: []byte(`{"seq":0,"lines":["== init =="]}`)})
+	require.Equal(t, http.StatusNoContent, code, msg)
 	b, err := json.Marshal(okResult(t, "cb-run"))
 	require.NoError(t, err)
 	code, msg = send(t, srv.URL+ResultPath("cb-run"), delivery{token: tok, body: b})

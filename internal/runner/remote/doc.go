@@ -1,10 +1,11 @@
 // Package remote is the wire contract between the daemon and a run executing
 // somewhere else (a Kubernetes Job's pod), and both ends of it: the run Spec
 // the daemon hands the pod, the Result the pod hands back, the per-run
-// token, the daemon's HTTP Receiver (served by a CallbackServer on a
-// listener of its own), and the pod's two sides: RunInPod (the runner
-// container, `driftwatch runner`) and Reporter (the reporter container,
-// `driftwatch runner report`), joined by the handoff. It imports no
+// token, the daemon's HTTP Receiver of results, proceed checks and run
+// logs (served by a CallbackServer on a listener of its own), and the
+// pod's two sides: RunInPod (the runner container, `driftwatch runner`)
+// and Reporter (the reporter container, `driftwatch runner report`),
+// joined by the handoff. It imports no
 // client-go: the transport of the spec (a Secret) belongs to runner/kube;
 // this package is plain JSON, HTTP and a unix socket.
 //
@@ -30,9 +31,16 @@
 //     token (403); Post retries 403 until the deadline.
 //   - Over https, the reporter trusts the system roots plus Spec.CallbackCA
 //     only, and never sends the token to a server it cannot verify.
+//   - The run's log streams as it is written: the runner's redacted lines
+//     go to the reporter in log frames, the reporter posts them in order
+//     (LogRoute, with the token, which it redacts from them) and the
+//     Receiver writes them into the run's live log (AttachLog). Bounded
+//     queues drop lines (a marker counts them) rather than hold the run
+//     up, and the result waits for the log at most 30 s per hop.
 //
-// Design notes (the handoff, why a parsed plan and not plan JSON, the
-// defence in depth should a token leak): docs/architecture/terraform.md.
+// Design notes (the handoff, the log's hops, why a parsed plan and not
+// plan JSON, the defence in depth should a token leak):
+// docs/architecture/terraform.md.
 //
 // In the pod it runs what it is handed (RunInPod's runner.Runner, the
 // local runner, and ApplyFunc, Apply's engine.Applier); it must not import

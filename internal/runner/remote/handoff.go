@@ -23,9 +23,10 @@ import (
 // listener (which removes the socket file); the runner makes that
 // connection before it starts any process (git, Terraform, providers), so
 // no process of the run can connect first, and none can connect later.
-// Over the connection go length-prefixed JSON frames: the runner's proceed
-// checks (a remediation asks the daemon, through the reporter, right
-// before its apply) and finally its result; the reporter answers each.
+// Over the connection go length-prefixed JSON frames: the run's log as it
+// is written (unanswered), the runner's proceed checks (a remediation asks
+// the daemon, through the reporter, right before its apply) and finally
+// its result; the reporter answers each but the log.
 
 // maxFrameBytes bounds one frame: a result as large as the Receiver takes,
 // plus its envelope.
@@ -35,6 +36,7 @@ const maxFrameBytes = DefaultMaxBodyBytes + 64<<10
 const (
 	frameProceed  = "proceed"        // runner → reporter: may the apply proceed?
 	frameAnswer   = "proceed_answer" // reporter → runner: Refusal, or none to proceed
+	frameLog      = "log"            // runner → reporter: lines of the run's log (no answer)
 	frameResult   = "result"         // runner → reporter: the run's result, last
 	frameReceived = "received"       // reporter → runner: the result is taken over
 	frameError    = "error"          // reporter → runner: the request is refused (Error)
@@ -45,6 +47,7 @@ type frame struct {
 	Result  *Result         `json:"result,omitempty"`
 	Refusal *engine.Refusal `json:"refusal,omitempty"`
 	Error   string          `json:"error,omitempty"`
+	Lines   []string        `json:"lines,omitempty"`
 }
 
 func writeFrame(w io.Writer, f frame) error {
@@ -187,6 +190,14 @@ func (h *handoff) roundTrip(ctx context.Context, req frame, d time.Duration) (fr
 		return frame{}, fmt.Errorf("the reporter refused the %s: %s", req.Kind, ans.Error)
 	}
 	return ans, nil
+}
+
+// send writes f, unanswered, within d (and ctx).
+func (h *handoff) send(ctx context.Context, f frame, d time.Duration) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	defer deadlineConn(ctx, h.conn, d)()
+	return writeFrame(h.conn, f)
 }
 
 // proceed asks the daemon, through the reporter, whether the apply may

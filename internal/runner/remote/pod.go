@@ -22,6 +22,12 @@ import (
 // nothing unless the daemon answers that it may). It then hands the result
 // or outcome, failed runs included, to the reporter, which delivers it.
 //
+// The run's log (terraform.Request.Log: what the local runner writes,
+// already redacted) goes to the reporter as it is written, in log frames on
+// the same connection, from a bounded queue: a slow reporter makes lines
+// drop (a marker line counts them), never the run wait. Once the run is
+// over the queue is flushed, for at most 30 s, before the result.
+//
 // The connection is made before any process of the run exists and the
 // reporter accepts no other: no process of the run can hand over a result
 // of its own, nor write into this one's connection (close-on-exec, not
@@ -55,19 +61,25 @@ func RunInPod(ctx context.Context, specPath, socketPath string, local runner.Run
 	}
 	defer h.close()
 
+	// The handoff outlives ctx: the log and the result of a run cut short
+	// still go over it.
+	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), spec.ExpiresAt)
+	defer cancel()
+	req := spec.Request()
+	log := startPodLog(hctx, h)
+	req.Log = log
 	var out Result
 	if spec.Remediation != nil {
-		o, err := apply(ctx, spec.Request(), spec.Remediation, func(ctx context.Context) *engine.Refusal {
+		o, err := apply(ctx, req, spec.Remediation, func(ctx context.Context) *engine.Refusal {
 			return h.proceed(ctx)
 		})
 		out = OutcomeOf(spec.RunID, o, err)
 	} else {
-		res, err := local.Run(ctx, spec.Request())
+		res, err := local.Run(ctx, req)
 		out = ResultOf(spec.RunID, res, err)
 	}
 
-	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), spec.ExpiresAt)
-	defer cancel()
+	log.finish(logFlushWait)
 	if err := h.deliver(hctx, out); err != nil {
 		return fmt.Errorf("runner: run %s: hand the result over to the reporter: %w", spec.RunID, err)
 	}

@@ -123,6 +123,8 @@ func TestRunInPod(t *testing.T) {
 		var got terraform.Request
 		p := runPod(t, specPath, runnerFunc(func(_ context.Context, req terraform.Request) (runner.Result, error) {
 			got = req
+			require.NotNil(t, req.Log, "the run's log goes to the reporter")
+			got.Log = nil
 			return want.Result, nil
 		}), noApply(t))
 		require.NoError(t, p.runnerErr)

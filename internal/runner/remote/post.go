@@ -72,32 +72,32 @@ func Post(ctx context.Context, url, token string, res Result) error {
 func (p *Poster) Post(ctx context.Context, url, token string, res Result) error {
 	body, err := encodeGzip(res)
 	if err != nil {
-		return err
+		return fmt.Errorf("encode result: %w", err)
 	}
-	client := p.Client
-	if client == nil {
-		client = &http.Client{Timeout: 30 * time.Second}
+	attempt, err := p.send(ctx, "deliver result", url, token, body)
+	var se *StatusError
+	if errors.As(err, &se) && se.Code == http.StatusConflict {
+		return &ConflictError{Attempt: attempt, Body: se.Body}
 	}
-	lo, hi := p.MinBackoff, p.MaxBackoff
-	if lo <= 0 {
-		lo = 500 * time.Millisecond
-	}
-	if hi < lo {
-		hi = max(lo, 15*time.Second)
-	}
+	return err
+}
+
+// send posts body (gzip JSON) until it is accepted, refused for good (a
+// *StatusError: a status retryable does not list) or ctx ends (an error
+// that begins with what), as Post describes; it returns the number of
+// attempts made.
+func (p *Poster) send(ctx context.Context, what, url, token string, body []byte) (int, error) {
+	client, lo, hi := p.settings()
 	wait := lo
 	var last error
 	for attempt := 1; ; attempt++ {
 		retryAfter, err := p.attempt(ctx, client, url, token, body)
 		if err == nil {
-			return nil
+			return attempt, nil
 		}
 		var se *StatusError
-		if errors.As(err, &se) && se.Code == http.StatusConflict {
-			return &ConflictError{Attempt: attempt, Body: se.Body}
-		}
 		if errors.As(err, &se) && !retryable(se.Code) {
-			return err
+			return attempt, err
 		}
 		if ctx.Err() != nil && last != nil {
 			// This attempt was cut short by ctx: the previous answer says
@@ -111,11 +111,27 @@ func (p *Poster) Post(ctx context.Context, url, token string, res Result) error 
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("deliver result: gave up after %d attempts: %w (last: %w)", attempt, context.Cause(ctx), last)
+			return attempt, fmt.Errorf("%s: gave up after %d attempts: %w (last: %w)", what, attempt, context.Cause(ctx), last)
 		case <-time.After(d):
 		}
 		wait = min(2*wait, hi)
 	}
+}
+
+// settings are p's client and backoff bounds, defaults filled in.
+func (p *Poster) settings() (client *http.Client, lo, hi time.Duration) {
+	client = p.Client
+	if client == nil {
+		client = &http.Client{Timeout: 30 * time.Second}
+	}
+	lo, hi = p.MinBackoff, p.MaxBackoff
+	if lo <= 0 {
+		lo = 500 * time.Millisecond
+	}
+	if hi < lo {
+		hi = max(lo, 15*time.Second)
+	}
+	return client, lo, hi
 }
 
 func (p *Poster) attempt(ctx context.Context, client *http.Client, url, token string, body []byte) (retryAfter time.Duration, err error) {
@@ -163,14 +179,15 @@ func parseRetryAfter(v string) time.Duration {
 	return 0
 }
 
-func encodeGzip(res Result) ([]byte, error) {
+// encodeGzip is v as gzip-compressed JSON (a request body).
+func encodeGzip(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(res); err != nil {
-		return nil, fmt.Errorf("encode result: %w", err)
+	if err := json.NewEncoder(zw).Encode(v); err != nil {
+		return nil, err
 	}
 	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("encode result: %w", err)
+		return nil, err
 	}
 	return buf.Bytes(), nil
 }

@@ -43,18 +43,8 @@ type ProceedAnswer struct {
 // ReceiverOptions.Proceed; 501 without one.
 func (r *Receiver) ProceedHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		refuse := r.refuser(w, req, "proceed check refused")
-		if req.Method != http.MethodGet {
-			w.Header().Set("Allow", http.MethodGet)
-			refuse(http.StatusMethodNotAllowed, "method not allowed")
-			return
-		}
-		_, used, ok := r.authorize(w, req, refuse)
+		refuse, ok := r.admit(w, req, http.MethodGet, "proceed check refused", "result already delivered")
 		if !ok {
-			return
-		}
-		if used {
-			refuse(http.StatusConflict, "result already delivered")
 			return
 		}
 		if r.proceed == nil {

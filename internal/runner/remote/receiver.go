@@ -91,6 +91,10 @@ type expectation struct {
 	// again, a different one is a conflict.
 	sum      [32]byte
 	conflict bool // a conflict was reported (once)
+	// sink takes the run's log (LogHandler) into its live log
+	// (AttachLog); it outlives a re-arming, so the pod's line numbers
+	// carry on.
+	sink *logSink
 }
 
 // NewReceiver returns an empty Receiver.
@@ -131,19 +135,24 @@ func (r *Receiver) Expect(runID string, hash [32]byte, expires time.Time) (<-cha
 		e.hash, e.expires, e.ch = hash, expires, make(chan Delivery, 2)
 		return e.ch, nil
 	}
-	e := &expectation{hash: hash, expires: expires, ch: make(chan Delivery, 2)}
+	e := &expectation{hash: hash, expires: expires, ch: make(chan Delivery, 2), sink: &logSink{}}
 	r.runs[runID] = e
 	return e.ch, nil
 }
 
-// Forget stops awaiting runID. Its entry stays until an hour after its
-// deadline, so a late or conflicting delivery is refused as such (410,
-// 409) and an identical re-post is still answered 204.
+// Forget stops awaiting runID and detaches its log (AttachLog). Its entry
+// stays until an hour after its deadline, so a late or conflicting
+// delivery is refused as such (410, 409) and an identical re-post is still
+// answered 204.
 func (r *Receiver) Forget(runID string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if e, ok := r.runs[runID]; ok {
+	e, ok := r.runs[runID]
+	if ok {
 		e.ch = nil
+	}
+	r.mu.Unlock()
+	if ok {
+		e.sink.detach()
 	}
 }
 
@@ -288,40 +297,35 @@ func (r *Receiver) authorize(w http.ResponseWriter, req *http.Request, refuse fu
 	return [32]byte{}, false, false
 }
 
+// admit lets through a request to a route that consumes nothing (the
+// proceed check, the log): method, then the token (authorize); a run whose
+// result is delivered is refused 409 with closed. Refused, req is answered
+// (and logged as msg) and ok is false; else refuse answers it later.
+func (r *Receiver) admit(w http.ResponseWriter, req *http.Request, method, msg, closed string) (refuse func(int, string, ...string), ok bool) {
+	refuse = r.refuser(w, req, msg)
+	if req.Method != method {
+		w.Header().Set("Allow", method)
+		refuse(http.StatusMethodNotAllowed, "method not allowed")
+		return nil, false
+	}
+	_, used, ok := r.authorize(w, req, refuse)
+	if !ok {
+		return nil, false
+	}
+	if used {
+		refuse(http.StatusConflict, closed)
+		return nil, false
+	}
+	return refuse, true
+}
+
 // decode reads the body: JSON, identity or gzip, bounded before and after
 // decompression. It returns the result and the SHA-256 of its canonical
 // JSON.
 func (r *Receiver) decode(w http.ResponseWriter, req *http.Request, runID string) (Result, [32]byte, int, error) {
-	if ct := req.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return Result{}, [32]byte{}, http.StatusUnsupportedMediaType, errors.New("content type must be application/json")
-		}
-	}
-	if req.ContentLength > r.maxBody {
-		return Result{}, [32]byte{}, http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than %d bytes", r.maxBody)
-	}
-	body := http.MaxBytesReader(w, req.Body, r.maxBody)
-	var in io.Reader = body
-	switch enc := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding"))); enc {
-	case "", "identity":
-	case "gzip":
-		zr, err := gzip.NewReader(body)
-		if err != nil {
-			return Result{}, [32]byte{}, statusFor(err), fmt.Errorf("gzip: %w", err)
-		}
-		defer zr.Close()
-		in = zr
-	default:
-		return Result{}, [32]byte{}, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q not supported", enc)
-	}
-	// Read whole (bounded) before decoding, so a too-large body is told
-	// apart from a malformed one.
-	b, err := io.ReadAll(io.LimitReader(in, r.maxBody+1))
+	b, code, err := readBody(w, req, r.maxBody)
 	if err != nil {
-		return Result{}, [32]byte{}, statusFor(err), fmt.Errorf("read body: %w", err)
-	}
-	if int64(len(b)) > r.maxBody {
-		return Result{}, [32]byte{}, http.StatusRequestEntityTooLarge, fmt.Errorf("decompressed body larger than %d bytes", r.maxBody)
+		return Result{}, [32]byte{}, code, err
 	}
 	var res Result
 	if err := json.Unmarshal(b, &res); err != nil {
@@ -337,6 +341,43 @@ func (r *Receiver) decode(w http.ResponseWriter, req *http.Request, runID string
 		return Result{}, [32]byte{}, http.StatusBadRequest, fmt.Errorf("encode result: %w", err)
 	}
 	return res, sha256.Sum256(canon), 0, nil
+}
+
+// readBody reads a JSON body, identity or gzip, bounded by limit before
+// and after decompression; on error it returns the status to answer.
+func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, int, error) {
+	if ct := req.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return nil, http.StatusUnsupportedMediaType, errors.New("content type must be application/json")
+		}
+	}
+	if req.ContentLength > limit {
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than %d bytes", limit)
+	}
+	body := http.MaxBytesReader(w, req.Body, limit)
+	var in io.Reader = body
+	switch enc := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, statusFor(err), fmt.Errorf("gzip: %w", err)
+		}
+		defer zr.Close()
+		in = zr
+	default:
+		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q not supported", enc)
+	}
+	// Read whole (bounded) before decoding, so a too-large body is told
+	// apart from a malformed one.
+	b, err := io.ReadAll(io.LimitReader(in, limit+1))
+	if err != nil {
+		return nil, statusFor(err), fmt.Errorf("read body: %w", err)
+	}
+	if int64(len(b)) > limit {
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("decompressed body larger than %d bytes", limit)
+	}
+	return b, 0, nil
 }
 
 func statusFor(err error) int {

@@ -24,6 +24,7 @@ func receiverServer(t *testing.T, r *Receiver) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.Handle(Route, r)
 	mux.Handle(ProceedRoute, r.ProceedHandler())
+	mux.Handle(LogRoute, r.LogHandler())
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv

@@ -263,6 +263,8 @@ func TestRunInPodRemediation(t *testing.T) {
 		return runner.Result{}, nil
 	}), func(ctx context.Context, req terraform.Request, rem *Remediation, proceed func(context.Context) *engine.Refusal) (engine.Outcome, error) {
 		gotReq, gotRem = req, rem
+		require.NotNil(t, req.Log, "the apply's log goes to the reporter")
+		gotReq.Log = nil
 		// The proceed check asks the daemon, through the reporter (the
 		// runner has no token), with the run's token.
 		require.Equal(t, paused, proceed(ctx))

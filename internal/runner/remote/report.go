@@ -25,13 +25,20 @@ type Reporter struct {
 	Checker *Checker
 	// Logger records what the reporter does (default: discard).
 	Logger *slog.Logger
+	// LogFlushWait bounds how long the result waits for the run's log to
+	// be delivered (default 30 s).
+	LogFlushWait time.Duration
 }
 
 // Report loads the spec at specPath and the token it names, listens on the
 // unix socket at socketPath, accepts exactly one connection (the runner's)
 // and closes the listener, answers the runner's proceed checks (a
-// remediation spec only) by asking the daemon with the token, takes the
-// runner's result and delivers it to the spec's callback URL.
+// remediation spec only) by asking the daemon with the token, forwards the
+// runner's log lines to the spec's LogURL as they come (in order, the
+// token redacted, from a bounded queue: a slow daemon makes lines drop, a
+// marker counts them; a refusal ends the forwarding), takes the runner's
+// result and, once the log is delivered or 30 s have passed, delivers the
+// result to the spec's callback URL.
 //
 // It returns nil once the result is delivered (a failed run's included).
 // It returns an error, and main exits non-zero so that the pod fails (the
@@ -75,8 +82,19 @@ func (rp *Reporter) Report(ctx context.Context, specPath, socketPath string) err
 		return fmt.Errorf("reporter: run %s: %w", spec.RunID, err)
 	}
 	log.Info("runner connected; no other connection is accepted", peerAttrs(conn)...)
-	res, err := rp.serve(ctx, conn, spec, token, c, log)
+	var fw *logForwarder
+	if spec.LogURL != "" {
+		fw = startLogForwarder(ctx, p, spec.LogURL, token, log)
+	}
+	res, err := rp.serve(ctx, conn, spec, token, c, fw, log)
 	_ = conn.Close()
+	// The log goes first, so the daemon's stored log has it all; but a
+	// slow or failing log never keeps the result from the daemon.
+	flush := rp.LogFlushWait
+	if flush <= 0 {
+		flush = logFlushWait
+	}
+	fw.finish(flush)
 	if err != nil {
 		return fmt.Errorf("reporter: run %s: %w", spec.RunID, err)
 	}
@@ -95,7 +113,7 @@ func (rp *Reporter) Report(ctx context.Context, specPath, socketPath string) err
 }
 
 // serve answers the runner's frames until its result comes.
-func (rp *Reporter) serve(ctx context.Context, conn net.Conn, spec *Spec, token string, c *Checker, log *slog.Logger) (Result, error) {
+func (rp *Reporter) serve(ctx context.Context, conn net.Conn, spec *Spec, token string, c *Checker, fw *logForwarder, log *slog.Logger) (Result, error) {
 	answer := func(f frame) error {
 		defer deadlineConn(ctx, conn, time.Minute)()
 		return writeFrame(conn, f)
@@ -119,6 +137,8 @@ func (rp *Reporter) serve(ctx context.Context, conn net.Conn, spec *Spec, token 
 			return Result{}, fmt.Errorf("handoff: %w", err)
 		}
 		switch f.Kind {
+		case frameLog:
+			fw.add(f.Lines)
 		case frameProceed:
 			if spec.Remediation == nil {
 				if err := answer(frame{Kind: frameError, Error: "not a remediation run"}); err != nil {

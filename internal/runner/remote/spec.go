@@ -70,7 +70,11 @@ type Spec struct {
 	// whether it may (the Receiver's ProceedRoute for this run); required
 	// with Remediation.
 	ProceedURL string `json:"proceed_url,omitempty"`
-	// TokenFile holds the bearer token for CallbackURL and ProceedURL. It
+	// LogURL is where the reporter posts the run's log as it goes (the
+	// Receiver's LogRoute for this run); empty: the log is not sent.
+	LogURL string `json:"log_url,omitempty"`
+	// TokenFile holds the bearer token for CallbackURL, ProceedURL and
+	// LogURL. It
 	// is a separate file so the spec itself holds no credential and can be
 	// shown; in a run pod only the reporter container has it (the runner
 	// container, Terraform's, hands its result over to the reporter).
@@ -130,6 +134,11 @@ func (s *Spec) Validate() error {
 	}
 	if err := s.checkCallbackCA(); err != nil {
 		errs = append(errs, err)
+	}
+	if s.LogURL != "" {
+		if err := checkURL(s.LogURL); err != nil {
+			errs = append(errs, fmt.Errorf("log_url: %w", err))
+		}
 	}
 	if s.TokenFile == "" {
 		errs = append(errs, errors.New("token_file is required"))

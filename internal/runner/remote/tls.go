@@ -33,7 +33,7 @@ func (s *Spec) checkCallbackCA() error {
 	if _, err := cafile.Parse([]byte(s.CallbackCA)); err != nil {
 		return fmt.Errorf("callback_ca: %w", err)
 	}
-	for _, raw := range []string{s.CallbackURL, s.ProceedURL} {
+	for _, raw := range []string{s.CallbackURL, s.ProceedURL, s.LogURL} {
 		if u, err := url.Parse(raw); err == nil && raw != "" && u.Scheme != "https" {
 			return fmt.Errorf("callback_ca is set but %q is not an https URL", raw)
 		}

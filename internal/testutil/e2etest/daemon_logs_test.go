@@ -125,14 +125,7 @@ workspaces:
 
 	require.Equal(t, http.StatusUnauthorized, d.post("/api/v1/runs/"+runID+"/cancel", ""))
 	require.Equal(t, http.StatusAccepted, d.post("/api/v1/runs/"+runID+"/cancel", token))
-	var end string
-	for sc.Scan() {
-		seen = append(seen, sc.Text())
-		if sc.Text() == "event: end" && sc.Scan() {
-			end = sc.Text()
-			break
-		}
-	}
+	end := scanToEnd(sc, &seen)
 	require.NoError(t, sseCtx.Err(), "the log stream stalled")
 	require.Equal(t, `data: {"status":"cancelled"}`, end)
 	d.eventually("run recorded cancelled", 30*time.Second, func() bool {
@@ -188,6 +181,19 @@ func logSnapshot(t *testing.T, d *daemonProc, id, token string) string {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 	return string(b)
+}
+
+// scanToEnd reads a log's event stream, appending each line to seen, up to
+// its end event; it returns the end's data line ("" if the stream ended
+// without one).
+func scanToEnd(sc *bufio.Scanner, seen *[]string) string {
+	for sc.Scan() {
+		*seen = append(*seen, sc.Text())
+		if sc.Text() == "event: end" && sc.Scan() {
+			return sc.Text()
+		}
+	}
+	return ""
 }
 
 // openLogStream asks for run runID's log as Server-Sent Events, with the

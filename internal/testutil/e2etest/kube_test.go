@@ -539,6 +539,10 @@ func TestKubeDaemonRestartAdopts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(runLog))
 	require.Contains(t, string(runLog), "== adopted: ", "its log says it was adopted")
+	// The pod started after the adoption: its whole log came to this daemon.
+	_, podLog, _ := strings.Cut(string(runLog), "== adopted: ")
+	require.Contains(t, podLog, "== plan ==", "the adopted Job's log")
+	require.Regexp(t, `(?m)^== changes ==\ndrift\s+update\s+dwtest_file\.a\b`, podLog)
 	jobs, err = k.cs.BatchV1().Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelWorkspace + "=drifted"})
 	require.NoError(t, err)
 	require.Len(t, jobs.Items, 1, "adopted, not duplicated (pod %s)", podName)
