@@ -32,6 +32,8 @@ func TestKubeRemediation(t *testing.T) {
 	k := startKubeEnv(t)
 	cs, ctx, ns := k.cs, context.Background(), k.ns
 	file := remedyWorkspace(t, k)
+	const apiToken = "dw-api-token-kube-remediation-0123456789abcdef0123"
+	k.withAPIToken(t, apiToken) // a run's log needs a read credential
 	listen := freePort(t)
 	d := startDaemon(t, k.config(t, "driftwatch.yaml", listen, "data", ""), listen)
 	start := time.Now()
@@ -104,6 +106,14 @@ func TestKubeRemediation(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, []string{"initial/drift", "remediate/applied", "verify/clean"}, triggers)
+	// The apply run's log came from its Job's pod, as a detection's does:
+	// the plan, the change set, the apply's progress, the outcome.
+	_, applyLog := d.getAs("/api/v1/runs/"+r.ApplyRunID+"/logs", apiToken)
+	for _, want := range []string{"== remediation " + r.ID + ": change set ", "== plan ==", "== changes ==",
+		"apply    dwtest_file.a: updating", "apply    dwtest_file.a: updated after ", "== applied =="} {
+		require.Contains(t, applyLog, want)
+	}
+	require.NotContains(t, applyLog, "hand edit")
 	require.Equal(t, 1.0, d.metric(`driftwatch_remediations_total{result="applied"}`)) //nolint:testifylint // float-compare: a whole-number count, exact in float64
 
 	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second), d.logs.String())
