@@ -39,7 +39,7 @@ import (
 // replaces both, keeping the address, as a restarted daemon behind its
 // Service would.
 type daemon struct {
-	t    *testing.T
+	t    testing.TB
 	cs   kubernetes.Interface
 	cfg  Config
 	srv  *httptest.Server
@@ -50,7 +50,12 @@ type daemon struct {
 	done   chan struct{}
 }
 
-func newDaemon(t *testing.T, cs kubernetes.Interface, ns string) *daemon {
+func newDaemon(t testing.TB, cs kubernetes.Interface, ns string) *daemon {
+	return newDaemonWith(t, cs, ns, nil)
+}
+
+// newDaemonWith is newDaemon with its Config changed by mod.
+func newDaemonWith(t testing.TB, cs kubernetes.Interface, ns string, mod func(*Config)) *daemon {
 	d := &daemon{t: t, cs: cs}
 	d.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mux := http.NewServeMux()
@@ -67,6 +72,9 @@ func newDaemon(t *testing.T, cs kubernetes.Interface, ns string) *daemon {
 		// more than their timeout.
 		StartupAllowance: time.Second,
 		Events:           true,
+	}
+	if mod != nil {
+		mod(&d.cfg)
 	}
 	d.start()
 	return d
@@ -101,7 +109,7 @@ func (d *daemon) restart() {
 	d.start()
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
@@ -193,7 +201,7 @@ func (k *kubelet) run(ctx context.Context, pod *corev1.Pod) map[string]kubetest.
 // emptyDir they share. It checks, before they start, that the runner
 // container cannot see the token (no mount of it holds the token, and the
 // spec's token file is not among its paths) while the reporter can.
-func realPod(t *testing.T, cs kubernetes.Interface, local runner.Runner, apply remote.ApplyFunc) kubetest.ContainersFunc {
+func realPod(t testing.TB, cs kubernetes.Interface, local runner.Runner, apply remote.ApplyFunc) kubetest.ContainersFunc {
 	p := &kubetest.Processes{
 		Client:  cs,
 		Logf:    t.Logf,
@@ -306,7 +314,7 @@ func checkTokenOnlyInReporter(cs kubernetes.Interface) func(*corev1.Pod, []*kube
 // deliver plays a pod whose runner succeeds: it posts the canned result
 // with the token from the run Secret, then exits 0, after release (if
 // non-nil) is closed.
-func deliver(t *testing.T, cs kubernetes.Interface, release <-chan struct{}) kubetest.PodFunc {
+func deliver(t testing.TB, cs kubernetes.Interface, release <-chan struct{}) kubetest.PodFunc {
 	return func(ctx context.Context, pod *corev1.Pod) (int, string) {
 		spec, token, err := readRun(ctx, cs, pod)
 		if err != nil {
