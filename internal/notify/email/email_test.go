@@ -59,15 +59,7 @@ func TestLifecycle(t *testing.T) {
 	srv := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{})
 	n := newTestNotifier(t, testConfig(srv), nil)
 	events := notifytest.LifecycleEvents
-	for _, ev := range events {
-		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
-		require.NoError(t, err, ev)
-		if ev == notify.EventResolve {
-			require.Nil(t, state)
-		} else {
-			require.JSONEq(t, `{"kept":true}`, string(state), "email keeps no state of its own")
-		}
-	}
+	notifytest.NotifyLifecycle(t, n, true)
 
 	envs := srv.Envelopes()
 	require.Len(t, envs, len(events))
@@ -441,12 +433,8 @@ func TestPermanentErrors(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		return p
-	}
+	files := notifytest.NewFiles(t)
+	write := files.Write
 	logger := slog.New(slog.DiscardHandler)
 	base := Config{Name: "mail", Host: "smtp.example.com", From: "dw@example.com", To: []string{"ops@example.com"}}
 
@@ -485,7 +473,7 @@ func TestNew(t *testing.T) {
 		require.Contains(t, err.Error(), `email "mail": password_file "`+c.PasswordFile+`"`)
 		notifytest.RequireNoSecrets(t, err, []string{user, strings.TrimSpace(pass)})
 	}
-	c.PasswordFile = filepath.Join(dir, "missing")
+	c.PasswordFile = files.Path("missing")
 	_, err = New(c, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)
 

@@ -114,8 +114,7 @@ func TestConformance(t *testing.T) {
 // comment, resolve comments and closes it; the drift coming back reopens
 // the same issue, with or without the state.
 func TestLifecycle(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 	sample := notifytest.SampleMessage
 	issue1 := issuesPath + "/1"
 	wantState := `{"repository":"driftwatch-test/infra","issue":1}`
@@ -196,8 +195,7 @@ func TestLifecycle(t *testing.T) {
 func TestCrashReplay(t *testing.T) {
 	sample := notifytest.SampleMessage
 	t.Run("open after the issue was created", func(t *testing.T) {
-		srv := notifytest.NewGitHubServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 		require.NoError(t, send(t, n, sample(notify.EventOpen), nil).err)
 		from := len(srv.Requests())
 		d := send(t, n, sample(notify.EventOpen), nil)
@@ -208,8 +206,7 @@ func TestCrashReplay(t *testing.T) {
 	})
 
 	t.Run("update with the previous state", func(t *testing.T) {
-		srv := notifytest.NewGitHubServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 		open := send(t, n, sample(notify.EventOpen), nil)
 		require.NoError(t, send(t, n, sample(notify.EventUpdate), open.state).err)
 		from := len(srv.Requests())
@@ -222,8 +219,7 @@ func TestCrashReplay(t *testing.T) {
 	})
 
 	t.Run("first message an update, replayed without state", func(t *testing.T) {
-		srv := notifytest.NewGitHubServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 		d := send(t, n, sample(notify.EventUpdate), nil)
 		require.NoError(t, d.err)
 		requireRequests(t, srv, 0,
@@ -241,8 +237,7 @@ func TestCrashReplay(t *testing.T) {
 	})
 
 	t.Run("resolve", func(t *testing.T) {
-		srv := notifytest.NewGitHubServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 		open := send(t, n, sample(notify.EventOpen), nil)
 		require.NoError(t, send(t, n, sample(notify.EventResolve), open.state).err)
 		for _, st := range [][]byte{open.state, nil} {
@@ -258,8 +253,7 @@ func TestCrashReplay(t *testing.T) {
 // The state is saved through saveState right after the create, before
 // the comment that fails: the retry with that state creates nothing.
 func TestStateSavedBeforeFailure(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 	m := notifytest.SampleMessage(notify.EventUpdate)
 	var saved []byte
 	srv.FailOn("POST", "/comments", notifytest.Failure{Status: 502})
@@ -292,8 +286,7 @@ func TestStateSavedBeforeFailure(t *testing.T) {
 // with the class label, a pull request and an unlabelled issue with the
 // marker, on the list's second page.
 func TestFindAmongOthers(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 	m := notifytest.SampleMessage(notify.EventRenotify)
 	marker := "<!-- driftwatch:incident=" + incidentKey + " -->\n"
 	srv.Seed(notifytest.GitHubIssue{Title: "unlabelled copy", Body: marker, Labels: []string{"driftwatch"}})
@@ -324,8 +317,7 @@ func TestFindAmongOthers(t *testing.T) {
 // An issue that is gone (deleted, here) is looked for again, and a new
 // one created; a state of another repository is ignored.
 func TestStaleIssue(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 	open := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, open.err)
 	srv.Delete(1)
@@ -380,8 +372,7 @@ func TestRateLimits(t *testing.T) {
 			"status 429: You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := notifytest.NewGitHubServer(t)
-			n := newTestNotifier(t, srv, nil)
+			srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 			n.now = func() time.Time { return now }
 			srv.LimitNext(tc.limit)
 			d := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
@@ -417,8 +408,7 @@ func TestStatusClasses(t *testing.T) {
 		{400, `not json`, false, "status 400: Bad Request"},
 	} {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
-			srv := notifytest.NewGitHubServer(t)
-			n := newTestNotifier(t, srv, nil)
+			srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 			srv.FailNext(notifytest.Failure{Status: tc.status, Body: tc.body})
 			d := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 			require.EqualError(t, d.err, "github gh-infra: list issues: "+tc.err)
@@ -455,8 +445,7 @@ func TestStatusClasses(t *testing.T) {
 	})
 
 	t.Run("issues disabled", func(t *testing.T) {
-		srv := notifytest.NewGitHubServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 		open := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		srv.DisableIssues(true)
 		d := send(t, n, notifytest.SampleMessage(notify.EventUpdate), open.state)
@@ -466,8 +455,7 @@ func TestStatusClasses(t *testing.T) {
 	})
 
 	t.Run("a failed comment after the update is retried, and posted once", func(t *testing.T) {
-		srv := notifytest.NewGitHubServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 		open := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		srv.FailOn("POST", "/comments", notifytest.Failure{Status: 503, RetryAfter: "12"})
 		d := send(t, n, notifytest.SampleMessage(notify.EventUpdate), open.state)
@@ -505,8 +493,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 }
 
 func TestPermanentErrors(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `github gh-infra: unknown event "snooze"`)
 }
 
@@ -557,12 +544,8 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		return p
-	}
+	files := notifytest.NewFiles(t)
+	write := files.Write
 	logger := slog.New(slog.DiscardHandler)
 	token := "github_pat_11AAAAAAA0123456789abcdef"
 	good := write("good", token+"\n")
@@ -582,15 +565,15 @@ func TestNew(t *testing.T) {
 	_, err = New(Config{Name: "gh", TokenFile: good, Repository: "acme/infra", Labels: []string{"a,b", ""}}, nil, logger)
 	require.EqualError(t, err, "github \"gh\": labels[0]: \"a,b\": no commas or line breaks\nlabels[1]: empty label")
 
-	_, err = New(Config{Name: "gh", TokenFile: filepath.Join(dir, "missing"), Repository: "acme/infra"}, nil, logger)
+	_, err = New(Config{Name: "gh", TokenFile: files.Path("missing"), Repository: "acme/infra"}, nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)
 
 	_, err = New(Config{Name: "gh", TokenFile: write("empty", " \n"), Repository: "acme/infra"}, nil, logger)
-	require.EqualError(t, err, `github "gh": token_file "`+filepath.Join(dir, "empty")+`" is empty`)
+	require.EqualError(t, err, `github "gh": token_file "`+files.Path("empty")+`" is empty`)
 
 	for name, content := range map[string]string{"two": token + "\n" + token, "spaced": token[:10] + " " + token[11:]} {
 		_, err = New(Config{Name: "gh", TokenFile: write(name, content), Repository: "acme/infra"}, nil, logger)
-		require.EqualError(t, err, `github "gh": token_file "`+filepath.Join(dir, name)+`": want one token on one line (printable ASCII, no spaces)`)
+		require.EqualError(t, err, `github "gh": token_file "`+files.Path(name)+`": want one token on one line (printable ASCII, no spaces)`)
 		notifytest.RequireNoSecrets(t, err, []string{token, token[:10]})
 	}
 

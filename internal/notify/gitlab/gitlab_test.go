@@ -111,8 +111,7 @@ func TestConformance(t *testing.T) {
 // renotify, closed on resolve, reopened with a comment when the drift
 // comes back. The requests on the wire are exactly these.
 func TestLifecycle(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	msg := notifytest.SampleMessage
 	var st []byte
 	var saves saver
@@ -167,8 +166,7 @@ func TestLifecycle(t *testing.T) {
 // the replay (same message, the previous state: none) finds the issue by
 // its marker and rewrites it; there is no second issue and no comment.
 func TestCrashAfterCreate(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 
 	// The answer to the create is lost: GitLab made the issue, the
@@ -202,8 +200,7 @@ func TestCrashAfterCreate(t *testing.T) {
 // A failed saveState after the create fails the delivery (retryable);
 // the retry finds the issue instead of creating another.
 func TestSaveStateFailure(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 	_, err := n.Notify(t.Context(), open, nil, func([]byte) error { return errors.New("database is locked") })
 	require.EqualError(t, err, "gitlab gl-infra: save state: database is locked")
@@ -220,8 +217,7 @@ func TestSaveStateFailure(t *testing.T) {
 func TestReplayPostsNoSecondComment(t *testing.T) {
 	for _, ev := range []notify.Event{notify.EventUpdate, notify.EventRemediation, notify.EventRenotify, notify.EventResolve} {
 		t.Run(string(ev), func(t *testing.T) {
-			srv := notifytest.NewGitLabServer(t)
-			n := newTestNotifier(t, srv, nil)
+			srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 			st, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 			require.NoError(t, err)
 			srv.AddComment(1, "Looking into it.")
@@ -247,8 +243,7 @@ func TestReplayPostsNoSecondComment(t *testing.T) {
 	}
 
 	t.Run("reopen", func(t *testing.T) {
-		srv := notifytest.NewGitLabServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 		st, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.NoError(t, err)
 		closed, err := send(t, n, notifytest.SampleMessage(notify.EventResolve), st)
@@ -324,8 +319,7 @@ func TestFindPaginates(t *testing.T) {
 // An issue closed by hand stays closed while the incident is open (it is
 // still rewritten and commented on); the incident's next open reopens it.
 func TestClosedByHand(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	st, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	srv.CloseIssue(1)
@@ -350,8 +344,7 @@ func TestClosedByHand(t *testing.T) {
 // A resolve with no issue to close (the open never reached GitLab) does
 // nothing and forgets the incident.
 func TestResolveWithoutIssue(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	st, err := n.Notify(t.Context(), notifytest.SampleMessage(notify.EventResolve), nil, func([]byte) error {
 		t.Fatal("nothing to save")
 		return nil
@@ -364,8 +357,7 @@ func TestResolveWithoutIssue(t *testing.T) {
 
 // An issue deleted in GitLab: the next message opens a new one.
 func TestStoredIssueGone(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	st, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	srv.DeleteIssue(1)
@@ -381,8 +373,7 @@ func TestStoredIssueGone(t *testing.T) {
 // State from another project (the config changed) is not used: the
 // issue is looked up in the configured project.
 func TestStateOfAnotherProject(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 	_, err := send(t, n, open, []byte(`{"project":"platform/old","iid":9}`))
 	require.NoError(t, err)
@@ -443,8 +434,7 @@ func TestRefusedRequestShowsGitLabsMessage(t *testing.T) {
 		{403, `{"message":"403 Forbidden"}`, "status 403: 403 Forbidden (does the token have the api scope and at least the Reporter role?)"},
 		{409, `not json`, "status 409"},
 	} {
-		srv := notifytest.NewGitLabServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 		srv.FailNext(notifytest.Failure{Status: tc.status, Body: tc.body})
 		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.EqualError(t, err, "gitlab gl-infra: find the issue of "+testKey+": "+tc.want)
@@ -456,8 +446,7 @@ func TestRefusedRequestShowsGitLabsMessage(t *testing.T) {
 // The server's own validation, end to end: a refused create is
 // permanent and nothing is saved.
 func TestCreateRefused(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	m := notifytest.SampleMessage(notify.EventOpen)
 	srv.FailNext(notifytest.Failure{Status: 200, Body: `[]`}) // the lookup
 	srv.FailNext(notifytest.Failure{Status: 403, Body: `{"message":"403 Forbidden"}`})
@@ -477,8 +466,7 @@ func TestStatusClasses(t *testing.T) {
 }
 
 func TestRateLimited(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
 	n.now = func() time.Time { return now }
 	body := `{"message":"Retry later"}`
@@ -523,8 +511,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 // A dropped connection mid-lifecycle is retryable, and the retry carries
 // on where the first attempt stopped.
 func TestConnectionDropped(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	st, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	srv.Down()
@@ -552,8 +539,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 }
 
 func TestPermanentMessageErrors(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	notifytest.RequireUnknownEvent(t, n, []byte(`{"project":"x","iid":1}`), func() int { return len(srv.Requests()) }, `gitlab gl-infra: unknown event "snooze"`)
 }
 

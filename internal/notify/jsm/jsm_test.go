@@ -57,19 +57,9 @@ func TestConformance(t *testing.T) {
 // closes it; every request carries the key in the GenieKey header and
 // the builder's exact body.
 func TestLifecycle(t *testing.T) {
-	srv := notifytest.NewJSMServer(t)
-	n := newTestNotifier(t, srv, nil)
-	events := notifytest.LifecycleEvents
+	srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
 	var want []req
-	for _, ev := range events {
-		m := notifytest.SampleMessage(ev)
-		state, err := notifytest.NotifyStateless(t, n, m, []byte(`{"kept":true}`))
-		require.NoError(t, err, ev)
-		if ev == notify.EventResolve {
-			require.Nil(t, state)
-		} else {
-			require.JSONEq(t, `{"kept":true}`, string(state), "jsm keeps no state of its own")
-		}
+	for _, m := range notifytest.NotifyLifecycle(t, n, true) {
 		want = append(want, built(t, m)...)
 	}
 	require.Equal(t, want, requests(srv))
@@ -98,12 +88,7 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	// The incident re-opens under the same key: a new alert.
-	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.NoError(t, err)
-	require.Len(t, srv.Alerts(), 2)
-	got, ok := srv.Alert(alias)
-	require.True(t, ok)
-	require.Equal(t, "open", got.Status)
+	notifytest.RequireReopens(t, n, srv, alias, func(a notifytest.JSMAlert) string { return a.Status }, "open")
 }
 
 // A crash between JSM accepting a request and the outbox recording it:
@@ -111,8 +96,7 @@ func TestLifecycle(t *testing.T) {
 // first call's result is lost). The create lands on the same alert, the
 // close of a closed alert is harmless; a note is added twice (doc.go).
 func TestCrashReplay(t *testing.T) {
-	srv := notifytest.NewJSMServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
 	var prev []byte
 	for _, ev := range []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventResolve} {
 		m := notifytest.SampleMessage(ev)
@@ -138,8 +122,7 @@ func TestCrashReplay(t *testing.T) {
 // create is answered by an injected 202, so the server does not process
 // it: the alert's count is the open's create and the resent one.)
 func TestRenotifyRetriedWhole(t *testing.T) {
-	srv := notifytest.NewJSMServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	srv.FailNext(notifytest.Failure{Status: 202, Body: `{"result":"Request will be processed","took":0.1,"requestId":"r"}`}) // the create
@@ -179,8 +162,7 @@ func TestPermanentErrors(t *testing.T) {
 			"status 422: Request body is not processable. Please check the errors. (alias: too long; message: Message can not be empty.)"},
 		{422, `not json`, "status 422"},
 	} {
-		srv := notifytest.NewJSMServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
 		srv.FailNext(notifytest.Failure{Status: tc.status, Body: tc.body})
 		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.EqualError(t, err, `jsm jsm-oncall: create alert "`+alias+`": `+tc.want)
@@ -203,8 +185,7 @@ func TestPermanentErrors(t *testing.T) {
 	notifytest.RequireNoSecrets(t, err, []string{"not-the-key"})
 
 	t.Run("refused before sending", func(t *testing.T) {
-		srv := notifytest.NewJSMServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
 		m := notifytest.SampleMessage(notify.EventOpen)
 		m.Incident.Key = "drift/prod/network"
 		_, err := notifytest.NotifyStateless(t, n, m, []byte("{}"))
@@ -220,8 +201,7 @@ func TestPermanentErrors(t *testing.T) {
 }
 
 func TestRetryable(t *testing.T) {
-	srv := notifytest.NewJSMServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
 	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
 	n.sender.Now = func() time.Time { return now }
 	for _, tc := range []struct {

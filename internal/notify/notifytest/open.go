@@ -26,6 +26,52 @@ func NotifyStateless(t *testing.T, n notify.Notifier, m notify.Message, state []
 	})
 }
 
+// NotifyLifecycle sends n the sample message of each of LifecycleEvents,
+// in order, with the state {"kept":true}: each call succeeds and returns
+// that state unchanged (n keeps no state of its own), or nil after the
+// resolve when dropsOnResolve. It returns the messages sent.
+func NotifyLifecycle(t *testing.T, n notify.Notifier, dropsOnResolve bool) []notify.Message {
+	t.Helper()
+	const kept = `{"kept":true}`
+	var sent []notify.Message
+	for _, ev := range LifecycleEvents {
+		m := SampleMessage(ev)
+		state, err := NotifyStateless(t, n, m, []byte(kept))
+		require.NoError(t, err, ev)
+		if dropsOnResolve && ev == notify.EventResolve {
+			require.Nil(t, state, "the resolve drops the state")
+		} else {
+			require.JSONEq(t, kept, string(state), "%s keeps no state of its own", n.Name())
+		}
+		sent = append(sent, m)
+	}
+	return sent
+}
+
+// RequireReopens sends n the open message again once srv's one alert of
+// key is closed or resolved: srv then holds a second alert, and the
+// alert of key is the new one, its status (what status reads) want.
+func RequireReopens[A any](t *testing.T, n notify.Notifier, srv interface {
+	Alerts() []A
+	Alert(key string) (A, bool)
+}, key string, status func(A) string, want string) {
+	t.Helper()
+	_, err := NotifyStateless(t, n, SampleMessage(notify.EventOpen), nil)
+	require.NoError(t, err)
+	require.Len(t, srv.Alerts(), 2, "a new alert")
+	got, ok := srv.Alert(key)
+	require.True(t, ok)
+	require.Equal(t, want, status(got))
+}
+
+// Start is a vendor test's fresh server from newServer and the notifier
+// newNotifier makes for it (nil logger), as ConformanceOf pairs them.
+func Start[S any, N notify.Notifier](t *testing.T, newServer func(testing.TB) S, newNotifier func(*testing.T, S, *slog.Logger) N) (S, N) {
+	t.Helper()
+	srv := newServer(t)
+	return srv, newNotifier(t, srv, nil)
+}
+
 // Files is a temporary folder of secret files for tests of a vendor's New.
 type Files struct {
 	t   testing.TB

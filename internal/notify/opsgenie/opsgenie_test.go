@@ -58,8 +58,7 @@ func jsonOf(t *testing.T, v any) map[string]any {
 const alias = "drift-prod-network-3f9a2c"
 
 func TestLifecycle(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 
 	open := notifytest.SampleMessage(notify.EventOpen)
 	state, err := notifytest.NotifyStateless(t, n, open, nil)
@@ -129,17 +128,11 @@ func TestLifecycle(t *testing.T) {
 	require.Equal(t, "Resolved: prod/network matches its Terraform configuration again (run run-0042).", a.CloseNote)
 
 	// The incident re-opens under the same key: a new alert.
-	_, err = notifytest.NotifyStateless(t, n, open, nil)
-	require.NoError(t, err)
-	require.Len(t, srv.Alerts(), 2)
-	got, ok := srv.Alert(alias)
-	require.True(t, ok)
-	require.Equal(t, "open", got.Status)
+	notifytest.RequireReopens(t, n, srv, alias, func(a notifytest.OpsGenieAlert) string { return a.Status }, "open")
 }
 
 func TestResendOpenCreatesNoSecondAlert(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 
 	_, err := notifytest.NotifyStateless(t, n, open, nil)
@@ -170,8 +163,7 @@ func TestResendOpenCreatesNoSecondAlert(t *testing.T) {
 }
 
 func TestRetryAfter(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: "30", Body: `{"message":"You are making too many requests!","took":0.001,"requestId":"r"}`})
 
 	start := time.Now()
@@ -193,8 +185,7 @@ func TestRetryAfter(t *testing.T) {
 
 func TestNoInternalRetries(t *testing.T) {
 	for _, status := range []int{500, 502, 503} {
-		srv := notifytest.NewOpsGenieServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 		srv.FailNext(notifytest.Failure{Status: status})
 		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
 		retry, _ := notify.IsRetryable(err)
@@ -204,8 +195,7 @@ func TestNoInternalRetries(t *testing.T) {
 }
 
 func TestServerDownThenUp(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 
 	srv.Down()
@@ -225,8 +215,7 @@ func TestServerDownThenUp(t *testing.T) {
 
 func TestRequestStatus(t *testing.T) {
 	t.Run("processed after two polls", func(t *testing.T) {
-		srv := notifytest.NewOpsGenieServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 		srv.SetPendingPolls(2)
 		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.NoError(t, err)
@@ -235,8 +224,7 @@ func TestRequestStatus(t *testing.T) {
 	})
 
 	t.Run("not processed yet counts as delivered", func(t *testing.T) {
-		srv := notifytest.NewOpsGenieServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 		srv.SetPendingPolls(100)
 		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.NoError(t, err)
@@ -245,8 +233,7 @@ func TestRequestStatus(t *testing.T) {
 	})
 
 	t.Run("failed poll counts as delivered", func(t *testing.T) {
-		srv := notifytest.NewOpsGenieServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 		srv.SetPendingPolls(1)
 		// The create passes, the first poll is refused.
 		srv.FailNext(notifytest.Failure{Status: 202, Body: `{"result":"Request will be processed","took":0.1,"requestId":"x"}`})
@@ -256,8 +243,7 @@ func TestRequestStatus(t *testing.T) {
 	})
 
 	t.Run("processed failure is permanent", func(t *testing.T) {
-		srv := notifytest.NewOpsGenieServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 		srv.FailNextProcessing("Team [platform] does not exist")
 		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": request req-0001 failed: Team [platform] does not exist`)
@@ -266,8 +252,7 @@ func TestRequestStatus(t *testing.T) {
 	})
 
 	t.Run("context done while polling counts as delivered", func(t *testing.T) {
-		srv := notifytest.NewOpsGenieServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 		n.polls = []time.Duration{time.Minute}
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
@@ -278,8 +263,7 @@ func TestRequestStatus(t *testing.T) {
 }
 
 func TestAbandonedCallIsAbortedOnTheWire(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	srv.FailNext(notifytest.Failure{Status: 500, Delay: time.Minute})
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
@@ -295,8 +279,7 @@ func TestAbandonedCallIsAbortedOnTheWire(t *testing.T) {
 }
 
 func TestPermanentErrors(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 
 	t.Run("alias unusable in a path", func(t *testing.T) {
 		m := notifytest.SampleMessage(notify.EventOpen)
@@ -398,8 +381,7 @@ func TestNew(t *testing.T) {
 }
 
 func TestConcurrentNotify(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {

@@ -14,8 +14,7 @@ import (
 // alert; a failed apply first raises the alert's priority with its
 // severity (P2 -> P1); a non-failed one adds the note alone.
 func TestRemediation(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"priority":"P2","alert_id":"alert-0002"}`, string(state))

@@ -29,18 +29,9 @@ func TestConformance(t *testing.T) {
 // renotify trigger on the same dedup_key (de-duplicated into the open
 // alert), resolve resolves it; the bodies on the wire are the builder's.
 func TestLifecycle(t *testing.T) {
-	srv := notifytest.NewPagerDutyServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
 	events := notifytest.LifecycleEvents
-	for _, ev := range events {
-		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
-		require.NoError(t, err, ev)
-		if ev == notify.EventResolve {
-			require.Nil(t, state)
-		} else {
-			require.JSONEq(t, `{"kept":true}`, string(state), "pagerduty keeps no state of its own")
-		}
-	}
+	notifytest.NotifyLifecycle(t, n, true)
 
 	o := options{routingKey: srv.RoutingKey, severities: DefaultSeverityMap()}
 	reqs := srv.Requests()
@@ -61,20 +52,14 @@ func TestLifecycle(t *testing.T) {
 	require.Equal(t, "critical", a.Log[2].Payload.Severity, "the failed remediation's raised severity")
 
 	// The incident re-opens under the same key: a new alert.
-	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.NoError(t, err)
-	require.Len(t, srv.Alerts(), 2)
-	got, ok := srv.Alert(dedupKey)
-	require.True(t, ok)
-	require.Equal(t, "triggered", got.Status)
+	notifytest.RequireReopens(t, n, srv, dedupKey, func(a notifytest.PagerDutyAlert) string { return a.Status }, "triggered")
 }
 
 // The outbox resends a message whose delivery was not recorded (a crash,
 // kill -9, between the send and the record): the same dedup_key lands on
 // the same alert, and a resent resolve is harmless.
 func TestResendIsDeduplicated(t *testing.T) {
-	srv := notifytest.NewPagerDutyServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 	for range 2 {
 		_, err := notifytest.NotifyStateless(t, n, open, nil)
@@ -94,8 +79,7 @@ func TestResendIsDeduplicated(t *testing.T) {
 // 400 is permanent and its message and reasons are on the error (what the
 // notifier's status shows), without the routing key.
 func TestInvalidEventIsPermanent(t *testing.T) {
-	srv := notifytest.NewPagerDutyServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
 	srv.FailNext(notifytest.Failure{Status: 400, Body: `{"status":"invalid event","message":"Event object is invalid","errors":["'payload.summary' is missing or blank","bad key ` + srv.RoutingKey + `"]}`})
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, `pagerduty pd-oncall: trigger `+dedupKey+`: status 400 (invalid event): Event object is invalid: 'payload.summary' is missing or blank; bad key [REDACTED]`)
@@ -118,8 +102,7 @@ func TestInvalidEventIsPermanent(t *testing.T) {
 }
 
 func TestRateLimited(t *testing.T) {
-	srv := notifytest.NewPagerDutyServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
 	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
 	n.sender.Now = func() time.Time { return now }
 	for _, tc := range []struct {
@@ -174,8 +157,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 }
 
 func TestPermanentErrors(t *testing.T) {
-	srv := notifytest.NewPagerDutyServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
 	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `pagerduty pd-oncall: unknown event "snooze"`)
 }
 

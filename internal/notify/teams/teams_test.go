@@ -38,14 +38,9 @@ func TestConformance(t *testing.T) {
 // Every event posts one card to the trigger URL, signature included; the
 // bodies on the wire are the builder's, and Teams shows one card each.
 func TestLifecycle(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	events := notifytest.LifecycleEvents
-	for _, ev := range events {
-		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
-		require.NoError(t, err, ev)
-		require.JSONEq(t, `{"kept":true}`, string(state), "teams keeps no state of its own")
-	}
+	notifytest.NotifyLifecycle(t, n, false)
 
 	webhook, err := url.Parse(srv.WebhookURL())
 	require.NoError(t, err)
@@ -69,8 +64,7 @@ func TestLifecycle(t *testing.T) {
 // Hundreds of findings with long addresses: the card is cut to fit and
 // Teams (the fake refuses a message over 28 KB) posts it.
 func TestLargeIncidentFits(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	m := notifytest.SampleMessage(notify.EventUpdate)
 	m.Incident.Findings = nil
 	for i := range 500 {
@@ -104,8 +98,7 @@ func TestAccepted200(t *testing.T) {
 // de-duplicate, so the card is posted again, identical to the first: a
 // human sees a duplicate, never a contradiction.
 func TestCrashReplayPostsIdenticalCard(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 	prev := []byte(nil)
 	_, err := notifytest.NotifyStateless(t, n, open, prev)
@@ -127,8 +120,7 @@ func TestCrashReplayPostsIdenticalCard(t *testing.T) {
 // 400 is permanent, and its code and message are on the error (what the
 // notifier's status shows), redacted.
 func TestBadPayloadIsPermanent(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	srv.FailNext(notifytest.Failure{Status: 400, Body: `{"error":{"code":"InvalidTemplate","message":"Unable to process template language expressions in action 'Post_card' inputs for ` + srv.WebhookURL() + `"}}`})
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 400 (InvalidTemplate): Unable to process template language expressions in action 'Post_card' inputs for [REDACTED]`)
@@ -163,8 +155,7 @@ func TestRefusedSignatureAndDeletedFlow(t *testing.T) {
 }
 
 func TestThrottled(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
 	n.sender.Now = func() time.Time { return now }
 	for _, tc := range []struct {
@@ -221,8 +212,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 // A dropped connection is retryable, and its error names neither the
 // host nor the URL.
 func TestConnectionDropped(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	srv.Down()
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.ErrorContains(t, err, "teams teams-oncall: post open card for "+incidentKey+": ")
@@ -233,8 +223,7 @@ func TestConnectionDropped(t *testing.T) {
 }
 
 func TestPermanentErrors(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `teams teams-oncall: unknown event "snooze"`)
 }
 

@@ -229,12 +229,8 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		return p
-	}
+	files := notifytest.NewFiles(t)
+	write := files.Write
 	secret := write("secret", "whsec-0123456789abcdef\n")
 	logger := slog.New(slog.DiscardHandler)
 	token := notifytest.Canary("token")
@@ -242,7 +238,7 @@ func TestNew(t *testing.T) {
 	_, err := New(Config{Name: "hook", URLFile: write("u0", "https://h/"+token), SecretFile: secret}, nil, nil)
 	require.EqualError(t, err, "webhook: logger is required")
 
-	_, err = New(Config{Name: "hook", URLFile: filepath.Join(dir, "missing"), SecretFile: secret}, nil, logger)
+	_, err = New(Config{Name: "hook", URLFile: files.Path("missing"), SecretFile: secret}, nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)
 
 	for i, bad := range []string{"ftp://h/" + token, "h/" + token, "https://h/x#" + token, "https://h/%zz" + token, "https:///" + token} {
@@ -252,10 +248,10 @@ func TestNew(t *testing.T) {
 	}
 
 	_, err = New(Config{Name: "hook", URLFile: write("u1", "https://h/"+token), SecretFile: write("short", "short-secret")}, nil, logger)
-	require.EqualError(t, err, `webhook "hook": secret_file "`+filepath.Join(dir, "short")+`": the key must be at least 16 bytes`)
+	require.EqualError(t, err, `webhook "hook": secret_file "`+files.Path("short")+`": the key must be at least 16 bytes`)
 
 	_, err = New(Config{Name: "hook", URLFile: write("u2", "\n"), SecretFile: secret}, nil, logger)
-	require.EqualError(t, err, `webhook "hook": url_file: "`+filepath.Join(dir, "u2")+`" is empty`)
+	require.EqualError(t, err, `webhook "hook": url_file: "`+files.Path("u2")+`" is empty`)
 
 	captured, logs := notifytest.CaptureLogger()
 	n, err := New(Config{Name: "hook", URLFile: write("plain", "http://hooks.internal/"+token), SecretFile: secret}, nil, captured)
