@@ -493,16 +493,13 @@ func TestTimeoutIsRetryable(t *testing.T) {
 }
 
 func TestPermanentErrors(t *testing.T) {
-	srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
-	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `github gh-infra: unknown event "snooze"`)
+	notifytest.RequireUnknownEventOf(t, notifytest.NewGitHubServer, newTestNotifier, []byte("{}"), `github gh-infra: unknown event "snooze"`)
 }
 
 // The token is in the Authorization header and nowhere else: not in an
 // error, a state or a log line, whatever the server echoes.
 func TestCanaryAbsentEverywhere(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewGitHubServer, newTestNotifier)
 	secrets := srv.Secrets()
 	echo := fmt.Sprintf(`{"message":"bad %s","errors":[{"resource":"Issue","code":"custom","message":"token %s"}],"documentation_url":"https://docs.github.com/%s"}`,
 		srv.Token, srv.Token, srv.Token)
@@ -596,9 +593,7 @@ func TestNew(t *testing.T) {
 // GitHub drops a new issue's labels when the token may not set them: the
 // notifier says so, since the issue cannot be found again without them.
 func TestLabelsDropped(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewGitHubServer, newTestNotifier)
 	srv.DropLabels(true)
 	require.NoError(t, send(t, n, notifytest.SampleMessage(notify.EventOpen), nil).err)
 	require.Contains(t, logs(), `level=ERROR msg="GitHub did not set the issue's labels`)

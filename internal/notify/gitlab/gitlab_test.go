@@ -539,17 +539,14 @@ func TestRedirectNotFollowed(t *testing.T) {
 }
 
 func TestPermanentMessageErrors(t *testing.T) {
-	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
-	notifytest.RequireUnknownEvent(t, n, []byte(`{"project":"x","iid":1}`), func() int { return len(srv.Requests()) }, `gitlab gl-infra: unknown event "snooze"`)
+	notifytest.RequireUnknownEventOf(t, notifytest.NewGitLabServer, newTestNotifier, []byte(`{"project":"x","iid":1}`), `gitlab gl-infra: unknown event "snooze"`)
 }
 
 // The token is in the PRIVATE-TOKEN header and nowhere else: not in a
 // path, query, body, error, state or log line, whatever the server
 // echoes.
 func TestCanaryAbsentEverywhere(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewGitLabServer, newTestNotifier)
 	secrets := srv.Secrets()
 	echo := `{"message":{"token":["` + srv.Token + ` is invalid"]},"error":"bad ` + srv.Token + `","error_description":"` + srv.Token + `"}`
 	var saved [][]byte
@@ -582,10 +579,7 @@ func TestNew(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
 	good := files.Write("good", token+"\n")
 	cfg := func(file string) Config { return Config{Name: "gl", TokenFile: file, Project: "g/p"} }
-	notifytest.OpenChecks{Vendor: "gitlab", Name: "gl", Key: "token_file", New: func(file string, logger *slog.Logger) error {
-		_, err := New(cfg(file), nil, logger)
-		return err
-	}}.Require(t, files, good)
+	notifytest.OpenChecks{Vendor: "gitlab", Name: "gl", Key: "token_file", New: notifytest.NewOf(New, cfg)}.Require(t, files, good)
 
 	for name, content := range map[string]string{"two": token + "\n" + token, "spaced": token[:10] + " " + token[11:], "utf8": token + "é"} {
 		_, err := New(cfg(files.Write(name, content)), nil, logger)

@@ -264,9 +264,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 // path, query, body, other header, error, state or log line, whatever the
 // server echoes.
 func TestCanaryAbsentEverywhere(t *testing.T) {
-	srv := notifytest.NewJSMServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewJSMServer, newTestNotifier)
 	secrets := srv.Secrets()
 	echo := `{"message":"invalid key ` + srv.APIKey + `","errors":{"GenieKey ` + srv.APIKey + `":"bad ` + srv.APIKey + `"},"took":0.0,"requestId":"` + srv.APIKey + `"}`
 	errs, states := notifytest.DeliverEchoing(srv, echo, 202, []int{400, 401, 403, 422, 429, 500}, func(ev notify.Event) ([]byte, error) {
@@ -294,10 +292,7 @@ func TestNew(t *testing.T) {
 	key := notifytest.Canary("jsm-key")
 	logger := slog.New(slog.DiscardHandler)
 	good := files.Write("good", key+"\n")
-	notifytest.OpenChecks{Vendor: "jsm", Name: "jsm", Key: "api_key_file", New: func(file string, logger *slog.Logger) error {
-		_, err := New(Config{Name: "jsm", APIKeyFile: file}, nil, logger)
-		return err
-	}}.Require(t, files, good)
+	notifytest.OpenChecks{Vendor: "jsm", Name: "jsm", Key: "api_key_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "jsm", APIKeyFile: file} })}.Require(t, files, good)
 
 	for name, content := range map[string]string{"two": key + "\n" + key, "spaced": key[:10] + " " + key[11:]} {
 		_, err := New(Config{Name: "jsm", APIKeyFile: files.Write(name, content)}, nil, logger)

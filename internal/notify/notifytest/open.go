@@ -108,6 +108,15 @@ type OpenChecks struct {
 	New func(file string, logger *slog.Logger) error
 }
 
+// NewOf is an OpenChecks.New that calls newFn (a vendor's New) with the
+// configuration cfg makes for the secret at file, and no HTTP client.
+func NewOf[C, N any](newFn func(C, *http.Client, *slog.Logger) (N, error), cfg func(file string) C) func(file string, logger *slog.Logger) error {
+	return func(file string, logger *slog.Logger) error {
+		_, err := newFn(cfg(file), nil, logger)
+		return err
+	}
+}
+
 // Require checks that New wants a logger, the secret file's key, a file
 // that exists and one that is not empty; good is a valid secret file.
 func (c OpenChecks) Require(t *testing.T, files *Files, good string) {
@@ -155,6 +164,23 @@ func ConformanceOf[S ServerControl, N notify.Notifier](t *testing.T, newServer f
 		srv := newServer(t)
 		return newNotifier(t, srv, nil), srv
 	})
+}
+
+// StartLogged is Start with a notifier that logs to a CaptureLogger,
+// whose text logs returns.
+func StartLogged[S any, N notify.Notifier](t *testing.T, newServer func(testing.TB) S, newNotifier func(*testing.T, S, *slog.Logger) N) (srv S, n N, logs func() string) {
+	t.Helper()
+	logger, logs := CaptureLogger()
+	srv = newServer(t)
+	return srv, newNotifier(t, srv, logger), logs
+}
+
+// RequireUnknownEventOf is RequireUnknownEvent on a fresh server from
+// newServer and its notifier (Start): nothing reaches the server.
+func RequireUnknownEventOf[S RecordingServer, N notify.Notifier](t *testing.T, newServer func(testing.TB) S, newNotifier func(*testing.T, S, *slog.Logger) N, state []byte, want string) {
+	t.Helper()
+	srv, n := Start(t, newServer, newNotifier)
+	RequireUnknownEvent(t, n, state, func() int { return len(srv.Requests()) }, want)
 }
 
 // OrDiscard is logger, or a logger that discards when it is nil.

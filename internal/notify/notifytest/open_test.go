@@ -101,3 +101,81 @@ func TestMustNew(t *testing.T) {
 	require.Equal(t, "made x", MustNew(t, newFn, "x", nil, nil))
 	require.NotNil(t, gotLogger, "a nil logger becomes one that discards")
 }
+
+// keeper keeps the state it is given, and drops it on a resolve.
+type keeper struct{ got []notify.Event }
+
+func (k *keeper) Name() string { return "keeper" }
+
+func (k *keeper) Notify(_ context.Context, m notify.Message, state []byte, _ func([]byte) error) ([]byte, error) {
+	k.got = append(k.got, m.Event)
+	if m.Event == notify.EventResolve {
+		return nil, nil
+	}
+	return state, nil
+}
+
+func TestNotifyLifecycle(t *testing.T) {
+	k := &keeper{}
+	sent := NotifyLifecycle(t, k, true)
+	require.Equal(t, LifecycleEvents, k.got)
+	require.Len(t, sent, len(LifecycleEvents))
+	for i, m := range sent {
+		require.Equal(t, SampleMessage(LifecycleEvents[i]), m)
+	}
+}
+
+// alerts is an alert server's record: one alert a key, the last one kept.
+type alerts struct{ all []string }
+
+func (a *alerts) Alerts() []string { return a.all }
+
+func (a *alerts) Alert(key string) (string, bool) {
+	if len(a.all) == 0 {
+		return "", false
+	}
+	return key + ":" + a.all[len(a.all)-1], true
+}
+
+// opener records an alert per open message.
+type opener struct{ srv *alerts }
+
+func (o opener) Name() string { return "opener" }
+
+func (o opener) Notify(_ context.Context, m notify.Message, state []byte, _ func([]byte) error) ([]byte, error) {
+	o.srv.all = append(o.srv.all, string(m.Event))
+	return state, nil
+}
+
+func TestRequireReopens(t *testing.T) {
+	srv := &alerts{all: []string{"closed"}}
+	RequireReopens(t, opener{srv}, srv, "k", func(s string) string { return s }, "k:open")
+	require.Equal(t, []string{"closed", "open"}, srv.all)
+}
+
+func TestStart(t *testing.T) {
+	newServer := func(testing.TB) *alerts { return &alerts{} }
+	var gotLogger *slog.Logger
+	newNotifier := func(_ *testing.T, srv *alerts, logger *slog.Logger) opener { gotLogger = logger; return opener{srv} }
+	srv, n := Start(t, newServer, newNotifier)
+	require.Same(t, srv, n.srv)
+	require.Nil(t, gotLogger)
+
+	srv, n, logs := StartLogged(t, newServer, newNotifier)
+	require.Same(t, srv, n.srv)
+	gotLogger.Info("hello")
+	require.Contains(t, logs(), "hello")
+}
+
+func TestNewOf(t *testing.T) {
+	var got string
+	newFn := func(cfg fakeConfig, hc *http.Client, _ *slog.Logger) (int, error) {
+		require.Nil(t, hc)
+		got = cfg.Name
+		return 0, cfg.Validate()
+	}
+	newWith := NewOf(newFn, func(file string) fakeConfig { return fakeConfig{Name: file} })
+	require.NoError(t, newWith("/run/key", nil))
+	require.Equal(t, "/run/key", got)
+	require.EqualError(t, newWith("", nil), "name: required")
+}

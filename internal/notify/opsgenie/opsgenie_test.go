@@ -316,9 +316,7 @@ func TestPermanentErrors(t *testing.T) {
 }
 
 func TestCanaryAbsentEverywhere(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	secrets := srv.Secrets()
 	var errs []error
 	var states [][]byte
@@ -365,10 +363,7 @@ func TestNew(t *testing.T) {
 	key := notifytest.Canary("og-key")
 	logger := slog.New(slog.DiscardHandler)
 	good := files.Write("good", key+"\n")
-	notifytest.OpenChecks{Vendor: "opsgenie", Name: "og", Key: "api_key_file", New: func(file string, logger *slog.Logger) error {
-		_, err := New(Config{Name: "og", APIKeyFile: file}, nil, logger)
-		return err
-	}}.Require(t, files, good)
+	notifytest.OpenChecks{Vendor: "opsgenie", Name: "og", Key: "api_key_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "og", APIKeyFile: file} })}.Require(t, files, good)
 
 	_, err := New(Config{Name: "og", APIKeyFile: files.Write("two", key+"\n"+key+"\n")}, nil, logger)
 	require.EqualError(t, err, `opsgenie "og": api_key_file "`+files.Path("two")+`": the key must be one line without spaces`)

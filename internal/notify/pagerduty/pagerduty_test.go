@@ -157,17 +157,14 @@ func TestTimeoutIsRetryable(t *testing.T) {
 }
 
 func TestPermanentErrors(t *testing.T) {
-	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
-	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `pagerduty pd-oncall: unknown event "snooze"`)
+	notifytest.RequireUnknownEventOf(t, notifytest.NewPagerDutyServer, newTestNotifier, []byte("{}"), `pagerduty pd-oncall: unknown event "snooze"`)
 }
 
 // The routing key is in the body's routing_key and nowhere else: not in
 // another field, a header, an error, a state or a log line, whatever the
 // server echoes.
 func TestCanaryAbsentEverywhere(t *testing.T) {
-	srv := notifytest.NewPagerDutyServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewPagerDutyServer, newTestNotifier)
 	secrets := srv.Secrets()
 	echo := `{"status":"invalid event","message":"bad ` + srv.RoutingKey + `","errors":["routing_key ` + srv.RoutingKey + `"],"dedup_key":"` + srv.RoutingKey + `"}`
 	errs, states := notifytest.DeliverEchoing(srv, echo, 202, []int{400, 401, 429, 500}, func(ev notify.Event) ([]byte, error) {
@@ -188,10 +185,7 @@ func TestNew(t *testing.T) {
 	key := strings.Repeat("Ab3", 10) + "Z9" // 32
 	logger := slog.New(slog.DiscardHandler)
 	good := files.Write("good", key+"\n")
-	notifytest.OpenChecks{Vendor: "pagerduty", Name: "pd", Key: "routing_key_file", New: func(file string, logger *slog.Logger) error {
-		_, err := New(Config{Name: "pd", RoutingKeyFile: file}, nil, logger)
-		return err
-	}}.Require(t, files, good)
+	notifytest.OpenChecks{Vendor: "pagerduty", Name: "pd", Key: "routing_key_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "pd", RoutingKeyFile: file} })}.Require(t, files, good)
 
 	for name, content := range map[string]string{"short": key[:31], "two": key + "\n" + key, "spaced": key[:16] + " " + key[17:]} {
 		_, err := New(Config{Name: "pd", RoutingKeyFile: files.Write(name, content)}, nil, logger)

@@ -223,17 +223,14 @@ func TestConnectionDropped(t *testing.T) {
 }
 
 func TestPermanentErrors(t *testing.T) {
-	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
-	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `teams teams-oncall: unknown event "snooze"`)
+	notifytest.RequireUnknownEventOf(t, notifytest.NewTeamsServer, newTestNotifier, []byte("{}"), `teams teams-oncall: unknown event "snooze"`)
 }
 
 // The URL (host, path, query, sig) is the request's target and nowhere
 // else: not in the body, a header, an error, a state or a log line,
 // whatever the server echoes.
 func TestCanaryAbsentEverywhere(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewTeamsServer, newTestNotifier)
 	secrets := srv.Secrets()
 	echo := `{"error":{"code":"` + srv.Sig + `","message":"bad request to ` + srv.WebhookURL() + ` flow ` + srv.WorkflowID + ` sig ` + srv.Sig + `"}}`
 	errs, states := notifytest.DeliverEchoing(srv, echo, 202, []int{400, 401, 403, 404, 429, 500}, func(ev notify.Event) ([]byte, error) {
@@ -254,10 +251,7 @@ func TestNew(t *testing.T) {
 	good := "https://prod-07.westeurope.logic.azure.com:443/workflows/0123abcd/triggers/manual/paths/invoke?api-version=2016-06-01&sp=%2Ftriggers%2Fmanual%2Frun&sv=1.0&sig=CANARYsig0123456789"
 	logger := slog.New(slog.DiscardHandler)
 	goodFile := files.Write("good", good+"\n")
-	notifytest.OpenChecks{Vendor: "teams", Name: "teams", Key: "webhook_url_file", New: func(file string, logger *slog.Logger) error {
-		_, err := New(Config{Name: "teams", WebhookURLFile: file}, nil, logger)
-		return err
-	}}.Require(t, files, goodFile)
+	notifytest.OpenChecks{Vendor: "teams", Name: "teams", Key: "webhook_url_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "teams", WebhookURLFile: file} })}.Require(t, files, goodFile)
 
 	for name, tc := range map[string]struct{ content, want string }{
 		"two lines":  {good + "\n" + good, "want one URL on one line"},
