@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -204,8 +203,7 @@ func TestAuthFailed(t *testing.T) {
 	srv := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{})
 	cfg := testConfig(srv)
 	wrong := notifytest.Canary("wrong-pass")
-	cfg.PasswordFile = filepath.Join(t.TempDir(), "password")
-	require.NoError(t, os.WriteFile(cfg.PasswordFile, []byte(wrong+"\n"), 0o600))
+	cfg.PasswordFile = notifytest.NewFiles(t).Write("password", wrong+"\n")
 	n := newTestNotifier(t, cfg, nil)
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "email mail-oncall: send "+sampleRoot+": AUTH PLAIN: 535 5.7.8 Authentication failed")

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -423,8 +422,7 @@ func TestStatusClasses(t *testing.T) {
 
 	t.Run("wrong token", func(t *testing.T) {
 		srv := notifytest.NewGitHubServer(t)
-		bad := filepath.Join(t.TempDir(), "token")
-		require.NoError(t, os.WriteFile(bad, []byte("ghp_wrong0123456789"), 0o600))
+		bad := notifytest.NewFiles(t).Write("token", "ghp_wrong0123456789")
 		n, err := New(Config{Name: "gh", TokenFile: bad, Repository: srv.Repository(), APIURL: srv.URL()}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 		require.NoError(t, err)
 		d := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)

@@ -5,8 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -176,8 +174,7 @@ func TestPermanentErrors(t *testing.T) {
 
 	// The fake's own validation, end to end: a key it does not know.
 	srv := notifytest.NewJSMServer(t)
-	other := filepath.Join(t.TempDir(), "other-key")
-	require.NoError(t, os.WriteFile(other, []byte("not-the-key"), 0o600))
+	other := notifytest.NewFiles(t).Write("other-key", "not-the-key")
 	n, err := New(Config{Name: "jsm-oncall", APIKeyFile: other, APIURL: srv.APIURL()}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
@@ -339,8 +336,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // the delivery is retried (a resend is safe), so Notify reports the
 // context's error as a done context must.
 func TestAnswerRacingTheDeadline(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "key")
-	require.NoError(t, os.WriteFile(keyFile, []byte("k"), 0o600))
+	keyFile := notifytest.NewFiles(t).Write("key", "k")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {

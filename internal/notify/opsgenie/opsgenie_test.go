@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -406,8 +404,7 @@ func TestLoopbackPlainHTTP(t *testing.T) {
 		_, _ = w.Write([]byte(`{"result":"Request will be processed","took":0.1,"requestId":"r1"}`))
 	}))
 	t.Cleanup(plain.Close)
-	keyFile := filepath.Join(t.TempDir(), "key")
-	require.NoError(t, os.WriteFile(keyFile, []byte("k"), 0o600))
+	keyFile := notifytest.NewFiles(t).Write("key", "k")
 	n, err := New(Config{Name: "og", APIKeyFile: keyFile, APIURL: strings.TrimPrefix(plain.URL, "http://")}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = n.Notify(t.Context(), notifytest.SampleMessage(notify.EventResolve), nil, nil)

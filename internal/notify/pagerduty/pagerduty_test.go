@@ -3,8 +3,6 @@ package pagerduty
 import (
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -92,8 +90,7 @@ func TestInvalidEventIsPermanent(t *testing.T) {
 
 	// The fake's own validation, end to end: a summary over 1024
 	// characters never leaves the builder, a refused key is a 400.
-	bad := filepath.Join(t.TempDir(), "other-key")
-	require.NoError(t, os.WriteFile(bad, []byte(strings.Repeat("k", 32)), 0o600))
+	bad := notifytest.NewFiles(t).Write("other-key", strings.Repeat("k", 32))
 	other, err := New(Config{Name: "pd-oncall", RoutingKeyFile: bad, URL: srv.URL()}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, other, notifytest.SampleMessage(notify.EventOpen), nil)

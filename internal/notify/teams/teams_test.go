@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +24,7 @@ func newTestNotifier(t *testing.T, srv *notifytest.TeamsServer, logger *slog.Log
 
 func writeURL(t *testing.T, u string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "url")
-	require.NoError(t, os.WriteFile(p, []byte(u), 0o600))
+	p := notifytest.NewFiles(t).Write("url", u)
 	return p
 }
 
