@@ -23,7 +23,6 @@ const (
 	// commentsQuery lists the comments since SampleMessage's time less
 	// an hour.
 	commentsQuery = "per_page=100&since=2026-11-03T09%3A00%3A00Z"
-	incidentKey   = "drift-prod-network-3f9a2c"
 )
 
 func newTestNotifier(t *testing.T, srv *notifytest.GitHubServer, logger *slog.Logger) *Notifier {
@@ -287,14 +286,14 @@ func TestStateSavedBeforeFailure(t *testing.T) {
 func TestFindAmongOthers(t *testing.T) {
 	srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 	m := notifytest.SampleMessage(notify.EventRenotify)
-	marker := "<!-- driftwatch:incident=" + incidentKey + " -->\n"
+	marker := "<!-- driftwatch:incident=" + notifytest.SampleKey + " -->\n"
 	srv.Seed(notifytest.GitHubIssue{Title: "unlabelled copy", Body: marker, Labels: []string{"driftwatch"}})
 	want := srv.Seed(notifytest.GitHubIssue{Title: "ours", Body: "\n" + marker + "old text", State: "closed", StateReason: "completed", Labels: []string{"driftwatch:drift"}})
 	for i := range 120 {
 		srv.Seed(notifytest.GitHubIssue{Title: "other", Body: fmt.Sprintf("<!-- driftwatch:incident=drift-other-%d -->\n", i), Labels: []string{"driftwatch", "driftwatch:drift"}})
 	}
 	srv.Seed(notifytest.GitHubIssue{Title: "a pull request", Body: marker, PullRequest: true, Labels: []string{"driftwatch:drift"}})
-	srv.Seed(notifytest.GitHubIssue{Title: "prefix", Body: "<!-- driftwatch:incident=" + incidentKey + "-x -->\n", Labels: []string{"driftwatch:drift"}})
+	srv.Seed(notifytest.GitHubIssue{Title: "prefix", Body: "<!-- driftwatch:incident=" + notifytest.SampleKey + "-x -->\n", Labels: []string{"driftwatch:drift"}})
 
 	from := len(srv.Requests())
 	d := send(t, n, m, nil)

@@ -16,11 +16,10 @@ import (
 )
 
 const (
-	testKey = "drift-prod-network-3f9a2c"
 	// projectPath is notifytest.GitLabProjectPath as it goes in a URL.
 	projectPath = "/api/v4/projects/platform%2Finfra%2Fdrift-alerts"
 	issuesPath  = projectPath + "/issues"
-	findQuery   = "in=description&labels=driftwatch%3A%3Adrift&order_by=created_at&page=1&per_page=20&search=" + testKey + "&sort=desc&state=all"
+	findQuery   = "in=description&labels=driftwatch%3A%3Adrift&order_by=created_at&page=1&per_page=20&search=" + notifytest.SampleKey + "&sort=desc&state=all"
 	notesQuery  = "order_by=created_at&per_page=100&sort=desc"
 )
 
@@ -278,11 +277,11 @@ func systemNotes(is notifytest.GitLabIssue) []string {
 // reopened.
 func TestFindsTheIssueByItsMarker(t *testing.T) {
 	srv := notifytest.NewGitLabServer(t)
-	marker := incidentMarker(testKey)
+	marker := incidentMarker(notifytest.SampleKey)
 	labels := []string{"driftwatch", "driftwatch::drift"}
 	ours := srv.AddIssue("Terraform drift in prod/network", marker+"\nold description", labels, true)
-	srv.AddIssue("Terraform drift in prod/network-2", incidentMarker(testKey+"-2")+"\n", labels, false)
-	srv.AddIssue("Why does "+testKey+" keep drifting?", "See "+testKey+" in the pager.", labels, false)
+	srv.AddIssue("Terraform drift in prod/network-2", incidentMarker(notifytest.SampleKey+"-2")+"\n", labels, false)
+	srv.AddIssue("Why does "+notifytest.SampleKey+" keep drifting?", "See "+notifytest.SampleKey+" in the pager.", labels, false)
 	srv.AddIssue("Unrelated", "Nothing to see", nil, false)
 
 	n := newTestNotifier(t, srv, nil)
@@ -301,9 +300,9 @@ func TestFindsTheIssueByItsMarker(t *testing.T) {
 func TestFindPaginates(t *testing.T) {
 	srv := notifytest.NewGitLabServer(t)
 	labels := []string{"driftwatch", "driftwatch::drift"}
-	srv.AddIssue("Terraform drift in prod/network", incidentMarker(testKey)+"\n", labels, false)
+	srv.AddIssue("Terraform drift in prod/network", incidentMarker(notifytest.SampleKey)+"\n", labels, false)
 	for range 25 { // newer: listed first
-		srv.AddIssue("Question", "about "+testKey, labels, false)
+		srv.AddIssue("Question", "about "+notifytest.SampleKey, labels, false)
 	}
 	n := newTestNotifier(t, srv, nil)
 	upd := notifytest.SampleMessage(notify.EventUpdate)
@@ -408,7 +407,7 @@ func TestProjectNotFound(t *testing.T) {
 	srv := notifytest.NewGitLabServer(t)
 	n := newNotifierFor(t, srv, "platform/infra/other", nil)
 	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "gitlab gl-infra: find the issue of "+testKey+": status 404 (does the project exist, and can the token see it?)")
+	require.EqualError(t, err, "gitlab gl-infra: find the issue of "+notifytest.SampleKey+": status 404 (does the project exist, and can the token see it?)")
 	retry, _ := notify.IsRetryable(err)
 	require.False(t, retry)
 	var ae *APIError
@@ -437,7 +436,7 @@ func TestRefusedRequestShowsGitLabsMessage(t *testing.T) {
 		srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 		srv.FailNext(notifytest.Failure{Status: tc.status, Body: tc.body})
 		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		require.EqualError(t, err, "gitlab gl-infra: find the issue of "+testKey+": "+tc.want)
+		require.EqualError(t, err, "gitlab gl-infra: find the issue of "+notifytest.SampleKey+": "+tc.want)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry, tc.want)
 	}
@@ -451,7 +450,7 @@ func TestCreateRefused(t *testing.T) {
 	srv.FailNext(notifytest.Failure{Status: 200, Body: `[]`}) // the lookup
 	srv.FailNext(notifytest.Failure{Status: 403, Body: `{"message":"403 Forbidden"}`})
 	_, err := n.Notify(t.Context(), m, nil, func([]byte) error { t.Fatal("nothing to save"); return nil })
-	require.EqualError(t, err, "gitlab gl-infra: create the issue of "+testKey+": status 403: 403 Forbidden (does the token have the api scope and at least the Reporter role?)")
+	require.EqualError(t, err, "gitlab gl-infra: create the issue of "+notifytest.SampleKey+": status 403: 403 Forbidden (does the token have the api scope and at least the Reporter role?)")
 	require.Empty(t, srv.Issues())
 }
 
@@ -487,7 +486,7 @@ func TestRateLimited(t *testing.T) {
 		retry, after := notify.IsRetryable(err)
 		require.True(t, retry)
 		require.Equal(t, tc.want, after, "%q %s", tc.retryAfter, tc.reset)
-		require.EqualError(t, err, "gitlab gl-infra: find the issue of "+testKey+": status 429: Retry later")
+		require.EqualError(t, err, "gitlab gl-infra: find the issue of "+notifytest.SampleKey+": status 429: Retry later")
 	}
 	srv.SetRateLimitReset(time.Time{})
 	require.Empty(t, srv.Issues())
@@ -503,7 +502,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 	require.NoError(t, err)
 	srv.FailNext(notifytest.Failure{Delay: time.Minute})
 	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "gitlab gl: find the issue of "+testKey+": timeout after 100ms")
+	require.EqualError(t, err, "gitlab gl: find the issue of "+notifytest.SampleKey+": timeout after 100ms")
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry)
 }
@@ -534,7 +533,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 	n, err := New(Config{Name: "gl", TokenFile: tokenFile, Project: "g/p", APIURL: redirect}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "gitlab gl: find the issue of "+testKey+": status 302: redirects are not followed")
+	require.EqualError(t, err, "gitlab gl: find the issue of "+notifytest.SampleKey+": status 302: redirects are not followed")
 	require.Zero(t, followed(), "the token goes nowhere else")
 }
 

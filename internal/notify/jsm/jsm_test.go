@@ -15,8 +15,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 )
 
-const alias = "drift-prod-network-3f9a2c"
-
 func newTestNotifier(t *testing.T, srv *notifytest.JSMServer, logger *slog.Logger) *Notifier {
 	return notifytest.MustNew(t, New, Config{Name: "jsm-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
@@ -63,7 +61,7 @@ func TestLifecycle(t *testing.T) {
 	require.Equal(t, want, requests(srv))
 	require.Equal(t, []req{
 		{"POST", "/jsm/ops/integration/v2/alerts", "", built(t, notifytest.SampleMessage(notify.EventOpen))[0].Body},
-		{"POST", "/jsm/ops/integration/v2/alerts/" + alias + "/notes", "identifierType=alias", `{"source":"driftwatch","note":"Findings changed in prod/network (run run-0042), now 1 drifted, 1 pending, 0 forbidden.\nAdded:\n+ pending create aws_s3_bucket.logs"}`},
+		{"POST", "/jsm/ops/integration/v2/alerts/" + notifytest.SampleKey + "/notes", "identifierType=alias", `{"source":"driftwatch","note":"Findings changed in prod/network (run run-0042), now 1 drifted, 1 pending, 0 forbidden.\nAdded:\n+ pending create aws_s3_bucket.logs"}`},
 	}, requests(srv)[:2], "the paths and bodies on the wire")
 	for _, r := range srv.Requests() {
 		require.Equal(t, "GenieKey "+srv.APIKey, r.Header.Get("Authorization"))
@@ -73,7 +71,7 @@ func TestLifecycle(t *testing.T) {
 	alerts := srv.Alerts()
 	require.Len(t, alerts, 1)
 	a := alerts[0]
-	require.Equal(t, alias, a.Alias)
+	require.Equal(t, notifytest.SampleKey, a.Alias)
 	require.Equal(t, "closed", a.Status)
 	require.Equal(t, 2, a.Count, "the renotify was de-duplicated")
 	require.Equal(t, "P2", a.Priority)
@@ -86,7 +84,7 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	// The incident re-opens under the same key: a new alert.
-	notifytest.RequireReopens(t, n, srv, alias, func(a notifytest.JSMAlert) string { return a.Status }, "open")
+	notifytest.RequireReopens(t, n, srv, notifytest.SampleKey, func(a notifytest.JSMAlert) string { return a.Status }, "open")
 }
 
 // A crash between JSM accepting a request and the outbox recording it:
@@ -112,7 +110,7 @@ func TestCrashReplay(t *testing.T) {
 	sts := srv.Statuses()
 	require.Equal(t, "Alert is de-duplicated", sts[1].Status)
 	last := sts[len(sts)-1]
-	require.Equal(t, notifytest.JSMStatus{RequestID: last.RequestID, Action: "Close", Alias: alias, Status: "Alert does not exist"}, last)
+	require.Equal(t, notifytest.JSMStatus{RequestID: last.RequestID, Action: "Close", Alias: notifytest.SampleKey, Status: "Alert does not exist"}, last)
 }
 
 // A renotify whose note fails is resent whole: the create again
@@ -129,17 +127,17 @@ func TestRenotifyRetriedWhole(t *testing.T) {
 	_, err = notifytest.NotifyStateless(t, n, renotify, nil)
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry, "%v", err)
-	require.EqualError(t, err, `jsm jsm-oncall: add note to alert "`+alias+`": status 503: Service Unavailable`)
+	require.EqualError(t, err, `jsm jsm-oncall: add note to alert "`+notifytest.SampleKey+`": status 503: Service Unavailable`)
 	_, err = notifytest.NotifyStateless(t, n, renotify, nil)
 	require.NoError(t, err)
-	a, _ := srv.Alert(alias)
+	a, _ := srv.Alert(notifytest.SampleKey)
 	require.Equal(t, 2, a.Count)
 	require.Len(t, a.Notes, 1)
 	var paths []string
 	for _, r := range srv.Requests() {
 		paths = append(paths, r.Path)
 	}
-	create, note := "/jsm/ops/integration/v2/alerts", "/jsm/ops/integration/v2/alerts/"+alias+"/notes"
+	create, note := "/jsm/ops/integration/v2/alerts", "/jsm/ops/integration/v2/alerts/"+notifytest.SampleKey+"/notes"
 	require.Equal(t, []string{create, create, note, create, note}, paths)
 }
 
@@ -163,7 +161,7 @@ func TestPermanentErrors(t *testing.T) {
 		srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
 		srv.FailNext(notifytest.Failure{Status: tc.status, Body: tc.body})
 		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		require.EqualError(t, err, `jsm jsm-oncall: create alert "`+alias+`": `+tc.want)
+		require.EqualError(t, err, `jsm jsm-oncall: create alert "`+notifytest.SampleKey+`": `+tc.want)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry)
 		var apiErr *APIError
@@ -178,7 +176,7 @@ func TestPermanentErrors(t *testing.T) {
 	n, err := New(Config{Name: "jsm-oncall", APIKeyFile: other, APIURL: srv.APIURL()}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
-	require.EqualError(t, err, `jsm jsm-oncall: close alert "`+alias+`": status 401: Key format is not valid or the key does not belong to an API integration`)
+	require.EqualError(t, err, `jsm jsm-oncall: close alert "`+notifytest.SampleKey+`": status 401: Key format is not valid or the key does not belong to an API integration`)
 	notifytest.RequireNoSecrets(t, err, []string{"not-the-key"})
 
 	t.Run("refused before sending", func(t *testing.T) {
@@ -233,13 +231,13 @@ func TestTimeoutAndDrop(t *testing.T) {
 	require.NoError(t, err)
 	srv.FailNext(notifytest.Failure{Delay: time.Minute})
 	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `jsm jsm: create alert "`+alias+`": timeout after 100ms`)
+	require.EqualError(t, err, `jsm jsm: create alert "`+notifytest.SampleKey+`": timeout after 100ms`)
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry)
 
 	srv.FailNext(notifytest.Failure{Status: -1}) // the connection drops
 	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.ErrorContains(t, err, `jsm jsm: create alert "`+alias+`": `)
+	require.ErrorContains(t, err, `jsm jsm: create alert "`+notifytest.SampleKey+`": `)
 	retry, after := notify.IsRetryable(err)
 	require.True(t, retry)
 	require.Zero(t, after)
@@ -253,7 +251,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 	n, err := New(Config{Name: "jsm", APIKeyFile: keyFile, APIURL: redirect}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `jsm jsm: create alert "`+alias+`": status 307: redirects are not followed`)
+	require.EqualError(t, err, `jsm jsm: create alert "`+notifytest.SampleKey+`": status 307: redirects are not followed`)
 	require.Zero(t, followed())
 }
 

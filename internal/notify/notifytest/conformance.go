@@ -415,6 +415,9 @@ func RequireNoSecretsIn(t testing.TB, s string, secrets []string) {
 	}
 }
 
+// SampleKey is SampleMessage's incident key.
+const SampleKey = "drift-prod-network-3f9a2c"
+
 // SampleMessage is a realistic message for event: a drift incident with
 // findings (a delta for updates, a failed apply for remediations). Its
 // Key is usable as an alias.
@@ -428,7 +431,7 @@ func SampleMessage(event notify.Event) notify.Message {
 		ID:    "msg-" + string(event) + "-0001",
 		Event: event,
 		Incident: notify.Incident{
-			Key:       "drift-prod-network-3f9a2c",
+			Key:       SampleKey,
 			Workspace: "prod/network",
 			Class:     notify.ClassDrift,
 			Severity:  notify.SeverityHigh,

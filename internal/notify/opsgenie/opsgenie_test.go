@@ -53,8 +53,6 @@ func jsonOf(t *testing.T, v any) map[string]any {
 	return m
 }
 
-const alias = "drift-prod-network-3f9a2c"
-
 func TestLifecycle(t *testing.T) {
 	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 
@@ -81,7 +79,7 @@ func TestLifecycle(t *testing.T) {
 	require.Equal(t, []req{
 		{"POST", "/v2/alerts", "", jsonOf(t, map[string]any{
 			"message": "Terraform drift in prod/network: 1 drifted, 1 pending",
-			"alias":   alias,
+			"alias":   notifytest.SampleKey,
 			"description": "Workspace: prod/network\nClass: drift, severity: high\nSince: 2026-11-03T09:00:00Z\nRun: run-0042\n" +
 				"Owner: network-team\nStatus page: https://driftwatch.example.com/workspaces/prod%2Fnetwork\n\n" +
 				"Findings (1 drifted, 1 pending, 0 forbidden):\n- drift update aws_security_group.web: ingress, tags.Name\n- pending create aws_s3_bucket.logs",
@@ -89,7 +87,7 @@ func TestLifecycle(t *testing.T) {
 			"responders": []any{map[string]any{"type": "team", "name": "platform", "username": ""}},
 			"tags":       []string{"driftwatch", "drift", "prod/network", "env:prod", "tier:core"},
 			"details": map[string]string{
-				"incident_key": alias, "workspace": "prod/network", "class": "drift", "severity": "high",
+				"incident_key": notifytest.SampleKey, "workspace": "prod/network", "class": "drift", "severity": "high",
 				"drift": "1", "pending": "1", "forbidden": "0", "run_id": "run-0042",
 				"status_page": "https://driftwatch.example.com/workspaces/prod%2Fnetwork",
 				"owner":       "network-team", "team": "platform", "since": "2026-11-03T09:00:00Z",
@@ -98,17 +96,17 @@ func TestLifecycle(t *testing.T) {
 		})},
 		{"GET", "/v2/alerts/requests/req-0001", "", nil},
 		// The SDK also sends its untagged IdentifierType/IdentifierValue fields.
-		{"PUT", "/v2/alerts/" + alias + "/priority", "identifierType=alias", jsonOf(t, map[string]any{
-			"IdentifierType": 1, "IdentifierValue": alias, "priority": "P1",
+		{"PUT", "/v2/alerts/" + notifytest.SampleKey + "/priority", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": notifytest.SampleKey, "priority": "P1",
 		})},
-		{"POST", "/v2/alerts/" + alias + "/notes", "identifierType=alias", jsonOf(t, map[string]any{
-			"IdentifierType": 1, "IdentifierValue": alias, "source": "driftwatch", "note": note,
+		{"POST", "/v2/alerts/" + notifytest.SampleKey + "/notes", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": notifytest.SampleKey, "source": "driftwatch", "note": note,
 		})},
-		{"POST", "/v2/alerts/" + alias + "/notes", "identifierType=alias", jsonOf(t, map[string]any{
-			"IdentifierType": 1, "IdentifierValue": alias, "source": "driftwatch", "note": note,
+		{"POST", "/v2/alerts/" + notifytest.SampleKey + "/notes", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": notifytest.SampleKey, "source": "driftwatch", "note": note,
 		})},
-		{"POST", "/v2/alerts/" + alias + "/close", "identifierType=alias", jsonOf(t, map[string]any{
-			"IdentifierType": 1, "IdentifierValue": alias, "source": "driftwatch",
+		{"POST", "/v2/alerts/" + notifytest.SampleKey + "/close", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": notifytest.SampleKey, "source": "driftwatch",
 			"note": "Resolved: prod/network matches its Terraform configuration again (run run-0042).",
 		})},
 	}, requests(t, srv))
@@ -126,7 +124,7 @@ func TestLifecycle(t *testing.T) {
 	require.Equal(t, "Resolved: prod/network matches its Terraform configuration again (run run-0042).", a.CloseNote)
 
 	// The incident re-opens under the same key: a new alert.
-	notifytest.RequireReopens(t, n, srv, alias, func(a notifytest.OpsGenieAlert) string { return a.Status }, "open")
+	notifytest.RequireReopens(t, n, srv, notifytest.SampleKey, func(a notifytest.OpsGenieAlert) string { return a.Status }, "open")
 }
 
 func TestResendOpenCreatesNoSecondAlert(t *testing.T) {
@@ -155,7 +153,7 @@ func TestResendOpenCreatesNoSecondAlert(t *testing.T) {
 	state, err = notifytest.NotifyStateless(t, n, re, state)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"priority":"P4","alert_id":"alert-0002"}`, string(state))
-	a, _ := srv.Alert(alias)
+	a, _ := srv.Alert(notifytest.SampleKey)
 	require.Equal(t, "P4", a.Priority)
 	require.Len(t, srv.Alerts(), 1)
 }
@@ -170,7 +168,7 @@ func TestRetryAfter(t *testing.T) {
 	retry, after := notify.IsRetryable(err)
 	require.True(t, retry)
 	require.Equal(t, 30*time.Second, after)
-	require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": status 429: You are making too many requests!`)
+	require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+notifytest.SampleKey+`": status 429: You are making too many requests!`)
 	var apiErr *APIError
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, 429, apiErr.StatusCode)
@@ -244,7 +242,7 @@ func TestRequestStatus(t *testing.T) {
 		srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 		srv.FailNextProcessing("Team [platform] does not exist")
 		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": request req-0001 failed: Team [platform] does not exist`)
+		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+notifytest.SampleKey+`": request req-0001 failed: Team [platform] does not exist`)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry)
 	})
@@ -294,15 +292,15 @@ func TestPermanentErrors(t *testing.T) {
 		require.EqualError(t, err, `opsgenie opsgenie-oncall: unknown event "snooze"`)
 	})
 	t.Run("refused before sending", func(t *testing.T) {
-		err := n.classify(t.Context(), "create alert", alias, false, 0, errors.New("message can not be empty"))
-		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": message can not be empty`)
+		err := n.classify(t.Context(), "create alert", notifytest.SampleKey, false, 0, errors.New("message can not be empty"))
+		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+notifytest.SampleKey+`": message can not be empty`)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry)
 	})
 	t.Run("422", func(t *testing.T) {
 		srv.FailNext(notifytest.Failure{Status: 422, Body: `{"message":"Request body is not processable. Please check the errors.","errors":{"message":"Message can not be empty."},"took":0.0,"requestId":"r"}`})
 		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": status 422: Request body is not processable. Please check the errors.`)
+		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+notifytest.SampleKey+`": status 422: Request body is not processable. Please check the errors.`)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry)
 	})
@@ -409,7 +407,7 @@ func TestLoopbackPlainHTTP(t *testing.T) {
 	require.NoError(t, err)
 	_, err = n.Notify(t.Context(), notifytest.SampleMessage(notify.EventResolve), nil, nil)
 	require.NoError(t, err)
-	require.Equal(t, []string{"POST /v2/alerts/" + alias + "/close?identifierType=alias"}, got)
+	require.Equal(t, []string{"POST /v2/alerts/" + notifytest.SampleKey + "/close?identifierType=alias"}, got)
 }
 
 func TestConformance(t *testing.T) {

@@ -13,8 +13,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 )
 
-const dedupKey = "drift-prod-network-3f9a2c"
-
 func newTestNotifier(t *testing.T, srv *notifytest.PagerDutyServer, logger *slog.Logger) *Notifier {
 	return notifytest.MustNew(t, New, Config{Name: "pd-oncall", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
@@ -43,14 +41,14 @@ func TestLifecycle(t *testing.T) {
 	alerts := srv.Alerts()
 	require.Len(t, alerts, 1)
 	a := alerts[0]
-	require.Equal(t, dedupKey, a.DedupKey)
+	require.Equal(t, notifytest.SampleKey, a.DedupKey)
 	require.Equal(t, "resolved", a.Status)
 	require.Equal(t, 4, a.Triggers())
 	require.Equal(t, "Terraform drift in prod/network: 1 drifted, 1 pending", a.Summary)
 	require.Equal(t, "critical", a.Log[2].Payload.Severity, "the failed remediation's raised severity")
 
 	// The incident re-opens under the same key: a new alert.
-	notifytest.RequireReopens(t, n, srv, dedupKey, func(a notifytest.PagerDutyAlert) string { return a.Status }, "triggered")
+	notifytest.RequireReopens(t, n, srv, notifytest.SampleKey, func(a notifytest.PagerDutyAlert) string { return a.Status }, "triggered")
 }
 
 // The outbox resends a message whose delivery was not recorded (a crash,
@@ -80,7 +78,7 @@ func TestInvalidEventIsPermanent(t *testing.T) {
 	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
 	srv.FailNext(notifytest.Failure{Status: 400, Body: `{"status":"invalid event","message":"Event object is invalid","errors":["'payload.summary' is missing or blank","bad key ` + srv.RoutingKey + `"]}`})
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `pagerduty pd-oncall: trigger `+dedupKey+`: status 400 (invalid event): Event object is invalid: 'payload.summary' is missing or blank; bad key [REDACTED]`)
+	require.EqualError(t, err, `pagerduty pd-oncall: trigger `+notifytest.SampleKey+`: status 400 (invalid event): Event object is invalid: 'payload.summary' is missing or blank; bad key [REDACTED]`)
 	retry, _ := notify.IsRetryable(err)
 	require.False(t, retry)
 	var apiErr *APIError
@@ -94,7 +92,7 @@ func TestInvalidEventIsPermanent(t *testing.T) {
 	other, err := New(Config{Name: "pd-oncall", RoutingKeyFile: bad, URL: srv.URL()}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, other, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `pagerduty pd-oncall: trigger `+dedupKey+`: status 400 (invalid event): Event object is invalid: 'routing_key' is not the key of an integration`)
+	require.EqualError(t, err, `pagerduty pd-oncall: trigger `+notifytest.SampleKey+`: status 400 (invalid event): Event object is invalid: 'routing_key' is not the key of an integration`)
 	notifytest.RequireNoSecrets(t, err, []string{strings.Repeat("k", 32)})
 }
 
@@ -115,7 +113,7 @@ func TestRateLimited(t *testing.T) {
 		retry, after := notify.IsRetryable(err)
 		require.True(t, retry)
 		require.Equal(t, tc.want, after, tc.retryAfter)
-		require.EqualError(t, err, `pagerduty pd-oncall: trigger `+dedupKey+`: status 429 (throttle event): Requests for this service are arriving too quickly. Please retry later.`)
+		require.EqualError(t, err, `pagerduty pd-oncall: trigger `+notifytest.SampleKey+`: status 429 (throttle event): Requests for this service are arriving too quickly. Please retry later.`)
 	}
 	require.Empty(t, srv.Alerts())
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
@@ -138,7 +136,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 	n, err := New(Config{Name: "pd", RoutingKeyFile: keyFile, URL: redirect}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "pagerduty pd: trigger "+dedupKey+": status 307: redirects are not followed")
+	require.EqualError(t, err, "pagerduty pd: trigger "+notifytest.SampleKey+": status 307: redirects are not followed")
 	require.Zero(t, followed())
 }
 
@@ -148,7 +146,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 	require.NoError(t, err)
 	srv.FailNext(notifytest.Failure{Delay: time.Minute})
 	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "pagerduty pd: trigger "+dedupKey+": timeout after 100ms")
+	require.EqualError(t, err, "pagerduty pd: trigger "+notifytest.SampleKey+": timeout after 100ms")
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry)
 }

@@ -16,8 +16,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 )
 
-const incidentKey = "drift-prod-network-3f9a2c"
-
 func newTestNotifier(t *testing.T, srv *notifytest.TeamsServer, logger *slog.Logger) *Notifier {
 	return notifytest.MustNew(t, New, Config{Name: "teams-oncall", WebhookURLFile: srv.URLFile, Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
@@ -120,7 +118,7 @@ func TestBadPayloadIsPermanent(t *testing.T) {
 	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	srv.FailNext(notifytest.Failure{Status: 400, Body: `{"error":{"code":"InvalidTemplate","message":"Unable to process template language expressions in action 'Post_card' inputs for ` + srv.WebhookURL() + `"}}`})
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 400 (InvalidTemplate): Unable to process template language expressions in action 'Post_card' inputs for [REDACTED]`)
+	require.EqualError(t, err, `teams teams-oncall: post open card for `+notifytest.SampleKey+`: status 400 (InvalidTemplate): Unable to process template language expressions in action 'Post_card' inputs for [REDACTED]`)
 	retry, _ := notify.IsRetryable(err)
 	require.False(t, retry)
 	var apiErr *APIError
@@ -138,14 +136,14 @@ func TestRefusedSignatureAndDeletedFlow(t *testing.T) {
 	n, err := New(Config{Name: "teams-oncall", WebhookURLFile: writeURL(t, srv.URLWithSig(wrong))}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 401 (DirectApiInvalidAuthorizationSignature): The provided authorization signature '[REDACTED]' is not valid. [the URL's signature was refused: copy the trigger URL again into webhook_url_file]`)
+	require.EqualError(t, err, `teams teams-oncall: post open card for `+notifytest.SampleKey+`: status 401 (DirectApiInvalidAuthorizationSignature): The provided authorization signature '[REDACTED]' is not valid. [the URL's signature was refused: copy the trigger URL again into webhook_url_file]`)
 	retry, _ := notify.IsRetryable(err)
 	require.False(t, retry)
 	notifytest.RequireNoSecrets(t, err, append(srv.Secrets(), wrong))
 
 	srv.Delete()
 	_, err = notifytest.NotifyStateless(t, newTestNotifier(t, srv, nil), notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 404 (WorkflowNotFound): The workflow could not be found. [no such flow: it was deleted or its trigger changed; create it again and update webhook_url_file]`)
+	require.EqualError(t, err, `teams teams-oncall: post open card for `+notifytest.SampleKey+`: status 404 (WorkflowNotFound): The workflow could not be found. [no such flow: it was deleted or its trigger changed; create it again and update webhook_url_file]`)
 	retry, _ = notify.IsRetryable(err)
 	require.False(t, retry)
 	require.Empty(t, srv.Cards())
@@ -168,7 +166,7 @@ func TestThrottled(t *testing.T) {
 		retry, after := notify.IsRetryable(err)
 		require.True(t, retry)
 		require.Equal(t, tc.want, after, tc.retryAfter)
-		require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 429 (WorkflowTriggerIsThrottled): The workflow's trigger is throttled.`)
+		require.EqualError(t, err, `teams teams-oncall: post open card for `+notifytest.SampleKey+`: status 429 (WorkflowTriggerIsThrottled): The workflow's trigger is throttled.`)
 	}
 	require.Empty(t, srv.Cards())
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
@@ -191,7 +189,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 	n, err := New(Config{Name: "teams", WebhookURLFile: writeURL(t, redirect+"/workflows/x/triggers/manual/paths/invoke?sig=canaryredirect")}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "teams teams: post open card for "+incidentKey+": status 307: redirects are not followed")
+	require.EqualError(t, err, "teams teams: post open card for "+notifytest.SampleKey+": status 307: redirects are not followed")
 	require.Zero(t, followed())
 }
 
@@ -201,7 +199,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 	require.NoError(t, err)
 	srv.FailNext(notifytest.Failure{Delay: time.Minute})
 	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "teams teams: post open card for "+incidentKey+": timeout after 100ms")
+	require.EqualError(t, err, "teams teams: post open card for "+notifytest.SampleKey+": timeout after 100ms")
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry)
 }
@@ -212,7 +210,7 @@ func TestConnectionDropped(t *testing.T) {
 	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	srv.Down()
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.ErrorContains(t, err, "teams teams-oncall: post open card for "+incidentKey+": ")
+	require.ErrorContains(t, err, "teams teams-oncall: post open card for "+notifytest.SampleKey+": ")
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry)
 	notifytest.RequireNoSecrets(t, err, srv.Secrets())
