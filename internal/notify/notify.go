@@ -111,6 +111,18 @@ type Delta struct {
 	Changed []drift.Finding // same address, different attributes/action
 }
 
+// DeltaPart is one of a Delta's lists and the word for it.
+type DeltaPart struct {
+	What     string // "added", "removed" or "changed"
+	Findings []drift.Finding
+}
+
+// Parts are d's lists in the order notifiers show them: added, removed,
+// changed.
+func (d *Delta) Parts() []DeltaPart {
+	return []DeltaPart{{"added", d.Added}, {"removed", d.Removed}, {"changed", d.Changed}}
+}
+
 // Message is one notification to deliver. ID is unique per message and
 // stable across retries, so notifiers can make delivery idempotent.
 type Message struct {

@@ -492,13 +492,7 @@ func (n *Notifier) apiError(resp *http.Response, err error) *APIError {
 	switch {
 	case errors.As(err, &er):
 		e.Message = n.clean(er.Message, 300)
-		for i, x := range er.Errors {
-			if i == 5 {
-				e.Errors = append(e.Errors, fmt.Sprintf("… and %d more", len(er.Errors)-5))
-				break
-			}
-			e.Errors = append(e.Errors, n.clean(fieldError(x), 300))
-		}
+		e.Errors = notify.Capped(er.Errors, 5, "… and %d more", func(x gh.Error) string { return n.clean(fieldError(x), 300) })
 	case errors.As(err, &rl):
 		e.Message = n.clean(rl.Message, 300)
 	case errors.As(err, &ab):

@@ -112,14 +112,7 @@ func answerOf(raw []byte) response {
 // apiError is r as an error, redacted and bounded.
 func (n *Notifier) apiError(code int, r response) *APIError {
 	e := &APIError{StatusCode: code, Message: n.clean(r.Message, 300)}
-	keys := slices.Sorted(maps.Keys(r.Errors))
-	for i, k := range keys {
-		if i == 5 {
-			e.Errors = append(e.Errors, fmt.Sprintf("… and %d more", len(keys)-5))
-			break
-		}
-		e.Errors = append(e.Errors, n.clean(k+": "+r.Errors[k], 300))
-	}
+	e.Errors = notify.Capped(slices.Sorted(maps.Keys(r.Errors)), 5, "… and %d more", func(k string) string { return n.clean(k+": "+r.Errors[k], 300) })
 	return e
 }
 
