@@ -66,6 +66,19 @@ func (v Check) URL(key, raw string) *url.URL {
 	return u
 }
 
+// Each checks every item of the list at key: check says what is wrong
+// with it ("" for nothing), knowing whether an earlier item was the
+// same; the mistake is reported at key[i].
+func (v Check) Each(key string, items []string, check func(item string, dup bool) string) {
+	seen := map[string]bool{}
+	for i, item := range items {
+		if msg := check(item, seen[item]); msg != "" {
+			v.Add(fmt.Sprintf("%s[%d]", key, i), "%s", msg)
+		}
+		seen[item] = true
+	}
+}
+
 // SecureURL is URL for an endpoint a credential travels to (what says
 // how): https, or http to a loopback address only.
 func (v Check) SecureURL(key, raw, what string) *url.URL {
