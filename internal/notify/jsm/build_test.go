@@ -97,24 +97,13 @@ func TestBuildRequestsRefused(t *testing.T) {
 
 func TestBuildCreateClasses(t *testing.T) {
 	t.Run("errored, no team", func(t *testing.T) {
-		m := notifytest.SampleMessage(notify.EventOpen)
-		m.Incident.Class = notify.ClassErrored
-		m.Incident.Findings, m.Incident.Counts = nil, drift.Counts{}
-		m.Incident.Error = "terraform init:\n  provider registry unreachable"
+		m := notifytest.Errored(notifytest.SampleMessage(notify.EventOpen), notifytest.InitFailed)
 		m.Incident.Team, m.Incident.Labels = "", nil
 		got := buildCreate(m)
-		require.Equal(t, "Drift checks failing for prod/network: terraform init: provider registry unreachable", got.Message)
-		require.Contains(t, got.Description, "Error: terraform init: provider registry unreachable")
-		require.NotContains(t, got.Description, "Findings")
-		require.Equal(t, "terraform init: provider registry unreachable", got.Details["error"])
-		require.Empty(t, got.Responders)
-		require.Equal(t, []string{"driftwatch", "errored", "prod/network"}, got.Tags)
+		notifytest.RequireInitFailedAlert(t, got.Message, got.Description, got.Details, len(got.Responders), got.Tags)
 	})
 	t.Run("forbidden", func(t *testing.T) {
-		m := notifytest.SampleMessage(notify.EventOpen)
-		m.Incident.Class = notify.ClassForbidden
-		m.Incident.Findings = []drift.Finding{{Kind: drift.KindForbidden, Address: "kubernetes_manifest.app", Type: "kubernetes_manifest", Action: "no-op", SeenIn: []string{"config", "state"}}}
-		m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
+		m := notifytest.Forbidden(notifytest.SampleMessage(notify.EventOpen), drift.Finding{Kind: drift.KindForbidden, Address: "kubernetes_manifest.app", Type: "kubernetes_manifest", Action: "no-op", SeenIn: []string{"config", "state"}})
 		got := buildCreate(m)
 		require.Equal(t, "Forbidden resource types in prod/network: 1 resource", got.Message)
 		require.Contains(t, got.Description, "- forbidden no-op kubernetes_manifest.app (seen in config, state)")

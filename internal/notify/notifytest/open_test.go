@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/notify"
 )
 
@@ -178,4 +179,18 @@ func TestNewOf(t *testing.T) {
 	require.NoError(t, newWith("/run/key", nil))
 	require.Equal(t, "/run/key", got)
 	require.EqualError(t, newWith("", nil), "name: required")
+}
+
+func TestErroredAndForbidden(t *testing.T) {
+	m := Errored(SampleMessage(notify.EventOpen), "init failed")
+	require.Equal(t, notify.ClassErrored, m.Incident.Class)
+	require.Equal(t, "init failed", m.Incident.Error)
+	require.Empty(t, m.Incident.Findings)
+	require.Zero(t, m.Incident.Counts)
+
+	f := drift.Finding{Kind: drift.KindForbidden, Address: "kubernetes_manifest.app"}
+	m = Forbidden(SampleMessage(notify.EventOpen), f)
+	require.Equal(t, notify.ClassForbidden, m.Incident.Class)
+	require.Equal(t, []drift.Finding{f}, m.Incident.Findings)
+	require.Equal(t, drift.CountFindings([]drift.Finding{f}), m.Incident.Counts)
 }
