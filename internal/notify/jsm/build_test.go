@@ -169,19 +169,8 @@ func TestLimits(t *testing.T) {
 	}
 	m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
 	got := buildCreate(m)
-	require.Equal(t, genie.MaxMessage, utf8.RuneCountInString(got.Message))
-	require.True(t, strings.HasSuffix(got.Message, "…"))
-	require.LessOrEqual(t, utf8.RuneCountInString(got.Description), genie.MaxDescription)
+	notifytest.RequireGenieLimits(t, got.Message, got.Description, got.Entity, got.Tags, got.Details)
 	require.Contains(t, got.Description, "- drift update aws_instance.web[0]: tags.Owner, ami", "one giant address does not take the description")
-	require.Regexp(t, `\n… and \d+ more \(see the status page\)$`, got.Description)
-	require.LessOrEqual(t, utf8.RuneCountInString(got.Entity), genie.MaxEntity)
-	require.Len(t, got.Tags, genie.MaxTags)
-	for _, tag := range got.Tags {
-		require.LessOrEqual(t, utf8.RuneCountInString(tag), genie.MaxTag)
-	}
-	for k, v := range got.Details {
-		require.LessOrEqual(t, utf8.RuneCountInString(v), genie.MaxDetailValue, k)
-	}
 
 	u := notifytest.SampleMessage(notify.EventUpdate)
 	u.Delta = &notify.Delta{Added: m.Incident.Findings, Removed: m.Incident.Findings[:10]}

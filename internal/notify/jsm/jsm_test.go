@@ -197,32 +197,15 @@ func TestPermanentErrors(t *testing.T) {
 
 func TestRetryable(t *testing.T) {
 	srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
-	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
-	n.sender.Now = func() time.Time { return now }
-	for _, tc := range []struct {
-		status     int
-		retryAfter string
-		want       time.Duration
-	}{
-		{429, "30", 30 * time.Second},
-		{429, now.Add(2 * time.Minute).Format(http.TimeFormat), 2 * time.Minute},
-		{429, "", 0}, // the outbox's backoff
-		{500, "", 0},
-		{502, "", 0},
-		{503, "5", 5 * time.Second},
-		{408, "", 0},
-	} {
-		srv.FailNext(notifytest.Failure{Status: tc.status, RetryAfter: tc.retryAfter, Body: `{"message":"You are making too many requests!","took":0.001,"requestId":"r"}`})
-		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		retry, after := notify.IsRetryable(err)
-		require.True(t, retry, "%d", tc.status)
-		require.Equal(t, tc.want, after, "%d %q", tc.status, tc.retryAfter)
-		require.ErrorContains(t, err, "You are making too many requests!")
-	}
-	require.Empty(t, srv.Alerts())
-	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.NoError(t, err)
-	require.Len(t, srv.Alerts(), 1)
+	n.sender.Now = notifytest.Clock
+	cases := append(notifytest.RetryAfter429(),
+		notifytest.RetryCase{Failure: notifytest.Failure{Status: 500}},
+		notifytest.RetryCase{Failure: notifytest.Failure{Status: 502}},
+		notifytest.RetryCase{Failure: notifytest.Failure{Status: 503, RetryAfter: "5"}, Want: 5 * time.Second},
+		notifytest.RetryCase{Failure: notifytest.Failure{Status: 408}})
+	notifytest.RequireRetryAfter(t, srv, n, `{"message":"You are making too many requests!","took":0.001,"requestId":"r"}`, cases,
+		func(err error) { require.ErrorContains(t, err, "You are making too many requests!") },
+		func() int { return len(srv.Alerts()) })
 }
 
 func TestTimeoutAndDrop(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -120,4 +121,52 @@ func DeliverEchoing(srv ServerControl, echo string, okStatus int, failing []int,
 	srv.Up()
 	run(notify.EventResolve)
 	return errs, states
+}
+
+// Now is the clock of the retry tests (RetryAfter429): 2026-11-03
+// 10:00 UTC, an hour after SampleMessage's incident began.
+var Now = time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+
+// Clock is Now as a notifier's clock (its Sender's Now).
+func Clock() time.Time { return Now }
+
+// RetryCase is a failure and the delay its error must ask for.
+type RetryCase struct {
+	Failure
+	Want time.Duration
+}
+
+// RetryAfter429 are 429 answers whose Retry-After asks for 30 s, for 2
+// minutes (an HTTP date, against Now), and for nothing (the outbox's
+// backoff): cases of RequireRetryAfter.
+func RetryAfter429() []RetryCase {
+	return []RetryCase{
+		{Failure{Status: 429, RetryAfter: "30"}, 30 * time.Second},
+		{Failure{Status: 429, RetryAfter: Now.Add(2 * time.Minute).Format(http.TimeFormat)}, 2 * time.Minute},
+		{Failure{Status: 429}, 0},
+	}
+}
+
+// RequireRetryAfter makes n deliver SampleMessage's open once for each
+// case, answered with its failure and body: each delivery fails
+// retryable after the case's Want (Retry-After dates are read against
+// Now: n's clock must be Clock), with an error checkErr accepts. None of
+// them delivered anything (delivered counts what was), and the next
+// delivery does.
+func RequireRetryAfter(t *testing.T, srv ServerControl, n notify.Notifier, body string, cases []RetryCase, checkErr func(error), delivered func() int) {
+	t.Helper()
+	for _, tc := range cases {
+		f := tc.Failure
+		f.Body = body
+		srv.FailNext(f)
+		_, err := NotifyStateless(t, n, SampleMessage(notify.EventOpen), nil)
+		retry, after := notify.IsRetryable(err)
+		require.True(t, retry, "%d", f.Status)
+		require.Equal(t, tc.Want, after, "%d %q", f.Status, f.RetryAfter)
+		checkErr(err)
+	}
+	require.Zero(t, delivered())
+	_, err := NotifyStateless(t, n, SampleMessage(notify.EventOpen), nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, delivered())
 }

@@ -104,18 +104,7 @@ func TestBuildCreate(t *testing.T) {
 		}
 		m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
 		got := buildCreate(m, nil)
-		require.Equal(t, genie.MaxMessage, utf8.RuneCountInString(got.Message))
-		require.True(t, strings.HasSuffix(got.Message, "…"))
-		require.LessOrEqual(t, utf8.RuneCountInString(got.Description), genie.MaxDescription)
-		require.Regexp(t, `\n… and \d+ more \(see the status page\)$`, got.Description)
-		require.LessOrEqual(t, utf8.RuneCountInString(got.Entity), genie.MaxEntity)
-		require.Len(t, got.Tags, genie.MaxTags)
-		for _, tag := range got.Tags {
-			require.LessOrEqual(t, utf8.RuneCountInString(tag), genie.MaxTag)
-		}
-		for k, v := range got.Details {
-			require.LessOrEqual(t, utf8.RuneCountInString(v), genie.MaxDetailValue, k)
-		}
+		notifytest.RequireGenieLimits(t, got.Message, got.Description, got.Entity, got.Tags, got.Details)
 	})
 
 	t.Run("one giant address cannot take the description", func(t *testing.T) {

@@ -98,27 +98,12 @@ func TestInvalidEventIsPermanent(t *testing.T) {
 
 func TestRateLimited(t *testing.T) {
 	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
-	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
-	n.sender.Now = func() time.Time { return now }
-	for _, tc := range []struct {
-		retryAfter string
-		want       time.Duration
-	}{
-		{"30", 30 * time.Second},
-		{now.Add(2 * time.Minute).Format(http.TimeFormat), 2 * time.Minute},
-		{"", 0}, // the outbox's backoff
-	} {
-		srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: tc.retryAfter, Body: `{"status":"throttle event","message":"Requests for this service are arriving too quickly. Please retry later."}`})
-		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		retry, after := notify.IsRetryable(err)
-		require.True(t, retry)
-		require.Equal(t, tc.want, after, tc.retryAfter)
-		require.EqualError(t, err, `pagerduty pd-oncall: trigger `+notifytest.SampleKey+`: status 429 (throttle event): Requests for this service are arriving too quickly. Please retry later.`)
-	}
-	require.Empty(t, srv.Alerts())
-	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.NoError(t, err)
-	require.Len(t, srv.Alerts(), 1)
+	n.sender.Now = notifytest.Clock
+	notifytest.RequireRetryAfter(t, srv, n, `{"status":"throttle event","message":"Requests for this service are arriving too quickly. Please retry later."}`, notifytest.RetryAfter429(),
+		func(err error) {
+			require.EqualError(t, err, `pagerduty pd-oncall: trigger `+notifytest.SampleKey+`: status 429 (throttle event): Requests for this service are arriving too quickly. Please retry later.`)
+		},
+		func() int { return len(srv.Alerts()) })
 }
 
 func TestStatusClasses(t *testing.T) {

@@ -151,27 +151,12 @@ func TestRefusedSignatureAndDeletedFlow(t *testing.T) {
 
 func TestThrottled(t *testing.T) {
 	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
-	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
-	n.sender.Now = func() time.Time { return now }
-	for _, tc := range []struct {
-		retryAfter string
-		want       time.Duration
-	}{
-		{"30", 30 * time.Second},
-		{now.Add(2 * time.Minute).Format(http.TimeFormat), 2 * time.Minute},
-		{"", 0}, // the outbox's backoff
-	} {
-		srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: tc.retryAfter, Body: `{"error":{"code":"WorkflowTriggerIsThrottled","message":"The workflow's trigger is throttled."}}`})
-		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		retry, after := notify.IsRetryable(err)
-		require.True(t, retry)
-		require.Equal(t, tc.want, after, tc.retryAfter)
-		require.EqualError(t, err, `teams teams-oncall: post open card for `+notifytest.SampleKey+`: status 429 (WorkflowTriggerIsThrottled): The workflow's trigger is throttled.`)
-	}
-	require.Empty(t, srv.Cards())
-	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.NoError(t, err)
-	require.Len(t, srv.Cards(), 1)
+	n.sender.Now = notifytest.Clock
+	notifytest.RequireRetryAfter(t, srv, n, `{"error":{"code":"WorkflowTriggerIsThrottled","message":"The workflow's trigger is throttled."}}`, notifytest.RetryAfter429(),
+		func(err error) {
+			require.EqualError(t, err, `teams teams-oncall: post open card for `+notifytest.SampleKey+`: status 429 (WorkflowTriggerIsThrottled): The workflow's trigger is throttled.`)
+		},
+		func() int { return len(srv.Cards()) })
 }
 
 func TestStatusClasses(t *testing.T) {
