@@ -576,9 +576,8 @@ func TestNew(t *testing.T) {
 	files := notifytest.NewFiles(t)
 	token := "glpat-" + strings.Repeat("Ab3", 6) + "Zz"
 	logger := slog.New(slog.DiscardHandler)
-	good := files.Write("good", token+"\n")
 	cfg := func(file string) Config { return Config{Name: "gl", TokenFile: file, Project: "g/p"} }
-	notifytest.OpenChecks{Vendor: "gitlab", Name: "gl", Key: "token_file", New: notifytest.NewOf(New, cfg)}.Require(t, files, good)
+	good := notifytest.OpenChecks{Vendor: "gitlab", Name: "gl", Key: "token_file", New: notifytest.NewOf(New, cfg)}.Require(t, files, token)
 
 	for name, content := range map[string]string{"two": token + "\n" + token, "spaced": token[:10] + " " + token[11:], "utf8": token + "é"} {
 		_, err := New(cfg(files.Write(name, content)), nil, logger)

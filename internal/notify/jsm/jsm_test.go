@@ -269,8 +269,7 @@ func TestNew(t *testing.T) {
 	files := notifytest.NewFiles(t)
 	key := notifytest.Canary("jsm-key")
 	logger := slog.New(slog.DiscardHandler)
-	good := files.Write("good", key+"\n")
-	notifytest.OpenChecks{Vendor: "jsm", Name: "jsm", Key: "api_key_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "jsm", APIKeyFile: file} })}.Require(t, files, good)
+	good := notifytest.OpenChecks{Vendor: "jsm", Name: "jsm", Key: "api_key_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "jsm", APIKeyFile: file} })}.Require(t, files, key)
 
 	for name, content := range map[string]string{"two": key + "\n" + key, "spaced": key[:10] + " " + key[11:]} {
 		_, err := New(Config{Name: "jsm", APIKeyFile: files.Write(name, content)}, nil, logger)

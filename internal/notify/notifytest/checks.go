@@ -170,3 +170,15 @@ func RequireRetryAfter(t *testing.T, srv ServerControl, n notify.Notifier, body 
 	require.NoError(t, err)
 	require.Equal(t, 1, delivered())
 }
+
+// RequirePosts checks that reqs are n POSTs to path, each with the
+// Content-Type contentType.
+func RequirePosts(t testing.TB, reqs []Request, n int, path, contentType string) {
+	t.Helper()
+	require.Len(t, reqs, n)
+	for _, r := range reqs {
+		require.Equal(t, "POST", r.Method)
+		require.Equal(t, path, r.Path)
+		require.Equal(t, contentType, r.Header.Get("Content-Type"))
+	}
+}

@@ -118,15 +118,18 @@ func NewOf[C, N any](newFn func(C, *http.Client, *slog.Logger) (N, error), cfg f
 }
 
 // Require checks that New wants a logger, the secret file's key, a file
-// that exists and one that is not empty; good is a valid secret file.
-func (c OpenChecks) Require(t *testing.T, files *Files, good string) {
+// that exists and one that is not empty; secret is a valid secret, which
+// it writes (with a newline) to the file good, for the test's own checks.
+func (c OpenChecks) Require(t *testing.T, files *Files, secret string) (good string) {
 	t.Helper()
+	good = files.Write("good", secret+"\n")
 	logger := slog.New(slog.DiscardHandler)
 	require.EqualError(t, c.New(good, nil), c.Vendor+": logger is required")
 	require.EqualError(t, c.New("", logger), c.Vendor+` "`+c.Name+`": `+c.Key+`: required`)
 	require.ErrorIs(t, c.New(files.Path("missing"), logger), os.ErrNotExist)
 	empty := files.Write("empty", " \n")
 	require.EqualError(t, c.New(empty, logger), c.Vendor+` "`+c.Name+`": `+c.Key+` "`+empty+`" is empty`)
+	return good
 }
 
 // ValidateCase is one row of a Config.Validate table: Edit changes a
@@ -137,10 +140,12 @@ type ValidateCase[C any] struct {
 	Want string
 }
 
-// RequireValidate runs each case as a subtest: validate of valid after
-// Edit gives Want, and no error quotes a value holding "CANARY".
+// RequireValidate checks that valid validates, then runs each case as a
+// subtest: validate of valid after Edit gives Want, and no error quotes a
+// value holding "CANARY".
 func RequireValidate[C any](t *testing.T, valid C, validate func(C) error, cases []ValidateCase[C]) {
 	t.Helper()
+	require.NoError(t, validate(valid), "the valid configuration")
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			c := valid

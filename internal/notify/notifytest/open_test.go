@@ -33,8 +33,7 @@ func TestFiles(t *testing.T) {
 // vendor's does.
 func TestOpenChecks(t *testing.T) {
 	files := NewFiles(t)
-	good := files.Write("good", "secret\n")
-	OpenChecks{Vendor: "fake", Name: "f", Key: "key_file", New: func(file string, logger *slog.Logger) error {
+	good := OpenChecks{Vendor: "fake", Name: "f", Key: "key_file", New: func(file string, logger *slog.Logger) error {
 		_, err := notify.Open("fake", "f", logger, func() error {
 			if file == "" {
 				return errors.New("key_file: required")
@@ -42,7 +41,10 @@ func TestOpenChecks(t *testing.T) {
 			return nil
 		}, notify.Secret{Key: "key_file", Path: file, Want: "one line", OK: func(string) bool { return true }})
 		return err
-	}}.Require(t, files, good)
+	}}.Require(t, files, "secret")
+	b, err := os.ReadFile(good)
+	require.NoError(t, err)
+	require.Equal(t, "secret\n", string(b), "the valid secret file")
 }
 
 func TestLifecycleEvents(t *testing.T) {
@@ -61,7 +63,7 @@ func (c fakeConfig) Validate() error {
 func TestRequireValidate(t *testing.T) {
 	edited := 0
 	RequireValidate(t, fakeConfig{Name: "f"}, fakeConfig.Validate, []ValidateCase[fakeConfig]{
-		{Name: "valid", Edit: func(*fakeConfig) { edited++ }},
+		{Name: "renamed", Edit: func(c *fakeConfig) { edited++; c.Name = "g" }},
 		{Name: "empty", Edit: func(c *fakeConfig) { edited++; c.Name = "" }, Want: "name: required"},
 	})
 	require.Equal(t, 2, edited, "every case ran")

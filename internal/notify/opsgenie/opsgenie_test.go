@@ -358,8 +358,7 @@ func TestNew(t *testing.T) {
 	files := notifytest.NewFiles(t)
 	key := notifytest.Canary("og-key")
 	logger := slog.New(slog.DiscardHandler)
-	good := files.Write("good", key+"\n")
-	notifytest.OpenChecks{Vendor: "opsgenie", Name: "og", Key: "api_key_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "og", APIKeyFile: file} })}.Require(t, files, good)
+	good := notifytest.OpenChecks{Vendor: "opsgenie", Name: "og", Key: "api_key_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "og", APIKeyFile: file} })}.Require(t, files, key)
 
 	_, err := New(Config{Name: "og", APIKeyFile: files.Write("two", key+"\n"+key+"\n")}, nil, logger)
 	require.EqualError(t, err, `opsgenie "og": api_key_file "`+files.Path("two")+`": the key must be one line without spaces`)

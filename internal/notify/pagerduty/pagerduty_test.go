@@ -26,17 +26,13 @@ func TestConformance(t *testing.T) {
 // alert), resolve resolves it; the bodies on the wire are the builder's.
 func TestLifecycle(t *testing.T) {
 	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
-	events := notifytest.LifecycleEvents
-	notifytest.NotifyLifecycle(t, n, true)
+	sent := notifytest.NotifyLifecycle(t, n, true)
 
 	o := options{routingKey: srv.RoutingKey, severities: DefaultSeverityMap()}
 	reqs := srv.Requests()
-	require.Len(t, reqs, len(events))
+	notifytest.RequirePosts(t, reqs, len(sent), "/v2/enqueue", "application/json")
 	for i, r := range reqs {
-		require.Equal(t, "POST", r.Method)
-		require.Equal(t, "/v2/enqueue", r.Path)
-		require.Equal(t, "application/json", r.Header.Get("Content-Type"))
-		require.JSONEq(t, body(t, notifytest.SampleMessage(events[i]), o), string(r.Body), "event %s", events[i])
+		require.JSONEq(t, body(t, sent[i], o), string(r.Body), "event %s", sent[i].Event)
 	}
 	alerts := srv.Alerts()
 	require.Len(t, alerts, 1)
@@ -164,8 +160,7 @@ func TestNew(t *testing.T) {
 	files := notifytest.NewFiles(t)
 	key := strings.Repeat("Ab3", 10) + "Z9" // 32
 	logger := slog.New(slog.DiscardHandler)
-	good := files.Write("good", key+"\n")
-	notifytest.OpenChecks{Vendor: "pagerduty", Name: "pd", Key: "routing_key_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "pd", RoutingKeyFile: file} })}.Require(t, files, good)
+	good := notifytest.OpenChecks{Vendor: "pagerduty", Name: "pd", Key: "routing_key_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "pd", RoutingKeyFile: file} })}.Require(t, files, key)
 
 	for name, content := range map[string]string{"short": key[:31], "two": key + "\n" + key, "spaced": key[:16] + " " + key[17:]} {
 		_, err := New(Config{Name: "pd", RoutingKeyFile: files.Write(name, content)}, nil, logger)

@@ -34,25 +34,21 @@ func TestConformance(t *testing.T) {
 // bodies on the wire are the builder's, and Teams shows one card each.
 func TestLifecycle(t *testing.T) {
 	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
-	events := notifytest.LifecycleEvents
-	notifytest.NotifyLifecycle(t, n, false)
+	sent := notifytest.NotifyLifecycle(t, n, false)
 
 	webhook, err := url.Parse(srv.WebhookURL())
 	require.NoError(t, err)
 	reqs := srv.Requests()
-	require.Len(t, reqs, len(events))
+	notifytest.RequirePosts(t, reqs, len(sent), "/workflows/"+srv.WorkflowID+"/triggers/manual/paths/invoke", "application/json; charset=utf-8")
 	for i, r := range reqs {
-		require.Equal(t, "POST", r.Method)
-		require.Equal(t, "/workflows/"+srv.WorkflowID+"/triggers/manual/paths/invoke", r.Path)
 		require.Equal(t, webhook.Path, r.Path)
 		require.Equal(t, webhook.RawQuery, r.Query, "the query as configured, sig included")
-		require.Equal(t, "application/json; charset=utf-8", r.Header.Get("Content-Type"))
-		want, err := encode(notifytest.SampleMessage(events[i]))
+		want, err := encode(sent[i])
 		require.NoError(t, err)
-		require.Equal(t, string(want), string(r.Body), "event %s", events[i])
+		require.Equal(t, string(want), string(r.Body), "event %s", sent[i].Event)
 	}
 	cards := srv.Cards()
-	require.Len(t, cards, len(events))
+	require.Len(t, cards, len(sent))
 	require.Equal(t, "Resolved", cards[4]["body"].([]any)[0].(map[string]any)["items"].([]any)[0].(map[string]any)["text"])
 }
 
@@ -230,8 +226,7 @@ func TestNew(t *testing.T) {
 	files := notifytest.NewFiles(t)
 	good := "https://prod-07.westeurope.logic.azure.com:443/workflows/0123abcd/triggers/manual/paths/invoke?api-version=2016-06-01&sp=%2Ftriggers%2Fmanual%2Frun&sv=1.0&sig=CANARYsig0123456789"
 	logger := slog.New(slog.DiscardHandler)
-	goodFile := files.Write("good", good+"\n")
-	notifytest.OpenChecks{Vendor: "teams", Name: "teams", Key: "webhook_url_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "teams", WebhookURLFile: file} })}.Require(t, files, goodFile)
+	goodFile := notifytest.OpenChecks{Vendor: "teams", Name: "teams", Key: "webhook_url_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "teams", WebhookURLFile: file} })}.Require(t, files, good)
 
 	for name, tc := range map[string]struct{ content, want string }{
 		"two lines":  {good + "\n" + good, "want one URL on one line"},
