@@ -479,14 +479,8 @@ func TestRedirectNotFollowed(t *testing.T) {
 
 func TestTimeoutIsRetryable(t *testing.T) {
 	srv := notifytest.NewGitHubServer(t)
-	n, err := New(Config{Name: "gh", TokenFile: srv.TokenFile, Repository: srv.Repository(), APIURL: srv.URL(), Timeout: 100 * time.Millisecond},
-		srv.HTTPClient(), slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	srv.FailNext(notifytest.Failure{Delay: time.Minute})
-	d := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, d.err, "github gh: list issues: timeout after 100ms")
-	retry, _ := notify.IsRetryable(d.err)
-	require.True(t, retry)
+	n := notifytest.MustNew(t, New, Config{Name: "gh", TokenFile: srv.TokenFile, Repository: srv.Repository(), APIURL: srv.URL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), nil)
+	notifytest.RequireTimeout(t, srv, n, "github gh: list issues: timeout after 100ms")
 }
 
 func TestPermanentErrors(t *testing.T) {

@@ -497,14 +497,8 @@ func TestRateLimited(t *testing.T) {
 
 func TestTimeoutIsRetryable(t *testing.T) {
 	srv := notifytest.NewGitLabServer(t)
-	n, err := New(Config{Name: "gl", TokenFile: srv.TokenFile, Project: notifytest.GitLabProjectPath, APIURL: srv.URL(), Timeout: 100 * time.Millisecond},
-		srv.HTTPClient(), slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	srv.FailNext(notifytest.Failure{Delay: time.Minute})
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "gitlab gl: find the issue of "+notifytest.SampleKey+": timeout after 100ms")
-	retry, _ := notify.IsRetryable(err)
-	require.True(t, retry)
+	n := notifytest.MustNew(t, New, Config{Name: "gl", TokenFile: srv.TokenFile, Project: notifytest.GitLabProjectPath, APIURL: srv.URL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), nil)
+	notifytest.RequireTimeout(t, srv, n, "gitlab gl: find the issue of "+notifytest.SampleKey+": timeout after 100ms")
 }
 
 // A dropped connection mid-lifecycle is retryable, and the retry carries

@@ -210,16 +210,11 @@ func TestRetryable(t *testing.T) {
 
 func TestTimeoutAndDrop(t *testing.T) {
 	srv := notifytest.NewJSMServer(t)
-	n, err := New(Config{Name: "jsm", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	srv.FailNext(notifytest.Failure{Delay: time.Minute})
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `jsm jsm: create alert "`+notifytest.SampleKey+`": timeout after 100ms`)
-	retry, _ := notify.IsRetryable(err)
-	require.True(t, retry)
+	n := notifytest.MustNew(t, New, Config{Name: "jsm", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), nil)
+	notifytest.RequireTimeout(t, srv, n, `jsm jsm: create alert "`+notifytest.SampleKey+`": timeout after 100ms`)
 
 	srv.FailNext(notifytest.Failure{Status: -1}) // the connection drops
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.ErrorContains(t, err, `jsm jsm: create alert "`+notifytest.SampleKey+`": `)
 	retry, after := notify.IsRetryable(err)
 	require.True(t, retry)

@@ -182,3 +182,15 @@ func RequirePosts(t testing.TB, reqs []Request, n int, path, contentType string)
 		require.Equal(t, contentType, r.Header.Get("Content-Type"))
 	}
 }
+
+// RequireTimeout makes n, whose requests time out after 100 ms, deliver
+// SampleMessage's open to srv, which holds its answer back a minute: the
+// delivery fails, retryable, with the error want.
+func RequireTimeout(t *testing.T, srv ServerControl, n notify.Notifier, want string) {
+	t.Helper()
+	srv.FailNext(Failure{Delay: time.Minute})
+	_, err := NotifyStateless(t, n, SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, want)
+	retry, _ := notify.IsRetryable(err)
+	require.True(t, retry)
+}

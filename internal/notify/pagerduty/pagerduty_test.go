@@ -123,13 +123,8 @@ func TestRedirectNotFollowed(t *testing.T) {
 
 func TestTimeoutIsRetryable(t *testing.T) {
 	srv := notifytest.NewPagerDutyServer(t)
-	n, err := New(Config{Name: "pd", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	srv.FailNext(notifytest.Failure{Delay: time.Minute})
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "pagerduty pd: trigger "+notifytest.SampleKey+": timeout after 100ms")
-	retry, _ := notify.IsRetryable(err)
-	require.True(t, retry)
+	n := notifytest.MustNew(t, New, Config{Name: "pd", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), nil)
+	notifytest.RequireTimeout(t, srv, n, "pagerduty pd: trigger "+notifytest.SampleKey+": timeout after 100ms")
 }
 
 func TestPermanentErrors(t *testing.T) {

@@ -176,13 +176,8 @@ func TestRedirectNotFollowed(t *testing.T) {
 
 func TestTimeoutIsRetryable(t *testing.T) {
 	srv := notifytest.NewTeamsServer(t)
-	n, err := New(Config{Name: "teams", WebhookURLFile: srv.URLFile, Timeout: 100 * time.Millisecond}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	srv.FailNext(notifytest.Failure{Delay: time.Minute})
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "teams teams: post open card for "+notifytest.SampleKey+": timeout after 100ms")
-	retry, _ := notify.IsRetryable(err)
-	require.True(t, retry)
+	n := notifytest.MustNew(t, New, Config{Name: "teams", WebhookURLFile: srv.URLFile, Timeout: 100 * time.Millisecond}, srv.HTTPClient(), nil)
+	notifytest.RequireTimeout(t, srv, n, "teams teams: post open card for "+notifytest.SampleKey+": timeout after 100ms")
 }
 
 // A dropped connection is retryable, and its error names neither the
