@@ -1,7 +1,8 @@
 // Package notifycfg is what every notifier's settings package
 // (internal/notify/<vendor>/<vendor>cfg) shares: Block, the settings of
 // one notifier type; Check, through which a block reports its mistakes;
-// the URL rules several vendors apply; and Spec, one configured notifier
+// the URL rules several vendors apply and Each (a list's items at
+// key[i]); and Spec, one configured notifier
 // as notifiers.Build takes it. config runs a block's Check at load (each
 // mistake at its key's file and line), a notifier's New runs the same
 // Check through Validate: one declaration and one check per key.
