@@ -468,13 +468,10 @@ func TestStatusClasses(t *testing.T) {
 
 // Redirects are not followed: the token goes with every request.
 func TestRedirectNotFollowed(t *testing.T) {
-	redirect, followed := notifytest.RedirectServer(t, http.StatusMovedPermanently)
 	tokenFile := notifytest.SecretFile(t, "token", "ghp_"+strings.Repeat("a", 36))
-	n, err := New(Config{Name: "gh", TokenFile: tokenFile, Repository: "acme/infra", APIURL: redirect + "/api/v3/"}, nil, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	d := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, d.err, "github gh: list issues: status 301: Moved Permanently (redirects are not followed: if the repository was renamed or moved, set repository to its new name)")
-	require.Zero(t, followed())
+	notifytest.RequireNoRedirect(t, http.StatusMovedPermanently, func(redirect string) (notify.Notifier, error) {
+		return New(Config{Name: "gh", TokenFile: tokenFile, Repository: "acme/infra", APIURL: redirect + "/api/v3/"}, nil, slog.New(slog.DiscardHandler))
+	}, "github gh: list issues: status 301: Moved Permanently (redirects are not followed: if the repository was renamed or moved, set repository to its new name)")
 }
 
 func TestTimeoutIsRetryable(t *testing.T) {

@@ -522,13 +522,10 @@ func TestConnectionDropped(t *testing.T) {
 // Redirects are not followed: the token is in a header that Go would
 // forward to another host.
 func TestRedirectNotFollowed(t *testing.T) {
-	redirect, followed := notifytest.RedirectServer(t, http.StatusFound)
 	tokenFile := notifytest.SecretFile(t, "token", "glpat-"+strings.Repeat("a", 20))
-	n, err := New(Config{Name: "gl", TokenFile: tokenFile, Project: "g/p", APIURL: redirect}, nil, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "gitlab gl: find the issue of "+notifytest.SampleKey+": status 302: redirects are not followed")
-	require.Zero(t, followed(), "the token goes nowhere else")
+	notifytest.RequireNoRedirect(t, http.StatusFound, func(redirect string) (notify.Notifier, error) {
+		return New(Config{Name: "gl", TokenFile: tokenFile, Project: "g/p", APIURL: redirect}, nil, slog.New(slog.DiscardHandler))
+	}, "gitlab gl: find the issue of "+notifytest.SampleKey+": status 302: redirects are not followed") // the token goes nowhere else
 }
 
 func TestPermanentMessageErrors(t *testing.T) {

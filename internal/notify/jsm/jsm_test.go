@@ -224,13 +224,10 @@ func TestTimeoutAndDrop(t *testing.T) {
 
 // Redirects are not followed: the key would go along.
 func TestRedirectNotFollowed(t *testing.T) {
-	redirect, followed := notifytest.RedirectServer(t, http.StatusTemporaryRedirect)
 	keyFile := notifytest.SecretFile(t, "key", "k")
-	n, err := New(Config{Name: "jsm", APIKeyFile: keyFile, APIURL: redirect}, nil, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `jsm jsm: create alert "`+notifytest.SampleKey+`": status 307: redirects are not followed`)
-	require.Zero(t, followed())
+	notifytest.RequireNoRedirect(t, http.StatusTemporaryRedirect, func(redirect string) (notify.Notifier, error) {
+		return New(Config{Name: "jsm", APIKeyFile: keyFile, APIURL: redirect}, nil, slog.New(slog.DiscardHandler))
+	}, `jsm jsm: create alert "`+notifytest.SampleKey+`": status 307: redirects are not followed`)
 }
 
 // The API key is in the Authorization header and nowhere else: not in a

@@ -65,6 +65,19 @@ func RedirectServer(t testing.TB, status int) (url string, followed func() int) 
 	return redirect.URL, func() int { return int(hits.Load()) }
 }
 
+// RequireNoRedirect makes the notifier newNotifier builds for a
+// RedirectServer's URL deliver SampleMessage's open: it fails with the
+// error want, and the redirect target receives nothing.
+func RequireNoRedirect(t *testing.T, status int, newNotifier func(url string) (notify.Notifier, error), want string) {
+	t.Helper()
+	redirect, followed := RedirectServer(t, status)
+	n, err := newNotifier(redirect)
+	require.NoError(t, err)
+	_, err = NotifyStateless(t, n, SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, want)
+	require.Zero(t, followed(), "the redirect is not followed")
+}
+
 // RequireNoSecretsInResults fails if a secret appears in one of errs (see
 // RequireNoSecrets) or states, what a notifier returned over several
 // deliveries; it returns how many of errs are not nil.

@@ -112,13 +112,10 @@ func TestStatusClasses(t *testing.T) {
 
 // Redirects are not followed: the routing key is in the body.
 func TestRedirectNotFollowed(t *testing.T) {
-	redirect, followed := notifytest.RedirectServer(t, http.StatusTemporaryRedirect)
 	keyFile := notifytest.SecretFile(t, "key", strings.Repeat("a", 32))
-	n, err := New(Config{Name: "pd", RoutingKeyFile: keyFile, URL: redirect}, nil, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "pagerduty pd: trigger "+notifytest.SampleKey+": status 307: redirects are not followed")
-	require.Zero(t, followed())
+	notifytest.RequireNoRedirect(t, http.StatusTemporaryRedirect, func(redirect string) (notify.Notifier, error) {
+		return New(Config{Name: "pd", RoutingKeyFile: keyFile, URL: redirect}, nil, slog.New(slog.DiscardHandler))
+	}, "pagerduty pd: trigger "+notifytest.SampleKey+": status 307: redirects are not followed")
 }
 
 func TestTimeoutIsRetryable(t *testing.T) {

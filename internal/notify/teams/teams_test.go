@@ -166,12 +166,9 @@ func TestStatusClasses(t *testing.T) {
 // Redirects are not followed: the card would go where it was not
 // configured to.
 func TestRedirectNotFollowed(t *testing.T) {
-	redirect, followed := notifytest.RedirectServer(t, http.StatusTemporaryRedirect)
-	n, err := New(Config{Name: "teams", WebhookURLFile: writeURL(t, redirect+"/workflows/x/triggers/manual/paths/invoke?sig=canaryredirect")}, nil, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "teams teams: post open card for "+notifytest.SampleKey+": status 307: redirects are not followed")
-	require.Zero(t, followed())
+	notifytest.RequireNoRedirect(t, http.StatusTemporaryRedirect, func(redirect string) (notify.Notifier, error) {
+		return New(Config{Name: "teams", WebhookURLFile: writeURL(t, redirect+"/workflows/x/triggers/manual/paths/invoke?sig=canaryredirect")}, nil, slog.New(slog.DiscardHandler))
+	}, "teams teams: post open card for "+notifytest.SampleKey+": status 307: redirects are not followed")
 }
 
 func TestTimeoutIsRetryable(t *testing.T) {
