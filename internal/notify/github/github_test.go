@@ -409,12 +409,7 @@ func TestStatusClasses(t *testing.T) {
 			srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 			srv.FailNext(notifytest.Failure{Status: tc.status, Body: tc.body})
 			d := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-			require.EqualError(t, d.err, "github gh-infra: list issues: "+tc.err)
-			retry, _ := notify.IsRetryable(d.err)
-			require.Equal(t, tc.retryable, retry)
-			var apiErr *APIError
-			require.ErrorAs(t, d.err, &apiErr)
-			require.Equal(t, tc.status, apiErr.StatusCode)
+			notifytest.RequireAPIError(t, d.err, "github gh-infra: list issues: "+tc.err, tc.status, tc.retryable)
 			require.Len(t, srv.Requests(), 1)
 		})
 	}

@@ -407,12 +407,7 @@ func TestProjectNotFound(t *testing.T) {
 	srv := notifytest.NewGitLabServer(t)
 	n := newNotifierFor(t, srv, "platform/infra/other", nil)
 	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "gitlab gl-infra: find the issue of "+notifytest.SampleKey+": status 404 (does the project exist, and can the token see it?)")
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	var ae *APIError
-	require.ErrorAs(t, err, &ae)
-	require.Equal(t, 404, ae.StatusCode)
+	notifytest.RequireAPIError(t, err, "gitlab gl-infra: find the issue of "+notifytest.SampleKey+": status 404 (does the project exist, and can the token see it?)", 404, false)
 }
 
 // GitLab's message for a refused request is on the error (what the

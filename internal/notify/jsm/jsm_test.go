@@ -161,12 +161,7 @@ func TestPermanentErrors(t *testing.T) {
 		srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
 		srv.FailNext(notifytest.Failure{Status: tc.status, Body: tc.body})
 		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		require.EqualError(t, err, `jsm jsm-oncall: create alert "`+notifytest.SampleKey+`": `+tc.want)
-		retry, _ := notify.IsRetryable(err)
-		require.False(t, retry)
-		var apiErr *APIError
-		require.ErrorAs(t, err, &apiErr)
-		require.Equal(t, tc.status, apiErr.StatusCode)
+		notifytest.RequireAPIError(t, err, `jsm jsm-oncall: create alert "`+notifytest.SampleKey+`": `+tc.want, tc.status, false)
 		require.Len(t, srv.Requests(), 1, "one attempt per Notify: the outbox retries")
 	}
 

@@ -207,3 +207,16 @@ func RequireTimeout(t *testing.T, srv ServerControl, n notify.Notifier, want str
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry)
 }
+
+// RequireAPIError checks a delivery's error for a vendor's error answer
+// of status: it reads want, is retryable or permanent as retryable says,
+// and is a *notify.APIError of that status.
+func RequireAPIError(t testing.TB, err error, want string, status int, retryable bool) {
+	t.Helper()
+	require.EqualError(t, err, want)
+	retry, _ := notify.IsRetryable(err)
+	require.Equal(t, retryable, retry)
+	var apiErr *notify.APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, status, apiErr.StatusCode)
+}

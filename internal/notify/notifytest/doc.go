@@ -24,10 +24,11 @@
 //
 // Checks that HTTP notifiers' own tests share, with each vendor's tables
 // and texts: RequireStatusClasses (status → retryable, one attempt per
-// Notify), RequireRetryAfter with RetryAfter429 and Clock (Retry-After
-// delays), RequireTimeout, RedirectServer and RequireNoRedirect (no
-// redirect is followed), DeliverEchoing with RequireNoSecretsInResults
-// and RequireNoSecretsInHeader (no secret escapes, whatever the server
+// Notify), RequireAPIError (a vendor's error answer), RequireRetryAfter
+// with RetryAfter429 and Clock (Retry-After delays), RequireTimeout,
+// RedirectServer and RequireNoRedirect (no redirect is followed),
+// DeliverEchoing with RequireNoSecretsInResults and
+// RequireNoSecretsInHeader (no secret escapes, whatever the server
 // echoes); ConformanceOf (Conformance for a server constructor and the
 // vendor's test notifier) and Start/StartLogged (the same pair for one
 // test); NotifyLifecycle, RequirePosts and RequireReopens (one incident's

@@ -74,12 +74,7 @@ func TestInvalidEventIsPermanent(t *testing.T) {
 	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
 	srv.FailNext(notifytest.Failure{Status: 400, Body: `{"status":"invalid event","message":"Event object is invalid","errors":["'payload.summary' is missing or blank","bad key ` + srv.RoutingKey + `"]}`})
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `pagerduty pd-oncall: trigger `+notifytest.SampleKey+`: status 400 (invalid event): Event object is invalid: 'payload.summary' is missing or blank; bad key [REDACTED]`)
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	var apiErr *APIError
-	require.ErrorAs(t, err, &apiErr)
-	require.Equal(t, 400, apiErr.StatusCode)
+	notifytest.RequireAPIError(t, err, `pagerduty pd-oncall: trigger `+notifytest.SampleKey+`: status 400 (invalid event): Event object is invalid: 'payload.summary' is missing or blank; bad key [REDACTED]`, 400, false)
 	notifytest.RequireNoSecrets(t, err, srv.Secrets())
 
 	// The fake's own validation, end to end: a summary over 1024

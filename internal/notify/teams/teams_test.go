@@ -114,12 +114,7 @@ func TestBadPayloadIsPermanent(t *testing.T) {
 	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	srv.FailNext(notifytest.Failure{Status: 400, Body: `{"error":{"code":"InvalidTemplate","message":"Unable to process template language expressions in action 'Post_card' inputs for ` + srv.WebhookURL() + `"}}`})
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `teams teams-oncall: post open card for `+notifytest.SampleKey+`: status 400 (InvalidTemplate): Unable to process template language expressions in action 'Post_card' inputs for [REDACTED]`)
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	var apiErr *APIError
-	require.ErrorAs(t, err, &apiErr)
-	require.Equal(t, 400, apiErr.StatusCode)
+	notifytest.RequireAPIError(t, err, `teams teams-oncall: post open card for `+notifytest.SampleKey+`: status 400 (InvalidTemplate): Unable to process template language expressions in action 'Post_card' inputs for [REDACTED]`, 400, false)
 	notifytest.RequireNoSecrets(t, err, srv.Secrets())
 	require.Empty(t, srv.Cards())
 }
