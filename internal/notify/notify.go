@@ -9,9 +9,13 @@
 // What every vendor shares lives here once: Open (the start of a New:
 // logger, Validate, the secret file), Sender (one HTTP attempt with its
 // timeout, Retry-After, redaction and transport errors; Attempt and
-// StatusError for client libraries), CAClient (a notifier's ca_file,
-// through cafile), Message.Check and RemediationResult.Title. The
-// vendors' settings are their <type>cfg leaves (docs/architecture/notify.md).
+// StatusError for client libraries), APIError (a vendor's error answer,
+// its errors and hint in the vendor's form), CAClient (a notifier's
+// ca_file, through cafile), Message.Check, RemediationResult.Title and
+// the texts vendors word alike, parameterised by what differs: EventNote
+// and EventWord (what a message reports), Capped ("and N more") and
+// Delta.Parts. The vendors' settings are their <type>cfg leaves
+// (docs/architecture/notify.md).
 //
 // Severity and its parser live in the leaf internal/notify/severity (one
 // list of severities, which config also validates against); notify names
@@ -109,6 +113,18 @@ type Delta struct {
 	Added   []drift.Finding
 	Removed []drift.Finding
 	Changed []drift.Finding // same address, different attributes/action
+}
+
+// DeltaPart is one of a Delta's lists and the word for it.
+type DeltaPart struct {
+	What     string // "added", "removed" or "changed"
+	Findings []drift.Finding
+}
+
+// Parts are d's lists in the order notifiers show them: added, removed,
+// changed.
+func (d *Delta) Parts() []DeltaPart {
+	return []DeltaPart{{"added", d.Added}, {"removed", d.Removed}, {"changed", d.Changed}}
 }
 
 // Message is one notification to deliver. ID is unique per message and

@@ -139,7 +139,10 @@ func NewSender(vendor, name string, hc *http.Client, timeout time.Duration, reda
 }
 
 // APIError is a vendor's error answer, redacted and bounded by the
-// notifier that read it: "status 400 (CODE): MESSAGE: E1; E2 [HINT]".
+// notifier that read it: "status 400 (CODE): MESSAGE: E1; E2 [HINT]",
+// each part only when set; a vendor whose errors or hint read in
+// parentheses, " (E1; E2)" or " (HINT)", says so in ParenErrors or
+// ParenHint.
 type APIError struct {
 	StatusCode int
 	// Code is the vendor's error type or code, e.g. "invalid event",
@@ -151,6 +154,9 @@ type APIError struct {
 	Errors []string
 	// Hint says what to do, for statuses a person must fix.
 	Hint string
+	// ParenErrors and ParenHint put the errors and the hint in
+	// parentheses, as the vendor's own form of the answer has them.
+	ParenErrors, ParenHint bool
 }
 
 // Error implements error.
@@ -163,10 +169,18 @@ func (e *APIError) Error() string {
 		s += ": " + e.Message
 	}
 	if len(e.Errors) > 0 {
-		s += ": " + strings.Join(e.Errors, "; ")
+		s += enclose(": ", strings.Join(e.Errors, "; "), "", e.ParenErrors)
 	}
 	if e.Hint != "" {
-		s += " [" + e.Hint + "]"
+		s += enclose(" [", e.Hint, "]", e.ParenHint)
 	}
 	return s
+}
+
+// enclose is open+s+end, or " ("+s+")" when paren.
+func enclose(open, s, end string, paren bool) string {
+	if paren {
+		return " (" + s + ")"
+	}
+	return open + s + end
 }

@@ -143,4 +143,9 @@ func TestAPIError(t *testing.T) {
 	require.EqualError(t, &APIError{StatusCode: 404}, "status 404")
 	require.EqualError(t, &APIError{StatusCode: 400, Code: "invalid event", Message: "Event object is invalid",
 		Errors: []string{"a", "b"}, Hint: "fix it"}, "status 400 (invalid event): Event object is invalid: a; b [fix it]")
+	require.EqualError(t, &APIError{StatusCode: 422, Message: "Validation Failed", Errors: []string{"a", "b"}, Hint: "fix it", ParenHint: true},
+		"status 422: Validation Failed: a; b (fix it)")
+	require.EqualError(t, &APIError{StatusCode: 422, Message: "not processable", Errors: []string{"a", "b"}, ParenErrors: true},
+		"status 422: not processable (a; b)")
+	require.EqualError(t, &APIError{StatusCode: 401, Hint: "fix it", ParenHint: true}, "status 401 (fix it)")
 }

@@ -106,3 +106,54 @@ func CountsText(c drift.Counts) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Capped is text of each of items, the first limit of them, and, when
+// there are more, a last entry saying how many are left out:
+// fmt.Sprintf(more, n), e.g. "and %d more". Nil for no items.
+func Capped[T any](items []T, limit int, more string, text func(T) string) []string {
+	var out []string
+	for i, x := range items {
+		if i == limit {
+			return append(out, fmt.Sprintf(more, len(items)-limit))
+		}
+		out = append(out, text(x))
+	}
+	return out
+}
+
+// EventNote is what a message's title adds to say what it reports:
+// " (findings changed)" for an update, " (still open since SINCE)" for a
+// renotify, " (RESULT)" for a remediation (its result's title in lower
+// case, a result of no known kind shown through clean), "" for any other
+// event.
+func EventNote(m Message, since string, clean func(string) string) string {
+	switch m.Event {
+	case EventUpdate:
+		return " (findings changed)"
+	case EventRenotify:
+		return " (still open since " + since + ")"
+	case EventRemediation:
+		return " (" + strings.ToLower(m.Remediation.Result.Title(clean)) + ")"
+	}
+	return ""
+}
+
+// EventWord says what message m was, for a footer: "opened", "findings
+// changed", renotify (the vendor's word for a reminder), the
+// remediation's result (as EventNote says it), "resolved"; an event of no
+// known kind is its name.
+func EventWord(m Message, renotify string, clean func(string) string) string {
+	switch m.Event {
+	case EventOpen:
+		return "opened"
+	case EventUpdate:
+		return "findings changed"
+	case EventRenotify:
+		return renotify
+	case EventRemediation:
+		return strings.ToLower(m.Remediation.Result.Title(clean))
+	case EventResolve:
+		return "resolved"
+	}
+	return string(m.Event)
+}

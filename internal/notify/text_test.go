@@ -1,6 +1,8 @@
 package notify
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,4 +37,38 @@ func TestCountsText(t *testing.T) {
 	require.Equal(t, "no findings", CountsText(drift.Counts{}))
 	require.Equal(t, "3 drifted, 1 pending, 2 forbidden", CountsText(drift.Counts{Drift: 3, Pending: 1, Forbidden: 2}))
 	require.Equal(t, "2 forbidden", CountsText(drift.Counts{Forbidden: 2}))
+}
+
+func TestCapped(t *testing.T) {
+	up := strings.ToUpper
+	require.Nil(t, Capped(nil, 2, "+%d more", up))
+	require.Equal(t, []string{"A", "B"}, Capped([]string{"a", "b"}, 2, "+%d more", up))
+	require.Equal(t, []string{"A", "B", "and 3 more"}, Capped([]string{"a", "b", "c", "d", "e"}, 2, "and %d more", up))
+	require.Equal(t, []string{"1"}, Capped([]int{1}, 5, "+%d", strconv.Itoa))
+}
+
+func TestEventNoteAndWord(t *testing.T) {
+	m := Message{Event: EventUpdate}
+	bracket := func(s string) string { return "<" + s + ">" }
+	require.Equal(t, " (findings changed)", EventNote(m, "S", bracket))
+	require.Equal(t, "findings changed", EventWord(m, "R", bracket))
+	m.Event = EventRenotify
+	require.Equal(t, " (still open since S)", EventNote(m, "S", bracket))
+	require.Equal(t, "R", EventWord(m, "R", bracket))
+	m.Event, m.Remediation = EventRemediation, &Remediation{Result: "odd"}
+	require.Equal(t, " (remediation <odd>)", EventNote(m, "S", bracket))
+	require.Equal(t, "remediation <odd>", EventWord(m, "R", bracket))
+	m.Event = EventOpen
+	require.Empty(t, EventNote(m, "S", bracket))
+	require.Equal(t, "opened", EventWord(m, "R", bracket))
+	m.Event = EventResolve
+	require.Empty(t, EventNote(m, "S", bracket))
+	require.Equal(t, "resolved", EventWord(m, "R", bracket))
+	m.Event = "snooze"
+	require.Equal(t, "snooze", EventWord(m, "R", bracket))
+}
+
+func TestDeltaParts(t *testing.T) {
+	a, r, c := []drift.Finding{{Address: "a"}}, []drift.Finding{{Address: "r"}}, []drift.Finding{{Address: "c"}}
+	require.Equal(t, []DeltaPart{{"added", a}, {"removed", r}, {"changed", c}}, (&Delta{Added: a, Removed: r, Changed: c}).Parts())
 }

@@ -166,35 +166,20 @@ func threadTitle(in notify.Incident) string {
 // headline is the body's first line: the incident's title and what this
 // message reports.
 func headline(m notify.Message) string {
-	s := notify.Title(m.Incident)
-	switch m.Event {
-	case notify.EventUpdate:
-		s += " (findings changed)"
-	case notify.EventRenotify:
-		s += " (still open since " + stamp(m.Incident.Since) + ")"
-	case notify.EventRemediation:
-		s += " (" + strings.ToLower(m.Remediation.Result.Title(func(s string) string { return clean(s, 40) })) + ")"
-	case notify.EventResolve:
-		s = "Resolved: " + threadTitle(m.Incident)
+	s := "Resolved: " + threadTitle(m.Incident)
+	if m.Event != notify.EventResolve {
+		s = notify.Title(m.Incident) + notify.EventNote(m, stamp(m.Incident.Since), cleanResult)
 	}
 	return clean(s, 2*maxField)
 }
 
+// eventText says what the message is, for the body's Event line.
 func eventText(m notify.Message) string {
-	switch m.Event {
-	case notify.EventOpen:
-		return "opened"
-	case notify.EventUpdate:
-		return "findings changed"
-	case notify.EventRenotify:
-		return "still open (reminder)"
-	case notify.EventRemediation:
-		return strings.ToLower(m.Remediation.Result.Title(func(s string) string { return clean(s, 40) }))
-	case notify.EventResolve:
-		return "resolved"
-	}
-	return string(m.Event)
+	return notify.EventWord(m, "still open (reminder)", cleanResult)
 }
+
+// cleanResult shows a remediation result of no known kind.
+func cleanResult(s string) string { return clean(s, 40) }
 
 // body is the plain-text body (LF line ends; the quoted-printable writer
 // makes them CRLF). Findings are addresses, actions and attribute paths:
@@ -302,14 +287,7 @@ func findings(line func(string, ...any), indent string, fs []drift.Finding, limi
 		}
 		line("%s", s)
 		if len(f.Attributes) > 0 {
-			var as []string
-			for i, a := range f.Attributes {
-				if i == maxPaths {
-					as = append(as, fmt.Sprintf("and %d more", len(f.Attributes)-maxPaths))
-					break
-				}
-				as = append(as, clean(a, maxPath))
-			}
+			as := notify.Capped(f.Attributes, maxPaths, "and %d more", func(a string) string { return clean(a, maxPath) })
 			line("%s    attributes: %s", indent, strings.Join(as, ", "))
 		}
 		if len(f.SeenIn) > 0 {

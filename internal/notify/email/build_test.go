@@ -339,10 +339,7 @@ func TestLongMessage(t *testing.T) {
 
 // The other classes' subjects and what an errored incident says.
 func TestClasses(t *testing.T) {
-	m := notifytest.SampleMessage(notify.EventOpen)
-	m.Incident.Class = notify.ClassErrored
-	m.Incident.Findings, m.Incident.Counts = nil, drift.Counts{}
-	m.Incident.Error = "init: Error: Failed to query\navailable provider packages"
+	m := notifytest.Errored(notifytest.SampleMessage(notify.EventOpen), "init: Error: Failed to query\navailable provider packages")
 	msg, err := buildMessage(m, testOptions(t))
 	require.NoError(t, err)
 	p := parse(t, msg.Data)
@@ -352,10 +349,7 @@ func TestClasses(t *testing.T) {
 	require.NotContains(t, p.body, "Findings (")
 	require.NotContains(t, p.body, "Counts:")
 
-	m = notifytest.SampleMessage(notify.EventOpen)
-	m.Incident.Class = notify.ClassForbidden
-	m.Incident.Findings = []drift.Finding{{Kind: drift.KindForbidden, Action: "manage", Address: "kubernetes_manifest.app", SeenIn: []string{"config", "state"}}}
-	m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
+	m = notifytest.Forbidden(notifytest.SampleMessage(notify.EventOpen), drift.Finding{Kind: drift.KindForbidden, Action: "manage", Address: "kubernetes_manifest.app", SeenIn: []string{"config", "state"}})
 	msg, err = buildMessage(m, testOptions(t))
 	require.NoError(t, err)
 	p = parse(t, msg.Data)

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,15 +58,7 @@ func TestLifecycle(t *testing.T) {
 	srv := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{})
 	n := newTestNotifier(t, testConfig(srv), nil)
 	events := notifytest.LifecycleEvents
-	for _, ev := range events {
-		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
-		require.NoError(t, err, ev)
-		if ev == notify.EventResolve {
-			require.Nil(t, state)
-		} else {
-			require.JSONEq(t, `{"kept":true}`, string(state), "email keeps no state of its own")
-		}
-	}
+	notifytest.NotifyLifecycle(t, n, true)
 
 	envs := srv.Envelopes()
 	require.Len(t, envs, len(events))
@@ -212,8 +203,7 @@ func TestAuthFailed(t *testing.T) {
 	srv := notifytest.NewSMTPServer(t, notifytest.SMTPOptions{})
 	cfg := testConfig(srv)
 	wrong := notifytest.Canary("wrong-pass")
-	cfg.PasswordFile = filepath.Join(t.TempDir(), "password")
-	require.NoError(t, os.WriteFile(cfg.PasswordFile, []byte(wrong+"\n"), 0o600))
+	cfg.PasswordFile = notifytest.NewFiles(t).Write("password", wrong+"\n")
 	n := newTestNotifier(t, cfg, nil)
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.EqualError(t, err, "email mail-oncall: send "+sampleRoot+": AUTH PLAIN: 535 5.7.8 Authentication failed")
@@ -441,12 +431,8 @@ func TestPermanentErrors(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		return p
-	}
+	files := notifytest.NewFiles(t)
+	write := files.Write
 	logger := slog.New(slog.DiscardHandler)
 	base := Config{Name: "mail", Host: "smtp.example.com", From: "dw@example.com", To: []string{"ops@example.com"}}
 
@@ -485,7 +471,7 @@ func TestNew(t *testing.T) {
 		require.Contains(t, err.Error(), `email "mail": password_file "`+c.PasswordFile+`"`)
 		notifytest.RequireNoSecrets(t, err, []string{user, strings.TrimSpace(pass)})
 	}
-	c.PasswordFile = filepath.Join(dir, "missing")
+	c.PasswordFile = files.Path("missing")
 	_, err = New(c, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)
 

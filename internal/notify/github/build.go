@@ -229,19 +229,7 @@ func remediationText(m notify.Message) string {
 
 // eventText says what the last message was, for the body's footer.
 func eventText(m notify.Message) string {
-	switch m.Event {
-	case notify.EventOpen:
-		return "opened"
-	case notify.EventUpdate:
-		return "findings changed"
-	case notify.EventRenotify:
-		return "still open"
-	case notify.EventRemediation:
-		return strings.ToLower(m.Remediation.Result.Title(mdText))
-	case notify.EventResolve:
-		return "resolved"
-	}
-	return string(m.Event)
+	return notify.EventWord(m, "still open", mdText)
 }
 
 func ownerText(in notify.Incident) string {
@@ -296,11 +284,8 @@ func deltaList(d *notify.Delta) string {
 	var b strings.Builder
 	left := maxDelta
 	omitted := 0
-	for _, part := range []struct {
-		what string
-		fs   []drift.Finding
-	}{{"added", d.Added}, {"removed", d.Removed}, {"changed", d.Changed}} {
-		for _, f := range part.fs {
+	for _, part := range d.Parts() {
+		for _, f := range part.Findings {
 			if left == 0 {
 				omitted++
 				continue
@@ -309,7 +294,7 @@ func deltaList(d *notify.Delta) string {
 			if b.Len() == 0 {
 				b.WriteString("\n")
 			}
-			fmt.Fprintf(&b, "- %s: %s %s %s", part.what, mdText(string(f.Kind)), mdText(f.Action), code(notify.Truncate(f.Address, maxAddress)))
+			fmt.Fprintf(&b, "- %s: %s %s %s", part.What, mdText(string(f.Kind)), mdText(f.Action), code(notify.Truncate(f.Address, maxAddress)))
 			if p := pathsText(f.Attributes, false); p != "" {
 				b.WriteString(" (" + p + ")")
 			}
@@ -324,20 +309,11 @@ func deltaList(d *notify.Delta) string {
 
 // pathsText lists attribute paths (never values) as code spans.
 func pathsText(ps []string, inTable bool) string {
-	var out []string
-	for i, p := range ps {
-		if i == maxPaths {
-			out = append(out, fmt.Sprintf("+%d more", len(ps)-maxPaths))
-			break
-		}
-		p = notify.Truncate(p, maxPath)
-		if inTable {
-			out = append(out, cell(p))
-		} else {
-			out = append(out, code(p))
-		}
+	span := code
+	if inTable {
+		span = cell
 	}
-	return strings.Join(out, ", ")
+	return strings.Join(notify.Capped(ps, maxPaths, "+%d more", func(p string) string { return span(notify.Truncate(p, maxPath)) }), ", ")
 }
 
 func sinceText(t time.Time, prefix string) string {

@@ -106,10 +106,7 @@ _driftwatch rewrites this description on every change (last: 2026-11-03 10:00 UT
 	})
 
 	t.Run("forbidden", func(t *testing.T) {
-		m := notifytest.SampleMessage(notify.EventOpen)
-		m.Incident.Class = notify.ClassForbidden
-		m.Incident.Findings = []drift.Finding{{Kind: drift.KindForbidden, Action: "create", Address: "kubernetes_deployment.api"}}
-		m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
+		m := notifytest.Forbidden(notifytest.SampleMessage(notify.EventOpen), drift.Finding{Kind: drift.KindForbidden, Action: "create", Address: "kubernetes_deployment.api"})
 		b := buildBody(m)
 		require.Contains(t, b, "### Forbidden resource types in `prod/network`: 1 resource\n")
 		require.Contains(t, b, "#### Findings (1 forbidden)\n")

@@ -452,53 +452,36 @@ func (n *Notifier) rateLimited(resp *http.Response, message string) (bool, time.
 	return false, 0
 }
 
-// APIError is an error response from GitHub's REST API, redacted.
-type APIError struct {
-	StatusCode int
-	// Message is GitHub's message, e.g. "Validation Failed", "Not Found",
-	// "Bad credentials".
-	Message string
-	// Errors are a 422's details, e.g. "missing_field title (Issue)".
-	Errors []string
-}
+// APIError is an error response from GitHub's REST API, redacted
+// (notify.APIError): GitHub's message, a 422's details (e.g.
+// "missing_field title (Issue)") and, in parentheses, a hint.
+type APIError = notify.APIError
 
-// Error implements error.
-func (e *APIError) Error() string {
-	s := fmt.Sprintf("status %d", e.StatusCode)
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	if len(e.Errors) > 0 {
-		s += ": " + strings.Join(e.Errors, "; ")
-	}
-	switch e.StatusCode {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		s += " (redirects are not followed: if the repository was renamed or moved, set repository to its new name)"
-	case http.StatusUnauthorized:
-		s += " (check the token in token_file)"
-	case http.StatusNotFound:
-		s += " (the repository does not exist, or the token cannot see it)"
-	}
-	return s
+// redirectHint is the hint of a 3xx answer.
+const redirectHint = "redirects are not followed: if the repository was renamed or moved, set repository to its new name"
+
+// hints say what to do about an answer a person must fix, by status.
+var hints = map[int]string{
+	http.StatusMovedPermanently:  redirectHint,
+	http.StatusFound:             redirectHint,
+	http.StatusSeeOther:          redirectHint,
+	http.StatusTemporaryRedirect: redirectHint,
+	http.StatusPermanentRedirect: redirectHint,
+	http.StatusUnauthorized:      "check the token in token_file",
+	http.StatusNotFound:          "the repository does not exist, or the token cannot see it",
 }
 
 // apiError reads GitHub's message from err (go-github's error types) or,
 // failing that, from resp.
 func (n *Notifier) apiError(resp *http.Response, err error) *APIError {
-	e := &APIError{StatusCode: resp.StatusCode}
+	e := &APIError{StatusCode: resp.StatusCode, Hint: hints[resp.StatusCode], ParenHint: true}
 	var er *gh.ErrorResponse
 	var rl *gh.RateLimitError
 	var ab *gh.AbuseRateLimitError
 	switch {
 	case errors.As(err, &er):
 		e.Message = n.clean(er.Message, 300)
-		for i, x := range er.Errors {
-			if i == 5 {
-				e.Errors = append(e.Errors, fmt.Sprintf("… and %d more", len(er.Errors)-5))
-				break
-			}
-			e.Errors = append(e.Errors, n.clean(fieldError(x), 300))
-		}
+		e.Errors = notify.Capped(er.Errors, 5, "… and %d more", func(x gh.Error) string { return n.clean(fieldError(x), 300) })
 	case errors.As(err, &rl):
 		e.Message = n.clean(rl.Message, 300)
 	case errors.As(err, &ab):

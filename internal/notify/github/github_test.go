@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,6 @@ const (
 	// commentsQuery lists the comments since SampleMessage's time less
 	// an hour.
 	commentsQuery = "per_page=100&since=2026-11-03T09%3A00%3A00Z"
-	incidentKey   = "drift-prod-network-3f9a2c"
 )
 
 func newTestNotifier(t *testing.T, srv *notifytest.GitHubServer, logger *slog.Logger) *Notifier {
@@ -114,8 +112,7 @@ func TestConformance(t *testing.T) {
 // comment, resolve comments and closes it; the drift coming back reopens
 // the same issue, with or without the state.
 func TestLifecycle(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 	sample := notifytest.SampleMessage
 	issue1 := issuesPath + "/1"
 	wantState := `{"repository":"driftwatch-test/infra","issue":1}`
@@ -196,8 +193,7 @@ func TestLifecycle(t *testing.T) {
 func TestCrashReplay(t *testing.T) {
 	sample := notifytest.SampleMessage
 	t.Run("open after the issue was created", func(t *testing.T) {
-		srv := notifytest.NewGitHubServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 		require.NoError(t, send(t, n, sample(notify.EventOpen), nil).err)
 		from := len(srv.Requests())
 		d := send(t, n, sample(notify.EventOpen), nil)
@@ -208,8 +204,7 @@ func TestCrashReplay(t *testing.T) {
 	})
 
 	t.Run("update with the previous state", func(t *testing.T) {
-		srv := notifytest.NewGitHubServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 		open := send(t, n, sample(notify.EventOpen), nil)
 		require.NoError(t, send(t, n, sample(notify.EventUpdate), open.state).err)
 		from := len(srv.Requests())
@@ -222,8 +217,7 @@ func TestCrashReplay(t *testing.T) {
 	})
 
 	t.Run("first message an update, replayed without state", func(t *testing.T) {
-		srv := notifytest.NewGitHubServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 		d := send(t, n, sample(notify.EventUpdate), nil)
 		require.NoError(t, d.err)
 		requireRequests(t, srv, 0,
@@ -241,8 +235,7 @@ func TestCrashReplay(t *testing.T) {
 	})
 
 	t.Run("resolve", func(t *testing.T) {
-		srv := notifytest.NewGitHubServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 		open := send(t, n, sample(notify.EventOpen), nil)
 		require.NoError(t, send(t, n, sample(notify.EventResolve), open.state).err)
 		for _, st := range [][]byte{open.state, nil} {
@@ -258,8 +251,7 @@ func TestCrashReplay(t *testing.T) {
 // The state is saved through saveState right after the create, before
 // the comment that fails: the retry with that state creates nothing.
 func TestStateSavedBeforeFailure(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 	m := notifytest.SampleMessage(notify.EventUpdate)
 	var saved []byte
 	srv.FailOn("POST", "/comments", notifytest.Failure{Status: 502})
@@ -292,17 +284,16 @@ func TestStateSavedBeforeFailure(t *testing.T) {
 // with the class label, a pull request and an unlabelled issue with the
 // marker, on the list's second page.
 func TestFindAmongOthers(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 	m := notifytest.SampleMessage(notify.EventRenotify)
-	marker := "<!-- driftwatch:incident=" + incidentKey + " -->\n"
+	marker := "<!-- driftwatch:incident=" + notifytest.SampleKey + " -->\n"
 	srv.Seed(notifytest.GitHubIssue{Title: "unlabelled copy", Body: marker, Labels: []string{"driftwatch"}})
 	want := srv.Seed(notifytest.GitHubIssue{Title: "ours", Body: "\n" + marker + "old text", State: "closed", StateReason: "completed", Labels: []string{"driftwatch:drift"}})
 	for i := range 120 {
 		srv.Seed(notifytest.GitHubIssue{Title: "other", Body: fmt.Sprintf("<!-- driftwatch:incident=drift-other-%d -->\n", i), Labels: []string{"driftwatch", "driftwatch:drift"}})
 	}
 	srv.Seed(notifytest.GitHubIssue{Title: "a pull request", Body: marker, PullRequest: true, Labels: []string{"driftwatch:drift"}})
-	srv.Seed(notifytest.GitHubIssue{Title: "prefix", Body: "<!-- driftwatch:incident=" + incidentKey + "-x -->\n", Labels: []string{"driftwatch:drift"}})
+	srv.Seed(notifytest.GitHubIssue{Title: "prefix", Body: "<!-- driftwatch:incident=" + notifytest.SampleKey + "-x -->\n", Labels: []string{"driftwatch:drift"}})
 
 	from := len(srv.Requests())
 	d := send(t, n, m, nil)
@@ -324,8 +315,7 @@ func TestFindAmongOthers(t *testing.T) {
 // An issue that is gone (deleted, here) is looked for again, and a new
 // one created; a state of another repository is ignored.
 func TestStaleIssue(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 	open := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, open.err)
 	srv.Delete(1)
@@ -380,8 +370,7 @@ func TestRateLimits(t *testing.T) {
 			"status 429: You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := notifytest.NewGitHubServer(t)
-			n := newTestNotifier(t, srv, nil)
+			srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 			n.now = func() time.Time { return now }
 			srv.LimitNext(tc.limit)
 			d := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
@@ -417,24 +406,17 @@ func TestStatusClasses(t *testing.T) {
 		{400, `not json`, false, "status 400: Bad Request"},
 	} {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
-			srv := notifytest.NewGitHubServer(t)
-			n := newTestNotifier(t, srv, nil)
+			srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 			srv.FailNext(notifytest.Failure{Status: tc.status, Body: tc.body})
 			d := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-			require.EqualError(t, d.err, "github gh-infra: list issues: "+tc.err)
-			retry, _ := notify.IsRetryable(d.err)
-			require.Equal(t, tc.retryable, retry)
-			var apiErr *APIError
-			require.ErrorAs(t, d.err, &apiErr)
-			require.Equal(t, tc.status, apiErr.StatusCode)
+			notifytest.RequireAPIError(t, d.err, "github gh-infra: list issues: "+tc.err, tc.status, tc.retryable)
 			require.Len(t, srv.Requests(), 1)
 		})
 	}
 
 	t.Run("wrong token", func(t *testing.T) {
 		srv := notifytest.NewGitHubServer(t)
-		bad := filepath.Join(t.TempDir(), "token")
-		require.NoError(t, os.WriteFile(bad, []byte("ghp_wrong0123456789"), 0o600))
+		bad := notifytest.NewFiles(t).Write("token", "ghp_wrong0123456789")
 		n, err := New(Config{Name: "gh", TokenFile: bad, Repository: srv.Repository(), APIURL: srv.URL()}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 		require.NoError(t, err)
 		d := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
@@ -455,8 +437,7 @@ func TestStatusClasses(t *testing.T) {
 	})
 
 	t.Run("issues disabled", func(t *testing.T) {
-		srv := notifytest.NewGitHubServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 		open := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		srv.DisableIssues(true)
 		d := send(t, n, notifytest.SampleMessage(notify.EventUpdate), open.state)
@@ -466,8 +447,7 @@ func TestStatusClasses(t *testing.T) {
 	})
 
 	t.Run("a failed comment after the update is retried, and posted once", func(t *testing.T) {
-		srv := notifytest.NewGitHubServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitHubServer, newTestNotifier)
 		open := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		srv.FailOn("POST", "/comments", notifytest.Failure{Status: 503, RetryAfter: "12"})
 		d := send(t, n, notifytest.SampleMessage(notify.EventUpdate), open.state)
@@ -483,39 +463,26 @@ func TestStatusClasses(t *testing.T) {
 
 // Redirects are not followed: the token goes with every request.
 func TestRedirectNotFollowed(t *testing.T) {
-	redirect, followed := notifytest.RedirectServer(t, http.StatusMovedPermanently)
 	tokenFile := notifytest.SecretFile(t, "token", "ghp_"+strings.Repeat("a", 36))
-	n, err := New(Config{Name: "gh", TokenFile: tokenFile, Repository: "acme/infra", APIURL: redirect + "/api/v3/"}, nil, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	d := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, d.err, "github gh: list issues: status 301: Moved Permanently (redirects are not followed: if the repository was renamed or moved, set repository to its new name)")
-	require.Zero(t, followed())
+	notifytest.RequireNoRedirect(t, http.StatusMovedPermanently, func(redirect string) (notify.Notifier, error) {
+		return New(Config{Name: "gh", TokenFile: tokenFile, Repository: "acme/infra", APIURL: redirect + "/api/v3/"}, nil, slog.New(slog.DiscardHandler))
+	}, "github gh: list issues: status 301: Moved Permanently (redirects are not followed: if the repository was renamed or moved, set repository to its new name)")
 }
 
 func TestTimeoutIsRetryable(t *testing.T) {
 	srv := notifytest.NewGitHubServer(t)
-	n, err := New(Config{Name: "gh", TokenFile: srv.TokenFile, Repository: srv.Repository(), APIURL: srv.URL(), Timeout: 100 * time.Millisecond},
-		srv.HTTPClient(), slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	srv.FailNext(notifytest.Failure{Delay: time.Minute})
-	d := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, d.err, "github gh: list issues: timeout after 100ms")
-	retry, _ := notify.IsRetryable(d.err)
-	require.True(t, retry)
+	n := notifytest.MustNew(t, New, Config{Name: "gh", TokenFile: srv.TokenFile, Repository: srv.Repository(), APIURL: srv.URL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), nil)
+	notifytest.RequireTimeout(t, srv, n, "github gh: list issues: timeout after 100ms")
 }
 
 func TestPermanentErrors(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	n := newTestNotifier(t, srv, nil)
-	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `github gh-infra: unknown event "snooze"`)
+	notifytest.RequireUnknownEventOf(t, notifytest.NewGitHubServer, newTestNotifier, []byte("{}"), `github gh-infra: unknown event "snooze"`)
 }
 
 // The token is in the Authorization header and nowhere else: not in an
 // error, a state or a log line, whatever the server echoes.
 func TestCanaryAbsentEverywhere(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewGitHubServer, newTestNotifier)
 	secrets := srv.Secrets()
 	echo := fmt.Sprintf(`{"message":"bad %s","errors":[{"resource":"Issue","code":"custom","message":"token %s"}],"documentation_url":"https://docs.github.com/%s"}`,
 		srv.Token, srv.Token, srv.Token)
@@ -557,12 +524,8 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		return p
-	}
+	files := notifytest.NewFiles(t)
+	write := files.Write
 	logger := slog.New(slog.DiscardHandler)
 	token := "github_pat_11AAAAAAA0123456789abcdef"
 	good := write("good", token+"\n")
@@ -582,15 +545,15 @@ func TestNew(t *testing.T) {
 	_, err = New(Config{Name: "gh", TokenFile: good, Repository: "acme/infra", Labels: []string{"a,b", ""}}, nil, logger)
 	require.EqualError(t, err, "github \"gh\": labels[0]: \"a,b\": no commas or line breaks\nlabels[1]: empty label")
 
-	_, err = New(Config{Name: "gh", TokenFile: filepath.Join(dir, "missing"), Repository: "acme/infra"}, nil, logger)
+	_, err = New(Config{Name: "gh", TokenFile: files.Path("missing"), Repository: "acme/infra"}, nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)
 
 	_, err = New(Config{Name: "gh", TokenFile: write("empty", " \n"), Repository: "acme/infra"}, nil, logger)
-	require.EqualError(t, err, `github "gh": token_file "`+filepath.Join(dir, "empty")+`" is empty`)
+	require.EqualError(t, err, `github "gh": token_file "`+files.Path("empty")+`" is empty`)
 
 	for name, content := range map[string]string{"two": token + "\n" + token, "spaced": token[:10] + " " + token[11:]} {
 		_, err = New(Config{Name: "gh", TokenFile: write(name, content), Repository: "acme/infra"}, nil, logger)
-		require.EqualError(t, err, `github "gh": token_file "`+filepath.Join(dir, name)+`": want one token on one line (printable ASCII, no spaces)`)
+		require.EqualError(t, err, `github "gh": token_file "`+files.Path(name)+`": want one token on one line (printable ASCII, no spaces)`)
 		notifytest.RequireNoSecrets(t, err, []string{token, token[:10]})
 	}
 
@@ -613,9 +576,7 @@ func TestNew(t *testing.T) {
 // GitHub drops a new issue's labels when the token may not set them: the
 // notifier says so, since the issue cannot be found again without them.
 func TestLabelsDropped(t *testing.T) {
-	srv := notifytest.NewGitHubServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewGitHubServer, newTestNotifier)
 	srv.DropLabels(true)
 	require.NoError(t, send(t, n, notifytest.SampleMessage(notify.EventOpen), nil).err)
 	require.Contains(t, logs(), `level=ERROR msg="GitHub did not set the issue's labels`)

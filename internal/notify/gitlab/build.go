@@ -216,16 +216,13 @@ func deltaTable(d *notify.Delta) string {
 	var b strings.Builder
 	b.WriteString("\n\n| Change | Kind | Action | Address | Attributes |\n|---|---|---|---|---|\n")
 	rows := 0
-	for _, part := range []struct {
-		what string
-		fs   []drift.Finding
-	}{{"added", d.Added}, {"removed", d.Removed}, {"changed", d.Changed}} {
-		for _, f := range part.fs {
+	for _, part := range d.Parts() {
+		for _, f := range part.Findings {
 			if rows == maxDelta {
 				break
 			}
 			rows++
-			b.WriteString("| " + part.what + " " + findingRow(f) + "\n")
+			b.WriteString("| " + part.What + " " + findingRow(f) + "\n")
 		}
 	}
 	if total := len(d.Added) + len(d.Removed) + len(d.Changed); total > rows {
@@ -281,14 +278,7 @@ func findingRow(f drift.Finding) string {
 	if action == "" {
 		action = "-"
 	}
-	attrs := make([]string, 0, min(len(f.Attributes), maxPaths))
-	for i, a := range f.Attributes {
-		if i == maxPaths {
-			attrs = append(attrs, fmt.Sprintf("and %d more", len(f.Attributes)-maxPaths))
-			break
-		}
-		attrs = append(attrs, cell(a))
-	}
+	attrs := notify.Capped(f.Attributes, maxPaths, "and %d more", cell)
 	if f.Detail != "" {
 		attrs = append(attrs, cell(f.Detail))
 	}

@@ -11,7 +11,6 @@ import (
 func TestConfigValidate(t *testing.T) {
 	valid := Config{Name: "gl", TokenFile: "/run/secrets/gitlab", Project: "platform/infra/drift-alerts"}
 	notifytest.RequireValidate(t, valid, Config.Validate, []notifytest.ValidateCase[Config]{
-		{Name: "valid", Edit: func(*Config) {}},
 		{Name: "numeric project", Edit: func(c *Config) { c.Project = "4242" }},
 		{Name: "self-managed", Edit: func(c *Config) { c.APIURL = "https://gitlab.corp.example/gitlab" }},
 		{Name: "loopback http", Edit: func(c *Config) { c.APIURL = "http://127.0.0.1:8929" }},

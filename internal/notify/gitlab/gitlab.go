@@ -409,29 +409,16 @@ func (n *Notifier) retryAfter(h http.Header) time.Duration {
 	return 0
 }
 
-// APIError is an error answer of the GitLab API, redacted.
-type APIError struct {
-	StatusCode int
-	// Message is GitLab's message, e.g. "401 Unauthorized" or "title is
-	// too long (maximum is 255 characters)".
-	Message string
-}
+// APIError is an error answer of the GitLab API, redacted
+// (notify.APIError): GitLab's message, e.g. "401 Unauthorized" or "title
+// is too long (maximum is 255 characters)", and, in parentheses, a hint.
+type APIError = notify.APIError
 
-// Error implements error.
-func (e *APIError) Error() string {
-	s := fmt.Sprintf("status %d", e.StatusCode)
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	switch e.StatusCode {
-	case http.StatusUnauthorized:
-		s += " (is the token valid and unexpired?)"
-	case http.StatusForbidden:
-		s += " (does the token have the api scope and at least the Reporter role?)"
-	case http.StatusNotFound:
-		s += " (does the project exist, and can the token see it?)"
-	}
-	return s
+// hints say what to do about an answer a person must fix, by status.
+var hints = map[int]string{
+	http.StatusUnauthorized: "is the token valid and unexpired?",
+	http.StatusForbidden:    "does the token have the api scope and at least the Reporter role?",
+	http.StatusNotFound:     "does the project exist, and can the token see it?",
 }
 
 // apiError reads GitLab's message from err's body: {"message": "..."},
@@ -439,7 +426,7 @@ func (e *APIError) Error() string {
 // "...", "error_description": "..."}. A 404's body is not kept by the
 // client library.
 func (n *Notifier) apiError(code int, err error) *APIError {
-	e := &APIError{StatusCode: code}
+	e := &APIError{StatusCode: code, Hint: hints[code], ParenHint: true}
 	var er *gl.ErrorResponse
 	if !errors.As(err, &er) || len(er.Body) == 0 {
 		return e

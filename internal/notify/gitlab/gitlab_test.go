@@ -16,11 +16,10 @@ import (
 )
 
 const (
-	testKey = "drift-prod-network-3f9a2c"
 	// projectPath is notifytest.GitLabProjectPath as it goes in a URL.
 	projectPath = "/api/v4/projects/platform%2Finfra%2Fdrift-alerts"
 	issuesPath  = projectPath + "/issues"
-	findQuery   = "in=description&labels=driftwatch%3A%3Adrift&order_by=created_at&page=1&per_page=20&search=" + testKey + "&sort=desc&state=all"
+	findQuery   = "in=description&labels=driftwatch%3A%3Adrift&order_by=created_at&page=1&per_page=20&search=" + notifytest.SampleKey + "&sort=desc&state=all"
 	notesQuery  = "order_by=created_at&per_page=100&sort=desc"
 )
 
@@ -111,8 +110,7 @@ func TestConformance(t *testing.T) {
 // renotify, closed on resolve, reopened with a comment when the drift
 // comes back. The requests on the wire are exactly these.
 func TestLifecycle(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	msg := notifytest.SampleMessage
 	var st []byte
 	var saves saver
@@ -167,8 +165,7 @@ func TestLifecycle(t *testing.T) {
 // the replay (same message, the previous state: none) finds the issue by
 // its marker and rewrites it; there is no second issue and no comment.
 func TestCrashAfterCreate(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 
 	// The answer to the create is lost: GitLab made the issue, the
@@ -202,8 +199,7 @@ func TestCrashAfterCreate(t *testing.T) {
 // A failed saveState after the create fails the delivery (retryable);
 // the retry finds the issue instead of creating another.
 func TestSaveStateFailure(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 	_, err := n.Notify(t.Context(), open, nil, func([]byte) error { return errors.New("database is locked") })
 	require.EqualError(t, err, "gitlab gl-infra: save state: database is locked")
@@ -220,8 +216,7 @@ func TestSaveStateFailure(t *testing.T) {
 func TestReplayPostsNoSecondComment(t *testing.T) {
 	for _, ev := range []notify.Event{notify.EventUpdate, notify.EventRemediation, notify.EventRenotify, notify.EventResolve} {
 		t.Run(string(ev), func(t *testing.T) {
-			srv := notifytest.NewGitLabServer(t)
-			n := newTestNotifier(t, srv, nil)
+			srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 			st, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 			require.NoError(t, err)
 			srv.AddComment(1, "Looking into it.")
@@ -247,8 +242,7 @@ func TestReplayPostsNoSecondComment(t *testing.T) {
 	}
 
 	t.Run("reopen", func(t *testing.T) {
-		srv := notifytest.NewGitLabServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 		st, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.NoError(t, err)
 		closed, err := send(t, n, notifytest.SampleMessage(notify.EventResolve), st)
@@ -283,11 +277,11 @@ func systemNotes(is notifytest.GitLabIssue) []string {
 // reopened.
 func TestFindsTheIssueByItsMarker(t *testing.T) {
 	srv := notifytest.NewGitLabServer(t)
-	marker := incidentMarker(testKey)
+	marker := incidentMarker(notifytest.SampleKey)
 	labels := []string{"driftwatch", "driftwatch::drift"}
 	ours := srv.AddIssue("Terraform drift in prod/network", marker+"\nold description", labels, true)
-	srv.AddIssue("Terraform drift in prod/network-2", incidentMarker(testKey+"-2")+"\n", labels, false)
-	srv.AddIssue("Why does "+testKey+" keep drifting?", "See "+testKey+" in the pager.", labels, false)
+	srv.AddIssue("Terraform drift in prod/network-2", incidentMarker(notifytest.SampleKey+"-2")+"\n", labels, false)
+	srv.AddIssue("Why does "+notifytest.SampleKey+" keep drifting?", "See "+notifytest.SampleKey+" in the pager.", labels, false)
 	srv.AddIssue("Unrelated", "Nothing to see", nil, false)
 
 	n := newTestNotifier(t, srv, nil)
@@ -306,9 +300,9 @@ func TestFindsTheIssueByItsMarker(t *testing.T) {
 func TestFindPaginates(t *testing.T) {
 	srv := notifytest.NewGitLabServer(t)
 	labels := []string{"driftwatch", "driftwatch::drift"}
-	srv.AddIssue("Terraform drift in prod/network", incidentMarker(testKey)+"\n", labels, false)
+	srv.AddIssue("Terraform drift in prod/network", incidentMarker(notifytest.SampleKey)+"\n", labels, false)
 	for range 25 { // newer: listed first
-		srv.AddIssue("Question", "about "+testKey, labels, false)
+		srv.AddIssue("Question", "about "+notifytest.SampleKey, labels, false)
 	}
 	n := newTestNotifier(t, srv, nil)
 	upd := notifytest.SampleMessage(notify.EventUpdate)
@@ -324,8 +318,7 @@ func TestFindPaginates(t *testing.T) {
 // An issue closed by hand stays closed while the incident is open (it is
 // still rewritten and commented on); the incident's next open reopens it.
 func TestClosedByHand(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	st, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	srv.CloseIssue(1)
@@ -350,8 +343,7 @@ func TestClosedByHand(t *testing.T) {
 // A resolve with no issue to close (the open never reached GitLab) does
 // nothing and forgets the incident.
 func TestResolveWithoutIssue(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	st, err := n.Notify(t.Context(), notifytest.SampleMessage(notify.EventResolve), nil, func([]byte) error {
 		t.Fatal("nothing to save")
 		return nil
@@ -364,8 +356,7 @@ func TestResolveWithoutIssue(t *testing.T) {
 
 // An issue deleted in GitLab: the next message opens a new one.
 func TestStoredIssueGone(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	st, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	srv.DeleteIssue(1)
@@ -381,8 +372,7 @@ func TestStoredIssueGone(t *testing.T) {
 // State from another project (the config changed) is not used: the
 // issue is looked up in the configured project.
 func TestStateOfAnotherProject(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 	_, err := send(t, n, open, []byte(`{"project":"platform/old","iid":9}`))
 	require.NoError(t, err)
@@ -417,12 +407,7 @@ func TestProjectNotFound(t *testing.T) {
 	srv := notifytest.NewGitLabServer(t)
 	n := newNotifierFor(t, srv, "platform/infra/other", nil)
 	_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "gitlab gl-infra: find the issue of "+testKey+": status 404 (does the project exist, and can the token see it?)")
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	var ae *APIError
-	require.ErrorAs(t, err, &ae)
-	require.Equal(t, 404, ae.StatusCode)
+	notifytest.RequireAPIError(t, err, "gitlab gl-infra: find the issue of "+notifytest.SampleKey+": status 404 (does the project exist, and can the token see it?)", 404, false)
 }
 
 // GitLab's message for a refused request is on the error (what the
@@ -443,11 +428,10 @@ func TestRefusedRequestShowsGitLabsMessage(t *testing.T) {
 		{403, `{"message":"403 Forbidden"}`, "status 403: 403 Forbidden (does the token have the api scope and at least the Reporter role?)"},
 		{409, `not json`, "status 409"},
 	} {
-		srv := notifytest.NewGitLabServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 		srv.FailNext(notifytest.Failure{Status: tc.status, Body: tc.body})
 		_, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		require.EqualError(t, err, "gitlab gl-infra: find the issue of "+testKey+": "+tc.want)
+		require.EqualError(t, err, "gitlab gl-infra: find the issue of "+notifytest.SampleKey+": "+tc.want)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry, tc.want)
 	}
@@ -456,13 +440,12 @@ func TestRefusedRequestShowsGitLabsMessage(t *testing.T) {
 // The server's own validation, end to end: a refused create is
 // permanent and nothing is saved.
 func TestCreateRefused(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	m := notifytest.SampleMessage(notify.EventOpen)
 	srv.FailNext(notifytest.Failure{Status: 200, Body: `[]`}) // the lookup
 	srv.FailNext(notifytest.Failure{Status: 403, Body: `{"message":"403 Forbidden"}`})
 	_, err := n.Notify(t.Context(), m, nil, func([]byte) error { t.Fatal("nothing to save"); return nil })
-	require.EqualError(t, err, "gitlab gl-infra: create the issue of "+testKey+": status 403: 403 Forbidden (does the token have the api scope and at least the Reporter role?)")
+	require.EqualError(t, err, "gitlab gl-infra: create the issue of "+notifytest.SampleKey+": status 403: 403 Forbidden (does the token have the api scope and at least the Reporter role?)")
 	require.Empty(t, srv.Issues())
 }
 
@@ -477,8 +460,7 @@ func TestStatusClasses(t *testing.T) {
 }
 
 func TestRateLimited(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
 	n.now = func() time.Time { return now }
 	body := `{"message":"Retry later"}`
@@ -499,7 +481,7 @@ func TestRateLimited(t *testing.T) {
 		retry, after := notify.IsRetryable(err)
 		require.True(t, retry)
 		require.Equal(t, tc.want, after, "%q %s", tc.retryAfter, tc.reset)
-		require.EqualError(t, err, "gitlab gl-infra: find the issue of "+testKey+": status 429: Retry later")
+		require.EqualError(t, err, "gitlab gl-infra: find the issue of "+notifytest.SampleKey+": status 429: Retry later")
 	}
 	srv.SetRateLimitReset(time.Time{})
 	require.Empty(t, srv.Issues())
@@ -510,21 +492,14 @@ func TestRateLimited(t *testing.T) {
 
 func TestTimeoutIsRetryable(t *testing.T) {
 	srv := notifytest.NewGitLabServer(t)
-	n, err := New(Config{Name: "gl", TokenFile: srv.TokenFile, Project: notifytest.GitLabProjectPath, APIURL: srv.URL(), Timeout: 100 * time.Millisecond},
-		srv.HTTPClient(), slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	srv.FailNext(notifytest.Failure{Delay: time.Minute})
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "gitlab gl: find the issue of "+testKey+": timeout after 100ms")
-	retry, _ := notify.IsRetryable(err)
-	require.True(t, retry)
+	n := notifytest.MustNew(t, New, Config{Name: "gl", TokenFile: srv.TokenFile, Project: notifytest.GitLabProjectPath, APIURL: srv.URL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), nil)
+	notifytest.RequireTimeout(t, srv, n, "gitlab gl: find the issue of "+notifytest.SampleKey+": timeout after 100ms")
 }
 
 // A dropped connection mid-lifecycle is retryable, and the retry carries
 // on where the first attempt stopped.
 func TestConnectionDropped(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewGitLabServer, newTestNotifier)
 	st, err := send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	srv.Down()
@@ -542,28 +517,21 @@ func TestConnectionDropped(t *testing.T) {
 // Redirects are not followed: the token is in a header that Go would
 // forward to another host.
 func TestRedirectNotFollowed(t *testing.T) {
-	redirect, followed := notifytest.RedirectServer(t, http.StatusFound)
 	tokenFile := notifytest.SecretFile(t, "token", "glpat-"+strings.Repeat("a", 20))
-	n, err := New(Config{Name: "gl", TokenFile: tokenFile, Project: "g/p", APIURL: redirect}, nil, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	_, err = send(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "gitlab gl: find the issue of "+testKey+": status 302: redirects are not followed")
-	require.Zero(t, followed(), "the token goes nowhere else")
+	notifytest.RequireNoRedirect(t, http.StatusFound, func(redirect string) (notify.Notifier, error) {
+		return New(Config{Name: "gl", TokenFile: tokenFile, Project: "g/p", APIURL: redirect}, nil, slog.New(slog.DiscardHandler))
+	}, "gitlab gl: find the issue of "+notifytest.SampleKey+": status 302: redirects are not followed") // the token goes nowhere else
 }
 
 func TestPermanentMessageErrors(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	n := newTestNotifier(t, srv, nil)
-	notifytest.RequireUnknownEvent(t, n, []byte(`{"project":"x","iid":1}`), func() int { return len(srv.Requests()) }, `gitlab gl-infra: unknown event "snooze"`)
+	notifytest.RequireUnknownEventOf(t, notifytest.NewGitLabServer, newTestNotifier, []byte(`{"project":"x","iid":1}`), `gitlab gl-infra: unknown event "snooze"`)
 }
 
 // The token is in the PRIVATE-TOKEN header and nowhere else: not in a
 // path, query, body, error, state or log line, whatever the server
 // echoes.
 func TestCanaryAbsentEverywhere(t *testing.T) {
-	srv := notifytest.NewGitLabServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewGitLabServer, newTestNotifier)
 	secrets := srv.Secrets()
 	echo := `{"message":{"token":["` + srv.Token + ` is invalid"]},"error":"bad ` + srv.Token + `","error_description":"` + srv.Token + `"}`
 	var saved [][]byte
@@ -594,12 +562,8 @@ func TestNew(t *testing.T) {
 	files := notifytest.NewFiles(t)
 	token := "glpat-" + strings.Repeat("Ab3", 6) + "Zz"
 	logger := slog.New(slog.DiscardHandler)
-	good := files.Write("good", token+"\n")
 	cfg := func(file string) Config { return Config{Name: "gl", TokenFile: file, Project: "g/p"} }
-	notifytest.OpenChecks{Vendor: "gitlab", Name: "gl", Key: "token_file", New: func(file string, logger *slog.Logger) error {
-		_, err := New(cfg(file), nil, logger)
-		return err
-	}}.Require(t, files, good)
+	good := notifytest.OpenChecks{Vendor: "gitlab", Name: "gl", Key: "token_file", New: notifytest.NewOf(New, cfg)}.Require(t, files, token)
 
 	for name, content := range map[string]string{"two": token + "\n" + token, "spaced": token[:10] + " " + token[11:], "utf8": token + "é"} {
 		_, err := New(cfg(files.Write(name, content)), nil, logger)

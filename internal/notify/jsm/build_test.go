@@ -97,24 +97,13 @@ func TestBuildRequestsRefused(t *testing.T) {
 
 func TestBuildCreateClasses(t *testing.T) {
 	t.Run("errored, no team", func(t *testing.T) {
-		m := notifytest.SampleMessage(notify.EventOpen)
-		m.Incident.Class = notify.ClassErrored
-		m.Incident.Findings, m.Incident.Counts = nil, drift.Counts{}
-		m.Incident.Error = "terraform init:\n  provider registry unreachable"
+		m := notifytest.Errored(notifytest.SampleMessage(notify.EventOpen), notifytest.InitFailed)
 		m.Incident.Team, m.Incident.Labels = "", nil
 		got := buildCreate(m)
-		require.Equal(t, "Drift checks failing for prod/network: terraform init: provider registry unreachable", got.Message)
-		require.Contains(t, got.Description, "Error: terraform init: provider registry unreachable")
-		require.NotContains(t, got.Description, "Findings")
-		require.Equal(t, "terraform init: provider registry unreachable", got.Details["error"])
-		require.Empty(t, got.Responders)
-		require.Equal(t, []string{"driftwatch", "errored", "prod/network"}, got.Tags)
+		notifytest.RequireInitFailedAlert(t, got.Message, got.Description, got.Details, len(got.Responders), got.Tags)
 	})
 	t.Run("forbidden", func(t *testing.T) {
-		m := notifytest.SampleMessage(notify.EventOpen)
-		m.Incident.Class = notify.ClassForbidden
-		m.Incident.Findings = []drift.Finding{{Kind: drift.KindForbidden, Address: "kubernetes_manifest.app", Type: "kubernetes_manifest", Action: "no-op", SeenIn: []string{"config", "state"}}}
-		m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
+		m := notifytest.Forbidden(notifytest.SampleMessage(notify.EventOpen), drift.Finding{Kind: drift.KindForbidden, Address: "kubernetes_manifest.app", Type: "kubernetes_manifest", Action: "no-op", SeenIn: []string{"config", "state"}})
 		got := buildCreate(m)
 		require.Equal(t, "Forbidden resource types in prod/network: 1 resource", got.Message)
 		require.Contains(t, got.Description, "- forbidden no-op kubernetes_manifest.app (seen in config, state)")
@@ -180,19 +169,8 @@ func TestLimits(t *testing.T) {
 	}
 	m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
 	got := buildCreate(m)
-	require.Equal(t, genie.MaxMessage, utf8.RuneCountInString(got.Message))
-	require.True(t, strings.HasSuffix(got.Message, "…"))
-	require.LessOrEqual(t, utf8.RuneCountInString(got.Description), genie.MaxDescription)
+	notifytest.RequireGenieLimits(t, got.Message, got.Description, got.Entity, got.Tags, got.Details)
 	require.Contains(t, got.Description, "- drift update aws_instance.web[0]: tags.Owner, ami", "one giant address does not take the description")
-	require.Regexp(t, `\n… and \d+ more \(see the status page\)$`, got.Description)
-	require.LessOrEqual(t, utf8.RuneCountInString(got.Entity), genie.MaxEntity)
-	require.Len(t, got.Tags, genie.MaxTags)
-	for _, tag := range got.Tags {
-		require.LessOrEqual(t, utf8.RuneCountInString(tag), genie.MaxTag)
-	}
-	for k, v := range got.Details {
-		require.LessOrEqual(t, utf8.RuneCountInString(v), genie.MaxDetailValue, k)
-	}
 
 	u := notifytest.SampleMessage(notify.EventUpdate)
 	u.Delta = &notify.Delta{Added: m.Incident.Findings, Removed: m.Incident.Findings[:10]}

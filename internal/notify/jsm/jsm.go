@@ -111,15 +111,8 @@ func answerOf(raw []byte) response {
 
 // apiError is r as an error, redacted and bounded.
 func (n *Notifier) apiError(code int, r response) *APIError {
-	e := &APIError{StatusCode: code, Message: n.clean(r.Message, 300)}
-	keys := slices.Sorted(maps.Keys(r.Errors))
-	for i, k := range keys {
-		if i == 5 {
-			e.Errors = append(e.Errors, fmt.Sprintf("… and %d more", len(keys)-5))
-			break
-		}
-		e.Errors = append(e.Errors, n.clean(k+": "+r.Errors[k], 300))
-	}
+	e := &APIError{StatusCode: code, Message: n.clean(r.Message, 300), ParenErrors: true}
+	e.Errors = notify.Capped(slices.Sorted(maps.Keys(r.Errors)), 5, "… and %d more", func(k string) string { return n.clean(k+": "+r.Errors[k], 300) })
 	return e
 }
 
@@ -127,27 +120,9 @@ func (n *Notifier) clean(s string, limit int) string {
 	return notify.CleanText(s, limit, n.redact)
 }
 
-// APIError is an error response from the integration API, redacted.
-type APIError struct {
-	StatusCode int
-	// Message is the body's message, e.g. "Request body is not
-	// processable. Please check the errors."
-	Message string
-	// Errors are a 422's field errors as "field: reason", sorted.
-	Errors []string
-}
-
-// Error implements error.
-func (e *APIError) Error() string {
-	s := fmt.Sprintf("status %d", e.StatusCode)
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	if len(e.Errors) > 0 {
-		s += " (" + strings.Join(e.Errors, "; ") + ")"
-	}
-	return s
-}
+// APIError is an error response from the integration API, redacted
+// (notify.APIError): its message, then its field errors in parentheses.
+type APIError = notify.APIError
 
 // redact removes the API key from s.
 func (n *Notifier) redact(s string) string { return notify.Redact(s, n.key) }

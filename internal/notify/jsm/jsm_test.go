@@ -5,8 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +14,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/notify"
 	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 )
-
-const alias = "drift-prod-network-3f9a2c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.JSMServer, logger *slog.Logger) *Notifier {
 	return notifytest.MustNew(t, New, Config{Name: "jsm-oncall", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
@@ -57,25 +53,15 @@ func TestConformance(t *testing.T) {
 // closes it; every request carries the key in the GenieKey header and
 // the builder's exact body.
 func TestLifecycle(t *testing.T) {
-	srv := notifytest.NewJSMServer(t)
-	n := newTestNotifier(t, srv, nil)
-	events := notifytest.LifecycleEvents
+	srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
 	var want []req
-	for _, ev := range events {
-		m := notifytest.SampleMessage(ev)
-		state, err := notifytest.NotifyStateless(t, n, m, []byte(`{"kept":true}`))
-		require.NoError(t, err, ev)
-		if ev == notify.EventResolve {
-			require.Nil(t, state)
-		} else {
-			require.JSONEq(t, `{"kept":true}`, string(state), "jsm keeps no state of its own")
-		}
+	for _, m := range notifytest.NotifyLifecycle(t, n, true) {
 		want = append(want, built(t, m)...)
 	}
 	require.Equal(t, want, requests(srv))
 	require.Equal(t, []req{
 		{"POST", "/jsm/ops/integration/v2/alerts", "", built(t, notifytest.SampleMessage(notify.EventOpen))[0].Body},
-		{"POST", "/jsm/ops/integration/v2/alerts/" + alias + "/notes", "identifierType=alias", `{"source":"driftwatch","note":"Findings changed in prod/network (run run-0042), now 1 drifted, 1 pending, 0 forbidden.\nAdded:\n+ pending create aws_s3_bucket.logs"}`},
+		{"POST", "/jsm/ops/integration/v2/alerts/" + notifytest.SampleKey + "/notes", "identifierType=alias", `{"source":"driftwatch","note":"Findings changed in prod/network (run run-0042), now 1 drifted, 1 pending, 0 forbidden.\nAdded:\n+ pending create aws_s3_bucket.logs"}`},
 	}, requests(srv)[:2], "the paths and bodies on the wire")
 	for _, r := range srv.Requests() {
 		require.Equal(t, "GenieKey "+srv.APIKey, r.Header.Get("Authorization"))
@@ -85,7 +71,7 @@ func TestLifecycle(t *testing.T) {
 	alerts := srv.Alerts()
 	require.Len(t, alerts, 1)
 	a := alerts[0]
-	require.Equal(t, alias, a.Alias)
+	require.Equal(t, notifytest.SampleKey, a.Alias)
 	require.Equal(t, "closed", a.Status)
 	require.Equal(t, 2, a.Count, "the renotify was de-duplicated")
 	require.Equal(t, "P2", a.Priority)
@@ -98,12 +84,7 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	// The incident re-opens under the same key: a new alert.
-	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.NoError(t, err)
-	require.Len(t, srv.Alerts(), 2)
-	got, ok := srv.Alert(alias)
-	require.True(t, ok)
-	require.Equal(t, "open", got.Status)
+	notifytest.RequireReopens(t, n, srv, notifytest.SampleKey, func(a notifytest.JSMAlert) string { return a.Status }, "open")
 }
 
 // A crash between JSM accepting a request and the outbox recording it:
@@ -111,8 +92,7 @@ func TestLifecycle(t *testing.T) {
 // first call's result is lost). The create lands on the same alert, the
 // close of a closed alert is harmless; a note is added twice (doc.go).
 func TestCrashReplay(t *testing.T) {
-	srv := notifytest.NewJSMServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
 	var prev []byte
 	for _, ev := range []notify.Event{notify.EventOpen, notify.EventUpdate, notify.EventResolve} {
 		m := notifytest.SampleMessage(ev)
@@ -130,7 +110,7 @@ func TestCrashReplay(t *testing.T) {
 	sts := srv.Statuses()
 	require.Equal(t, "Alert is de-duplicated", sts[1].Status)
 	last := sts[len(sts)-1]
-	require.Equal(t, notifytest.JSMStatus{RequestID: last.RequestID, Action: "Close", Alias: alias, Status: "Alert does not exist"}, last)
+	require.Equal(t, notifytest.JSMStatus{RequestID: last.RequestID, Action: "Close", Alias: notifytest.SampleKey, Status: "Alert does not exist"}, last)
 }
 
 // A renotify whose note fails is resent whole: the create again
@@ -138,8 +118,7 @@ func TestCrashReplay(t *testing.T) {
 // create is answered by an injected 202, so the server does not process
 // it: the alert's count is the open's create and the resent one.)
 func TestRenotifyRetriedWhole(t *testing.T) {
-	srv := notifytest.NewJSMServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	srv.FailNext(notifytest.Failure{Status: 202, Body: `{"result":"Request will be processed","took":0.1,"requestId":"r"}`}) // the create
@@ -148,17 +127,17 @@ func TestRenotifyRetriedWhole(t *testing.T) {
 	_, err = notifytest.NotifyStateless(t, n, renotify, nil)
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry, "%v", err)
-	require.EqualError(t, err, `jsm jsm-oncall: add note to alert "`+alias+`": status 503: Service Unavailable`)
+	require.EqualError(t, err, `jsm jsm-oncall: add note to alert "`+notifytest.SampleKey+`": status 503: Service Unavailable`)
 	_, err = notifytest.NotifyStateless(t, n, renotify, nil)
 	require.NoError(t, err)
-	a, _ := srv.Alert(alias)
+	a, _ := srv.Alert(notifytest.SampleKey)
 	require.Equal(t, 2, a.Count)
 	require.Len(t, a.Notes, 1)
 	var paths []string
 	for _, r := range srv.Requests() {
 		paths = append(paths, r.Path)
 	}
-	create, note := "/jsm/ops/integration/v2/alerts", "/jsm/ops/integration/v2/alerts/"+alias+"/notes"
+	create, note := "/jsm/ops/integration/v2/alerts", "/jsm/ops/integration/v2/alerts/"+notifytest.SampleKey+"/notes"
 	require.Equal(t, []string{create, create, note, create, note}, paths)
 }
 
@@ -179,32 +158,24 @@ func TestPermanentErrors(t *testing.T) {
 			"status 422: Request body is not processable. Please check the errors. (alias: too long; message: Message can not be empty.)"},
 		{422, `not json`, "status 422"},
 	} {
-		srv := notifytest.NewJSMServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
 		srv.FailNext(notifytest.Failure{Status: tc.status, Body: tc.body})
 		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		require.EqualError(t, err, `jsm jsm-oncall: create alert "`+alias+`": `+tc.want)
-		retry, _ := notify.IsRetryable(err)
-		require.False(t, retry)
-		var apiErr *APIError
-		require.ErrorAs(t, err, &apiErr)
-		require.Equal(t, tc.status, apiErr.StatusCode)
+		notifytest.RequireAPIError(t, err, `jsm jsm-oncall: create alert "`+notifytest.SampleKey+`": `+tc.want, tc.status, false)
 		require.Len(t, srv.Requests(), 1, "one attempt per Notify: the outbox retries")
 	}
 
 	// The fake's own validation, end to end: a key it does not know.
 	srv := notifytest.NewJSMServer(t)
-	other := filepath.Join(t.TempDir(), "other-key")
-	require.NoError(t, os.WriteFile(other, []byte("not-the-key"), 0o600))
+	other := notifytest.NewFiles(t).Write("other-key", "not-the-key")
 	n, err := New(Config{Name: "jsm-oncall", APIKeyFile: other, APIURL: srv.APIURL()}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
-	require.EqualError(t, err, `jsm jsm-oncall: close alert "`+alias+`": status 401: Key format is not valid or the key does not belong to an API integration`)
+	require.EqualError(t, err, `jsm jsm-oncall: close alert "`+notifytest.SampleKey+`": status 401: Key format is not valid or the key does not belong to an API integration`)
 	notifytest.RequireNoSecrets(t, err, []string{"not-the-key"})
 
 	t.Run("refused before sending", func(t *testing.T) {
-		srv := notifytest.NewJSMServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
 		m := notifytest.SampleMessage(notify.EventOpen)
 		m.Incident.Key = "drift/prod/network"
 		_, err := notifytest.NotifyStateless(t, n, m, []byte("{}"))
@@ -220,49 +191,26 @@ func TestPermanentErrors(t *testing.T) {
 }
 
 func TestRetryable(t *testing.T) {
-	srv := notifytest.NewJSMServer(t)
-	n := newTestNotifier(t, srv, nil)
-	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
-	n.sender.Now = func() time.Time { return now }
-	for _, tc := range []struct {
-		status     int
-		retryAfter string
-		want       time.Duration
-	}{
-		{429, "30", 30 * time.Second},
-		{429, now.Add(2 * time.Minute).Format(http.TimeFormat), 2 * time.Minute},
-		{429, "", 0}, // the outbox's backoff
-		{500, "", 0},
-		{502, "", 0},
-		{503, "5", 5 * time.Second},
-		{408, "", 0},
-	} {
-		srv.FailNext(notifytest.Failure{Status: tc.status, RetryAfter: tc.retryAfter, Body: `{"message":"You are making too many requests!","took":0.001,"requestId":"r"}`})
-		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		retry, after := notify.IsRetryable(err)
-		require.True(t, retry, "%d", tc.status)
-		require.Equal(t, tc.want, after, "%d %q", tc.status, tc.retryAfter)
-		require.ErrorContains(t, err, "You are making too many requests!")
-	}
-	require.Empty(t, srv.Alerts())
-	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.NoError(t, err)
-	require.Len(t, srv.Alerts(), 1)
+	srv, n := notifytest.Start(t, notifytest.NewJSMServer, newTestNotifier)
+	n.sender.Now = notifytest.Clock
+	cases := append(notifytest.RetryAfter429(),
+		notifytest.RetryCase{Failure: notifytest.Failure{Status: 500}},
+		notifytest.RetryCase{Failure: notifytest.Failure{Status: 502}},
+		notifytest.RetryCase{Failure: notifytest.Failure{Status: 503, RetryAfter: "5"}, Want: 5 * time.Second},
+		notifytest.RetryCase{Failure: notifytest.Failure{Status: 408}})
+	notifytest.RequireRetryAfter(t, srv, n, `{"message":"You are making too many requests!","took":0.001,"requestId":"r"}`, cases,
+		func(err error) { require.ErrorContains(t, err, "You are making too many requests!") },
+		func() int { return len(srv.Alerts()) })
 }
 
 func TestTimeoutAndDrop(t *testing.T) {
 	srv := notifytest.NewJSMServer(t)
-	n, err := New(Config{Name: "jsm", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	srv.FailNext(notifytest.Failure{Delay: time.Minute})
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `jsm jsm: create alert "`+alias+`": timeout after 100ms`)
-	retry, _ := notify.IsRetryable(err)
-	require.True(t, retry)
+	n := notifytest.MustNew(t, New, Config{Name: "jsm", APIKeyFile: srv.KeyFile, APIURL: srv.APIURL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), nil)
+	notifytest.RequireTimeout(t, srv, n, `jsm jsm: create alert "`+notifytest.SampleKey+`": timeout after 100ms`)
 
 	srv.FailNext(notifytest.Failure{Status: -1}) // the connection drops
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.ErrorContains(t, err, `jsm jsm: create alert "`+alias+`": `)
+	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
+	require.ErrorContains(t, err, `jsm jsm: create alert "`+notifytest.SampleKey+`": `)
 	retry, after := notify.IsRetryable(err)
 	require.True(t, retry)
 	require.Zero(t, after)
@@ -271,22 +219,17 @@ func TestTimeoutAndDrop(t *testing.T) {
 
 // Redirects are not followed: the key would go along.
 func TestRedirectNotFollowed(t *testing.T) {
-	redirect, followed := notifytest.RedirectServer(t, http.StatusTemporaryRedirect)
 	keyFile := notifytest.SecretFile(t, "key", "k")
-	n, err := New(Config{Name: "jsm", APIKeyFile: keyFile, APIURL: redirect}, nil, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `jsm jsm: create alert "`+alias+`": status 307: redirects are not followed`)
-	require.Zero(t, followed())
+	notifytest.RequireNoRedirect(t, http.StatusTemporaryRedirect, func(redirect string) (notify.Notifier, error) {
+		return New(Config{Name: "jsm", APIKeyFile: keyFile, APIURL: redirect}, nil, slog.New(slog.DiscardHandler))
+	}, `jsm jsm: create alert "`+notifytest.SampleKey+`": status 307: redirects are not followed`)
 }
 
 // The API key is in the Authorization header and nowhere else: not in a
 // path, query, body, other header, error, state or log line, whatever the
 // server echoes.
 func TestCanaryAbsentEverywhere(t *testing.T) {
-	srv := notifytest.NewJSMServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewJSMServer, newTestNotifier)
 	secrets := srv.Secrets()
 	echo := `{"message":"invalid key ` + srv.APIKey + `","errors":{"GenieKey ` + srv.APIKey + `":"bad ` + srv.APIKey + `"},"took":0.0,"requestId":"` + srv.APIKey + `"}`
 	errs, states := notifytest.DeliverEchoing(srv, echo, 202, []int{400, 401, 403, 422, 429, 500}, func(ev notify.Event) ([]byte, error) {
@@ -313,11 +256,7 @@ func TestNew(t *testing.T) {
 	files := notifytest.NewFiles(t)
 	key := notifytest.Canary("jsm-key")
 	logger := slog.New(slog.DiscardHandler)
-	good := files.Write("good", key+"\n")
-	notifytest.OpenChecks{Vendor: "jsm", Name: "jsm", Key: "api_key_file", New: func(file string, logger *slog.Logger) error {
-		_, err := New(Config{Name: "jsm", APIKeyFile: file}, nil, logger)
-		return err
-	}}.Require(t, files, good)
+	good := notifytest.OpenChecks{Vendor: "jsm", Name: "jsm", Key: "api_key_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "jsm", APIKeyFile: file} })}.Require(t, files, key)
 
 	for name, content := range map[string]string{"two": key + "\n" + key, "spaced": key[:10] + " " + key[11:]} {
 		_, err := New(Config{Name: "jsm", APIKeyFile: files.Write(name, content)}, nil, logger)
@@ -364,8 +303,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // the delivery is retried (a resend is safe), so Notify reports the
 // context's error as a done context must.
 func TestAnswerRacingTheDeadline(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "key")
-	require.NoError(t, os.WriteFile(keyFile, []byte("k"), 0o600))
+	keyFile := notifytest.NewFiles(t).Write("key", "k")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {

@@ -1,7 +1,8 @@
 // Package notifycfg is what every notifier's settings package
 // (internal/notify/<vendor>/<vendor>cfg) shares: Block, the settings of
 // one notifier type; Check, through which a block reports its mistakes;
-// the URL rules several vendors apply; and Spec, one configured notifier
+// the URL rules several vendors apply and Each (a list's items at
+// key[i]); and Spec, one configured notifier
 // as notifiers.Build takes it. config runs a block's Check at load (each
 // mistake at its key's file and line), a notifier's New runs the same
 // Check through Validate: one declaration and one check per key.
@@ -64,6 +65,19 @@ func (v Check) URL(key, raw string) *url.URL {
 		v.Add(key, "credentials in the URL are not allowed")
 	}
 	return u
+}
+
+// Each checks every item of the list at key: check says what is wrong
+// with it ("" for nothing), knowing whether an earlier item was the
+// same; the mistake is reported at key[i].
+func (v Check) Each(key string, items []string, check func(item string, dup bool) string) {
+	seen := map[string]bool{}
+	for i, item := range items {
+		if msg := check(item, seen[item]); msg != "" {
+			v.Add(fmt.Sprintf("%s[%d]", key, i), "%s", msg)
+		}
+		seen[item] = true
+	}
 }
 
 // SecureURL is URL for an endpoint a credential travels to (what says

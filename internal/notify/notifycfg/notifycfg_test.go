@@ -53,3 +53,21 @@ func TestValidate(t *testing.T) {
 		"name: required\ntoken_file: required\nlabels[0]: empty label\ntimeout: -1s: must not be negative")
 	require.NoError(t, Validate("pager", 0, func(Check) {}))
 }
+
+// Each reports an item's mistake at key[i], told whether an earlier
+// item was the same; a message with a % in it stays as it is.
+func TestEach(t *testing.T) {
+	v, got := collect()
+	v.Each("labels", []string{"ok", "", "ok", "100%"}, func(l string, dup bool) string {
+		switch {
+		case l == "":
+			return "empty"
+		case dup:
+			return fmt.Sprintf("%q: duplicate", l)
+		case strings.Contains(l, "%"):
+			return l + " is not allowed"
+		}
+		return ""
+	})
+	require.Equal(t, []string{`labels[1]: empty`, `labels[2]: "ok": duplicate`, `labels[3]: 100% is not allowed`}, *got)
+}

@@ -9,7 +9,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"unicode/utf8"
+
+	"github.com/driftwatch/driftwatch/internal/notify/genie"
+	"github.com/stretchr/testify/require"
 )
 
 // genieAlerts is the alert API that OpsGenieServer and JSMServer share:
@@ -312,4 +316,25 @@ func validOpsGeniePriority(p string) bool {
 		return true
 	}
 	return false
+}
+
+// RequireGenieLimits checks an OpsGenie or JSM alert made of an incident
+// too large for it (package genie's mapping): its message cut to the
+// limit with an ellipsis, and its description, entity, tags and details
+// each within theirs, the description ending with the count of findings
+// left out.
+func RequireGenieLimits(t testing.TB, message, description, entity string, tags []string, details map[string]string) {
+	t.Helper()
+	require.Equal(t, genie.MaxMessage, utf8.RuneCountInString(message))
+	require.True(t, strings.HasSuffix(message, "…"))
+	require.LessOrEqual(t, utf8.RuneCountInString(description), genie.MaxDescription)
+	require.Regexp(t, `\n… and \d+ more \(see the status page\)$`, description)
+	require.LessOrEqual(t, utf8.RuneCountInString(entity), genie.MaxEntity)
+	require.Len(t, tags, genie.MaxTags)
+	for _, tag := range tags {
+		require.LessOrEqual(t, utf8.RuneCountInString(tag), genie.MaxTag)
+	}
+	for k, v := range details {
+		require.LessOrEqual(t, utf8.RuneCountInString(v), genie.MaxDetailValue, k)
+	}
 }

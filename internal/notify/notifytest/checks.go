@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -62,6 +63,19 @@ func RedirectServer(t testing.TB, status int) (url string, followed func() int) 
 	}))
 	t.Cleanup(redirect.Close)
 	return redirect.URL, func() int { return int(hits.Load()) }
+}
+
+// RequireNoRedirect makes the notifier newNotifier builds for a
+// RedirectServer's URL deliver SampleMessage's open: it fails with the
+// error want, and the redirect target receives nothing.
+func RequireNoRedirect(t *testing.T, status int, newNotifier func(url string) (notify.Notifier, error), want string) {
+	t.Helper()
+	redirect, followed := RedirectServer(t, status)
+	n, err := newNotifier(redirect)
+	require.NoError(t, err)
+	_, err = NotifyStateless(t, n, SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, want)
+	require.Zero(t, followed(), "the redirect is not followed")
 }
 
 // RequireNoSecretsInResults fails if a secret appears in one of errs (see
@@ -120,4 +134,89 @@ func DeliverEchoing(srv ServerControl, echo string, okStatus int, failing []int,
 	srv.Up()
 	run(notify.EventResolve)
 	return errs, states
+}
+
+// Now is the clock of the retry tests (RetryAfter429): 2026-11-03
+// 10:00 UTC, an hour after SampleMessage's incident began.
+var Now = time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+
+// Clock is Now as a notifier's clock (its Sender's Now).
+func Clock() time.Time { return Now }
+
+// RetryCase is a failure and the delay its error must ask for.
+type RetryCase struct {
+	Failure
+	Want time.Duration
+}
+
+// RetryAfter429 are 429 answers whose Retry-After asks for 30 s, for 2
+// minutes (an HTTP date, against Now), and for nothing (the outbox's
+// backoff): cases of RequireRetryAfter.
+func RetryAfter429() []RetryCase {
+	return []RetryCase{
+		{Failure{Status: 429, RetryAfter: "30"}, 30 * time.Second},
+		{Failure{Status: 429, RetryAfter: Now.Add(2 * time.Minute).Format(http.TimeFormat)}, 2 * time.Minute},
+		{Failure{Status: 429}, 0},
+	}
+}
+
+// RequireRetryAfter makes n deliver SampleMessage's open once for each
+// case, answered with its failure and body: each delivery fails
+// retryable after the case's Want (Retry-After dates are read against
+// Now: n's clock must be Clock), with an error checkErr accepts. None of
+// them delivered anything (delivered counts what was), and the next
+// delivery does.
+func RequireRetryAfter(t *testing.T, srv ServerControl, n notify.Notifier, body string, cases []RetryCase, checkErr func(error), delivered func() int) {
+	t.Helper()
+	for _, tc := range cases {
+		f := tc.Failure
+		f.Body = body
+		srv.FailNext(f)
+		_, err := NotifyStateless(t, n, SampleMessage(notify.EventOpen), nil)
+		retry, after := notify.IsRetryable(err)
+		require.True(t, retry, "%d", f.Status)
+		require.Equal(t, tc.Want, after, "%d %q", f.Status, f.RetryAfter)
+		checkErr(err)
+	}
+	require.Zero(t, delivered())
+	_, err := NotifyStateless(t, n, SampleMessage(notify.EventOpen), nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, delivered())
+}
+
+// RequirePosts checks that reqs are n POSTs to path, each with the
+// Content-Type contentType.
+func RequirePosts(t testing.TB, reqs []Request, n int, path, contentType string) {
+	t.Helper()
+	require.Len(t, reqs, n)
+	for _, r := range reqs {
+		require.Equal(t, "POST", r.Method)
+		require.Equal(t, path, r.Path)
+		require.Equal(t, contentType, r.Header.Get("Content-Type"))
+	}
+}
+
+// RequireTimeout makes n, whose requests time out after 100 ms, deliver
+// SampleMessage's open to srv, which holds its answer back a minute: the
+// delivery fails, retryable, with the error want.
+func RequireTimeout(t *testing.T, srv ServerControl, n notify.Notifier, want string) {
+	t.Helper()
+	srv.FailNext(Failure{Delay: time.Minute})
+	_, err := NotifyStateless(t, n, SampleMessage(notify.EventOpen), nil)
+	require.EqualError(t, err, want)
+	retry, _ := notify.IsRetryable(err)
+	require.True(t, retry)
+}
+
+// RequireAPIError checks a delivery's error for a vendor's error answer
+// of status: it reads want, is retryable or permanent as retryable says,
+// and is a *notify.APIError of that status.
+func RequireAPIError(t testing.TB, err error, want string, status int, retryable bool) {
+	t.Helper()
+	require.EqualError(t, err, want)
+	retry, _ := notify.IsRetryable(err)
+	require.Equal(t, retryable, retry)
+	var apiErr *notify.APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, status, apiErr.StatusCode)
 }

@@ -415,6 +415,41 @@ func RequireNoSecretsIn(t testing.TB, s string, secrets []string) {
 	}
 }
 
+// Errored is m as an errored incident's message: no findings, the error
+// err.
+func Errored(m notify.Message, err string) notify.Message {
+	m.Incident.Class, m.Incident.Error = notify.ClassErrored, err
+	m.Incident.Findings, m.Incident.Counts = nil, drift.Counts{}
+	return m
+}
+
+// Forbidden is m as a forbidden incident's message, its findings fs.
+func Forbidden(m notify.Message, fs ...drift.Finding) notify.Message {
+	m.Incident.Class, m.Incident.Findings, m.Incident.Counts = notify.ClassForbidden, fs, drift.CountFindings(fs)
+	return m
+}
+
+// InitFailed is the error of an errored incident whose init failed, as
+// the OpsGenie and JSM alert tests give it (RequireInitFailedAlert).
+const InitFailed = "terraform init:\n  provider registry unreachable"
+
+// RequireInitFailedAlert checks the alert OpsGenie and JSM make (the
+// mapping of package genie) of Errored(m, InitFailed) with no team and no
+// labels: the error on one line in its message, description and details,
+// no findings, no responders (len responders), the tags of its class.
+func RequireInitFailedAlert(t testing.TB, message, description string, details map[string]string, responders int, tags []string) {
+	t.Helper()
+	require.Equal(t, "Drift checks failing for prod/network: terraform init: provider registry unreachable", message)
+	require.Contains(t, description, "Error: terraform init: provider registry unreachable")
+	require.NotContains(t, description, "Findings")
+	require.Equal(t, "terraform init: provider registry unreachable", details["error"])
+	require.Zero(t, responders)
+	require.Equal(t, []string{"driftwatch", "errored", "prod/network"}, tags)
+}
+
+// SampleKey is SampleMessage's incident key.
+const SampleKey = "drift-prod-network-3f9a2c"
+
 // SampleMessage is a realistic message for event: a drift incident with
 // findings (a delta for updates, a failed apply for remediations). Its
 // Key is usable as an alias.
@@ -428,7 +463,7 @@ func SampleMessage(event notify.Event) notify.Message {
 		ID:    "msg-" + string(event) + "-0001",
 		Event: event,
 		Incident: notify.Incident{
-			Key:       "drift-prod-network-3f9a2c",
+			Key:       SampleKey,
 			Workspace: "prod/network",
 			Class:     notify.ClassDrift,
 			Severity:  notify.SeverityHigh,

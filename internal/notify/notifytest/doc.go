@@ -24,14 +24,22 @@
 //
 // Checks that HTTP notifiers' own tests share, with each vendor's tables
 // and texts: RequireStatusClasses (status → retryable, one attempt per
-// Notify), RedirectServer (no redirect is followed), DeliverEchoing with
-// RequireNoSecretsInResults and RequireNoSecretsInHeader (no secret
-// escapes, whatever the server echoes); ConformanceOf (Conformance for a
-// server constructor and the vendor's test notifier); for New, Validate
-// and Notify tests, OpenChecks (notify.Open's checks of logger and secret
-// file), Files (a folder of secret files), RequireValidate (a
-// Config.Validate table), NotifyStateless, RequireUnknownEvent, LifecycleEvents,
-// OrDiscard and MustNew (a vendor's New that fails the test on error).
+// Notify), RequireAPIError (a vendor's error answer), RequireRetryAfter
+// with RetryAfter429 and Clock (Retry-After delays), RequireTimeout,
+// RedirectServer and RequireNoRedirect (no redirect is followed),
+// DeliverEchoing with RequireNoSecretsInResults and
+// RequireNoSecretsInHeader (no secret escapes, whatever the server
+// echoes); ConformanceOf (Conformance for a server constructor and the
+// vendor's test notifier) and Start/StartLogged (the same pair for one
+// test); NotifyLifecycle, RequirePosts and RequireReopens (one incident's
+// messages); for New, Validate and Notify tests, OpenChecks with NewOf
+// (notify.Open's checks of logger and secret file), Files (a folder of
+// secret files), RequireValidate (a Config.Validate table),
+// NotifyStateless, RequireUnknownEvent(Of), LifecycleEvents, OrDiscard
+// and MustNew (a vendor's New that fails the test on error). Fixtures:
+// SampleMessage and SampleKey, Errored and Forbidden (the other
+// classes); RequireInitFailedAlert and RequireGenieLimits check the
+// alert OpsGenie and JSM both make through package genie.
 //
 // Only tests import this package.
 package notifytest

@@ -26,6 +26,52 @@ func NotifyStateless(t *testing.T, n notify.Notifier, m notify.Message, state []
 	})
 }
 
+// NotifyLifecycle sends n the sample message of each of LifecycleEvents,
+// in order, with the state {"kept":true}: each call succeeds and returns
+// that state unchanged (n keeps no state of its own), or nil after the
+// resolve when dropsOnResolve. It returns the messages sent.
+func NotifyLifecycle(t *testing.T, n notify.Notifier, dropsOnResolve bool) []notify.Message {
+	t.Helper()
+	const kept = `{"kept":true}`
+	var sent []notify.Message
+	for _, ev := range LifecycleEvents {
+		m := SampleMessage(ev)
+		state, err := NotifyStateless(t, n, m, []byte(kept))
+		require.NoError(t, err, ev)
+		if dropsOnResolve && ev == notify.EventResolve {
+			require.Nil(t, state, "the resolve drops the state")
+		} else {
+			require.JSONEq(t, kept, string(state), "%s keeps no state of its own", n.Name())
+		}
+		sent = append(sent, m)
+	}
+	return sent
+}
+
+// RequireReopens sends n the open message again once srv's one alert of
+// key is closed or resolved: srv then holds a second alert, and the
+// alert of key is the new one, its status (what status reads) want.
+func RequireReopens[A any](t *testing.T, n notify.Notifier, srv interface {
+	Alerts() []A
+	Alert(key string) (A, bool)
+}, key string, status func(A) string, want string) {
+	t.Helper()
+	_, err := NotifyStateless(t, n, SampleMessage(notify.EventOpen), nil)
+	require.NoError(t, err)
+	require.Len(t, srv.Alerts(), 2, "a new alert")
+	got, ok := srv.Alert(key)
+	require.True(t, ok)
+	require.Equal(t, want, status(got))
+}
+
+// Start is a vendor test's fresh server from newServer and the notifier
+// newNotifier makes for it (nil logger), as ConformanceOf pairs them.
+func Start[S any, N notify.Notifier](t *testing.T, newServer func(testing.TB) S, newNotifier func(*testing.T, S, *slog.Logger) N) (S, N) {
+	t.Helper()
+	srv := newServer(t)
+	return srv, newNotifier(t, srv, nil)
+}
+
 // Files is a temporary folder of secret files for tests of a vendor's New.
 type Files struct {
 	t   testing.TB
@@ -62,16 +108,28 @@ type OpenChecks struct {
 	New func(file string, logger *slog.Logger) error
 }
 
+// NewOf is an OpenChecks.New that calls newFn (a vendor's New) with the
+// configuration cfg makes for the secret at file, and no HTTP client.
+func NewOf[C, N any](newFn func(C, *http.Client, *slog.Logger) (N, error), cfg func(file string) C) func(file string, logger *slog.Logger) error {
+	return func(file string, logger *slog.Logger) error {
+		_, err := newFn(cfg(file), nil, logger)
+		return err
+	}
+}
+
 // Require checks that New wants a logger, the secret file's key, a file
-// that exists and one that is not empty; good is a valid secret file.
-func (c OpenChecks) Require(t *testing.T, files *Files, good string) {
+// that exists and one that is not empty; secret is a valid secret, which
+// it writes (with a newline) to the file good, for the test's own checks.
+func (c OpenChecks) Require(t *testing.T, files *Files, secret string) (good string) {
 	t.Helper()
+	good = files.Write("good", secret+"\n")
 	logger := slog.New(slog.DiscardHandler)
 	require.EqualError(t, c.New(good, nil), c.Vendor+": logger is required")
 	require.EqualError(t, c.New("", logger), c.Vendor+` "`+c.Name+`": `+c.Key+`: required`)
 	require.ErrorIs(t, c.New(files.Path("missing"), logger), os.ErrNotExist)
 	empty := files.Write("empty", " \n")
 	require.EqualError(t, c.New(empty, logger), c.Vendor+` "`+c.Name+`": `+c.Key+` "`+empty+`" is empty`)
+	return good
 }
 
 // ValidateCase is one row of a Config.Validate table: Edit changes a
@@ -82,10 +140,12 @@ type ValidateCase[C any] struct {
 	Want string
 }
 
-// RequireValidate runs each case as a subtest: validate of valid after
-// Edit gives Want, and no error quotes a value holding "CANARY".
+// RequireValidate checks that valid validates, then runs each case as a
+// subtest: validate of valid after Edit gives Want, and no error quotes a
+// value holding "CANARY".
 func RequireValidate[C any](t *testing.T, valid C, validate func(C) error, cases []ValidateCase[C]) {
 	t.Helper()
+	require.NoError(t, validate(valid), "the valid configuration")
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			c := valid
@@ -109,6 +169,23 @@ func ConformanceOf[S ServerControl, N notify.Notifier](t *testing.T, newServer f
 		srv := newServer(t)
 		return newNotifier(t, srv, nil), srv
 	})
+}
+
+// StartLogged is Start with a notifier that logs to a CaptureLogger,
+// whose text logs returns.
+func StartLogged[S any, N notify.Notifier](t *testing.T, newServer func(testing.TB) S, newNotifier func(*testing.T, S, *slog.Logger) N) (srv S, n N, logs func() string) {
+	t.Helper()
+	logger, logs := CaptureLogger()
+	srv = newServer(t)
+	return srv, newNotifier(t, srv, logger), logs
+}
+
+// RequireUnknownEventOf is RequireUnknownEvent on a fresh server from
+// newServer and its notifier (Start): nothing reaches the server.
+func RequireUnknownEventOf[S RecordingServer, N notify.Notifier](t *testing.T, newServer func(testing.TB) S, newNotifier func(*testing.T, S, *slog.Logger) N, state []byte, want string) {
+	t.Helper()
+	srv, n := Start(t, newServer, newNotifier)
+	RequireUnknownEvent(t, n, state, func() int { return len(srv.Requests()) }, want)
 }
 
 // OrDiscard is logger, or a logger that discards when it is nil.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/notify"
 )
 
@@ -32,8 +33,7 @@ func TestFiles(t *testing.T) {
 // vendor's does.
 func TestOpenChecks(t *testing.T) {
 	files := NewFiles(t)
-	good := files.Write("good", "secret\n")
-	OpenChecks{Vendor: "fake", Name: "f", Key: "key_file", New: func(file string, logger *slog.Logger) error {
+	good := OpenChecks{Vendor: "fake", Name: "f", Key: "key_file", New: func(file string, logger *slog.Logger) error {
 		_, err := notify.Open("fake", "f", logger, func() error {
 			if file == "" {
 				return errors.New("key_file: required")
@@ -41,7 +41,10 @@ func TestOpenChecks(t *testing.T) {
 			return nil
 		}, notify.Secret{Key: "key_file", Path: file, Want: "one line", OK: func(string) bool { return true }})
 		return err
-	}}.Require(t, files, good)
+	}}.Require(t, files, "secret")
+	b, err := os.ReadFile(good)
+	require.NoError(t, err)
+	require.Equal(t, "secret\n", string(b), "the valid secret file")
 }
 
 func TestLifecycleEvents(t *testing.T) {
@@ -60,7 +63,7 @@ func (c fakeConfig) Validate() error {
 func TestRequireValidate(t *testing.T) {
 	edited := 0
 	RequireValidate(t, fakeConfig{Name: "f"}, fakeConfig.Validate, []ValidateCase[fakeConfig]{
-		{Name: "valid", Edit: func(*fakeConfig) { edited++ }},
+		{Name: "renamed", Edit: func(c *fakeConfig) { edited++; c.Name = "g" }},
 		{Name: "empty", Edit: func(c *fakeConfig) { edited++; c.Name = "" }, Want: "name: required"},
 	})
 	require.Equal(t, 2, edited, "every case ran")
@@ -100,4 +103,96 @@ func TestMustNew(t *testing.T) {
 	}
 	require.Equal(t, "made x", MustNew(t, newFn, "x", nil, nil))
 	require.NotNil(t, gotLogger, "a nil logger becomes one that discards")
+}
+
+// keeper keeps the state it is given, and drops it on a resolve.
+type keeper struct{ got []notify.Event }
+
+func (k *keeper) Name() string { return "keeper" }
+
+func (k *keeper) Notify(_ context.Context, m notify.Message, state []byte, _ func([]byte) error) ([]byte, error) {
+	k.got = append(k.got, m.Event)
+	if m.Event == notify.EventResolve {
+		return nil, nil
+	}
+	return state, nil
+}
+
+func TestNotifyLifecycle(t *testing.T) {
+	k := &keeper{}
+	sent := NotifyLifecycle(t, k, true)
+	require.Equal(t, LifecycleEvents, k.got)
+	require.Len(t, sent, len(LifecycleEvents))
+	for i, m := range sent {
+		require.Equal(t, SampleMessage(LifecycleEvents[i]), m)
+	}
+}
+
+// alerts is an alert server's record: one alert a key, the last one kept.
+type alerts struct{ all []string }
+
+func (a *alerts) Alerts() []string { return a.all }
+
+func (a *alerts) Alert(key string) (string, bool) {
+	if len(a.all) == 0 {
+		return "", false
+	}
+	return key + ":" + a.all[len(a.all)-1], true
+}
+
+// opener records an alert per open message.
+type opener struct{ srv *alerts }
+
+func (o opener) Name() string { return "opener" }
+
+func (o opener) Notify(_ context.Context, m notify.Message, state []byte, _ func([]byte) error) ([]byte, error) {
+	o.srv.all = append(o.srv.all, string(m.Event))
+	return state, nil
+}
+
+func TestRequireReopens(t *testing.T) {
+	srv := &alerts{all: []string{"closed"}}
+	RequireReopens(t, opener{srv}, srv, "k", func(s string) string { return s }, "k:open")
+	require.Equal(t, []string{"closed", "open"}, srv.all)
+}
+
+func TestStart(t *testing.T) {
+	newServer := func(testing.TB) *alerts { return &alerts{} }
+	var gotLogger *slog.Logger
+	newNotifier := func(_ *testing.T, srv *alerts, logger *slog.Logger) opener { gotLogger = logger; return opener{srv} }
+	srv, n := Start(t, newServer, newNotifier)
+	require.Same(t, srv, n.srv)
+	require.Nil(t, gotLogger)
+
+	srv, n, logs := StartLogged(t, newServer, newNotifier)
+	require.Same(t, srv, n.srv)
+	gotLogger.Info("hello")
+	require.Contains(t, logs(), "hello")
+}
+
+func TestNewOf(t *testing.T) {
+	var got string
+	newFn := func(cfg fakeConfig, hc *http.Client, _ *slog.Logger) (int, error) {
+		require.Nil(t, hc)
+		got = cfg.Name
+		return 0, cfg.Validate()
+	}
+	newWith := NewOf(newFn, func(file string) fakeConfig { return fakeConfig{Name: file} })
+	require.NoError(t, newWith("/run/key", nil))
+	require.Equal(t, "/run/key", got)
+	require.EqualError(t, newWith("", nil), "name: required")
+}
+
+func TestErroredAndForbidden(t *testing.T) {
+	m := Errored(SampleMessage(notify.EventOpen), "init failed")
+	require.Equal(t, notify.ClassErrored, m.Incident.Class)
+	require.Equal(t, "init failed", m.Incident.Error)
+	require.Empty(t, m.Incident.Findings)
+	require.Zero(t, m.Incident.Counts)
+
+	f := drift.Finding{Kind: drift.KindForbidden, Address: "kubernetes_manifest.app"}
+	m = Forbidden(SampleMessage(notify.EventOpen), f)
+	require.Equal(t, notify.ClassForbidden, m.Incident.Class)
+	require.Equal(t, []drift.Finding{f}, m.Incident.Findings)
+	require.Equal(t, drift.CountFindings([]drift.Finding{f}), m.Incident.Counts)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/notify"
 	"github.com/driftwatch/driftwatch/internal/notify/genie"
+	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 )
 
 var since = time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)
@@ -77,25 +78,14 @@ func TestBuildCreate(t *testing.T) {
 	})
 
 	t.Run("errored", func(t *testing.T) {
-		m := driftMessage(notify.EventOpen)
-		m.Incident.Class = notify.ClassErrored
-		m.Incident.Findings, m.Incident.Counts = nil, drift.Counts{}
-		m.Incident.Error = "terraform init:\n  provider registry unreachable"
+		m := notifytest.Errored(driftMessage(notify.EventOpen), notifytest.InitFailed)
 		m.Incident.Team, m.Incident.Labels = "", nil
 		got := buildCreate(m, nil)
-		require.Equal(t, "Drift checks failing for prod/network: terraform init: provider registry unreachable", got.Message)
-		require.Contains(t, got.Description, "Error: terraform init: provider registry unreachable")
-		require.NotContains(t, got.Description, "Findings")
-		require.Equal(t, "terraform init: provider registry unreachable", got.Details["error"])
-		require.Empty(t, got.Responders)
-		require.Equal(t, []string{"driftwatch", "errored", "prod/network"}, got.Tags)
+		notifytest.RequireInitFailedAlert(t, got.Message, got.Description, got.Details, len(got.Responders), got.Tags)
 	})
 
 	t.Run("forbidden", func(t *testing.T) {
-		m := driftMessage(notify.EventOpen)
-		m.Incident.Class = notify.ClassForbidden
-		m.Incident.Findings = []drift.Finding{{Kind: drift.KindForbidden, Address: "kubernetes_manifest.app", Type: "kubernetes_manifest", Action: "no-op", SeenIn: []string{"config", "state"}}}
-		m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
+		m := notifytest.Forbidden(driftMessage(notify.EventOpen), drift.Finding{Kind: drift.KindForbidden, Address: "kubernetes_manifest.app", Type: "kubernetes_manifest", Action: "no-op", SeenIn: []string{"config", "state"}})
 		got := buildCreate(m, nil)
 		require.Equal(t, "Forbidden resource types in prod/network: 1 resource", got.Message)
 		require.Contains(t, got.Description, "- forbidden no-op kubernetes_manifest.app (seen in config, state)")
@@ -114,18 +104,7 @@ func TestBuildCreate(t *testing.T) {
 		}
 		m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
 		got := buildCreate(m, nil)
-		require.Equal(t, genie.MaxMessage, utf8.RuneCountInString(got.Message))
-		require.True(t, strings.HasSuffix(got.Message, "…"))
-		require.LessOrEqual(t, utf8.RuneCountInString(got.Description), genie.MaxDescription)
-		require.Regexp(t, `\n… and \d+ more \(see the status page\)$`, got.Description)
-		require.LessOrEqual(t, utf8.RuneCountInString(got.Entity), genie.MaxEntity)
-		require.Len(t, got.Tags, genie.MaxTags)
-		for _, tag := range got.Tags {
-			require.LessOrEqual(t, utf8.RuneCountInString(tag), genie.MaxTag)
-		}
-		for k, v := range got.Details {
-			require.LessOrEqual(t, utf8.RuneCountInString(v), genie.MaxDetailValue, k)
-		}
+		notifytest.RequireGenieLimits(t, got.Message, got.Description, got.Entity, got.Tags, got.Details)
 	})
 
 	t.Run("one giant address cannot take the description", func(t *testing.T) {

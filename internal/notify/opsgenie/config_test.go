@@ -13,7 +13,6 @@ import (
 func TestConfigValidate(t *testing.T) {
 	valid := Config{Name: "og", APIKeyFile: "/run/secrets/og"}
 	notifytest.RequireValidate(t, valid, Config.Validate, []notifytest.ValidateCase[Config]{
-		{Name: "valid", Edit: func(*Config) {}},
 		{Name: "eu", Edit: func(c *Config) { c.Region = "eu" }},
 		{Name: "api url", Edit: func(c *Config) { c.APIURL = "api.opsgenie-proxy.corp:8443" }},
 		{Name: "loopback", Edit: func(c *Config) { c.APIURL = "127.0.0.1:8080" }},

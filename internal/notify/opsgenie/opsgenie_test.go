@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -55,11 +53,8 @@ func jsonOf(t *testing.T, v any) map[string]any {
 	return m
 }
 
-const alias = "drift-prod-network-3f9a2c"
-
 func TestLifecycle(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 
 	open := notifytest.SampleMessage(notify.EventOpen)
 	state, err := notifytest.NotifyStateless(t, n, open, nil)
@@ -84,7 +79,7 @@ func TestLifecycle(t *testing.T) {
 	require.Equal(t, []req{
 		{"POST", "/v2/alerts", "", jsonOf(t, map[string]any{
 			"message": "Terraform drift in prod/network: 1 drifted, 1 pending",
-			"alias":   alias,
+			"alias":   notifytest.SampleKey,
 			"description": "Workspace: prod/network\nClass: drift, severity: high\nSince: 2026-11-03T09:00:00Z\nRun: run-0042\n" +
 				"Owner: network-team\nStatus page: https://driftwatch.example.com/workspaces/prod%2Fnetwork\n\n" +
 				"Findings (1 drifted, 1 pending, 0 forbidden):\n- drift update aws_security_group.web: ingress, tags.Name\n- pending create aws_s3_bucket.logs",
@@ -92,7 +87,7 @@ func TestLifecycle(t *testing.T) {
 			"responders": []any{map[string]any{"type": "team", "name": "platform", "username": ""}},
 			"tags":       []string{"driftwatch", "drift", "prod/network", "env:prod", "tier:core"},
 			"details": map[string]string{
-				"incident_key": alias, "workspace": "prod/network", "class": "drift", "severity": "high",
+				"incident_key": notifytest.SampleKey, "workspace": "prod/network", "class": "drift", "severity": "high",
 				"drift": "1", "pending": "1", "forbidden": "0", "run_id": "run-0042",
 				"status_page": "https://driftwatch.example.com/workspaces/prod%2Fnetwork",
 				"owner":       "network-team", "team": "platform", "since": "2026-11-03T09:00:00Z",
@@ -101,17 +96,17 @@ func TestLifecycle(t *testing.T) {
 		})},
 		{"GET", "/v2/alerts/requests/req-0001", "", nil},
 		// The SDK also sends its untagged IdentifierType/IdentifierValue fields.
-		{"PUT", "/v2/alerts/" + alias + "/priority", "identifierType=alias", jsonOf(t, map[string]any{
-			"IdentifierType": 1, "IdentifierValue": alias, "priority": "P1",
+		{"PUT", "/v2/alerts/" + notifytest.SampleKey + "/priority", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": notifytest.SampleKey, "priority": "P1",
 		})},
-		{"POST", "/v2/alerts/" + alias + "/notes", "identifierType=alias", jsonOf(t, map[string]any{
-			"IdentifierType": 1, "IdentifierValue": alias, "source": "driftwatch", "note": note,
+		{"POST", "/v2/alerts/" + notifytest.SampleKey + "/notes", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": notifytest.SampleKey, "source": "driftwatch", "note": note,
 		})},
-		{"POST", "/v2/alerts/" + alias + "/notes", "identifierType=alias", jsonOf(t, map[string]any{
-			"IdentifierType": 1, "IdentifierValue": alias, "source": "driftwatch", "note": note,
+		{"POST", "/v2/alerts/" + notifytest.SampleKey + "/notes", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": notifytest.SampleKey, "source": "driftwatch", "note": note,
 		})},
-		{"POST", "/v2/alerts/" + alias + "/close", "identifierType=alias", jsonOf(t, map[string]any{
-			"IdentifierType": 1, "IdentifierValue": alias, "source": "driftwatch",
+		{"POST", "/v2/alerts/" + notifytest.SampleKey + "/close", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": notifytest.SampleKey, "source": "driftwatch",
 			"note": "Resolved: prod/network matches its Terraform configuration again (run run-0042).",
 		})},
 	}, requests(t, srv))
@@ -129,17 +124,11 @@ func TestLifecycle(t *testing.T) {
 	require.Equal(t, "Resolved: prod/network matches its Terraform configuration again (run run-0042).", a.CloseNote)
 
 	// The incident re-opens under the same key: a new alert.
-	_, err = notifytest.NotifyStateless(t, n, open, nil)
-	require.NoError(t, err)
-	require.Len(t, srv.Alerts(), 2)
-	got, ok := srv.Alert(alias)
-	require.True(t, ok)
-	require.Equal(t, "open", got.Status)
+	notifytest.RequireReopens(t, n, srv, notifytest.SampleKey, func(a notifytest.OpsGenieAlert) string { return a.Status }, "open")
 }
 
 func TestResendOpenCreatesNoSecondAlert(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 
 	_, err := notifytest.NotifyStateless(t, n, open, nil)
@@ -164,14 +153,13 @@ func TestResendOpenCreatesNoSecondAlert(t *testing.T) {
 	state, err = notifytest.NotifyStateless(t, n, re, state)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"priority":"P4","alert_id":"alert-0002"}`, string(state))
-	a, _ := srv.Alert(alias)
+	a, _ := srv.Alert(notifytest.SampleKey)
 	require.Equal(t, "P4", a.Priority)
 	require.Len(t, srv.Alerts(), 1)
 }
 
 func TestRetryAfter(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: "30", Body: `{"message":"You are making too many requests!","took":0.001,"requestId":"r"}`})
 
 	start := time.Now()
@@ -180,7 +168,7 @@ func TestRetryAfter(t *testing.T) {
 	retry, after := notify.IsRetryable(err)
 	require.True(t, retry)
 	require.Equal(t, 30*time.Second, after)
-	require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": status 429: You are making too many requests!`)
+	require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+notifytest.SampleKey+`": status 429: You are making too many requests!`)
 	var apiErr *APIError
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, 429, apiErr.StatusCode)
@@ -193,8 +181,7 @@ func TestRetryAfter(t *testing.T) {
 
 func TestNoInternalRetries(t *testing.T) {
 	for _, status := range []int{500, 502, 503} {
-		srv := notifytest.NewOpsGenieServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 		srv.FailNext(notifytest.Failure{Status: status})
 		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventResolve), nil)
 		retry, _ := notify.IsRetryable(err)
@@ -204,8 +191,7 @@ func TestNoInternalRetries(t *testing.T) {
 }
 
 func TestServerDownThenUp(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 
 	srv.Down()
@@ -225,8 +211,7 @@ func TestServerDownThenUp(t *testing.T) {
 
 func TestRequestStatus(t *testing.T) {
 	t.Run("processed after two polls", func(t *testing.T) {
-		srv := notifytest.NewOpsGenieServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 		srv.SetPendingPolls(2)
 		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.NoError(t, err)
@@ -235,8 +220,7 @@ func TestRequestStatus(t *testing.T) {
 	})
 
 	t.Run("not processed yet counts as delivered", func(t *testing.T) {
-		srv := notifytest.NewOpsGenieServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 		srv.SetPendingPolls(100)
 		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 		require.NoError(t, err)
@@ -245,8 +229,7 @@ func TestRequestStatus(t *testing.T) {
 	})
 
 	t.Run("failed poll counts as delivered", func(t *testing.T) {
-		srv := notifytest.NewOpsGenieServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 		srv.SetPendingPolls(1)
 		// The create passes, the first poll is refused.
 		srv.FailNext(notifytest.Failure{Status: 202, Body: `{"result":"Request will be processed","took":0.1,"requestId":"x"}`})
@@ -256,18 +239,16 @@ func TestRequestStatus(t *testing.T) {
 	})
 
 	t.Run("processed failure is permanent", func(t *testing.T) {
-		srv := notifytest.NewOpsGenieServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 		srv.FailNextProcessing("Team [platform] does not exist")
 		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": request req-0001 failed: Team [platform] does not exist`)
+		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+notifytest.SampleKey+`": request req-0001 failed: Team [platform] does not exist`)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry)
 	})
 
 	t.Run("context done while polling counts as delivered", func(t *testing.T) {
-		srv := notifytest.NewOpsGenieServer(t)
-		n := newTestNotifier(t, srv, nil)
+		srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 		n.polls = []time.Duration{time.Minute}
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
@@ -278,8 +259,7 @@ func TestRequestStatus(t *testing.T) {
 }
 
 func TestAbandonedCallIsAbortedOnTheWire(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	srv.FailNext(notifytest.Failure{Status: 500, Delay: time.Minute})
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
@@ -295,8 +275,7 @@ func TestAbandonedCallIsAbortedOnTheWire(t *testing.T) {
 }
 
 func TestPermanentErrors(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 
 	t.Run("alias unusable in a path", func(t *testing.T) {
 		m := notifytest.SampleMessage(notify.EventOpen)
@@ -313,15 +292,15 @@ func TestPermanentErrors(t *testing.T) {
 		require.EqualError(t, err, `opsgenie opsgenie-oncall: unknown event "snooze"`)
 	})
 	t.Run("refused before sending", func(t *testing.T) {
-		err := n.classify(t.Context(), "create alert", alias, false, 0, errors.New("message can not be empty"))
-		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": message can not be empty`)
+		err := n.classify(t.Context(), "create alert", notifytest.SampleKey, false, 0, errors.New("message can not be empty"))
+		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+notifytest.SampleKey+`": message can not be empty`)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry)
 	})
 	t.Run("422", func(t *testing.T) {
 		srv.FailNext(notifytest.Failure{Status: 422, Body: `{"message":"Request body is not processable. Please check the errors.","errors":{"message":"Message can not be empty."},"took":0.0,"requestId":"r"}`})
 		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+alias+`": status 422: Request body is not processable. Please check the errors.`)
+		require.EqualError(t, err, `opsgenie opsgenie-oncall: create alert "`+notifytest.SampleKey+`": status 422: Request body is not processable. Please check the errors.`)
 		retry, _ := notify.IsRetryable(err)
 		require.False(t, retry)
 	})
@@ -333,9 +312,7 @@ func TestPermanentErrors(t *testing.T) {
 }
 
 func TestCanaryAbsentEverywhere(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	secrets := srv.Secrets()
 	var errs []error
 	var states [][]byte
@@ -381,11 +358,7 @@ func TestNew(t *testing.T) {
 	files := notifytest.NewFiles(t)
 	key := notifytest.Canary("og-key")
 	logger := slog.New(slog.DiscardHandler)
-	good := files.Write("good", key+"\n")
-	notifytest.OpenChecks{Vendor: "opsgenie", Name: "og", Key: "api_key_file", New: func(file string, logger *slog.Logger) error {
-		_, err := New(Config{Name: "og", APIKeyFile: file}, nil, logger)
-		return err
-	}}.Require(t, files, good)
+	good := notifytest.OpenChecks{Vendor: "opsgenie", Name: "og", Key: "api_key_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "og", APIKeyFile: file} })}.Require(t, files, key)
 
 	_, err := New(Config{Name: "og", APIKeyFile: files.Write("two", key+"\n"+key+"\n")}, nil, logger)
 	require.EqualError(t, err, `opsgenie "og": api_key_file "`+files.Path("two")+`": the key must be one line without spaces`)
@@ -398,8 +371,7 @@ func TestNew(t *testing.T) {
 }
 
 func TestConcurrentNotify(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
@@ -429,13 +401,12 @@ func TestLoopbackPlainHTTP(t *testing.T) {
 		_, _ = w.Write([]byte(`{"result":"Request will be processed","took":0.1,"requestId":"r1"}`))
 	}))
 	t.Cleanup(plain.Close)
-	keyFile := filepath.Join(t.TempDir(), "key")
-	require.NoError(t, os.WriteFile(keyFile, []byte("k"), 0o600))
+	keyFile := notifytest.NewFiles(t).Write("key", "k")
 	n, err := New(Config{Name: "og", APIKeyFile: keyFile, APIURL: strings.TrimPrefix(plain.URL, "http://")}, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = n.Notify(t.Context(), notifytest.SampleMessage(notify.EventResolve), nil, nil)
 	require.NoError(t, err)
-	require.Equal(t, []string{"POST /v2/alerts/" + alias + "/close?identifierType=alias"}, got)
+	require.Equal(t, []string{"POST /v2/alerts/" + notifytest.SampleKey + "/close?identifierType=alias"}, got)
 }
 
 func TestConformance(t *testing.T) {

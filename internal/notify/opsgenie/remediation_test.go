@@ -14,8 +14,7 @@ import (
 // alert; a failed apply first raises the alert's priority with its
 // severity (P2 -> P1); a non-failed one adds the note alone.
 func TestRemediation(t *testing.T) {
-	srv := notifytest.NewOpsGenieServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewOpsGenieServer, newTestNotifier)
 	state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"priority":"P2","alert_id":"alert-0002"}`, string(state))
@@ -34,22 +33,22 @@ func TestRemediation(t *testing.T) {
 	require.JSONEq(t, `{"priority":"P1","alert_id":"alert-0002"}`, string(state))
 
 	noteReq := func(note string) req {
-		return req{"POST", "/v2/alerts/" + alias + "/notes", "identifierType=alias", jsonOf(t, map[string]any{
-			"IdentifierType": 1, "IdentifierValue": alias, "source": "driftwatch", "note": note,
+		return req{"POST", "/v2/alerts/" + notifytest.SampleKey + "/notes", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": notifytest.SampleKey, "source": "driftwatch", "note": note,
 		})}
 	}
 	require.Equal(t, []req{
 		noteReq("Remediation applied: reverted 1 resource; a verification run follows (remediation rem-0007, run run-0043).\n" +
 			"Run: https://driftwatch.example.com/runs/run-0043"),
-		{"PUT", "/v2/alerts/" + alias + "/priority", "identifierType=alias", jsonOf(t, map[string]any{
-			"IdentifierType": 1, "IdentifierValue": alias, "priority": "P1",
+		{"PUT", "/v2/alerts/" + notifytest.SampleKey + "/priority", "identifierType=alias", jsonOf(t, map[string]any{
+			"IdentifierType": 1, "IdentifierValue": notifytest.SampleKey, "priority": "P1",
 		})},
 		noteReq("Remediation failed (remediation rem-0007, run run-0043).\n" +
 			"Reason: apply: Error: Cannot write file (aws_security_group.web, main.tf line 3)\n" +
 			"Priority raised to P1 (severity critical).\n" +
 			"Run: https://driftwatch.example.com/runs/run-0043"),
 	}, requests(t, srv)[before:])
-	a, ok := srv.Alert(alias)
+	a, ok := srv.Alert(notifytest.SampleKey)
 	require.True(t, ok)
 	require.Equal(t, "P1", a.Priority)
 	require.Equal(t, "open", a.Status)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
@@ -211,16 +210,8 @@ func severityOf(s notify.Severity, m map[notify.Severity]string) string {
 // eventSummary is the incident's one-line summary, with what this event
 // reports: PagerDuty shows it as the alert's title and in its log.
 func eventSummary(m notify.Message) string {
-	s := notify.Title(m.Incident)
-	switch m.Event {
-	case notify.EventUpdate:
-		s += " (findings changed)"
-	case notify.EventRenotify:
-		s += " (still open since " + m.Incident.Since.UTC().Format(time.RFC3339) + ")"
-	case notify.EventRemediation:
-		s += " (" + strings.ToLower(m.Remediation.Result.Title(func(s string) string { return s })) + ")"
-	}
-	return notify.OneLine(s)
+	since := m.Incident.Since.UTC().Format(time.RFC3339)
+	return notify.OneLine(notify.Title(m.Incident) + notify.EventNote(m, since, func(s string) string { return s }))
 }
 
 func buildDetails(m notify.Message) *details {

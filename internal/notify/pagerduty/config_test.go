@@ -14,7 +14,6 @@ import (
 func TestConfigValidate(t *testing.T) {
 	valid := Config{Name: "pd", RoutingKeyFile: "/run/secrets/pd"}
 	notifytest.RequireValidate(t, valid, Config.Validate, []notifytest.ValidateCase[Config]{
-		{Name: "valid", Edit: func(*Config) {}},
 		{Name: "eu", Edit: func(c *Config) { c.URL = "https://events.eu.pagerduty.com" }},
 		{Name: "loopback http", Edit: func(c *Config) { c.URL = "http://127.0.0.1:8080" }},
 		{Name: "severity map", Edit: func(c *Config) { c.SeverityMap = map[string]string{"high": "critical", "low": "info"} }},

@@ -111,13 +111,7 @@ func answerOf(raw []byte) response {
 // apiError is r as an error, redacted and bounded.
 func (n *Notifier) apiError(code int, r response) *APIError {
 	e := &APIError{StatusCode: code, Code: n.clean(r.Status, 100), Message: n.clean(r.Message, 300)}
-	for i, s := range r.Errors {
-		if i == 5 {
-			e.Errors = append(e.Errors, fmt.Sprintf("… and %d more", len(r.Errors)-5))
-			break
-		}
-		e.Errors = append(e.Errors, n.clean(s, 300))
-	}
+	e.Errors = notify.Capped(r.Errors, 5, "… and %d more", func(s string) string { return n.clean(s, 300) })
 	return e
 }
 

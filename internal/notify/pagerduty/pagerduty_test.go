@@ -3,8 +3,6 @@ package pagerduty
 import (
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +12,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/notify"
 	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 )
-
-const dedupKey = "drift-prod-network-3f9a2c"
 
 func newTestNotifier(t *testing.T, srv *notifytest.PagerDutyServer, logger *slog.Logger) *Notifier {
 	return notifytest.MustNew(t, New, Config{Name: "pd-oncall", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
@@ -29,52 +25,33 @@ func TestConformance(t *testing.T) {
 // renotify trigger on the same dedup_key (de-duplicated into the open
 // alert), resolve resolves it; the bodies on the wire are the builder's.
 func TestLifecycle(t *testing.T) {
-	srv := notifytest.NewPagerDutyServer(t)
-	n := newTestNotifier(t, srv, nil)
-	events := notifytest.LifecycleEvents
-	for _, ev := range events {
-		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
-		require.NoError(t, err, ev)
-		if ev == notify.EventResolve {
-			require.Nil(t, state)
-		} else {
-			require.JSONEq(t, `{"kept":true}`, string(state), "pagerduty keeps no state of its own")
-		}
-	}
+	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
+	sent := notifytest.NotifyLifecycle(t, n, true)
 
 	o := options{routingKey: srv.RoutingKey, severities: DefaultSeverityMap()}
 	reqs := srv.Requests()
-	require.Len(t, reqs, len(events))
+	notifytest.RequirePosts(t, reqs, len(sent), "/v2/enqueue", "application/json")
 	for i, r := range reqs {
-		require.Equal(t, "POST", r.Method)
-		require.Equal(t, "/v2/enqueue", r.Path)
-		require.Equal(t, "application/json", r.Header.Get("Content-Type"))
-		require.JSONEq(t, body(t, notifytest.SampleMessage(events[i]), o), string(r.Body), "event %s", events[i])
+		require.JSONEq(t, body(t, sent[i], o), string(r.Body), "event %s", sent[i].Event)
 	}
 	alerts := srv.Alerts()
 	require.Len(t, alerts, 1)
 	a := alerts[0]
-	require.Equal(t, dedupKey, a.DedupKey)
+	require.Equal(t, notifytest.SampleKey, a.DedupKey)
 	require.Equal(t, "resolved", a.Status)
 	require.Equal(t, 4, a.Triggers())
 	require.Equal(t, "Terraform drift in prod/network: 1 drifted, 1 pending", a.Summary)
 	require.Equal(t, "critical", a.Log[2].Payload.Severity, "the failed remediation's raised severity")
 
 	// The incident re-opens under the same key: a new alert.
-	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.NoError(t, err)
-	require.Len(t, srv.Alerts(), 2)
-	got, ok := srv.Alert(dedupKey)
-	require.True(t, ok)
-	require.Equal(t, "triggered", got.Status)
+	notifytest.RequireReopens(t, n, srv, notifytest.SampleKey, func(a notifytest.PagerDutyAlert) string { return a.Status }, "triggered")
 }
 
 // The outbox resends a message whose delivery was not recorded (a crash,
 // kill -9, between the send and the record): the same dedup_key lands on
 // the same alert, and a resent resolve is harmless.
 func TestResendIsDeduplicated(t *testing.T) {
-	srv := notifytest.NewPagerDutyServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 	for range 2 {
 		_, err := notifytest.NotifyStateless(t, n, open, nil)
@@ -94,53 +71,30 @@ func TestResendIsDeduplicated(t *testing.T) {
 // 400 is permanent and its message and reasons are on the error (what the
 // notifier's status shows), without the routing key.
 func TestInvalidEventIsPermanent(t *testing.T) {
-	srv := notifytest.NewPagerDutyServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
 	srv.FailNext(notifytest.Failure{Status: 400, Body: `{"status":"invalid event","message":"Event object is invalid","errors":["'payload.summary' is missing or blank","bad key ` + srv.RoutingKey + `"]}`})
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `pagerduty pd-oncall: trigger `+dedupKey+`: status 400 (invalid event): Event object is invalid: 'payload.summary' is missing or blank; bad key [REDACTED]`)
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	var apiErr *APIError
-	require.ErrorAs(t, err, &apiErr)
-	require.Equal(t, 400, apiErr.StatusCode)
+	notifytest.RequireAPIError(t, err, `pagerduty pd-oncall: trigger `+notifytest.SampleKey+`: status 400 (invalid event): Event object is invalid: 'payload.summary' is missing or blank; bad key [REDACTED]`, 400, false)
 	notifytest.RequireNoSecrets(t, err, srv.Secrets())
 
 	// The fake's own validation, end to end: a summary over 1024
 	// characters never leaves the builder, a refused key is a 400.
-	bad := filepath.Join(t.TempDir(), "other-key")
-	require.NoError(t, os.WriteFile(bad, []byte(strings.Repeat("k", 32)), 0o600))
+	bad := notifytest.NewFiles(t).Write("other-key", strings.Repeat("k", 32))
 	other, err := New(Config{Name: "pd-oncall", RoutingKeyFile: bad, URL: srv.URL()}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, other, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `pagerduty pd-oncall: trigger `+dedupKey+`: status 400 (invalid event): Event object is invalid: 'routing_key' is not the key of an integration`)
+	require.EqualError(t, err, `pagerduty pd-oncall: trigger `+notifytest.SampleKey+`: status 400 (invalid event): Event object is invalid: 'routing_key' is not the key of an integration`)
 	notifytest.RequireNoSecrets(t, err, []string{strings.Repeat("k", 32)})
 }
 
 func TestRateLimited(t *testing.T) {
-	srv := notifytest.NewPagerDutyServer(t)
-	n := newTestNotifier(t, srv, nil)
-	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
-	n.sender.Now = func() time.Time { return now }
-	for _, tc := range []struct {
-		retryAfter string
-		want       time.Duration
-	}{
-		{"30", 30 * time.Second},
-		{now.Add(2 * time.Minute).Format(http.TimeFormat), 2 * time.Minute},
-		{"", 0}, // the outbox's backoff
-	} {
-		srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: tc.retryAfter, Body: `{"status":"throttle event","message":"Requests for this service are arriving too quickly. Please retry later."}`})
-		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		retry, after := notify.IsRetryable(err)
-		require.True(t, retry)
-		require.Equal(t, tc.want, after, tc.retryAfter)
-		require.EqualError(t, err, `pagerduty pd-oncall: trigger `+dedupKey+`: status 429 (throttle event): Requests for this service are arriving too quickly. Please retry later.`)
-	}
-	require.Empty(t, srv.Alerts())
-	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.NoError(t, err)
-	require.Len(t, srv.Alerts(), 1)
+	srv, n := notifytest.Start(t, notifytest.NewPagerDutyServer, newTestNotifier)
+	n.sender.Now = notifytest.Clock
+	notifytest.RequireRetryAfter(t, srv, n, `{"status":"throttle event","message":"Requests for this service are arriving too quickly. Please retry later."}`, notifytest.RetryAfter429(),
+		func(err error) {
+			require.EqualError(t, err, `pagerduty pd-oncall: trigger `+notifytest.SampleKey+`: status 429 (throttle event): Requests for this service are arriving too quickly. Please retry later.`)
+		},
+		func() int { return len(srv.Alerts()) })
 }
 
 func TestStatusClasses(t *testing.T) {
@@ -153,39 +107,27 @@ func TestStatusClasses(t *testing.T) {
 
 // Redirects are not followed: the routing key is in the body.
 func TestRedirectNotFollowed(t *testing.T) {
-	redirect, followed := notifytest.RedirectServer(t, http.StatusTemporaryRedirect)
 	keyFile := notifytest.SecretFile(t, "key", strings.Repeat("a", 32))
-	n, err := New(Config{Name: "pd", RoutingKeyFile: keyFile, URL: redirect}, nil, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "pagerduty pd: trigger "+dedupKey+": status 307: redirects are not followed")
-	require.Zero(t, followed())
+	notifytest.RequireNoRedirect(t, http.StatusTemporaryRedirect, func(redirect string) (notify.Notifier, error) {
+		return New(Config{Name: "pd", RoutingKeyFile: keyFile, URL: redirect}, nil, slog.New(slog.DiscardHandler))
+	}, "pagerduty pd: trigger "+notifytest.SampleKey+": status 307: redirects are not followed")
 }
 
 func TestTimeoutIsRetryable(t *testing.T) {
 	srv := notifytest.NewPagerDutyServer(t)
-	n, err := New(Config{Name: "pd", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	srv.FailNext(notifytest.Failure{Delay: time.Minute})
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "pagerduty pd: trigger "+dedupKey+": timeout after 100ms")
-	retry, _ := notify.IsRetryable(err)
-	require.True(t, retry)
+	n := notifytest.MustNew(t, New, Config{Name: "pd", RoutingKeyFile: srv.KeyFile, URL: srv.URL(), Timeout: 100 * time.Millisecond}, srv.HTTPClient(), nil)
+	notifytest.RequireTimeout(t, srv, n, "pagerduty pd: trigger "+notifytest.SampleKey+": timeout after 100ms")
 }
 
 func TestPermanentErrors(t *testing.T) {
-	srv := notifytest.NewPagerDutyServer(t)
-	n := newTestNotifier(t, srv, nil)
-	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `pagerduty pd-oncall: unknown event "snooze"`)
+	notifytest.RequireUnknownEventOf(t, notifytest.NewPagerDutyServer, newTestNotifier, []byte("{}"), `pagerduty pd-oncall: unknown event "snooze"`)
 }
 
 // The routing key is in the body's routing_key and nowhere else: not in
 // another field, a header, an error, a state or a log line, whatever the
 // server echoes.
 func TestCanaryAbsentEverywhere(t *testing.T) {
-	srv := notifytest.NewPagerDutyServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewPagerDutyServer, newTestNotifier)
 	secrets := srv.Secrets()
 	echo := `{"status":"invalid event","message":"bad ` + srv.RoutingKey + `","errors":["routing_key ` + srv.RoutingKey + `"],"dedup_key":"` + srv.RoutingKey + `"}`
 	errs, states := notifytest.DeliverEchoing(srv, echo, 202, []int{400, 401, 429, 500}, func(ev notify.Event) ([]byte, error) {
@@ -205,11 +147,7 @@ func TestNew(t *testing.T) {
 	files := notifytest.NewFiles(t)
 	key := strings.Repeat("Ab3", 10) + "Z9" // 32
 	logger := slog.New(slog.DiscardHandler)
-	good := files.Write("good", key+"\n")
-	notifytest.OpenChecks{Vendor: "pagerduty", Name: "pd", Key: "routing_key_file", New: func(file string, logger *slog.Logger) error {
-		_, err := New(Config{Name: "pd", RoutingKeyFile: file}, nil, logger)
-		return err
-	}}.Require(t, files, good)
+	good := notifytest.OpenChecks{Vendor: "pagerduty", Name: "pd", Key: "routing_key_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "pd", RoutingKeyFile: file} })}.Require(t, files, key)
 
 	for name, content := range map[string]string{"short": key[:31], "two": key + "\n" + key, "spaced": key[:16] + " " + key[17:]} {
 		_, err := New(Config{Name: "pd", RoutingKeyFile: files.Write(name, content)}, nil, logger)

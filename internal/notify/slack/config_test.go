@@ -1,12 +1,12 @@
 package slack
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -49,12 +49,8 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestNewSecretFiles(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		return p
-	}
+	files := notifytest.NewFiles(t)
+	write := files.Write
 	const token = "xoxb-1234-5678-secretsecret"
 	const hookURL = "https://hooks.slack.com/services/T000/B000/hooksecretpath"
 	bot := Config{Name: "s", Mode: ModeBot, Channel: "C0DRIFTW01"}
@@ -65,12 +61,12 @@ func TestNewSecretFiles(t *testing.T) {
 		want string // error; "" for none
 	}{
 		{"token with newline", with(bot, "token", write("token", token+"\n")), ""},
-		{"missing token file", with(bot, "token", filepath.Join(dir, "nope")), `slack notifier "s": token_file: open ` + filepath.Join(dir, "nope") + `: no such file or directory`},
-		{"empty token file", with(bot, "token", write("empty", " \n")), `slack notifier "s": token_file "` + filepath.Join(dir, "empty") + `": empty`},
-		{"token with inner space", with(bot, "token", write("spaced", "xoxb-1 "+token)), `slack notifier "s": token_file "` + filepath.Join(dir, "spaced") + `": the token contains whitespace`},
+		{"missing token file", with(bot, "token", files.Path("nope")), `slack notifier "s": token_file: open ` + files.Path("nope") + `: no such file or directory`},
+		{"empty token file", with(bot, "token", write("empty", " \n")), `slack notifier "s": token_file "` + files.Path("empty") + `": empty`},
+		{"token with inner space", with(bot, "token", write("spaced", "xoxb-1 "+token)), `slack notifier "s": token_file "` + files.Path("spaced") + `": the token contains whitespace`},
 		{"webhook", with(hook, "hook", write("hook", hookURL)), ""},
-		{"webhook not a URL", with(hook, "hook", write("badhook", "hooks.slack.com/services/"+token)), `slack notifier "s": webhook_url_file "` + filepath.Join(dir, "badhook") + `": not an http(s) URL with a path`},
-		{"webhook without path", with(hook, "hook", write("nopath", "https://hooks.slack.com")), `slack notifier "s": webhook_url_file "` + filepath.Join(dir, "nopath") + `": not an http(s) URL with a path`},
+		{"webhook not a URL", with(hook, "hook", write("badhook", "hooks.slack.com/services/"+token)), `slack notifier "s": webhook_url_file "` + files.Path("badhook") + `": not an http(s) URL with a path`},
+		{"webhook without path", with(hook, "hook", write("nopath", "https://hooks.slack.com")), `slack notifier "s": webhook_url_file "` + files.Path("nopath") + `": not an http(s) URL with a path`},
 		{"invalid config", Config{Name: "s"}, "slack notifier \"s\": token_file: required\nchannel: required in bot mode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +21,7 @@ const testChannel = "C0DRIFTW01"
 
 func writeSecret(t *testing.T, content string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "secret")
-	require.NoError(t, os.WriteFile(p, []byte(content+"\n"), 0o600))
+	p := notifytest.NewFiles(t).Write("secret", content+"\n")
 	return p
 }
 

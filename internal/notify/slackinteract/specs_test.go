@@ -1,21 +1,20 @@
 package slackinteract
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/notify/notifycfg"
+	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 	"github.com/driftwatch/driftwatch/internal/notify/slack/slackcfg"
 )
 
 // Only slack notifiers with a signing secret answer buttons; the secret is
 // read trimmed, and a redirected API's origin is where replies may go.
 func TestFromSpecs(t *testing.T) {
-	secret := filepath.Join(t.TempDir(), "secret")
-	require.NoError(t, os.WriteFile(secret, []byte("s3cret\n"), 0o600))
+	secret := notifytest.NewFiles(t).Write("secret", "s3cret\n")
 	got, err := FromSpecs([]notifycfg.Spec{
 		{Name: "plain", Settings: &slackcfg.Config{Channel: "C1"}},
 		{Name: "oncall", Settings: &slackcfg.Config{Channel: "C2", SigningSecretFile: secret, Approvers: []string{"U1"},

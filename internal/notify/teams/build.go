@@ -409,14 +409,7 @@ func findingLine(verb string, f drift.Finding) element {
 	)
 	var tail []string
 	if len(f.Attributes) > 0 {
-		var ps []string
-		for i, a := range f.Attributes {
-			if i == maxPaths {
-				ps = append(ps, fmt.Sprintf("+%d more", len(f.Attributes)-maxPaths))
-				break
-			}
-			ps = append(ps, notify.Truncate(notify.OneLine(a), maxPath))
-		}
+		ps := notify.Capped(f.Attributes, maxPaths, "+%d more", func(a string) string { return notify.Truncate(notify.OneLine(a), maxPath) })
 		tail = append(tail, strings.Join(ps, ", "))
 	}
 	if len(f.SeenIn) > 0 {

@@ -140,10 +140,7 @@ func TestBuildCardVariants(t *testing.T) {
 	})
 
 	t.Run("forbidden", func(t *testing.T) {
-		m := notifytest.SampleMessage(notify.EventOpen)
-		m.Incident.Class = notify.ClassForbidden
-		m.Incident.Findings = []drift.Finding{{Kind: drift.KindForbidden, Address: "kubernetes_deployment.api", Action: "create", SeenIn: []string{"config", "plan"}}}
-		m.Incident.Counts = drift.CountFindings(m.Incident.Findings)
+		m := notifytest.Forbidden(notifytest.SampleMessage(notify.EventOpen), drift.Finding{Kind: drift.KindForbidden, Address: "kubernetes_deployment.api", Action: "create", SeenIn: []string{"config", "plan"}})
 		c := content(t, body(t, m))
 		b := c["body"].([]any)
 		require.Contains(t, mustJSON(t, b[1]), `{"title":"Findings","value":"1 forbidden"}`)

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,16 +16,13 @@ import (
 	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 )
 
-const incidentKey = "drift-prod-network-3f9a2c"
-
 func newTestNotifier(t *testing.T, srv *notifytest.TeamsServer, logger *slog.Logger) *Notifier {
 	return notifytest.MustNew(t, New, Config{Name: "teams-oncall", WebhookURLFile: srv.URLFile, Timeout: 5 * time.Second}, srv.HTTPClient(), logger)
 }
 
 func writeURL(t *testing.T, u string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "url")
-	require.NoError(t, os.WriteFile(p, []byte(u), 0o600))
+	p := notifytest.NewFiles(t).Write("url", u)
 	return p
 }
 
@@ -38,39 +33,29 @@ func TestConformance(t *testing.T) {
 // Every event posts one card to the trigger URL, signature included; the
 // bodies on the wire are the builder's, and Teams shows one card each.
 func TestLifecycle(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
-	events := notifytest.LifecycleEvents
-	for _, ev := range events {
-		state, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(ev), []byte(`{"kept":true}`))
-		require.NoError(t, err, ev)
-		require.JSONEq(t, `{"kept":true}`, string(state), "teams keeps no state of its own")
-	}
+	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
+	sent := notifytest.NotifyLifecycle(t, n, false)
 
 	webhook, err := url.Parse(srv.WebhookURL())
 	require.NoError(t, err)
 	reqs := srv.Requests()
-	require.Len(t, reqs, len(events))
+	notifytest.RequirePosts(t, reqs, len(sent), "/workflows/"+srv.WorkflowID+"/triggers/manual/paths/invoke", "application/json; charset=utf-8")
 	for i, r := range reqs {
-		require.Equal(t, "POST", r.Method)
-		require.Equal(t, "/workflows/"+srv.WorkflowID+"/triggers/manual/paths/invoke", r.Path)
 		require.Equal(t, webhook.Path, r.Path)
 		require.Equal(t, webhook.RawQuery, r.Query, "the query as configured, sig included")
-		require.Equal(t, "application/json; charset=utf-8", r.Header.Get("Content-Type"))
-		want, err := encode(notifytest.SampleMessage(events[i]))
+		want, err := encode(sent[i])
 		require.NoError(t, err)
-		require.Equal(t, string(want), string(r.Body), "event %s", events[i])
+		require.Equal(t, string(want), string(r.Body), "event %s", sent[i].Event)
 	}
 	cards := srv.Cards()
-	require.Len(t, cards, len(events))
+	require.Len(t, cards, len(sent))
 	require.Equal(t, "Resolved", cards[4]["body"].([]any)[0].(map[string]any)["items"].([]any)[0].(map[string]any)["text"])
 }
 
 // Hundreds of findings with long addresses: the card is cut to fit and
 // Teams (the fake refuses a message over 28 KB) posts it.
 func TestLargeIncidentFits(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	m := notifytest.SampleMessage(notify.EventUpdate)
 	m.Incident.Findings = nil
 	for i := range 500 {
@@ -104,8 +89,7 @@ func TestAccepted200(t *testing.T) {
 // de-duplicate, so the card is posted again, identical to the first: a
 // human sees a duplicate, never a contradiction.
 func TestCrashReplayPostsIdenticalCard(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	open := notifytest.SampleMessage(notify.EventOpen)
 	prev := []byte(nil)
 	_, err := notifytest.NotifyStateless(t, n, open, prev)
@@ -127,16 +111,10 @@ func TestCrashReplayPostsIdenticalCard(t *testing.T) {
 // 400 is permanent, and its code and message are on the error (what the
 // notifier's status shows), redacted.
 func TestBadPayloadIsPermanent(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	srv.FailNext(notifytest.Failure{Status: 400, Body: `{"error":{"code":"InvalidTemplate","message":"Unable to process template language expressions in action 'Post_card' inputs for ` + srv.WebhookURL() + `"}}`})
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 400 (InvalidTemplate): Unable to process template language expressions in action 'Post_card' inputs for [REDACTED]`)
-	retry, _ := notify.IsRetryable(err)
-	require.False(t, retry)
-	var apiErr *APIError
-	require.ErrorAs(t, err, &apiErr)
-	require.Equal(t, 400, apiErr.StatusCode)
+	notifytest.RequireAPIError(t, err, `teams teams-oncall: post open card for `+notifytest.SampleKey+`: status 400 (InvalidTemplate): Unable to process template language expressions in action 'Post_card' inputs for [REDACTED]`, 400, false)
 	notifytest.RequireNoSecrets(t, err, srv.Secrets())
 	require.Empty(t, srv.Cards())
 }
@@ -149,43 +127,27 @@ func TestRefusedSignatureAndDeletedFlow(t *testing.T) {
 	n, err := New(Config{Name: "teams-oncall", WebhookURLFile: writeURL(t, srv.URLWithSig(wrong))}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 401 (DirectApiInvalidAuthorizationSignature): The provided authorization signature '[REDACTED]' is not valid. [the URL's signature was refused: copy the trigger URL again into webhook_url_file]`)
+	require.EqualError(t, err, `teams teams-oncall: post open card for `+notifytest.SampleKey+`: status 401 (DirectApiInvalidAuthorizationSignature): The provided authorization signature '[REDACTED]' is not valid. [the URL's signature was refused: copy the trigger URL again into webhook_url_file]`)
 	retry, _ := notify.IsRetryable(err)
 	require.False(t, retry)
 	notifytest.RequireNoSecrets(t, err, append(srv.Secrets(), wrong))
 
 	srv.Delete()
 	_, err = notifytest.NotifyStateless(t, newTestNotifier(t, srv, nil), notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 404 (WorkflowNotFound): The workflow could not be found. [no such flow: it was deleted or its trigger changed; create it again and update webhook_url_file]`)
+	require.EqualError(t, err, `teams teams-oncall: post open card for `+notifytest.SampleKey+`: status 404 (WorkflowNotFound): The workflow could not be found. [no such flow: it was deleted or its trigger changed; create it again and update webhook_url_file]`)
 	retry, _ = notify.IsRetryable(err)
 	require.False(t, retry)
 	require.Empty(t, srv.Cards())
 }
 
 func TestThrottled(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
-	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
-	n.sender.Now = func() time.Time { return now }
-	for _, tc := range []struct {
-		retryAfter string
-		want       time.Duration
-	}{
-		{"30", 30 * time.Second},
-		{now.Add(2 * time.Minute).Format(http.TimeFormat), 2 * time.Minute},
-		{"", 0}, // the outbox's backoff
-	} {
-		srv.FailNext(notifytest.Failure{Status: 429, RetryAfter: tc.retryAfter, Body: `{"error":{"code":"WorkflowTriggerIsThrottled","message":"The workflow's trigger is throttled."}}`})
-		_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-		retry, after := notify.IsRetryable(err)
-		require.True(t, retry)
-		require.Equal(t, tc.want, after, tc.retryAfter)
-		require.EqualError(t, err, `teams teams-oncall: post open card for `+incidentKey+`: status 429 (WorkflowTriggerIsThrottled): The workflow's trigger is throttled.`)
-	}
-	require.Empty(t, srv.Cards())
-	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.NoError(t, err)
-	require.Len(t, srv.Cards(), 1)
+	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
+	n.sender.Now = notifytest.Clock
+	notifytest.RequireRetryAfter(t, srv, n, `{"error":{"code":"WorkflowTriggerIsThrottled","message":"The workflow's trigger is throttled."}}`, notifytest.RetryAfter429(),
+		func(err error) {
+			require.EqualError(t, err, `teams teams-oncall: post open card for `+notifytest.SampleKey+`: status 429 (WorkflowTriggerIsThrottled): The workflow's trigger is throttled.`)
+		},
+		func() int { return len(srv.Cards()) })
 }
 
 func TestStatusClasses(t *testing.T) {
@@ -199,33 +161,24 @@ func TestStatusClasses(t *testing.T) {
 // Redirects are not followed: the card would go where it was not
 // configured to.
 func TestRedirectNotFollowed(t *testing.T) {
-	redirect, followed := notifytest.RedirectServer(t, http.StatusTemporaryRedirect)
-	n, err := New(Config{Name: "teams", WebhookURLFile: writeURL(t, redirect+"/workflows/x/triggers/manual/paths/invoke?sig=canaryredirect")}, nil, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "teams teams: post open card for "+incidentKey+": status 307: redirects are not followed")
-	require.Zero(t, followed())
+	notifytest.RequireNoRedirect(t, http.StatusTemporaryRedirect, func(redirect string) (notify.Notifier, error) {
+		return New(Config{Name: "teams", WebhookURLFile: writeURL(t, redirect+"/workflows/x/triggers/manual/paths/invoke?sig=canaryredirect")}, nil, slog.New(slog.DiscardHandler))
+	}, "teams teams: post open card for "+notifytest.SampleKey+": status 307: redirects are not followed")
 }
 
 func TestTimeoutIsRetryable(t *testing.T) {
 	srv := notifytest.NewTeamsServer(t)
-	n, err := New(Config{Name: "teams", WebhookURLFile: srv.URLFile, Timeout: 100 * time.Millisecond}, srv.HTTPClient(), slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	srv.FailNext(notifytest.Failure{Delay: time.Minute})
-	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.EqualError(t, err, "teams teams: post open card for "+incidentKey+": timeout after 100ms")
-	retry, _ := notify.IsRetryable(err)
-	require.True(t, retry)
+	n := notifytest.MustNew(t, New, Config{Name: "teams", WebhookURLFile: srv.URLFile, Timeout: 100 * time.Millisecond}, srv.HTTPClient(), nil)
+	notifytest.RequireTimeout(t, srv, n, "teams teams: post open card for "+notifytest.SampleKey+": timeout after 100ms")
 }
 
 // A dropped connection is retryable, and its error names neither the
 // host nor the URL.
 func TestConnectionDropped(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
+	srv, n := notifytest.Start(t, notifytest.NewTeamsServer, newTestNotifier)
 	srv.Down()
 	_, err := notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
-	require.ErrorContains(t, err, "teams teams-oncall: post open card for "+incidentKey+": ")
+	require.ErrorContains(t, err, "teams teams-oncall: post open card for "+notifytest.SampleKey+": ")
 	retry, _ := notify.IsRetryable(err)
 	require.True(t, retry)
 	notifytest.RequireNoSecrets(t, err, srv.Secrets())
@@ -233,18 +186,14 @@ func TestConnectionDropped(t *testing.T) {
 }
 
 func TestPermanentErrors(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	n := newTestNotifier(t, srv, nil)
-	notifytest.RequireUnknownEvent(t, n, []byte("{}"), func() int { return len(srv.Requests()) }, `teams teams-oncall: unknown event "snooze"`)
+	notifytest.RequireUnknownEventOf(t, notifytest.NewTeamsServer, newTestNotifier, []byte("{}"), `teams teams-oncall: unknown event "snooze"`)
 }
 
 // The URL (host, path, query, sig) is the request's target and nowhere
 // else: not in the body, a header, an error, a state or a log line,
 // whatever the server echoes.
 func TestCanaryAbsentEverywhere(t *testing.T) {
-	srv := notifytest.NewTeamsServer(t)
-	logger, logs := notifytest.CaptureLogger()
-	n := newTestNotifier(t, srv, logger)
+	srv, n, logs := notifytest.StartLogged(t, notifytest.NewTeamsServer, newTestNotifier)
 	secrets := srv.Secrets()
 	echo := `{"error":{"code":"` + srv.Sig + `","message":"bad request to ` + srv.WebhookURL() + ` flow ` + srv.WorkflowID + ` sig ` + srv.Sig + `"}}`
 	errs, states := notifytest.DeliverEchoing(srv, echo, 202, []int{400, 401, 403, 404, 429, 500}, func(ev notify.Event) ([]byte, error) {
@@ -264,11 +213,7 @@ func TestNew(t *testing.T) {
 	files := notifytest.NewFiles(t)
 	good := "https://prod-07.westeurope.logic.azure.com:443/workflows/0123abcd/triggers/manual/paths/invoke?api-version=2016-06-01&sp=%2Ftriggers%2Fmanual%2Frun&sv=1.0&sig=CANARYsig0123456789"
 	logger := slog.New(slog.DiscardHandler)
-	goodFile := files.Write("good", good+"\n")
-	notifytest.OpenChecks{Vendor: "teams", Name: "teams", Key: "webhook_url_file", New: func(file string, logger *slog.Logger) error {
-		_, err := New(Config{Name: "teams", WebhookURLFile: file}, nil, logger)
-		return err
-	}}.Require(t, files, goodFile)
+	goodFile := notifytest.OpenChecks{Vendor: "teams", Name: "teams", Key: "webhook_url_file", New: notifytest.NewOf(New, func(file string) Config { return Config{Name: "teams", WebhookURLFile: file} })}.Require(t, files, good)
 
 	for name, tc := range map[string]struct{ content, want string }{
 		"two lines":  {good + "\n" + good, "want one URL on one line"},

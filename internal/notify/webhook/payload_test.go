@@ -148,7 +148,6 @@ func TestVerify(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	valid := Config{Name: "hook", URLFile: "/s/url", SecretFile: "/s/key"}
 	notifytest.RequireValidate(t, valid, Config.Validate, []notifytest.ValidateCase[Config]{
-		{Name: "valid", Edit: func(*Config) {}},
 		{Name: "headers", Edit: func(c *Config) { c.Headers = map[string]string{"Authorization": "Bearer x", "X-Team": "net"} }},
 		{Name: "empty", Edit: func(c *Config) { *c = Config{} }, Want: "name: required\nurl_file: required\nsecret_file: required"},
 		{Name: "timeout", Edit: func(c *Config) { c.Timeout = -1 }, Want: "timeout: -1ns: must not be negative"},

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -150,9 +149,8 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 		http.Redirect(w, r, elsewhere.URL, http.StatusTemporaryRedirect)
 	}))
 	t.Cleanup(redirect.Close)
-	dir := t.TempDir()
-	urlFile := filepath.Join(dir, "url")
-	require.NoError(t, os.WriteFile(urlFile, []byte(redirect.URL+"/hook"), 0o600))
+	files := notifytest.NewFiles(t)
+	urlFile := files.Write("url", redirect.URL+"/hook")
 	n, err := New(Config{Name: "hook", URLFile: urlFile, SecretFile: elsewhere.SecretFile}, redirect.Client(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, n, notifytest.SampleMessage(notify.EventOpen), nil)
@@ -198,10 +196,9 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
-	dir := t.TempDir()
+	files := notifytest.NewFiles(t)
 	closedURL := "https://" + addr + "/hooks/" + notifytest.Canary("closed-token") + "?sig=" + notifytest.Canary("query")
-	urlFile := filepath.Join(dir, "url")
-	require.NoError(t, os.WriteFile(urlFile, []byte(closedURL), 0o600))
+	urlFile := files.Write("url", closedURL)
 	n2, err := New(Config{Name: "hook", URLFile: urlFile, SecretFile: srv.SecretFile}, nil, logger)
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, n2, notifytest.SampleMessage(notify.EventOpen), nil)
@@ -209,8 +206,7 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 	errs = append(errs, err)
 	secrets = append(secrets, closedURL, strings.Split(closedURL, "?")[1], "/hooks/")
 
-	tlsFile := filepath.Join(dir, "tls-url")
-	require.NoError(t, os.WriteFile(tlsFile, []byte(srv.URL), 0o600))
+	tlsFile := files.Write("tls-url", srv.URL)
 	n3, err := New(Config{Name: "hook", URLFile: tlsFile, SecretFile: srv.SecretFile}, nil, logger) // default client: untrusted cert
 	require.NoError(t, err)
 	_, err = notifytest.NotifyStateless(t, n3, notifytest.SampleMessage(notify.EventOpen), nil)
@@ -229,12 +225,8 @@ func TestCanaryAbsentEverywhere(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		return p
-	}
+	files := notifytest.NewFiles(t)
+	write := files.Write
 	secret := write("secret", "whsec-0123456789abcdef\n")
 	logger := slog.New(slog.DiscardHandler)
 	token := notifytest.Canary("token")
@@ -242,7 +234,7 @@ func TestNew(t *testing.T) {
 	_, err := New(Config{Name: "hook", URLFile: write("u0", "https://h/"+token), SecretFile: secret}, nil, nil)
 	require.EqualError(t, err, "webhook: logger is required")
 
-	_, err = New(Config{Name: "hook", URLFile: filepath.Join(dir, "missing"), SecretFile: secret}, nil, logger)
+	_, err = New(Config{Name: "hook", URLFile: files.Path("missing"), SecretFile: secret}, nil, logger)
 	require.ErrorIs(t, err, os.ErrNotExist)
 
 	for i, bad := range []string{"ftp://h/" + token, "h/" + token, "https://h/x#" + token, "https://h/%zz" + token, "https:///" + token} {
@@ -252,10 +244,10 @@ func TestNew(t *testing.T) {
 	}
 
 	_, err = New(Config{Name: "hook", URLFile: write("u1", "https://h/"+token), SecretFile: write("short", "short-secret")}, nil, logger)
-	require.EqualError(t, err, `webhook "hook": secret_file "`+filepath.Join(dir, "short")+`": the key must be at least 16 bytes`)
+	require.EqualError(t, err, `webhook "hook": secret_file "`+files.Path("short")+`": the key must be at least 16 bytes`)
 
 	_, err = New(Config{Name: "hook", URLFile: write("u2", "\n"), SecretFile: secret}, nil, logger)
-	require.EqualError(t, err, `webhook "hook": url_file: "`+filepath.Join(dir, "u2")+`" is empty`)
+	require.EqualError(t, err, `webhook "hook": url_file: "`+files.Path("u2")+`" is empty`)
 
 	captured, logs := notifytest.CaptureLogger()
 	n, err := New(Config{Name: "hook", URLFile: write("plain", "http://hooks.internal/"+token), SecretFile: secret}, nil, captured)

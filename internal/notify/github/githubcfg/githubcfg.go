@@ -56,17 +56,20 @@ func (c *Config) Check(v notifycfg.Check) {
 	if u := v.SecureURL("api_url", c.APIURL, "token travels in a header"); u != nil && (u.RawQuery != "" || u.Fragment != "") {
 		v.Add("api_url", "want https://HOST/api/v3/ without a query or fragment")
 	}
-	for i, l := range c.Labels {
-		sub := fmt.Sprintf("labels[%d]", i)
-		switch {
-		case strings.TrimSpace(l) == "":
-			v.Add(sub, "empty label")
-		case utf8.RuneCountInString(l) > MaxLabel:
-			v.Add(sub, "%q is longer than GitHub's 50 characters", l)
-		case strings.ContainsAny(l, ",\r\n"):
-			v.Add(sub, "%q: no commas or line breaks", l)
-		}
+	v.Each("labels", c.Labels, labelMistake)
+}
+
+// labelMistake is what GitHub would refuse in label l ("" for nothing).
+func labelMistake(l string, _ bool) string {
+	switch {
+	case strings.TrimSpace(l) == "":
+		return "empty label"
+	case utf8.RuneCountInString(l) > MaxLabel:
+		return fmt.Sprintf("%q is longer than GitHub's 50 characters", l)
+	case strings.ContainsAny(l, ",\r\n"):
+		return fmt.Sprintf("%q: no commas or line breaks", l)
 	}
+	return ""
 }
 
 // SecretFiles implements notifycfg.Block.

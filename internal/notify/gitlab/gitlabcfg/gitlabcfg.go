@@ -72,25 +72,27 @@ func (c *Config) Check(v notifycfg.Check) {
 	if u := v.SecureURL("api_url", c.APIURL, "token travels in a header"); u != nil && (u.RawQuery != "" || u.Fragment != "" || u.ForceQuery) {
 		v.Add("api_url", "only scheme, host, port and a path prefix are allowed")
 	}
-	seen := map[string]bool{}
-	for i, l := range c.Labels {
-		key := fmt.Sprintf("labels[%d]", i)
-		switch {
-		case strings.TrimSpace(l) == "":
-			v.Add(key, "empty")
-		case l != strings.TrimSpace(l):
-			v.Add(key, "%q: leading or trailing spaces", l)
-		case strings.Contains(l, ","):
-			v.Add(key, "%q: a label cannot contain a comma", l)
-		case utf8.RuneCountInString(l) > MaxLabel:
-			v.Add(key, "longer than 255 characters")
-		case strings.HasPrefix(l, "driftwatch::"):
-			v.Add(key, "%q: the driftwatch:: scope is the class label's (driftwatch::drift, ::forbidden, ::errored), added to every issue", l)
-		case seen[l]:
-			v.Add(key, "%q: duplicate", l)
-		}
-		seen[l] = true
+	v.Each("labels", c.Labels, labelMistake)
+}
+
+// labelMistake is what GitLab would refuse, or driftwatch keeps for
+// itself, in label l, dup when an earlier label was l ("" for nothing).
+func labelMistake(l string, dup bool) string {
+	switch {
+	case strings.TrimSpace(l) == "":
+		return "empty"
+	case l != strings.TrimSpace(l):
+		return fmt.Sprintf("%q: leading or trailing spaces", l)
+	case strings.Contains(l, ","):
+		return fmt.Sprintf("%q: a label cannot contain a comma", l)
+	case utf8.RuneCountInString(l) > MaxLabel:
+		return "longer than 255 characters"
+	case strings.HasPrefix(l, "driftwatch::"):
+		return fmt.Sprintf("%q: the driftwatch:: scope is the class label's (driftwatch::drift, ::forbidden, ::errored), added to every issue", l)
+	case dup:
+		return fmt.Sprintf("%q: duplicate", l)
 	}
+	return ""
 }
 
 // SecretFiles implements notifycfg.Block.

@@ -103,16 +103,15 @@ func (c *Config) Check(v notifycfg.Check) {
 	} else if len(c.Approvers) > 0 {
 		v.Add("approvers", "only with signing_secret_file: the daemon cannot verify Slack's requests without it")
 	}
-	seen := map[string]bool{}
-	for j, u := range c.Approvers {
+	v.Each("approvers", c.Approvers, func(u string, dup bool) string {
 		switch {
 		case !userID.MatchString(u):
-			v.Add(fmt.Sprintf("approvers[%d]", j), "%q must be a Slack user ID such as U0123ABCD (the member ID in the user's profile, not a name)", u)
-		case seen[u]:
-			v.Add(fmt.Sprintf("approvers[%d]", j), "duplicate %q", u)
+			return fmt.Sprintf("%q must be a Slack user ID such as U0123ABCD (the member ID in the user's profile, not a name)", u)
+		case dup:
+			return fmt.Sprintf("duplicate %q", u)
 		}
-		seen[u] = true
-	}
+		return ""
+	})
 }
 
 // SecretFiles implements notifycfg.Block.
