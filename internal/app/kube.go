@@ -24,7 +24,7 @@ func newKubeMode(cfg *config.Config, log *slog.Logger, proceed remote.ProceedFun
 	if k == nil {
 		return nil, errors.New("kubernetes runner: runner.kubernetes is required")
 	}
-	return kube.NewMode(kube.ModeOptions{Kubeconfig: k.Kubeconfig, CallbackListen: k.CallbackListen, Config: kube.Config(k.Kube()),
+	return kube.NewMode(kube.ModeOptions{Kubeconfig: k.Kubeconfig, QPS: k.APIQPS, Burst: k.APIBurst, CallbackListen: k.CallbackListen, Config: kube.Config(k.Kube()),
 		TLSCertFile: cfg.Server.TLSCertFile, TLSKeyFile: cfg.Server.TLSKeyFile, Proceed: proceed, Logger: log})
 }
 

@@ -79,8 +79,20 @@ type RunnerKubernetes struct {
 	// server.tls_cert_file, as the main server does. callback_url names it
 	// as run pods reach it (a Service port in front of it, say).
 	CallbackListen string `yaml:"callback_listen"`
+	// APIQPS and APIBurst limit the daemon's requests to the Kubernetes
+	// API (default DefaultAPIQPS and DefaultAPIBurst): every run costs a
+	// few (its Job and Secret), and a client left at client-go's 5 a
+	// second caps a fleet at a few thousand checks an hour.
+	APIQPS         float32 `yaml:"api_qps"`
+	APIBurst       int     `yaml:"api_burst"`
 	kubecfg.Config `yaml:",inline"`
 }
+
+// Defaults of runner.kubernetes.api_qps and api_burst.
+const (
+	DefaultAPIQPS   = 50
+	DefaultAPIBurst = 100
+)
 
 // DefaultCallbackListen is runner.kubernetes.callback_listen's default:
 // every interface, since run pods reach it from outside the daemon's pod.
@@ -130,6 +142,20 @@ func (c *Config) validateRunner(pos *positions) []error {
 	}
 	if err := checkCallbackListen(r.Kubernetes.CallbackListen, c.Server.Listen); err != nil {
 		errs = append(errs, pos.errorf("runner.kubernetes.callback_listen", "%v", err))
+	}
+	switch k := r.Kubernetes; {
+	case k.APIQPS < 0:
+		errs = append(errs, pos.errorf("runner.kubernetes.api_qps", "must not be negative, got %g", k.APIQPS))
+	case k.APIQPS == 0:
+		k.APIQPS = DefaultAPIQPS
+	}
+	switch k := r.Kubernetes; {
+	case k.APIBurst < 0:
+		errs = append(errs, pos.errorf("runner.kubernetes.api_burst", "must not be negative, got %d", k.APIBurst))
+	case k.APIBurst == 0:
+		k.APIBurst = max(DefaultAPIBurst, int(k.APIQPS))
+	case float32(k.APIBurst) < k.APIQPS:
+		errs = append(errs, pos.errorf("runner.kubernetes.api_burst", "must be at least api_qps (%g), got %d", k.APIQPS, k.APIBurst))
 	}
 	r.Kubernetes.CallbackCAFile = absFrom(filepath.Dir(c.File), r.Kubernetes.CallbackCAFile)
 	if f := r.Kubernetes.CallbackCAFile; f != "" {

@@ -53,6 +53,22 @@ runner:
 	require.Equal(t, []time.Duration{6 * time.Second, 4 * time.Second, time.Second}, []time.Duration{lease, renew, retry})
 }
 
+func TestRunnerAPILimits(t *testing.T) {
+	net := mustAbs(t, "testdata/net")
+	ws := "workspaces:\n  - name: a\n    source: { path: " + net + " }\n"
+	load := func(limits string) *RunnerKubernetes {
+		cfg, err := Load("/tmp/x.yaml", []byte("runner:\n  mode: kubernetes\n  kubernetes: { namespace: r, image: x, callback_url: 'http://d:8081'"+limits+" }\n"+ws))
+		require.NoError(t, err)
+		return cfg.Runner.Kubernetes
+	}
+	k := load("")
+	require.Equal(t, [2]float64{DefaultAPIQPS, DefaultAPIBurst}, [2]float64{float64(k.APIQPS), float64(k.APIBurst)})
+	k = load(", api_qps: 200")
+	require.Equal(t, [2]float64{200, 200}, [2]float64{float64(k.APIQPS), float64(k.APIBurst)}, "the burst is at least the rate")
+	k = load(", api_qps: 10, api_burst: 30")
+	require.Equal(t, [2]float64{10, 30}, [2]float64{float64(k.APIQPS), float64(k.APIBurst)})
+}
+
 func TestRunnerInvalid(t *testing.T) {
 	net := mustAbs(t, "testdata/net")
 	ws := "workspaces:\n  - name: a\n    source: { path: " + net + " }\n"
@@ -69,6 +85,10 @@ func TestRunnerInvalid(t *testing.T) {
 			`runner.kubernetes.callback_listen: ":http": port "http" must be a number from 1 to 65535`},
 		"callback on the server's port": {"server: { listen: '0.0.0.0:8080' }\nrunner:\n  mode: kubernetes\n  kubernetes: { namespace: r, image: x, callback_url: 'http://d:8080', callback_listen: ':8080' }\n",
 			`runner.kubernetes.callback_listen: ":8080" must use another port than server.listen ("0.0.0.0:8080"): run pods may reach the callback port only`},
+		"negative qps": {"runner:\n  mode: kubernetes\n  kubernetes: { namespace: r, image: x, callback_url: 'http://d:8081', api_qps: -1 }\n",
+			`x.yaml:3: runner.kubernetes.api_qps: must not be negative, got -1`},
+		"burst below qps": {"runner:\n  mode: kubernetes\n  kubernetes: { namespace: r, image: x, callback_url: 'http://d:8081', api_qps: 80, api_burst: 20 }\n",
+			`x.yaml:3: runner.kubernetes.api_burst: must be at least api_qps (80), got 20`},
 		"le local": {"runner: { leader_election: { enabled: true, lease_name: x } }\n", `runner.leader_election.enabled: leader election needs runner.mode kubernetes`},
 		"le timings": {"runner:\n  mode: kubernetes\n  kubernetes: { namespace: r, image: x, callback_url: 'http://d:8080' }\n  leader_election: { enabled: true, lease_name: x, lease_duration: 5s, renew_deadline: 6s }\n",
 			`runner.leader_election.renew_deadline: must be shorter than lease_duration (5s)`},

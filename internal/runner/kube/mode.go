@@ -15,6 +15,9 @@ import (
 type ModeOptions struct {
 	// Kubeconfig is the kubeconfig file ("": in-cluster).
 	Kubeconfig string
+	// QPS and Burst limit the client's requests (NewClient).
+	QPS   float32
+	Burst int
 	// CallbackListen is the callback server's address.
 	CallbackListen string
 	// Config is the Jobs' settings.
@@ -42,7 +45,7 @@ type Mode struct {
 
 // NewMode builds the kubernetes mode's parts; it opens no connection.
 func NewMode(o ModeOptions) (*Mode, error) {
-	cs, err := NewClient(o.Kubeconfig)
+	cs, err := NewClient(o.Kubeconfig, o.QPS, o.Burst)
 	if err != nil {
 		return nil, err
 	}
