@@ -173,10 +173,16 @@ bench: tools
 	@source $(TOOLS_ENV); DRIFTWATCH_TF_BINARIES="$$TF_BINARIES" DRIFTWATCH_TF_CLI_CONFIG="$$TF_CLI_CONFIG" \
 	  $(GO) test -run '^$$' -bench . -benchmem ./bench/
 
+#? bench-kube: the Kubernetes runner's sustained throughput against a real control plane (BENCH_DURATION, default 10m)
+BENCH_DURATION ?= 10m
+bench-kube: kube-tools
+	@source $(KUBE_ENV); DRIFTWATCH_KUBE_BIN_DIR="$$KUBE_BIN_DIR" DRIFTWATCH_BENCH_DURATION=$(BENCH_DURATION) \
+	  $(GO) test -run '^$$' -bench KubeThroughput -benchtime 1x -timeout 60m ./internal/runner/kube/
+
 #? fuzz: fuzz the config and plan parsers for FUZZTIME each (default 60s)
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/terraform/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
-.PHONY: help provision deps tools kube-tools lint-tools s3-tools auth-tools image-tools image build run lint test test-short test-faults testdata screenshots bench fuzz
+.PHONY: help provision deps tools kube-tools lint-tools s3-tools auth-tools image-tools image build run lint test test-short test-faults testdata screenshots bench bench-kube fuzz
