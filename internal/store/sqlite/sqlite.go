@@ -50,6 +50,8 @@ const keepDelivered = 1000
 type Store struct {
 	path   string
 	logger *slog.Logger
+	// d is what differs between SQLite and PostgreSQL.
+	d dialect
 	// migrations is the package's migrations; tests open older schemas
 	// with a prefix of it.
 	migrations []string
@@ -104,7 +106,7 @@ func openStore(ctx context.Context, path string, logger *slog.Logger, migrations
 		logger.Warn("store file is readable by group or others", "mode", fi.Mode().Perm().String())
 	}
 
-	s := &Store{path: abs, logger: logger, migrations: migrations, keepDelivered: keepDelivered}
+	s := &Store{path: abs, logger: logger, d: sqliteDialect, migrations: migrations, keepDelivered: keepDelivered}
 	if err := s.open(ctx); err != nil {
 		_ = s.closeDBs() // the open error is the one that matters
 		return nil, fmt.Errorf("store %s: %w", abs, explain(err))
