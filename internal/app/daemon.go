@@ -105,15 +105,16 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	// One scheduling daemon per store. With leader election a standby may
 	// share the store (it serves the status page and read API from it):
 	// the lock is then taken when leading (see lead).
+	// A PostgreSQL store is shared by replicas: no file lock (docs/architecture/store.md).
 	electing := kubeMode && cfg.Runner.LeaderElection.Enabled
-	if !electing {
+	if !electing && cfg.Store.Driver != config.StorePostgres {
 		unlock, err := leader.ClaimStore(ctx, o.Logger, cfg.Store.Path, cfg.Terraform.WorkDir, o.StoreLockWait)
 		if err != nil {
 			return report.ExitError, err
 		}
 		defer unlock()
 	}
-	st, err := sqlite.Open(ctx, cfg.Store.Path, o.Logger)
+	st, err := sqlite.OpenConfigured(ctx, cfg.Store.Driver, cfg.Store.Path, cfg.Store.DSNFile, o.Logger)
 	if err != nil {
 		return report.ExitError, err
 	}
@@ -326,9 +327,8 @@ func (d *daemon) runnerMode() string {
 // kube.ErrStopped and their Jobs keep running for the next daemon to
 // adopt) before the runs are cancelled.
 func (d *daemon) lead(ctx context.Context) error {
-	if d.electing {
+	if cfg := d.inv.Config(); d.electing && cfg.Store.Driver != config.StorePostgres {
 		// A standby sharing the store waited here for the leader's lock.
-		cfg := d.inv.Config()
 		d.log.Info("leading: taking the store lock", "store", cfg.Store.Path)
 		unlock, err := leader.ClaimStore(ctx, d.log, cfg.Store.Path, cfg.Terraform.WorkDir, 0)
 		if err != nil {

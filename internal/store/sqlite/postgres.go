@@ -178,3 +178,16 @@ func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx,
 	}
 	return tx, nil
 }
+
+// OpenConfigured opens the store a config's store block names: driver
+// "postgres" the database whose DSN is in dsnFile, "sqlite" (or "") the
+// file at path.
+func OpenConfigured(ctx context.Context, driver, path, dsnFile string, logger *slog.Logger) (*Store, error) {
+	switch driver {
+	case "", "sqlite":
+		return Open(ctx, path, logger)
+	case "postgres":
+		return OpenPostgresFile(ctx, dsnFile, logger)
+	}
+	return nil, fmt.Errorf("store driver %q is not sqlite or postgres", driver)
+}
