@@ -32,6 +32,9 @@ type dialect struct {
 	// driftedTypes is DriftedTypes' query (JSON functions are not
 	// standard SQL): its one argument is the run ids as a JSON array.
 	driftedTypes string
+	// afterCopy, if set, runs at the end of CopyTo's transaction: rows
+	// copied with their ids must not be handed out again.
+	afterCopy string
 }
 
 var sqliteDialect = dialect{
@@ -87,6 +90,7 @@ WHERE f.value->>'kind' IN (` + driftKinds + `)
 	AND NOT coalesce((f.value->>'ignored')::boolean, false)
 	AND coalesce(f.value->>'type', '') <> ''
 GROUP BY resource_type`,
+	afterCopy: `SELECT setval(pg_get_serial_sequence('audit_log', 'seq'), coalesce(max(seq), 0) + 1, false) FROM audit_log`,
 }
 
 // pgRewrites turn a migration written for SQLite into PostgreSQL, in
