@@ -145,7 +145,22 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		// again from a clean state.
 		g.Go(func() error { return d.leader.Campaign(gctx, d.kube.Client, le, cfg.Runner.LeaseNamespace(), d.lead) })
 	} else {
-		g.Go(func() error { return d.lead(gctx) })
+		// On PostgreSQL replicas wait for the database's leadership lock
+		// (SQLite: at once); losing it ends the process, as losing the Lease does.
+		g.Go(func() error {
+			leading, release, err := st.Lead(gctx)
+			if err != nil {
+				return err
+			}
+			defer release()
+			if err := d.lead(leading); err != nil {
+				return err
+			}
+			if cause := context.Cause(leading); errors.Is(cause, sqlite.ErrLeadershipLost) {
+				return cause
+			}
+			return nil
+		})
 	}
 	o.Logger.Info("driftwatch daemon started", "workspaces", len(cfg.Workspaces), "listen", cfg.Server.Listen,
 		"store", cfg.Store.Path, "max_concurrent_runs", cfg.MaxConcurrentRuns, "runner", d.runnerMode())

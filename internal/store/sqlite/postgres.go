@@ -75,6 +75,7 @@ func (s *Store) openPostgres(ctx context.Context, cfg *pgx.ConnConfig) error {
 	}
 	rcfg := cfg.Copy()
 	rcfg.RuntimeParams["default_transaction_read_only"] = "on"
+	s.leadDB = openLeadDB(pgConnector{Connector: stdlib.GetConnector(*cfg)})
 	s.r = sql.OpenDB(pgConnector{Connector: stdlib.GetConnector(*rcfg)})
 	s.r.SetMaxOpenConns(readConns)
 	s.r.SetMaxIdleConns(readConns)

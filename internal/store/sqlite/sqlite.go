@@ -65,6 +65,8 @@ type Store struct {
 	w *sql.DB
 	// r is a pool of query_only connections.
 	r *sql.DB
+	// leadDB holds Lead's connection (PostgreSQL only).
+	leadDB *sql.DB
 
 	// health is how writes fare (WriteHealth).
 	health health
@@ -269,6 +271,9 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
+	if s.leadDB != nil {
+		errs = append(errs, s.leadDB.Close())
+	}
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
