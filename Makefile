@@ -12,6 +12,7 @@ LINT_ENV  := $(DRIFTWATCH_TOOLS)/lint.env
 IMAGE_ENV := $(DRIFTWATCH_TOOLS)/image.env
 S3_ENV    := $(DRIFTWATCH_TOOLS)/s3.env
 AUTH_ENV  := $(DRIFTWATCH_TOOLS)/auth.env
+PG_ENV    := $(DRIFTWATCH_TOOLS)/pg.env
 IMAGE     ?= driftwatch:dev
 GO        ?= go
 BIN       := bin/driftwatch
@@ -56,6 +57,13 @@ auth-tools:
 	@bash hack/provision-auth.sh | tail -n 1 | sed -E 's/^([A-Z0-9_]+)=(.*)$$/\1="\2"/' > $(AUTH_ENV).tmp
 	@grep -q '^OAUTH2_PROXY=' $(AUTH_ENV).tmp && mv $(AUTH_ENV).tmp $(AUTH_ENV)
 	@cat $(AUTH_ENV)
+
+#? pg-tools: Debian's postgresql (initdb, postgres) for the postgres store tests, installed only when missing (idempotent)
+pg-tools:
+	@mkdir -p $(DRIFTWATCH_TOOLS)
+	@bash hack/provision-pg.sh | tail -n 1 | sed -E 's/^([A-Z_]+)=(.*)$$/\1="\2"/' > $(PG_ENV).tmp
+	@grep -q '^PG_BIN_DIR=' $(PG_ENV).tmp && mv $(PG_ENV).tmp $(PG_ENV)
+	@cat $(PG_ENV)
 
 #? image-tools: our own dockerd (Debian's docker.io, under $DRIFTWATCH_TOOLS/image) and the Dockerfile's base images, assembled offline (idempotent)
 image-tools:
@@ -116,9 +124,10 @@ lint: lint-tools
 
 # The environment every test step runs in: the provisioned tools, and
 # DRIFTWATCH_E2E=1 (a missing tool fails instead of skipping).
-TEST_ENV = source $(TOOLS_ENV); source $(KUBE_ENV); source $(S3_ENV); source $(IMAGE_ENV); source $(AUTH_ENV); \
+TEST_ENV = source $(TOOLS_ENV); source $(KUBE_ENV); source $(S3_ENV); source $(IMAGE_ENV); source $(AUTH_ENV); source $(PG_ENV); \
 	export DRIFTWATCH_E2E=1 DRIFTWATCH_TF_BINARIES="$$TF_BINARIES" DRIFTWATCH_TF_CLI_CONFIG="$$TF_CLI_CONFIG" \
 	DRIFTWATCH_KUBE_BIN_DIR="$$KUBE_BIN_DIR" DRIFTWATCH_WEED="$$WEED" DRIFTWATCH_OAUTH2_PROXY="$$OAUTH2_PROXY" \
+	DRIFTWATCH_PG_BIN_DIR="$$PG_BIN_DIR" \
 	DOCKER_HOST="$$DOCKER_HOST" DRIFTWATCH_DOCKER="$$DOCKER" DRIFTWATCH_IMAGE=$(IMAGE)
 # The fault-injection suite: TestFaults* in internal/testutil/e2etest, built with the
 # faults tag; run on its own, after the rest, so its load (the soak keeps
@@ -140,7 +149,7 @@ TEST_SOAK ?= 5m
 # --output-sync keeps each one's output together.
 PROVISION_JOBS ?= 4
 provision:
-	@$(MAKE) --no-print-directory -j$(PROVISION_JOBS) --output-sync=target deps tools kube-tools s3-tools auth-tools lint-tools image
+	@$(MAKE) --no-print-directory -j$(PROVISION_JOBS) --output-sync=target deps tools kube-tools s3-tools auth-tools pg-tools lint-tools image
 
 #? test: provision (side by side), lint, and run every test (unit + end-to-end) with -race, then the fault-injection suite
 test: provision
@@ -157,7 +166,7 @@ test-short:
 	env -u DRIFTWATCH_E2E $(GO) test -short -count=1 ./...
 
 #? test-faults: only the fault-injection suite (DRIFTWATCH_SOAK_DURATION=10m by default)
-test-faults: deps tools kube-tools s3-tools auth-tools image
+test-faults: deps tools kube-tools s3-tools auth-tools pg-tools image
 	@$(TEST_ENV); $(FAULTS_TEST)
 
 #? testdata: regenerate the plan JSON fixtures from real Terraform
@@ -185,4 +194,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/terraform/planparse/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./internal/config/
 
-.PHONY: help provision deps tools kube-tools lint-tools s3-tools auth-tools image-tools image build run lint test test-short test-faults testdata screenshots bench bench-kube fuzz
+.PHONY: help provision deps tools kube-tools lint-tools s3-tools auth-tools pg-tools image-tools image build run lint test test-short test-faults testdata screenshots bench bench-kube fuzz

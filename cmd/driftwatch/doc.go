@@ -14,6 +14,7 @@
 //	driftwatch silence  --list [--format text|json]
 //	driftwatch silence  --expire ID --token-file FILE [--by WHO]
 //	driftwatch runner   [report] --spec FILE --socket PATH   (a Kubernetes run Job's containers)
+//	driftwatch migrate  --to postgres [--config FILE]
 //	driftwatch version
 //
 // This package owns flags (one flag.FlagSet per command), output text,
@@ -21,7 +22,7 @@
 // forbidden, 1 error) and signal handling (SIGINT and SIGTERM cancel the
 // command's context). Everything else is a call: validate, audit, daemon
 // and runner go through internal/app (app.Harden first, for every
-// command); inventory prints what app.LoadConfig and
+// command); migrate calls app.MigrateStore; inventory prints what app.LoadConfig and
 // app.DiscoverGit expand; the commands that call a running daemon (run, logs, cancel,
 // approve, reject, silence) go through internal/apiclient; reports are
 // written by internal/report.

@@ -105,15 +105,16 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	// One scheduling daemon per store. With leader election a standby may
 	// share the store (it serves the status page and read API from it):
 	// the lock is then taken when leading (see lead).
+	// A PostgreSQL store is shared by replicas: no file lock (docs/architecture/store.md).
 	electing := kubeMode && cfg.Runner.LeaderElection.Enabled
-	if !electing {
+	if !electing && cfg.Store.Driver != config.StorePostgres {
 		unlock, err := leader.ClaimStore(ctx, o.Logger, cfg.Store.Path, cfg.Terraform.WorkDir, o.StoreLockWait)
 		if err != nil {
 			return report.ExitError, err
 		}
 		defer unlock()
 	}
-	st, err := sqlite.Open(ctx, cfg.Store.Path, o.Logger)
+	st, err := sqlite.OpenConfigured(ctx, cfg.Store.Driver, cfg.Store.Path, cfg.Store.DSNFile, o.Logger)
 	if err != nil {
 		return report.ExitError, err
 	}
@@ -144,7 +145,22 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		// again from a clean state.
 		g.Go(func() error { return d.leader.Campaign(gctx, d.kube.Client, le, cfg.Runner.LeaseNamespace(), d.lead) })
 	} else {
-		g.Go(func() error { return d.lead(gctx) })
+		// On PostgreSQL replicas wait for the database's leadership lock
+		// (SQLite: at once); losing it ends the process, as losing the Lease does.
+		g.Go(func() error {
+			leading, release, err := st.Lead(gctx)
+			if err != nil {
+				return err
+			}
+			defer release()
+			if err := d.lead(leading); err != nil {
+				return err
+			}
+			if cause := context.Cause(leading); errors.Is(cause, sqlite.ErrLeadershipLost) {
+				return cause
+			}
+			return nil
+		})
 	}
 	o.Logger.Info("driftwatch daemon started", "workspaces", len(cfg.Workspaces), "listen", cfg.Server.Listen,
 		"store", cfg.Store.Path, "max_concurrent_runs", cfg.MaxConcurrentRuns, "runner", d.runnerMode())
@@ -326,9 +342,8 @@ func (d *daemon) runnerMode() string {
 // kube.ErrStopped and their Jobs keep running for the next daemon to
 // adopt) before the runs are cancelled.
 func (d *daemon) lead(ctx context.Context) error {
-	if d.electing {
+	if cfg := d.inv.Config(); d.electing && cfg.Store.Driver != config.StorePostgres {
 		// A standby sharing the store waited here for the leader's lock.
-		cfg := d.inv.Config()
 		d.log.Info("leading: taking the store lock", "store", cfg.Store.Path)
 		unlock, err := leader.ClaimStore(ctx, d.log, cfg.Store.Path, cfg.Terraform.WorkDir, 0)
 		if err != nil {

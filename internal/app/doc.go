@@ -18,7 +18,10 @@
 //     the remediation controller, the silences (silence.Service) and the
 //     HTTP server, run under one errgroup until ctx ends; --once is
 //     run.Manager.Pass and the audit exit code.
-//   - When the daemon leads (lead): always, or while it holds the Lease;
+//   - MigrateStore (migrate --to postgres): the SQLite store, under its
+//     lock, copied into the configured PostgreSQL one (store/sqlite CopyTo).
+//   - When the daemon leads (lead): always on SQLite, while it holds the
+//     Lease, or (PostgreSQL without the Lease) the store's lock (Lead);
 //     in kubernetes mode it first adopts the Jobs a previous daemon left
 //     (kube.go: kube.NewMode's parts joined to the run lifecycle), then has the run lifecycle recover the runs a previous
 //     process left, reloads the silences, then schedules and starts the

@@ -159,10 +159,16 @@ type Server struct {
 	Auth Auth `yaml:"auth"`
 }
 
-// Store configures the daemon's embedded database.
+// Store configures the daemon's database: an embedded SQLite file (the
+// default) or a PostgreSQL database that several replicas share.
 type Store struct {
+	// Driver is StoreSQLite (default) or StorePostgres.
+	Driver string `yaml:"driver"`
 	// Path of the SQLite file (default: $XDG_DATA_HOME/driftwatch/driftwatch.db).
 	Path string `yaml:"path"`
+	// DSNFile holds the PostgreSQL DSN (required with driver postgres):
+	// a secret, read at start, never logged.
+	DSNFile string `yaml:"dsn_file"`
 	// KeepRuns is how many runs per workspace are kept (default 200).
 	KeepRuns int `yaml:"keep_runs"`
 	// MaxAge drops runs older than this (default 0: no age limit).
@@ -171,6 +177,12 @@ type Store struct {
 	// (default 1 MiB).
 	MaxLogBytes int `yaml:"max_log_bytes"`
 }
+
+// Store drivers.
+const (
+	StoreSQLite   = "sqlite"
+	StorePostgres = "postgres"
+)
 
 // Daemon defaults.
 const (

@@ -80,6 +80,22 @@ func (c *Config) validate(pos *positions) error {
 	if c.Store.Path == "" {
 		c.Store.Path = filepath.Join(userDataDir(), "driftwatch.db")
 	}
+	c.Store.DSNFile = absFrom(dir, c.Store.DSNFile)
+	switch c.Store.Driver {
+	case "":
+		c.Store.Driver = StoreSQLite
+		fallthrough
+	case StoreSQLite:
+		if c.Store.DSNFile != "" {
+			add(pos.errorf("store.dsn_file", "is for driver %s; the %s store is store.path", StorePostgres, StoreSQLite))
+		}
+	case StorePostgres:
+		if c.Store.DSNFile == "" {
+			add(pos.errorf("store.dsn_file", "is required with driver %s", StorePostgres))
+		}
+	default:
+		add(pos.errorf("store.driver", "%q is not %s or %s", c.Store.Driver, StoreSQLite, StorePostgres))
+	}
 	switch {
 	case c.Store.MaxLogBytes == 0:
 		c.Store.MaxLogBytes = DefaultMaxLogBytes

@@ -8,8 +8,9 @@
 // when it returns, and a run's consequences (state, incidents, messages)
 // are written in its one transaction.
 //
-// The implementation (store/sqlite) keeps it in one embedded database
-// file; store/storetest is the contract every implementation passes.
+// The implementation (store/sqlite) keeps it in one embedded SQLite file
+// or in a PostgreSQL database; store/storetest is the contract every
+// implementation passes, on both.
 // Payloads other packages define travel as bytes (an outbox message's
 // notify.Message JSON, a remediation's engine.Outcome JSON).
 //

@@ -176,7 +176,23 @@ what would make a broken release.
 {{- $_ := set $gen "leader_election" (dict "enabled" true "lease_name" (include "driftwatch.leaseName" .) "namespace" .Release.Namespace) }}
 {{- end }}
 {{- $_ := set $cfg "runner" (mergeOverwrite $gen $user) }}
+{{- if include "driftwatch.postgres" . }}
+{{- $store := deepCopy (get $cfg "store" | default dict) }}
+{{- $_ := set $store "driver" "postgres" }}
+{{- $_ := set $store "dsn_file" (printf "%s/%s" (include "driftwatch.postgresDir" .) .Values.store.postgres.secretKey) }}
+{{- $_ := set $cfg "store" $store }}
+{{- end }}
 {{- toYaml $cfg }}
+{{- end }}
+
+{{/* "true" when the store is PostgreSQL (store.postgres.existingSecret), else "". */}}
+{{- define "driftwatch.postgres" -}}
+{{- if .Values.store.postgres.existingSecret }}true{{ end }}
+{{- end }}
+
+{{/* Where the PostgreSQL DSN's Secret is mounted. */}}
+{{- define "driftwatch.postgresDir" -}}
+/var/run/secrets/driftwatch/postgres
 {{- end }}
 
 {{/* "https" with tls.enabled, else "http". */}}

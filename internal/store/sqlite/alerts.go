@@ -9,8 +9,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -252,7 +250,7 @@ func insertMessage(ctx context.Context, tx *sql.Tx, m store.OutboxMessage) error
 	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (id, seq, notifier, incident_key, payload, created_at, next_attempt, held)
 VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM outbox), ?, ?, ?, ?, ?, ?)`,
 		m.ID, m.Notifier, m.IncidentKey, m.Payload, created, next, m.Held)
-	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) {
+	if isDuplicate(err) {
 		return errors.New("a message with this id is already in the outbox")
 	}
 	return err
@@ -333,8 +331,8 @@ DELETE FROM outbox WHERE id IN (
 			row_number() OVER (PARTITION BY notifier ORDER BY delivered_at DESC, seq DESC) AS newest
 		FROM outbox
 		WHERE delivered_at IS NOT NULL
-	)
-	WHERE newest > ?1 OR (?2 IS NOT NULL AND delivered_at < ?2)
+	) AS ranked
+	WHERE newest > ?1 OR (CAST(?2 AS BIGINT) IS NOT NULL AND delivered_at < ?2)
 )`, s.keepDelivered, cutoff)
 	if err != nil {
 		return p, fmt.Errorf("outbox: %w", err)

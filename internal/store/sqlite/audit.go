@@ -103,7 +103,7 @@ func (s *Store) RecordAudit(ctx context.Context, e store.AuditEntry) (err error)
 	count, anonymous, peer, minute)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (minute, peer, action, source, result, status, detail) WHERE anonymous = 1
-DO UPDATE SET count = count + excluded.count, at = min(at, excluded.at)
+DO UPDATE SET count = audit_log.count + excluded.count, at = CASE WHEN excluded.at < audit_log.at THEN excluded.at ELSE audit_log.at END
 RETURNING count`,
 		at.Int64, capBytes(e.Actor, store.MaxAuditName), e.Method, string(rs), e.Action,
 		target, e.Result, e.Status, capBytes(e.Detail, store.MaxAuditDetail), e.Source,
@@ -207,9 +207,9 @@ func (s *Store) AuditEntries(ctx context.Context, f store.AuditFilter) ([]store.
 func (s *Store) pruneAudit(ctx context.Context, tx *sql.Tx, cutoff sql.NullInt64) (int64, error) {
 	res, err := tx.ExecContext(ctx, `
 DELETE FROM audit_log
-WHERE (?1 IS NOT NULL AND at < ?1)
-OR (anonymous = 0 AND seq < (SELECT min(seq) FROM (SELECT seq FROM audit_log WHERE anonymous = 0 ORDER BY seq DESC LIMIT ?2)))
-OR (anonymous = 1 AND seq < (SELECT min(seq) FROM (SELECT seq FROM audit_log WHERE anonymous = 1 ORDER BY seq DESC LIMIT ?3)))`,
+WHERE (CAST(?1 AS BIGINT) IS NOT NULL AND at < ?1)
+OR (anonymous = 0 AND seq < (SELECT min(seq) FROM (SELECT seq FROM audit_log WHERE anonymous = 0 ORDER BY seq DESC LIMIT ?2) AS newest))
+OR (anonymous = 1 AND seq < (SELECT min(seq) FROM (SELECT seq FROM audit_log WHERE anonymous = 1 ORDER BY seq DESC LIMIT ?3) AS newest))`,
 		cutoff, s.auditCap(0), s.auditCap(1))
 	if err != nil {
 		return 0, fmt.Errorf("audit log: %w", err)

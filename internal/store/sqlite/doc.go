@@ -3,12 +3,17 @@
 // notification outbox, notifiers' per-incident state), store.LogStore and
 // store.RemediationStore, plus store.StatsReader (trends from run
 // history), store.AuditStore (the audit log) and store.ReplayStore (the
-// Slack signatures seen), in one embedded SQLite
-// database file, through the
-// pure-Go driver modernc.org/sqlite (no cgo: the binary stays static). Its
-// tests run every storetest suite against it.
+// Slack signatures seen), with one body of SQL on two databases: an
+// embedded SQLite file through the pure-Go driver modernc.org/sqlite (no
+// cgo: the binary stays static), the default, or a PostgreSQL database
+// through github.com/jackc/pgx/v5 (OpenPostgres), which several replicas
+// share. What differs between them (placeholders, schema words, the
+// schema version, JSON functions, error codes) is the dialect
+// (dialect.go); the migrations are one list. CopyTo copies one store into
+// another (driftwatch migrate --to postgres). docs/architecture/store.md
+// has the design. Its tests run every storetest suite against both.
 //
-// It owns the file's life cycle: creating it (directory 0700, file 0600),
+// With SQLite it owns the file's life cycle: creating it (directory 0700, file 0600),
 // refusing files it must not touch (not SQLite, another program's database,
 // a schema from a newer driftwatch) without writing a byte to them, the
 // versioned schema migrations, and the durability settings. The database
@@ -17,7 +22,8 @@
 // committed run; at most the run in flight is lost, and RecoverRuns
 // finds it at the next start.
 //
-// All writes go through a single connection, so FinishRun's
+// All writes go through a single connection (on PostgreSQL also under
+// an advisory lock shared by every replica), so FinishRun's
 // read-modify-write of a workspace's state (and FinishRunWithOutcome's of
 // its incidents) is serialised without retry loops; reads use a separate
 // read-only pool and, thanks to WAL, never wait for a write. Other processes may open the same file (busy_timeout and
@@ -26,11 +32,12 @@
 // descriptor drops every POSIX lock the process holds on that file.
 //
 // A write the storage refuses (a full disk, a read-only or failing file
-// system) fails with an error matching store.ErrUnavailable, so callers
+// system, a PostgreSQL server out of disk or gone) fails with an error matching store.ErrUnavailable, so callers
 // keep what they meant to write and try again; WriteHealth counts such
 // failures and says whether writes are failing now (the daemon exports it
 // as metrics), and the store logs when writes start failing and when they
 // recover. Reads go on meanwhile.
 //
-// It must not import audit, notify or runner.
+// It must not import audit, notify or runner. The daemon (app) opens it
+// as configured (OpenConfigured); tests everywhere open it directly.
 package sqlite

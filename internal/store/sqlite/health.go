@@ -1,12 +1,8 @@
 package sqlite
 
 import (
-	"errors"
 	"sync"
 	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/driftwatch/driftwatch/internal/store"
 )
@@ -76,19 +72,3 @@ type unavailableError struct{ err error }
 
 func (e unavailableError) Error() string   { return e.err.Error() }
 func (e unavailableError) Unwrap() []error { return []error{e.err, store.ErrUnavailable} }
-
-// isStorageError is whether err is SQLite failing to write the file rather
-// than refusing what was written.
-func isStorageError(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Code() & 0xff { // the primary result code
-	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN,
-		sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_NOMEM,
-		sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-		return true
-	}
-	return false
-}

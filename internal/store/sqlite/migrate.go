@@ -10,8 +10,10 @@ import (
 // database rather than adding tables to it.
 const applicationID = 0x44725774
 
-// migrations[i] takes the schema from version i to i+1 (PRAGMA
-// user_version). Append only: never edit a migration that has shipped.
+// migrations[i] takes the schema from version i to i+1 (SQLite's PRAGMA
+// user_version, PostgreSQL's driftwatch_schema table). Append only: never
+// edit a migration that has shipped. They are written for SQLite; the
+// dialect rewrites them for PostgreSQL (pgSchema): one list for both.
 // Each runs in its own transaction together with the version bump, so a
 // crash leaves the file at the old version or the new one.
 //
@@ -311,8 +313,8 @@ func (s *Store) migrateOne(ctx context.Context) (done bool, err error) {
 		return false, fmt.Errorf("migrate: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	var version int64
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+	version, err := s.d.version(ctx, tx)
+	if err != nil {
 		return false, fmt.Errorf("migrate: read schema version: %w", err)
 	}
 	switch {
@@ -322,11 +324,10 @@ func (s *Store) migrateOne(ctx context.Context) (done bool, err error) {
 		return true, nil
 	}
 	next := version + 1
-	if _, err := tx.ExecContext(ctx, s.migrations[version]); err != nil {
+	if _, err := tx.ExecContext(ctx, s.d.schema(s.migrations[version])); err != nil {
 		return false, fmt.Errorf("migrate to schema version %d: %w", next, err)
 	}
-	// PRAGMA takes no bind parameters; next is an integer we computed.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", next)); err != nil {
+	if err := s.d.setVersion(ctx, tx, next); err != nil {
 		return false, fmt.Errorf("migrate to schema version %d: %w", next, err)
 	}
 	if err := tx.Commit(); err != nil {

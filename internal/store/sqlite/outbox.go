@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -31,7 +32,7 @@ func (s *Store) DueMessages(ctx context.Context, now time.Time, limit int) ([]st
 	}
 	n := int64(limit)
 	if limit == 0 {
-		n = -1 // SQLite: no limit
+		n = math.MaxInt64 // no limit, in both databases
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+outboxColumns+` FROM outbox AS o
 WHERE `+pendingOutbox+` AND next_attempt <= ?1 AND held = 0
@@ -158,10 +159,10 @@ func (s *Store) MarkFailed(ctx context.Context, id string, lastError string, nex
 	_, err = tx.ExecContext(ctx, `UPDATE outbox SET
 	attempts = attempts + 1,
 	last_error = ?1,
-	next_attempt = CASE WHEN ?2 THEN next_attempt ELSE ?3 END,
-	dead = max(dead, ?2),
+	next_attempt = CASE WHEN ?2 = 1 THEN next_attempt ELSE ?3 END,
+	dead = CASE WHEN ?2 = 1 THEN 1 ELSE dead END,
 	failed_seq = (SELECT coalesce(max(failed_seq), 0) + 1 FROM outbox WHERE notifier = ?4 AND failed_seq IS NOT NULL)
-WHERE id = ?5`, lastError, dead, at, notifier, id)
+WHERE id = ?5`, lastError, boolInt(dead), at, notifier, id)
 	if err != nil {
 		return fmt.Errorf("mark failed %q: %w", id, err)
 	}
@@ -232,9 +233,9 @@ ON CONFLICT (notifier, incident_key) DO UPDATE SET state = excluded.state, updat
 // absent.
 func (s *Store) OutboxStats(ctx context.Context) (map[string]store.OutboxCounts, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT o.notifier,
-	sum(o.delivered_at IS NULL AND o.dead = 0 AND o.held = 0),
-	sum(o.held),
-	sum(o.delivered_at IS NULL AND o.dead = 1),
+	count(*) FILTER (WHERE o.delivered_at IS NULL AND o.dead = 0 AND o.held = 0),
+	count(*) FILTER (WHERE o.held = 1),
+	count(*) FILTER (WHERE o.delivered_at IS NULL AND o.dead = 1),
 	min(CASE WHEN o.delivered_at IS NULL AND o.dead = 0 AND o.held = 0 THEN o.created_at END),
 	coalesce((SELECT f.last_error FROM outbox AS f
 		WHERE f.notifier = o.notifier AND f.failed_seq IS NOT NULL
@@ -262,4 +263,13 @@ GROUP BY o.notifier`)
 		return nil, fmt.Errorf("outbox stats: %w", err)
 	}
 	return out, nil
+}
+
+// boolInt is b as the 0 or 1 the schema's flag columns hold: both
+// databases compare it with an integer column.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

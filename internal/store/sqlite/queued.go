@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -31,7 +29,7 @@ func (s *Store) QueueRun(ctx context.Context, r store.Run) (err error) {
 	}
 	_, err = s.w.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, NULL, ?, '', '', '[]', '[]')`,
 		r.ID, r.Workspace, r.Trigger, queued, string(store.RunQueued))
-	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) {
+	if isDuplicate(err) {
 		return fmt.Errorf("queue run %q: a run with this id already exists", r.ID)
 	}
 	if err != nil {

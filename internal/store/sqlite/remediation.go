@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -67,7 +65,7 @@ func (s *Store) CreateRemediationWithAlert(ctx context.Context, r store.Remediat
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM remediations))`,
 		r.ID, r.Workspace, r.DetectRunID, r.ApplyRunID, r.Commit, r.Mode, jsonOr(r.ChangeSet, `{"entries":[]}`), r.ChangeSetHash,
 		jsonOr(r.Refusals, "[]"), string(r.State), r.Reason, ts[0], ts[1], ts[2], r.DecidedBy, ts[3], jsonOr(r.Outcome, "null"))
-	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) {
+	if isDuplicate(err) {
 		return fmt.Errorf("create remediation %q: a remediation with this id already exists", r.ID)
 	}
 	if err != nil {

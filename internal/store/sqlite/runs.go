@@ -10,9 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
@@ -38,7 +35,7 @@ func (s *Store) StartRun(ctx context.Context, r store.Run) (err error) {
 	}
 	_, err = s.w.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)`,
 		r.ID, r.Workspace, r.Trigger, started, string(store.RunRunning), r.Error, r.Tool, findings, phases)
-	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) {
+	if isDuplicate(err) {
 		return fmt.Errorf("start run %q: a run with this id already exists", r.ID)
 	}
 	if err != nil {
@@ -301,7 +298,7 @@ func (s *Store) Runs(ctx context.Context, workspace string, limit int) ([]store.
 	}
 	n := int64(limit)
 	if limit == 0 {
-		n = -1 // SQLite: no limit
+		n = math.MaxInt64 // no limit, in both databases
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE workspace = ? ORDER BY started_at DESC, id DESC LIMIT ?`, workspace, n)
 	if err != nil {
@@ -387,8 +384,8 @@ DELETE FROM runs WHERE id IN (
 			row_number() OVER (PARTITION BY workspace ORDER BY started_at DESC, id DESC) AS newest
 		FROM runs
 		WHERE finished_at IS NOT NULL
-	)
-	WHERE (?1 > 0 AND newest > ?1) OR (?2 IS NOT NULL AND finished_at < ?2)
+	) AS ranked
+	WHERE (?1 > 0 AND newest > ?1) OR (CAST(?2 AS BIGINT) IS NOT NULL AND finished_at < ?2)
 )
 AND id NOT IN (SELECT last_run_id FROM workspace_state)`, keep, cutoff)
 	if err != nil {
@@ -513,9 +510,4 @@ func fromNanos(n sql.NullInt64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n.Int64).UTC()
-}
-
-func isConstraint(err error, code int) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code() == code
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -46,7 +44,7 @@ func (s *Store) CreateSession(ctx context.Context, ses store.Session) (err error
 	}
 	_, err = s.w.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ses.IDHash, ses.Issuer, ses.Subject, ses.Name, ses.Email, string(gs), times[0].Int64, times[1].Int64, times[2].Int64)
-	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) {
+	if isDuplicate(err) {
 		return errors.New("create session: a session with this id exists")
 	}
 	if err != nil {
@@ -164,7 +162,7 @@ func (s *Store) PruneSessions(ctx context.Context, now, idleBefore time.Time) (_
 	if err != nil {
 		return 0, fmt.Errorf("prune sessions: %w", err)
 	}
-	res, err := s.w.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= ?1 OR (?2 IS NOT NULL AND last_seen_at < ?2)`, n.Int64, idle)
+	res, err := s.w.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= ?1 OR (CAST(?2 AS BIGINT) IS NOT NULL AND last_seen_at < ?2)`, n.Int64, idle)
 	if err != nil {
 		return 0, fmt.Errorf("prune sessions: %w", err)
 	}

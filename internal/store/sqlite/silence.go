@@ -81,7 +81,7 @@ func (s *Store) ExpireSilence(ctx context.Context, id string, at time.Time) (_ s
 		return store.Silence{}, fmt.Errorf("expire silence %s: %w", id, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if _, err := tx.ExecContext(ctx, `UPDATE silences SET ends_at = max(starts_at, ?1) WHERE id = ?2 AND ends_at > ?1`, t, id); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE silences SET ends_at = CASE WHEN starts_at > ?1 THEN starts_at ELSE ?1 END WHERE id = ?2 AND ends_at > ?1`, t, id); err != nil {
 		return store.Silence{}, fmt.Errorf("expire silence %s: %w", id, err)
 	}
 	sl, err := scanSilence(tx.QueryRowContext(ctx, `SELECT `+silenceColumns+` FROM silences WHERE id = ?`, id))

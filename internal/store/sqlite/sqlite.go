@@ -50,6 +50,8 @@ const keepDelivered = 1000
 type Store struct {
 	path   string
 	logger *slog.Logger
+	// d is what differs between SQLite and PostgreSQL.
+	d dialect
 	// migrations is the package's migrations; tests open older schemas
 	// with a prefix of it.
 	migrations []string
@@ -63,6 +65,8 @@ type Store struct {
 	w *sql.DB
 	// r is a pool of query_only connections.
 	r *sql.DB
+	// leadDB holds Lead's connection (PostgreSQL only).
+	leadDB *sql.DB
 
 	// health is how writes fare (WriteHealth).
 	health health
@@ -104,7 +108,7 @@ func openStore(ctx context.Context, path string, logger *slog.Logger, migrations
 		logger.Warn("store file is readable by group or others", "mode", fi.Mode().Perm().String())
 	}
 
-	s := &Store{path: abs, logger: logger, migrations: migrations, keepDelivered: keepDelivered}
+	s := &Store{path: abs, logger: logger, d: sqliteDialect, migrations: migrations, keepDelivered: keepDelivered}
 	if err := s.open(ctx); err != nil {
 		_ = s.closeDBs() // the open error is the one that matters
 		return nil, fmt.Errorf("store %s: %w", abs, explain(err))
@@ -267,6 +271,9 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
+	if s.leadDB != nil {
+		errs = append(errs, s.leadDB.Close())
+	}
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}

@@ -218,7 +218,7 @@ func scanStatsRun(sc scanner) (store.StatsRun, error) {
 }
 
 // DriftedTypes counts the resource types of the given runs' counted drift
-// and forbidden findings, in SQL (json_each over the runs' findings): the
+// and forbidden findings, in SQL (the dialect's JSON functions over the runs' findings): the
 // runs are looked up by primary key, so the cost follows len(runIDs), not
 // the size of the history.
 func (s *Store) DriftedTypes(ctx context.Context, runIDs []string) ([]store.TypeCount, error) {
@@ -229,12 +229,7 @@ func (s *Store) DriftedTypes(ctx context.Context, runIDs []string) ([]store.Type
 	if err != nil {
 		return nil, fmt.Errorf("drifted types: %w", err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT json_extract(f.value, '$.type') AS resource_type, COUNT(DISTINCT r.id), COUNT(DISTINCT r.workspace)
-FROM json_each(?) AS ids CROSS JOIN runs AS r ON r.id = ids.value CROSS JOIN json_each(r.findings) AS f
-WHERE json_extract(f.value, '$.kind') IN (`+driftKinds+`)
-	AND coalesce(json_extract(f.value, '$.ignored'), 0) = 0
-	AND coalesce(json_extract(f.value, '$.type'), '') <> ''
-GROUP BY resource_type`, string(ids))
+	rows, err := s.r.QueryContext(ctx, s.d.driftedTypes, string(ids))
 	if err != nil {
 		return nil, fmt.Errorf("drifted types: %w", err)
 	}

@@ -1,0 +1,85 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"time"
+)
+
+// leaderLockKey is the PostgreSQL session advisory lock the scheduling
+// replica holds ("DwLd"), apart from writeLockKey.
+const leaderLockKey = 0x44774c64
+
+// leadCheckEvery is how often a leader checks that its lock's connection
+// is alive: the longest two replicas may both believe they lead after the
+// server dropped the first one's session.
+const leadCheckEvery = 2 * time.Second
+
+// ErrLeadershipLost is the cause of Lead's context when the leadership
+// lock's connection failed: the server may have released the lock to
+// another replica.
+var ErrLeadershipLost = errors.New("lost the PostgreSQL leadership lock (its connection failed)")
+
+// Lead makes this process the one that schedules on the store. On
+// PostgreSQL it waits, until ctx ends, for a session advisory lock held on
+// a connection of its own (replicas sharing the database: one leads, the
+// others wait; a leader's crash ends its session and frees the lock). The
+// returned context ends when release is called or, with cause
+// ErrLeadershipLost, when that connection fails a check; release unlocks
+// and closes the connection. On SQLite it returns at once: the file lock
+// (leader.ClaimStore) already decided.
+func (s *Store) Lead(ctx context.Context) (leading context.Context, release func(), err error) {
+	if s.leadDB == nil {
+		leading, cancel := context.WithCancel(ctx)
+		return leading, cancel, nil
+	}
+	conn, err := s.leadDB.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, int64(leaderLockKey)); err != nil {
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	leading, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(leadCheckEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-leading.Done():
+				return
+			case <-t.C:
+			}
+			check, stop := context.WithTimeout(leading, leadCheckEvery)
+			err := conn.PingContext(check)
+			stop()
+			if err != nil && leading.Err() == nil {
+				s.logger.Error("store: leadership lock lost", "err", err)
+				cancel(ErrLeadershipLost)
+				return
+			}
+		}
+	}()
+	return leading, func() {
+		cancel(context.Canceled)
+		<-done
+		unlock, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer stop()
+		_, _ = conn.ExecContext(unlock, `SELECT pg_advisory_unlock(?)`, int64(leaderLockKey))
+		// A lock its session still held goes with the connection.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		_ = conn.Close()
+	}, nil
+}
+
+// openLeadDB is the pool of Lead's one connection (PostgreSQL only).
+func openLeadDB(c pgConnector) *sql.DB {
+	db := sql.OpenDB(c)
+	db.SetMaxOpenConns(1)
+	return db
+}
