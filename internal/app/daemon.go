@@ -280,7 +280,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 		Notifiers: func() ([]slackinteract.Notifier, error) {
 			return slackinteract.FromSpecs(d.inv.Config().NotifierSpecs())
 		},
-		Decider:         remediationControl{d.rem},
+		Decider:         d.rem,
 		WithActor:       remediation.WithActor,
 		HashMismatchErr: server.ErrHashMismatch,
 		Logger:          d.log,
@@ -308,6 +308,12 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 			Network: d.isolation.Network, NetworkReason: d.isolation.NetworkReason},
 		Leader: d.leader.Leader,
 	})
+}
+
+// control is the daemon as the server sees it (server.DaemonControl).
+func (d *daemon) control() server.DaemonControl {
+	return server.DaemonControl{Config: d.inv.Config, Runs: d.runs, Leader: d.leader, Outbox: d.store,
+		RemediationControl: d.rem, SilenceControl: d.silences.Control()}
 }
 
 func (d *daemon) runnerMode() string {

@@ -19,6 +19,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner/runnertest"
 	"github.com/driftwatch/driftwatch/internal/schedule"
+	"github.com/driftwatch/driftwatch/internal/schedule/refusal"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
@@ -153,8 +154,12 @@ func TestQueuedRunLifecycle(t *testing.T) {
 	r := waitRun(t, d, queued, store.RunQueued)
 	require.Equal(t, "manual", r.Trigger)
 	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n", string(d.Live(queued).Bytes()))
-	_, err = d.Trigger("db")
+	id, err := d.Trigger("db")
+	require.Empty(t, id)
 	require.ErrorIs(t, err, schedule.ErrBusy)
+	var busy *refusal.BusyError
+	require.ErrorAs(t, err, &busy, "the API's 409")
+	require.Equal(t, queued, busy.RunID, "it names the queued run")
 
 	require.NoError(t, d.sched.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}}))
 	r = waitRun(t, d, queued, store.RunCancelled)
