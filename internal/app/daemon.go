@@ -323,59 +323,25 @@ func (d *daemon) runnerMode() string {
 	return config.RunnerModeLocal
 }
 
-// lead is the daemon's scheduling side, run while it may schedule (always,
-// or while it holds the Lease): Jobs a previous daemon left running are
-// adopted (their runs stay running, to be finished under their ids), the
-// other runs a previous process left are recovered (run.Manager.Recover),
-// and the scheduler runs until ctx ends. On the way out scheduling stops
-// first; in kubernetes mode Watch is then stopped (awaited runs end with
-// kube.ErrStopped and their Jobs keep running for the next daemon to
-// adopt) before the runs are cancelled.
+// lead is the run lifecycle's Lead (run.Manager.Lead) with the daemon's
+// parts: the store lock when electing, the Jobs in kubernetes mode, the
+// silences and the remediation loop.
 func (d *daemon) lead(ctx context.Context) error {
+	l := run.Lead{Prepare: d.silences.Load, SetLeading: d.leader.SetLeading,
+		Loops:      []func(context.Context) error{func(ctx context.Context) error { d.silences.Run(ctx); return nil }, d.rem.Run},
+		Workspaces: func() []string { return d.inv.Snapshot().Names() }}
+	if d.kube != nil {
+		l.Jobs = kubeJobs{d.kube.Runner, d.rem}
+	}
 	if d.electing {
 		// A standby sharing the store waited here for the leader's lock.
-		cfg := d.inv.Config()
-		d.log.Info("leading: taking the store lock", "store", cfg.Store.Path)
-		unlock, err := leader.ClaimStore(ctx, d.log, cfg.Store.Path, cfg.Terraform.WorkDir, 0)
-		if err != nil {
-			return err
-		}
-		defer unlock()
-	}
-	defer d.leader.SetLeading(false)
-	g, gctx := errgroup.WithContext(ctx)
-	runCtx := gctx
-	var adopted []run.Adopted
-	var keep []string // adopted Jobs' runs: finished under their ids
-	if d.kube != nil {
-		var err error
-		if runCtx, adopted, err = adopt(gctx, d.kube, g, d.runs, d.rem); err != nil {
-			return err
-		}
-		for _, a := range adopted {
-			keep = append(keep, a.RunID)
+		l.Claim = func(ctx context.Context) (func(), error) {
+			cfg := d.inv.Config()
+			d.log.Info("leading: taking the store lock", "store", cfg.Store.Path)
+			return leader.ClaimStore(ctx, d.log, cfg.Store.Path, cfg.Terraform.WorkDir, 0)
 		}
 	}
-	// Nothing was queued by this process yet: the API refuses runs until
-	// leading is set.
-	if err := d.runs.Recover(ctx, keep...); err != nil {
-		g.Go(func() error { return err }) // stops the Watch (kubernetes mode)
-		return g.Wait()
-	}
-	for _, a := range adopted {
-		g.Go(func() error { d.runs.AwaitAdopted(runCtx, a); return nil })
-	}
-	// A standby became leader: the silences its predecessor added.
-	if err := d.silences.Load(ctx); err != nil {
-		g.Go(func() error { return err })
-		return g.Wait()
-	}
-	d.leader.SetLeading(true)
-	g.Go(func() error { return d.runs.Schedule(runCtx) })
-	g.Go(func() error { d.silences.Run(gctx); return nil })
-	g.Go(func() error { return d.rem.Run(gctx) })
-	d.runs.QueueUnchecked(d.inv.Snapshot().Names())
-	return g.Wait()
+	return d.runs.Lead(ctx, l)
 }
 
 // once is one pass (run.Manager.Pass) and its audit exit code.

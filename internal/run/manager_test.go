@@ -35,6 +35,17 @@ type testManager struct {
 
 func newTestManager(t *testing.T) (*testManager, *runnertest.Blocking) {
 	t.Helper()
+	tm, br := newIdleManager(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = tm.Schedule(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return tm, br
+}
+
+// newIdleManager is newTestManager's Manager before its scheduler runs.
+func newIdleManager(t *testing.T) (*testManager, *runnertest.Blocking) {
+	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "dw.db"), logger)
 	require.NoError(t, err)
@@ -56,10 +67,6 @@ func newTestManager(t *testing.T) (*testManager, *runnertest.Blocking) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, tm.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}, {Name: "db", Spec: "@daily"}}))
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = tm.Schedule(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 	return tm, br
 }
 
