@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/driftwatch/driftwatch/internal/config"
@@ -194,8 +193,7 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	if err != nil {
 		return nil, err
 	}
-	d.reg = prometheus.NewRegistry()
-	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.reg = metrics.NewRegistry()
 	d.metrics = metrics.New(d.reg, func() []metrics.WorkspaceSnapshot { return d.runs.Snapshots(d.inv.Snapshot().Names()) })
 	if h, ok := st.(interface{ WriteHealth() sqlite.WriteHealth }); ok {
 		metrics.RegisterStoreHealth(d.reg, func() (uint64, bool) { w := h.WriteHealth(); return w.Errors, w.Failing })
@@ -207,7 +205,7 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	}
 	d.runs, err = run.New(ctx, run.Options{
 		Store: st, Logger: log, Auditor: auditor, Metrics: d.metrics,
-		Schedule: schedule.Options{MaxConcurrent: cfg.MaxConcurrentRuns, Jitter: time.Duration(cfg.Defaults.Jitter), Clock: schedulerClock(),
+		Schedule: schedule.Options{MaxConcurrent: cfg.MaxConcurrentRuns, Jitter: time.Duration(cfg.Defaults.Jitter), Clock: schedule.DaemonClock(),
 			AllowSubMinute: cfg.AllowSubMinuteSchedules},
 		Inventory: d.inv, Incidents: incidents{d}, Leader: d.leader, Remediation: d.rem,
 	})
@@ -275,7 +273,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 	// no bearer token: the handler authenticates them by their signature.
 	// The notifiers are read from the current config at each request, so
 	// a reload (approvers, a rotated signing secret) applies at once.
-	audit := limitAudit(auditRecorder(d.store), d.log, d.reg)
+	audit := server.AuditFor(d.store, server.AuditLimits{Logger: d.log, Registerer: d.reg})
 	slackHandler, err := slackinteract.New(slackinteract.Options{
 		Notifiers: func() ([]slackinteract.Notifier, error) {
 			return slackinteract.FromSpecs(d.inv.Config().NotifierSpecs())
@@ -286,7 +284,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 		Logger:          d.log,
 		OnDecision:      slackinteract.DecisionAudit(audit, d.log),
 		OnRefused:       slackinteract.RefusalAudit(audit, server.AuditPeer, d.log),
-		Replay:          replayStore(d.store),
+		Replay:          store.ReplayOf(d.store),
 	})
 	if err != nil {
 		return nil, err
