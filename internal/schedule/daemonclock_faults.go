@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// DaemonClock, in a build with the faults tag only (never a release), is
+// DaemonClock is, in a build with the faults tag only (never a release),
 // the real clock shifted by the duration written in the file named by
 // DRIFTWATCH_FAULTS_CLOCK_OFFSET_FILE, read at every call: a test steps
 // the daemon's wall clock by rewriting the file, while Go's timers keep
