@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/driftwatch/driftwatch/internal/config"
-	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/inventory"
 	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/metrics"
@@ -203,18 +202,6 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	if d.rem, err = newRemediator(ctx, d, metrics.NewRemediations(d.reg)); err != nil {
 		return nil, err
 	}
-	d.runs, err = run.New(ctx, run.Options{
-		Store: st, Logger: log, Auditor: auditor, Metrics: d.metrics,
-		Schedule: schedule.Options{MaxConcurrent: cfg.MaxConcurrentRuns, Jitter: time.Duration(cfg.Defaults.Jitter), Clock: schedule.DaemonClock(),
-			AllowSubMinute: cfg.AllowSubMinuteSchedules},
-		Inventory: d.inv, Incidents: incidents{d}, Leader: d.leader, Remediation: d.rem,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := d.runs.SetJobs(d.inv.Snapshot().Jobs()); err != nil {
-		return nil, err
-	}
 	ns, err := notifiers.Build(cfg.NotifierSpecs(), log)
 	if err != nil {
 		return nil, err
@@ -226,6 +213,18 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	if err != nil {
 		return nil, err
 	}
+	d.runs, err = run.New(ctx, run.Options{
+		Store: st, Logger: log, Auditor: auditor, Metrics: d.metrics,
+		Schedule: schedule.Options{MaxConcurrent: cfg.MaxConcurrentRuns, Jitter: time.Duration(cfg.Defaults.Jitter), Clock: schedule.DaemonClock(),
+			AllowSubMinute: cfg.AllowSubMinuteSchedules},
+		Inventory: d.inv, Incidents: d.inv, Recorded: d.outbox.Wake, Leader: d.leader, Remediation: d.rem,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := d.runs.SetJobs(d.inv.Snapshot().Jobs()); err != nil {
+		return nil, err
+	}
 	d.silences, err = silence.New(ctx, silence.Options{Store: st, Book: holds, Inventory: d.inv, Leader: d.leader, Outbox: d.outbox, Logger: log})
 	if err != nil {
 		return nil, err
@@ -234,18 +233,6 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 		Notifiers: notifierSet{d}, Followers: []inventory.Follower{d.rem}})
 	return d, nil
 }
-
-// incidents is the run lifecycle's hand-off to incidents (run.Incidents):
-// the current alert plan decides, in the run's transaction; the outbox
-// is woken after its commit.
-type incidents struct{ d *daemon }
-
-func (i incidents) Outcome(name string, now time.Time, runID string) store.Outcome {
-	p, _ := i.d.inv.Plan(name)
-	return p.Outcome(now, runID, drift.NewRunID)
-}
-
-func (i incidents) Recorded() { i.d.outbox.Wake() }
 
 // notifierSet builds a reloaded config's notifiers for the outbox
 // (inventory.Notifiers).

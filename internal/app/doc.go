@@ -19,8 +19,8 @@
 //   - What the parts see of each other: lead hands run.Manager.Lead the
 //     store lock, the Jobs (kubeJobs), the silences and the remediation
 //     loop; control is server.DaemonControl made of the parts;
-//     remediationHost (remediation.Host), incidents (run.Incidents),
-//     notifierSet (inventory.Notifiers) and Slack's interactivity handler
+//     remediationHost (remediation.Host), notifierSet
+//     (inventory.Notifiers) and Slack's interactivity handler
 //     (slackinteract) join two parts each.
 //   - The pod entry points (RunInPod, ReportFromPod) and Harden.
 //

@@ -31,7 +31,8 @@
 // (Inventory: a workspace's target, the log bound), the incident hand-off
 // (Incidents: Outcome, evaluated by the store inside the transaction that
 // records the run, so the run and its incidents and outbox messages commit
-// together; Recorded, after that commit), who leads (Leader) and
+// together; the inventory's current alert plan), Recorded after that
+// commit (the outbox's wake), who leads (Leader) and
 // remediation (Remediation: Apply for remediate runs, AfterDetect after
 // every recorded detection).
 //

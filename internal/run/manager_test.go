@@ -76,11 +76,10 @@ type inventory map[string]pipeline.Target
 func (i inventory) Target(name string) (pipeline.Target, bool) { t, ok := i[name]; return t, ok }
 func (inventory) MaxLogBytes() int                             { return 0 }
 
-// incidents decides nothing and counts its Recorded calls (Incidents).
-type incidents struct{ recorded atomic.Int32 }
+// incidents decides nothing (Incidents).
+type incidents struct{}
 
 func (*incidents) Outcome(string, time.Time, string) store.Outcome { return nil }
-func (i *incidents) Recorded()                                     { i.recorded.Add(1) }
 
 // leaderFunc is a Leader.
 type leaderFunc func() error
