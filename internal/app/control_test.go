@@ -19,7 +19,7 @@ import (
 // returns the scheduler's, the run registry's and the leader's, which
 // match them (refusal's, runlog's), keeping the text the API shows and
 // the original error for the log.
-func TestControlMapsErrors(t *testing.T) {
+func TestControlErrors(t *testing.T) {
 	br := runnertest.NewBlocking()
 	d := newTestDaemon(t, writeConfig(t, t.TempDir(), "off", "off"), br, nil)
 	d.schedule(t)

@@ -156,8 +156,8 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 // newDaemon builds the daemon's parts from cfg (loaded from
 // o.ConfigPath) on the open store st: the sandbox mode, the inventory
 // (run targets and alert plans), the runner (local, or Kubernetes Jobs),
-// metrics, the run lifecycle with its scheduler, the remediation
-// controller, the notifiers and the outbox, and the silences. A non-nil
+// metrics, the remediation controller, the notifiers and the outbox, the
+// run lifecycle with its scheduler, and the silences. A non-nil
 // detect replaces the runner of detection runs (tests).
 func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st store.DaemonStore, detect runner.Runner) (*daemon, error) {
 	log := o.Logger
