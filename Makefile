@@ -118,7 +118,7 @@ run: build
 #? lint: go vet, gofmt and golangci-lint (.golangci.yml: linters and the import layering)
 lint: lint-tools
 	$(GO) vet ./...
-	$(GO) vet -tags faults ./internal/testutil/e2etest/ ./internal/app/
+	$(GO) vet -tags faults ./internal/testutil/e2etest/ ./internal/app/ ./internal/schedule/
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@source $(LINT_ENV); "$$GOLANGCI_LINT" config verify && "$$GOLANGCI_LINT" run --build-tags faults ./...
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/config"
@@ -78,10 +77,7 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 	rep := report.New(start, time.Now(), results)
 	// RunAll keeps target order, and so does New.
 	for i, t := range targets {
-		rep.Workspaces[i].SourceDir = t.Request.Source.Path
-		if g := t.Request.Source.Git; g != nil {
-			rep.Workspaces[i].SourceDir = filepath.FromSlash(g.Path) // in the repository: relative to SourceRoot
-		}
+		rep.Workspaces[i].SourceDir = t.SourceDir()
 	}
 	return rep, nil
 }

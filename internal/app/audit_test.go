@@ -25,7 +25,7 @@ func TestSlackAudit(t *testing.T) {
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "driftwatch.db"), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	rec := auditRecorder(st)
+	rec := server.AuditFor(st, server.AuditLimits{Logger: slog.New(slog.DiscardHandler)})
 	require.NotNil(t, rec, "the sqlite store keeps an audit log")
 	at := time.Date(2026, 11, 26, 1, 2, 3, 0, time.UTC)
 	note := slackinteract.DecisionAudit(rec, slog.New(slog.DiscardHandler))
@@ -55,13 +55,12 @@ func TestNoAuditLog(t *testing.T) {
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "driftwatch.db"), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	rec := auditRecorder(struct{ store.Store }{st})
-	require.Nil(t, rec)
-	rec = limitAudit(rec, slog.New(slog.DiscardHandler), nil)
+	rec := server.AuditFor(struct{ store.Store }{st}, server.AuditLimits{Logger: slog.New(slog.DiscardHandler)})
 	require.Nil(t, rec)
 	require.Nil(t, slackinteract.DecisionAudit(rec, slog.New(slog.DiscardHandler)))
 	require.Nil(t, slackinteract.RefusalAudit(rec, server.AuditPeer, slog.New(slog.DiscardHandler)))
-	require.Nil(t, replayStore(struct{ store.Store }{st}))
+	require.Nil(t, store.ReplayOf(struct{ store.Store }{st}))
+	require.NotNil(t, store.ReplayOf(st), "the sqlite store remembers signatures")
 }
 
 // Slack requests refused before they were authenticated become
@@ -72,7 +71,7 @@ func TestSlackRefusalAudit(t *testing.T) {
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "driftwatch.db"), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	rec := limitAudit(auditRecorder(st), slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	rec := server.AuditFor(st, server.AuditLimits{Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry()})
 	at := time.Date(2026, 11, 26, 1, 2, 3, 0, time.UTC)
 	note := slackinteract.RefusalAudit(rec, server.AuditPeer, slog.New(slog.DiscardHandler))
 	for i := range 3 {

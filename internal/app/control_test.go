@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -16,10 +15,11 @@ import (
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
-// The server answers from the errors it defines: the daemon's Control maps
-// the scheduler's and the run registry's onto them, keeping the text the
-// API shows and the original error for the log.
-func TestControlMapsErrors(t *testing.T) {
+// The server answers from the errors it names: the daemon's Control
+// returns the scheduler's, the run registry's and the leader's, which
+// match them (refusal's, runlog's), keeping the text the API shows and
+// the original error for the log.
+func TestControlErrors(t *testing.T) {
 	br := runnertest.NewBlocking()
 	d := newTestDaemon(t, writeConfig(t, t.TempDir(), "off", "off"), br, nil)
 	d.schedule(t)
@@ -77,26 +77,11 @@ func TestControlMapsErrors(t *testing.T) {
 			require.EqualError(t, err, runlog.ErrNotRunning.Error(), id)
 		}
 	})
-	t.Run("standby naming the leader", func(t *testing.T) {
-		// What NotLeading returns while another daemon holds the Lease.
-		sb := leader.StandbyError{Leader: "driftwatch-1_0badf00d"}
-		require.ErrorIs(t, sb, leader.ErrStandby)
-		for _, err := range []error{triggerError("", sb), cancelError(sb)} {
-			require.ErrorIs(t, err, server.ErrUnavailable)
-			require.EqualError(t, err, "unavailable: this replica is a standby; the leader is driftwatch-1_0badf00d")
-		}
-		require.ErrorIs(t, cancelError(leader.ErrStandby), server.ErrUnavailable)
-	})
 	t.Run("standby refuses cancel", func(t *testing.T) {
 		d.leader.SetLeading(false)
 		t.Cleanup(func() { d.leader.SetLeading(true) })
 		_, err := c.Cancel("any")
 		require.ErrorIs(t, err, server.ErrUnavailable)
 		require.EqualError(t, err, leader.ErrStandby.Error(), "no elector: the leader is unknown")
-	})
-	t.Run("other errors pass through", func(t *testing.T) {
-		boom := errors.New("boom")
-		require.Same(t, boom, triggerError("", boom))
-		require.Same(t, boom, cancelError(boom))
 	})
 }

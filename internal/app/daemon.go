@@ -9,11 +9,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/driftwatch/driftwatch/internal/config"
-	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/inventory"
 	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/metrics"
@@ -132,7 +130,6 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 		return report.ExitError, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return d.outbox.Run(gctx) })
 	g.Go(func() error { return srv.Run(gctx, cfg.Server.Listen) })
 	if d.kube != nil {
 		g.Go(func() error { return d.kube.ServeCallback(gctx) })
@@ -174,8 +171,8 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 // newDaemon builds the daemon's parts from cfg (loaded from
 // o.ConfigPath) on the open store st: the sandbox mode, the inventory
 // (run targets and alert plans), the runner (local, or Kubernetes Jobs),
-// metrics, the run lifecycle with its scheduler, the remediation
-// controller, the notifiers and the outbox, and the silences. A non-nil
+// metrics, the remediation controller, the notifiers and the outbox, the
+// run lifecycle with its scheduler, and the silences. A non-nil
 // detect replaces the runner of detection runs (tests).
 func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st store.DaemonStore, detect runner.Runner) (*daemon, error) {
 	log := o.Logger
@@ -210,8 +207,7 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	if err != nil {
 		return nil, err
 	}
-	d.reg = prometheus.NewRegistry()
-	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.reg = metrics.NewRegistry()
 	d.metrics = metrics.New(d.reg, func() []metrics.WorkspaceSnapshot { return d.runs.Snapshots(d.inv.Snapshot().Names()) })
 	if h, ok := st.(interface{ WriteHealth() sqlite.WriteHealth }); ok {
 		metrics.RegisterStoreHealth(d.reg, func() (uint64, bool) { w := h.WriteHealth(); return w.Errors, w.Failing })
@@ -219,18 +215,6 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	// The controller reaches the runs through remediationHost, at call
 	// time: d.runs is set before anything runs.
 	if d.rem, err = newRemediator(ctx, d, metrics.NewRemediations(d.reg)); err != nil {
-		return nil, err
-	}
-	d.runs, err = run.New(ctx, run.Options{
-		Store: st, Logger: log, Auditor: auditor, Metrics: d.metrics,
-		Schedule: schedule.Options{MaxConcurrent: cfg.MaxConcurrentRuns, Jitter: time.Duration(cfg.Defaults.Jitter), Clock: schedulerClock(),
-			AllowSubMinute: cfg.AllowSubMinuteSchedules},
-		Inventory: d.inv, Incidents: incidents{d}, Leader: d.leader, Remediation: d.rem,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := d.runs.SetJobs(d.inv.Snapshot().Jobs()); err != nil {
 		return nil, err
 	}
 	ns, err := notifiers.Build(cfg.NotifierSpecs(), log)
@@ -244,6 +228,18 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	if err != nil {
 		return nil, err
 	}
+	d.runs, err = run.New(ctx, run.Options{
+		Store: st, Logger: log, Auditor: auditor, Metrics: d.metrics,
+		Schedule: schedule.Options{MaxConcurrent: cfg.MaxConcurrentRuns, Jitter: time.Duration(cfg.Defaults.Jitter), Clock: schedule.DaemonClock(),
+			AllowSubMinute: cfg.AllowSubMinuteSchedules},
+		Inventory: d.inv, Incidents: d.inv, Recorded: d.outbox.Wake, Leader: d.leader, Remediation: d.rem,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := d.runs.SetJobs(d.inv.Snapshot().Jobs()); err != nil {
+		return nil, err
+	}
 	d.silences, err = silence.New(ctx, silence.Options{Store: st, Book: holds, Inventory: d.inv, Leader: d.leader, Outbox: d.outbox, Logger: log})
 	if err != nil {
 		return nil, err
@@ -252,18 +248,6 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 		Notifiers: notifierSet{d}, Followers: []inventory.Follower{d.rem}})
 	return d, nil
 }
-
-// incidents is the run lifecycle's hand-off to incidents (run.Incidents):
-// the current alert plan decides, in the run's transaction; the outbox
-// is woken after its commit.
-type incidents struct{ d *daemon }
-
-func (i incidents) Outcome(name string, now time.Time, runID string) store.Outcome {
-	p, _ := i.d.inv.Plan(name)
-	return p.Outcome(now, runID, drift.NewRunID)
-}
-
-func (i incidents) Recorded() { i.d.outbox.Wake() }
 
 // notifierSet builds a reloaded config's notifiers for the outbox
 // (inventory.Notifiers).
@@ -291,18 +275,18 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 	// no bearer token: the handler authenticates them by their signature.
 	// The notifiers are read from the current config at each request, so
 	// a reload (approvers, a rotated signing secret) applies at once.
-	audit := limitAudit(auditRecorder(d.store), d.log, d.reg)
+	audit := server.AuditFor(d.store, server.AuditLimits{Logger: d.log, Registerer: d.reg})
 	slackHandler, err := slackinteract.New(slackinteract.Options{
 		Notifiers: func() ([]slackinteract.Notifier, error) {
 			return slackinteract.FromSpecs(d.inv.Config().NotifierSpecs())
 		},
-		Decider:         remediationControl{d.rem},
+		Decider:         d.rem,
 		WithActor:       remediation.WithActor,
 		HashMismatchErr: server.ErrHashMismatch,
 		Logger:          d.log,
 		OnDecision:      slackinteract.DecisionAudit(audit, d.log),
 		OnRefused:       slackinteract.RefusalAudit(audit, server.AuditPeer, d.log),
-		Replay:          replayStore(d.store),
+		Replay:          store.ReplayOf(d.store),
 	})
 	if err != nil {
 		return nil, err
@@ -326,6 +310,12 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 	})
 }
 
+// control is the daemon as the server sees it (server.DaemonControl).
+func (d *daemon) control() server.DaemonControl {
+	return server.DaemonControl{Config: d.inv.Config, Runs: d.runs, Leader: d.leader, Outbox: d.store,
+		RemediationControl: d.rem, SilenceControl: d.silences.Control()}
+}
+
 func (d *daemon) runnerMode() string {
 	if d.kube != nil {
 		return config.RunnerModeKubernetes
@@ -333,58 +323,28 @@ func (d *daemon) runnerMode() string {
 	return config.RunnerModeLocal
 }
 
-// lead is the daemon's scheduling side, run while it may schedule (always,
-// or while it holds the Lease): Jobs a previous daemon left running are
-// adopted (their runs stay running, to be finished under their ids), the
-// other runs a previous process left are recovered (run.Manager.Recover),
-// and the scheduler runs until ctx ends. On the way out scheduling stops
-// first; in kubernetes mode Watch is then stopped (awaited runs end with
-// kube.ErrStopped and their Jobs keep running for the next daemon to
-// adopt) before the runs are cancelled.
+// lead is the run lifecycle's Lead (run.Manager.Lead) with the daemon's
+// parts: the store lock when electing, the Jobs in kubernetes mode, the
+// silences and the remediation loop.
 func (d *daemon) lead(ctx context.Context) error {
-	if cfg := d.inv.Config(); d.electing && cfg.Store.Driver != config.StorePostgres {
-		// A standby sharing the store waited here for the leader's lock.
-		d.log.Info("leading: taking the store lock", "store", cfg.Store.Path)
-		unlock, err := leader.ClaimStore(ctx, d.log, cfg.Store.Path, cfg.Terraform.WorkDir, 0)
-		if err != nil {
-			return err
-		}
-		defer unlock()
-	}
-	defer d.leader.SetLeading(false)
-	g, gctx := errgroup.WithContext(ctx)
-	runCtx := gctx
-	var adopted []run.Adopted
-	var keep []string // adopted Jobs' runs: finished under their ids
+	l := run.Lead{Prepare: d.silences.Load, SetLeading: d.leader.SetLeading,
+		// The outbox delivers only while leading: replicas on one
+		// PostgreSQL store would otherwise each send the same message.
+		Loops:      []func(context.Context) error{func(ctx context.Context) error { d.silences.Run(ctx); return nil }, d.rem.Run, d.outbox.Run},
+		Workspaces: func() []string { return d.inv.Snapshot().Names() }}
 	if d.kube != nil {
-		var err error
-		if runCtx, adopted, err = adopt(gctx, d.kube, g, d.runs, d.rem); err != nil {
-			return err
+		l.Jobs = kubeJobs{d.kube.Runner, d.rem}
+	}
+	if d.electing && d.inv.Config().Store.Driver != config.StorePostgres {
+		// A standby sharing the store waited here for the leader's lock
+		// (on PostgreSQL the replicas share the database: no file lock).
+		l.Claim = func(ctx context.Context) (func(), error) {
+			cfg := d.inv.Config()
+			d.log.Info("leading: taking the store lock", "store", cfg.Store.Path)
+			return leader.ClaimStore(ctx, d.log, cfg.Store.Path, cfg.Terraform.WorkDir, 0)
 		}
-		for _, a := range adopted {
-			keep = append(keep, a.RunID)
-		}
 	}
-	// Nothing was queued by this process yet: the API refuses runs until
-	// leading is set.
-	if err := d.runs.Recover(ctx, keep...); err != nil {
-		g.Go(func() error { return err }) // stops the Watch (kubernetes mode)
-		return g.Wait()
-	}
-	for _, a := range adopted {
-		g.Go(func() error { d.runs.AwaitAdopted(runCtx, a); return nil })
-	}
-	// A standby became leader: the silences its predecessor added.
-	if err := d.silences.Load(ctx); err != nil {
-		g.Go(func() error { return err })
-		return g.Wait()
-	}
-	d.leader.SetLeading(true)
-	g.Go(func() error { return d.runs.Schedule(runCtx) })
-	g.Go(func() error { d.silences.Run(gctx); return nil })
-	g.Go(func() error { return d.rem.Run(gctx) })
-	d.runs.QueueUnchecked(d.inv.Snapshot().Names())
-	return g.Wait()
+	return d.runs.Lead(ctx, l)
 }
 
 // once is one pass (run.Manager.Pass) and its audit exit code.

@@ -11,37 +11,26 @@
 //     one-shot audit (pipeline.Targets, local runner, pipeline.Auditor,
 //     report.Report).
 //   - The daemon (RunDaemon, newDaemon): the store's lock (leader), the
-//     sandbox mode, the store, the inventory (inventory.Watcher: config,
-//     targets and alert plans as one snapshot, and the reload loop), the
-//     runner (local, or Kubernetes Jobs with their result Receiver),
-//     metrics, notifiers and the outbox, the run lifecycle (run.Manager),
-//     the remediation controller, the silences (silence.Service) and the
-//     HTTP server, run under one errgroup until ctx ends; --once is
-//     run.Manager.Pass and the audit exit code.
-//   - MigrateStore (migrate --to postgres): the SQLite store, under its
-//     lock, copied into the configured PostgreSQL one (store/sqlite CopyTo).
-//   - When the daemon leads (lead): always on SQLite, while it holds the
-//     Lease, or (PostgreSQL without the Lease) the store's lock (Lead);
-//     in kubernetes mode it first adopts the Jobs a previous daemon left
-//     (kube.go: kube.NewMode's parts joined to the run lifecycle), then has the run lifecycle recover the runs a previous
-//     process left, reloads the silences, then schedules and starts the
-//     silences' release loop and the remediation loop.
-//   - The adapters the other packages see the daemon through: control
-//     (server.Control, mapping run, scheduler and leader errors onto the
-//     server's; server.SilenceControl is silence.Service.Control),
-//     remediationHost (remediation.Host), incidents (run.Incidents: the
-//     current alert plan's outcome; the outbox woken after the commit),
-//     notifierSet (inventory.Notifiers), and Slack's interactivity handler
-//     (slackinteract: its verifiers FromSpecs, its audit entries
-//     DecisionAudit and RefusalAudit; audit.go picks the recorders).
+//     sandbox mode, the store, the inventory, the runner (local, or
+//     Kubernetes Jobs: kube.NewMode), metrics, notifiers and the outbox,
+//     the run lifecycle (run.Manager), the remediation controller, the
+//     silences and the HTTP server, run under one errgroup until ctx
+//     ends; --once is run.Manager.Pass and the audit exit code.
+//   - What the parts see of each other: lead hands run.Manager.Lead the
+//     store lock, the Jobs (kubeJobs), the silences and the remediation
+//     loop; control is server.DaemonControl made of the parts;
+//     remediationHost (remediation.Host), notifierSet
+//     (inventory.Notifiers) and Slack's interactivity handler
+//     (slackinteract) join two parts each.
 //   - The pod entry points (RunInPod, ReportFromPod) and Harden.
 //
-// What it must not touch: it decides nothing that its parts own and runs
-// no loop of its own (reload is inventory's, the release of held messages
-// silence's, retention run's). It does not parse flags or format output
-// (cmd/driftwatch, report), call the daemon's API (apiclient), read trees
-// or check sources out (inventory), start Terraform (tfsession), parse or
-// classify plans (planparse, policy), decide incidents (incident) or
-// remediations (remediation), or route HTTP (server). The depguard rule
-// app-wires-only lists what it must not import.
+// What it must not touch: it decides nothing that its parts own, maps no
+// error (each part's errors are the server's refusals where they are
+// declared: schedule/refusal) and runs no loop of its own. It does not
+// parse flags or format output (cmd/driftwatch, report), call the
+// daemon's API (apiclient), read trees or check sources out (inventory),
+// start Terraform (tfsession), parse or classify plans (planparse,
+// policy), decide incidents or remediations, or route HTTP (server). The
+// depguard rule app-wires-only lists what it must not import. What moved
+// out, and where: docs/architecture/daemon.md.
 package app

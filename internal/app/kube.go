@@ -3,11 +3,7 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/remediation"
@@ -28,45 +24,22 @@ func newKubeMode(cfg *config.Config, log *slog.Logger, proceed remote.ProceedFun
 		TLSCertFile: cfg.Server.TLSCertFile, TLSKeyFile: cfg.Server.TLSKeyFile, Proceed: proceed, Logger: log})
 }
 
-// adopt starts the runner's Watch and adopts the Jobs a previous daemon
-// left running, marking their workspaces busy (run.Manager.Adopting). It
-// returns the context runs run under: cancelled once Watch has stopped,
-// which happens (in g) when ctx ends (awaited runs then end with
-// kube.ErrStopped and their Jobs keep running for the next daemon) or
-// Watch fails. From then on runs.Stop: no run starts.
-func adopt(ctx context.Context, k *kube.Mode, g *errgroup.Group, runs *run.Manager, rem *remediation.Controller) (context.Context, []run.Adopted, error) {
-	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
-	watchDone := make(chan error, 1)
-	go func() { watchDone <- k.Runner.Watch(watchCtx) }()
-	actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	found, err := k.Runner.Adopt(actx)
-	cancel()
-	if err != nil {
-		stopWatch()
-		<-watchDone //nolint:errcheck // stopped here: the caller returns its own error
-		return nil, nil, fmt.Errorf("kubernetes runner: adopt running jobs: %w", err)
-	}
+// kubeJobs is the kubernetes runner as the run lifecycle's Lead sees it
+// (run.Jobs): an adopted Job's run is joined to the remediation
+// controller, which records an adopted apply's outcome.
+type kubeJobs struct {
+	r   *kube.Runner
+	rem *remediation.Controller
+}
+
+func (k kubeJobs) Watch(ctx context.Context) error { return k.r.Watch(ctx) }
+
+func (k kubeJobs) Adopt(ctx context.Context) ([]run.Adopted, error) {
+	found, err := k.r.Adopt(ctx)
 	adopted := make([]run.Adopted, 0, len(found))
 	for _, a := range found {
 		adopted = append(adopted, run.Adopted{Workspace: a.Workspace, RunID: a.RunID, Job: a.Job, Remediation: a.Remediation,
-			Runner: a.Runner(rem, k.Runner)})
+			Runner: a.Runner(k.rem, k.r)})
 	}
-	runs.Adopting(adopted)
-	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
-	g.Go(func() error {
-		defer stopWatch()
-		var err error
-		select {
-		case <-ctx.Done():
-			runs.Stop() // no run starts from here on
-			stopWatch()
-			<-watchDone //nolint:errcheck // stopped here: the caller returns its own error
-		case err = <-watchDone:
-			runs.Stop()
-			err = fmt.Errorf("kubernetes runner stopped: %w", err)
-		}
-		cancelRuns()
-		return err
-	})
-	return runCtx, adopted, nil
+	return adopted, err
 }

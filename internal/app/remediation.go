@@ -2,17 +2,12 @@ package app
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/metrics"
 	"github.com/driftwatch/driftwatch/internal/remediation"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
-	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/server"
-	"github.com/driftwatch/driftwatch/internal/store"
-	"github.com/driftwatch/driftwatch/internal/terraform"
 )
 
 // newRemediator is the daemon's remediation controller (internal/remediation),
@@ -20,7 +15,8 @@ import (
 // (Run) while it leads; the run lifecycle hands it every finished detection
 // (AfterDetect) and the scheduler's remediate runs (Apply); reload hands it
 // every reload (Reloaded), and the remediation pods' proceed checks reach
-// it through mayApply.
+// it through mayApply. A decision through the API is recorded as the
+// caller the server authenticated (server.CallerActor).
 func newRemediator(ctx context.Context, d *daemon, m *metrics.Remediations) (*remediation.Controller, error) {
 	return remediation.New(ctx, remediation.Options{
 		Host:            remediationHost{d},
@@ -30,52 +26,17 @@ func newRemediator(ctx context.Context, d *daemon, m *metrics.Remediations) (*re
 		Logger:          d.log,
 		Runner:          d.runnerMode(),
 		HashMismatchErr: server.ErrHashMismatch,
+		Caller:          server.CallerActor,
 	})
-}
-
-// remediationControl is the server's view of the controller: a decision
-// made through the API is recorded as the caller the server authenticated
-// (a person signed in through the proxy, or "token:<name>").
-type remediationControl struct{ *remediation.Controller }
-
-var _ server.RemediationControl = remediationControl{}
-
-func (c remediationControl) Approve(ctx context.Context, id, hash string) (store.Remediation, error) {
-	return c.Controller.Approve(serverActor(ctx), id, hash)
-}
-
-func (c remediationControl) Reject(ctx context.Context, id string) (store.Remediation, error) {
-	return c.Controller.Reject(serverActor(ctx), id)
-}
-
-// serverActor carries the server's identity of the caller as the
-// remediation's actor; Slack's requests carry their own (slackinteract).
-func serverActor(ctx context.Context) context.Context {
-	if id, ok := server.IdentityFrom(ctx); ok && !id.Anonymous() {
-		return remediation.WithActor(ctx, id.Actor())
-	}
-	return ctx
 }
 
 // remediationApplier is where approved remediations apply: in a Job with
 // the kubernetes runner, else in the daemon's process.
 func (d *daemon) remediationApplier() remediation.Applier {
 	if d.kube != nil {
-		return jobApplier{d.kube.Runner}
+		return d.kube.Runner
 	}
 	return remediation.InProcess{}
-}
-
-// jobApplier applies in the kubernetes runner's Jobs: a Job left applying
-// when this daemon stops (kube.ErrStopped) is remediation.ErrLeftRunning.
-type jobApplier struct{ *kube.Runner }
-
-func (j jobApplier) Remediate(ctx context.Context, a *engine.Applier, req terraform.Request, approved engine.ChangeSet) (engine.Outcome, error) {
-	out, err := j.Runner.Remediate(ctx, a, req, approved)
-	if errors.Is(err, kube.ErrStopped) {
-		err = fmt.Errorf("%w: %w", remediation.ErrLeftRunning, err)
-	}
-	return out, err
 }
 
 // mayApply answers the proceed check of remediation Jobs' pods

@@ -11,6 +11,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
+	"github.com/driftwatch/driftwatch/internal/server/auth"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -85,7 +86,7 @@ func (w *wiringDaemon) reload(t *testing.T, net, db string) {
 // switch and marks the apply a previous process left running failed.
 func TestRemediationWiringStart(t *testing.T) {
 	w := newWiringDaemon(t, true)
-	enabled, paused, err := remediationControl{w.d.rem}.Status(t.Context())
+	enabled, paused, err := w.d.control().Status(t.Context())
 	require.NoError(t, err)
 	require.True(t, enabled)
 	require.True(t, paused)
@@ -118,25 +119,28 @@ func TestRemediationWiringReload(t *testing.T) {
 	require.Equal(t, store.RemediationPending, w.get(t, "rem-db").State, "db was off already: the loop's sweep ends it, not this reload")
 	require.Equal(t, &engine.Refusal{Code: engine.CodeRemediationOff, Reason: "remediation for workspace db is off (config): nothing applied"},
 		w.d.mayApply(t.Context(), "apply-1"))
-	_, err := remediationControl{w.d.rem}.Approve(t.Context(), "rem-db", "")
+	_, err := w.d.control().Approve(t.Context(), "rem-db", "")
 	require.ErrorIs(t, err, store.ErrConflict)
 	require.ErrorContains(t, err, "remediation for workspace db is off (config)")
 }
 
 // TestRemediationWiringAPI: the API's view is the controller, with the
-// server's hash-mismatch error (409).
+// server's hash-mismatch error (409), recording the caller the server
+// authenticated.
 func TestRemediationWiringAPI(t *testing.T) {
 	w := newWiringDaemon(t, false)
 	w.storeRemediation(t, w.d.store, "rem-net", "net", store.RemediationPending)
-	var ctl server.RemediationControl = remediationControl{w.d.rem}
+	var ctl server.RemediationControl = w.d.control()
 	_, err := ctl.Approve(t.Context(), "rem-net", "not-the-hash")
 	require.ErrorIs(t, err, server.ErrHashMismatch)
 	rs, err := ctl.List(t.Context(), "net")
 	require.NoError(t, err)
 	require.Len(t, rs, 1)
-	got, err := ctl.Approve(t.Context(), "rem-net", rs[0].ChangeSetHash)
+	ctx := auth.WithIdentity(t.Context(), auth.Identity{Method: auth.MethodTokenPrefix + "ci"})
+	got, err := ctl.Approve(ctx, "rem-net", rs[0].ChangeSetHash)
 	require.NoError(t, err)
 	require.Equal(t, store.RemediationApproved, got.State)
+	require.Equal(t, "token:ci", got.DecidedBy)
 }
 
 // TestRemediationWiringSchedulerRun: a remediate run of the scheduler is

@@ -22,7 +22,7 @@ func finishDrift(t *testing.T, d *daemon, ws string, at time.Time, fs ...drift.F
 	r := store.Run{ID: drift.NewRunID(), Workspace: ws, Trigger: "manual", StartedAt: at}
 	require.NoError(t, d.store.StartRun(t.Context(), r))
 	r.FinishedAt, r.Status, r.Findings = at, drift.StatusOf(fs), fs
-	_, _, err := d.store.FinishRunWithOutcome(t.Context(), r, incidents{d}.Outcome(ws, at, r.ID))
+	_, _, err := d.store.FinishRunWithOutcome(t.Context(), r, d.inv.Outcome(ws, at, r.ID))
 	require.NoError(t, err)
 }
 

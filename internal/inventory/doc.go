@@ -8,7 +8,8 @@
 //     and its alert plans (incident.Plans, held by the silence.Book).
 //     Build makes one; Watcher publishes it through a single atomic
 //     pointer, so a reader of Snapshot never pairs one config's targets
-//     with another's plans.
+//     with another's plans. Outcome is a finished run's incident decision
+//     by the current plan (the run lifecycle's run.Incidents).
 //   - Watcher, the reload: Run checks the config file every few seconds
 //     and on SIGHUP, re-discovers git discover: entries every
 //     DiscoverRefresh (applied only when the expanded inventory changed),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/incident"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/schedule"
@@ -143,6 +144,14 @@ func (w *Watcher) Target(workspace string) (pipeline.Target, bool) {
 func (w *Watcher) Plan(workspace string) (incident.Plan, bool) {
 	p, ok := w.cur.Load().Plans[workspace]
 	return p, ok
+}
+
+// Outcome is the incident decision for workspace's run runID, finished
+// at now (run.Incidents): the current alert plan's (incident.Plan.Outcome),
+// read when the run finishes, new incidents keyed with drift.NewRunID.
+func (w *Watcher) Outcome(workspace string, now time.Time, runID string) store.Outcome {
+	p, _ := w.Plan(workspace)
+	return p.Outcome(now, runID, drift.NewRunID)
 }
 
 // MaxLogBytes is store.max_log_bytes.

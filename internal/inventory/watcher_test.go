@@ -112,14 +112,14 @@ func (w *testWatcher) targetNames() []string {
 	return slices.Sorted(maps.Keys(w.Snapshot().Targets))
 }
 
-// finishDrift records a run of ws that found fs, through the current
-// alert plan (as the run lifecycle does).
+// finishDrift records a run of ws that found fs, with the Watcher's
+// Outcome (the current alert plan's), as the run lifecycle does.
 func finishDrift(t *testing.T, w *testWatcher, ws string, at time.Time, fs ...drift.Finding) {
 	t.Helper()
 	r := store.Run{ID: drift.NewRunID(), Workspace: ws, Trigger: "manual", StartedAt: at}
 	require.NoError(t, w.st.StartRun(t.Context(), r))
 	r.FinishedAt, r.Status, r.Findings = at, drift.StatusOf(fs), fs
-	_, _, err := w.st.FinishRunWithOutcome(t.Context(), r, w.Snapshot().Plans[ws].Outcome(at, r.ID, drift.NewRunID))
+	_, _, err := w.st.FinishRunWithOutcome(t.Context(), r, w.Outcome(ws, at, r.ID))
 	require.NoError(t, err)
 }
 

@@ -8,10 +8,11 @@
 // What it owns: the store lock and the sweep that follows it (processes
 // and run directories a SIGKILLed predecessor's runs left, found by the
 // owner tag StoreOwner derives from the store's path), the Lease campaign,
-// and the standby's answers (State.Ready, State.NotLeading: 503 naming the
-// leader when known).
+// and the standby's answers (State.Ready, State.NotLeading: ErrStandby or
+// a StandbyError naming the leader when known, both a
+// refusal.ErrUnavailable, which the API answers 503).
 //
 // What it must not touch: runs (internal/run queues and records them) and
 // the scheduler; it only tells its caller when to lead, and its caller
-// tells it when leading has begun (State.SetLeading).
+// (run.Manager.Lead) tells it when leading has begun (State.SetLeading).
 package leader

@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/schedule/refusal"
 )
 
 // State is whether this daemon schedules, and who does when it does not.
@@ -128,9 +129,9 @@ func (s *State) Campaign(ctx context.Context, client kubernetes.Interface, le co
 }
 
 // ErrStandby is /readyz's answer, and the API trigger's and cancel's
-// (503), while the daemon does not schedule. A standby that knows the
-// leader says who it is (StandbyError).
-var ErrStandby = errors.New("not scheduling: a standby (another daemon holds the leader Lease), starting or stopping")
+// (503: a refusal.ErrUnavailable), while the daemon does not schedule. A
+// standby that knows the leader says who it is (StandbyError).
+var ErrStandby = refusal.Kind("not scheduling: a standby (another daemon holds the leader Lease), starting or stopping", refusal.ErrUnavailable)
 
 // StandbyError is ErrStandby naming the Lease holder.
 type StandbyError struct{ Leader string }
@@ -139,8 +140,9 @@ func (e StandbyError) Error() string {
 	return "unavailable: this replica is a standby; the leader is " + e.Leader
 }
 
-// Is makes a StandbyError match ErrStandby.
-func (e StandbyError) Is(target error) bool { return target == ErrStandby }
+// Unwrap makes a StandbyError match ErrStandby (and so
+// refusal.ErrUnavailable).
+func (e StandbyError) Unwrap() error { return ErrStandby }
 
 // Ready is nil while the daemon schedules, else NotLeading's error.
 func (s *State) Ready() error {

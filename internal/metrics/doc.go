@@ -11,5 +11,7 @@
 // dispatcher (NotificationResult, SetNotificationsPending).
 //
 // Nothing here is package-level state: New registers on the Registerer it
-// is given, so tests use a fresh prometheus.NewRegistry each.
+// is given, so tests use a fresh prometheus.NewRegistry each; the
+// daemon's is NewRegistry (with the Go runtime's and the process's
+// collectors).
 package metrics

@@ -1,6 +1,9 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
 
 // RegisterStoreHealth exports how the store's writes fare, read from
 // health at each scrape, so a full disk or a read-only file system pages
@@ -23,4 +26,13 @@ func RegisterStoreHealth(reg prometheus.Registerer, health func() (errors uint64
 			return 0
 		}),
 	)
+}
+
+// NewRegistry is the daemon's registry (GET /metrics): the Go runtime's
+// and the process's collectors, to which New and the other parts add
+// driftwatch's.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }

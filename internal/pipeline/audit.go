@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -23,6 +24,17 @@ type Target struct {
 	Owner   string
 	Request terraform.Request
 	Rules   policy.Rules
+}
+
+// SourceDir is where the target's findings are located in a report
+// (report.Workspace.SourceDir): its root module's directory, or, for a
+// module in a git repository, its path in the repository (relative to the
+// report's SourceRoot).
+func (t Target) SourceDir() string {
+	if g := t.Request.Source.Git; g != nil {
+		return filepath.FromSlash(g.Path)
+	}
+	return t.Request.Source.Path
 }
 
 // Observer is told when a workspace starts and finishes (progress display,

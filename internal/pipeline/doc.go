@@ -11,7 +11,8 @@
 // is a result with status errored and a one-line reason, never an error;
 // CheckPlan also returns the plan for the remediation envelope) and RunAll
 // (every target, at most concurrency at once, results in target order, an
-// Observer told of each start and finish).
+// Observer told of each start and finish); Target.SourceDir locates a
+// target's findings in a report.
 //
 // It reads the config (Targets) and depends on the runner seam only; of
 // the sandbox it uses the redactor alone (a failed run's reason). It must

@@ -86,3 +86,13 @@ func TestTargetsEnv(t *testing.T) {
 	_, err = pipeline.Filter{Names: []string{"a", "zz", "yy"}}.Select(cfg)
 	require.EqualError(t, err, "unknown workspace zz, yy")
 }
+
+// A target's findings are located in its module's directory, or at its
+// path in its git repository.
+func TestTargetSourceDir(t *testing.T) {
+	local := pipeline.Target{Request: terraform.Request{Source: terraform.Source{Path: "/srv/infra/net"}}}
+	require.Equal(t, "/srv/infra/net", local.SourceDir())
+	git := pipeline.Target{Request: terraform.Request{Source: terraform.Source{Path: "/var/cache/checkout",
+		Git: &terraform.Git{URL: "https://git.example/infra.git", Path: "stacks/net"}}}}
+	require.Equal(t, filepath.FromSlash("stacks/net"), git.SourceDir())
+}

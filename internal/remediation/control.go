@@ -16,14 +16,21 @@ import (
 type actorKey struct{}
 
 // WithActor returns ctx carrying who decides through it: Approve and
-// Reject record actor as the decision's By ("slack:U0123ABCD (alice)").
-// Without it (or with ""), the decision is recorded as the API's, "api".
+// Reject record actor as the decision's By ("slack:U0123ABCD (alice)"),
+// unless Options.Caller names someone. Without either (or with ""), the
+// decision is recorded as the API's, "api".
 func WithActor(ctx context.Context, actor string) context.Context {
 	return context.WithValue(ctx, actorKey{}, actor)
 }
 
-// actorOf is the By of a decision taken through ctx.
-func actorOf(ctx context.Context) string {
+// actorOf is the By of a decision taken through ctx: Options.Caller's,
+// else WithActor's, else "api".
+func (c *Controller) actorOf(ctx context.Context) string {
+	if c.caller != nil {
+		if a := c.caller(ctx); a != "" {
+			return a
+		}
+	}
 	if a, _ := ctx.Value(actorKey{}).(string); a != "" {
 		return a
 	}
@@ -46,7 +53,7 @@ func (c *Controller) Get(ctx context.Context, id string) (store.Remediation, err
 // pending one is then recorded expired with that reason). hash, if not
 // "", must equal its change set hash (Options.HashMismatchErr). The kill
 // switch does not refuse an approval: the approved remediation waits for
-// resume. The approval is recorded as ctx's actor (WithActor; "api").
+// resume. The approval is recorded as ctx's actor (actorOf).
 func (c *Controller) Approve(ctx context.Context, id, hash string) (store.Remediation, error) {
 	r, err := c.store.Remediation(ctx, id)
 	if err != nil {
@@ -72,7 +79,7 @@ func (c *Controller) Approve(ctx context.Context, id, hash string) (store.Remedi
 		}
 		return r, fmt.Errorf("remediation %q: %w: it expired at %s", id, store.ErrConflict, r.ExpiresAt.Format(time.RFC3339))
 	}
-	by := actorOf(ctx)
+	by := c.actorOf(ctx)
 	out, err := c.store.TransitionRemediation(ctx, id, []store.RemediationState{store.RemediationPending},
 		store.Transition{State: store.RemediationApproved, At: now, By: by})
 	if err == nil {
@@ -84,9 +91,9 @@ func (c *Controller) Approve(ctx context.Context, id, hash string) (store.Remedi
 
 // Reject rejects a pending or approved remediation: the same change set
 // is not proposed again. The rejection is recorded as ctx's actor
-// (WithActor; "api").
+// (actorOf).
 func (c *Controller) Reject(ctx context.Context, id string) (store.Remediation, error) {
-	by := actorOf(ctx)
+	by := c.actorOf(ctx)
 	out, err := c.store.TransitionRemediation(ctx, id, []store.RemediationState{store.RemediationPending, store.RemediationApproved},
 		store.Transition{State: store.RemediationRejected, At: time.Now().UTC(), By: by, Reason: "rejected"})
 	if err == nil {

@@ -13,7 +13,8 @@
 //     reason).
 //   - The lifecycle: approval and rejection (the API's side: List, Get,
 //     Approve, Reject, Status, SetPaused, which is server's
-//     RemediationControl), expiry (Run), the kill switch (config and the
+//     RemediationControl; a decision is recorded as Options.Caller's
+//     caller, else WithActor's, else "api"), expiry (Run), the kill switch (config and the
 //     persisted pause flag) and a workspace's remediation turned off by
 //     the config (checked at approve, at a reload: Reloaded, every tick of
 //     Run, at the apply and in the proceed check).
@@ -21,8 +22,8 @@
 //     through Host.QueueApply with TriggerRemediate; the daemon's
 //     scheduler job calls Apply), through an Applier: in this process
 //     (InProcess) or in a Kubernetes Job (the kubernetes runner, which app
-//     wires in; ErrLeftRunning when the daemon stops first). Its outcome is
-//     recorded on the remediation and as a run, counted
+//     wires in; ErrLeftRunning, engine's, when the daemon stops first).
+//     Its outcome is recorded on the remediation and as a run, counted
 //     (driftwatch_remediations_total) and followed by a verification
 //     detection (Host.Detect).
 //   - A remediation Job's proceed check (MayApply), and the outcome of a

@@ -84,8 +84,9 @@ type Applier interface {
 }
 
 // ErrLeftRunning is in an Applier's error when this daemon stopped while
-// the apply goes on without it (a Kubernetes Job keeps applying).
-var ErrLeftRunning = errors.New("the apply goes on without this daemon")
+// the apply goes on without it (a Kubernetes Job keeps applying; the
+// kubernetes runner's Remediate wraps it): engine.ErrLeftRunning.
+var ErrLeftRunning = engine.ErrLeftRunning
 
 // InProcess applies in the daemon's process, with a.Apply.
 type InProcess struct{}
@@ -95,7 +96,7 @@ func (InProcess) Remediate(ctx context.Context, a *engine.Applier, req terraform
 	return a.Apply(ctx, req, approved)
 }
 
-// Options configures a Controller. Every field is required.
+// Options configures a Controller. Every field but Caller is required.
 type Options struct {
 	Host    Host
 	Store   Store
@@ -108,6 +109,10 @@ type Options struct {
 	// another change set than the one stored (server.ErrHashMismatch: the
 	// API answers it 409).
 	HashMismatchErr error
+	// Caller, if set, names who decides through a context (the identity
+	// the server authenticated: server.CallerActor), "" when it cannot;
+	// it takes precedence over WithActor's (optional).
+	Caller func(context.Context) string
 }
 
 // Controller wires internal/remediation/engine into the daemon: it records what
@@ -120,6 +125,7 @@ type Controller struct {
 	metrics      *metrics.Remediations
 	runner       string
 	hashMismatch error
+	caller       func(context.Context) string
 	// applier is Options.Applier (a test replaces it).
 	applier Applier
 	paused  atomic.Bool // persisted pause flag (POST /api/v1/remediation/pause)
@@ -150,7 +156,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		return nil, errors.New("driftwatch/remediation: Options.HashMismatchErr is required")
 	}
 	c := &Controller{
-		host: o.Host, store: o.Store, applier: o.Applier, metrics: o.Metrics, runner: o.Runner, hashMismatch: o.HashMismatchErr,
+		host: o.Host, store: o.Store, applier: o.Applier, metrics: o.Metrics, runner: o.Runner, hashMismatch: o.HashMismatchErr, caller: o.Caller,
 		log: o.Logger.With("component", "remediation"), kick: make(chan struct{}, 1),
 	}
 	p, err := c.store.RemediationPaused(ctx)

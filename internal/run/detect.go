@@ -262,7 +262,9 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *pip
 		runLog.Close(string(drift.StatusErrored))
 		return
 	}
-	m.o.Incidents.Recorded()
+	if m.o.Recorded != nil {
+		m.o.Recorded()
+	}
 	m.saveLog(ctx, log, run.ID, runLog, run.Status)
 	m.mu.Lock()
 	m.states[name] = after

@@ -7,7 +7,11 @@
 // Manager owns the scheduler's queue and the registry of live runs, so
 // the daemon, the HTTP API (Trigger, Cancel, Live), remediation (QueueApply,
 // Detect) and the Kubernetes adoption path (Adopting, AwaitAdopted) all go
-// through one place.
+// through one place. Lead is what the daemon does while it leads: take
+// the store lock, adopt a previous daemon's Jobs and watch them (Jobs),
+// recover, then schedule beside the loops it is handed. Trigger's
+// refusals are the API's (schedule/refusal): a busy workspace's is a
+// refusal.BusyError that names the run.
 //
 // What it owns: the order of a run's records (queued before cancelled,
 // started before finished, the log saved before its followers end), the
@@ -30,7 +34,8 @@
 // (Inventory: a workspace's target, the log bound), the incident hand-off
 // (Incidents: Outcome, evaluated by the store inside the transaction that
 // records the run, so the run and its incidents and outbox messages commit
-// together; Recorded, after that commit), who leads (Leader) and
+// together; the inventory's current alert plan), Recorded after that
+// commit (the outbox's wake), who leads (Leader) and
 // remediation (Remediation: Apply for remediate runs, AfterDetect after
 // every recorded detection).
 //

@@ -111,7 +111,7 @@ func newHandoffManager(t *testing.T, st Store, h *handoff) *Manager {
 		Metrics:   metrics.New(prometheus.NewRegistry(), func() []metrics.WorkspaceSnapshot { return nil }),
 		Schedule:  schedule.Options{MaxConcurrent: 1},
 		Inventory: inventory{"net": {Name: "net"}},
-		Incidents: h, Remediation: h,
+		Incidents: h, Recorded: h.Recorded, Remediation: h,
 	})
 	require.NoError(t, err)
 	require.NoError(t, m.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}}))

@@ -53,14 +53,12 @@ type Inventory interface {
 // run (store.AlertStore.FinishRunWithOutcome): the run, its incident
 // changes and their outbox messages commit together or not at all, so a
 // crash can lose none of them. After that commit the Manager calls
-// Recorded.
+// Options.Recorded.
 type Incidents interface {
 	// Outcome is the incident decision for workspace's run runID,
-	// finished at now.
+	// finished at now (inventory.Watcher.Outcome: the current alert
+	// plan's).
 	Outcome(workspace string, now time.Time, runID string) store.Outcome
-	// Recorded is told after every commit of a run with its outcome: the
-	// outbox may have new messages.
-	Recorded()
 }
 
 // Leader says whether this daemon may queue runs: nil, or the error the
@@ -76,7 +74,7 @@ type Remediation interface {
 	// log. It returns the apply run's status, "" when it recorded none.
 	Apply(ctx context.Context, workspace, runID string, log io.Writer) drift.Status
 	// AfterDetect is told every recorded detection (remediation
-	// proposals), after Incidents.Recorded.
+	// proposals), after Options.Recorded.
 	AfterDetect(ctx context.Context, workspace, runID string, res drift.Result, plan *planparse.Plan)
 }
 
@@ -92,6 +90,9 @@ type Options struct {
 	Schedule  schedule.Options
 	Inventory Inventory
 	Incidents Incidents
+	// Recorded, if set, is told after every commit of a run with its
+	// outcome: the outbox may have new messages (outbox.Dispatcher.Wake).
+	Recorded func()
 	// Leader nil: always leading.
 	Leader Leader
 	// Remediation nil: remediate runs do nothing, detections go nowhere.

@@ -19,6 +19,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/runner/runnertest"
 	"github.com/driftwatch/driftwatch/internal/schedule"
+	"github.com/driftwatch/driftwatch/internal/schedule/refusal"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
@@ -33,6 +34,17 @@ type testManager struct {
 }
 
 func newTestManager(t *testing.T) (*testManager, *runnertest.Blocking) {
+	t.Helper()
+	tm, br := newIdleManager(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = tm.Schedule(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return tm, br
+}
+
+// newIdleManager is newTestManager's Manager before its scheduler runs.
+func newIdleManager(t *testing.T) (*testManager, *runnertest.Blocking) {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "dw.db"), logger)
@@ -55,10 +67,6 @@ func newTestManager(t *testing.T) (*testManager, *runnertest.Blocking) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, tm.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}, {Name: "db", Spec: "@daily"}}))
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = tm.Schedule(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 	return tm, br
 }
 
@@ -68,11 +76,10 @@ type inventory map[string]pipeline.Target
 func (i inventory) Target(name string) (pipeline.Target, bool) { t, ok := i[name]; return t, ok }
 func (inventory) MaxLogBytes() int                             { return 0 }
 
-// incidents decides nothing and counts its Recorded calls (Incidents).
-type incidents struct{ recorded atomic.Int32 }
+// incidents decides nothing (Incidents).
+type incidents struct{}
 
 func (*incidents) Outcome(string, time.Time, string) store.Outcome { return nil }
-func (i *incidents) Recorded()                                     { i.recorded.Add(1) }
 
 // leaderFunc is a Leader.
 type leaderFunc func() error
@@ -153,8 +160,12 @@ func TestQueuedRunLifecycle(t *testing.T) {
 	r := waitRun(t, d, queued, store.RunQueued)
 	require.Equal(t, "manual", r.Trigger)
 	require.Equal(t, "== queued (trigger manual): waiting for a run slot ==\n", string(d.Live(queued).Bytes()))
-	_, err = d.Trigger("db")
+	id, err := d.Trigger("db")
+	require.Empty(t, id)
 	require.ErrorIs(t, err, schedule.ErrBusy)
+	var busy *refusal.BusyError
+	require.ErrorAs(t, err, &busy, "the API's 409")
+	require.Equal(t, queued, busy.RunID, "it names the queued run")
 
 	require.NoError(t, d.sched.SetJobs([]schedule.Job{{Name: "net", Spec: "@daily"}}))
 	r = waitRun(t, d, queued, store.RunCancelled)

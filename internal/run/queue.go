@@ -8,6 +8,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/runlog"
 	"github.com/driftwatch/driftwatch/internal/schedule"
+	"github.com/driftwatch/driftwatch/internal/schedule/refusal"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -84,9 +85,10 @@ func (m *Manager) skipQueued(ctx context.Context, r schedule.QueuedRun) {
 }
 
 // Trigger is the API's manual trigger: it returns the queued run's id, or
-// an error wrapping schedule.ErrBusy with the id of the run already queued
-// or running ("" while an adopted Job or a remediation apply of the
-// workspace runs), schedule.ErrUnknownJob, or Options.Leader's error.
+// a *refusal.BusyError wrapping schedule.ErrBusy that names the run
+// already queued or running ("" while an adopted Job or a remediation
+// apply of the workspace runs), schedule.ErrUnknownJob, or
+// Options.Leader's error.
 func (m *Manager) Trigger(workspace string) (string, error) {
 	if err := m.leading(); err != nil {
 		return "", err
@@ -95,14 +97,19 @@ func (m *Manager) Trigger(workspace string) (string, error) {
 	busy := m.adopted[workspace]
 	m.mu.Unlock()
 	if busy {
-		return "", fmt.Errorf("%w (adopted kubernetes job still running)", schedule.ErrBusy)
+		return "", &refusal.BusyError{Err: fmt.Errorf("%w (adopted kubernetes job still running)", schedule.ErrBusy)}
 	}
 	r, err := m.sched.Queue(workspace, schedule.TriggerManual)
-	if r.Trigger == TriggerRemediate {
-		// Busy with an apply: its run is recorded under its own id.
+	switch {
+	case err == nil:
+		return r.ID, nil
+	case !errors.Is(err, schedule.ErrBusy):
 		return "", err
+	case r.Trigger == TriggerRemediate:
+		// Busy with an apply: its run is recorded under its own id.
+		return "", &refusal.BusyError{Err: err}
 	}
-	return r.ID, err
+	return "", &refusal.BusyError{RunID: r.ID, Err: err}
 }
 
 // Queue queues a run of the workspace with trigger (the daemon's own

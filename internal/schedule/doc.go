@@ -25,6 +25,9 @@
 // missed slots and zones behave in detail: docs/architecture/terraform.md.
 //
 // The run lifecycle (internal/run) owns the scheduler; the remediation
-// controller reads its errors (ErrBusy, ErrUnknownJob). It must not import runner, pipeline, run, notify, store,
-// config, terraform libraries or client-go.
+// controller reads its errors (ErrBusy, ErrUnknownJob), which are refusals
+// (the leaf schedule/refusal: the API's 409 and 404). DaemonClock is the
+// daemon's clock (a build with the faults tag steps it through a file). It
+// must not import runner, pipeline, run, notify, store, config, terraform
+// libraries or client-go.
 package schedule

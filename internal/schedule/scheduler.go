@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/driftwatch/driftwatch/internal/schedule/refusal"
 )
 
 // Triggers passed to Options.Run.
@@ -29,11 +31,11 @@ const clockStepBack = 5 * time.Second
 
 var (
 	// ErrUnknownJob is returned by Trigger for a name not in the current
-	// job set.
-	ErrUnknownJob = errors.New("unknown job")
+	// job set: a refusal.ErrUnknownWorkspace (the API's 404).
+	ErrUnknownJob = refusal.Kind("unknown job", refusal.ErrUnknownWorkspace)
 	// ErrBusy is returned by Trigger when the job is already queued or
-	// running.
-	ErrBusy = errors.New("job is already queued or running")
+	// running: a refusal.ErrBusy (the API's 409).
+	ErrBusy = refusal.Kind("job is already queued or running", refusal.ErrBusy)
 	// ErrNoSuchRun is returned by Cancel for a run id that is neither
 	// queued nor running.
 	ErrNoSuchRun = errors.New("no queued or running run has this id")

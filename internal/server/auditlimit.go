@@ -175,3 +175,16 @@ func AuditPeer(remoteAddr string) string {
 	}
 	return p.String()
 }
+
+// AuditFor is the audit recorder of the server (Options.Audit) and of
+// Slack's handler both, so that they share the rate limits of anonymous
+// entries: st's audit log (store.AuditStore) behind an AuditLimiter; nil
+// when st keeps no audit log (nothing is recorded, and GET /api/v1/audit
+// answers 501).
+func AuditFor(st store.Store, o AuditLimits) AuditRecorder {
+	a, ok := st.(store.AuditStore)
+	if !ok {
+		return nil
+	}
+	return NewAuditLimiter(a, o)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/server/auth"
 	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
 
 // The regression test for issue 28 finding 3: 5,000 refused anonymous
@@ -131,4 +133,21 @@ func TestAuditLimiter(t *testing.T) {
 	require.Equal(t, anonBurst, n)
 	require.Contains(t, logs.String(), "rate limit exceeded")
 	require.Equal(t, 2, strings.Count(logs.String(), "rate limit exceeded"), "at most a line a minute: 800 drops, an hour apart")
+}
+
+// AuditFor records in the store's audit log behind the limiter, and is nil
+// for a store that keeps none.
+func TestAuditFor(t *testing.T) {
+	o := AuditLimits{Logger: slog.New(slog.DiscardHandler)}
+	require.Nil(t, AuditFor(newFakeStore(), o))
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "driftwatch.db"), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	rec := AuditFor(st, o)
+	require.IsType(t, &AuditLimiter{}, rec)
+	require.NoError(t, rec.RecordAudit(t.Context(), store.AuditEntry{At: testNow, Actor: "token:ci", Method: "token:ci", Action: "run.trigger", Result: store.AuditOK}))
+	es, err := st.AuditEntries(t.Context(), store.AuditFilter{})
+	require.NoError(t, err)
+	require.Len(t, es, 1, "recorded in the store")
+	require.Equal(t, "token:ci", es[0].Actor)
 }

@@ -25,7 +25,8 @@
 // gatherer, the logger, the config file's server section as it is,
 // version, sandbox, extra handlers, the clock) and one Control, which the
 // daemon implements; remediation and silences are optional sides of the
-// same value. Outcomes cross the seam as the errors control defines; the
+// same value (control.Daemon builds one from the daemon's parts). Outcomes
+// cross the seam as the errors control names (schedule/refusal's); the
 // server maps them onto status codes. The seam's types are control's,
 // auth's and apitypes' (seam.go names them here too), so the daemon
 // imports this package alone.

@@ -17,6 +17,9 @@ import (
 type (
 	// Control is control.Control.
 	Control = control.Control
+	// DaemonControl is control.Daemon: a Control made of the daemon's
+	// parts.
+	DaemonControl = control.Daemon
 	// WorkspaceInfo is control.WorkspaceInfo.
 	WorkspaceInfo = control.WorkspaceInfo
 	// IncidentLister is control.IncidentLister.
@@ -57,6 +60,10 @@ const MethodAnonymous = auth.MethodAnonymous
 // IsSilenceError reports whether err is a refused silence request
 // (control.IsSilenceError).
 func IsSilenceError(err error) bool { return control.IsSilenceError(err) }
+
+// CallerActor is auth.CallerActor: the Actor of the identity the server
+// authenticated for ctx's request ("": anonymous or none).
+func CallerActor(ctx context.Context) string { return auth.CallerActor(ctx) }
 
 // IdentityFrom is auth.IdentityFrom: the identity the server
 // authenticated for the request whose context ctx is.

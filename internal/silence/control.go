@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/server/control"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
@@ -34,9 +33,9 @@ func (c serverControl) ExpireSilence(ctx context.Context, id, by string) (store.
 }
 
 // controlError maps an error of the silences onto the server's: a refused
-// request (400, with its reason), an unknown workspace (404), a standby
-// (503, with leader.ErrStandby's text or the StandbyError's). Any other
-// error (nil too) is returned as it is.
+// request (400, with its reason), an unknown workspace (404). Any other
+// error (nil too) is returned as it is: a standby's (leader.ErrStandby, a
+// StandbyError) is a control.ErrUnavailable already (503, with its text).
 func controlError(err error) error {
 	var refused *RequestError
 	switch {
@@ -44,8 +43,6 @@ func controlError(err error) error {
 		return &control.SilenceError{Reason: refused.Reason}
 	case errors.Is(err, ErrUnknownWorkspace):
 		return control.ErrUnknownWorkspace
-	case errors.Is(err, leader.ErrStandby):
-		return control.As(err, control.ErrUnavailable)
 	}
 	return err
 }

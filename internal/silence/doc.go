@@ -20,8 +20,9 @@
 //     every 15 seconds and at once when a silence is expired. A standby
 //     adds and expires nothing (its Leader's error).
 //
-// Its errors are its own (RequestError, ErrUnknownWorkspace); app maps
-// them onto the server's. It must not import app, server, notify vendors
-// or the store implementation. Its user is app (the daemon's wiring and
-// the API's control adapter).
+// Its errors are its own (RequestError, ErrUnknownWorkspace); Service.Control,
+// the silences as the server sees them, maps them onto the server's (a
+// standby's error, the leader's, is the server's refusal already). It must
+// not import app, the server (but its control seam), notify vendors or the
+// store implementation. Its user is app.
 package silence

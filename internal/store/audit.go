@@ -127,3 +127,12 @@ type ReplayStore interface {
 	// Signatures expired at now are forgotten.
 	RememberSignature(ctx context.Context, sig string, until, now time.Time) (seen bool, err error)
 }
+
+// ReplayOf is st's memory of Slack request signatures, or nil when st
+// keeps none (the handler then keeps them in memory only).
+func ReplayOf(st Store) ReplayStore {
+	if r, ok := st.(ReplayStore); ok {
+		return r
+	}
+	return nil
+}

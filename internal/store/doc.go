@@ -4,7 +4,8 @@
 // notifier's per-incident state (AlertStore, OutboxStore), run logs
 // (LogStore) and remediations with the global pause flag
 // (RemediationStore); DaemonStore is all of them. StatsReader, optional,
-// reads run history for trends (GET /api/v1/stats). Every write is durable
+// reads run history for trends (GET /api/v1/stats); so are AuditStore and
+// ReplayStore (ReplayOf finds the latter). Every write is durable
 // when it returns, and a run's consequences (state, incidents, messages)
 // are written in its one transaction.
 //

@@ -41,6 +41,12 @@ const (
 	ResultRefused Result = "refused"
 )
 
+// ErrLeftRunning is in the error of an apply that goes on without this
+// daemon: it stopped while a Kubernetes Job applies (the kubernetes
+// runner's Remediate). The controller then records nothing: the next
+// daemon awaits the Job.
+var ErrLeftRunning = errors.New("the apply goes on without this daemon")
+
 // Outcome of Applier.Apply. It holds addresses, actions and attribute
 // paths, never a value.
 type Outcome struct {

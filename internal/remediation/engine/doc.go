@@ -20,7 +20,8 @@
 //     lock was left behind (LockCheck), and never force-unlocks.
 //   - Outcome, Result and the refusal codes: what became of one
 //     remediation, value-free, with a one-line, secret-free reason; the
-//     vocabulary the runners' Jobs deliver too.
+//     vocabulary the runners' Jobs deliver too. ErrLeftRunning: an apply
+//     that goes on in a Job after the daemon stopped.
 //
 // The caller (the controller, internal/remediation) owns approval,
 // expiry, the kill switch's state (Applier.Paused, Applier.Proceed) and

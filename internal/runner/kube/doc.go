@@ -28,7 +28,8 @@
 //     Job and hands its outcome to an OutcomeRecorder (the remediation
 //     controller's RecordAdopted).
 //   - ErrStopped: when Watch returns, awaited runs end with it and their
-//     Jobs are left running for the next daemon.
+//     Jobs are left running for the next daemon (Remediate's error then
+//     also matches engine.ErrLeftRunning: the controller records nothing).
 //
 // Config is a defined type over config/kubecfg.Config, the leaf that
 // declares runner.kubernetes's settings and checks them, so config embeds

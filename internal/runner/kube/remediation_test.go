@@ -153,6 +153,7 @@ func TestRemediateAgainstAPIServer(t *testing.T) {
 		d.restart()
 		r := <-done
 		require.ErrorIs(t, r.err, ErrStopped)
+		require.ErrorIs(t, r.err, engine.ErrLeftRunning, "the controller records nothing: the next daemon awaits the Job")
 		require.Equal(t, engine.ResultFailed, r.out.Result)
 		// The new daemon does not take the apply for a detection: a run
 		// of the workspace is refused, not adopted.

@@ -243,13 +243,22 @@ func (r *Runner) Run(ctx context.Context, req terraform.Request) (runner.Result,
 // active), deadline, OOM and pod failures, cancellation
 // (ctx ends: the Job is deleted; Terraform gets SIGTERM's SIGINT and
 // stops), ErrStopped when Watch returns (the Job is left running: a
-// restarted daemon adopts and awaits it, see Adopted.Remediation).
+// restarted daemon adopts and awaits it, see Adopted.Remediation), then
+// wrapped in engine.ErrLeftRunning, which tells the remediation
+// controller to record nothing (so the runner is its Applier as it is).
 //
 // The returned error is non-nil exactly when the outcome is failed: the
 // pod's *terraform.Error, or one with phase setup, submit or job when no
 // outcome was delivered. In that last case Outcome.ApplyStarted is set
 // unless the Job was never created: the apply may have begun.
-func (r *Runner) Remediate(ctx context.Context, a *engine.Applier, req terraform.Request, approved engine.ChangeSet) (engine.Outcome, error) {
+func (r *Runner) Remediate(ctx context.Context, a *engine.Applier, req terraform.Request, approved engine.ChangeSet) (_ engine.Outcome, err error) {
+	defer func() {
+		if errors.Is(err, ErrStopped) {
+			// The Job goes on applying: the controller leaves it to the
+			// next daemon.
+			err = fmt.Errorf("%w: %w", engine.ErrLeftRunning, err)
+		}
+	}()
 	if err := r.waitSynced(ctx); err != nil {
 		return failedOutcome(&terraform.Error{Phase: "submit", Reason: err.Error(), Err: err}, false)
 	}

@@ -165,6 +165,17 @@ func IdentityFrom(ctx context.Context) (Identity, bool) {
 	return id, true
 }
 
+// CallerActor is the Actor of the identity the server authenticated for
+// the request whose context ctx is, or "" when it is anonymous or there
+// is none: who the daemon records as having decided through the API (a
+// remediation's approval, say; remediation.Options.Caller).
+func CallerActor(ctx context.Context) string {
+	if id, ok := IdentityFrom(ctx); ok && !id.Anonymous() {
+		return id.Actor()
+	}
+	return ""
+}
+
 // Reader reports whether the request's identity holds a read role (a
 // credential), not only anonymous access: a log holding attribute values
 // is served to a reader alone.

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -55,4 +56,13 @@ func TestMayApprove(t *testing.T) {
 			require.Equal(t, c.want, id.MayApprove(c.ws))
 		})
 	}
+}
+
+// CallerActor names who the server authenticated, and nobody for an
+// anonymous caller or outside a request.
+func TestCallerActor(t *testing.T) {
+	require.Empty(t, CallerActor(context.Background()))
+	require.Empty(t, CallerActor(WithIdentity(context.Background(), Identity{Method: MethodAnonymous})))
+	require.Equal(t, "token:ci", CallerActor(WithIdentity(context.Background(), Identity{Method: MethodTokenPrefix + "ci"})))
+	require.Equal(t, "alice", CallerActor(WithIdentity(context.Background(), Identity{Method: MethodProxy, Name: "alice"})))
 }

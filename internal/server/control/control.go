@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/runlog"
+	"github.com/driftwatch/driftwatch/internal/schedule/refusal"
 	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
@@ -47,62 +48,34 @@ type Control interface {
 	Notifiers(ctx context.Context) ([]apitypes.NotifierStatus, error)
 }
 
-// The errors a Control returns, or wraps, to choose the API's answer. The
-// daemon maps its own errors (the scheduler's, the run registry's) onto
-// these, so the server needs no list of which error means what.
+// The errors a Control returns, or wraps, to choose the API's answer. They
+// are declared where the daemon refuses (refusal's, runlog's): its
+// packages' own errors match them (schedule.ErrUnknownJob is an
+// ErrUnknownWorkspace, leader.ErrStandby an ErrUnavailable, ...), so
+// neither the server nor the daemon's wiring keeps a list of which error
+// means what.
 var (
 	// ErrUnknownWorkspace is Trigger's error for a workspace the
-	// scheduler does not know: 404.
-	ErrUnknownWorkspace = errors.New("unknown workspace")
+	// scheduler does not know: 404 (refusal.ErrUnknownWorkspace).
+	ErrUnknownWorkspace = refusal.ErrUnknownWorkspace
 	// ErrBusy is Trigger's error for a workspace whose run is already
-	// queued or running: 409. Return a *BusyError to name that run.
-	ErrBusy = errors.New("a run of this workspace is already queued or running")
+	// queued or running: 409. A *BusyError names that run
+	// (refusal.ErrBusy).
+	ErrBusy = refusal.ErrBusy
 	// ErrUnavailable is Trigger's (and a standby's Cancel's) error while
 	// this daemon does not schedule (a leader-election standby, starting or
 	// stopping): 503 with the error's text, which should say why (and name
-	// the leader when known).
-	ErrUnavailable = errors.New("not scheduling")
+	// the leader when known) (refusal.ErrUnavailable).
+	ErrUnavailable = refusal.ErrUnavailable
 	// ErrNotRunning is Cancel's error for a run that is not queued or
 	// running here: 409 for a run the store knows (it is finished), 404
-	// otherwise.
-	ErrNotRunning = errors.New("run is not queued or running")
+	// otherwise (runlog.ErrNotRunning).
+	ErrNotRunning = runlog.ErrNotRunning
 )
 
-// As is err, its text unchanged (the API shows the text of some, e.g. a
-// standby's naming the leader), that also matches kind, one of the errors
-// above: how a package maps its own errors onto this package's.
-func As(err, kind error) error { return kindError{err, kind} }
-
-type kindError struct{ err, kind error }
-
-func (e kindError) Error() string   { return e.err.Error() }
-func (e kindError) Unwrap() []error { return []error{e.err, e.kind} }
-
 // BusyError is an ErrBusy that names the run the workspace is busy with:
-// the 409 carries its id.
-type BusyError struct {
-	// RunID is the run already queued or running ("": none the API can
-	// show, e.g. a remediation's apply or an adopted Job).
-	RunID string
-	// Err is the cause, for the log (nil: none).
-	Err error
-}
-
-func (e *BusyError) Error() string {
-	if e.Err != nil {
-		return e.Err.Error()
-	}
-	if e.RunID != "" {
-		return ErrBusy.Error() + ": run " + e.RunID
-	}
-	return ErrBusy.Error()
-}
-
-// Is makes errors.Is(err, ErrBusy) true.
-func (e *BusyError) Is(target error) bool { return target == ErrBusy }
-
-// Unwrap returns the cause.
-func (e *BusyError) Unwrap() error { return e.Err }
+// the 409 carries its id (refusal.BusyError).
+type BusyError = refusal.BusyError
 
 // WorkspaceInfo is one configured workspace, as the server shows it.
 type WorkspaceInfo struct {

@@ -7,16 +7,23 @@
 // on the same value with a type assertion. IncidentLister reads a
 // workspace's incidents.
 //
-// Outcomes cross the seam as the errors defined here: ErrUnknownWorkspace,
-// ErrBusy (a *BusyError names the busy run), ErrUnavailable,
-// ErrNotRunning, ErrHashMismatch and *SilenceError, plus store.ErrNotFound,
-// store.ErrConflict and errors.ErrUnsupported. The daemon maps its
-// scheduler's and run registry's errors onto them (internal/app); the
-// server's handlers map them onto status codes and never learn another
-// package's sentinels.
+// Outcomes cross the seam as the errors named here: ErrUnknownWorkspace,
+// ErrBusy (a *BusyError names the busy run) and ErrUnavailable, declared
+// in the leaf schedule/refusal; ErrNotRunning (runlog's); ErrHashMismatch
+// and *SilenceError, plus store.ErrNotFound, store.ErrConflict and
+// errors.ErrUnsupported. The daemon's own errors match them where they
+// are declared (schedule.ErrUnknownJob, leader.ErrStandby, ...), so
+// nobody maps them; the server's handlers map them onto status codes and
+// never learn another package's sentinels.
 //
-// It holds interfaces, plain types and errors only: it imports store,
-// runlog and apitypes (NotifierStatus), never the server's other
-// packages. internal/server names every type here again (server.Control,
-// ...), so that the daemon imports the server alone.
+// Daemon is a Control made of the daemon's parts (the current config, the
+// run lifecycle, the leader, the store's outbox counts, the remediation
+// and silence sides): it builds the server's lists of workspaces and
+// notifiers and forwards the rest.
+//
+// It holds interfaces, plain types, errors and Daemon only: it imports
+// config, store, runlog, schedule/refusal and apitypes, never the
+// server's other packages. internal/server names every type here again
+// (server.Control, server.DaemonControl, ...), so that the daemon imports
+// the server alone.
 package control

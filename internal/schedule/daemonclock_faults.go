@@ -1,26 +1,25 @@
 //go:build faults
 
-package app
+package schedule
 
 import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/driftwatch/driftwatch/internal/schedule"
 )
 
-// schedulerClock, in a build with the faults tag only (never a release),
-// is the real clock shifted by the duration written in the file named by
+// DaemonClock is, in a build with the faults tag only (never a release),
+// the real clock shifted by the duration written in the file named by
 // DRIFTWATCH_FAULTS_CLOCK_OFFSET_FILE, read at every call: a test steps
 // the daemon's wall clock by rewriting the file, while Go's timers keep
 // measuring monotonic time, as they do when a real clock is stepped.
-func schedulerClock() schedule.Clock {
+// Without the variable it is the real clock (nil).
+func DaemonClock() Clock {
 	file := os.Getenv("DRIFTWATCH_FAULTS_CLOCK_OFFSET_FILE")
 	if file == "" {
 		return nil
 	}
-	return schedule.OffsetClock{Offset: func() time.Duration {
+	return OffsetClock{Offset: func() time.Duration {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return 0
