@@ -52,5 +52,21 @@ func (m *Manager) holdsCycle(now time.Time) {
 	m.o.Metrics.SetGroupHolds(left)
 }
 
-// Holds are the concurrency groups held after a throttled plan.
-func (m *Manager) Holds() []schedule.GroupHold { return m.sched.Holds() }
+// Held says why workspace's runs wait, "" when they do not: its
+// concurrency groups held after a throttled plan, "account=111 until
+// 10:04:05 UTC (2 throttled plans in a row)".
+func (m *Manager) Held(workspace string) string {
+	var out []string
+	for _, h := range m.sched.Held(workspace) {
+		out = append(out, fmt.Sprintf("%s until %s (%d throttled %s in a row)", h.Key,
+			h.Until.UTC().Format("15:04:05 MST"), h.Streak, plural(h.Streak, "plan", "plans")))
+	}
+	return strings.Join(out, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

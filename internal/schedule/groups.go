@@ -173,3 +173,21 @@ func (s *Scheduler) Holds() []GroupHold {
 	slices.SortFunc(out, func(a, b GroupHold) int { return strings.Compare(a.Key, b.Key) })
 	return out
 }
+
+// Held are the holds in effect now on job name's groups.
+func (s *Scheduler) Held(name string) []GroupHold {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.jobs[name]
+	if !ok {
+		return nil
+	}
+	now := s.now()
+	var out []GroupHold
+	for _, g := range e.groups {
+		if st := s.groups[g.Key]; st != nil && now.Before(st.until) {
+			out = append(out, GroupHold{Key: g.Key, Until: st.until, Streak: st.streak})
+		}
+	}
+	return out
+}

@@ -85,6 +85,8 @@ func TestGroupThrottleHoldsTheGroup(t *testing.T) {
 	require.GreaterOrEqual(t, first, 8*time.Second, "the first backoff, less a fifth at most")
 	require.LessOrEqual(t, first, 12*time.Second)
 	require.Equal(t, hold, h.s.Holds())
+	require.Equal(t, hold, h.s.Held("a2"), "a job of the group is held")
+	require.Empty(t, h.s.Held("b1"), "another group's is not")
 
 	h.waitStats(func(st schedule.Stats) bool { return st.Queued == 1 }) // a1 again, as a retry
 	require.NoError(t, h.s.Trigger("a2", ""))

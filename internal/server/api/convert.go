@@ -31,6 +31,7 @@ func (a *API) workspace(v view.WorkspaceView) apitypes.Workspace {
 		LastRunAt:         at(v.State.LastRunAt),
 		LastSuccessAt:     at(v.State.LastSuccessAt),
 		NextRun:           at(v.NextRun),
+		Held:              v.Held,
 		LastRunID:         v.State.LastRunID,
 		ConsecutiveErrors: v.State.ConsecutiveErrors,
 		Counts:            v.Counts,

@@ -8,20 +8,23 @@ import (
 
 // Workspace is a configured workspace with its state.
 type Workspace struct {
-	Name              string            `json:"name"`
-	Owner             string            `json:"owner"`
-	Labels            map[string]string `json:"labels"`
-	Schedule          string            `json:"schedule"`
-	Status            drift.Status      `json:"status"`
-	Since             Time              `json:"since"`
-	LastRunAt         Time              `json:"last_run_at"`
-	LastSuccessAt     Time              `json:"last_success_at"`
-	NextRun           Time              `json:"next_run"`
-	LastRunID         string            `json:"last_run_id"`
-	ConsecutiveErrors int               `json:"consecutive_errors"`
-	Counts            drift.Counts      `json:"counts"`
-	Error             string            `json:"error"`
-	URL               string            `json:"url"`
+	Name          string            `json:"name"`
+	Owner         string            `json:"owner"`
+	Labels        map[string]string `json:"labels"`
+	Schedule      string            `json:"schedule"`
+	Status        drift.Status      `json:"status"`
+	Since         Time              `json:"since"`
+	LastRunAt     Time              `json:"last_run_at"`
+	LastSuccessAt Time              `json:"last_success_at"`
+	NextRun       Time              `json:"next_run"`
+	// Held says why the workspace's runs wait: its concurrency groups held
+	// after a throttled plan; "" when they do not.
+	Held              string       `json:"held,omitempty"`
+	LastRunID         string       `json:"last_run_id"`
+	ConsecutiveErrors int          `json:"consecutive_errors"`
+	Counts            drift.Counts `json:"counts"`
+	Error             string       `json:"error"`
+	URL               string       `json:"url"`
 }
 
 // WorkspaceDetail is one workspace with its findings and incidents.

@@ -84,6 +84,10 @@ type WorkspaceInfo struct {
 	Schedule string
 	Labels   map[string]string
 	NextRun  time.Time // zero: not scheduled
+	// Held says why its runs wait: its concurrency groups held after a
+	// throttled plan ("account=111 until 10:04:05 UTC (2 throttled plans
+	// in a row)"); "" when they do not.
+	Held string
 }
 
 // IncidentLister is the part of store.AlertStore the server reads.

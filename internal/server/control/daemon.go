@@ -38,6 +38,7 @@ type Runs interface {
 	Trigger(workspace string) (string, error)
 	Cancel(runID string) (queued bool, err error)
 	Live(runID string) *runlog.Log
+	Held(workspace string) string
 }
 
 var (
@@ -52,7 +53,8 @@ func (d Daemon) Workspaces() []WorkspaceInfo {
 	out := make([]WorkspaceInfo, 0, len(cfg.Workspaces))
 	for _, w := range cfg.Workspaces {
 		next, _ := d.Runs.Next(w.Name)
-		out = append(out, WorkspaceInfo{Name: w.Name, Owner: w.Owner, Schedule: w.Schedule, Labels: w.Labels, NextRun: next})
+		out = append(out, WorkspaceInfo{Name: w.Name, Owner: w.Owner, Schedule: w.Schedule, Labels: w.Labels, NextRun: next,
+			Held: d.Runs.Held(w.Name)})
 	}
 	return out
 }

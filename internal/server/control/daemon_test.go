@@ -27,6 +27,12 @@ func (f fakeRuns) Next(w string) (time.Time, bool) { t, ok := f.next[w]; return 
 func (fakeRuns) Trigger(w string) (string, error)  { return "", errors.New("trigger " + w) }
 func (fakeRuns) Cancel(id string) (bool, error)    { return true, errors.New("cancel " + id) }
 func (f fakeRuns) Live(id string) *runlog.Log      { return f.log }
+func (fakeRuns) Held(w string) string {
+	if w == "db" {
+		return "account=1 until 06:05:00 UTC (1 throttled plan in a row)"
+	}
+	return ""
+}
 
 // Ready makes a fakeOutbox the Leader too.
 func (fakeOutbox) Ready() error { return errors.New("standby") }
@@ -51,7 +57,7 @@ func TestDaemon(t *testing.T) {
 
 	require.Equal(t, []WorkspaceInfo{
 		{Name: "net", Owner: "team-net", Schedule: "@hourly", Labels: map[string]string{"env": "prod"}, NextRun: next},
-		{Name: "db"},
+		{Name: "db", Held: "account=1 until 06:05:00 UTC (1 throttled plan in a row)"},
 	}, d.Workspaces())
 
 	ns, err := d.Notifiers(t.Context())

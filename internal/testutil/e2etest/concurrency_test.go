@@ -88,6 +88,12 @@ workspaces:
 	})
 	require.GreaterOrEqual(t, d.metric(`driftwatch_concurrency_group_throttled_total{group="account=a"}`), 1.0)
 	require.Less(t, d.metric(`driftwatch_concurrency_group_hold_seconds{group="account=b"}`), 0.0, "account b is not held: no series")
+	// The API and the pages say why the group's workspaces wait.
+	d.eventually("the hold on the workspace", 30*time.Second, func() bool {
+		return strings.HasPrefix(d.workspaces()["a2"].Held, "account=a until ")
+	})
+	require.Empty(t, d.workspaces()["b1"].Held)
+	require.Contains(t, d.page("/workspaces/a2"), "the cloud API throttled its group")
 
 	// Watch both accounts for a while: account a's calls come one hold
 	// apart (the backoff's first step less its jitter, 2.4s, at least);

@@ -150,6 +150,7 @@ type apiWorkspace struct {
 	Error     string            `json:"error"`
 	LastRunID string            `json:"last_run_id"`
 	Labels    map[string]string `json:"labels"`
+	Held      string            `json:"held"`
 }
 
 func (d *daemonProc) workspaces() map[string]apiWorkspace {
