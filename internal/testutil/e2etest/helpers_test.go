@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/testutil/pgtest"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -36,6 +37,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := tftest.Main(m)
+	if err := pgtest.Stop(); err != nil && code == 0 {
+		code = 1 // a test used PostgreSQL (pgtest.Database)
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

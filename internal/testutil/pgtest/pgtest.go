@@ -76,18 +76,26 @@ func BinDir(t testing.TB) string {
 // package using Database calls it from TestMain.
 func Main(m *testing.M) int {
 	code := m.Run()
-	mu.Lock()
-	defer mu.Unlock()
-	if running != nil {
-		if err := running.stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "pgtest:", err)
-			if code == 0 {
-				code = 1
-			}
-		}
-		running = nil
+	if err := Stop(); err != nil && code == 0 {
+		code = 1
 	}
 	return code
+}
+
+// Stop stops the cluster, if one was started (Main does, after the
+// tests); a TestMain with its own runner calls it after the tests.
+func Stop() error {
+	mu.Lock()
+	defer mu.Unlock()
+	if running == nil {
+		return nil
+	}
+	err := running.stop()
+	running = nil
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+	}
+	return err
 }
 
 // Database creates a fresh, empty database on the cluster (starting the

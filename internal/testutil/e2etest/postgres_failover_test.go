@@ -1,0 +1,117 @@
+package e2etest
+
+import (
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
+	"github.com/driftwatch/driftwatch/internal/testutil/pgtest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
+)
+
+// TestPostgresFailover runs two daemons on one PostgreSQL store, as two
+// replicas of the chart would without the Kubernetes Lease: one leads
+// (the database's leadership lock), the other serves reads and is not
+// ready. kill -9 of the leader in the middle of a run: the standby leads
+// within seconds, records the killed run errored, checks the workspace
+// again, and the drift's incident is opened (paged) exactly once.
+func TestPostgresFailover(t *testing.T) {
+	dsn := pgtest.Database(t)
+	bins, cli := tftest.Tools(t)
+	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
+	require.NoError(t, os.MkdirAll(filepath.Join(e.root, "out"), 0o755))
+	ws := e.workspace(t, "slow", map[string]string{"main.tf": providers + `
+data "dwtest_sleep" "slow" {
+  duration = "10s"
+}
+resource "dwtest_file" "a" {
+  filename = "@ROOT@/out/a.txt"
+  content  = "v1"
+}
+`})
+	e.apply(t, ws)
+	require.NoError(t, os.WriteFile(filepath.Join(e.root, "out", "a.txt"), []byte("hand edit"), 0o644))
+	dsnFile := filepath.Join(e.root, "pg.dsn")
+	require.NoError(t, os.WriteFile(dsnFile, []byte(dsn+"\n"), 0o600))
+	hook := notifytest.NewWebhookServer(t, "")
+	caFile := filepath.Join(e.root, "ca.pem")
+	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw}), 0o644))
+	listenA, listenB := freePort(t), freePort(t)
+	body := `
+store: { driver: postgres, dsn_file: %s }
+notifiers:
+  - name: hook
+    type: webhook
+    webhook: { url_file: %s, secret_file: %s }
+    ca_file: %s
+alerts: { default_notifiers: [hook] }
+defaults:
+  schedule: "@hourly"
+  backend_policy: { allow_local: true }
+workspaces:
+  - { name: slow, source: { path: ./slow } }
+`
+	cfgA := e.config(t, fmt.Sprintf("server: { listen: %q }", listenA)+fmt.Sprintf(body, dsnFile, hook.URLFile, hook.SecretFile, caFile))
+	raw, err := os.ReadFile(cfgA)
+	require.NoError(t, err)
+	cfgB := filepath.Join(e.root, "driftwatch-b.yaml")
+	require.NoError(t, os.WriteFile(cfgB, []byte(strings.Replace(string(raw), listenA, listenB, 1)), 0o644))
+
+	a := startDaemon(t, cfgA, listenA)
+	b := startDaemonProbe(t, cfgB, listenB, nil, "/healthz")
+	require.Equal(t, http.StatusServiceUnavailable, probeStatus(t, b, "/readyz"), "the second replica is a standby")
+	var killed string
+	a.eventually("the leader's run of slow in its plan", 60*time.Second, func() bool {
+		runs := a.runs("slow")
+		if len(runs) == 1 && runs[0].Status == "running" {
+			killed = runs[0].ID
+			return true
+		}
+		return false
+	})
+	require.Equal(t, killed, b.runs("slow")[0].ID, "the standby reads the same store")
+	start := time.Now()
+	a.stop(syscall.SIGKILL, 10*time.Second)
+	b.eventually("the standby leads", 30*time.Second, func() bool { return probeStatus(t, b, "/readyz") == http.StatusOK })
+	t.Logf("leader killed to standby ready: %s", time.Since(start).Round(time.Millisecond))
+	b.eventually("the workspace checked again by the new leader", 90*time.Second, func() bool {
+		return b.workspaces()["slow"].Status == "drift"
+	})
+	runs := b.runs("slow")
+	require.Len(t, runs, 2, "the killed run and the new leader's")
+	var old apiRun
+	for _, r := range runs {
+		if r.ID == killed {
+			old = r
+		}
+	}
+	require.Equal(t, "errored", old.Status, "the killed run is recorded, not left running")
+	require.Contains(t, old.Error, "restarted")
+
+	b.eventually("the drift paged", 30*time.Second, func() bool { return len(opens(hook, "slow")) == 1 })
+	time.Sleep(3 * time.Second) // a second delivery would come within the outbox's first retry
+	require.Len(t, opens(hook, "slow"), 1, "opened once: neither lost nor doubled by the failover")
+	raw, err = os.ReadFile(dsnFile)
+	require.NoError(t, err)
+	require.NotContains(t, b.logs.String(), strings.TrimSpace(string(raw)), "the DSN is a secret")
+}
+
+// opens are the webhook's verified "open" deliveries for workspace.
+func opens(hook *notifytest.WebhookServer, workspace string) []notifytest.WebhookDelivery {
+	var out []notifytest.WebhookDelivery
+	for _, d := range hook.Deliveries() {
+		if d.Verified && !d.Duplicate && d.Payload.Event == "open" && d.Payload.Incident.Workspace == workspace {
+			out = append(out, d)
+		}
+	}
+	return out
+}
