@@ -332,14 +332,17 @@ func TestFaultsS3DownMidApply(t *testing.T) {
 		}
 
 		// Everything the failure set off ends (the verification detection
-		// too) before the backend comes back.
-		d.eventually("no run in flight", 2*time.Minute, func() bool {
+		// too: it starts only after the remediation is recorded failed, so
+		// wait for its record) before the backend comes back.
+		d.eventually("the verification recorded and no run in flight", 2*time.Minute, func() bool {
+			verified := false
 			for _, r := range d.runs("ws") {
 				if r.Status == "queued" || r.Status == "running" {
 					return false
 				}
+				verified = verified || r.Trigger == "verify"
 			}
-			return true
+			return verified
 		})
 		fs.noLeftovers(t)
 		runsBefore := bfRunStatuses(d, "ws")
