@@ -22,7 +22,7 @@ import (
 func (m *Manager) throttled(ctx context.Context, log *slog.Logger, run store.Run, res drift.Result, runLog *runlog.Log, holds []schedule.GroupHold) {
 	held := make([]string, len(holds))
 	for i, h := range holds {
-		held[i] = fmt.Sprintf("%s until %s (%d in a row)", h.Key, h.Until.UTC().Format(time.RFC3339), h.Streak)
+		held[i] = holdText(h)
 		m.o.Metrics.GroupThrottled(h.Key)
 	}
 	run.FinishedAt = res.Started.Add(res.Duration).UTC()
@@ -53,20 +53,21 @@ func (m *Manager) holdsCycle(now time.Time) {
 }
 
 // Held says why workspace's runs wait, "" when they do not: its
-// concurrency groups held after a throttled plan, "account=111 until
-// 10:04:05 UTC (2 throttled plans in a row)".
+// concurrency groups held after a throttled plan (holdText).
 func (m *Manager) Held(workspace string) string {
 	var out []string
 	for _, h := range m.sched.Held(workspace) {
-		out = append(out, fmt.Sprintf("%s until %s (%d throttled %s in a row)", h.Key,
-			h.Until.UTC().Format("15:04:05 MST"), h.Streak, plural(h.Streak, "plan", "plans")))
+		out = append(out, holdText(h))
 	}
 	return strings.Join(out, ", ")
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
+// holdText is a group's hold as people read it: "account=111 until
+// 2026-11-29T10:04:05Z (2 throttled plans in a row)".
+func holdText(h schedule.GroupHold) string {
+	plans := "plans"
+	if h.Streak == 1 {
+		plans = "plan"
 	}
-	return many
+	return fmt.Sprintf("%s until %s (%d throttled %s in a row)", h.Key, h.Until.UTC().Format(time.RFC3339), h.Streak, plans)
 }

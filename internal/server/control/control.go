@@ -85,8 +85,8 @@ type WorkspaceInfo struct {
 	Labels   map[string]string
 	NextRun  time.Time // zero: not scheduled
 	// Held says why its runs wait: its concurrency groups held after a
-	// throttled plan ("account=111 until 10:04:05 UTC (2 throttled plans
-	// in a row)"); "" when they do not.
+	// throttled plan ("account=111 until 2026-11-29T10:04:05Z (2 throttled
+	// plans in a row)"); "" when they do not.
 	Held string
 }
 
