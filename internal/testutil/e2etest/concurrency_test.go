@@ -1,7 +1,6 @@
 package e2etest
 
 import (
-	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -41,9 +39,7 @@ data "dwtest_throttle" "api" {
 }
 `, while, journal(ws))})
 	}
-	hook := notifytest.NewWebhookServer(t, "")
-	caFile := filepath.Join(e.root, "ca.pem")
-	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw}), 0o644))
+	hook, alerts := webhookAlerts(t, e)
 	listen := freePort(t)
 	cfg := e.config(t, fmt.Sprintf(`
 server: { listen: "%s" }
@@ -52,12 +48,7 @@ allow_sub_minute_schedules: true
 max_concurrent_runs: 4
 concurrency_groups:
   - { label: account, max_concurrent: 1, backoff: 3s, backoff_max: 6s }
-notifiers:
-  - name: hook
-    type: webhook
-    webhook: { url_file: %s, secret_file: %s }
-    ca_file: %s
-alerts: { default_notifiers: [hook] }
+%s
 defaults:
   schedule: "@every 1s"
   backend_policy: { allow_local: true }
@@ -65,7 +56,7 @@ workspaces:
   - { name: a1, source: { path: ./a1 }, labels: { account: a } }
   - { name: a2, source: { path: ./a2 }, labels: { account: a } }
   - { name: b1, source: { path: ./b1 }, labels: { account: b } }
-`, listen, filepath.Join(e.root, "dw.db"), hook.URLFile, hook.SecretFile, caFile))
+`, listen, filepath.Join(e.root, "dw.db"), alerts))
 	d := startDaemon(t, cfg, listen)
 
 	var throttledRun apiRun

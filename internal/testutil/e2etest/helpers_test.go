@@ -3,6 +3,7 @@ package e2etest
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 	"github.com/driftwatch/driftwatch/internal/testutil/pgtest"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
@@ -216,4 +218,18 @@ func counted(fs []drift.Finding) []drift.Finding {
 		}
 	}
 	return out
+}
+
+// webhookAlerts starts a signed webhook receiver and returns it with the
+// config's notifiers: and alerts: blocks that send every incident to it
+// (notifier "hook", its CA file written under e.root).
+func webhookAlerts(t *testing.T, e *tfEnv) (*notifytest.WebhookServer, string) {
+	t.Helper()
+	hook := notifytest.NewWebhookServer(t, "")
+	caFile := filepath.Join(e.root, "hook-ca.pem")
+	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw}), 0o644))
+	return hook, fmt.Sprintf(`notifiers:
+  - { name: hook, type: webhook, webhook: { url_file: %s, secret_file: %s }, ca_file: %s }
+alerts: { default_notifiers: [hook] }
+`, hook.URLFile, hook.SecretFile, caFile)
 }

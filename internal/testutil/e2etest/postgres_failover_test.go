@@ -1,7 +1,6 @@
 package e2etest
 
 import (
-	"encoding/pem"
 	"fmt"
 	"net/http"
 	"os"
@@ -42,25 +41,18 @@ resource "dwtest_file" "a" {
 	require.NoError(t, os.WriteFile(filepath.Join(e.root, "out", "a.txt"), []byte("hand edit"), 0o644))
 	dsnFile := filepath.Join(e.root, "pg.dsn")
 	require.NoError(t, os.WriteFile(dsnFile, []byte(dsn+"\n"), 0o600))
-	hook := notifytest.NewWebhookServer(t, "")
-	caFile := filepath.Join(e.root, "ca.pem")
-	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw}), 0o644))
+	hook, alerts := webhookAlerts(t, e)
 	listenA, listenB := freePort(t), freePort(t)
 	body := `
 store: { driver: postgres, dsn_file: %s }
-notifiers:
-  - name: hook
-    type: webhook
-    webhook: { url_file: %s, secret_file: %s }
-    ca_file: %s
-alerts: { default_notifiers: [hook] }
+%s
 defaults:
   schedule: "@hourly"
   backend_policy: { allow_local: true }
 workspaces:
   - { name: slow, source: { path: ./slow } }
 `
-	cfgA := e.config(t, fmt.Sprintf("server: { listen: %q }", listenA)+fmt.Sprintf(body, dsnFile, hook.URLFile, hook.SecretFile, caFile))
+	cfgA := e.config(t, fmt.Sprintf("server: { listen: %q }", listenA)+fmt.Sprintf(body, dsnFile, alerts))
 	raw, err := os.ReadFile(cfgA)
 	require.NoError(t, err)
 	cfgB := filepath.Join(e.root, "driftwatch-b.yaml")
