@@ -95,6 +95,7 @@ workspaces:
 	raw, err = os.ReadFile(dsnFile)
 	require.NoError(t, err)
 	require.NotContains(t, b.logs.String(), strings.TrimSpace(string(raw)), "the DSN is a secret")
+	require.Contains(t, b.logs.String(), `"store":"postgres (store.dsn_file)"`, "the start line names the store without its DSN")
 }
 
 // opens are the webhook's verified "open" deliveries for workspace.
