@@ -139,7 +139,7 @@ func (n *netSetup) start(pid int) error {
 		_ = pasta.Process.Kill()
 		<-exited
 	}
-	if err := waitConfigured(pid, exited); err != nil {
+	if err := waitConfigured(pid, n.spec.HostPorts, exited); err != nil {
 		stop()
 		return fmt.Errorf("jail network: %w (pasta: %s)", err, firstUsefulLine(out.String()))
 	}
@@ -194,13 +194,16 @@ func firstUsefulLine(s string) string {
 }
 
 // waitConfigured waits until the network namespace of pid has a default
-// route (pasta configures it last), or pasta exits.
-func waitConfigured(pid int, exited <-chan struct{}) error {
+// route (pasta configures it last) and pasta listens there on each of the
+// forwarded host ports (else a run that connects at once, a module
+// download from the test's server, is refused), or pasta exits.
+func waitConfigured(pid int, ports []uint16, exited <-chan struct{}) error {
 	want4 := hasDefaultRoute("/proc/self/net/route")
 	deadline := time.Now().Add(netReadyTimeout)
 	for {
-		if want4 && hasDefaultRoute(fmt.Sprintf("/proc/%d/net/route", pid)) ||
-			!want4 && hasDefaultRoute6(fmt.Sprintf("/proc/%d/net/ipv6_route", pid)) {
+		routed := want4 && hasDefaultRoute(fmt.Sprintf("/proc/%d/net/route", pid)) ||
+			!want4 && hasDefaultRoute6(fmt.Sprintf("/proc/%d/net/ipv6_route", pid))
+		if routed && listening(pid, ports) {
 			return nil
 		}
 		select {
@@ -212,6 +215,38 @@ func waitConfigured(pid int, exited <-chan struct{}) error {
 			return fmt.Errorf("pasta did not configure the namespace within %s", netReadyTimeout)
 		}
 	}
+}
+
+// listening reports whether the network namespace of pid has a TCP
+// socket listening on each of ports (/proc/PID/net/tcp and tcp6: the
+// local address's port in hex, state 0A).
+func listening(pid int, ports []uint16) bool {
+	if len(ports) == 0 {
+		return true
+	}
+	open := map[uint16]bool{}
+	for _, table := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(l)
+			if len(f) < 4 || f[3] != "0A" {
+				continue
+			}
+			_, port, ok := strings.Cut(f[1], ":")
+			if p, err := strconv.ParseUint(port, 16, 16); ok && err == nil {
+				open[uint16(p)] = true
+			}
+		}
+	}
+	for _, p := range ports {
+		if !open[p] {
+			return false
+		}
+	}
+	return true
 }
 
 // hasDefaultRoute reports whether a /proc/*/net/route table has a
