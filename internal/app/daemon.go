@@ -159,12 +159,8 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 			return nil
 		})
 	}
-	where := cfg.Store.Path
-	if cfg.Store.Driver == config.StorePostgres {
-		where = "postgres (store.dsn_file)" // the DSN is a secret
-	}
 	o.Logger.Info("driftwatch daemon started", "workspaces", len(cfg.Workspaces), "listen", cfg.Server.Listen,
-		"store", where, "max_concurrent_runs", cfg.MaxConcurrentRuns, "runner", d.runnerMode())
+		"store", cfg.Store.Where(), "max_concurrent_runs", cfg.MaxConcurrentRuns, "runner", d.runnerMode())
 	if err := g.Wait(); err != nil {
 		return report.ExitError, err
 	}

@@ -15,7 +15,7 @@ import (
 // MigrateStore is `driftwatch migrate --to postgres`: it copies the SQLite
 // store at cfg.Store.Path into the empty PostgreSQL database of
 // cfg.Store.DSNFile (cfg's driver must be postgres) and verifies the
-// counts (sqlite.Store.CopyTo). It holds the SQLite store's lock
+// counts (sqlite.CopyFileTo). It holds the SQLite store's lock
 // meanwhile, so a daemon still running on the file is refused.
 func MigrateStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) ([]sqlite.TableCount, error) {
 	if cfg.Store.Driver != config.StorePostgres {
@@ -29,15 +29,5 @@ func MigrateStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 		return nil, err
 	}
 	defer unlock()
-	src, err := sqlite.Open(ctx, cfg.Store.Path, logger)
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	dst, err := sqlite.OpenPostgresFile(ctx, cfg.Store.DSNFile, logger)
-	if err != nil {
-		return nil, err
-	}
-	defer dst.Close()
-	return src.CopyTo(ctx, dst)
+	return sqlite.CopyFileTo(ctx, cfg.Store.Path, cfg.Store.DSNFile, logger)
 }

@@ -178,6 +178,15 @@ type Store struct {
 	MaxLogBytes int `yaml:"max_log_bytes"`
 }
 
+// Where names the store for logs: the SQLite file, or PostgreSQL without
+// its DSN (a secret).
+func (s Store) Where() string {
+	if s.Driver == StorePostgres {
+		return "postgres (store.dsn_file)"
+	}
+	return s.Path
+}
+
 // Store drivers.
 const (
 	StoreSQLite   = "sqlite"

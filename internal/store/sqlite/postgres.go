@@ -192,3 +192,20 @@ func OpenConfigured(ctx context.Context, driver, path, dsnFile string, logger *s
 	}
 	return nil, fmt.Errorf("store driver %q is not sqlite or postgres", driver)
 }
+
+// CopyFileTo copies the SQLite store at path into the empty PostgreSQL
+// database of the DSN in dsnFile and verifies the counts (CopyTo). The
+// caller holds the SQLite store's lock.
+func CopyFileTo(ctx context.Context, path, dsnFile string, logger *slog.Logger) ([]TableCount, error) {
+	src, err := Open(ctx, path, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	dst, err := OpenPostgresFile(ctx, dsnFile, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer dst.Close()
+	return src.CopyTo(ctx, dst)
+}
