@@ -9,16 +9,9 @@ func (m *Metrics) GroupThrottled(key string) { m.throttled.WithLabelValues(key).
 // SetGroupHolds sets what is left of each held group's hold (by key);
 // the series of a group no longer held goes away.
 func (m *Metrics) SetGroupHolds(left map[string]time.Duration) {
-	m.heldMu.Lock()
-	defer m.heldMu.Unlock()
-	for key := range m.heldNames {
-		if _, ok := left[key]; !ok {
-			m.held.DeleteLabelValues(key)
-			delete(m.heldNames, key)
-		}
-	}
+	values := make(map[string]float64, len(left))
 	for key, d := range left {
-		m.held.WithLabelValues(key).Set(d.Seconds())
-		m.heldNames[key] = true
+		values[key] = d.Seconds()
 	}
+	m.held.set(values, nil)
 }

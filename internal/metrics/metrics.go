@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,19 +57,13 @@ type Metrics struct {
 	lastCycle *prometheus.GaugeVec
 
 	notifications *prometheus.CounterVec
-	pending       *prometheus.GaugeVec
-	// pendingMu guards pendingNames, the notifiers the pending gauge has a
-	// series for, so SetNotificationsPending deletes exactly the absent ones
-	// instead of resetting the vector (a scrape between a Reset and the Sets
-	// would see every notifier vanish).
-	pendingMu    sync.Mutex
-	pendingNames map[string]bool
+	// pending and held keep exactly the series they are given (series.go):
+	// a scrape between a Reset and the Sets would see every series vanish.
+	pending *series
 
 	// throttled and held are the concurrency groups' (groups.go).
 	throttled *prometheus.CounterVec
-	held      *prometheus.GaugeVec
-	heldMu    sync.Mutex
-	heldNames map[string]bool
+	held      *series
 }
 
 // Notification results, the result label of driftwatch_notifications_total.
@@ -120,20 +113,18 @@ func New(reg prometheus.Registerer, snapshot func() []WorkspaceSnapshot) *Metric
 			Name: "driftwatch_notifications_total",
 			Help: "Notification delivery attempts, by notifier and result (delivered, retry, failed).",
 		}, []string{"notifier", "result"}),
-		pending: f.NewGaugeVec(prometheus.GaugeOpts{
+		pending: newSeries(f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "driftwatch_notifications_pending",
 			Help: "Notifications in the outbox not yet delivered (and not given up on), by notifier.",
-		}, []string{"notifier"}),
-		pendingNames: map[string]bool{},
+		}, []string{"notifier"})),
 		throttled: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftwatch_concurrency_group_throttled_total",
 			Help: "Plans throttled by the cloud API, by concurrency group (LABEL=VALUE); each holds its group.",
 		}, []string{"group"}),
-		held: f.NewGaugeVec(prometheus.GaugeOpts{
+		held: newSeries(f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "driftwatch_concurrency_group_hold_seconds",
 			Help: "Seconds left of a throttled concurrency group's hold, by group; absent when not held.",
-		}, []string{"group"}),
-		heldNames: map[string]bool{},
+		}, []string{"group"})),
 	}
 	// Every result starts at zero so that rate() and increase() see the
 	// first run of each kind.
@@ -196,21 +187,13 @@ func (m *Metrics) NotificationResult(notifier, result string) {
 // keep theirs. Every listed notifier's result counters are created at 0, so
 // that rate() and increase() see its first delivery.
 func (m *Metrics) SetNotificationsPending(pending map[string]int) {
-	m.pendingMu.Lock()
-	defer m.pendingMu.Unlock()
-	for name := range m.pendingNames {
-		if _, ok := pending[name]; !ok {
-			m.pending.DeleteLabelValues(name)
-			delete(m.pendingNames, name)
-		}
-	}
+	values := make(map[string]float64, len(pending))
 	for name, n := range pending {
-		m.pending.WithLabelValues(name).Set(float64(n))
-		if !m.pendingNames[name] {
-			m.pendingNames[name] = true
-			for _, r := range notificationResults {
-				m.notifications.WithLabelValues(name, r)
-			}
-		}
+		values[name] = float64(n)
 	}
+	m.pending.set(values, func(name string) {
+		for _, r := range notificationResults {
+			m.notifications.WithLabelValues(name, r)
+		}
+	})
 }
