@@ -272,8 +272,7 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *pip
 	if m.o.Remediation != nil {
 		m.o.Remediation.AfterDetect(ctx, t.Name, run.ID, res, tfPlan)
 	}
-	total := drift.Phase{Name: "total", Duration: res.Duration}
-	m.o.Metrics.RunFinished(res.Status, append(res.Phases, total))
+	m.countRun(res.Status, res)
 	m.mu.Lock()
 	onResult := m.onResult
 	m.mu.Unlock()
@@ -327,4 +326,10 @@ func (m *Manager) queueForNextStart(ctx context.Context, r schedule.QueuedRun) {
 		return
 	}
 	m.log.Info("stopping: detection queued for the next start", "workspace", r.Name, "trigger", r.Trigger, "run_id", run.ID)
+}
+
+// countRun counts a finished run as status in the metrics, with its
+// phases and its whole duration.
+func (m *Manager) countRun(status drift.Status, res drift.Result) {
+	m.o.Metrics.RunFinished(status, append(res.Phases, drift.Phase{Name: "total", Duration: res.Duration}))
 }

@@ -38,7 +38,7 @@ func (m *Manager) throttled(ctx context.Context, log *slog.Logger, run store.Run
 	runLog.Printf("== throttled by the cloud API: %s held; the workspace is checked again then ==", strings.Join(held, ", "))
 	m.saveLog(ctx, log, run.ID, runLog, drift.StatusErrored)
 	log.Warn("run throttled by the cloud API; its concurrency groups back off", "groups", held, "reason", res.Error)
-	m.o.Metrics.RunFinished(drift.StatusErrored, append(res.Phases, drift.Phase{Name: "total", Duration: res.Duration}))
+	m.countRun(drift.StatusErrored, res)
 }
 
 // holdsCycle is the scheduler's OnCycle: the cycle's gauge, and what is
