@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -61,8 +59,8 @@ func init() {
 	switch filepath.Base(os.Args[0]) {
 	case JailExecName:
 		os.Exit(jailMain(os.Args[1:]))
-	case NetInitName:
-		os.Exit(netInitMain(os.Args[1:]))
+	case InitName:
+		os.Exit(initMain(os.Args[1:]))
 	}
 }
 
@@ -166,13 +164,8 @@ func probe() Isolation {
 	if err != nil {
 		return Isolation{Mode: "none", Reason: "bubblewrap (bwrap) is not installed: install the bubblewrap package to isolate workspaces from each other and from the daemon"}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-		"--as-pid-1", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--", bwrap, "--version")
-	cmd.Env = []string{}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return Isolation{Mode: "none", Reason: fmt.Sprintf("bubblewrap cannot create namespaces here (%s: %s)", err, FirstLine(string(out)))}
+	if err := probeJail(bwrap, nil); err != nil {
+		return Isolation{Mode: "none", Reason: fmt.Sprintf("bubblewrap cannot create namespaces here (%s)", err)}
 	}
 	return Isolation{Mode: "namespaces", Bwrap: bwrap}
 }
@@ -388,28 +381,14 @@ func jailMain(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	infoR, infoW, err := os.Pipe()
-	if err != nil {
-		return fail(err)
-	}
 	cmd := exec.Command(spec.Bwrap, bwrapArgv(spec.Args, cwd, spec.Bin, args)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{infoW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	if err := startJailed(cmd, spec.Net); err != nil {
+	pid := make(chan int, 1)
+	if err := startJailed(cmd, spec.Net, pid); err != nil {
 		return fail(err)
 	}
-	infoW.Close()
-	pid := make(chan int, 1)
-	go func() {
-		var info struct {
-			ChildPID int `json:"child-pid"`
-		}
-		_ = json.NewDecoder(infoR).Decode(&info)
-		pid <- info.ChildPID
-	}()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	child := 0

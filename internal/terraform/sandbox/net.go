@@ -2,12 +2,9 @@ package sandbox
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -45,17 +42,12 @@ import (
 //     nested user namespace as uid 65534 with no capabilities, so it
 //     cannot change them.
 //
-// The order of a start: the daemon starts its own binary as NetInitName
-// in a new user and network namespace (wrapNet), blocked on a pipe; it
-// attaches pasta to that process and waits for the namespace's default
-// route (netSetup.start); it sends the host's addresses down the pipe;
-// NetInitName adds the routes and executes bubblewrap in place, which
-// starts Terraform. pasta is killed when that process ends (a pidfd), or
-// with the daemon (Pdeathsig).
-
-// NetInitName is the name the daemon's binary is started under to set up
-// a jail's network namespace before it becomes bubblewrap.
-const NetInitName = "driftwatch-sandbox-net"
+// The jail's first process (init.go) is started in a network namespace
+// of its own; before it lets bubblewrap start, the daemon attaches pasta
+// to that process and waits for the namespace's default route (startNet),
+// then sends the host's addresses, to which the first process adds the
+// unreachable routes. pasta is killed when that process ends (a pidfd),
+// or with the daemon (Pdeathsig).
 
 // Network settings (config terraform.sandbox_network).
 const (
@@ -72,57 +64,17 @@ type NetSpec struct {
 	HostPorts []uint16 `json:"host_ports,omitempty"`
 }
 
-// netSetup is one jailed process's network, between wrapNet and start.
-type netSetup struct {
-	spec *NetSpec
-	goW  *os.File // the pipe NetInitName waits on
-	goR  *os.File
-}
-
-// wrapNet changes cmd, bubblewrap's command, into NetInitName's in a new
-// user and network namespace, waiting for start before it becomes
-// bubblewrap. Call start once cmd has started (or abort if it did not).
-func wrapNet(cmd *exec.Cmd, spec *NetSpec) (*netSetup, error) {
-	goR, goW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("jail network: %w", err)
-	}
-	cmd.ExtraFiles = append(cmd.ExtraFiles, goR)
-	fd := 2 + len(cmd.ExtraFiles)
-	cmd.Args = append([]string{NetInitName, strconv.Itoa(fd), cmd.Path}, cmd.Args[1:]...)
-	cmd.Path = "/proc/self/exe"
-	attr := syscall.SysProcAttr{}
-	if cmd.SysProcAttr != nil {
-		attr = *cmd.SysProcAttr
-	}
-	attr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
-	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
-	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
-	attr.GidMappingsEnableSetgroups = false
-	cmd.SysProcAttr = &attr
-	return &netSetup{spec: spec, goW: goW, goR: goR}, nil
-}
-
-// abort releases what wrapNet made, for a command that did not start.
-func (n *netSetup) abort() {
-	n.goR.Close()
-	n.goW.Close()
-}
-
 // netReadyTimeout bounds the wait for pasta to configure the namespace.
 const netReadyTimeout = 10 * time.Second
 
-// start attaches pasta to the namespace of pid (the started command),
-// waits until it has configured it, and lets NetInitName go on. On error
-// the command exits by itself (its pipe closes without a go).
-func (n *netSetup) start(pid int) error {
-	n.goR.Close()
-	defer n.goW.Close()
+// startNet attaches pasta to the network namespace of pid, a jail's
+// first process, and waits until it has configured it.
+func startNet(pid int, spec *NetSpec) error {
 	args := []string{"--config-net", "--foreground", "--quiet",
 		"--runas", fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
 		"-t", "none", "-u", "none", "-U", "none", "--no-map-gw"}
-	args = append(args, "-T", portSpec(n.spec.HostPorts))
-	pasta := exec.Command(n.spec.Pasta, append(args, strconv.Itoa(pid))...)
+	args = append(args, "-T", portSpec(spec.HostPorts))
+	pasta := exec.Command(spec.Pasta, append(args, strconv.Itoa(pid))...)
 	var out bytes.Buffer
 	pasta.Stdout, pasta.Stderr = &out, &out
 	pasta.Env = []string{}
@@ -139,7 +91,7 @@ func (n *netSetup) start(pid int) error {
 		_ = pasta.Process.Kill()
 		<-exited
 	}
-	if err := waitConfigured(pid, n.spec.HostPorts, exited); err != nil {
+	if err := waitConfigured(pid, spec.HostPorts, exited); err != nil {
 		stop()
 		return fmt.Errorf("jail network: %w (pasta: %s)", err, firstUsefulLine(out.String()))
 	}
@@ -160,13 +112,6 @@ func (n *netSetup) start(pid int) error {
 		}
 		stop()
 	}()
-	b, err := json.Marshal(hostAddrs())
-	if err == nil {
-		_, err = n.goW.Write(b)
-	}
-	if err != nil {
-		return fmt.Errorf("jail network: %w", err)
-	}
 	return nil
 }
 
@@ -305,42 +250,6 @@ func hostAddrs() []string {
 	return out
 }
 
-// netInitMain is the namespace's first process: it waits for the go (the
-// host's addresses, once pasta has configured the namespace), makes each
-// address unreachable, and becomes bubblewrap. args: the go pipe's file
-// descriptor, bubblewrap's path, its arguments.
-func netInitMain(args []string) int {
-	fail := func(err error) int {
-		fmt.Fprintf(os.Stderr, "driftwatch sandbox: network: %v\n", err)
-		return 125
-	}
-	if len(args) < 2 {
-		return fail(errors.New("usage: " + NetInitName + " FD BWRAP [ARG...]"))
-	}
-	fd, err := strconv.Atoi(args[0])
-	if err != nil {
-		return fail(err)
-	}
-	f := os.NewFile(uintptr(fd), "go")
-	b, err := io.ReadAll(f)
-	f.Close()
-	if err != nil {
-		return fail(err)
-	}
-	if len(b) == 0 {
-		return fail(errors.New("the daemon did not set up the network"))
-	}
-	var addrs []string
-	if err := json.Unmarshal(b, &addrs); err != nil {
-		return fail(err)
-	}
-	if err := addUnreachable(addrs); err != nil {
-		return fail(err)
-	}
-	err = syscall.Exec(args[1], args[1:], os.Environ())
-	return fail(err)
-}
-
 // addUnreachable adds an unreachable route for each prefix to the main
 // table of this process's network namespace (rtnetlink, as `ip route add
 // unreachable` does).
@@ -420,28 +329,6 @@ func routeRequest(sock int, seq uint32, p netip.Prefix) error {
 	}
 }
 
-// startJailed starts cmd, bubblewrap's command, with the network net (nil:
-// the host's).
-func startJailed(cmd *exec.Cmd, net *NetSpec) error {
-	if net == nil {
-		return cmd.Start()
-	}
-	n, err := wrapNet(cmd, net)
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		n.abort()
-		return err
-	}
-	if err := n.start(cmd.Process.Pid); err != nil {
-		// The command exits by itself: its go pipe closed without a go.
-		_ = cmd.Wait()
-		return err
-	}
-	return nil
-}
-
 // probeNet checks that pasta is installed and can give a jail a network
 // namespace here: it starts a jail (bubblewrap bwrap) in one, the way
 // runs do, that runs bubblewrap's --version.
@@ -450,23 +337,12 @@ func probeNet(bwrap string) Isolation {
 	if err != nil {
 		return Isolation{NetworkReason: "pasta is not installed: install the passt package so that workspaces' code cannot reach this machine's ports (the daemon's API among them)"}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-		"--as-pid-1", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--", bwrap, "--version")
-	cmd.Env = []string{}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := startJailed(cmd, &NetSpec{Pasta: pasta}); err != nil {
+	if err := probeJail(bwrap, &NetSpec{Pasta: pasta}); err != nil {
 		hint := ""
 		if strings.Contains(err.Error(), "tun") {
 			hint = ": pasta needs /dev/net/tun, readable and writable by the daemon's user (in a container, the device passed in)"
 		}
 		return Isolation{NetworkReason: fmt.Sprintf("the sandbox cannot have a network namespace of its own here (%s)%s", err, hint)}
-	}
-	if err := cmd.Wait(); err != nil {
-		return Isolation{NetworkReason: fmt.Sprintf("the sandbox cannot have a network namespace of its own here (%s: %s)", err, FirstLine(out.String()))}
 	}
 	return Isolation{Pasta: pasta}
 }

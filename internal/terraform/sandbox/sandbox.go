@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -299,12 +298,8 @@ func (c *Command) Start(ctx context.Context, stdout io.Writer, args ...string) (
 		return cmd, cmd.Start()
 	}
 	// bubblewrap dies of SIGINT without passing it on, so the signal goes
-	// to Terraform itself, whose PID bubblewrap reports on fd 3. Until it
-	// has, bubblewrap is signalled; --die-with-parent then ends the jail.
-	infoR, infoW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
+	// to Terraform itself, whose PID bubblewrap reports. Until it has,
+	// bubblewrap is killed, and the jail with it.
 	pid := make(chan int, 1)
 	cmd.Cancel = func() error {
 		select {
@@ -314,23 +309,11 @@ func (c *Command) Start(ctx context.Context, stdout io.Writer, args ...string) (
 			}
 		case <-time.After(time.Second):
 		}
-		return cmd.Process.Signal(os.Interrupt)
+		return cmd.Process.Kill()
 	}
-	cmd.ExtraFiles = []*os.File{infoW}
-	err = startJailed(cmd, c.Jail.spec.Net)
-	infoW.Close()
-	if err != nil {
-		infoR.Close()
+	if err := startJailed(cmd, c.Jail.spec.Net, pid); err != nil {
 		return nil, err
 	}
-	go func() {
-		defer infoR.Close()
-		var info struct {
-			ChildPID int `json:"child-pid"`
-		}
-		_ = json.NewDecoder(infoR).Decode(&info)
-		pid <- info.ChildPID
-	}()
 	return cmd, nil
 }
 
