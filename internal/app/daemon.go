@@ -100,18 +100,12 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 			return report.ExitError, fmt.Errorf("discovery: %w", err)
 		}
 	}
-	// One scheduling daemon per store. With leader election a standby may
-	// share the store (it serves the status page and read API from it):
-	// the lock is then taken when leading (see lead).
-	// A PostgreSQL store is shared by replicas: no file lock (docs/architecture/store.md).
 	electing := kubeMode && cfg.Runner.LeaderElection.Enabled
-	if !electing && cfg.Store.Driver != config.StorePostgres {
-		unlock, err := leader.ClaimStore(ctx, o.Logger, cfg.Store.Path, cfg.Terraform.WorkDir, o.StoreLockWait)
-		if err != nil {
-			return report.ExitError, err
-		}
-		defer unlock()
+	unlock, err := leader.ClaimAtStart(ctx, o.Logger, cfg, electing, o.StoreLockWait)
+	if err != nil {
+		return report.ExitError, err
 	}
+	defer unlock()
 	st, err := sqlite.OpenConfigured(ctx, cfg.Store.Driver, cfg.Store.Path, cfg.Store.DSNFile, o.Logger)
 	if err != nil {
 		return report.ExitError, err
@@ -136,31 +130,15 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	}
 	g.Go(func() error { d.inv.Run(gctx); return nil })
 	g.Go(func() error { d.runs.Retain(gctx, d.inv.Retention); return nil })
+	// Only the leader schedules and runs: the Lease's holder with leader
+	// election, else the holder of the store's leadership lock.
 	if le := cfg.Runner.LeaderElection; electing {
-		// Only the Lease holder schedules and runs; losing the Lease ends
-		// the process (after stopping scheduling) so that it campaigns
-		// again from a clean state.
 		g.Go(func() error { return d.leader.Campaign(gctx, d.kube.Client, le, cfg.Runner.LeaseNamespace(), d.lead) })
 	} else {
-		// On PostgreSQL replicas wait for the database's leadership lock
-		// (SQLite: at once); losing it ends the process, as losing the Lease does.
-		g.Go(func() error {
-			leading, release, err := st.Lead(gctx)
-			if err != nil {
-				return err
-			}
-			defer release()
-			if err := d.lead(leading); err != nil {
-				return err
-			}
-			if cause := context.Cause(leading); errors.Is(cause, sqlite.ErrLeadershipLost) {
-				return cause
-			}
-			return nil
-		})
+		g.Go(func() error { return leader.HoldLock(gctx, st, sqlite.ErrLeadershipLost, d.lead) })
 	}
 	o.Logger.Info("driftwatch daemon started", "workspaces", len(cfg.Workspaces), "listen", cfg.Server.Listen,
-		"store", cfg.Store.Where(), "max_concurrent_runs", cfg.MaxConcurrentRuns, "runner", d.runnerMode())
+		"store", cfg.Store.Where(), "max_concurrent_runs", cfg.MaxConcurrentRuns, "runner", cfg.Runner.EffectiveMode())
 	if err := g.Wait(); err != nil {
 		return report.ExitError, err
 	}
@@ -177,30 +155,31 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st store.DaemonStore, detect runner.Runner) (*daemon, error) {
 	log := o.Logger
 	d := &daemon{log: log, store: st, leader: leader.New(log)}
-	d.isolation = sandbox.Isolation{Mode: "none", Reason: "runs are Kubernetes Jobs: the pod is their sandbox",
-		Network: "host", NetworkReason: "runs are Kubernetes Jobs: the chart's NetworkPolicy confines them"}
-	// The daemon re-checks the same workspaces: it keeps their initialised
-	// working directories between runs.
-	lr := local.New(log)
-	lr.KeepWorkDirs = true
-	auditor := &pipeline.Auditor{Runner: lr, Logger: log}
 	var err error
 	if cfg.Runner.Mode == config.RunnerModeKubernetes {
 		if d.kube, err = newKubeMode(cfg, log, d.mayApply); err != nil {
 			return nil, err
 		}
-		auditor = &pipeline.Auditor{Runner: d.kube.Runner, Logger: log}
+		d.isolation = kube.Isolation()
+		if detect == nil {
+			detect = d.kube.Runner
+		}
 	} else {
-		if d.isolation, err = isolation(cfg, log); err != nil {
+		if d.isolation, err = sandbox.Resolve(cfg.Terraform.Sandbox, cfg.Terraform.SandboxNetwork, log); err != nil {
 			return nil, err
 		}
 		if err := cfg.CheckJailReach(d.isolation.Network == "isolated", d.isolation.NetworkReason); err != nil {
 			return nil, err
 		}
+		if detect == nil {
+			// The daemon re-checks the same workspaces: it keeps their
+			// initialised working directories between runs.
+			lr := local.New(log)
+			lr.KeepWorkDirs = true
+			detect = lr
+		}
 	}
-	if detect != nil {
-		auditor = &pipeline.Auditor{Runner: detect, Logger: log}
-	}
+	auditor := &pipeline.Auditor{Runner: detect, Logger: log}
 	holds := &silence.Book{}
 	d.inv, err = inventory.New(cfg, inventory.Options{Path: o.ConfigPath, Every: o.ReloadInterval,
 		Owner: leader.StoreOwner(cfg.Store.Path), Holds: holds, Logger: log})
@@ -245,20 +224,8 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 		return nil, err
 	}
 	d.inv.Connect(inventory.Parts{Runs: d.runs, Store: st, Leader: d.leader, Outbox: d.outbox,
-		Notifiers: notifierSet{d}, Followers: []inventory.Follower{d.rem}})
+		Notifiers: notifiers.Reload{Set: d.outbox.SetNotifiers, Logger: log}, Followers: []inventory.Follower{d.rem}})
 	return d, nil
-}
-
-// notifierSet builds a reloaded config's notifiers for the outbox
-// (inventory.Notifiers).
-type notifierSet struct{ d *daemon }
-
-func (n notifierSet) SetNotifiers(cfg *config.Config) error {
-	ns, err := notifiers.Build(cfg.NotifierSpecs(), n.d.log)
-	if err == nil {
-		n.d.outbox.SetNotifiers(ns)
-	}
-	return err
 }
 
 // server is the HTTP server: status page, API (through control) and
@@ -316,13 +283,6 @@ func (d *daemon) control() server.DaemonControl {
 		RemediationControl: d.rem, SilenceControl: d.silences.Control()}
 }
 
-func (d *daemon) runnerMode() string {
-	if d.kube != nil {
-		return config.RunnerModeKubernetes
-	}
-	return config.RunnerModeLocal
-}
-
 // lead is the run lifecycle's Lead (run.Manager.Lead) with the daemon's
 // parts: the store lock when electing, the Jobs in kubernetes mode, the
 // silences and the remediation loop.
@@ -335,15 +295,7 @@ func (d *daemon) lead(ctx context.Context) error {
 	if d.kube != nil {
 		l.Jobs = kubeJobs{d.kube.Runner, d.rem}
 	}
-	if d.electing && d.inv.Config().Store.Driver != config.StorePostgres {
-		// A standby sharing the store waited here for the leader's lock
-		// (on PostgreSQL the replicas share the database: no file lock).
-		l.Claim = func(ctx context.Context) (func(), error) {
-			cfg := d.inv.Config()
-			d.log.Info("leading: taking the store lock", "store", cfg.Store.Path)
-			return leader.ClaimStore(ctx, d.log, cfg.Store.Path, cfg.Terraform.WorkDir, 0)
-		}
-	}
+	l.Claim = leader.ClaimWhenLeading(d.log, d.electing, d.inv.Config)
 	return d.runs.Lead(ctx, l)
 }
 

@@ -24,7 +24,7 @@ func newRemediator(ctx context.Context, d *daemon, m *metrics.Remediations) (*re
 		Applier:         d.remediationApplier(),
 		Metrics:         m,
 		Logger:          d.log,
-		Runner:          d.runnerMode(),
+		Runner:          d.inv.Config().Runner.EffectiveMode(),
 		HashMismatchErr: server.ErrHashMismatch,
 		Caller:          server.CallerActor,
 	})

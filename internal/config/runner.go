@@ -107,6 +107,15 @@ func (k *RunnerKubernetes) Kube() kubecfg.Config {
 	return k.Config
 }
 
+// EffectiveMode is Mode, defaulted: RunnerModeKubernetes or
+// RunnerModeLocal.
+func (r Runner) EffectiveMode() string {
+	if r.Mode == RunnerModeKubernetes {
+		return RunnerModeKubernetes
+	}
+	return RunnerModeLocal
+}
+
 // LeaseNamespace is the Lease's namespace.
 func (r Runner) LeaseNamespace() string {
 	if r.LeaderElection.Namespace != "" {

@@ -101,3 +101,10 @@ func TestRunnerInvalid(t *testing.T) {
 		})
 	}
 }
+
+// The runner mode defaults to local.
+func TestRunnerEffectiveMode(t *testing.T) {
+	require.Equal(t, RunnerModeLocal, Runner{}.EffectiveMode())
+	require.Equal(t, RunnerModeLocal, Runner{Mode: RunnerModeLocal}.EffectiveMode())
+	require.Equal(t, RunnerModeKubernetes, Runner{Mode: RunnerModeKubernetes}.EffectiveMode())
+}

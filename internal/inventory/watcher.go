@@ -14,6 +14,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/incident"
+	"github.com/driftwatch/driftwatch/internal/notify/notifycfg"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/silence"
@@ -68,7 +69,7 @@ type Outbox interface{ Wake() }
 // Notifiers is given a changed notifiers: list before the plans that
 // route to it are published; an error keeps the previous notifiers.
 type Notifiers interface {
-	SetNotifiers(cfg *config.Config) error
+	SetNotifiers(specs []notifycfg.Spec) error
 }
 
 // Follower is told of every applied config after it was published, with
@@ -284,7 +285,7 @@ func (w *Watcher) Apply(ctx context.Context, cfg *config.Config) error {
 	prev := w.Snapshot()
 	old := prev.Config
 	if !reflect.DeepEqual(old.Notifiers, cfg.Notifiers) {
-		if err := w.p.Notifiers.SetNotifiers(cfg); err != nil {
+		if err := w.p.Notifiers.SetNotifiers(cfg.NotifierSpecs()); err != nil {
 			w.o.Logger.Error("config reload: notifiers; keeping the previous ones", "err", err.Error())
 		}
 	}

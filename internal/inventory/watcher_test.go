@@ -19,6 +19,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/notifycfg"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/silence"
 	"github.com/driftwatch/driftwatch/internal/store"
@@ -63,7 +64,7 @@ func (f *fakeOutbox) Wake() { f.wakes.Add(1) }
 // fakeNotifiers records the configs whose notifiers it was given.
 type fakeNotifiers struct{ set atomic.Int32 }
 
-func (f *fakeNotifiers) SetNotifiers(*config.Config) error { f.set.Add(1); return nil }
+func (f *fakeNotifiers) SetNotifiers([]notifycfg.Spec) error { f.set.Add(1); return nil }
 
 // follower records the old configs Reloaded was called with, and what
 // the watcher published by then.

@@ -26,6 +26,23 @@ import (
 	"github.com/driftwatch/driftwatch/internal/notify/webhook/webhookcfg"
 )
 
+// Reload is a reloaded config's notifiers for the outbox
+// (inventory.Notifiers): SetNotifiers builds them and hands them to Set
+// (outbox.Dispatcher.SetNotifiers); an error keeps the previous ones.
+type Reload struct {
+	Set    func(map[string]notify.Notifier)
+	Logger *slog.Logger
+}
+
+// SetNotifiers builds specs' notifiers (Build) and hands them to Set.
+func (r Reload) SetNotifiers(specs []notifycfg.Spec) error {
+	ns, err := Build(specs, r.Logger)
+	if err == nil {
+		r.Set(ns)
+	}
+	return err
+}
+
 // Build constructs every configured notifier (reading their secret
 // files) from its settings block, given the spec's name and timeout.
 // Errors name the notifier, never a secret.

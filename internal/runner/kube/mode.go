@@ -7,7 +7,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driftwatch/driftwatch/internal/runner/remote"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
+
+// Isolation is how the kubernetes mode's runs are confined (the daemon's
+// /api/v1/status): by their pod and the chart's NetworkPolicy, not by a
+// jail of the daemon's.
+func Isolation() sandbox.Isolation {
+	return sandbox.Isolation{Mode: "none", Reason: "runs are Kubernetes Jobs: the pod is their sandbox",
+		Network: "host", NetworkReason: "runs are Kubernetes Jobs: the chart's NetworkPolicy confines them"}
+}
 
 // ModeOptions configures the kubernetes runner mode (NewMode): the
 // settings of runner.kubernetes and the server's TLS files, which app

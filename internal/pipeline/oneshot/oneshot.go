@@ -1,0 +1,79 @@
+package oneshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/inventory"
+	"github.com/driftwatch/driftwatch/internal/pipeline"
+	"github.com/driftwatch/driftwatch/internal/report"
+	"github.com/driftwatch/driftwatch/internal/runner/local"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
+)
+
+// Options configures a one-shot audit.
+type Options struct {
+	Config      *config.Config
+	Filter      pipeline.Filter
+	Concurrency int
+	Logger      *slog.Logger
+	// Progress receives the per-workspace progress display (stderr).
+	Progress io.Writer
+	// ProgressTTY enables the live-updating display.
+	ProgressTTY bool
+	// CacheDir, if set, keeps each workspace's initialised working
+	// directory there between audits (runs skip init when nothing it
+	// depends on changed); the runs' directories are made there too, so
+	// that the kept state moves in and out by rename.
+	CacheDir string
+}
+
+// Audit runs every selected workspace once and returns the report. It
+// first expands the config's git discover: entries (checking their
+// sources out), unless that was done already.
+func Audit(ctx context.Context, o Options) (*report.Report, error) {
+	if o.Config == nil {
+		return nil, errors.New("driftwatch/app: AuditOptions.Config is required")
+	}
+	if o.Logger == nil {
+		return nil, errors.New("driftwatch/app: AuditOptions.Logger is required")
+	}
+	if err := inventory.DiscoverGit(ctx, o.Config, inventory.DiscoverTimeout); err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	if ws, err := o.Filter.Select(o.Config); err != nil {
+		return nil, err
+	} else if len(ws) == 0 {
+		return nil, errors.New("no workspace matches the filters")
+	}
+	iso, err := sandbox.Resolve(o.Config.Terraform.Sandbox, o.Config.Terraform.SandboxNetwork, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := pipeline.Targets(o.Config, o.Filter, pipeline.Env{Jail: iso.Bwrap, JailNet: iso.Pasta, WorkDir: o.CacheDir})
+	if err != nil {
+		return nil, err
+	}
+	lr := local.New(o.Logger)
+	lr.KeepWorkDirs = o.CacheDir != ""
+	a := &pipeline.Auditor{Runner: lr, Logger: o.Logger}
+	var obs pipeline.Observer
+	if o.Progress != nil {
+		p := report.NewProgress(o.Progress, o.ProgressTTY, len(targets))
+		defer p.Close()
+		obs = p
+	}
+	start := time.Now()
+	results := a.RunAll(ctx, targets, o.Concurrency, obs)
+	rep := report.New(start, time.Now(), results)
+	// RunAll keeps target order, and so does New.
+	for i, t := range targets {
+		rep.Workspaces[i].SourceDir = t.SourceDir()
+	}
+	return rep, nil
+}
