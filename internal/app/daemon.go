@@ -16,6 +16,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/metrics"
 	"github.com/driftwatch/driftwatch/internal/notify/notifiers"
+	"github.com/driftwatch/driftwatch/internal/notify/notifycfg"
 	"github.com/driftwatch/driftwatch/internal/notify/slackinteract"
 	"github.com/driftwatch/driftwatch/internal/outbox"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
@@ -41,10 +42,10 @@ type DaemonOptions struct {
 	// Once runs every workspace once, records the results and returns.
 	Once bool
 	// ReloadInterval is how often the config file is checked for changes
-	// (SIGHUP reloads at once). Default 5s.
+	// (SIGHUP reloads at once). Default 5s (inventory.Options.Every).
 	ReloadInterval time.Duration
 	// StoreLockWait is how long a daemon without leader election waits for
-	// its store's lock. Default leader.StoreLockWait.
+	// its store's lock. Default leader.StoreLockWait (leader.ClaimAtStart).
 	StoreLockWait time.Duration
 }
 
@@ -78,12 +79,6 @@ type daemon struct {
 func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	if o.Logger == nil {
 		return report.ExitError, errors.New("driftwatch/app: DaemonOptions.Logger is required")
-	}
-	if o.ReloadInterval <= 0 {
-		o.ReloadInterval = 5 * time.Second
-	}
-	if o.StoreLockWait <= 0 {
-		o.StoreLockWait = leader.StoreLockWait
 	}
 	cfg, err := inventory.Load(o.ConfigPath)
 	if err != nil {
@@ -156,11 +151,12 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	log := o.Logger
 	d := &daemon{log: log, store: st, leader: leader.New(log)}
 	var err error
+	var applier remediation.Applier = remediation.InProcess{}
 	if cfg.Runner.Mode == config.RunnerModeKubernetes {
 		if d.kube, err = newKubeMode(cfg, log, d.mayApply); err != nil {
 			return nil, err
 		}
-		d.isolation = kube.Isolation()
+		d.isolation, applier = kube.Isolation(), d.kube.Runner
 		if detect == nil {
 			detect = d.kube.Runner
 		}
@@ -192,8 +188,12 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 		metrics.RegisterStoreHealth(d.reg, func() (uint64, bool) { w := h.WriteHealth(); return w.Errors, w.Failing })
 	}
 	// The controller reaches the runs through remediationHost, at call
-	// time: d.runs is set before anything runs.
-	if d.rem, err = newRemediator(ctx, d, metrics.NewRemediations(d.reg)); err != nil {
+	// time: d.runs is set before anything runs. Approved remediations
+	// apply in a Job with the kubernetes runner, else in this process.
+	d.rem, err = remediation.New(ctx, remediation.Options{Host: remediationHost{d}, Store: st, Applier: applier,
+		Metrics: metrics.NewRemediations(d.reg), Logger: log, Runner: cfg.Runner.EffectiveMode(),
+		HashMismatchErr: server.ErrHashMismatch, Caller: server.CallerActor})
+	if err != nil {
 		return nil, err
 	}
 	ns, err := notifiers.Build(cfg.NotifierSpecs(), log)
@@ -232,29 +232,14 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 // metrics. The run pods' result routes are not among them: in kubernetes
 // mode they have a listener of their own (kube.Mode.ServeCallback).
 func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
-	// The callback URL's host names the daemon (its Service, say): an
-	// allowed Host of the main server too.
-	var callbackURL string
-	if d.kube != nil {
-		callbackURL = cfg.Runner.Kubernetes.Kube().CallbackURL
-	}
 	// Slack's interactivity requests (the Approve / Reject buttons) carry
-	// no bearer token: the handler authenticates them by their signature.
-	// The notifiers are read from the current config at each request, so
-	// a reload (approvers, a rotated signing secret) applies at once.
+	// no bearer token: the handler authenticates them by their signature,
+	// with the current config's notifiers; its audit entries share the
+	// server's limits.
 	audit := server.AuditFor(d.store, server.AuditLimits{Logger: d.log, Registerer: d.reg})
-	slackHandler, err := slackinteract.New(slackinteract.Options{
-		Notifiers: func() ([]slackinteract.Notifier, error) {
-			return slackinteract.FromSpecs(d.inv.Config().NotifierSpecs())
-		},
-		Decider:         d.rem,
-		WithActor:       remediation.WithActor,
-		HashMismatchErr: server.ErrHashMismatch,
-		Logger:          d.log,
-		OnDecision:      slackinteract.DecisionAudit(audit, d.log),
-		OnRefused:       slackinteract.RefusalAudit(audit, server.AuditPeer, d.log),
-		Replay:          store.ReplayOf(d.store),
-	})
+	slackHandler, err := slackinteract.NewAudited(slackinteract.Options{Decider: d.rem, WithActor: remediation.WithActor,
+		HashMismatchErr: server.ErrHashMismatch, Logger: d.log, Replay: store.ReplayOf(d.store)},
+		func() []notifycfg.Spec { return d.inv.Config().NotifierSpecs() }, audit, server.AuditPeer)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +253,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 		Handlers:    handlers,
 		Gatherer:    d.reg,
 		Config:      cfg.Server,
-		CallbackURL: callbackURL,
+		CallbackURL: cfg.Runner.CallbackURL(),
 		Logger:      d.log,
 		Version:     version.Version,
 		Sandbox: server.SandboxStatus{Mode: d.isolation.Mode, Reason: d.isolation.Reason,

@@ -116,6 +116,16 @@ func (r Runner) EffectiveMode() string {
 	return RunnerModeLocal
 }
 
+// CallbackURL is runner.kubernetes.callback_url in kubernetes mode, else
+// "": the URL run pods deliver their results to, whose host names the
+// daemon (its Service, say), an allowed Host of the main server too.
+func (r Runner) CallbackURL() string {
+	if r.Mode != RunnerModeKubernetes {
+		return ""
+	}
+	return r.Kubernetes.Kube().CallbackURL
+}
+
 // LeaseNamespace is the Lease's namespace.
 func (r Runner) LeaseNamespace() string {
 	if r.LeaderElection.Namespace != "" {

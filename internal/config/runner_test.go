@@ -108,3 +108,12 @@ func TestRunnerEffectiveMode(t *testing.T) {
 	require.Equal(t, RunnerModeLocal, Runner{Mode: RunnerModeLocal}.EffectiveMode())
 	require.Equal(t, RunnerModeKubernetes, Runner{Mode: RunnerModeKubernetes}.EffectiveMode())
 }
+
+// The callback URL is the kubernetes runner's, and none in local mode.
+func TestRunnerCallbackURL(t *testing.T) {
+	k := &RunnerKubernetes{}
+	k.CallbackURL = "http://driftwatch.dw.svc:8080"
+	require.Equal(t, "http://driftwatch.dw.svc:8080", Runner{Mode: RunnerModeKubernetes, Kubernetes: k}.CallbackURL())
+	require.Empty(t, Runner{Mode: RunnerModeKubernetes}.CallbackURL())
+	require.Empty(t, Runner{Kubernetes: k}.CallbackURL(), "local mode")
+}

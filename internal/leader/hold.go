@@ -15,7 +15,8 @@ import (
 func FileLocked(cfg *config.Config) bool { return cfg.Store.Driver != config.StorePostgres }
 
 // ClaimAtStart is the store lock a daemon takes before it opens its store:
-// one scheduling daemon per store, waiting up to wait for another holder.
+// one scheduling daemon per store, waiting up to wait (default
+// StoreLockWait) for another holder.
 // With leader election (electing) a standby may share the store (it
 // serves the status page and read API from it): the lock is then taken
 // when leading (ClaimWhenLeading). Where no lock is taken the unlock does
@@ -23,6 +24,9 @@ func FileLocked(cfg *config.Config) bool { return cfg.Store.Driver != config.Sto
 func ClaimAtStart(ctx context.Context, log *slog.Logger, cfg *config.Config, electing bool, wait time.Duration) (unlock func(), err error) {
 	if electing || !FileLocked(cfg) {
 		return func() {}, nil
+	}
+	if wait <= 0 {
+		wait = StoreLockWait
 	}
 	return ClaimStore(ctx, log, cfg.Store.Path, cfg.Terraform.WorkDir, wait)
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/notify/notifycfg"
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
@@ -18,6 +19,18 @@ type Recorder interface {
 // anonymous is the actor and method of an entry whose sender is unknown:
 // the server's name for a request without a credential.
 const anonymous = "anonymous"
+
+// NewAudited is the daemon's Handler (New): its Notifiers are read from
+// specs at every request (FromSpecs), so that a reload (approvers, a
+// rotated signing secret) applies at once, and its decisions and refusals
+// are recorded through rec (DecisionAudit, RefusalAudit with peer; none
+// when rec is nil). o's Notifiers, OnDecision and OnRefused are replaced.
+func NewAudited(o Options, specs func() []notifycfg.Spec, rec Recorder, peer func(remoteAddr string) string) (*Handler, error) {
+	o.Notifiers = func() ([]Notifier, error) { return FromSpecs(specs()) }
+	o.OnDecision = DecisionAudit(rec, o.Logger)
+	o.OnRefused = RefusalAudit(rec, peer, o.Logger)
+	return New(o)
+}
 
 // RefusalAudit is an Options.OnRefused that records the requests refused
 // before they were authenticated as anonymous entries: source slack,
