@@ -278,7 +278,7 @@ func (d *daemon) lead(ctx context.Context) error {
 		Loops:      []func(context.Context) error{func(ctx context.Context) error { d.silences.Run(ctx); return nil }, d.rem.Run, d.outbox.Run},
 		Workspaces: func() []string { return d.inv.Snapshot().Names() }}
 	if d.kube != nil {
-		l.Jobs = kubeJobs{d.kube.Runner, d.rem}
+		l.Jobs = d.kube.Runner.Jobs(d.rem)
 	}
 	l.Claim = leader.ClaimWhenLeading(d.log, d.electing, d.inv.Config)
 	return d.runs.Lead(ctx, l)

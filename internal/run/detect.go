@@ -62,20 +62,9 @@ func (m *Manager) Detect(ctx context.Context, workspace, trigger string) {
 	m.detect(ctx, schedule.QueuedRun{Name: workspace, Trigger: trigger}, m.o.Auditor, nil)
 }
 
-// Adopted is a Job a previous daemon started that this one awaits.
-type Adopted struct {
-	Workspace string
-	RunID     string
-	Job       string
-	// Remediation marks an apply's Job: RunID is the apply's run (kept
-	// running by Recover; remediation finishes it with the outcome), and
-	// the run awaited here is the verification detection that follows
-	// (trigger "adopted").
-	Remediation bool
-	// Runner's one run is the Job's outcome (and, for a remediation, the
-	// verification after it).
-	Runner runner.Runner
-}
+// Adopted is a Job a previous daemon started that this one awaits
+// (runner.Adopted: the runner that adopts it hands it over in that form).
+type Adopted = runner.Adopted
 
 // Adopting marks the workspaces of adopted Jobs busy until AwaitAdopted
 // returns: their scheduled runs are skipped and manual ones refused.

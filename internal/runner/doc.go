@@ -1,6 +1,7 @@
 // Package runner defines the seam between the pipeline and the places a
 // Terraform run can execute (a local sandboxed process, a Kubernetes Job):
-// the Runner interface, which takes a terraform.Request (everything one
+// the Runner interface (and Adopted, a run a previous daemon's Job still
+// runs, as a runner that adopts Jobs hands it over), which takes a terraform.Request (everything one
 // run needs; secret values referenced by file, never inline) and returns a
 // Result or a *terraform.Error.
 //

@@ -13,6 +13,23 @@ type Runner interface {
 	Run(ctx context.Context, req terraform.Request) (Result, error)
 }
 
+// Adopted is a run whose Job a previous daemon left running, as a runner
+// that adopts Jobs (runner/kube) hands it to the run lifecycle
+// (run.Jobs), which awaits it.
+type Adopted struct {
+	Workspace string
+	RunID     string
+	Job       string
+	// Remediation marks an apply's Job: RunID is the apply's run (kept
+	// running by Recover; remediation finishes it with the outcome), and
+	// the run awaited is the verification detection that follows
+	// (trigger "adopted").
+	Remediation bool
+	// Runner's one run is the Job's outcome (and, for a remediation, the
+	// verification after it).
+	Runner Runner
+}
+
 // Result of a successful run.
 type Result struct {
 	Plan *planparse.Plan

@@ -152,6 +152,32 @@ func (r *Runner) adoptJob(ws string, j *batchv1.Job) *flight {
 	return r.track(j, 0)
 }
 
+// Jobs is r as the run lifecycle's Lead sees it (run.Jobs): it watches
+// r's Jobs, and hands over the adopted ones as runner.Adopted runs joined
+// to rec, which records an adopted apply's outcome (the remediation
+// controller).
+func (r *Runner) Jobs(rec OutcomeRecorder) Jobs { return Jobs{r: r, rec: rec} }
+
+// Jobs is Runner.Jobs.
+type Jobs struct {
+	r   *Runner
+	rec OutcomeRecorder
+}
+
+// Watch is Runner.Watch.
+func (j Jobs) Watch(ctx context.Context) error { return j.r.Watch(ctx) }
+
+// Adopt is Runner.Adopt, each run joined to the recorder (Adopted.Runner).
+func (j Jobs) Adopt(ctx context.Context) ([]runner.Adopted, error) {
+	found, err := j.r.Adopt(ctx)
+	adopted := make([]runner.Adopted, 0, len(found))
+	for _, a := range found {
+		adopted = append(adopted, runner.Adopted{Workspace: a.Workspace, RunID: a.RunID, Job: a.Job, Remediation: a.Remediation,
+			Runner: a.Runner(j.rec, j.r)})
+	}
+	return adopted, err
+}
+
 // Runner is a runner.Runner whose one run is a: the auditor classifies its
 // result like any other run's. An adopted remediation Job is awaited
 // (never deleted: stopping an apply half way is worse than letting it

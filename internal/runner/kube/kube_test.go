@@ -255,19 +255,21 @@ func TestRunnerAgainstAPIServer(t *testing.T) {
 		close(release)
 		time.Sleep(300 * time.Millisecond)
 
-		adopted, err := d.runner.Adopt(t.Context())
+		// The run lifecycle adopts it through Jobs (run.Jobs).
+		adopted, err := d.runner.Jobs(nil).Adopt(t.Context())
 		require.NoError(t, err)
-		var a *Adopted
-		for _, x := range adopted {
-			if x.Workspace == "adopt" {
-				a = x
+		var a *runner.Adopted
+		for i := range adopted {
+			if adopted[i].Workspace == "adopt" {
+				a = &adopted[i]
 			}
 		}
 		require.NotNil(t, a, "adopted: %v", adopted)
 		require.Equal(t, "run-adopt", a.RunID)
 		require.Equal(t, JobName("adopt", "run-adopt"), a.Job)
+		require.False(t, a.Remediation)
 		// Its Runner (the run lifecycle's view of it) awaits the Job.
-		res, err := a.Runner(nil, d.runner).Run(t.Context(), request("adopt", "run-adopt"))
+		res, err := a.Runner.Run(t.Context(), request("adopt", "run-adopt"))
 		require.NoError(t, err)
 		require.Equal(t, "terraform 1.11.4", res.Tool)
 		require.Len(t, jobsOf(t, cs, ns, "adopt"), 1, "adopted, not duplicated")
