@@ -17,7 +17,7 @@
 //     config while it was stopped (RetireRemoved: their open incidents
 //     resolve through the outbox; runs and incident rows stay). Apply
 //     hands the scheduler the new jobs (its refusal keeps the old
-//     snapshot), a changed notifiers: list to the outbox, publishes, tells
+//     snapshot), a changed notifiers: list's specs to Notifiers (notifiers.Reload), publishes, tells
 //     the followers (remediation), then, while leading, retires removed
 //     workspaces and queues those never checked. An invalid config is
 //     logged and the previous snapshot stays.

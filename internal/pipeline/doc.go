@@ -6,8 +6,8 @@
 // It owns Target (a workspace ready to run: its terraform.Request and
 // policy.Rules), Targets (the one place a terraform.Request is built from
 // the config: Filter selects the workspaces, Env adds the caller's owner,
-// jail and work directory; the daemon's inventory and app's Audit call
-// it), Auditor.Check and CheckPlan (one target end to end; a failed run
+// jail and work directory; the daemon's inventory and the one-shot audit,
+// pipeline/oneshot, call it), Auditor.Check and CheckPlan (one target end to end; a failed run
 // is a result with status errored and a one-line reason, never an error;
 // CheckPlan also returns the plan for the remediation envelope) and RunAll
 // (every target, at most concurrency at once, results in target order, an
@@ -19,5 +19,5 @@
 // not import a runner implementation (runner/local, runner/kube,
 // runner/remote), tfsession, store, notify, incident or app: recording
 // results, incidents and notifications are the caller's (internal/run).
-// Its users are app, inventory, run and remediation.
+// Its users are app, pipeline/oneshot, inventory and run.
 package pipeline

@@ -25,6 +25,8 @@
 //
 // FromSpecs reads the Notifiers (signing secrets, approvers) from the
 // notifiers' settings blocks (notifycfg.Spec); it reads no config.
+// NewAudited is the daemon's Handler: FromSpecs at every request, and the
+// audit hooks DecisionAudit and RefusalAudit on the recorder it is handed.
 //
 // The signatures seen within the window are kept in Options.Replay when
 // set (the daemon's store, so that a replay is refused after a restart

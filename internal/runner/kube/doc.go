@@ -26,7 +26,8 @@
 //     annotation, and returns them as Adopted: a detection is awaited with
 //     Wait, a remediation with AwaitRemediation, which never deletes the
 //     Job and hands its outcome to an OutcomeRecorder (the remediation
-//     controller's RecordAdopted).
+//     controller's RecordAdopted). Runner.Jobs hands them to the run
+//     lifecycle (run.Jobs) as runner.Adopted runs joined to that recorder.
 //   - ErrStopped: when Watch returns, awaited runs end with it and their
 //     Jobs are left running for the next daemon (Remediate's error then
 //     also matches engine.ErrLeftRunning: the controller records nothing).
