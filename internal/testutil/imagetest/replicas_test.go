@@ -27,7 +27,7 @@ import (
 // Where the chart mounts things in the daemon's pod (charts/driftwatch:
 // templates/deployment.yaml, with store.postgres.existingSecret).
 const (
-	podConfigDir = "/etc/driftwatch"                     // the ConfigMap
+	podConfigDir = "/etc/driftwatch"                      // the ConfigMap
 	podDSNDir    = "/var/run/secrets/driftwatch/postgres" // the DSN's Secret
 	podDataDir   = "/var/lib/driftwatch"                  // the data emptyDir (PostgreSQL: caches only)
 	podPort      = "8080"                                 // config.server.listen's port, the probes'
