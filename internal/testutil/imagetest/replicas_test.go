@@ -17,20 +17,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/testutil/pgtest"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
-)
-
-// Where the chart mounts things in the daemon's pod (charts/driftwatch:
-// templates/deployment.yaml, with store.postgres.existingSecret).
-const (
-	podConfigDir = "/etc/driftwatch"                      // the ConfigMap
-	podDSNDir    = "/var/run/secrets/driftwatch/postgres" // the DSN's Secret
-	podDataDir   = "/var/lib/driftwatch"                  // the data emptyDir (PostgreSQL: caches only)
-	podPort      = "8080"                                 // config.server.listen's port, the probes'
 )
 
 // takeoverLimit bounds the time from the leader's SIGKILL to the standby's
@@ -47,16 +39,18 @@ const takeoverLimit = 10 * time.Second
 // middle of a run: the standby leads, records the killed run, and checks
 // the workspace again.
 //
-// The pods run what the chart renders for store.postgres with two
-// replicas (its args, env, volumes, read-only root, uid 65532, the DSN as
-// a mounted Secret, config.server.listen 0.0.0.0:8080), except the runner
-// block: there is no Kubernetes API here, so runs are local (the image's
-// own Terraform) and there is no Lease; the database's leadership lock
-// decides who leads (docs/kubernetes.md: replicas on a PostgreSQL store).
-// PostgreSQL (pgtest's cluster, on its Unix socket only) is reached by
-// the pods at an address of this machine on their bridge, through a
-// forwarder that ends the socket's session when the pod's connection ends,
-// as PostgreSQL's own TCP listener would.
+// The pods run what `helm template` renders for store.postgres with two
+// replicas: the container's args, env, volume mounts (emptyDirs as tmpfs,
+// the ConfigMap and the DSN's Secret as read-only directories), the
+// security context baseOpts enforces, the probes' paths and port, and the
+// ConfigMap's config file, except its runner block: there is no
+// Kubernetes API here, so runs are local (the image's own Terraform) and
+// there is no Lease; the database's leadership lock decides who leads
+// (docs/kubernetes.md: replicas on a PostgreSQL store). PostgreSQL
+// (pgtest's cluster, on its Unix socket only) is reached by the pods at an
+// address of this machine on their bridge, through a forwarder that ends
+// the socket's session when the pod's connection ends, as PostgreSQL's own
+// TCP listener would.
 func TestImageReplicasFailover(t *testing.T) {
 	e := setup(t)
 	if os.Getuid() != 0 {
@@ -67,6 +61,8 @@ func TestImageReplicasFailover(t *testing.T) {
 			tftest.Unavailable(t, tool+" is not on PATH (iproute2, util-linux)")
 		}
 	}
+	chart := renderChart(t, "replicaCount=2", "leaderElection.enabled=true", "store.postgres.existingSecret=driftwatch-db")
+	require.Equal(t, 2, chart.replicas)
 	dsn := pgtest.Database(t)
 	pods := newPodNet(t)
 	pgPort := forwardPostgres(t, pods.gateway, pgtest.Dir(t))
@@ -103,64 +99,19 @@ echo "hand edit" > out/a.txt
 `)
 	require.Equal(t, 0, res.code, "applying the workspace in the image:\nstdout: %s\nstderr: %s", res.stdout, res.stderr)
 
-	// The ConfigMap: the chart's rendered config (runner aside, see above)
-	// and the Terraform CLI config naming the provider mirror.
-	cfgDir := t.TempDir()
-	require.NoError(t, os.Chmod(cfgDir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "driftwatch.yaml"), []byte(`
-server:
-  listen: 0.0.0.0:`+podPort+`
-store:
-  driver: postgres
-  dsn_file: `+podDSNDir+`/dsn
-  path: `+podDataDir+`/driftwatch.db
-terraform:
-  git_cache_dir: `+podDataDir+`/cache/git
-  kill_grace: 10s
-  plugin_cache_dir: `+podDataDir+`/cache/plugins
-  work_dir: /tmp
-  sandbox_paths: [`+ctrWork+`/out]
-defaults:
-  schedule: "@hourly"
-  labels: { env: dev }
-workspaces:
-  - { name: slow, source: { path: `+ctrWork+`/slow } }
-`), 0o644))
-	writeTerraformRC(t, filepath.Join(cfgDir, "terraformrc"))
-	// The Secret: mode 0440, group fsGroup (65532).
-	secretDir := t.TempDir()
-	require.NoError(t, os.Chmod(secretDir, 0o755))
-	dbname := ""
-	for _, kv := range strings.Fields(dsn) {
-		if v, ok := strings.CutPrefix(kv, "dbname="); ok {
-			dbname = v
-		}
-	}
-	require.NotEmpty(t, dbname, "no dbname in pgtest's DSN")
-	dsnFile := filepath.Join(secretDir, "dsn")
-	require.NoError(t, os.WriteFile(dsnFile,
-		[]byte(fmt.Sprintf("postgres://postgres@%s:%d/%s?sslmode=disable\n", pods.gateway, pgPort, dbname)), 0o440))
-	gid, err := strconv.Atoi(uid)
-	require.NoError(t, err)
-	require.NoError(t, os.Chown(dsnFile, 0, gid))
-
-	podOpts := slices.Concat(work, e.mirrorOpts(podConfigDir+"/terraformrc"), []string{
-		"-v", cfgDir + ":" + podConfigDir + ":ro",
-		"-v", secretDir + ":" + podDSNDir + ":ro",
-		"--tmpfs", podDataDir + ":rw,exec,mode=1777",
-		"-e", "HOME=/tmp", "-e", "TMPDIR=/tmp", "-e", "DRIFTWATCH_POD_NAMESPACE=driftwatch",
-	})
-	a := startPod(t, e, pods, "driftwatch-7c9d-a", podOpts)
-	b := startPod(t, e, pods, "driftwatch-7c9d-b", podOpts)
+	spec := podSpec(t, e, chart, work, fmt.Sprintf("%s:%d", pods.gateway, pgPort), dsn)
+	a := startPod(t, e, pods, spec, "driftwatch-7c9d-a")
+	b := startPod(t, e, pods, spec, "driftwatch-7c9d-b")
+	live, ready := spec.live, spec.ready
 
 	// One leads (ready), the other is live and not ready.
 	var leader, standby *pod
 	eventually(t, "one replica ready, the other live and not ready", 3*time.Minute, func() bool {
-		ra, rb := a.status("/readyz"), b.status("/readyz")
+		ra, rb := a.status(ready), b.status(ready)
 		switch {
-		case ra == http.StatusOK && rb == http.StatusServiceUnavailable && b.status("/healthz") == http.StatusOK:
+		case ra == http.StatusOK && rb == http.StatusServiceUnavailable && b.status(live) == http.StatusOK:
 			leader, standby = a, b
-		case rb == http.StatusOK && ra == http.StatusServiceUnavailable && a.status("/healthz") == http.StatusOK:
+		case rb == http.StatusOK && ra == http.StatusServiceUnavailable && a.status(live) == http.StatusOK:
 			leader, standby = b, a
 		}
 		return leader != nil
@@ -178,12 +129,12 @@ workspaces:
 		return false
 	}, leader, standby)
 	require.Equal(t, killed, standby.runs(t, "slow")[0].ID, "the standby reads the same store")
-	require.Equal(t, http.StatusServiceUnavailable, standby.status("/readyz"), "still a standby")
+	require.Equal(t, http.StatusServiceUnavailable, standby.status(ready), "still a standby")
 
 	start := time.Now()
 	e.dockerCmd(t, "kill", leader.id)
 	eventually(t, "the standby leads", time.Minute, func() bool {
-		return standby.status("/readyz") == http.StatusOK
+		return standby.status(ready) == http.StatusOK
 	}, standby)
 	took := time.Since(start)
 	t.Logf("leader's container killed to standby ready: %s", took.Round(time.Millisecond))
@@ -204,6 +155,116 @@ workspaces:
 			require.NotContains(t, []string{"running", "queued", "errored"}, r.Status, "the new leader's run: %+v", r)
 		}
 	}
+}
+
+// replicaSpec is how every replica runs: docker run options and the
+// container's args from the chart, and what differs per pod.
+type replicaSpec struct {
+	opts        []string // docker run options beyond baseOpts
+	entrypoint  string   // the image's
+	args        []string // the container's args
+	podNameEnv  []string // env vars set to the pod's name (fieldRef metadata.name)
+	port        string   // the container port "http", the probes'
+	live, ready string   // the liveness and readiness probes' paths
+}
+
+// podSpec turns the rendered chart into docker run options: work (the
+// inventory's volume) and the provider mirror added, the DSN Secret
+// naming PostgreSQL at pgAddr and pgtest's database of dsn, the
+// ConfigMap's config with the workspace and without the runner block.
+func podSpec(t *testing.T, e *env, chart chartPod, work []string, pgAddr, dsn string) replicaSpec {
+	t.Helper()
+	c := chart.container
+	// What baseOpts does: --read-only, --cap-drop ALL, no-new-privileges.
+	require.True(t, c.Security.ReadOnlyRootFilesystem)
+	require.False(t, c.Security.AllowPrivilegeEscalation)
+	require.Equal(t, []string{"ALL"}, c.Security.Capabilities.Drop)
+	spec := replicaSpec{
+		entrypoint: e.dockerCmd(t, "image", "inspect", "--format", "{{index .Config.Entrypoint 0}}", e.image),
+		args:       c.Args, live: c.LivenessProbe.HTTPGet.Path, ready: c.ReadinessProbe.HTTPGet.Path}
+	require.Equal(t, "http", c.LivenessProbe.HTTPGet.Port)
+	require.Equal(t, "http", c.ReadinessProbe.HTTPGet.Port)
+	for _, p := range c.Ports {
+		if p.Name == "http" {
+			spec.port = strconv.Itoa(p.ContainerPort)
+		}
+	}
+	require.NotEmpty(t, spec.port, "no container port http")
+	cfgFile := ""
+	for i, a := range c.Args {
+		if a == "--config" && i+1 < len(c.Args) {
+			cfgFile = c.Args[i+1]
+		}
+	}
+	require.NotEmpty(t, cfgFile, "no --config in the container's args %v", c.Args)
+
+	cfg := chart.config
+	st, _ := cfg["store"].(map[string]any)
+	require.Equal(t, "postgres", st["driver"], "store: %v", st)
+	dsnFile, _ := st["dsn_file"].(string)
+	require.NotEmpty(t, dsnFile)
+	// No Kubernetes API: local runs, no Lease (see the test's comment).
+	delete(cfg, "runner")
+	tf, _ := cfg["terraform"].(map[string]any)
+	require.NotNil(t, tf, "config: %v", cfg)
+	tf["sandbox_paths"] = []string{ctrWork + "/out"}
+	cfg["defaults"] = map[string]any{"schedule": "@hourly", "labels": map[string]string{"env": "dev"}}
+	cfg["workspaces"] = []any{map[string]any{"name": "slow", "source": map[string]string{"path": ctrWork + "/slow"}}}
+	raw, err := yaml.Marshal(cfg)
+	require.NoError(t, err)
+	// The ConfigMap, with the Terraform CLI config naming the mirror as
+	// one more key.
+	cfgDir := t.TempDir()
+	require.NoError(t, os.Chmod(cfgDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, filepath.Base(cfgFile)), raw, 0o644))
+	writeTerraformRC(t, filepath.Join(cfgDir, "terraformrc"))
+	// The Secret: mode 0440, group fsGroup (the image's gid).
+	dbname := ""
+	for _, kv := range strings.Fields(dsn) {
+		if v, ok := strings.CutPrefix(kv, "dbname="); ok {
+			dbname = v
+		}
+	}
+	require.NotEmpty(t, dbname, "no dbname in pgtest's DSN")
+	secretDir := t.TempDir()
+	require.NoError(t, os.Chmod(secretDir, 0o755))
+	secretFile := filepath.Join(secretDir, filepath.Base(dsnFile))
+	require.NoError(t, os.WriteFile(secretFile, []byte("postgres://postgres@"+pgAddr+"/"+dbname+"?sslmode=disable\n"), 0o440))
+	gid, err := strconv.Atoi(uid)
+	require.NoError(t, err)
+	require.NoError(t, os.Chown(secretFile, 0, gid))
+
+	spec.opts = slices.Clone(work)
+	for _, m := range c.VolumeMounts {
+		v := chart.volumes[m.Name]
+		switch {
+		case v.ConfigMap != nil:
+			require.Equal(t, filepath.Dir(cfgFile), m.MountPath)
+			spec.opts = append(spec.opts, "-v", cfgDir+":"+m.MountPath+":ro")
+			spec.opts = append(spec.opts, e.mirrorOpts(m.MountPath+"/terraformrc")...)
+		case v.Secret != nil:
+			require.Equal(t, filepath.Dir(dsnFile), m.MountPath, "the one Secret is the DSN's")
+			spec.opts = append(spec.opts, "-v", secretDir+":"+m.MountPath+":ro")
+		case v.EmptyDir != nil && m.MountPath == "/tmp": // baseOpts mounts it
+		case v.EmptyDir != nil:
+			spec.opts = append(spec.opts, "--tmpfs", m.MountPath+":rw,exec,mode=1777")
+		default:
+			t.Fatalf("volume %s (%+v) of the chart's pod: not one the test can provide", m.Name, v)
+		}
+	}
+	for _, v := range c.Env {
+		switch v.ValueFrom.FieldRef.FieldPath {
+		case "":
+			spec.opts = append(spec.opts, "-e", v.Name+"="+v.Value)
+		case "metadata.name":
+			spec.podNameEnv = append(spec.podNameEnv, v.Name)
+		case "metadata.namespace":
+			spec.opts = append(spec.opts, "-e", v.Name+"=driftwatch")
+		default:
+			t.Fatalf("env %s from %s: not one the test can provide", v.Name, v.ValueFrom.FieldRef.FieldPath)
+		}
+	}
+	return spec
 }
 
 // podNet is the test's pod network: a bridge on this machine whose
@@ -301,29 +362,32 @@ type pod struct {
 	client     *http.Client
 }
 
-// startPod runs a replica: the chart's container args, its pod name as
-// DRIFTWATCH_POD_NAME and hostname. The pod's network is wired once the
-// container runs; the container waits for its eth0 before driftwatch
-// starts (in a cluster the network exists before the containers start),
-// then execs it as PID 1 with the chart's args.
-func startPod(t *testing.T, e *env, n *podNet, name string, opts []string) *pod {
+// startPod runs a replica named name (its hostname and the value of
+// spec.podNameEnv). The pod's network is wired once the container runs;
+// the container waits for its eth0 before driftwatch starts (in a cluster
+// the network exists before the containers start), then execs it as PID
+// 1 with the chart's args (the image's entrypoint, not overridden by the
+// chart).
+func startPod(t *testing.T, e *env, n *podNet, spec replicaSpec, name string) *pod {
 	t.Helper()
 	p := &pod{e: e, name: name, client: &http.Client{Timeout: 2 * time.Second}}
-	opts = append(slices.Clone(opts), "--hostname", name, "-e", "DRIFTWATCH_POD_NAME="+name)
-	p.id = e.dockerCmd(t, e.dockerArgs(run{opts: opts, entrypoint: "/bin/sh", args: []string{"-ec", `
+	opts := append(slices.Clone(spec.opts), "--hostname", name)
+	for _, v := range spec.podNameEnv {
+		opts = append(opts, "-e", v+"="+name)
+	}
+	p.id = e.dockerCmd(t, e.dockerArgs(run{opts: opts, entrypoint: "/bin/sh", args: append([]string{"-ec", `
 i=0
 until [ "$(cat /sys/class/net/eth0/operstate 2>/dev/null)" = up ]; do
   i=$((i + 1)); [ $i -lt 1200 ] || { echo "no eth0 after 120s" >&2; exit 1; }
   sleep 0.1
 done
-exec /usr/local/bin/driftwatch "$@"`, "driftwatch",
-		"daemon", "--config", podConfigDir + "/driftwatch.yaml", "--log-level", "info", "--log-format", "json"}}, true)...)
+exec "$@"`, "sh", spec.entrypoint}, spec.args...)}, true)...)
 	t.Cleanup(func() { _ = exec.Command(e.docker, "rm", "-f", p.id).Run() })
 	pid, err := strconv.Atoi(e.dockerCmd(t, "inspect", "--format", "{{.State.Pid}}", p.id))
 	require.NoError(t, err)
 	require.NotZero(t, pid, "container %s is not running: %s", name, p.logs())
 	p.addr = n.attach(t, pid)
-	p.base = "http://" + net.JoinHostPort(p.addr, podPort)
+	p.base = "http://" + net.JoinHostPort(p.addr, spec.port)
 	return p
 }
 
