@@ -137,9 +137,9 @@ TEST_ENV = source $(TOOLS_ENV); source $(KUBE_ENV); source $(S3_ENV); source $(I
 # of its parallel tests so that the soak never waits for a slot. -v prints
 # the figures each test logs.
 FAULTS_TEST = $(GO) test -race -count=1 -tags faults -run '^TestFaults' -parallel 32 -timeout 40m -v ./internal/testutil/e2etest/
-# make test runs the soak for 5 minutes (a cold CI run stays under an
+# make test runs the soak for 3 minutes (a cold CI run stays under an
 # hour); make test-faults for 10 (DRIFTWATCH_SOAK_DURATION sets either).
-TEST_SOAK ?= 5m
+TEST_SOAK ?= 3m
 
 #? provision: everything the tests need (deps and every *-tools target, the image), side by side (PROVISION_JOBS, 4)
 # The provisioners are independent: each keeps its own directory under

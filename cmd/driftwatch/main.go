@@ -46,6 +46,9 @@ Usage:
                       and maintenance windows, --expire ID ends one early
   driftwatch runner   --spec F --socket S        run one run in a Kubernetes Job's pod (started by the daemon)
   driftwatch runner   report --spec F --socket S its reporter container: posts the runner's result
+  driftwatch accept   WORKSPACE [ADDRESS...] --config FILE
+                      the code change that accepts a workspace's drift, proven by a plan of
+                      the changed code, as a unified diff (--output FILE; exit 0 proven, 2 not)
   driftwatch migrate  --to postgres --config FILE  copy the SQLite store (store.path) into the
                       PostgreSQL one (store.dsn_file) and verify the counts; the daemon stopped
   driftwatch version                    print the version
@@ -81,6 +84,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return silenceCmd(args[1:], stdout, stderr)
 	case "inventory":
 		return inventoryCmd(args[1:], stdout, stderr)
+	case "accept":
+		return acceptCmd(args[1:], stdout, stderr)
 	case "migrate":
 		return migrateCmd(args[1:], stdout, stderr)
 	case "version", "--version":
@@ -303,15 +308,21 @@ func validFormat(f string) bool {
 // writeReport writes atomically when --output is set, so a reader never
 // sees half a report.
 func writeReport(path, format string, rep *report.Report, stdout io.Writer) error {
+	return writeOutput(path, stdout, func(w io.Writer) error { return report.Write(w, format, rep) })
+}
+
+// writeOutput writes with write to stdout, or, when path is set, to a
+// temporary file beside path renamed over it once complete.
+func writeOutput(path string, stdout io.Writer, write func(io.Writer) error) error {
 	if path == "" {
-		return report.Write(stdout, format, rep)
+		return write(stdout)
 	}
-	tmp, err := os.CreateTemp(dirOf(path), ".driftwatch-report-*")
+	tmp, err := os.CreateTemp(dirOf(path), ".driftwatch-output-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if err := report.Write(tmp, format, rep); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return err
 	}

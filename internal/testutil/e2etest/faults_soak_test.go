@@ -40,7 +40,7 @@ const (
 )
 
 // TestFaultsSoak: 200 workspaces on a one-minute cadence for
-// DRIFTWATCH_SOAK_DURATION (5 minutes under `make test`, 10 under `make
+// DRIFTWATCH_SOAK_DURATION (3 minutes under `make test`, 10 under `make
 // test-faults`), a tenth of them
 // drifting and healing at random behind Terraform's back, while the
 // webhook receiver fails a fifth of its requests at random (500, 503, 429

@@ -8,11 +8,20 @@
 // (compilers, package manager caches), and that SIGTERM to the container
 // reaches driftwatch.
 //
+// TestImageReplicasFailover runs two replicas as the chart's Deployment
+// renders them (helm template; the runner block aside: local runs, no
+// Lease) on a PostgreSQL store (pgtest's cluster, reached over TCP through
+// a forwarder of the test's), each container in a network namespace
+// docker made with --network none and the test wires to a bridge of its
+// own (root, ip, nsenter), and kills the leader's container: the standby
+// leads, records the killed run and checks the workspace again.
+//
 // The image is $DRIFTWATCH_IMAGE, run with the docker CLI $DRIFTWATCH_DOCKER
 // (default docker) against $DOCKER_HOST: `make test` sets them from
 // hack/provision-image.sh (our own dockerd under the tools cache). The
-// provider mirror is found from $DRIFTWATCH_TF_CLI_CONFIG (make tools).
-// Without them the tests skip, unless DRIFTWATCH_E2E=1 (make test, CI) turns
+// provider mirror is found from $DRIFTWATCH_TF_CLI_CONFIG (make tools),
+// helm from $DRIFTWATCH_KUBE_BIN_DIR (make kube-tools), PostgreSQL from
+// $DRIFTWATCH_PG_BIN_DIR (make pg-tools). Without them the tests skip, unless DRIFTWATCH_E2E=1 (make test, CI) turns
 // that into a failure.
 //
 // Only tests live here.

@@ -96,7 +96,24 @@ func (e *env) baseOpts() []string {
 func (e *env) tfOpts(t *testing.T) []string {
 	t.Helper()
 	rc := filepath.Join(t.TempDir(), "terraformrc")
-	require.NoError(t, os.WriteFile(rc, []byte(fmt.Sprintf(`provider_installation {
+	writeTerraformRC(t, rc)
+	return append(e.mirrorOpts(ctrCLIRC), "-v", rc+":"+ctrCLIRC+":ro")
+}
+
+// mirrorOpts: the provider mirror, read-only, and Terraform told to read
+// its CLI config at rc (a path in the container).
+func (e *env) mirrorOpts(rc string) []string {
+	return []string{
+		"-v", e.mirror + ":" + ctrMirror + ":ro",
+		"-e", "TF_CLI_CONFIG_FILE=" + rc, "-e", "CHECKPOINT_DISABLE=1",
+	}
+}
+
+// writeTerraformRC writes a Terraform CLI config at path (on the host)
+// that installs providers from the mirror at ctrMirror only.
+func writeTerraformRC(t *testing.T, path string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`provider_installation {
   filesystem_mirror {
     path    = %q
     include = ["*/*/*"]
@@ -104,10 +121,6 @@ func (e *env) tfOpts(t *testing.T) []string {
 }
 disable_checkpoint = true
 `, ctrMirror)), 0o644))
-	return []string{
-		"-v", e.mirror + ":" + ctrMirror + ":ro", "-v", rc + ":" + ctrCLIRC + ":ro",
-		"-e", "TF_CLI_CONFIG_FILE=" + ctrCLIRC, "-e", "CHECKPOINT_DISABLE=1",
-	}
 }
 
 func (e *env) dockerArgs(r run, detach bool) []string {

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/driftwatch/driftwatch/internal/app"
+	"github.com/driftwatch/driftwatch/internal/report"
+)
+
+// acceptCmd is `driftwatch accept WORKSPACE [ADDRESS...]`: the code
+// change that makes the configuration produce what exists, proven by a
+// plan of the changed code, as a unified diff. Exit 0: proven, the diff
+// written; 2: nothing accepted, or not proven (the remaining difference
+// is on stderr); 1: an error.
+func acceptCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("accept", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "driftwatch.yaml", "config file")
+	output := fs.String("output", "", "write the diff to this file instead of stdout")
+	logLevel := fs.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: driftwatch accept [--config FILE] [--output FILE] WORKSPACE [ADDRESS...]")
+		fs.PrintDefaults()
+	}
+	// Flags may follow the workspace and addresses.
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return report.ExitError
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return report.ExitError
+	}
+	logger, err := newLogger(stderr, *logLevel, "text")
+	if err != nil {
+		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
+		return report.ExitError
+	}
+	cfg, err := app.LoadConfig(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "driftwatch: invalid config:\n%v\n", err)
+		return report.ExitError
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	out, err := app.Accept(ctx, cfg, pos[0], pos[1:], logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "driftwatch: accept %s: %v\n", pos[0], err)
+		return report.ExitError
+	}
+	for _, a := range out.Change.Accepted {
+		fmt.Fprintf(stderr, "accepted  %s\n", a)
+	}
+	for _, r := range out.Change.Refused {
+		fmt.Fprintf(stderr, "refused   %s\n", r)
+	}
+	switch {
+	case len(out.Change.Accepted) == 0:
+		fmt.Fprintln(stderr, "nothing to propose: every drifted attribute was refused")
+		return report.ExitChanges
+	case !out.Proven:
+		fmt.Fprintln(stderr, "not proven: a plan of the changed code still differs:")
+		for _, r := range out.Remaining {
+			fmt.Fprintf(stderr, "  %s\n", r)
+		}
+		return report.ExitChanges
+	}
+	fmt.Fprintln(stderr, "proven: a plan of the changed code shows no change for the accepted resources and nothing new")
+	if err := writeOutput(*output, stdout, func(w io.Writer) error {
+		_, err := io.WriteString(w, out.Change.Patch())
+		return err
+	}); err != nil {
+		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
+		return report.ExitError
+	}
+	return report.ExitClean
+}

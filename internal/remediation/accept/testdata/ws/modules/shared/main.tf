@@ -1,0 +1,3 @@
+resource "dwtest_file" "x" {
+  content = "same"
+}

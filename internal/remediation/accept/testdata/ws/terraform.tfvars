@@ -1,0 +1,2 @@
+# set per environment
+region = "eu-west-1"

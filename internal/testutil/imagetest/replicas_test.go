@@ -1,0 +1,465 @@
+package imagetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/testutil/pgtest"
+	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
+)
+
+// takeoverLimit bounds the time from the leader's SIGKILL to the standby's
+// /readyz 200. Killing the leader's container ends its database session at
+// once (its connection is closed with the process); the standby's blocked
+// pg_advisory_lock then returns, and it leads after the sweep of what the
+// killed leader left. The limit is generous for a machine under load.
+const takeoverLimit = 10 * time.Second
+
+// TestImageReplicasFailover runs two replicas of the chart's Deployment on
+// a PostgreSQL store as containers of the image, each in a network
+// namespace of its own wired by the test (a bridge of the test's on this
+// machine, one veth per pod), and kills the leader's container in the
+// middle of a run: the standby leads, records the killed run, and checks
+// the workspace again.
+//
+// The pods run what `helm template` renders for store.postgres with two
+// replicas: the container's args, env, volume mounts (emptyDirs as tmpfs,
+// the ConfigMap and the DSN's Secret as read-only directories), the
+// security context baseOpts enforces, the probes' paths and port, and the
+// ConfigMap's config file, except its runner block: there is no
+// Kubernetes API here, so runs are local (the image's own Terraform) and
+// there is no Lease; the database's leadership lock decides who leads
+// (docs/kubernetes.md: replicas on a PostgreSQL store). PostgreSQL
+// (pgtest's cluster, on its Unix socket only) is reached by the pods at an
+// address of this machine on their bridge, through a forwarder that ends
+// the socket's session when the pod's connection ends, as PostgreSQL's own
+// TCP listener would.
+func TestImageReplicasFailover(t *testing.T) {
+	e := setup(t)
+	if os.Getuid() != 0 {
+		tftest.Unavailable(t, "wiring the pods' network namespaces needs root")
+	}
+	for _, tool := range []string{"ip", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			tftest.Unavailable(t, tool+" is not on PATH (iproute2, util-linux)")
+		}
+	}
+	chart := renderChart(t, "replicaCount=2", "leaderElection.enabled=true", "store.postgres.existingSecret=driftwatch-db")
+	require.Equal(t, 2, chart.replicas)
+	dsn := pgtest.Database(t)
+	pods := newPodNet(t)
+	pgPort := forwardPostgres(t, pods.gateway, pgtest.Dir(t))
+
+	// The workspace: a local-only one, applied in the image, then edited
+	// behind Terraform's back. Its plan waits 20 s: long enough to kill the
+	// leader in the middle of it.
+	dir, work := e.workDir(t)
+	for _, d := range []string{"slow", "out"} {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, d), 0o777))
+		require.NoError(t, os.Chmod(filepath.Join(dir, d), 0o777))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "slow", "main.tf"), []byte(`
+terraform {
+  required_providers {
+    dwtest = { source = "driftwatch/dwtest" }
+  }
+}
+variable "wait" {
+  type    = string
+  default = "20s"
+}
+data "dwtest_sleep" "slow" { duration = var.wait }
+resource "dwtest_file" "a" {
+  filename = "`+ctrWork+`/out/a.txt"
+  content  = "v1"
+}
+`), 0o644))
+	res := e.sh(t, slices.Concat(work, e.tfOpts(t)), `
+terraform -chdir=slow init -input=false -no-color >/dev/null
+terraform -chdir=slow apply -auto-approve -input=false -no-color -var wait=0s >/dev/null
+chmod 600 slow/terraform.tfstate
+echo "hand edit" > out/a.txt
+`)
+	require.Equal(t, 0, res.code, "applying the workspace in the image:\nstdout: %s\nstderr: %s", res.stdout, res.stderr)
+
+	spec := podSpec(t, e, chart, work, fmt.Sprintf("%s:%d", pods.gateway, pgPort), dsn)
+	a := startPod(t, e, pods, spec, "driftwatch-7c9d-a")
+	b := startPod(t, e, pods, spec, "driftwatch-7c9d-b")
+	live, ready := spec.live, spec.ready
+
+	// One leads (ready), the other is live and not ready.
+	var leader, standby *pod
+	eventually(t, "one replica ready, the other live and not ready", 3*time.Minute, func() bool {
+		ra, rb := a.status(ready), b.status(ready)
+		switch {
+		case ra == http.StatusOK && rb == http.StatusServiceUnavailable && b.status(live) == http.StatusOK:
+			leader, standby = a, b
+		case rb == http.StatusOK && ra == http.StatusServiceUnavailable && a.status(live) == http.StatusOK:
+			leader, standby = b, a
+		}
+		return leader != nil
+	}, a, b)
+	t.Logf("leader %s (%s), standby %s (%s)", leader.name, leader.addr, standby.name, standby.addr)
+
+	// The leader checks the workspace at start; killed in the middle of it.
+	var killed string
+	eventually(t, "the leader's run of slow in its plan", 3*time.Minute, func() bool {
+		runs := leader.runs(t, "slow")
+		if len(runs) == 1 && runs[0].Status == "running" {
+			killed = runs[0].ID
+			return true
+		}
+		return false
+	}, leader, standby)
+	require.Equal(t, killed, standby.runs(t, "slow")[0].ID, "the standby reads the same store")
+	require.Equal(t, http.StatusServiceUnavailable, standby.status(ready), "still a standby")
+
+	start := time.Now()
+	e.dockerCmd(t, "kill", leader.id)
+	eventually(t, "the standby leads", time.Minute, func() bool {
+		return standby.status(ready) == http.StatusOK
+	}, standby)
+	took := time.Since(start)
+	t.Logf("leader's container killed to standby ready: %s", took.Round(time.Millisecond))
+	require.Less(t, took, takeoverLimit, "takeover")
+	require.Equal(t, "false 137", e.dockerCmd(t, "inspect", "--format", "{{.State.Running}} {{.State.ExitCode}}", leader.id),
+		"the leader's container was killed (SIGKILL)")
+
+	eventually(t, "the workspace checked again by the new leader", 3*time.Minute, func() bool {
+		return standby.workspaceStatus(t, "slow") == string(drift.StatusDrift)
+	}, standby)
+	runs := standby.runs(t, "slow")
+	require.Len(t, runs, 2, "the killed run and the new leader's: %+v", runs)
+	for _, r := range runs {
+		if r.ID == killed {
+			require.Equal(t, "errored", r.Status, "the killed run is recorded, not left running")
+			require.Equal(t, store.RunRestartedError, r.Error)
+		} else {
+			require.NotContains(t, []string{"running", "queued", "errored"}, r.Status, "the new leader's run: %+v", r)
+		}
+	}
+}
+
+// replicaSpec is how every replica runs: docker run options and the
+// container's args from the chart, and what differs per pod.
+type replicaSpec struct {
+	opts        []string // docker run options beyond baseOpts
+	entrypoint  string   // the image's
+	args        []string // the container's args
+	podNameEnv  []string // env vars set to the pod's name (fieldRef metadata.name)
+	port        string   // the container port "http", the probes'
+	live, ready string   // the liveness and readiness probes' paths
+}
+
+// podSpec turns the rendered chart into docker run options: work (the
+// inventory's volume) and the provider mirror added, the DSN Secret
+// naming PostgreSQL at pgAddr and pgtest's database of dsn, the
+// ConfigMap's config with the workspace and without the runner block.
+func podSpec(t *testing.T, e *env, chart chartPod, work []string, pgAddr, dsn string) replicaSpec {
+	t.Helper()
+	c := chart.container
+	// What baseOpts does: --read-only, --cap-drop ALL, no-new-privileges.
+	require.True(t, c.Security.ReadOnlyRootFilesystem)
+	require.False(t, c.Security.AllowPrivilegeEscalation)
+	require.Equal(t, []string{"ALL"}, c.Security.Capabilities.Drop)
+	spec := replicaSpec{
+		entrypoint: e.dockerCmd(t, "image", "inspect", "--format", "{{index .Config.Entrypoint 0}}", e.image),
+		args:       c.Args, live: c.LivenessProbe.HTTPGet.Path, ready: c.ReadinessProbe.HTTPGet.Path}
+	require.Equal(t, "http", c.LivenessProbe.HTTPGet.Port)
+	require.Equal(t, "http", c.ReadinessProbe.HTTPGet.Port)
+	for _, p := range c.Ports {
+		if p.Name == "http" {
+			spec.port = strconv.Itoa(p.ContainerPort)
+		}
+	}
+	require.NotEmpty(t, spec.port, "no container port http")
+	cfgFile := ""
+	for i, a := range c.Args {
+		if a == "--config" && i+1 < len(c.Args) {
+			cfgFile = c.Args[i+1]
+		}
+	}
+	require.NotEmpty(t, cfgFile, "no --config in the container's args %v", c.Args)
+
+	cfg := chart.config
+	st, _ := cfg["store"].(map[string]any)
+	require.Equal(t, "postgres", st["driver"], "store: %v", st)
+	dsnFile, _ := st["dsn_file"].(string)
+	require.NotEmpty(t, dsnFile)
+	// No Kubernetes API: local runs, no Lease (see the test's comment).
+	delete(cfg, "runner")
+	tf, _ := cfg["terraform"].(map[string]any)
+	require.NotNil(t, tf, "config: %v", cfg)
+	tf["sandbox_paths"] = []string{ctrWork + "/out"}
+	cfg["defaults"] = map[string]any{"schedule": "@hourly", "labels": map[string]string{"env": "dev"}}
+	cfg["workspaces"] = []any{map[string]any{"name": "slow", "source": map[string]string{"path": ctrWork + "/slow"}}}
+	raw, err := yaml.Marshal(cfg)
+	require.NoError(t, err)
+	// The ConfigMap, with the Terraform CLI config naming the mirror as
+	// one more key.
+	cfgDir := t.TempDir()
+	require.NoError(t, os.Chmod(cfgDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, filepath.Base(cfgFile)), raw, 0o644))
+	writeTerraformRC(t, filepath.Join(cfgDir, "terraformrc"))
+	// The Secret: mode 0440, group fsGroup (the image's gid).
+	dbname := ""
+	for _, kv := range strings.Fields(dsn) {
+		if v, ok := strings.CutPrefix(kv, "dbname="); ok {
+			dbname = v
+		}
+	}
+	require.NotEmpty(t, dbname, "no dbname in pgtest's DSN")
+	secretDir := t.TempDir()
+	require.NoError(t, os.Chmod(secretDir, 0o755))
+	secretFile := filepath.Join(secretDir, filepath.Base(dsnFile))
+	require.NoError(t, os.WriteFile(secretFile, []byte("postgres://postgres@"+pgAddr+"/"+dbname+"?sslmode=disable\n"), 0o440))
+	gid, err := strconv.Atoi(uid)
+	require.NoError(t, err)
+	require.NoError(t, os.Chown(secretFile, 0, gid))
+
+	spec.opts = slices.Clone(work)
+	for _, m := range c.VolumeMounts {
+		v := chart.volumes[m.Name]
+		switch {
+		case v.ConfigMap != nil:
+			require.Equal(t, filepath.Dir(cfgFile), m.MountPath)
+			spec.opts = append(spec.opts, "-v", cfgDir+":"+m.MountPath+":ro")
+			spec.opts = append(spec.opts, e.mirrorOpts(m.MountPath+"/terraformrc")...)
+		case v.Secret != nil:
+			require.Equal(t, filepath.Dir(dsnFile), m.MountPath, "the one Secret is the DSN's")
+			spec.opts = append(spec.opts, "-v", secretDir+":"+m.MountPath+":ro")
+		case v.EmptyDir != nil && m.MountPath == "/tmp": // baseOpts mounts it
+		case v.EmptyDir != nil:
+			spec.opts = append(spec.opts, "--tmpfs", m.MountPath+":rw,exec,mode=1777")
+		default:
+			t.Fatalf("volume %s (%+v) of the chart's pod: not one the test can provide", m.Name, v)
+		}
+	}
+	for _, v := range c.Env {
+		switch v.ValueFrom.FieldRef.FieldPath {
+		case "":
+			spec.opts = append(spec.opts, "-e", v.Name+"="+v.Value)
+		case "metadata.name":
+			spec.podNameEnv = append(spec.podNameEnv, v.Name)
+		case "metadata.namespace":
+			spec.opts = append(spec.opts, "-e", v.Name+"=driftwatch")
+		default:
+			t.Fatalf("env %s from %s: not one the test can provide", v.Name, v.ValueFrom.FieldRef.FieldPath)
+		}
+	}
+	return spec
+}
+
+// podNet is the test's pod network: a bridge on this machine whose
+// address (gateway) the pods reach the database at, and one veth per pod
+// whose other end is the pod's eth0.
+type podNet struct {
+	bridge  string
+	prefix  string // the /24's first three octets and a dot
+	gateway string
+	pods    int
+}
+
+func newPodNet(t *testing.T) *podNet {
+	t.Helper()
+	n := &podNet{bridge: fmt.Sprintf("dwbr%d", os.Getpid()), prefix: fmt.Sprintf("10.214.%d.", os.Getpid()%250+1)}
+	n.gateway = n.prefix + "1"
+	ipCmd(t, "link", "add", n.bridge, "type", "bridge")
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", n.bridge).Run() })
+	ipCmd(t, "addr", "add", n.gateway+"/24", "dev", n.bridge)
+	ipCmd(t, "link", "set", n.bridge, "up")
+	return n
+}
+
+// attach gives the network namespace of process pid (a container's, which
+// docker made with --network none) an eth0 on the bridge, and returns its
+// address.
+func (n *podNet) attach(t *testing.T, pid int) string {
+	t.Helper()
+	n.pods++
+	addr := fmt.Sprintf("%s%d", n.prefix, n.pods+1)
+	host := fmt.Sprintf("%sp%d", n.bridge, n.pods)
+	peer := host + "c"
+	ipCmd(t, "link", "add", host, "type", "veth", "peer", "name", peer)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", host).Run() })
+	ipCmd(t, "link", "set", host, "master", n.bridge)
+	ipCmd(t, "link", "set", host, "up")
+	ipCmd(t, "link", "set", peer, "netns", strconv.Itoa(pid))
+	in := []string{"nsenter", "--net=/proc/" + strconv.Itoa(pid) + "/ns/net", "ip"}
+	ipCmd(t, append(in, "link", "set", peer, "name", "eth0")...)
+	ipCmd(t, append(in, "addr", "add", addr+"/24", "dev", "eth0")...)
+	ipCmd(t, append(in, "link", "set", "eth0", "up")...)
+	return addr
+}
+
+// ipCmd runs ip with args, or the command args[1:] when args[0] is nsenter.
+func ipCmd(t *testing.T, args ...string) {
+	t.Helper()
+	name := "ip"
+	if args[0] == "nsenter" {
+		name, args = args[0], args[1:]
+	}
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// forwardPostgres listens on addr (any port, returned) and forwards each
+// connection to the PostgreSQL server on the Unix socket in dir. The end
+// of either side ends both: a killed pod's connection closing ends its
+// database session, and with it the session's advisory locks.
+func forwardPostgres(t *testing.T, addr, dir string) int {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				s, err := net.Dial("unix", filepath.Join(dir, ".s.PGSQL.5432"))
+				if err != nil {
+					c.Close()
+					return
+				}
+				var once sync.Once
+				end := func() { once.Do(func() { c.Close(); s.Close() }) }
+				go func() { _, _ = io.Copy(s, c); end() }()
+				_, _ = io.Copy(c, s)
+				end()
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// pod is one replica: a container of the image started as the chart's
+// Deployment starts it.
+type pod struct {
+	e          *env
+	name, id   string
+	addr, base string
+	client     *http.Client
+}
+
+// startPod runs a replica named name (its hostname and the value of
+// spec.podNameEnv). The pod's network is wired once the container runs;
+// the container waits for its eth0 before driftwatch starts (in a cluster
+// the network exists before the containers start), then execs it as PID
+// 1 with the chart's args (the image's entrypoint, not overridden by the
+// chart).
+func startPod(t *testing.T, e *env, n *podNet, spec replicaSpec, name string) *pod {
+	t.Helper()
+	p := &pod{e: e, name: name, client: &http.Client{Timeout: 2 * time.Second}}
+	opts := append(slices.Clone(spec.opts), "--hostname", name)
+	for _, v := range spec.podNameEnv {
+		opts = append(opts, "-e", v+"="+name)
+	}
+	p.id = e.dockerCmd(t, e.dockerArgs(run{opts: opts, entrypoint: "/bin/sh", args: append([]string{"-ec", `
+i=0
+until [ "$(cat /sys/class/net/eth0/operstate 2>/dev/null)" = up ]; do
+  i=$((i + 1)); [ $i -lt 1200 ] || { echo "no eth0 after 120s" >&2; exit 1; }
+  sleep 0.1
+done
+exec "$@"`, "sh", spec.entrypoint}, spec.args...)}, true)...)
+	t.Cleanup(func() { _ = exec.Command(e.docker, "rm", "-f", p.id).Run() })
+	pid, err := strconv.Atoi(e.dockerCmd(t, "inspect", "--format", "{{.State.Pid}}", p.id))
+	require.NoError(t, err)
+	require.NotZero(t, pid, "container %s is not running: %s", name, p.logs())
+	p.addr = n.attach(t, pid)
+	p.base = "http://" + net.JoinHostPort(p.addr, spec.port)
+	return p
+}
+
+func (p *pod) logs() string {
+	out, _ := exec.Command(p.e.docker, "logs", "--tail", "40", p.id).CombinedOutput()
+	return string(out)
+}
+
+// status is the HTTP status of GET path, 0 when the pod does not answer.
+func (p *pod) status(path string) int {
+	resp, err := p.client.Get(p.base + path)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func (p *pod) getJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	resp, err := p.client.Get(p.base + path)
+	require.NoError(t, err, "%s: GET %s", p.name, path)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s: GET %s", p.name, path)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
+}
+
+type podRun struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Error  string `json:"error"`
+}
+
+func (p *pod) runs(t *testing.T, ws string) []podRun {
+	t.Helper()
+	var body struct {
+		Runs []podRun `json:"runs"`
+	}
+	p.getJSON(t, "/api/v1/workspaces/"+ws+"/runs", &body)
+	return body.Runs
+}
+
+func (p *pod) workspaceStatus(t *testing.T, ws string) string {
+	t.Helper()
+	var body struct {
+		Workspaces []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+		} `json:"workspaces"`
+	}
+	p.getJSON(t, "/api/v1/workspaces", &body)
+	for _, w := range body.Workspaces {
+		if w.Name == ws {
+			return w.Status
+		}
+	}
+	return ""
+}
+
+// eventually polls cond every 50 ms until it holds, or fails with what
+// the pods logged.
+func eventually(t *testing.T, what string, limit time.Duration, cond func() bool, pods ...*pod) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			var logs strings.Builder
+			for _, p := range pods {
+				fmt.Fprintf(&logs, "\n--- %s (%s):\n%s", p.name, p.addr, p.logs())
+			}
+			t.Fatalf("%s: not within %s%s", what, limit, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
