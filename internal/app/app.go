@@ -6,10 +6,12 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/inventory"
+	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/notify/notifiers"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/pipeline/oneshot"
 	"github.com/driftwatch/driftwatch/internal/report"
+	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
 
 // Filter selects workspaces for an audit (pipeline.Filter).
@@ -21,6 +23,24 @@ type AuditOptions = oneshot.Options
 // Audit runs every selected workspace once and returns the report
 // (oneshot.Audit).
 func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) { return oneshot.Audit(ctx, o) }
+
+// AcceptOutcome is what `driftwatch accept` came to (oneshot.AcceptOutcome).
+type AcceptOutcome = oneshot.AcceptOutcome
+
+// Accept is `driftwatch accept` (oneshot.Accept).
+func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses []string, logger *slog.Logger) (AcceptOutcome, error) {
+	return oneshot.Accept(ctx, cfg, workspace, addresses, logger)
+}
+
+// MigrateStore is `driftwatch migrate --to postgres`
+// (sqlite.MigrateConfigured), holding the SQLite store's lock
+// (leader.ClaimStore) while it copies.
+func MigrateStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) ([]sqlite.TableCount, error) {
+	claim := func(ctx context.Context) (func(), error) {
+		return leader.ClaimStore(ctx, logger, cfg.Store.Path, cfg.Terraform.WorkDir, leader.StoreLockWait)
+	}
+	return sqlite.MigrateConfigured(ctx, cfg.Store.Driver, cfg.Store.Path, cfg.Store.DSNFile, claim, logger)
+}
 
 // LoadConfig reads the config file at path and expands its discover:
 // entries with a local source (inventory.Load); git ones wait for

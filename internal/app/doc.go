@@ -5,7 +5,8 @@
 // What it keeps, each a list of parts and how they connect:
 //
 //   - For the commands: LoadConfig and DiscoverGit (inventory's), Validate
-//     (the constructors that open no connection), Audit (pipeline/oneshot),
+//     (the constructors that open no connection), Audit and Accept
+//     (pipeline/oneshot),
 //     MigrateStore (sqlite.MigrateConfigured under leader.ClaimStore), the
 //     pod entry points (RunInPod, ReportFromPod: runner/remote with
 //     runner/local) and Harden.

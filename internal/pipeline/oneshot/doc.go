@@ -1,5 +1,7 @@
-// Package oneshot is the `driftwatch audit` command's run: every selected
-// workspace once, with the local runner, into a report.Report.
+// Package oneshot is the run of the commands that check workspaces once,
+// locally, without a daemon: `driftwatch audit` (every selected workspace,
+// into a report.Report) and `driftwatch accept` (one workspace's drift as
+// a code change, engine.Accept).
 //
 // What it owns: Options and Audit, which expands the config's git
 // discover: entries (inventory.DiscoverGit), selects the workspaces
@@ -7,7 +9,8 @@
 // when runs are not isolated), builds the targets (pipeline.Targets), runs
 // them with runner/local through pipeline.Auditor.RunAll, shows progress
 // (report.Progress) and returns the report with each workspace's source
-// directory.
+// directory. Accept runs one workspace the same way (the same discovery,
+// request, jail and network) through engine.Accept.
 //
 // What it must not touch: the store, notifiers, the server, the daemon's
 // parts (internal/run, leader) and app, which forwards to it (app.Audit).

@@ -11,6 +11,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/inventory"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
@@ -43,19 +44,15 @@ func Audit(ctx context.Context, o Options) (*report.Report, error) {
 	if o.Logger == nil {
 		return nil, errors.New("driftwatch/app: AuditOptions.Logger is required")
 	}
-	if err := inventory.DiscoverGit(ctx, o.Config, inventory.DiscoverTimeout); err != nil {
-		return nil, fmt.Errorf("discovery: %w", err)
+	if err := discover(ctx, o.Config); err != nil {
+		return nil, err
 	}
 	if ws, err := o.Filter.Select(o.Config); err != nil {
 		return nil, err
 	} else if len(ws) == 0 {
 		return nil, errors.New("no workspace matches the filters")
 	}
-	iso, err := sandbox.Resolve(o.Config.Terraform.Sandbox, o.Config.Terraform.SandboxNetwork, o.Logger)
-	if err != nil {
-		return nil, err
-	}
-	targets, err := pipeline.Targets(o.Config, o.Filter, pipeline.Env{Jail: iso.Bwrap, JailNet: iso.Pasta, WorkDir: o.CacheDir})
+	targets, err := localTargets(o.Config, o.Filter, o.CacheDir, o.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -76,4 +73,41 @@ func Audit(ctx context.Context, o Options) (*report.Report, error) {
 		rep.Workspaces[i].SourceDir = t.SourceDir()
 	}
 	return rep, nil
+}
+
+// AcceptOutcome is what `driftwatch accept` came to (engine.Accept).
+type AcceptOutcome = engine.AcceptOutcome
+
+// Accept computes and proves the code change that accepts the drift of
+// one workspace of cfg (of addresses, or all of it): engine.Accept, run
+// the way an audit's run is (the same request, jail and network).
+func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses []string, logger *slog.Logger) (AcceptOutcome, error) {
+	if err := discover(ctx, cfg); err != nil {
+		return AcceptOutcome{}, err
+	}
+	targets, err := localTargets(cfg, pipeline.Filter{Names: []string{workspace}}, "", logger)
+	if err != nil {
+		return AcceptOutcome{}, err
+	}
+	return engine.Accept(ctx, targets[0].Request, addresses)
+}
+
+// discover expands the config's git discover: entries, checking their
+// sources out (inventory.DiscoverGit), unless that was done already.
+func discover(ctx context.Context, cfg *config.Config) error {
+	if err := inventory.DiscoverGit(ctx, cfg, inventory.DiscoverTimeout); err != nil {
+		return fmt.Errorf("discovery: %w", err)
+	}
+	return nil
+}
+
+// localTargets are f's targets as local runs: confined as
+// terraform.sandbox says (sandbox.Resolve: it warns when runs are not
+// isolated), their run directories under workDir when set.
+func localTargets(cfg *config.Config, f pipeline.Filter, workDir string, logger *slog.Logger) ([]pipeline.Target, error) {
+	iso, err := sandbox.Resolve(cfg.Terraform.Sandbox, cfg.Terraform.SandboxNetwork, logger)
+	if err != nil {
+		return nil, err
+	}
+	return pipeline.Targets(cfg, f, pipeline.Env{Jail: iso.Bwrap, JailNet: iso.Pasta, WorkDir: workDir})
 }

@@ -25,3 +25,12 @@ func TestAuditRefuses(t *testing.T) {
 	_, err = Audit(t.Context(), Options{Config: &config.Config{}, Logger: log})
 	require.EqualError(t, err, "no workspace matches the filters")
 }
+
+// Accept refuses a workspace the config does not have before it runs
+// anything.
+func TestAcceptUnknownWorkspace(t *testing.T) {
+	cfg := &config.Config{Workspaces: []config.Workspace{{Name: "net"}}}
+	cfg.Terraform.Sandbox = "off"
+	_, err := Accept(t.Context(), cfg, "db", nil, slog.New(slog.DiscardHandler))
+	require.EqualError(t, err, "unknown workspace db")
+}
