@@ -21,15 +21,18 @@ type Filter = pipeline.Filter
 type AuditOptions = oneshot.Options
 
 // Audit runs every selected workspace once and returns the report
-// (oneshot.Audit).
-func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) { return oneshot.Audit(ctx, o) }
+// (oneshot.Audit), after the config's git discover: entries are expanded.
+func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
+	o.Discover = inventory.DiscoverOnce
+	return oneshot.Audit(ctx, o)
+}
 
 // AcceptOutcome is what `driftwatch accept` came to (oneshot.AcceptOutcome).
 type AcceptOutcome = oneshot.AcceptOutcome
 
 // Accept is `driftwatch accept` (oneshot.Accept).
 func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses []string, logger *slog.Logger) (AcceptOutcome, error) {
-	return oneshot.Accept(ctx, cfg, workspace, addresses, logger)
+	return oneshot.Accept(ctx, cfg, inventory.DiscoverOnce, workspace, addresses, logger)
 }
 
 // MigrateStore is `driftwatch migrate --to postgres`

@@ -26,6 +26,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/runner"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
+	"github.com/driftwatch/driftwatch/internal/runner/remote"
 	"github.com/driftwatch/driftwatch/internal/schedule"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/silence"
@@ -91,8 +92,8 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	if o.Once {
 		// A long-running daemon discovers in its inventory's loop; one
 		// pass needs its git roots before it starts.
-		if err := inventory.DiscoverGit(ctx, cfg, inventory.DiscoverTimeout); err != nil {
-			return report.ExitError, fmt.Errorf("discovery: %w", err)
+		if err := inventory.DiscoverOnce(ctx, cfg); err != nil {
+			return report.ExitError, err
 		}
 	}
 	electing := kubeMode && cfg.Runner.LeaderElection.Enabled
@@ -226,6 +227,18 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	d.inv.Connect(inventory.Parts{Runs: d.runs, Store: st, Leader: d.leader, Outbox: d.outbox,
 		Notifiers: notifiers.Reload{Set: d.outbox.SetNotifiers, Logger: log}, Followers: []inventory.Follower{d.rem}})
 	return d, nil
+}
+
+// newKubeMode builds the kubernetes runner mode (kube.NewMode) from
+// runner.kubernetes; proceed answers remediation pods' proceed checks
+// (daemon.mayApply).
+func newKubeMode(cfg *config.Config, log *slog.Logger, proceed remote.ProceedFunc) (*kube.Mode, error) {
+	k := cfg.Runner.Kubernetes
+	if k == nil {
+		return nil, errors.New("kubernetes runner: runner.kubernetes is required")
+	}
+	return kube.NewMode(kube.ModeOptions{Kubeconfig: k.Kubeconfig, QPS: k.APIQPS, Burst: k.APIBurst, CallbackListen: k.CallbackListen, Config: kube.Config(k.Kube()),
+		TLSCertFile: cfg.Server.TLSCertFile, TLSKeyFile: cfg.Server.TLSKeyFile, Proceed: proceed, Logger: log})
 }
 
 // server is the HTTP server: status page, API (through control) and

@@ -239,4 +239,16 @@ discover:
 	// adds nothing.
 	require.NoError(t, DiscoverGit(t.Context(), cfg, 0))
 	require.Len(t, cfg.Workspaces, 3)
+
+	// The one-shot commands' discovery names itself in its error.
+	gone, err := loadString(t, dir, `terraform:
+  git_cache_dir: cache
+discover:
+  - source:
+      git: {url: "file://`+filepath.Join(dir, "gone")+`", ref: main, path: live}
+`)
+	require.NoError(t, err)
+	err = DiscoverOnce(t.Context(), gone)
+	require.ErrorContains(t, err, "discovery: ")
+	require.NoError(t, DiscoverOnce(t.Context(), cfg), "nothing left to expand")
 }

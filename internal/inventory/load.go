@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -31,6 +32,16 @@ func DiscoverGit(ctx context.Context, cfg *config.Config, timeout time.Duration)
 		defer cancel()
 	}
 	return cfg.DiscoverGit(ctx, Finder{})
+}
+
+// DiscoverOnce is DiscoverGit within DiscoverTimeout, its error marked as
+// discovery's: the commands that check workspaces once (audit, accept,
+// daemon --once) expand the git discover: entries before they run.
+func DiscoverOnce(ctx context.Context, cfg *config.Config) error {
+	if err := DiscoverGit(ctx, cfg, DiscoverTimeout); err != nil {
+		return fmt.Errorf("discovery: %w", err)
+	}
+	return nil
 }
 
 // loadAll is Load, then DiscoverGit within DiscoverTimeout: the daemon's

@@ -4,8 +4,8 @@
 // a code change, engine.Accept).
 //
 // What it owns: Options and Audit, which expands the config's git
-// discover: entries (inventory.DiscoverGit), selects the workspaces
-// (pipeline.Filter), resolves terraform.sandbox (sandbox.Resolve: it warns
+// discover: entries (Options.Discover: app hands it inventory's), selects
+// the workspaces (pipeline.Filter), resolves terraform.sandbox (sandbox.Resolve: it warns
 // when runs are not isolated), builds the targets (pipeline.Targets), runs
 // them with runner/local through pipeline.Auditor.RunAll, shows progress
 // (report.Progress) and returns the report with each workspace's source
@@ -13,6 +13,7 @@
 // request, jail and network) through engine.Accept.
 //
 // What it must not touch: the store, notifiers, the server, the daemon's
-// parts (internal/run, leader) and app, which forwards to it (app.Audit).
+// parts (internal/run, leader), inventory (discovery is handed in: the
+// inventory's folder imports pipeline) and app, which forwards to it.
 // Printing the report is cmd/driftwatch's (through report).
 package oneshot

@@ -3,13 +3,11 @@ package oneshot
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/config"
-	"github.com/driftwatch/driftwatch/internal/inventory"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/report"
@@ -32,11 +30,13 @@ type Options struct {
 	// depends on changed); the runs' directories are made there too, so
 	// that the kept state moves in and out by rename.
 	CacheDir string
+	// Discover, if set, first expands the config's git discover: entries,
+	// checking their sources out (app hands inventory.DiscoverOnce).
+	Discover func(context.Context, *config.Config) error
 }
 
-// Audit runs every selected workspace once and returns the report. It
-// first expands the config's git discover: entries (checking their
-// sources out), unless that was done already.
+// Audit runs every selected workspace once and returns the report, after
+// Discover.
 func Audit(ctx context.Context, o Options) (*report.Report, error) {
 	if o.Config == nil {
 		return nil, errors.New("driftwatch/app: AuditOptions.Config is required")
@@ -44,8 +44,10 @@ func Audit(ctx context.Context, o Options) (*report.Report, error) {
 	if o.Logger == nil {
 		return nil, errors.New("driftwatch/app: AuditOptions.Logger is required")
 	}
-	if err := discover(ctx, o.Config); err != nil {
-		return nil, err
+	if o.Discover != nil {
+		if err := o.Discover(ctx, o.Config); err != nil {
+			return nil, err
+		}
 	}
 	if ws, err := o.Filter.Select(o.Config); err != nil {
 		return nil, err
@@ -80,8 +82,9 @@ type AcceptOutcome = engine.AcceptOutcome
 
 // Accept computes and proves the code change that accepts the drift of
 // one workspace of cfg (of addresses, or all of it): engine.Accept, run
-// the way an audit's run is (the same request, jail and network).
-func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses []string, logger *slog.Logger) (AcceptOutcome, error) {
+// the way an audit's run is (the same discovery, request, jail and
+// network).
+func Accept(ctx context.Context, cfg *config.Config, discover func(context.Context, *config.Config) error, workspace string, addresses []string, logger *slog.Logger) (AcceptOutcome, error) {
 	if err := discover(ctx, cfg); err != nil {
 		return AcceptOutcome{}, err
 	}
@@ -90,15 +93,6 @@ func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses
 		return AcceptOutcome{}, err
 	}
 	return engine.Accept(ctx, targets[0].Request, addresses)
-}
-
-// discover expands the config's git discover: entries, checking their
-// sources out (inventory.DiscoverGit), unless that was done already.
-func discover(ctx context.Context, cfg *config.Config) error {
-	if err := inventory.DiscoverGit(ctx, cfg, inventory.DiscoverTimeout); err != nil {
-		return fmt.Errorf("discovery: %w", err)
-	}
-	return nil
 }
 
 // localTargets are f's targets as local runs: confined as

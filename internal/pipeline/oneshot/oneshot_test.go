@@ -1,6 +1,7 @@
 package oneshot
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 
@@ -31,6 +32,9 @@ func TestAuditRefuses(t *testing.T) {
 func TestAcceptUnknownWorkspace(t *testing.T) {
 	cfg := &config.Config{Workspaces: []config.Workspace{{Name: "net"}}}
 	cfg.Terraform.Sandbox = "off"
-	_, err := Accept(t.Context(), cfg, "db", nil, slog.New(slog.DiscardHandler))
+	discovered := 0
+	discover := func(context.Context, *config.Config) error { discovered++; return nil }
+	_, err := Accept(t.Context(), cfg, discover, "db", nil, slog.New(slog.DiscardHandler))
 	require.EqualError(t, err, "unknown workspace db")
+	require.Equal(t, 1, discovered, "discovery comes first")
 }
