@@ -17,6 +17,19 @@ const leaderLockKey = 0x44774c64
 // server dropped the first one's session.
 const leadCheckEvery = 2 * time.Second
 
+// leadKeepalives make the server end the leader's session, and so free
+// the lock, about 25 s after the leader's machine stops answering (a node
+// lost, a network cut): the operating system's defaults wait hours, since a
+// vanished client sends no FIN. The leader pings every leadCheckEvery, so
+// a live session is never idle long enough to be probed; the leader itself
+// sees a cut within two checks and stops leading before the server frees
+// the lock. Over a Unix socket they do nothing.
+var leadKeepalives = []string{
+	`SET tcp_keepalives_idle = 10`,
+	`SET tcp_keepalives_interval = 5`,
+	`SET tcp_keepalives_count = 3`,
+}
+
 // ErrLeadershipLost is the cause of Lead's context when the leadership
 // lock's connection failed: the server may have released the lock to
 // another replica.
@@ -38,6 +51,12 @@ func (s *Store) Lead(ctx context.Context) (leading context.Context, release func
 	conn, err := s.leadDB.Conn(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, q := range leadKeepalives {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			_ = conn.Close()
+			return nil, nil, err
+		}
 	}
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, int64(leaderLockKey)); err != nil {
 		_ = conn.Close()
