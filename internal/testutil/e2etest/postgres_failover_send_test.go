@@ -56,8 +56,6 @@ resource "dwtest_file" "b" {
 `})
 	e.apply(t, ws)
 	require.NoError(t, os.WriteFile(filepath.Join(out, "a.txt"), []byte("hand edit"), 0o644))
-	dsnFile := filepath.Join(e.root, "pg.dsn")
-	require.NoError(t, os.WriteFile(dsnFile, []byte(dsn+"\n"), 0o600))
 	db, err := sql.Open("pgx", dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
@@ -70,28 +68,20 @@ resource "dwtest_file" "b" {
 		"pd":     v.pdP.holdNext(http.MethodPost, "/v2/enqueue"),
 		"github": v.ghP.holdNext(http.MethodPost, "/issues"),
 	}
-	listenA, listenB := freePort(t), freePort(t)
-	body := `
-store: { driver: postgres, dsn_file: %s }
-allow_sub_minute_schedules: true
-%s
+	r := newReplicaConfigs(t, e, dsn, `allow_sub_minute_schedules: true
+`+v.notifiers+`
 alerts: { default_notifiers: [slack, pd, github] }
 defaults:
   schedule: "@every 3s"
   backend_policy: { allow_local: true }
 workspaces:
   - { name: payments, source: { path: ./payments } }
-`
-	cfgA := e.config(t, fmt.Sprintf("server: { listen: %q }", listenA)+fmt.Sprintf(body, dsnFile, v.notifiers))
-	raw, err := os.ReadFile(cfgA)
-	require.NoError(t, err)
-	cfgB := filepath.Join(e.root, "driftwatch-b.yaml")
-	require.NoError(t, os.WriteFile(cfgB, []byte(strings.Replace(string(raw), listenA, listenB, 1)), 0o644))
+`)
 
 	// 1. The open: A leads and is killed mid-send; B leads.
 	began := time.Now()
-	a := startDaemon(t, cfgA, listenA)
-	b := startDaemonProbe(t, cfgB, listenB, nil, "/healthz")
+	a := startDaemon(t, r.cfgA, r.listenA)
+	b := startDaemonProbe(t, r.cfgB, r.listenB, nil, "/healthz")
 	require.Equal(t, http.StatusServiceUnavailable, probeStatus(t, b, "/readyz"), "the second replica is a standby")
 	awaitHeld(t, arms, "the open")
 	tHeld := time.Since(began)
@@ -135,7 +125,7 @@ workspaces:
 
 	// 2. The update: A is back as the standby, B leads and is killed
 	// mid-send; A leads.
-	a = startDaemonProbe(t, cfgA, listenA, nil, "/healthz")
+	a = startDaemonProbe(t, r.cfgA, r.listenA, nil, "/healthz")
 	require.Equal(t, http.StatusServiceUnavailable, probeStatus(t, a, "/readyz"), "the restarted replica is a standby")
 	arms = map[string]*holdArm{
 		"slack":  v.slackP.holdNext(http.MethodPost, "/chat.postMessage"),
