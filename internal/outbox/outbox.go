@@ -360,14 +360,18 @@ func (d *Dispatcher) deliver(ctx context.Context, n notify.Notifier, m store.Out
 		return false
 	}
 	if d.fence != nil {
-		sctx, cancel := storeContext(ctx)
-		err := d.fence(sctx)
+		// Not detached from Run's context: a replica that stops leading
+		// stops waiting for its fence.
+		fctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		err := d.fence(fctx)
 		cancel()
 		if err != nil {
-			// Another replica may lead and send this message: sending it
-			// here too could post it twice at once.
-			log.Warn("not delivering: this replica may no longer lead; delivery postponed", "err", capError(err.Error()))
-			d.pause(m.Notifier, d.clock.Now().Add(storeRetry))
+			if ctx.Err() == nil {
+				// Another replica may lead and send this message: sending
+				// it here too could post it twice at once.
+				log.Warn("not delivering: this replica may no longer lead; delivery postponed", "err", capError(err.Error()))
+				d.pause(m.Notifier, d.clock.Now().Add(storeRetry))
+			}
 			return false
 		}
 	}
