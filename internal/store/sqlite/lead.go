@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -62,6 +63,13 @@ func (s *Store) Lead(ctx context.Context) (leading context.Context, release func
 		_ = conn.Close()
 		return nil, nil, err
 	}
+	var pid int64
+	if err := conn.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // the lock goes with the session
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	s.leadPID.Store(pid)
 	leading, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -85,6 +93,7 @@ func (s *Store) Lead(ctx context.Context) (leading context.Context, release func
 		}
 	}()
 	return leading, func() {
+		s.leadPID.Store(0)
 		cancel(context.Canceled)
 		<-done
 		unlock, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -94,6 +103,32 @@ func (s *Store) Lead(ctx context.Context) (leading context.Context, release func
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		_ = conn.Close()
 	}, nil
+}
+
+// LeadHeld checks at the server, through another connection, that the
+// leadership lock Lead took is still held by Lead's session: it fails, at
+// once, when the server dropped that session (a restart, a terminated
+// backend), which Lead's own check notices only within leadCheckEvery, and
+// by then another replica may lead. The outbox runs it before each
+// attempt, so that two replicas never both send for long. It returns nil
+// when this store holds no such lock (SQLite, Lead not called or
+// released: leadership is then decided elsewhere) and an error wrapping
+// ErrLeadershipLost when the lock is not the session's.
+func (s *Store) LeadHeld(ctx context.Context) error {
+	pid := s.leadPID.Load()
+	if s.leadDB == nil || pid == 0 {
+		return nil
+	}
+	var held bool
+	err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+AND classid::bigint = 0 AND objid::bigint = ? AND objsubid = 1 AND pid = ?)`, int64(leaderLockKey), pid).Scan(&held)
+	switch {
+	case err != nil:
+		return fmt.Errorf("check the leadership lock: %w", err)
+	case !held:
+		return fmt.Errorf("the leadership lock is no longer this replica's (server process %d): %w", pid, ErrLeadershipLost)
+	}
+	return nil
 }
 
 // openLeadDB is the pool of Lead's one connection (PostgreSQL only).
