@@ -201,8 +201,13 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	if err != nil {
 		return nil, err
 	}
+	// PostgreSQL replicas: the outbox sends only while this one leads.
+	var fence func(context.Context) error
+	if l, ok := st.(interface{ LeadHeld(context.Context) error }); ok {
+		fence = l.LeadHeld
+	}
 	d.outbox, err = outbox.New(outbox.Options{
-		Store: st, Notifiers: ns, Logger: log,
+		Store: st, Notifiers: ns, Logger: log, Fence: fence,
 		OnResult: d.metrics.NotificationResult, OnPending: d.metrics.SetNotificationsPending,
 	})
 	if err != nil {

@@ -38,7 +38,9 @@
 // next turn instead of sending it again. Store writes after an attempt run on a context detached from
 // Run's, so a shutdown that lands mid-delivery still records the outcome;
 // an attempt cut short by the shutdown itself is not counted as a failure
-// and is retried at the next start.
+// and is retried at the next start, or by the next leader: only the leader
+// runs a Dispatcher, and a leader's crash mid-send hands its message to
+// the next one (docs/architecture/store.md, "The outbox across leaders").
 //
 // # Waking up
 //

@@ -73,6 +73,11 @@ type Options struct {
 	// BatchSize is how many due messages one store read returns (default
 	// 1000).
 	BatchSize int
+	// Fence, if set, is called before each attempt: a replica sharing the
+	// store with others checks that it still leads (the PostgreSQL store's
+	// LeadHeld). An error postpones the notifier's deliveries, without
+	// counting an attempt, as a failed read of the notifier's state does.
+	Fence func(context.Context) error
 	// OnResult, if set, is called after every attempt with the notifier's
 	// name and ResultDelivered, ResultRetry or ResultFailed (metrics).
 	OnResult func(notifier, result string)
@@ -93,6 +98,7 @@ type Dispatcher struct {
 	timeout     time.Duration
 	poll        time.Duration
 	batch       int
+	fence       func(context.Context) error
 	onResult    func(string, string)
 	onPending   func(map[string]int)
 
@@ -156,6 +162,7 @@ func New(o Options) (*Dispatcher, error) {
 		timeout:     o.AttemptTimeout,
 		poll:        o.PollInterval,
 		batch:       o.BatchSize,
+		fence:       o.Fence,
 		onResult:    o.OnResult,
 		onPending:   o.OnPending,
 		wake:        make(chan struct{}, 1),
@@ -351,6 +358,22 @@ func (d *Dispatcher) deliver(ctx context.Context, n notify.Notifier, m store.Out
 		log.Error("cannot read notifier state; delivery postponed", "err", capError(err.Error()))
 		d.pause(m.Notifier, d.clock.Now().Add(storeRetry))
 		return false
+	}
+	if d.fence != nil {
+		// Not detached from Run's context: a replica that stops leading
+		// stops waiting for its fence.
+		fctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		err := d.fence(fctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				// Another replica may lead and send this message: sending
+				// it here too could post it twice at once.
+				log.Warn("not delivering: this replica may no longer lead; delivery postponed", "err", capError(err.Error()))
+				d.pause(m.Notifier, d.clock.Now().Add(storeRetry))
+			}
+			return false
+		}
 	}
 	var saveFailed atomic.Bool
 	saveState := func(s []byte) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,4 +160,31 @@ func TestStoreFailures(t *testing.T) {
 		require.False(t, h.store.get("a1").DeliveredAt.IsZero())
 		require.Equal(t, "ts-1", h.store.notifierState("slack", "inc-a"))
 	})
+}
+
+// A replica that may no longer lead (its fence fails) hands nothing to
+// its notifiers and counts no attempt; it delivers once the fence passes.
+func TestFence(t *testing.T) {
+	slack := newNotifier("slack")
+	var lost atomic.Bool
+	lost.Store(true)
+	fence := func(context.Context) error {
+		if lost.Load() {
+			return errors.New("the leadership lock is no longer this replica's")
+		}
+		return nil
+	}
+	h := newHarness(t, nil, nil, Options{Fence: fence}, slack)
+	h.store.add(msg("a1", "slack", "inc-a", notify.EventOpen, t0))
+	h.start()
+	h.settle()
+	require.Empty(t, slack.getCalls(), "nothing sent while another replica may lead")
+	m := h.store.get("a1")
+	require.Zero(t, m.Attempts)
+	require.True(t, m.DeliveredAt.IsZero())
+	require.Len(t, h.logs.find(t, "WARN", "not delivering: this replica may no longer lead"), 1)
+	lost.Store(false)
+	h.advance(storeRetry)
+	require.Equal(t, []string{"a1"}, slack.callIDs())
+	require.False(t, h.store.get("a1").DeliveredAt.IsZero())
 }

@@ -107,8 +107,8 @@ Guards the schema also states: `helm template | kubectl apply` and
 what would make a broken release.
 */}}
 {{- define "driftwatch.validate" -}}
-{{- if and (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
-{{- fail "replicaCount > 1 requires leaderElection.enabled=true: driftwatch's scheduler is a singleton, and two leaderless replicas would run every workspace twice" }}
+{{- if and (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) (not (include "driftwatch.postgres" .)) }}
+{{- fail "replicaCount > 1 requires leaderElection.enabled=true or store.postgres: driftwatch's scheduler is a singleton, and two leaderless replicas on SQLite would run every workspace twice" }}
 {{- end }}
 {{- if lt (int .Values.replicaCount) 0 }}
 {{- fail "replicaCount must not be negative" }}

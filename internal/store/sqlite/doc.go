@@ -38,6 +38,10 @@
 // as metrics), and the store logs when writes start failing and when they
 // recover. Reads go on meanwhile.
 //
+// On PostgreSQL, Lead makes one replica the leader (a session advisory
+// lock), and LeadHeld checks at the server that it still is (the outbox's
+// fence before each attempt).
+//
 // It must not import audit, notify or runner. The daemon (app) opens it
 // as configured (OpenConfigured); tests everywhere open it directly.
 package sqlite

@@ -79,6 +79,46 @@ func TestSQLiteLeadIsImmediate(t *testing.T) {
 	leading, release, err := s.Lead(t.Context())
 	require.NoError(t, err)
 	require.NoError(t, leading.Err())
+	require.NoError(t, s.LeadHeld(t.Context()), "no PostgreSQL lock to check")
 	release()
 	require.Error(t, leading.Err())
+}
+
+// LeadHeld tells a leader whose session the server dropped at once, not
+// within leadCheckEvery, and tells the replica leading after it that it
+// leads.
+func TestPostgresLeadHeld(t *testing.T) {
+	ctx := t.Context()
+	dsn := pgtest.Database(t)
+	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
+	require.NoError(t, a.LeadHeld(ctx), "not leading: nothing to check")
+
+	_, releaseA, err := a.Lead(ctx)
+	require.NoError(t, err)
+	require.NoError(t, a.LeadHeld(ctx))
+	second := make(chan func(), 1)
+	go func() {
+		_, release, err := b.Lead(ctx)
+		if err == nil {
+			second <- release
+		}
+	}()
+	_, err = sqlite.DB(b).ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
+WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid() AND objid = 1148669028`) // leaderLockKey "DwLd"
+	require.NoError(t, err)
+	var releaseB func()
+	select {
+	case releaseB = <-second:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the standby did not lead after the leader's session died")
+	}
+	start := time.Now()
+	err = a.LeadHeld(ctx)
+	require.ErrorIs(t, err, sqlite.ErrLeadershipLost, "the dropped leader is told at once")
+	require.Less(t, time.Since(start), time.Second)
+	require.NoError(t, b.LeadHeld(ctx))
+	releaseA()
+	require.NoError(t, a.LeadHeld(ctx), "released: nothing to check")
+	releaseB()
+	require.NoError(t, b.LeadHeld(ctx))
 }

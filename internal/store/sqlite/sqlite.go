@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 	sqlite3 "modernc.org/sqlite/lib"
@@ -65,8 +66,11 @@ type Store struct {
 	w *sql.DB
 	// r is a pool of query_only connections.
 	r *sql.DB
-	// leadDB holds Lead's connection (PostgreSQL only).
-	leadDB *sql.DB
+	// leadDB holds Lead's connection (PostgreSQL only); leadPID is that
+	// connection's server process while it holds the lock (0: none), for
+	// LeadHeld.
+	leadDB  *sql.DB
+	leadPID atomic.Int64
 
 	// health is how writes fare (WriteHealth).
 	health health

@@ -24,9 +24,10 @@ import (
 	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
 )
 
-// holdProxy is a TLS reverse proxy in front of one vendor test server,
-// on the same test certificate (httptest's), so the ca_file that trusts
-// the vendor server trusts it too. It passes every request and answer
+// holdProxy is a reverse proxy in front of one vendor test server: TLS on
+// the same test certificate (httptest's) for an https upstream, so the
+// ca_file that trusts the vendor server trusts it too; plain HTTP for an
+// http one (Slack's test server). It passes every request and answer
 // through unchanged, except the one holdNext armed it for: that request
 // reaches the vendor, which handles it, and the vendor's answer is held
 // back from the daemon until the daemon hangs up. That is a crash between
@@ -57,7 +58,11 @@ func newHoldProxy(t *testing.T, upstream string, client *http.Client) *holdProxy
 	p := &holdProxy{t: t, upstream: upstream, client: &c}
 	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(p.serve))
 	p.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	p.srv.StartTLS()
+	if strings.HasPrefix(upstream, "https://") {
+		p.srv.StartTLS()
+	} else {
+		p.srv.Start()
+	}
 	t.Cleanup(p.srv.Close)
 	return p
 }

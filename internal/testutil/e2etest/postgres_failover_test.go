@@ -39,27 +39,17 @@ resource "dwtest_file" "a" {
 `})
 	e.apply(t, ws)
 	require.NoError(t, os.WriteFile(filepath.Join(e.root, "out", "a.txt"), []byte("hand edit"), 0o644))
-	dsnFile := filepath.Join(e.root, "pg.dsn")
-	require.NoError(t, os.WriteFile(dsnFile, []byte(dsn+"\n"), 0o600))
 	hook, alerts := webhookAlerts(t, e)
-	listenA, listenB := freePort(t), freePort(t)
-	body := `
-store: { driver: postgres, dsn_file: %s }
-%s
+	r := newReplicaConfigs(t, e, dsn, alerts+`
 defaults:
   schedule: "@hourly"
   backend_policy: { allow_local: true }
 workspaces:
   - { name: slow, source: { path: ./slow } }
-`
-	cfgA := e.config(t, fmt.Sprintf("server: { listen: %q }", listenA)+fmt.Sprintf(body, dsnFile, alerts))
-	raw, err := os.ReadFile(cfgA)
-	require.NoError(t, err)
-	cfgB := filepath.Join(e.root, "driftwatch-b.yaml")
-	require.NoError(t, os.WriteFile(cfgB, []byte(strings.Replace(string(raw), listenA, listenB, 1)), 0o644))
+`)
 
-	a := startDaemon(t, cfgA, listenA)
-	b := startDaemonProbe(t, cfgB, listenB, nil, "/healthz")
+	a := startDaemon(t, r.cfgA, r.listenA)
+	b := startDaemonProbe(t, r.cfgB, r.listenB, nil, "/healthz")
 	require.Equal(t, http.StatusServiceUnavailable, probeStatus(t, b, "/readyz"), "the second replica is a standby")
 	var killed string
 	a.eventually("the leader's run of slow in its plan", 60*time.Second, func() bool {
@@ -92,10 +82,30 @@ workspaces:
 	b.eventually("the drift paged", 30*time.Second, func() bool { return len(opens(hook, "slow")) == 1 })
 	time.Sleep(3 * time.Second) // a second delivery would come within the outbox's first retry
 	require.Len(t, opens(hook, "slow"), 1, "opened once: neither lost nor doubled by the failover")
-	raw, err = os.ReadFile(dsnFile)
-	require.NoError(t, err)
-	require.NotContains(t, b.logs.String(), strings.TrimSpace(string(raw)), "the DSN is a secret")
+	require.NotContains(t, b.logs.String(), dsn, "the DSN is a secret")
 	require.Contains(t, b.logs.String(), `"store":"postgres (store.dsn_file)"`, "the start line names the store without its DSN")
+}
+
+// replicaConfigs are the config files of two replicas on one PostgreSQL
+// database, the same but for their listen addresses.
+type replicaConfigs struct {
+	cfgA, cfgB, listenA, listenB string
+}
+
+// newReplicaConfigs writes them: the store (dsn, read from a dsn_file),
+// then rest.
+func newReplicaConfigs(t *testing.T, e *tfEnv, dsn, rest string) replicaConfigs {
+	t.Helper()
+	dsnFile := filepath.Join(e.root, "pg.dsn")
+	require.NoError(t, os.WriteFile(dsnFile, []byte(dsn+"\n"), 0o600))
+	r := replicaConfigs{listenA: freePort(t), listenB: freePort(t)}
+	body := fmt.Sprintf("\nstore: { driver: postgres, dsn_file: %s }\n", dsnFile) + rest
+	r.cfgA = e.config(t, fmt.Sprintf("server: { listen: %q }", r.listenA)+body)
+	raw, err := os.ReadFile(r.cfgA)
+	require.NoError(t, err)
+	r.cfgB = filepath.Join(e.root, "driftwatch-b.yaml")
+	require.NoError(t, os.WriteFile(r.cfgB, []byte(strings.Replace(string(raw), r.listenA, r.listenB, 1)), 0o644))
+	return r
 }
 
 // opens are the webhook's verified "open" deliveries for workspace.

@@ -68,6 +68,10 @@ workspaces:
 		get := func(path, auth, host string) (int, string) {
 			t.Helper()
 			req, _ := http.NewRequest(http.MethodGet, d.base+path, nil)
+			// The run's record is finished a moment before its live log
+			// stops answering: without this a read in between is the
+			// event stream (docs/api.md).
+			req.Header.Set("Accept", "text/plain, text/html")
 			if auth != "" {
 				req.Header.Set("Authorization", auth)
 			}

@@ -61,7 +61,7 @@ func TestImageReplicasFailover(t *testing.T) {
 			tftest.Unavailable(t, tool+" is not on PATH (iproute2, util-linux)")
 		}
 	}
-	chart := renderChart(t, "replicaCount=2", "leaderElection.enabled=true", "store.postgres.existingSecret=driftwatch-db")
+	chart := renderChart(t, "replicaCount=2", "store.postgres.existingSecret=driftwatch-db")
 	require.Equal(t, 2, chart.replicas)
 	dsn := pgtest.Database(t)
 	pods := newPodNet(t)

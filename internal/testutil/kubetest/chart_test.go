@@ -301,8 +301,8 @@ func TestChartRejects(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"two replicas without leader election", []string{"--set", "replicaCount=2"}, "replicaCount > 1 requires leaderElection.enabled=true"},
-		{"same, schema skipped", []string{"--set", "replicaCount=2", "--skip-schema-validation"}, "replicaCount > 1 requires leaderElection.enabled=true"},
+		{"two replicas without leader election", []string{"--set", "replicaCount=2"}, "replicaCount > 1 requires leaderElection.enabled=true or store.postgres"},
+		{"same, schema skipped", []string{"--set", "replicaCount=2", "--skip-schema-validation"}, "replicaCount > 1 requires leaderElection.enabled=true or store.postgres"},
 		{"unknown top-level key", []string{"--set", "replicas=2"}, "additional properties 'replicas' not allowed"},
 		{"unknown nested key", []string{"--set", "persistence.sise=2Gi"}, "additional properties 'sise' not allowed"},
 		{"unknown config key", []string{"--set", "config.listen=0.0.0.0:9090"}, "additional properties 'listen' not allowed"},
@@ -324,11 +324,15 @@ func TestChartRejects(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	// Allowed: more replicas with leader election.
+	// Allowed: more replicas with leader election, or on PostgreSQL (the
+	// database's lock elects; no Lease, no PVC).
 	_, err := template(t, "--set", "replicaCount=3", "--set", "leaderElection.enabled=true")
 	require.NoError(t, err)
+	out, m := mustTemplate(t, "--set", "replicaCount=2", "--set", "store.postgres.existingSecret=db")
+	assert.Equal(t, int32(2), *get[*appsv1.Deployment](t, m, "Deployment/driftwatch/driftwatch").Spec.Replicas)
+	assert.NotContains(t, out, "leases")
 	// The container port follows config.server.listen.
-	_, m := mustTemplate(t, "--set", "config.server.listen=:9090")
+	_, m = mustTemplate(t, "--set", "config.server.listen=:9090")
 	d := get[*appsv1.Deployment](t, m, "Deployment/driftwatch/driftwatch")
 	assert.EqualValues(t, 9090, d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort)
 	// The callback's, config.runner.kubernetes.callback_listen.
