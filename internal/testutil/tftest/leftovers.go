@@ -17,7 +17,9 @@ import (
 // (DRIFTWATCH_RUN_MARKER) while its run directory (its TMPDIR) is gone,
 // removed when the run ended or with the test's temporary directory. A
 // run still going (in another test binary, say) keeps its directory and
-// is not counted. Runs must leave nothing behind, not even a provider of
+// is not counted; nor is a run inside a container (a process below a
+// container runtime's shim), whose TMPDIR is the container's: the test
+// that started the container stops it. Runs must leave nothing behind, not even a provider of
 // a killed daemon's run. Leftovers are listed and killed. Use it as
 // TestMain: os.Exit(tftest.Main(m)).
 func Main(m *testing.M) int {
@@ -54,6 +56,9 @@ func leftovers() map[int]string {
 		if err != nil || !bytes.Contains(env, []byte("DRIFTWATCH_RUN_MARKER=")) {
 			continue
 		}
+		if inContainer(pid) {
+			continue
+		}
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			if dir, ok := strings.CutPrefix(string(kv), "TMPDIR="); ok && !exists(dir) {
 				stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
@@ -67,6 +72,32 @@ func leftovers() map[int]string {
 		}
 	}
 	return out
+}
+
+// inContainer reports whether a process descends from a container
+// runtime's shim (containerd-shim*, as docker's containers do).
+func inContainer(pid int) bool {
+	for range 32 {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			return false
+		}
+		open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+		if open < 0 || end < open || len(stat) < end+2 {
+			return false
+		}
+		if bytes.HasPrefix(stat[open+1:end], []byte("containerd-shim")) {
+			return true
+		}
+		f := strings.Fields(string(stat[end+1:]))
+		if len(f) < 2 {
+			return false
+		}
+		if pid, err = strconv.Atoi(f[1]); err != nil || pid <= 1 {
+			return false
+		}
+	}
+	return false
 }
 
 func exists(path string) bool {
