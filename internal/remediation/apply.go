@@ -41,7 +41,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		// reload; this covers a config changed while the daemon was down,
 		// and a remediation the kill switch handed back as approved).
 		if rs, err := c.store.Remediations(ctx, "", 200); err == nil {
-			rs = c.endOffAll(ctx, rs, now, false)
+			rs = c.sweepOff(ctx, rs, now)
 			if !c.stopped() {
 				c.queueApproved(ctx, now, rs)
 			}

@@ -55,6 +55,7 @@ func (c *Controller) offRefusal(name string) *engine.Refusal {
 // and compares hashes anyway. A standby writes nothing: the leader's loop
 // ends what a reload it missed turned off.
 func (c *Controller) Reloaded(ctx context.Context, old *config.Config) {
+	defer c.reconciled.Store(c.host.Config())
 	if !c.host.Leading() {
 		return
 	}
@@ -69,6 +70,14 @@ func (c *Controller) Reloaded(ctx context.Context, old *config.Config) {
 		}
 		c.endOffAll(ctx, rs, time.Now().UTC(), true)
 	}
+}
+
+// sweepOff is the loop's endOffAll: a config newer than the one Reloaded
+// last handled is a reload whose Reloaded has not run yet.
+func (c *Controller) sweepOff(ctx context.Context, rs []store.Remediation, now time.Time) []store.Remediation {
+	cur := c.host.Config()
+	c.reconciled.CompareAndSwap(nil, cur)
+	return c.endOffAll(ctx, rs, now, cur != c.reconciled.Load())
 }
 
 // endOffAll ends (endOff) the pending and approved remediations among rs

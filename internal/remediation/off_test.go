@@ -125,11 +125,30 @@ func TestReloadTurnsRemediationOff(t *testing.T) {
 		// reason of the config it finds.
 		rs, err := f.st.Remediations(t.Context(), "", 200)
 		require.NoError(t, err)
-		kept := f.c.endOffAll(t.Context(), rs, time.Now().UTC(), false)
+		kept := f.c.sweepOff(t.Context(), rs, time.Now().UTC())
 		require.Empty(t, kept)
 		got := f.get(t, net.ID)
 		require.Equal(t, store.RemediationExpired, got.State)
 		require.Equal(t, "remediation for workspace net is off (config)", got.Reason)
+	})
+
+	t.Run("the loop before the reload's hook", func(t *testing.T) {
+		f := newOffFixture(t, approveMode, approveMode)
+		net := f.propose(t, "net", store.RemediationPending)
+		db := f.propose(t, "db", store.RemediationApproved)
+		sweep := func() {
+			rs, err := f.st.Remediations(t.Context(), "", 200)
+			require.NoError(t, err)
+			f.c.sweepOff(t.Context(), rs, time.Now().UTC())
+		}
+		sweep() // the loop's first tick: nothing is off
+		old := f.swapConfig(t, offMode, offMode)
+		sweep() // the reload published, its Reloaded not yet run
+		require.Equal(t, "remediation turned off by config reload", f.get(t, net.ID).Reason)
+		require.Equal(t, "remediation turned off by config reload", f.get(t, db.ID).Reason)
+		f.c.Reloaded(t.Context(), old)
+		require.Equal(t, store.RemediationExpired, f.get(t, net.ID).State)
+		require.Equal(t, store.RemediationRefused, f.get(t, db.ID).State)
 	})
 }
 

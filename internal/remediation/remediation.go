@@ -136,6 +136,11 @@ type Controller struct {
 	// turned off (Reloaded): the decision sees the new config, or the
 	// reload sees what the decision wrote.
 	decide sync.Mutex
+	// reconciled is the config whose turned-off remediations Reloaded
+	// ended (or the first the loop saw): the loop finding a newer one
+	// runs before a reload's Reloaded and words what it ends as the
+	// reload's doing, as Reloaded would.
+	reconciled atomic.Pointer[config.Config]
 }
 
 // New reads the persisted pause flag and marks the remediations a
