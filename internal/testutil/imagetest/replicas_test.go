@@ -181,9 +181,10 @@ echo "hand edit" > out/a.txt
 // leader's is cut in the middle with its network: the host's end of its
 // veth goes down, so its packets vanish (no FIN, no RST reaches the
 // server; the process lives on). The standby leads within nodeLossLimit,
-// the cut leader stops leading (its /readyz, read inside its network
-// namespace, is not 200, or it has exited), and the new leader records
-// the cut run and checks the workspace again.
+// the cut leader stops leading first (its /readyz, read inside its
+// network namespace, is not 200, or it has exited: losing the lock ends
+// the process), and the new leader records the cut run and checks the
+// workspace again.
 func nodeLoss(t *testing.T, leader, standby *pod, spec replicaSpec) {
 	t.Helper()
 	live, ready := spec.live, spec.ready
@@ -215,6 +216,11 @@ func nodeLoss(t *testing.T, leader, standby *pod, spec replicaSpec) {
 	t.Logf("leader's network cut to standby ready: %s; the cut leader stopped leading after %s", took.Round(time.Millisecond), stopped.Round(time.Millisecond))
 	require.Less(t, took, nodeLossLimit, "takeover after a node loss")
 	require.NotZero(t, stopped, "the cut leader still says it leads when the standby does")
+	// Its lock's check failed (ErrLeadershipLost), which ends the process:
+	// the container exits 1 (a Deployment would restart it, a standby).
+	require.Equal(t, "false 1", leader.e.dockerCmd(t, "inspect", "--format", "{{.State.Running}} {{.State.ExitCode}}", leader.id),
+		"the cut leader's process ended")
+	require.Contains(t, leader.logs(), "leadership lock lost")
 
 	eventually(t, "the workspace checked again by the new leader", 3*time.Minute, func() bool {
 		runs := standby.runs(t, "slow")

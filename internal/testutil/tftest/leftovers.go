@@ -41,13 +41,20 @@ func Main(m *testing.M) int {
 }
 
 // leftovers maps pid to command line of the live processes that carry a
-// run marker and whose TMPDIR no longer exists.
+// run marker and whose TMPDIR no longer exists. A process in another
+// mount namespace (a container's: the image's daemons under imagetest)
+// is not looked at: its TMPDIR is a path in its own filesystem, absent
+// from this one while its run is going.
 func leftovers() map[int]string {
 	out := map[int]string{}
+	mnt, _ := os.Readlink("/proc/self/ns/mnt")
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if theirs, _ := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "mnt")); theirs != mnt {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
