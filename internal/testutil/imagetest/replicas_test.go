@@ -179,8 +179,8 @@ echo "hand edit" > out/a.txt
 
 // nodeLoss: leader leads, standby has just started. A run of the
 // leader's is cut in the middle with its network: the host's end of its
-// veth goes down, so its packets vanish (no FIN, no RST reaches the
-// server; the process lives on). The standby leads within nodeLossLimit,
+// veth goes down, so its packets vanish (the process is not killed; no
+// FIN, no RST reaches the server, not even when it exits). The standby leads within nodeLossLimit,
 // the cut leader stops leading first (its /readyz, read inside its
 // network namespace, is not 200, or it has exited: losing the lock ends
 // the process), and the new leader records the cut run and checks the
