@@ -10,11 +10,13 @@
 //
 // TestImageReplicasFailover runs two replicas as the chart's Deployment
 // renders them (helm template; the runner block aside: local runs, no
-// Lease) on a PostgreSQL store (pgtest's cluster, reached over TCP through
-// a forwarder of the test's), each container in a network namespace
-// docker made with --network none and the test wires to a bridge of its
-// own (root, ip, nsenter), and kills the leader's container: the standby
-// leads, records the killed run and checks the workspace again.
+// Lease) on a PostgreSQL store (a pgtest cluster listening on TCP on the
+// pods' bridge), each container in a network namespace docker made with
+// --network none and the test wires to a bridge of its own (root, ip,
+// nsenter, curl), and kills the leader's container: the standby leads,
+// records the killed run and checks the workspace again. Then it cuts the
+// next leader's network (a node lost: no FIN reaches the server): the
+// server's TCP keepalives free the lock and a third replica leads.
 //
 // The image is $DRIFTWATCH_IMAGE, run with the docker CLI $DRIFTWATCH_DOCKER
 // (default docker) against $DOCKER_HOST: `make test` sets them from

@@ -1,6 +1,7 @@
 package imagetest
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,12 +32,27 @@ import (
 // killed leader left. The limit is generous for a machine under load.
 const takeoverLimit = 10 * time.Second
 
+// nodeLossLimit bounds the time from the leader's network cut to the
+// standby's /readyz 200. Nothing tells the server that a cut leader's
+// session is gone: the leader's lock session asks for TCP keepalives (10
+// s idle, then 3 probes 5 s apart: the server ends it about 25 s after
+// its last packet); the operating system's defaults (2 h idle) would
+// keep the lock for hours.
+const nodeLossLimit = 45 * time.Second
+
+// apiToken is the replicas' admin token (server.token_file).
+const apiToken = "imagetest-replicas-admin-token-0123456789"
+
 // TestImageReplicasFailover runs two replicas of the chart's Deployment on
 // a PostgreSQL store as containers of the image, each in a network
 // namespace of its own wired by the test (a bridge of the test's on this
 // machine, one veth per pod), and kills the leader's container in the
 // middle of a run: the standby leads, records the killed run, and checks
-// the workspace again.
+// the workspace again. Then a third replica waits as the standby, and the
+// new leader loses its network in the middle of a run without dying (a
+// node lost): the standby leads within nodeLossLimit, the cut leader
+// stops leading, and the cut run is recorded and the workspace checked
+// again.
 //
 // The pods run what `helm template` renders for store.postgres with two
 // replicas: the container's args, env, volume mounts (emptyDirs as tmpfs,
@@ -46,26 +61,29 @@ const takeoverLimit = 10 * time.Second
 // ConfigMap's config file, except its runner block: there is no
 // Kubernetes API here, so runs are local (the image's own Terraform) and
 // there is no Lease; the database's leadership lock decides who leads
-// (docs/kubernetes.md: replicas on a PostgreSQL store). PostgreSQL
-// (pgtest's cluster, on its Unix socket only) is reached by the pods at an
-// address of this machine on their bridge, through a forwarder that ends
-// the socket's session when the pod's connection ends, as PostgreSQL's own
-// TCP listener would.
+// (docs/kubernetes.md: replicas on a PostgreSQL store). PostgreSQL (a
+// pgtest cluster of the test's own) listens on TCP at this machine's
+// address on the pods' bridge, where the pods reach it.
 func TestImageReplicasFailover(t *testing.T) {
 	e := setup(t)
 	if os.Getuid() != 0 {
 		tftest.Unavailable(t, "wiring the pods' network namespaces needs root")
 	}
-	for _, tool := range []string{"ip", "nsenter"} {
+	for _, tool := range []string{"ip", "nsenter", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			tftest.Unavailable(t, tool+" is not on PATH (iproute2, util-linux)")
+			tftest.Unavailable(t, tool+" is not on PATH (iproute2, util-linux, curl)")
 		}
 	}
 	chart := renderChart(t, "replicaCount=2", "store.postgres.existingSecret=driftwatch-db")
 	require.Equal(t, 2, chart.replicas)
-	dsn := pgtest.Database(t)
 	pods := newPodNet(t)
-	pgPort := forwardPostgres(t, pods.gateway, pgtest.Dir(t))
+	pg := pgtest.StartTCP(t, pods.gateway+"/24")
+	dsn := pg.Database(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the database's sessions:\n%s", sessions(dsn))
+		}
+	})
 
 	// The workspace: a local-only one, applied in the image, then edited
 	// behind Terraform's back. Its plan waits 20 s: long enough to kill the
@@ -99,7 +117,7 @@ echo "hand edit" > out/a.txt
 `)
 	require.Equal(t, 0, res.code, "applying the workspace in the image:\nstdout: %s\nstderr: %s", res.stdout, res.stderr)
 
-	spec := podSpec(t, e, chart, work, fmt.Sprintf("%s:%d", pods.gateway, pgPort), dsn)
+	spec := podSpec(t, e, chart, work, pg.Addr, dsn)
 	a := startPod(t, e, pods, spec, "driftwatch-7c9d-a")
 	b := startPod(t, e, pods, spec, "driftwatch-7c9d-b")
 	live, ready := spec.live, spec.ready
@@ -155,6 +173,96 @@ echo "hand edit" > out/a.txt
 			require.NotContains(t, []string{"running", "queued", "errored"}, r.Status, "the new leader's run: %+v", r)
 		}
 	}
+
+	nodeLoss(t, standby, startPod(t, e, pods, spec, "driftwatch-7c9d-c"), spec)
+}
+
+// nodeLoss: leader leads, standby has just started. A run of the
+// leader's is cut in the middle with its network: the host's end of its
+// veth goes down, so its packets vanish (the process is not killed; no
+// FIN, no RST reaches the server, not even when it exits). The standby leads within nodeLossLimit,
+// the cut leader stops leading first (its /readyz, read inside its
+// network namespace, is not 200, or it has exited: losing the lock ends
+// the process), and the new leader records the cut run and checks the
+// workspace again.
+func nodeLoss(t *testing.T, leader, standby *pod, spec replicaSpec) {
+	t.Helper()
+	live, ready := spec.live, spec.ready
+	eventually(t, "the third replica live and not ready", 3*time.Minute, func() bool {
+		return standby.status(live) == http.StatusOK && standby.status(ready) == http.StatusServiceUnavailable
+	}, leader, standby)
+	before := len(leader.runs(t, "slow"))
+	leader.trigger(t, "slow")
+	var cut string
+	eventually(t, "the leader's triggered run of slow in its plan", 3*time.Minute, func() bool {
+		runs := leader.runs(t, "slow")
+		if len(runs) == before+1 && runs[0].Status == "running" {
+			cut = runs[0].ID
+			return true
+		}
+		return false
+	}, leader, standby)
+
+	start := time.Now()
+	ipCmd(t, "link", "set", leader.link, "down")
+	var stopped time.Duration
+	eventually(t, "the standby leads after the leader's network is cut", time.Minute, func() bool {
+		if stopped == 0 && leader.statusInside(t, ready) != http.StatusOK {
+			stopped = time.Since(start)
+		}
+		return standby.status(ready) == http.StatusOK
+	}, standby, leader)
+	took := time.Since(start)
+	t.Logf("leader's network cut to standby ready: %s; the cut leader stopped leading after %s", took.Round(time.Millisecond), stopped.Round(time.Millisecond))
+	require.Less(t, took, nodeLossLimit, "takeover after a node loss")
+	require.NotZero(t, stopped, "the cut leader still says it leads when the standby does")
+	// Its lock's check failed (ErrLeadershipLost), which ends the process:
+	// the container exits 1 (a Deployment would restart it, a standby).
+	require.Equal(t, "false 1", leader.e.dockerCmd(t, "inspect", "--format", "{{.State.Running}} {{.State.ExitCode}}", leader.id),
+		"the cut leader's process ended")
+	require.Contains(t, leader.logs(), "leadership lock lost")
+
+	eventually(t, "the workspace checked again by the new leader", 3*time.Minute, func() bool {
+		runs := standby.runs(t, "slow")
+		return len(runs) == before+2 && runs[0].ID != cut && !slices.Contains([]string{"running", "queued"}, runs[0].Status)
+	}, standby)
+	for _, r := range standby.runs(t, "slow")[:2] {
+		if r.ID == cut {
+			require.Equal(t, "errored", r.Status, "the cut run is recorded, not left running")
+			require.Equal(t, store.RunRestartedError, r.Error)
+		} else {
+			require.NotEqual(t, "errored", r.Status, "the new leader's run: %+v\n%s", r, standby.logs())
+		}
+	}
+}
+
+// sessions lists the database's sessions (pg_stat_activity) and the
+// locks they wait for or hold, for a failure's message.
+func sessions(dsn string) string {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return err.Error()
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT a.pid, coalesce(host(a.client_addr), 'socket'), coalesce(a.state, ''),
+		coalesce(a.wait_event_type || ':' || a.wait_event, ''), now() - a.state_change,
+		coalesce((SELECT string_agg(l.locktype || ' ' || l.mode || CASE WHEN l.granted THEN '' ELSE ' (waits)' END, ', ')
+			FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory'), ''), left(a.query, 80)
+		FROM pg_stat_activity a WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() ORDER BY a.backend_start`)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var pid int
+		var client, state, wait, since, locks, query string
+		if err := rows.Scan(&pid, &client, &state, &wait, &since, &locks, &query); err != nil {
+			return err.Error()
+		}
+		fmt.Fprintf(&b, "%d %s %s %s since %s; advisory: %s; %s\n", pid, client, state, wait, since, locks, query)
+	}
+	return b.String()
 }
 
 // replicaSpec is how every replica runs: docker run options and the
@@ -210,6 +318,13 @@ func podSpec(t *testing.T, e *env, chart chartPod, work []string, pgAddr, dsn st
 	tf["sandbox_paths"] = []string{ctrWork + "/out"}
 	cfg["defaults"] = map[string]any{"schedule": "@hourly", "labels": map[string]string{"env": "dev"}}
 	cfg["workspaces"] = []any{map[string]any{"name": "slow", "source": map[string]string{"path": ctrWork + "/slow"}}}
+	// An admin token, beside the config: the test triggers a run.
+	srv, _ := cfg["server"].(map[string]any)
+	if srv == nil {
+		srv = map[string]any{}
+		cfg["server"] = srv
+	}
+	srv["token_file"] = "api-token"
 	raw, err := yaml.Marshal(cfg)
 	require.NoError(t, err)
 	// The ConfigMap, with the Terraform CLI config naming the mirror as
@@ -218,6 +333,11 @@ func podSpec(t *testing.T, e *env, chart chartPod, work []string, pgAddr, dsn st
 	require.NoError(t, os.Chmod(cfgDir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, filepath.Base(cfgFile)), raw, 0o644))
 	writeTerraformRC(t, filepath.Join(cfgDir, "terraformrc"))
+	tokenFile := filepath.Join(cfgDir, "api-token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(apiToken), 0o400))
+	owner, err := strconv.Atoi(uid)
+	require.NoError(t, err)
+	require.NoError(t, os.Chown(tokenFile, owner, owner))
 	// The Secret: mode 0440, group fsGroup (the image's gid).
 	dbname := ""
 	for _, kv := range strings.Fields(dsn) {
@@ -230,9 +350,7 @@ func podSpec(t *testing.T, e *env, chart chartPod, work []string, pgAddr, dsn st
 	require.NoError(t, os.Chmod(secretDir, 0o755))
 	secretFile := filepath.Join(secretDir, filepath.Base(dsnFile))
 	require.NoError(t, os.WriteFile(secretFile, []byte("postgres://postgres@"+pgAddr+"/"+dbname+"?sslmode=disable\n"), 0o440))
-	gid, err := strconv.Atoi(uid)
-	require.NoError(t, err)
-	require.NoError(t, os.Chown(secretFile, 0, gid))
+	require.NoError(t, os.Chown(secretFile, 0, owner))
 
 	spec.opts = slices.Clone(work)
 	for _, m := range c.VolumeMounts {
@@ -290,12 +408,12 @@ func newPodNet(t *testing.T) *podNet {
 
 // attach gives the network namespace of process pid (a container's, which
 // docker made with --network none) an eth0 on the bridge, and returns its
-// address.
-func (n *podNet) attach(t *testing.T, pid int) string {
+// address and the host's end of its veth.
+func (n *podNet) attach(t *testing.T, pid int) (addr, host string) {
 	t.Helper()
 	n.pods++
-	addr := fmt.Sprintf("%s%d", n.prefix, n.pods+1)
-	host := fmt.Sprintf("%sp%d", n.bridge, n.pods)
+	addr = fmt.Sprintf("%s%d", n.prefix, n.pods+1)
+	host = fmt.Sprintf("%sp%d", n.bridge, n.pods)
 	peer := host + "c"
 	ipCmd(t, "link", "add", host, "type", "veth", "peer", "name", peer)
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", host).Run() })
@@ -306,7 +424,7 @@ func (n *podNet) attach(t *testing.T, pid int) string {
 	ipCmd(t, append(in, "link", "set", peer, "name", "eth0")...)
 	ipCmd(t, append(in, "addr", "add", addr+"/24", "dev", "eth0")...)
 	ipCmd(t, append(in, "link", "set", "eth0", "up")...)
-	return addr
+	return addr, host
 }
 
 // ipCmd runs ip with args, or the command args[1:] when args[0] is nsenter.
@@ -321,44 +439,15 @@ func ipCmd(t *testing.T, args ...string) {
 	}
 }
 
-// forwardPostgres listens on addr (any port, returned) and forwards each
-// connection to the PostgreSQL server on the Unix socket in dir. The end
-// of either side ends both: a killed pod's connection closing ends its
-// database session, and with it the session's advisory locks.
-func forwardPostgres(t *testing.T, addr, dir string) int {
-	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-	require.NoError(t, err)
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				s, err := net.Dial("unix", filepath.Join(dir, ".s.PGSQL.5432"))
-				if err != nil {
-					c.Close()
-					return
-				}
-				var once sync.Once
-				end := func() { once.Do(func() { c.Close(); s.Close() }) }
-				go func() { _, _ = io.Copy(s, c); end() }()
-				_, _ = io.Copy(c, s)
-				end()
-			}()
-		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // pod is one replica: a container of the image started as the chart's
 // Deployment starts it.
 type pod struct {
 	e          *env
 	name, id   string
+	pid        int    // the container's first process, in the pod's network namespace
+	link       string // the host's end of the pod's veth
 	addr, base string
+	port       string
 	client     *http.Client
 }
 
@@ -370,7 +459,7 @@ type pod struct {
 // chart).
 func startPod(t *testing.T, e *env, n *podNet, spec replicaSpec, name string) *pod {
 	t.Helper()
-	p := &pod{e: e, name: name, client: &http.Client{Timeout: 2 * time.Second}}
+	p := &pod{e: e, name: name, port: spec.port, client: &http.Client{Timeout: 2 * time.Second}}
 	opts := append(slices.Clone(spec.opts), "--hostname", name)
 	for _, v := range spec.podNameEnv {
 		opts = append(opts, "-e", v+"="+name)
@@ -383,17 +472,23 @@ until [ "$(cat /sys/class/net/eth0/operstate 2>/dev/null)" = up ]; do
 done
 exec "$@"`, "sh", spec.entrypoint}, spec.args...)}, true)...)
 	t.Cleanup(func() { _ = exec.Command(e.docker, "rm", "-f", p.id).Run() })
-	pid, err := strconv.Atoi(e.dockerCmd(t, "inspect", "--format", "{{.State.Pid}}", p.id))
+	var err error
+	p.pid, err = strconv.Atoi(e.dockerCmd(t, "inspect", "--format", "{{.State.Pid}}", p.id))
 	require.NoError(t, err)
-	require.NotZero(t, pid, "container %s is not running: %s", name, p.logs())
-	p.addr = n.attach(t, pid)
+	require.NotZero(t, p.pid, "container %s is not running: %s", name, p.logs())
+	p.addr, p.link = n.attach(t, p.pid)
 	p.base = "http://" + net.JoinHostPort(p.addr, spec.port)
 	return p
 }
 
+// logs is the last 40 lines the pod logged, its HTTP requests (the
+// test's polls) left out.
 func (p *pod) logs() string {
-	out, _ := exec.Command(p.e.docker, "logs", "--tail", "40", p.id).CombinedOutput()
-	return string(out)
+	out, _ := exec.Command(p.e.docker, "logs", p.id).CombinedOutput()
+	lines := slices.DeleteFunc(strings.Split(strings.TrimSpace(string(out)), "\n"), func(l string) bool {
+		return strings.Contains(l, `"msg":"http request"`)
+	})
+	return strings.Join(lines[max(0, len(lines)-40):], "\n")
 }
 
 // status is the HTTP status of GET path, 0 when the pod does not answer.
@@ -404,6 +499,33 @@ func (p *pod) status(path string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// statusInside is the HTTP status of GET path on the pod's loopback, from
+// inside its network namespace (curl under nsenter): it answers while the
+// pod's network is cut. 0 when the pod does not answer or has exited.
+func (p *pod) statusInside(t *testing.T, path string) int {
+	t.Helper()
+	if p.e.dockerCmd(t, "inspect", "--format", "{{.State.Running}}", p.id) != "true" {
+		return 0
+	}
+	out, _ := exec.Command("nsenter", "--net=/proc/"+strconv.Itoa(p.pid)+"/ns/net", "curl", "-s", "-o", "/dev/null",
+		"-m", "2", "-w", "%{http_code}", "http://"+net.JoinHostPort("127.0.0.1", p.port)+path).Output()
+	code, _ := strconv.Atoi(string(out))
+	return code
+}
+
+// trigger asks the pod for a run of workspace ws (POST .../runs).
+func (p *pod) trigger(t *testing.T, ws string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, p.base+"/api/v1/workspaces/"+ws+"/runs", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+apiToken)
+	resp, err := p.client.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Less(t, resp.StatusCode, 300, "%s: POST runs of %s: %s", p.name, ws, body)
 }
 
 func (p *pod) getJSON(t *testing.T, path string, v any) {

@@ -7,6 +7,12 @@
 // asks, and stopped by its PID when the binary's tests end (Main). Each
 // test gets a fresh, empty database (Database).
 //
+// A test that needs the server to see TCP connections (its clients in
+// other network namespaces, TCP keepalives that only a TCP session
+// honours) starts a cluster of its own with StartTCP: the same, also
+// listening at an address of this machine and trusting the clients of
+// that address's network, stopped by its PID when the test ends.
+//
 // initdb and postgres refuse to run as root: as root, the cluster runs as
 // the user nobody, and its directory belongs to nobody.
 //
@@ -20,9 +26,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,9 +49,11 @@ const EnvBinDir = "DRIFTWATCH_PG_BIN_DIR"
 // nobody is the uid and gid the cluster runs as when the tests run as root.
 const nobody = 65534
 
-// cluster is the test binary's one server.
+// cluster is one server: the test binary's shared one, or a test's own
+// (StartTCP).
 type cluster struct {
 	dir  string // owns the data directory and the socket
+	port int    // the socket's (and TCP's) port
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the postmaster has exited
 	err  error         // why it could not start
@@ -103,7 +113,11 @@ func Stop() error {
 // database is left to the cluster's removal.
 func Database(t testing.TB) string {
 	t.Helper()
-	c := start(t)
+	return start(t).database(t)
+}
+
+func (c *cluster) database(t testing.TB) string {
+	t.Helper()
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
 	db, err := sql.Open("pgx", c.dsn("postgres"))
 	if err != nil {
@@ -127,8 +141,58 @@ func Dir(t testing.TB) string {
 }
 
 func (c *cluster) dsn(dbname string) string {
-	return fmt.Sprintf("host=%s user=postgres dbname=%s sslmode=disable", c.dir, dbname)
+	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", c.dir, c.port, dbname)
 }
+
+// TCPServer is a cluster of one test's own that also listens on TCP
+// (StartTCP).
+type TCPServer struct {
+	c    *cluster
+	Addr string // the TCP listener's host:port
+}
+
+// StartTCP starts a cluster for this test alone that listens on TCP at
+// the address of cidr (an address of this machine with its network's
+// prefix length, "10.1.2.1/24") on a free port, besides its Unix socket,
+// and trusts every client from that network (pg_hba host ... trust: the
+// socket's authentication). It is stopped by its PID when the test ends.
+func StartTCP(t testing.TB, cidr string) *TCPServer {
+	t.Helper()
+	bin := BinDir(t)
+	ip, network, err := net.ParseCIDR(cidr)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	// A port free at ip now; postgres binds it a moment later.
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	c := newCluster(bin, port, &tcpListen{ip: ip.String(), hba: "host all all " + network.String() + " trust\n"})
+	t.Cleanup(func() {
+		if err := c.stop(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	if c.err != nil {
+		t.Fatalf("pgtest: %v", c.err)
+	}
+	return &TCPServer{c: c, Addr: net.JoinHostPort(ip.String(), strconv.Itoa(port))}
+}
+
+// Database creates a fresh, empty database on s and returns its DSN on
+// the Unix socket, in key=value form (a client over TCP names
+// s.Addr and the DSN's dbname).
+func (s *TCPServer) Database(t testing.TB) string {
+	t.Helper()
+	return s.c.database(t)
+}
+
+// tcpListen is what a StartTCP cluster adds: the address it listens at
+// and the pg_hba.conf line that lets its clients in.
+type tcpListen struct{ ip, hba string }
 
 // start returns the running cluster, starting it once. A cluster that
 // failed to start fails every test that asks.
@@ -138,7 +202,7 @@ func start(t testing.TB) *cluster {
 	mu.Lock()
 	defer mu.Unlock()
 	if running == nil {
-		running = newCluster(bin)
+		running = newCluster(bin, 5432, nil)
 	}
 	if running.err != nil {
 		t.Fatalf("pgtest: %v", running.err)
@@ -146,8 +210,10 @@ func start(t testing.TB) *cluster {
 	return running
 }
 
-func newCluster(bin string) *cluster {
-	c := &cluster{done: make(chan struct{})}
+// newCluster starts a cluster on port, on its Unix socket only unless
+// tcp is set.
+func newCluster(bin string, port int, tcp *tcpListen) *cluster {
+	c := &cluster{port: port, done: make(chan struct{})}
 	// Short: the socket's path (dir/.s.PGSQL.5432) must fit in 107 bytes.
 	dir, err := os.MkdirTemp("", "pgtest-")
 	if err != nil {
@@ -171,6 +237,14 @@ func newCluster(bin string) *cluster {
 		c.err = fmt.Errorf("initdb: %w: %s", err, strings.TrimSpace(string(out)))
 		return c
 	}
+	listen := ""
+	if tcp != nil {
+		listen = tcp.ip
+		if err := appendFile(filepath.Join(data, "pg_hba.conf"), tcp.hba); err != nil {
+			c.err = err
+			return c
+		}
+	}
 	logFile, err := os.Create(filepath.Join(dir, "postgres.log"))
 	if err != nil {
 		c.err = err
@@ -179,7 +253,7 @@ func newCluster(bin string) *cluster {
 	defer logFile.Close()
 	// Durability is not under test here: fsync off makes each CREATE
 	// DATABASE and commit cheap.
-	c.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-c", "listen_addresses=",
+	c.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-p", strconv.Itoa(port), "-c", "listen_addresses="+listen,
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=200", "-c", "shared_buffers=32MB")
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
@@ -195,6 +269,15 @@ func newCluster(bin string) *cluster {
 		c.err = err
 	}
 	return c
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	return errors.Join(err, f.Close())
 }
 
 // credential is nobody's when running as root (initdb refuses root), else
