@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,7 +69,7 @@ func inShim(t *testing.T, env ...string) int {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(shim, b, 0o755))
 	cmd := exec.Command(shim, "-c", "sleep 60 & echo $!; wait")
-	cmd.Env = append(env, "PATH="+os.Getenv("PATH"))
+	cmd.Env = append(slices.Clone(env), "PATH="+os.Getenv("PATH"))
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
