@@ -49,7 +49,8 @@ import (
 //     controller-manager-cpu-ms/check: the control plane's;
 //   - apiserver-req/check: requests the apiserver served per check, from
 //     its apiserver_request_total (every client: runner, controllers,
-//     played kubelet);
+//     played kubelet); runner-req/check: the runner's own, through its
+//     rate limiter (which bounds checks/h at QPS*3600 over it);
 //   - throttle-ms/check: time the runner's client waited on its rate
 //     limiter;
 //   - peak-jobs, peak-pods, peak-secrets and their last-minute means:
@@ -84,7 +85,7 @@ func BenchmarkKubeThroughput(b *testing.B) {
 	var sampler sync.WaitGroup
 	sampler.Go(func() { samples.run(ctx, admin, ns) })
 
-	reqs0 := apiserverRequests(b, admin)
+	reqs0, runnerReqs0 := apiserverRequests(b, admin), lim.calls.Load()
 	cpu0, kubelet0, api0, etcd0, kcm0 := selfCPU(), played.cpu(b), childCPU("kube-apiserver"), childCPU("etcd"), childCPU(controllerManager)
 	var done, failed atomic.Int64
 	var next atomic.Int64
@@ -110,7 +111,7 @@ func BenchmarkKubeThroughput(b *testing.B) {
 	workers.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
-	cpu, kubeletCPU := selfCPU()-cpu0, played.cpu(b)-kubelet0
+	cpu, kubeletCPU, runnerReqs := selfCPU()-cpu0, played.cpu(b)-kubelet0, lim.calls.Load()-runnerReqs0
 	apiCPU, etcdCPU, kcmCPU := childCPU("kube-apiserver")-api0, childCPU("etcd")-etcd0, childCPU(controllerManager)-kcm0
 	cancel()
 	sampler.Wait()
@@ -127,6 +128,7 @@ func BenchmarkKubeThroughput(b *testing.B) {
 	b.ReportMetric(perCheck(etcdCPU), "etcd-cpu-ms/check")
 	b.ReportMetric(perCheck(kcmCPU), "controller-manager-cpu-ms/check")
 	b.ReportMetric((apiserverRequests(b, admin)-reqs0)/checks, "apiserver-req/check")
+	b.ReportMetric(float64(runnerReqs)/checks, "runner-req/check")
 	b.ReportMetric(perCheck(lim.waited()), "throttle-ms/check")
 	peak, last := samples.result()
 	for i, kind := range []string{"jobs", "pods", "secrets"} {
@@ -142,16 +144,18 @@ type quietTB struct{ testing.TB }
 func (quietTB) Log(...any)          {}
 func (quietTB) Logf(string, ...any) {}
 
-// timedLimiter is a client rate limiter that sums the time callers waited.
+// timedLimiter is a client rate limiter that counts its callers (one a
+// request) and sums the time they waited.
 type timedLimiter struct {
 	flowcontrol.RateLimiter
-	nanos atomic.Int64
+	nanos, calls atomic.Int64
 }
 
 func (l *timedLimiter) Wait(ctx context.Context) error {
 	t := time.Now()
 	err := l.RateLimiter.Wait(ctx)
 	l.nanos.Add(int64(time.Since(t)))
+	l.calls.Add(1)
 	return err
 }
 
