@@ -11,8 +11,10 @@
 //     the deadline); buildJob and buildSecret make the Job (two containers:
 //     "runner" runs Terraform and has no token, "reporter" alone mounts the
 //     run's result token) and its per-run Secret, owned by the Job.
-//   - Running: Watch (one Job and one Pod informer over the namespace),
-//     then Run and Remediate create a run's Job and await its result
+//   - Running: Watch (one Job and one Pod informer over the namespace,
+//     their caches indexed by workspace and by Job, so that a run's
+//     look-ups do not grow with the finished Jobs kept: index.go), then
+//     Run and Remediate create a run's Job and await its result
 //     through the remote.Receiver, its failure (deadline, pod failure,
 //     image pull, deletion) or ctx. A result is taken only once the pod has
 //     succeeded. The pod's log goes into the run's Request.Log as it comes

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
@@ -282,8 +281,7 @@ func (f *flight) evaluate(grace *<-chan time.Time) bool {
 	if f.uid == "" {
 		f.uid = job.UID
 	}
-	pods, _ := f.r.pods.Pods(ns).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: f.name}))
-	for _, p := range pods {
+	for _, p := range f.r.podsOf(f.name) {
 		f.notePod(p)
 	}
 	f.mu.Lock()

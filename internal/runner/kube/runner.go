@@ -13,12 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -55,8 +53,11 @@ type Runner struct {
 
 	synced  chan struct{} // closed once Watch's caches have synced
 	stopped chan struct{} // closed when Watch returns
-	jobs    batchlisters.JobLister
-	pods    corelisters.PodLister
+	// The informers' caches (Watch): Jobs by name and by workspace, pods
+	// by Job (index.go).
+	jobs     batchlisters.JobLister
+	jobIndex cache.Indexer
+	podIndex cache.Indexer
 
 	mu       sync.Mutex
 	watched  bool
@@ -162,7 +163,13 @@ func (r *Runner) Watch(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("kubernetes runner: %w", err)
 	}
-	r.jobs, r.pods = jobInf.Lister(), podInf.Lister()
+	if err := jobInf.Informer().AddIndexers(cache.Indexers{indexWorkspace: labelIndex(LabelWorkspace)}); err != nil {
+		return fmt.Errorf("kubernetes runner: %w", err)
+	}
+	if err := podInf.Informer().AddIndexers(cache.Indexers{indexJobName: labelIndex(batchv1.JobNameLabel)}); err != nil {
+		return fmt.Errorf("kubernetes runner: %w", err)
+	}
+	r.jobs, r.jobIndex, r.podIndex = jobInf.Lister(), jobInf.Informer().GetIndexer(), podInf.Informer().GetIndexer()
 	factory.StartWithContext(ctx)
 	defer factory.Shutdown()
 	if err := factory.WaitForCacheSyncWithContext(ctx).AsError(); err != nil {
@@ -336,17 +343,9 @@ func (r *Runner) start(ctx context.Context, req terraform.Request, rem *remote.R
 	// apiserver pay for at thousands of runs an hour. The cache is synced
 	// (waitSynced) and holds every Job this daemon created; another
 	// daemon's were adopted at start (Adopt lists the API).
-	sel, err := labels.Parse(WorkspaceSelector(req.Workspace))
+	items, err := r.workspaceJobs(req.Workspace)
 	if err != nil {
 		return nil, submitErr("list jobs", err)
-	}
-	cached, err := r.jobs.Jobs(r.cfg.Namespace).List(sel)
-	if err != nil {
-		return nil, submitErr("list jobs", err)
-	}
-	items := make([]batchv1.Job, len(cached))
-	for i, j := range cached {
-		items[i] = *j
 	}
 	jobs := r.cs.BatchV1().Jobs(r.cfg.Namespace)
 	if active := activeJobs(items, req.Workspace, r.isConsumed); len(active) > 0 {

@@ -5,7 +5,6 @@ package kube
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,13 +16,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/runner"
-	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/testutil/kubetest"
 )
 
@@ -34,18 +33,24 @@ import (
 // Job whose pod the played kubelet runs with the pod's real code (the
 // runner and reporter containers, the handoff socket, the result and log
 // posts to the daemon) and a stand-in plan that returns at once. The
-// runner's client is limited as the daemon's is (DRIFTWATCH_BENCH_QPS,
-// _BURST; default 50 and 100) and finished Jobs expire after
-// DRIFTWATCH_BENCH_TTL (default 1m). It reports:
+// played kubelet and its pods run in a process of their own
+// (startKubeletProcess), as a cluster runs them elsewhere, so that this
+// process is the daemon's side alone: the runner, its informer and the
+// Receiver the pods post to. The runner's client is limited as the
+// daemon's is (DRIFTWATCH_BENCH_QPS, _BURST; default 50 and 100) and
+// finished Jobs expire after DRIFTWATCH_BENCH_TTL (default 1m). It
+// reports:
 //
 //   - checks/h: completed checks an hour (errors fail the benchmark);
-//   - cpu-ms/check: this process's CPU per check: the runner, and the
-//     played kubelet and pods, which a cluster runs elsewhere (an upper
-//     bound of the daemon's);
-//   - apiserver-cpu-ms/check, etcd-cpu-ms/check: the control plane's;
+//   - runner-cpu-ms/check: this process's CPU per check, the daemon's
+//     side's; runner-core-%: the share of a core it took at this rate;
+//   - kubelet-cpu-ms/check: the played kubelet's and its pods' process's;
+//   - apiserver-cpu-ms/check, etcd-cpu-ms/check,
+//     controller-manager-cpu-ms/check: the control plane's;
 //   - apiserver-req/check: requests the apiserver served per check, from
 //     its apiserver_request_total (every client: runner, controllers,
-//     played kubelet);
+//     played kubelet); runner-req/check: the runner's own, through its
+//     rate limiter (which bounds checks/h at QPS*3600 over it);
 //   - throttle-ms/check: time the runner's client waited on its rate
 //     limiter;
 //   - peak-jobs, peak-pods, peak-secrets and their last-minute means:
@@ -59,21 +64,13 @@ func BenchmarkKubeThroughput(b *testing.B) {
 	conc := benchEnvInt(b, "DRIFTWATCH_BENCH_CONCURRENCY", 16)
 	qps := benchEnvInt(b, "DRIFTWATCH_BENCH_QPS", 50)
 	burst := benchEnvInt(b, "DRIFTWATCH_BENCH_BURST", 100)
-	const workspaces = 200
 
 	c := kubetest.Start(b)
 	admin, err := c.Clientset()
 	require.NoError(b, err)
 	const ns = "bench"
 	require.NoError(b, c.CreateNamespace(b.Context(), ns, nil))
-	k := &kubelet{plays: map[string]kubetest.ContainersFunc{}}
-	stand := realPod(quietTB{b}, admin, runnerFunc(func(_ context.Context, req terraform.Request) (runner.Result, error) {
-		return canned(req.RunID).Unpack()
-	}), nil)
-	for i := range workspaces {
-		k.setContainers(fmt.Sprintf("ws-%03d", i), stand)
-	}
-	c.PlayKubeletContainers(b, ns, k.run)
+	played := startKubeletProcess(b, c.Kubeconfig, ns)
 
 	// The runner's own client, limited like the daemon's, its waits timed.
 	rc := c.RESTConfig()
@@ -88,8 +85,8 @@ func BenchmarkKubeThroughput(b *testing.B) {
 	var sampler sync.WaitGroup
 	sampler.Go(func() { samples.run(ctx, admin, ns) })
 
-	reqs0 := apiserverRequests(b, admin)
-	cpu0, api0, etcd0 := selfCPU(), childCPU("kube-apiserver"), childCPU("etcd")
+	reqs0, runnerReqs0 := apiserverRequests(b, admin), lim.calls.Load()
+	cpu0, kubelet0, api0, etcd0, kcm0 := selfCPU(), played.cpu(b), childCPU("kube-apiserver"), childCPU("etcd"), childCPU(controllerManager)
 	var done, failed atomic.Int64
 	var next atomic.Int64
 	start := time.Now()
@@ -101,7 +98,7 @@ func BenchmarkKubeThroughput(b *testing.B) {
 			// A check started before the end runs to its end.
 			for time.Now().Before(end) {
 				n := next.Add(1)
-				req := request(fmt.Sprintf("ws-%03d", n%workspaces), drift.NewRunID())
+				req := request(benchWorkspace(n), drift.NewRunID())
 				if _, err := d.runner.Run(ctx, req); err != nil {
 					failed.Add(1)
 					b.Logf("check %d: %v", n, err)
@@ -114,17 +111,24 @@ func BenchmarkKubeThroughput(b *testing.B) {
 	workers.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	cpu, kubeletCPU, runnerReqs := selfCPU()-cpu0, played.cpu(b)-kubelet0, lim.calls.Load()-runnerReqs0
+	apiCPU, etcdCPU, kcmCPU := childCPU("kube-apiserver")-api0, childCPU("etcd")-etcd0, childCPU(controllerManager)-kcm0
 	cancel()
 	sampler.Wait()
+	played.stop(b)
 	checks := float64(done.Load())
 	require.Zero(b, failed.Load(), "failed checks")
 	require.Positive(b, checks)
 	perCheck := func(d time.Duration) float64 { return float64(d.Milliseconds()) / checks }
 	b.ReportMetric(checks/elapsed.Hours(), "checks/h")
-	b.ReportMetric(perCheck(selfCPU()-cpu0), "cpu-ms/check")
-	b.ReportMetric(perCheck(childCPU("kube-apiserver")-api0), "apiserver-cpu-ms/check")
-	b.ReportMetric(perCheck(childCPU("etcd")-etcd0), "etcd-cpu-ms/check")
+	b.ReportMetric(perCheck(cpu), "runner-cpu-ms/check")
+	b.ReportMetric(100*cpu.Seconds()/elapsed.Seconds(), "runner-core-%")
+	b.ReportMetric(perCheck(kubeletCPU), "kubelet-cpu-ms/check")
+	b.ReportMetric(perCheck(apiCPU), "apiserver-cpu-ms/check")
+	b.ReportMetric(perCheck(etcdCPU), "etcd-cpu-ms/check")
+	b.ReportMetric(perCheck(kcmCPU), "controller-manager-cpu-ms/check")
 	b.ReportMetric((apiserverRequests(b, admin)-reqs0)/checks, "apiserver-req/check")
+	b.ReportMetric(float64(runnerReqs)/checks, "runner-req/check")
 	b.ReportMetric(perCheck(lim.waited()), "throttle-ms/check")
 	peak, last := samples.result()
 	for i, kind := range []string{"jobs", "pods", "secrets"} {
@@ -140,16 +144,18 @@ type quietTB struct{ testing.TB }
 func (quietTB) Log(...any)          {}
 func (quietTB) Logf(string, ...any) {}
 
-// timedLimiter is a client rate limiter that sums the time callers waited.
+// timedLimiter is a client rate limiter that counts its callers (one a
+// request) and sums the time they waited.
 type timedLimiter struct {
 	flowcontrol.RateLimiter
-	nanos atomic.Int64
+	nanos, calls atomic.Int64
 }
 
 func (l *timedLimiter) Wait(ctx context.Context) error {
 	t := time.Now()
 	err := l.RateLimiter.Wait(ctx)
 	l.nanos.Add(int64(time.Since(t)))
+	l.calls.Add(1)
 	return err
 }
 
@@ -170,21 +176,35 @@ func (s *objectSamples) run(ctx context.Context, cs kubernetes.Interface, ns str
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			var n [3]int
-			if l, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{}); err == nil {
-				n[0] = len(l.Items)
-			}
-			if l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
-				n[1] = len(l.Items)
-			}
-			if l, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); err == nil {
-				n[2] = len(l.Items)
+			n := [3]int{
+				count(cs.BatchV1().Jobs(ns).List(ctx, onlyCount)),
+				count(cs.CoreV1().Pods(ns).List(ctx, onlyCount)),
+				count(cs.CoreV1().Secrets(ns).List(ctx, onlyCount)),
 			}
 			s.mu.Lock()
 			s.counts, s.at = append(s.counts, n), append(s.at, now)
 			s.mu.Unlock()
 		}
 	}
+}
+
+// onlyCount lists one object and the count of the others, so that counting
+// costs this process (the runner's) next to nothing.
+var onlyCount = metav1.ListOptions{Limit: 1}
+
+// count is how many objects a list with onlyCount found (zero on an error).
+func count(l interface {
+	runtime.Object
+	metav1.ListInterface
+}, err error) int {
+	if err != nil {
+		return 0
+	}
+	n := meta.LenList(l)
+	if rest := l.GetRemainingItemCount(); rest != nil {
+		n += int(*rest)
+	}
+	return n
 }
 
 // result is the peak of each count and its mean over the last minute.
@@ -237,33 +257,46 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// controllerManager is kube-controller-manager's name in /proc (at most 15
+// bytes).
+const controllerManager = "kube-controller"
+
 // childCPU is the CPU time of this process's running children named comm
 // (the control plane's processes, which kubetest starts).
 func childCPU(comm string) time.Duration {
-	tick := 100.0 // USER_HZ
-	var total float64
+	var total time.Duration
 	entries, _ := os.ReadDir("/proc")
 	me := strconv.Itoa(os.Getpid())
 	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
+		name, ppid, cpu, ok := procStat(e.Name())
+		if ok && name == comm && ppid == me {
+			total += cpu
 		}
-		s := string(b)
-		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || closing < open || s[open+1:closing] != comm {
-			continue
-		}
-		f := strings.Fields(s[closing+2:])
-		// After the name: state ppid ... utime (14th field of stat) stime.
-		if len(f) < 13 || f[1] != me {
-			continue
-		}
-		u, _ := strconv.ParseFloat(f[11], 64)
-		st, _ := strconv.ParseFloat(f[12], 64)
-		total += (u + st) / tick
 	}
-	return time.Duration(total * float64(time.Second))
+	return total
+}
+
+// procStat is process pid's name, parent and CPU time (user and system, of
+// all its threads), from /proc; ok is false if it is gone.
+func procStat(pid string) (comm, ppid string, cpu time.Duration, ok bool) {
+	const tick = 100.0 // USER_HZ
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return "", "", 0, false
+	}
+	s := string(b)
+	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || closing < open {
+		return "", "", 0, false
+	}
+	f := strings.Fields(s[closing+2:])
+	// After the name: state ppid ... utime (14th field of stat) stime.
+	if len(f) < 13 {
+		return "", "", 0, false
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return s[open+1 : closing], f[1], time.Duration((u + st) / tick * float64(time.Second)), true
 }
 
 func benchEnvDuration(b *testing.B, name string, def time.Duration) time.Duration {

@@ -31,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // EnvBinDir names the directory holding etcd, kube-apiserver,
@@ -246,6 +247,22 @@ func start(t testing.TB, bin string) (_ *Cluster, err error) {
 	}
 	t.Logf("kubetest: control plane at %s ready in %s (logs in %s until the test ends; shown if it fails)", c.Server, time.Since(began).Round(time.Millisecond), c.dir)
 	return c, nil
+}
+
+// Connect is the control plane another process started, from its
+// Kubeconfig: for a helper process of a test (BenchmarkKubeThroughput plays
+// the kubelet in one, apart from the process it measures). It owns and stops
+// nothing; only its clients (RESTConfig, Clientset, CreateNamespace) and
+// PlayKubelet work, not kubectl or helm.
+func Connect(kubeconfig string) (*Cluster, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubetest: connect: %w", err)
+	}
+	if rc.BearerToken == "" || len(rc.CAData) == 0 {
+		return nil, fmt.Errorf("kubetest: connect: %s has no admin token or CA: not a kubetest kubeconfig", kubeconfig)
+	}
+	return &Cluster{Kubeconfig: kubeconfig, Server: rc.Host, token: rc.BearerToken, caPEM: rc.CAData}, nil
 }
 
 // RESTConfig returns a fresh admin client configuration.

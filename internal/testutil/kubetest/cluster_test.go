@@ -4,6 +4,8 @@ package kubetest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -176,4 +178,27 @@ func waitJob(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, nam
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// TestConnect reads back the cluster a kubeconfig of Start's describes: the
+// same server, token and CA, so a helper process's clients are the
+// starter's; a kubeconfig without a token is refused.
+func TestConnect(t *testing.T) {
+	dir := t.TempDir()
+	c := &Cluster{Server: "https://127.0.0.1:6443", token: "0123abcd", caPEM: []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")}
+	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	require.NoError(t, os.WriteFile(c.Kubeconfig, c.kubeconfig(), 0o600))
+
+	got, err := Connect(c.Kubeconfig)
+	require.NoError(t, err)
+	require.Equal(t, c.Kubeconfig, got.Kubeconfig)
+	require.Equal(t, c.Server, got.Server)
+	require.Equal(t, c.RESTConfig(), got.RESTConfig())
+
+	noToken := filepath.Join(dir, "other")
+	require.NoError(t, os.WriteFile(noToken, []byte(strings.Replace(string(c.kubeconfig()), "token: 0123abcd", "username: someone", 1)), 0o600))
+	_, err = Connect(noToken)
+	require.ErrorContains(t, err, "no admin token")
+	_, err = Connect(filepath.Join(dir, "missing"))
+	require.Error(t, err)
 }

@@ -7,7 +7,8 @@
 // when the test ends. There is no kubelet and no scheduler: PlayKubelet (or
 // PlayKubeletContainers, with an exit per container) lets a test play the
 // kubelet for the pods of one namespace, so the real Job controller
-// completes or fails Jobs; Processes.Run plays a pod's containers as local
+// completes or fails Jobs (Connect lets a helper process of the test play
+// it, against the control plane the test started); Processes.Run plays a pod's containers as local
 // processes, each with only its own volume mounts materialised; and
 // PlayKubeletDocker runs them for real, in containers of driftwatch's image
 // (DockerKubelet: image, command, env and envFrom, Secret/ConfigMap/
