@@ -48,9 +48,8 @@ func acceptCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
 		return report.ExitError
 	}
-	cfg, err := app.LoadConfig(*cfgPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "driftwatch: invalid config:\n%v\n", err)
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
 		return report.ExitError
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

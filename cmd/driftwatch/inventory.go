@@ -39,9 +39,8 @@ func inventoryCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "driftwatch: unknown format %q (use table or yaml)\n", *format)
 		return report.ExitError
 	}
-	cfg, err := app.LoadConfig(*cfgPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "driftwatch: invalid config:\n%v\n", err)
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
 		return report.ExitError
 	}
 	if cfg.HasGitDiscovery() {
@@ -53,6 +52,7 @@ func inventoryCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	rows := inventoryRows(cfg)
+	var err error
 	if *format == "yaml" {
 		err = writeInventoryYAML(stdout, rows)
 	} else {

@@ -118,9 +118,8 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return report.ExitError
 	}
-	cfg, err := app.LoadConfig(*cfgPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "driftwatch: invalid config:\n%v\n", err)
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
 		return report.ExitError
 	}
 	if err := app.Validate(cfg, slog.New(slog.DiscardHandler)); err != nil {
@@ -176,9 +175,8 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "driftwatch: --label: %v\n", err)
 		return report.ExitError
 	}
-	cfg, err := app.LoadConfig(*cfgPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "driftwatch: invalid config:\n%v\n", err)
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
 		return report.ExitError
 	}
 
@@ -260,9 +258,8 @@ func migrateCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "driftwatch: usage: driftwatch migrate --to postgres [--config FILE]")
 		return report.ExitError
 	}
-	cfg, err := app.LoadConfig(*cfgPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "driftwatch: invalid config:\n%v\n", err)
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
 		return report.ExitError
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -307,6 +304,17 @@ func validFormat(f string) bool {
 
 // writeReport writes atomically when --output is set, so a reader never
 // sees half a report.
+// loadConfig loads the config file at path (app.LoadConfig); when it is
+// invalid it says why on stderr and ok is false.
+func loadConfig(path string, stderr io.Writer) (cfg *config.Config, ok bool) {
+	cfg, err := app.LoadConfig(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "driftwatch: invalid config:\n%v\n", err)
+		return nil, false
+	}
+	return cfg, true
+}
+
 func writeReport(path, format string, rep *report.Report, stdout io.Writer) error {
 	return writeOutput(path, stdout, func(w io.Writer) error { return report.Write(w, format, rep) })
 }

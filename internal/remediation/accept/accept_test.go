@@ -65,10 +65,6 @@ func TestComputeRewritesWhereTheValueIsSet(t *testing.T) {
 	res, err := accept.Compute(accept.Request{Dir: dir, Plan: wholePlan()})
 	require.NoError(t, err)
 	require.Empty(t, res.Refused)
-	var got []string
-	for _, a := range res.Accepted {
-		got = append(got, a.String())
-	}
 	require.ElementsMatch(t, []string{
 		"dwtest_file.lit.content: main.tf:27 (literal)",
 		"dwtest_file.lit.tags.cost-center: main.tf:28 (literal (key added))",
@@ -79,7 +75,7 @@ func TestComputeRewritesWhereTheValueIsSet(t *testing.T) {
 		"dwtest_file.tfv.region: terraform.tfvars:2 (tfvars)",
 		"module.app.dwtest_file.m.content: main.tf:58 (module input)",
 		"module.app.dwtest_file.m.mode: modules/app/main.tf:7 (literal)",
-	}, got)
+	}, texts(res.Accepted))
 	require.NoError(t, res.Apply())
 	main := mustRead(t, filepath.Join(dir, "main.tf"))
 	for _, want := range []string{
@@ -191,4 +187,13 @@ func mustRead(t *testing.T, p string) string {
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// texts is each accepted attribute as a person reads it.
+func texts(as []accept.Accepted) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.String()
+	}
+	return out
 }

@@ -140,17 +140,13 @@ func TestAcceptProvenByAPlan(t *testing.T) {
 
 			res, err := accept.Compute(accept.Request{Dir: dir, VarFiles: []string{"prod.tfvars"}, Plan: &plan})
 			require.NoError(t, err)
-			var got []string
-			for _, a := range res.Accepted {
-				got = append(got, a.String())
-			}
 			require.ElementsMatch(t, []string{
 				"dwtest_file.literal.content: main.tf:28 (literal)",
 				"dwtest_file.local.content: main.tf:8 (local)",
 				"dwtest_file.tfvars.content: prod.tfvars:2 (tfvars)",
 				"dwtest_file.default.content: main.tf:17 (variable default)",
 				"module.child.dwtest_file.input.content: main.tf:53 (module input)",
-			}, got)
+			}, texts(res.Accepted))
 			require.Len(t, res.Refused, 1)
 			require.Equal(t, "dwtest_file.secret", res.Refused[0].Address)
 			require.Contains(t, res.Refused[0].Reason, "sensitive")
