@@ -388,7 +388,7 @@ func (r *Runner) start(ctx context.Context, req terraform.Request, rem *remote.R
 		if ctx.Err() != nil {
 			// The request may have reached the server: a Job without its
 			// Secret would wait for it until its deadline.
-			r.deleteJob(p.name, "")
+			r.discard(p.name, "", p.spec.ExpiresAt)
 		}
 		return nil, submitErr("create job", err)
 	}
@@ -398,7 +398,7 @@ func (r *Runner) start(ctx context.Context, req terraform.Request, rem *remote.R
 	}
 	if err != nil {
 		r.recv.Forget(req.RunID)
-		r.deleteJob(created.Name, created.UID)
+		r.discard(created.Name, created.UID, p.spec.ExpiresAt)
 		return nil, submitErr("create run secret", err)
 	}
 	r.log.Info("job created", "workspace", req.Workspace, "run_id", req.RunID, "job", created.Name,
@@ -526,12 +526,7 @@ func (r *Runner) untrack(f *flight, consumed bool) {
 		}
 	}
 	if consumed {
-		// Past this, the Job has finished or been deleted for sure.
-		until := f.expires
-		if until.IsZero() {
-			until = now.Add(r.cfg.DefaultTimeout)
-		}
-		r.consumed[f.name] = until.Add(time.Hour)
+		r.markConsumed(f.name, f.expires, now)
 	}
 	if r.byJob[f.name] == f {
 		delete(r.byJob, f.name)
@@ -539,6 +534,27 @@ func (r *Runner) untrack(f *flight, consumed bool) {
 	if r.byWS[f.workspace] == f {
 		delete(r.byWS, f.workspace)
 	}
+}
+
+// markConsumed marks Job name done with until an hour past expires (its
+// deadline; zero: now plus the default timeout), when it has finished or
+// been deleted for sure. The caller holds r.mu.
+func (r *Runner) markConsumed(name string, expires, now time.Time) {
+	if expires.IsZero() {
+		expires = now.Add(r.cfg.DefaultTimeout)
+	}
+	r.consumed[name] = expires.Add(time.Hour)
+}
+
+// discard deletes a Job this runner created for a submission that failed,
+// and marks it done with: until the informer's cache hears of the delete
+// it still shows the Job active, and the workspace's next run would adopt
+// it and wait for it until its deadline.
+func (r *Runner) discard(name string, uid types.UID, deadline time.Time) {
+	r.mu.Lock()
+	r.markConsumed(name, deadline, r.now())
+	r.mu.Unlock()
+	r.deleteJob(name, uid)
 }
 
 func (r *Runner) isConsumed(job string) bool {

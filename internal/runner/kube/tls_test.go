@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -120,4 +121,37 @@ func TestRunnerReadsCallbackCA(t *testing.T) {
 		require.Len(t, specs, i+1)
 		require.Equal(t, string(ca), specs[i].CallbackCA)
 	}
+}
+
+// A Job whose submission failed (its Secret refused) is deleted and done
+// with: while the informer's cache still shows it active, the workspace's
+// next run does not adopt it (and wait for it until its deadline).
+func TestFailedSubmitIsNotAdopted(t *testing.T) {
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	require.NoError(t, os.WriteFile(caFile, testCAPEM(t), 0o644))
+	cs := fake.NewClientset()
+	var created []batchv1.Job
+	cs.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		created = append(created, *a.(k8stesting.CreateAction).GetObject().(*batchv1.Job).DeepCopy())
+		return false, nil, nil
+	})
+	cs.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("stop here")
+	})
+	r, err := New(Options{
+		Client:   cs,
+		Receiver: remote.NewReceiver(remote.ReceiverOptions{}),
+		Config:   Config{Namespace: "runs", Image: "driftwatch:test", CallbackURL: "https://127.0.0.1:1", CallbackCAFile: caFile},
+		Logger:   slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	_, err = r.Run(t.Context(), request("ws", "r1"))
+	require.ErrorContains(t, err, "stop here")
+	require.Len(t, created, 1)
+	// The cache as it may still be: the deleted Job, active.
+	require.Empty(t, activeJobs(created, "ws", r.isConsumed))
 }
