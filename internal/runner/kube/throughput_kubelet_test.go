@@ -25,15 +25,15 @@ import (
 
 // BenchmarkKubeThroughput plays the kubelet, and the pods it runs, in a
 // process of its own: this test binary again, running only
-// TestBenchKubeletProcess, so that the benchmark's process is the daemon's
+// BenchmarkPlayedKubelet, so that the benchmark's process is the daemon's
 // side alone (the runner, its informer and the Receiver the pods post to)
 // and its CPU time is the runner's.
 const (
-	// envBenchKubeconfig and envBenchNamespace tell TestBenchKubeletProcess
+	// envBenchKubeconfig and envBenchNamespace tell BenchmarkPlayedKubelet
 	// the cluster and namespace whose kubelet it plays.
 	envBenchKubeconfig = "DRIFTWATCH_BENCH_KUBELET_KUBECONFIG"
 	envBenchNamespace  = "DRIFTWATCH_BENCH_KUBELET_NAMESPACE"
-	// kubeletPlaying is the line TestBenchKubeletProcess prints once it
+	// kubeletPlaying is the line BenchmarkPlayedKubelet prints once it
 	// plays the kubelet.
 	kubeletPlaying = "driftwatch-bench: kubelet playing"
 	// benchWorkspaces is how many workspaces the benchmark checks.
@@ -43,14 +43,16 @@ const (
 // benchWorkspace is the name of the benchmark's nth workspace.
 func benchWorkspace(n int64) string { return fmt.Sprintf("ws-%03d", n%benchWorkspaces) }
 
-// TestBenchKubeletProcess is not a test of its own: it is the played
+// BenchmarkPlayedKubelet measures nothing of its own: it is the played
 // kubelet of BenchmarkKubeThroughput, which runs it in a process apart
 // (startKubeletProcess), until the benchmark closes its stdin. Every pod
 // runs the pod's real code with a stand-in plan that returns at once.
-func TestBenchKubeletProcess(t *testing.T) {
+// Without the cluster that benchmark names (envBenchKubeconfig) it has
+// nothing to play and returns.
+func BenchmarkPlayedKubelet(t *testing.B) {
 	kubeconfig := os.Getenv(envBenchKubeconfig)
 	if kubeconfig == "" {
-		t.Skip("the played kubelet of BenchmarkKubeThroughput, which runs it in a process of its own")
+		return
 	}
 	c, err := kubetest.Connect(kubeconfig)
 	require.NoError(t, err)
@@ -68,7 +70,7 @@ func TestBenchKubeletProcess(t *testing.T) {
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the benchmark is done
 }
 
-// kubeletProcess is TestBenchKubeletProcess running in a process of its own.
+// kubeletProcess is BenchmarkPlayedKubelet running in a process of its own.
 type kubeletProcess struct {
 	cmd   *exec.Cmd
 	stdin io.Closer
@@ -84,7 +86,7 @@ type kubeletProcess struct {
 func startKubeletProcess(b *testing.B, kubeconfig, ns string) *kubeletProcess {
 	exe, err := os.Executable()
 	require.NoError(b, err)
-	cmd := exec.Command(exe, "-test.run=^TestBenchKubeletProcess$", "-test.count=1", "-test.timeout=0")
+	cmd := exec.Command(exe, "-test.run=^$", "-test.bench=^BenchmarkPlayedKubelet$", "-test.benchtime=1x", "-test.count=1", "-test.timeout=0")
 	cmd.Env = append(os.Environ(), envBenchKubeconfig+"="+kubeconfig, envBenchNamespace+"="+ns)
 	// It dies with the benchmark, even one killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
