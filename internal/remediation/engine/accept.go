@@ -11,7 +11,6 @@ import (
 
 	tfjson "github.com/hashicorp/terraform-json"
 
-	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/remediation/accept"
 	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
@@ -48,11 +47,10 @@ type AcceptOutcome struct {
 // the log gets what a detection's gets, without values.
 func Accept(ctx context.Context, req terraform.Request, addresses []string) (AcceptOutcome, error) {
 	var out AcceptOutcome
-	var phases []drift.Phase
 	ctx, marker, grace, end := sandbox.Begin(ctx, req)
 	defer end()
 	p, err := tfsession.Prepare(ctx, tfsession.PrepareOptions{
-		Options:   tfsession.Options{Request: req, Log: req.Log, Grace: grace, Phases: tfsession.NewPhases(&phases)},
+		Options:   tfsession.Options{Request: req, Log: req.Log, Grace: grace},
 		DirPrefix: sandbox.ApplyDirPrefix,
 		Marker:    marker,
 		Sourced:   func(p *tfsession.Prepared) { out.Commit = p.Commit },

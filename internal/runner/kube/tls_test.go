@@ -92,19 +92,9 @@ func TestRunnerReadsCallbackCA(t *testing.T) {
 		specs = append(specs, s)
 		return true, nil, errors.New("stop here")
 	})
-	r, err := New(Options{
-		Client:   cs,
-		Receiver: remote.NewReceiver(remote.ReceiverOptions{}),
-		Config:   Config{Namespace: "runs", Image: "driftwatch:test", CallbackURL: "https://127.0.0.1:1", CallbackCAFile: caFile},
-		Logger:   slog.New(slog.DiscardHandler),
-	})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- r.Watch(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	r := watchingRunner(t, cs, caFile)
 
-	_, err = r.Run(t.Context(), request("ws", "r0"))
+	_, err := r.Run(t.Context(), request("ws", "r0"))
 	var re *terraform.Error
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, "setup", re.Phase)
@@ -138,6 +128,18 @@ func TestFailedSubmitIsNotAdopted(t *testing.T) {
 	cs.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("stop here")
 	})
+	r := watchingRunner(t, cs, caFile)
+	_, err := r.Run(t.Context(), request("ws", "r1"))
+	require.ErrorContains(t, err, "stop here")
+	require.Len(t, created, 1)
+	// The cache as it may still be: the deleted Job, active.
+	require.Empty(t, activeJobs(created, "ws", r.isConsumed))
+}
+
+// watchingRunner is a Runner on cs whose callback's CA is caFile,
+// watching until the test ends.
+func watchingRunner(t *testing.T, cs *fake.Clientset, caFile string) *Runner {
+	t.Helper()
 	r, err := New(Options{
 		Client:   cs,
 		Receiver: remote.NewReceiver(remote.ReceiverOptions{}),
@@ -149,9 +151,5 @@ func TestFailedSubmitIsNotAdopted(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Watch(ctx) }()
 	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-	_, err = r.Run(t.Context(), request("ws", "r1"))
-	require.ErrorContains(t, err, "stop here")
-	require.Len(t, created, 1)
-	// The cache as it may still be: the deleted Job, active.
-	require.Empty(t, activeJobs(created, "ws", r.isConsumed))
+	return r
 }

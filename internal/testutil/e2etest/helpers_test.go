@@ -101,6 +101,27 @@ func (e *tfEnv) tf(t *testing.T, dir string, args ...string) {
 	require.NoError(t, err, "%s %v in %s:\n%s", e.bin, args, dir, out)
 }
 
+// twoFiles writes and applies workspace name, whose two dwtest files are
+// out/a.txt and out/b.txt, both "v1"; it returns the workspace's and the
+// files' directories.
+func (e *tfEnv) twoFiles(t *testing.T, name string) (ws, out string) {
+	t.Helper()
+	out = filepath.Join(e.root, "out")
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	ws = e.workspace(t, name, map[string]string{"main.tf": providers + `
+resource "dwtest_file" "a" {
+  filename = "@ROOT@/out/a.txt"
+  content  = "v1"
+}
+resource "dwtest_file" "b" {
+  filename = "@ROOT@/out/b.txt"
+  content  = "v1"
+}
+`})
+	e.apply(t, ws)
+	return ws, out
+}
+
 // apply inits and applies dir.
 func (e *tfEnv) apply(t *testing.T, dir string, args ...string) {
 	t.Helper()

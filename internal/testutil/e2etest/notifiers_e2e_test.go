@@ -305,19 +305,7 @@ func TestNotifiersKill9(t *testing.T) {
 }
 
 func testNotifiersKill9(t *testing.T, e *tfEnv) {
-	out := filepath.Join(e.root, "out")
-	require.NoError(t, os.MkdirAll(out, 0o755))
-	ws := e.workspace(t, "payments", map[string]string{"main.tf": providers + `
-resource "dwtest_file" "a" {
-  filename = "@ROOT@/out/a.txt"
-  content  = "v1"
-}
-resource "dwtest_file" "b" {
-  filename = "@ROOT@/out/b.txt"
-  content  = "v1"
-}
-`})
-	e.apply(t, ws)
+	_, out := e.twoFiles(t, "payments")
 
 	s := newNotifierServers(t, e.root)
 	const apiToken = "dw-api-token-notifiers-e2e-0123456789abcdef0123456789"

@@ -42,19 +42,7 @@ func TestPostgresFailoverMidSend(t *testing.T) {
 	dsn := pgtest.Database(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
-	out := filepath.Join(e.root, "out")
-	require.NoError(t, os.MkdirAll(out, 0o755))
-	ws := e.workspace(t, "payments", map[string]string{"main.tf": providers + `
-resource "dwtest_file" "a" {
-  filename = "@ROOT@/out/a.txt"
-  content  = "v1"
-}
-resource "dwtest_file" "b" {
-  filename = "@ROOT@/out/b.txt"
-  content  = "v1"
-}
-`})
-	e.apply(t, ws)
+	_, out := e.twoFiles(t, "payments")
 	require.NoError(t, os.WriteFile(filepath.Join(out, "a.txt"), []byte("hand edit"), 0o644))
 	db, err := sql.Open("pgx", dsn)
 	require.NoError(t, err)
