@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/testutil/gittest"
 )
 
 // pushServer serves f with pushes allowed (git http-backend refuses
 // receive-pack by default without REMOTE_USER).
 func pushServer(t *testing.T, f *fixture) (*gitServer, Git) {
 	t.Helper()
-	testGit(t, f.bare(), "config", "http.receivepack", "true")
+	gittest.Run(t, f.bare(), "config", "http.receivepack", "true")
 	srv := newGitServer(t, f, nil)
 	return srv, Git{URL: srv.repoURL(), Ref: "main", CredentialsFile: writeCredentials(t, canaryToken+"\n")}
 }
@@ -69,8 +71,8 @@ func TestPush(t *testing.T) {
 	require.Equal(t, res.Commit, commit)
 
 	// One commit on the base, by the author, dated as the base.
-	log := testGit(t, f.root, "--git-dir="+f.bare(), "log", "--format=%P|%an <%ae>|%cn <%ce>|%ct|%B", "-1", res.Commit)
-	baseDate := testGit(t, f.root, "--git-dir="+f.bare(), "log", "--format=%ct", "-1", f.c2)
+	log := gittest.Run(t, f.root, "--git-dir="+f.bare(), "log", "--format=%P|%an <%ae>|%cn <%ce>|%ct|%B", "-1", res.Commit)
+	baseDate := gittest.Run(t, f.root, "--git-dir="+f.bare(), "log", "--format=%ct", "-1", f.c2)
 	require.Equal(t, f.c2+"|driftwatch <driftwatch@localhost>|driftwatch <driftwatch@localhost>|"+baseDate+"|driftwatch: accept drift\n\nbody", log)
 
 	// The token is never an argument; only the header variable carries it.
@@ -141,7 +143,7 @@ func TestPushMovesItsOwnBranchOnly(t *testing.T) {
 	require.Equal(t, second.Commit, tip)
 
 	// A branch someone else committed to: refused, left as it is.
-	testGit(t, f.work, "checkout", "--quiet", "-b", "driftwatch/accept/theirs")
+	gittest.Run(t, f.work, "checkout", "--quiet", "-b", "driftwatch/accept/theirs")
 	f.write(t, "theirs.tf", "# theirs\n", 0o644)
 	theirs := f.commit(t, "theirs")
 	f.publish(t)
@@ -215,7 +217,7 @@ func TestPushRefusesWhatItCannotWrite(t *testing.T) {
 			requireNoSecret(t, err.Error(), canaryToken)
 		})
 	}
-	require.Empty(t, testGit(t, f.root, "--git-dir="+f.bare(), "branch", "--list", "driftwatch/*"))
+	require.Empty(t, gittest.Run(t, f.root, "--git-dir="+f.bare(), "branch", "--list", "driftwatch/*"))
 }
 
 func TestPushWithWrongToken(t *testing.T) {
@@ -256,7 +258,7 @@ func TestBaseBranch(t *testing.T) {
 	}
 
 	// The remote's default branch is what its HEAD names.
-	testGit(t, f.bare(), "symbolic-ref", "HEAD", "refs/heads/feature")
+	gittest.Run(t, f.bare(), "symbolic-ref", "HEAD", "refs/heads/feature")
 	got, err := Git{URL: srv.repoURL(), CredentialsFile: creds}.BaseBranch(t.Context(), cache)
 	require.NoError(t, err)
 	require.Equal(t, "feature", got)
