@@ -160,24 +160,15 @@ func Branch(prefix, workspace string, files map[string][]byte) string {
 	return strings.TrimSuffix(prefix, "/") + "/" + slug(workspace) + "-" + hex.EncodeToString(h.Sum(nil))[:hashLen]
 }
 
-// slug is s as a branch name part: lower-case letters, digits and single
-// dashes, at most maxSlug long ("workspace" if nothing is left).
+// slug is s as a branch name part: its runs of lower-case letters and
+// digits joined by dashes, at most maxSlug long ("workspace" if none).
 func slug(s string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(s) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-			dash = false
-		} else if !dash && b.Len() > 0 {
-			b.WriteByte('-')
-			dash = true
-		}
-		if b.Len() >= maxSlug {
-			break
-		}
+	words := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return (r < 'a' || r > 'z') && (r < '0' || r > '9') })
+	out := strings.Join(words, "-")
+	if len(out) > maxSlug {
+		out = strings.TrimRight(out[:maxSlug], "-")
 	}
-	return cmp.Or(strings.TrimRight(b.String(), "-"), "workspace")
+	return cmp.Or(out, "workspace")
 }
 
 // RepositoryOf is the repository path of a git URL, as the forges name
