@@ -56,9 +56,9 @@ type Config struct {
 	// Remediation is the daemon-wide remediation switch.
 	Remediation RemediationSwitch `yaml:"remediation"`
 	// Accept is how drift accepted as code is proposed (accept.go).
-	Accept Accept `yaml:"accept"`
-	Defaults    Defaults          `yaml:"defaults"`
-	Workspaces  []Workspace       `yaml:"workspaces"`
+	Accept     Accept      `yaml:"accept"`
+	Defaults   Defaults    `yaml:"defaults"`
+	Workspaces []Workspace `yaml:"workspaces"`
 	// Discover entries expand into workspaces, one per root module found
 	// in a tree (discover.go).
 	Discover []Discover `yaml:"discover"`
