@@ -38,7 +38,7 @@
 // NotifyStateless, RequireUnknownEvent(Of), LifecycleEvents, OrDiscard
 // and MustNew (a vendor's New that fails the test on error). Fixtures:
 // SampleMessage and SampleKey, Errored and Forbidden (the other
-// classes); RequireInitFailedAlert and RequireGenieLimits check the
+// classes), AwaitingApproval (a proposed remediation); RequireInitFailedAlert and RequireGenieLimits check the
 // alert OpsGenie and JSM both make through package genie.
 //
 // Only tests import this package.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -150,10 +149,7 @@ func TestBuildCardVariants(t *testing.T) {
 	})
 
 	t.Run("awaiting approval: the command, the expiry, no run", func(t *testing.T) {
-		m := notifytest.SampleMessage(notify.EventRemediation)
-		m.Incident.Severity, m.Incident.Escalated = notify.SeverityHigh, 0
-		m.Remediation.Mode, m.Remediation.Result, m.Remediation.Reason, m.Remediation.ApplyRunID, m.Remediation.URL = "approve", notify.RemediationAwaitingApproval, "", "", ""
-		m.Remediation.ExpiresAt = m.At.Add(24 * time.Hour)
+		m := notifytest.AwaitingApproval("approve")
 		c := content(t, body(t, m))
 		b := c["body"].([]any)
 		require.Equal(t, "HIGH · Remediation awaiting approval", headOf(t, m)["items"].([]any)[0].(map[string]any)["text"])
