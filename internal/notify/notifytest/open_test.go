@@ -210,3 +210,8 @@ func TestAwaitingApproval(t *testing.T) {
 	require.Zero(t, m.Incident.Escalated)
 	require.Equal(t, "auto", AwaitingApproval("auto").Remediation.Mode)
 }
+
+// MustJSON is the JSON a request body would carry.
+func TestMustJSON(t *testing.T) {
+	require.Equal(t, `{"labels":["driftwatch"],"title":"Drift"}`, MustJSON(t, map[string]any{"title": "Drift", "labels": []string{"driftwatch"}}))
+}
