@@ -157,3 +157,29 @@ func EventWord(m Message, renotify string, clean func(string) string) string {
 	}
 	return string(m.Event)
 }
+
+// Fence is a Markdown fence for s: more backticks than its longest run of
+// them, and at least least.
+func Fence(s string, least int) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(least, longest+1))
+}
+
+// CodeSpan is s (one line, not empty) as a Markdown code span, where no
+// mention, reference, link or HTML is rendered: in a Fence, with a space
+// each side when s starts or ends with a backtick.
+func CodeSpan(s string) string {
+	fence := Fence(s, 1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}

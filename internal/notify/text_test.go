@@ -72,3 +72,15 @@ func TestDeltaParts(t *testing.T) {
 	a, r, c := []drift.Finding{{Address: "a"}}, []drift.Finding{{Address: "r"}}, []drift.Finding{{Address: "c"}}
 	require.Equal(t, []DeltaPart{{"added", a}, {"removed", r}, {"changed", c}}, (&Delta{Added: a, Removed: r, Changed: c}).Parts())
 }
+
+// A code span's fence outruns every backtick run in it, and a span that
+// starts or ends with a backtick is padded; a block's fence is at least
+// three long.
+func TestCodeSpanAndFence(t *testing.T) {
+	require.Equal(t, "`aws_s3_bucket.logs`", CodeSpan("aws_s3_bucket.logs"))
+	require.Equal(t, "``a`b``", CodeSpan("a`b"))
+	require.Equal(t, "``` ``x ```", CodeSpan("``x"))
+	require.Equal(t, "`` x` ``", CodeSpan("x`"))
+	require.Equal(t, "```", Fence("plan output", 3))
+	require.Equal(t, "`````", Fence("a ```` b ` c", 3))
+}

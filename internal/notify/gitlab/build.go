@@ -340,20 +340,7 @@ func code(s string, limit int) string {
 	if s == "" {
 		return ""
 	}
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return fence + s + fence
+	return notify.CodeSpan(s)
 }
 
 // cell is code(s) for a table cell, where a pipe must be escaped even in
