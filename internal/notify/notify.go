@@ -15,7 +15,8 @@
 // ca_file, through cafile), Message.Check, RemediationResult.Title and
 // the texts vendors word alike, parameterised by what differs: EventNote
 // and EventWord (what a message reports), Capped ("and N more"),
-// Delta.Parts, and CodeSpan and Fence (Markdown, for github and gitlab). The vendors' settings are their <type>cfg leaves
+// Delta.Parts, and CodeSpan and Fence (Markdown, for github and gitlab).
+// The vendors' settings are their <type>cfg leaves
 // (docs/architecture/notify.md).
 //
 // Severity and its parser live in the leaf internal/notify/severity (one
