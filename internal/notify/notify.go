@@ -14,8 +14,9 @@
 // answer, its errors and hint in the vendor's form), CAClient (a notifier's
 // ca_file, through cafile), Message.Check, RemediationResult.Title and
 // the texts vendors word alike, parameterised by what differs: EventNote
-// and EventWord (what a message reports), Capped ("and N more"),
-// Delta.Parts, and CodeSpan and Fence (Markdown, for github and gitlab).
+// and EventWord (what a message reports), StableTitle and StatusText,
+// Capped ("and N more"), Delta.Parts, and CodeSpan and Fence (Markdown,
+// for github and gitlab).
 // The vendors' settings are their <type>cfg leaves
 // (docs/architecture/notify.md).
 //

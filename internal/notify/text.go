@@ -59,6 +59,36 @@ func Title(in Incident) string {
 	return "Terraform drift in " + in.Workspace + ": " + strings.Join(parts, ", ")
 }
 
+// StableTitle is an incident's title without its counts, the same
+// through the incident's life (a mail thread's subject, an issue's name):
+// "Drift checks failing for WS", "Forbidden resource types in WS", or for
+// any other class "Terraform drift in WS". ws is the workspace as the
+// vendor shows it.
+func StableTitle(c Class, ws string) string {
+	switch c {
+	case ClassErrored:
+		return "Drift checks failing for " + ws
+	case ClassForbidden:
+		return "Forbidden resource types in " + ws
+	}
+	return "Terraform drift in " + ws
+}
+
+// StatusText is an incident's status at message m: "Open for D" or
+// "Resolved after D", d being how long it has been open in the vendor's
+// rounding; "Open" or "Resolved" when d is "" (unknown).
+func StatusText(m Message, d string) string {
+	switch {
+	case m.Event == EventResolve && d != "":
+		return "Resolved after " + d
+	case m.Event == EventResolve:
+		return "Resolved"
+	case d != "":
+		return "Open for " + d
+	}
+	return "Open"
+}
+
 // Plural is n and noun, with an s unless n is 1: "1 resource", "3 resources".
 func Plural(n int, noun string) string {
 	if n == 1 {

@@ -84,3 +84,18 @@ func TestCodeSpanAndFence(t *testing.T) {
 	require.Equal(t, "```", Fence("plan output", 3))
 	require.Equal(t, "`````", Fence("a ```` b ` c", 3))
 }
+
+// StableTitle names the class and workspace only; StatusText says open or
+// resolved, for how long when known.
+func TestStableTitleAndStatusText(t *testing.T) {
+	require.Equal(t, "Drift checks failing for prod/network", StableTitle(ClassErrored, "prod/network"))
+	require.Equal(t, "Forbidden resource types in prod/network", StableTitle(ClassForbidden, "prod/network"))
+	require.Equal(t, "Terraform drift in prod/network", StableTitle(ClassDrift, "prod/network"))
+	require.Equal(t, "Terraform drift in prod/network", StableTitle(ClassValidation, "prod/network"))
+
+	open, resolve := Message{Event: EventOpen}, Message{Event: EventResolve}
+	require.Equal(t, "Open", StatusText(open, ""))
+	require.Equal(t, "Open for 2h", StatusText(open, "2h"))
+	require.Equal(t, "Resolved", StatusText(resolve, ""))
+	require.Equal(t, "Resolved after 1d 3h", StatusText(resolve, "1d 3h"))
+}
