@@ -213,5 +213,5 @@ func TestAwaitingApproval(t *testing.T) {
 
 // MustJSON is the JSON a request body would carry.
 func TestMustJSON(t *testing.T) {
-	require.Equal(t, `{"labels":["driftwatch"],"title":"Drift"}`, MustJSON(t, map[string]any{"title": "Drift", "labels": []string{"driftwatch"}}))
+	require.JSONEq(t, `{"labels":["driftwatch"],"title":"Drift"}`, MustJSON(t, map[string]any{"title": "Drift", "labels": []string{"driftwatch"}}))
 }
