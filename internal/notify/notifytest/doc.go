@@ -39,8 +39,9 @@
 // and MustNew (a vendor's New that fails the test on error), MustJSON
 // (a value as the JSON body a test expects). Fixtures:
 // SampleMessage and SampleKey, Errored and Forbidden (the other
-// classes), AwaitingApproval (a proposed remediation); RequireInitFailedAlert and RequireGenieLimits check the
-// alert OpsGenie and JSM both make through package genie.
+// classes), AwaitingApproval (a proposed remediation);
+// RequireInitFailedAlert and RequireGenieLimits check the alert OpsGenie
+// and JSM both make through package genie.
 //
 // Only tests import this package.
 package notifytest
