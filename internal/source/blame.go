@@ -128,11 +128,12 @@ func (s gitSpec) lastChange(ctx context.Context, credentialsFile, cacheDir, comm
 		}
 		// The lines may be older than what the cache holds.
 		var args []string
-		if round < len(blameDeepen) {
+		switch {
+		case round < len(blameDeepen):
 			args = deepenArgs(repo, commit, blameDeepen[round])
-		} else if round == len(blameDeepen) {
+		case round == len(blameDeepen):
 			args = fetchArgs(repo, "", fetchAll, true)
-		} else {
+		default:
 			return Change{}, errors.New("history is still shallow after fetching all of it")
 		}
 		if _, err := r.run(ctx, nil, args...); err != nil {
