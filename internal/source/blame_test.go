@@ -48,14 +48,25 @@ resource "aws_sqs_queue" "jobs" {
 }
 `
 
+// blameGit runs git in dir for these fixtures through the package's own
+// runner and environment (no machine or user configuration), committing as
+// driftwatch; authors are given per commit.
+func blameGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	r := &gitRunner{dir: dir, env: gitEnv(os.Environ(), t.TempDir(), nil)}
+	out, err := r.run(t.Context(), []string{"GIT_COMMITTER_NAME=driftwatch", "GIT_COMMITTER_EMAIL=test@driftwatch.invalid"}, args...)
+	require.NoError(t, err)
+	return strings.TrimSpace(out)
+}
+
 func newBlameFixture(t *testing.T) *blameFixture {
 	t.Helper()
 	f := &blameFixture{fixture: &fixture{work: t.TempDir(), root: t.TempDir()}}
-	testGit(t, f.work, "init", "--quiet", "--initial-branch=main")
+	blameGit(t, f.work, "init", "--quiet", "--initial-branch=main")
 	commitAs := func(who, date, msg string) string {
-		testGit(t, f.work, "add", "--all")
-		testGit(t, f.work, "commit", "--quiet", "--author="+who, "--date="+date, "-m", msg)
-		return testGit(t, f.work, "rev-parse", "HEAD")
+		blameGit(t, f.work, "add", "--all")
+		blameGit(t, f.work, "commit", "--quiet", "--author="+who, "--date="+date, "-m", msg)
+		return blameGit(t, f.work, "rev-parse", "HEAD")
 	}
 	f.write(t, "envs/prod/main.tf", blameV1, 0o644)
 	commitAs("Carol <carol@example.com>", "2026-11-01T09:00:00Z", "prod: bucket and queue")
@@ -69,7 +80,7 @@ func newBlameFixture(t *testing.T) *blameFixture {
 		f.write(t, "README.md", strings.Repeat("x", i+1), 0o644)
 		f.tip = commitAs("Dan <dan@example.com>", "2026-11-04T12:00:00Z", "docs")
 	}
-	testGit(t, f.root, "init", "--quiet", "--bare", "--initial-branch=main", "repo.git")
+	blameGit(t, f.root, "init", "--quiet", "--bare", "--initial-branch=main", "repo.git")
 	f.publish(t)
 	return f
 }
@@ -86,7 +97,7 @@ func TestLastChange(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, f.tip, commit)
 	repo := filepath.Join(cache, "git", cacheKey(srv.repoURL())+".git")
-	require.Equal(t, "true", testGit(t, repo, "--git-dir="+repo, "rev-parse", "--is-shallow-repository"))
+	require.Equal(t, "true", blameGit(t, repo, "--git-dir="+repo, "rev-parse", "--is-shallow-repository"))
 	src, err := os.ReadFile(filepath.Join(moduleDir, "main.tf"))
 	require.NoError(t, err)
 
@@ -160,8 +171,8 @@ func TestLastChange(t *testing.T) {
 // branch's tip) gets the whole history fetched.
 func TestLastChangeUnshallows(t *testing.T) {
 	f := newBlameFixture(t)
-	testGit(t, f.root, "--git-dir="+f.bare(), "config", "uploadpack.allowReachableSHA1InWant", "false")
-	testGit(t, f.root, "--git-dir="+f.bare(), "config", "uploadpack.allowAnySHA1InWant", "false")
+	blameGit(t, f.root, "--git-dir="+f.bare(), "config", "uploadpack.allowReachableSHA1InWant", "false")
+	blameGit(t, f.root, "--git-dir="+f.bare(), "config", "uploadpack.allowAnySHA1InWant", "false")
 	srv := newGitServer(t, f.fixture, func(s *gitServer) { s.protocolV0 = true })
 	cache := t.TempDir()
 	g := Git{URL: srv.repoURL(), Path: "envs/prod", CredentialsFile: writeCredentials(t, canaryToken)}
@@ -184,7 +195,7 @@ func TestLastChangeUnshallows(t *testing.T) {
 	require.Contains(t, fetches[0], "--deepen=50")
 	require.Contains(t, fetches[1], "--unshallow")
 	repo := filepath.Join(cache, "git", cacheKey(srv.repoURL())+".git")
-	require.Equal(t, "false", testGit(t, repo, "--git-dir="+repo, "rev-parse", "--is-shallow-repository"))
+	require.Equal(t, "false", blameGit(t, repo, "--git-dir="+repo, "rev-parse", "--is-shallow-repository"))
 }
 
 func TestLastChangeErrors(t *testing.T) {
