@@ -182,9 +182,9 @@ func TestAskKillsTheGroup(t *testing.T) {
 		wantIs  error
 	}{
 		{
-			name: "hangs", timeout: 500 * time.Millisecond,
+			name: "hangs", timeout: 2 * time.Second,
 			body:    `sleep 300 & echo $! > "$OUT/child"; echo $$ > "$OUT/parent"; echo "waiting for $TOKEN" >&2; wait`,
-			wantErr: "timed out after 500ms: stderr: waiting for [REDACTED]",
+			wantErr: "timed out after 2s: stderr: waiting for [REDACTED]",
 			wantIs:  ErrTimeout,
 		},
 		{
