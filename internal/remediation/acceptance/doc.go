@@ -10,12 +10,13 @@
 // runs and after a restart (one that stopped mid-way is failed as
 // interrupted).
 //
-// A proposed acceptance waits for merge: the workspace's drift incident
-// shows it (Waiting) and resolves the usual way, when the merged code's
-// next check is clean.
+// A proposed acceptance waits for merge: the workspace's live drift
+// incident shows it (server/view.Waiting) and resolves the usual way,
+// when the merged code's next check is clean.
 //
 // It imports the accept engine, the proposal, config (the accept block
-// and the notifiers' settings) and the store; nothing imports it but the
-// daemon's wiring (app), the one-shot commands (pipeline/oneshot) and
-// the server (through control).
+// and the notifiers' settings) and the store; only the composition root
+// (app) imports it: the server reaches the Service through
+// control.AcceptControl, and it knows neither the server nor the run
+// lifecycle.
 package acceptance
