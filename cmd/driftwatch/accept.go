@@ -15,17 +15,20 @@ import (
 
 // acceptCmd is `driftwatch accept WORKSPACE [ADDRESS...]`: the code
 // change that makes the configuration produce what exists, proven by a
-// plan of the changed code, as a unified diff. Exit 0: proven, the diff
-// written; 2: nothing accepted, or not proven (the remaining difference
-// is on stderr); 1: an error.
+// plan of the changed code, as a unified diff; with --propose, pushed as
+// a branch of the workspace's repository with a pull (merge) request
+// through accept.notifier. Exit 0: proven (and proposed); 2: nothing
+// accepted, or not proven (the remaining difference is on stderr); 1: an
+// error.
 func acceptCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("accept", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "driftwatch.yaml", "config file")
 	output := fs.String("output", "", "write the diff to this file instead of stdout")
+	propose := fs.Bool("propose", false, "push the proven change as a branch and open a pull (merge) request through accept.notifier")
 	logLevel := fs.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: driftwatch accept [--config FILE] [--output FILE] WORKSPACE [ADDRESS...]")
+		fmt.Fprintln(stderr, "usage: driftwatch accept [--config FILE] [--output FILE] [--propose] WORKSPACE [ADDRESS...]")
 		fs.PrintDefaults()
 	}
 	// Flags may follow the workspace and addresses.
@@ -54,35 +57,53 @@ func acceptCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out, err := app.Accept(ctx, cfg, pos[0], pos[1:], logger)
+	out, err := app.Accept(ctx, cfg, pos[0], pos[1:], *propose, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "driftwatch: accept %s: %v\n", pos[0], err)
 		return report.ExitError
 	}
-	for _, a := range out.Change.Accepted {
-		fmt.Fprintf(stderr, "accepted  %s\n", a)
+	for _, a := range out.Accepted {
+		fmt.Fprintf(stderr, "accepted  %s.%s: %s (%s)\n", a.Address, a.Attribute, a.Where, a.Kind)
 	}
-	for _, r := range out.Change.Refused {
-		fmt.Fprintf(stderr, "refused   %s\n", r)
+	for _, r := range out.Refused {
+		what := r.Address
+		if r.Attribute != "" {
+			what += "." + r.Attribute
+		}
+		fmt.Fprintf(stderr, "refused   %s: %s\n", what, r.Reason)
 	}
-	switch {
-	case len(out.Change.Accepted) == 0:
+	// The states are the API's (docs/api.md: acceptances).
+	switch out.State {
+	case "refused":
 		fmt.Fprintln(stderr, "nothing to propose: every drifted attribute was refused")
 		return report.ExitChanges
-	case !out.Proven:
+	case "not_proven":
 		fmt.Fprintln(stderr, "not proven: a plan of the changed code still differs:")
 		for _, r := range out.Remaining {
 			fmt.Fprintf(stderr, "  %s\n", r)
 		}
 		return report.ExitChanges
 	}
-	fmt.Fprintln(stderr, "proven: a plan of the changed code shows no change for the accepted resources and nothing new")
-	if err := writeOutput(*output, stdout, func(w io.Writer) error {
-		_, err := io.WriteString(w, out.Change.Patch())
-		return err
-	}); err != nil {
-		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
+	if out.Patch != "" {
+		fmt.Fprintln(stderr, "proven: a plan of the changed code shows no change for the accepted resources and nothing new")
+		if err := writeOutput(*output, stdout, func(w io.Writer) error {
+			_, err := io.WriteString(w, out.Patch)
+			return err
+		}); err != nil {
+			fmt.Fprintf(stderr, "driftwatch: %v\n", err)
+			return report.ExitError
+		}
+	}
+	switch out.State {
+	case "failed":
+		fmt.Fprintf(stderr, "driftwatch: accept %s: %s\n", pos[0], out.Error)
 		return report.ExitError
+	case "proposed":
+		verb := "opened"
+		if out.ProposalExisting {
+			verb = "already open"
+		}
+		fmt.Fprintf(stderr, "proposed: %s (#%d, %s), branch %s into %s\n", out.ProposalURL, out.ProposalNumber, verb, out.Branch, out.Base)
 	}
 	return report.ExitClean
 }

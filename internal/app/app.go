@@ -10,7 +10,9 @@ import (
 	"github.com/driftwatch/driftwatch/internal/notify/notifiers"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/pipeline/oneshot"
+	"github.com/driftwatch/driftwatch/internal/remediation/acceptance"
 	"github.com/driftwatch/driftwatch/internal/report"
+	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
 
@@ -27,12 +29,14 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 	return oneshot.Audit(ctx, o)
 }
 
-// AcceptOutcome is what `driftwatch accept` came to (oneshot.AcceptOutcome).
-type AcceptOutcome = oneshot.AcceptOutcome
-
-// Accept is `driftwatch accept` (oneshot.Accept).
-func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses []string, logger *slog.Logger) (AcceptOutcome, error) {
-	return oneshot.Accept(ctx, cfg, inventory.DiscoverOnce, workspace, addresses, logger)
+// Accept is `driftwatch accept`: one workspace's local request
+// (oneshot.Request) handed to acceptance.Once.
+func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses []string, propose bool, logger *slog.Logger) (store.Acceptance, error) {
+	req, err := oneshot.Request(ctx, cfg, inventory.DiscoverOnce, workspace, logger)
+	if err != nil {
+		return store.Acceptance{}, err
+	}
+	return acceptance.Once(ctx, cfg, req, addresses, propose, logger)
 }
 
 // MigrateStore is `driftwatch migrate --to postgres`
@@ -45,9 +49,8 @@ func MigrateStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 	return sqlite.MigrateConfigured(ctx, cfg.Store.Driver, cfg.Store.Path, cfg.Store.DSNFile, claim, logger)
 }
 
-// LoadConfig reads the config file at path and expands its discover:
-// entries with a local source (inventory.Load); git ones wait for
-// DiscoverGit.
+// LoadConfig reads the config file at path and expands its local
+// discover: entries (inventory.Load); git ones wait for DiscoverGit.
 func LoadConfig(path string) (*config.Config, error) { return inventory.Load(path) }
 
 // DiscoverGit checks the sources of the config's git discover: entries

@@ -21,6 +21,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/outbox"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation"
+	"github.com/driftwatch/driftwatch/internal/remediation/acceptance"
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/run"
 	"github.com/driftwatch/driftwatch/internal/runner"
@@ -32,6 +33,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/silence"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 	"github.com/driftwatch/driftwatch/internal/version"
 )
@@ -51,9 +53,7 @@ type DaemonOptions struct {
 }
 
 // daemon is the running service's parts: the inventory (the current
-// config and what was built from it, swapped on reload), the store, the
-// run lifecycle, the remediation controller, the silences, the outbox,
-// metrics and who leads.
+// config and what was built from it, swapped on reload) and the rest.
 type daemon struct {
 	log *slog.Logger
 	// isolation is what local runs are confined with (/api/v1/status).
@@ -65,10 +65,10 @@ type daemon struct {
 	reg       *prometheus.Registry
 	runs      *run.Manager
 	rem       *remediation.Controller
+	accepts   *acceptance.Service
 	silences  *silence.Service
 	leader    *leader.State
-	// electing is set when leader election is on: lead takes the store
-	// lock.
+	// electing: leader election is on (lead takes the store lock).
 	electing bool
 	// kube is the kubernetes runner mode (nil: local).
 	kube *kube.Mode
@@ -138,6 +138,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) (exitCode int, err error) {
 	if err := g.Wait(); err != nil {
 		return report.ExitError, err
 	}
+	d.accepts.Wait()
 	o.Logger.Info("driftwatch daemon stopped")
 	return 0, nil
 }
@@ -225,6 +226,12 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 	if err := d.runs.SetJobs(d.inv.Snapshot().Jobs()); err != nil {
 		return nil, err
 	}
+	// Acceptances run Terraform in this process, jailed as local runs.
+	d.accepts, err = acceptance.New(ctx, acceptance.Options{Store: st, Config: d.inv.Config, Logger: log, Unavailable: d.kube.NoAccept(),
+		Target: func(ws string) (terraform.Request, bool) { t, ok := d.inv.Target(ws); return t.Request, ok }})
+	if err != nil {
+		return nil, err
+	}
 	d.silences, err = silence.New(ctx, silence.Options{Store: st, Book: holds, Inventory: d.inv, Leader: d.leader, Outbox: d.outbox, Logger: log})
 	if err != nil {
 		return nil, err
@@ -283,7 +290,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 // control is the daemon as the server sees it (server.DaemonControl).
 func (d *daemon) control() server.DaemonControl {
 	return server.DaemonControl{Config: d.inv.Config, Runs: d.runs, Leader: d.leader, Outbox: d.store,
-		RemediationControl: d.rem, SilenceControl: d.silences.Control()}
+		RemediationControl: d.rem, SilenceControl: d.silences.Control(), AcceptControl: d.accepts}
 }
 
 // lead is the run lifecycle's Lead (run.Manager.Lead) with the daemon's

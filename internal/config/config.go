@@ -55,8 +55,10 @@ type Config struct {
 	MaintenanceWindows []MaintenanceWindow `yaml:"maintenance_windows"`
 	// Remediation is the daemon-wide remediation switch.
 	Remediation RemediationSwitch `yaml:"remediation"`
-	Defaults    Defaults          `yaml:"defaults"`
-	Workspaces  []Workspace       `yaml:"workspaces"`
+	// Accept is how drift accepted as code is proposed (accept.go).
+	Accept     Accept      `yaml:"accept"`
+	Defaults   Defaults    `yaml:"defaults"`
+	Workspaces []Workspace `yaml:"workspaces"`
 	// Discover entries expand into workspaces, one per root module found
 	// in a tree (discover.go).
 	Discover []Discover `yaml:"discover"`

@@ -132,3 +132,12 @@ func checkTLSPair(cert, key string) *keyError {
 	}
 	return nil
 }
+
+// WorkspaceURL is the workspace's page under external_url, for links in
+// alerts and proposals ("" without external_url).
+func (s Server) WorkspaceURL(workspace string) string {
+	if s.ExternalURL == "" {
+		return ""
+	}
+	return s.ExternalURL + "/workspaces/" + workspace
+}

@@ -47,10 +47,7 @@ func Plans(cfg *config.Config) map[string]Plan {
 	out := make(map[string]Plan, len(cfg.Workspaces))
 	for _, w := range cfg.Workspaces {
 		p := cfg.EffectiveAlertPolicy(w)
-		url := ""
-		if cfg.Server.ExternalURL != "" {
-			url = cfg.Server.ExternalURL + "/workspaces/" + w.Name
-		}
+		url := cfg.Server.WorkspaceURL(w.Name)
 		out[w.Name] = Plan{
 			Policy: Policy{
 				IncludePending: *p.IncludePending, ConfirmAfter: p.ConfirmAfter, ErroredAfter: p.ErroredAfter,

@@ -9,12 +9,15 @@
 // What every vendor shares lives here once: Open (the start of a New:
 // logger, Validate, the secret file), Sender (one HTTP attempt with its
 // timeout, Retry-After, redaction and transport errors; Attempt and
-// StatusError for client libraries), APIError (a vendor's error answer,
-// its errors and hint in the vendor's form), CAClient (a notifier's
+// StatusError for client libraries; Interrupted, a done ctx's retryable
+// error; Answer, a JSON answer read leniently), APIError (a vendor's error
+// answer, its errors and hint in the vendor's form), CAClient (a notifier's
 // ca_file, through cafile), Message.Check, RemediationResult.Title and
 // the texts vendors word alike, parameterised by what differs: EventNote
-// and EventWord (what a message reports), Capped ("and N more") and
-// Delta.Parts. The vendors' settings are their <type>cfg leaves
+// and EventWord (what a message reports), StableTitle and StatusText,
+// Capped ("and N more"), Delta.Parts, and CodeSpan and Fence (Markdown,
+// for github and gitlab).
+// The vendors' settings are their <type>cfg leaves
 // (docs/architecture/notify.md).
 //
 // Severity and its parser live in the leaf internal/notify/severity (one

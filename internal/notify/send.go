@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -99,8 +100,8 @@ func (s Sender) Send(ctx context.Context, r Request) (int, []byte, error) {
 // timeout): retryable, described without the URL. Errors read
 // "PREFIX: OP: …".
 func (s Sender) Attempt(ctx context.Context, op string, do func(context.Context) (final bool, err error)) error {
-	if ctx.Err() != nil {
-		return Retryable(fmt.Errorf("%s: %s: %w", s.Prefix, op, context.Cause(ctx)), 0)
+	if err := Interrupted(ctx, s.Prefix+": "+op); err != nil {
+		return err
 	}
 	actx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
@@ -109,11 +110,29 @@ func (s Sender) Attempt(ctx context.Context, op string, do func(context.Context)
 	case err == nil:
 		return nil
 	case ctx.Err() != nil:
-		return Retryable(fmt.Errorf("%s: %s: %w", s.Prefix, op, context.Cause(ctx)), 0)
+		return Interrupted(ctx, s.Prefix+": "+op)
 	case final:
 		return err
 	}
 	return Retryable(fmt.Errorf("%s: %s: %s", s.Prefix, op, TransportError(err, s.Timeout, s.Redact)), 0)
+}
+
+// Interrupted is nil while ctx is live; once it is done, it is the error
+// of an attempt it ended or kept from starting: retryable (nothing was
+// decided about the message), "PREFIX: CAUSE" with ctx's cause.
+func Interrupted(ctx context.Context, prefix string) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return Retryable(fmt.Errorf("%s: %w", prefix, context.Cause(ctx)), 0)
+}
+
+// Answer is a vendor's JSON answer read as T; an unreadable body is an
+// empty one (a zero T): what it says is only ever a description.
+func Answer[T any](raw []byte) T {
+	var v T
+	_ = json.Unmarshal(raw, &v)
+	return v
 }
 
 // StatusError is a non-2xx answer as an error: 408, 429 and 5xx are

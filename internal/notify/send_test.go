@@ -149,3 +149,28 @@ func TestAPIError(t *testing.T) {
 		"status 422: not processable (a; b)")
 	require.EqualError(t, &APIError{StatusCode: 401, Hint: "fix it", ParenHint: true}, "status 401 (fix it)")
 }
+
+// Interrupted is nil while ctx is live, and once it is done a retryable
+// error naming ctx's cause.
+func TestInterrupted(t *testing.T) {
+	require.NoError(t, Interrupted(t.Context(), "vendor pager: create"))
+	cause := errors.New("shutting down")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(cause)
+	err := Interrupted(ctx, "vendor pager: create")
+	require.EqualError(t, err, "vendor pager: create: shutting down")
+	require.ErrorIs(t, err, cause)
+	retryable, after := IsRetryable(err)
+	require.True(t, retryable)
+	require.Zero(t, after)
+}
+
+// Answer reads a JSON answer; an unreadable one is the zero value.
+func TestAnswer(t *testing.T) {
+	type answer struct {
+		Message string `json:"message"`
+	}
+	require.Equal(t, answer{Message: "invalid event"}, Answer[answer]([]byte(`{"message":"invalid event","status":"x"}`)))
+	require.Equal(t, answer{}, Answer[answer]([]byte(`<html>bad gateway</html>`)))
+	require.Equal(t, answer{}, Answer[answer](nil))
+}

@@ -59,6 +59,36 @@ func Title(in Incident) string {
 	return "Terraform drift in " + in.Workspace + ": " + strings.Join(parts, ", ")
 }
 
+// StableTitle is an incident's title without its counts, the same
+// through the incident's life (a mail thread's subject, an issue's name):
+// "Drift checks failing for WS", "Forbidden resource types in WS", or for
+// any other class "Terraform drift in WS". ws is the workspace as the
+// vendor shows it.
+func StableTitle(c Class, ws string) string {
+	switch c {
+	case ClassErrored:
+		return "Drift checks failing for " + ws
+	case ClassForbidden:
+		return "Forbidden resource types in " + ws
+	}
+	return "Terraform drift in " + ws
+}
+
+// StatusText is an incident's status at message m: "Open for D" or
+// "Resolved after D", d being how long it has been open in the vendor's
+// rounding; "Open" or "Resolved" when d is "" (unknown).
+func StatusText(m Message, d string) string {
+	switch {
+	case m.Event == EventResolve && d != "":
+		return "Resolved after " + d
+	case m.Event == EventResolve:
+		return "Resolved"
+	case d != "":
+		return "Open for " + d
+	}
+	return "Open"
+}
+
 // Plural is n and noun, with an s unless n is 1: "1 resource", "3 resources".
 func Plural(n int, noun string) string {
 	if n == 1 {
@@ -156,4 +186,30 @@ func EventWord(m Message, renotify string, clean func(string) string) string {
 		return "resolved"
 	}
 	return string(m.Event)
+}
+
+// Fence is a Markdown fence for s: more backticks than its longest run of
+// them, and at least least.
+func Fence(s string, least int) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(least, longest+1))
+}
+
+// CodeSpan is s (one line, not empty) as a Markdown code span, where no
+// mention, reference, link or HTML is rendered: in a Fence, with a space
+// each side when s starts or ends with a backtick.
+func CodeSpan(s string) string {
+	fence := Fence(s, 1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
 }

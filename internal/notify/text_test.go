@@ -72,3 +72,30 @@ func TestDeltaParts(t *testing.T) {
 	a, r, c := []drift.Finding{{Address: "a"}}, []drift.Finding{{Address: "r"}}, []drift.Finding{{Address: "c"}}
 	require.Equal(t, []DeltaPart{{"added", a}, {"removed", r}, {"changed", c}}, (&Delta{Added: a, Removed: r, Changed: c}).Parts())
 }
+
+// A code span's fence outruns every backtick run in it, and a span that
+// starts or ends with a backtick is padded; a block's fence is at least
+// three long.
+func TestCodeSpanAndFence(t *testing.T) {
+	require.Equal(t, "`aws_s3_bucket.logs`", CodeSpan("aws_s3_bucket.logs"))
+	require.Equal(t, "``a`b``", CodeSpan("a`b"))
+	require.Equal(t, "``` ``x ```", CodeSpan("``x"))
+	require.Equal(t, "`` x` ``", CodeSpan("x`"))
+	require.Equal(t, "```", Fence("plan output", 3))
+	require.Equal(t, "`````", Fence("a ```` b ` c", 3))
+}
+
+// StableTitle names the class and workspace only; StatusText says open or
+// resolved, for how long when known.
+func TestStableTitleAndStatusText(t *testing.T) {
+	require.Equal(t, "Drift checks failing for prod/network", StableTitle(ClassErrored, "prod/network"))
+	require.Equal(t, "Forbidden resource types in prod/network", StableTitle(ClassForbidden, "prod/network"))
+	require.Equal(t, "Terraform drift in prod/network", StableTitle(ClassDrift, "prod/network"))
+	require.Equal(t, "Terraform drift in prod/network", StableTitle(ClassValidation, "prod/network"))
+
+	open, resolve := Message{Event: EventOpen}, Message{Event: EventResolve}
+	require.Equal(t, "Open", StatusText(open, ""))
+	require.Equal(t, "Open for 2h", StatusText(open, "2h"))
+	require.Equal(t, "Resolved", StatusText(resolve, ""))
+	require.Equal(t, "Resolved after 1d 3h", StatusText(resolve, "1d 3h"))
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/driftwatch/driftwatch/internal/server/auth"
+	"github.com/driftwatch/driftwatch/internal/server/pages"
 )
 
 // routes builds the route table: every route with its rule (router), so
@@ -35,6 +36,18 @@ func (s *Server) routes() (http.Handler, *router) {
 	mux.handle("GET /api/v1/status", auth.RoleViewer, a.Status)
 	mux.handleLogs("GET /api/v1/runs/{id}/logs", a.RunLogs)
 	mux.handle("POST /api/v1/runs/{id}/cancel", auth.RoleOperator, a.Cancel)
+	// Accepting drift as code: 501 when the daemon has no
+	// AcceptControl. The workspace page's button posts a form (with its
+	// CSRF token) to the same route, and is answered as a page.
+	mux.handle("POST /api/v1/workspaces/{name}/accept", auth.RoleOperator, func(w http.ResponseWriter, r *http.Request) {
+		if pages.IsForm(r) {
+			p.Accept(w, r)
+			return
+		}
+		a.Accept(w, r)
+	})
+	mux.handle("GET /api/v1/workspaces/{name}/acceptances", auth.RoleViewer, a.Acceptances)
+	mux.handle("GET /api/v1/acceptances/{id}", auth.RoleViewer, a.GetAcceptance)
 	if s.src.Rem != nil {
 		// Reads for viewers, approve and reject for approvers (within
 		// their workspaces), the kill switch for admins.

@@ -36,6 +36,8 @@ type (
 	MaintenanceWindow = control.MaintenanceWindow
 	// RemediationControl is control.RemediationControl.
 	RemediationControl = control.RemediationControl
+	// AcceptControl is control.AcceptControl.
+	AcceptControl = control.AcceptControl
 	// NotifierStatus is apitypes.NotifierStatus.
 	NotifierStatus = apitypes.NotifierStatus
 	// SandboxStatus is apitypes.SandboxStatus.

@@ -153,6 +153,7 @@ type DaemonStore interface {
 	LogStore
 	RemediationStore
 	SilenceStore
+	AcceptanceStore
 }
 
 // IncidentState is whether an incident is open.

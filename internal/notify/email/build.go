@@ -153,14 +153,7 @@ func idPart(s string) string {
 // stays the same through the thread (mail clients split a thread whose
 // subject changes); the counts are in the body.
 func threadTitle(in notify.Incident) string {
-	ws := clean(in.Workspace, maxWorkspace)
-	switch in.Class {
-	case notify.ClassErrored:
-		return "Drift checks failing for " + ws
-	case notify.ClassForbidden:
-		return "Forbidden resource types in " + ws
-	}
-	return "Terraform drift in " + ws
+	return notify.StableTitle(in.Class, clean(in.Workspace, maxWorkspace))
 }
 
 // headline is the body's first line: the incident's title and what this

@@ -164,8 +164,8 @@ func (e *ReplyError) Temporary() bool { return e.Code/100 == 4 }
 // closed, which ends any read or write in progress.
 func (n *Notifier) send(ctx context.Context, msg message) error {
 	op := "send " + msg.ID
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("email %s: %s: %w", n.name, op, context.Cause(ctx)), 0)
+	if err := notify.Interrupted(ctx, fmt.Sprintf("email %s: %s", n.name, op)); err != nil {
+		return err
 	}
 	actx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
@@ -318,8 +318,8 @@ func (n *Notifier) classify(ctx, actx context.Context, op, step string, err erro
 		// be; wait for it, so the error says whose deadline it was.
 		<-actx.Done()
 	}
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("%s: %w", prefix, context.Cause(ctx)), 0)
+	if done := notify.Interrupted(ctx, prefix); done != nil {
+		return done
 	}
 	if actx.Err() != nil {
 		return notify.Retryable(fmt.Errorf("%s: timeout after %s", prefix, n.timeout), 0)

@@ -345,11 +345,7 @@ func code(s string) string {
 	if s == "" {
 		return "` `"
 	}
-	fence := strings.Repeat("`", longestRun(s, '`')+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return fence + s + fence
+	return notify.CodeSpan(s)
 }
 
 // cell is code for a table cell, where a pipe must be escaped even in a
@@ -363,21 +359,8 @@ func cell(s string) string {
 
 // codeBlock is s in a fenced block longer than any backtick run in it.
 func codeBlock(s string) string {
-	fence := strings.Repeat("`", max(3, longestRun(s, '`')+1))
+	fence := notify.Fence(s, 3)
 	return fence + "\n" + strings.TrimRight(s, "\n") + "\n" + fence
-}
-
-func longestRun(s string, r rune) int {
-	best, n := 0, 0
-	for _, c := range s {
-		if c == r {
-			n++
-			best = max(best, n)
-		} else {
-			n = 0
-		}
-	}
-	return best
 }
 
 // mdText is s on one line with Markdown's punctuation escaped, so it

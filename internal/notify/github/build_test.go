@@ -3,7 +3,6 @@ package github
 import (
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -143,10 +142,7 @@ _driftwatch rewrites this description on every change (last: 2026-11-03 10:00 UT
 	})
 
 	t.Run("awaiting approval", func(t *testing.T) {
-		m := notifytest.SampleMessage(notify.EventRemediation)
-		m.Incident.Severity, m.Incident.Escalated = notify.SeverityHigh, 0
-		m.Remediation.Result, m.Remediation.Mode, m.Remediation.Reason, m.Remediation.ApplyRunID, m.Remediation.URL = notify.RemediationAwaitingApproval, "approve", "", "", ""
-		m.Remediation.ExpiresAt = m.At.Add(24 * time.Hour)
+		m := notifytest.AwaitingApproval("approve")
 		c, _ := buildComment(m)
 		require.Equal(t, "**Remediation awaiting approval**: `rem-0007` (mode approve, 1 resource).\n"+
 			"\nApprove with `driftwatch approve rem-0007` before 2026-11-04 10:00 UTC.\n"+statusLine+

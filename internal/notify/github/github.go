@@ -146,8 +146,8 @@ func (n *Notifier) Notify(ctx context.Context, m notify.Message, st []byte, save
 	if err := checkMessage(m); err != nil {
 		return st, fmt.Errorf("github %s: %w", n.name, err)
 	}
-	if ctx.Err() != nil {
-		return st, notify.Retryable(fmt.Errorf("github %s: %w", n.name, context.Cause(ctx)), 0)
+	if err := notify.Interrupted(ctx, "github "+n.name); err != nil {
+		return st, err
 	}
 	number := n.issueOf(st)
 	if number > 0 {

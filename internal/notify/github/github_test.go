@@ -1,7 +1,6 @@
 package github
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -78,15 +77,8 @@ func requireRequests(t *testing.T, srv *notifytest.GitHubServer, from int, want 
 	}
 }
 
-func jsonOf(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return string(b)
-}
-
 func createBody(t *testing.T, m notify.Message) string {
-	return jsonOf(t, map[string]any{"title": buildTitle(m), "body": buildBody(m), "labels": []string{"driftwatch", "driftwatch:drift"}})
+	return notifytest.MustJSON(t, map[string]any{"title": buildTitle(m), "body": buildBody(m), "labels": []string{"driftwatch", "driftwatch:drift"}})
 }
 
 func editBody(t *testing.T, m notify.Message, state string) string {
@@ -94,13 +86,13 @@ func editBody(t *testing.T, m notify.Message, state string) string {
 	if state == "closed" {
 		v["state_reason"] = "completed"
 	}
-	return jsonOf(t, v)
+	return notifytest.MustJSON(t, v)
 }
 
 func commentBody(t *testing.T, m notify.Message) string {
 	c, ok := buildComment(m)
 	require.True(t, ok)
-	return jsonOf(t, map[string]any{"body": c})
+	return notifytest.MustJSON(t, map[string]any{"body": c})
 }
 
 func TestConformance(t *testing.T) {

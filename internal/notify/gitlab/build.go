@@ -68,16 +68,7 @@ func issueLabels(configured []string, c notify.Class) []string {
 // (the counts change; they are in the description), so the issue keeps
 // one name across updates and incidents.
 func issueTitle(in notify.Incident) string {
-	var s string
-	switch in.Class {
-	case notify.ClassErrored:
-		s = "Drift checks failing for " + in.Workspace
-	case notify.ClassForbidden:
-		s = "Forbidden resource types in " + in.Workspace
-	default:
-		s = "Terraform drift in " + in.Workspace
-	}
-	return notify.Truncate(notify.OneLine(s), maxTitle)
+	return notify.Truncate(notify.OneLine(notify.StableTitle(in.Class, in.Workspace)), maxTitle)
 }
 
 // buildDescription is the issue's description for m: the incident's
@@ -340,20 +331,7 @@ func code(s string, limit int) string {
 	if s == "" {
 		return ""
 	}
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return fence + s + fence
+	return notify.CodeSpan(s)
 }
 
 // cell is code(s) for a table cell, where a pipe must be escaped even in

@@ -126,11 +126,8 @@ func TestBuildNote(t *testing.T) {
 				"[Apply run](https://driftwatch.example.com/runs/run-0043) " + noteLink +
 				"\n\n<!-- driftwatch:message=msg-remediation-0001 -->"},
 		{"remediation awaiting approval", func() notify.Message {
-			m := notifytest.SampleMessage(notify.EventRemediation)
-			m.Incident.Severity, m.Incident.Escalated, m.Incident.URL = notify.SeverityHigh, 0, ""
-			m.Remediation.Result, m.Remediation.Mode, m.Remediation.Reason, m.Remediation.ApplyRunID, m.Remediation.URL =
-				notify.RemediationAwaitingApproval, "approve", "", "", ""
-			m.Remediation.ExpiresAt = time.Date(2026, 11, 4, 10, 0, 0, 0, time.UTC)
+			m := notifytest.AwaitingApproval("approve")
+			m.Incident.URL = ""
 			return m
 		}(), false,
 			"**Remediation awaiting approval**: `rem-0007` (mode `approve`, reverts 1 resource). " +

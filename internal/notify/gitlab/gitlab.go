@@ -132,8 +132,8 @@ func (n *Notifier) Notify(ctx context.Context, m notify.Message, st []byte, save
 	if err := checkMessage(m); err != nil {
 		return st, fmt.Errorf("gitlab %s: %w", n.name, err)
 	}
-	if ctx.Err() != nil {
-		return st, notify.Retryable(fmt.Errorf("gitlab %s: %w", n.name, context.Cause(ctx)), 0)
+	if err := notify.Interrupted(ctx, "gitlab "+n.name); err != nil {
+		return st, err
 	}
 	if saveState == nil {
 		saveState = func([]byte) error { return nil }

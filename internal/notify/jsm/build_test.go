@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -127,10 +126,7 @@ func TestRemediationNotes(t *testing.T) {
 		edit func(*notify.Remediation)
 		want string
 	}{
-		{func(r *notify.Remediation) {
-			r.Result, r.Reason, r.ApplyRunID, r.URL = notify.RemediationAwaitingApproval, "", "", ""
-			r.ExpiresAt = time.Date(2026, 11, 4, 10, 0, 0, 0, time.UTC)
-		}, "Remediation proposed: reverts 1 resource; awaiting approval (driftwatch approve rem-0007) before 2026-11-04T10:00:00Z (remediation rem-0007)."},
+		{func(r *notify.Remediation) { *r = *notifytest.AwaitingApproval("auto").Remediation }, "Remediation proposed: reverts 1 resource; awaiting approval (driftwatch approve rem-0007) before 2026-11-04T10:00:00Z (remediation rem-0007)."},
 		{func(r *notify.Remediation) {
 			r.Result, r.Reason, r.ApplyRunID, r.URL = notify.RemediationApproved, "", "", ""
 		},

@@ -3,7 +3,6 @@ package jsm
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -95,18 +94,11 @@ func (n *Notifier) send(ctx context.Context, alias string, r apiRequest) error {
 	h.Set("Accept", "application/json")
 	h.Set("User-Agent", "driftwatch-jsm/1")
 	code, raw, err := n.sender.Send(ctx, notify.Request{Op: fmt.Sprintf("%s %q", r.Op, alias), URL: u.String(), Header: h, Body: r.Body,
-		Describe: func(code int, raw []byte) error { return n.apiError(code, answerOf(raw)) }})
+		Describe: func(code int, raw []byte) error { return n.apiError(code, notify.Answer[response](raw)) }})
 	if err == nil {
-		n.logger.Debug("jsm accepted", "op", r.Op, "incident", alias, "status", code, "request_id", n.clean(answerOf(raw).RequestID, 100))
+		n.logger.Debug("jsm accepted", "op", r.Op, "incident", alias, "status", code, "request_id", n.clean(notify.Answer[response](raw).RequestID, 100))
 	}
 	return err
-}
-
-// answerOf reads an answer; an unreadable body is an empty one.
-func answerOf(raw []byte) response {
-	var r response
-	_ = json.Unmarshal(raw, &r)
-	return r
 }
 
 // apiError is r as an error, redacted and bounded.

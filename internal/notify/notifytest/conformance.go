@@ -492,3 +492,16 @@ func SampleMessage(event notify.Event) notify.Message {
 	}
 	return m
 }
+
+// AwaitingApproval is SampleMessage's remediation proposed in mode and
+// awaiting approval until a day after the message (2026-11-04 10:00
+// UTC): nothing applied yet, so no reason, apply run or run link, and the
+// incident's severity not raised.
+func AwaitingApproval(mode string) notify.Message {
+	m := SampleMessage(notify.EventRemediation)
+	m.Incident.Severity, m.Incident.Escalated = notify.SeverityHigh, 0
+	r := m.Remediation
+	r.Mode, r.Result, r.Reason, r.ApplyRunID, r.URL = mode, notify.RemediationAwaitingApproval, "", "", ""
+	r.ExpiresAt = m.At.Add(24 * time.Hour)
+	return m
+}

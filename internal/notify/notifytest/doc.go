@@ -36,10 +36,12 @@
 // (notify.Open's checks of logger and secret file), Files (a folder of
 // secret files), RequireValidate (a Config.Validate table),
 // NotifyStateless, RequireUnknownEvent(Of), LifecycleEvents, OrDiscard
-// and MustNew (a vendor's New that fails the test on error). Fixtures:
+// and MustNew (a vendor's New that fails the test on error), MustJSON
+// (a value as the JSON body a test expects). Fixtures:
 // SampleMessage and SampleKey, Errored and Forbidden (the other
-// classes); RequireInitFailedAlert and RequireGenieLimits check the
-// alert OpsGenie and JSM both make through package genie.
+// classes), AwaitingApproval (a proposed remediation);
+// RequireInitFailedAlert and RequireGenieLimits check the alert OpsGenie
+// and JSM both make through package genie.
 //
 // Only tests import this package.
 package notifytest

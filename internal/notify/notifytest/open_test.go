@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -195,4 +196,22 @@ func TestErroredAndForbidden(t *testing.T) {
 	require.Equal(t, notify.ClassForbidden, m.Incident.Class)
 	require.Equal(t, []drift.Finding{f}, m.Incident.Findings)
 	require.Equal(t, drift.CountFindings([]drift.Finding{f}), m.Incident.Counts)
+}
+
+// AwaitingApproval is a valid remediation message proposed in the mode
+// asked for, awaiting approval for a day, with nothing applied yet.
+func TestAwaitingApproval(t *testing.T) {
+	m := AwaitingApproval("approve")
+	require.NoError(t, m.Check())
+	require.Equal(t, notify.EventRemediation, m.Event)
+	require.Equal(t, &notify.Remediation{ID: "rem-0007", Mode: "approve", Result: notify.RemediationAwaitingApproval,
+		Resources: 1, ExpiresAt: time.Date(2026, 11, 4, 10, 0, 0, 0, time.UTC)}, m.Remediation)
+	require.Equal(t, notify.SeverityHigh, m.Incident.Severity)
+	require.Zero(t, m.Incident.Escalated)
+	require.Equal(t, "auto", AwaitingApproval("auto").Remediation.Mode)
+}
+
+// MustJSON is the JSON a request body would carry.
+func TestMustJSON(t *testing.T) {
+	require.JSONEq(t, `{"labels":["driftwatch"],"title":"Drift"}`, MustJSON(t, map[string]any{"title": "Drift", "labels": []string{"driftwatch"}}))
 }

@@ -36,6 +36,16 @@ func (r Request) JSON(t testing.TB) map[string]any {
 	return m
 }
 
+// MustJSON is v encoded as JSON, as a request body the tests expect.
+func MustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("encoding %T: %v", v, err)
+	}
+	return string(b)
+}
+
 // requestLog records the requests a server receives, before injected
 // failures or the server's handler see them: what each server's Requests
 // returns.

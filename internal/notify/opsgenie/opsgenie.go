@@ -270,7 +270,7 @@ func (n *Notifier) exec(ctx context.Context, op, alias string, fn func() error) 
 		select {
 		case r = <-done: // finished at the same time: keep its result
 		default:
-			return notify.Retryable(fmt.Errorf("opsgenie %s: %s %q: %w", n.name, op, alias, context.Cause(ctx)), 0)
+			return notify.Interrupted(ctx, fmt.Sprintf("opsgenie %s: %s %q", n.name, op, alias))
 		}
 	}
 	if r.err == nil {
@@ -283,8 +283,8 @@ func (n *Notifier) exec(ctx context.Context, op, alias string, fn func() error) 
 // whether to retry. SDK errors are never wrapped: their text may carry
 // what the server echoed.
 func (n *Notifier) classify(ctx context.Context, op, alias string, sent bool, ra time.Duration, err error) error {
-	if ctx.Err() != nil {
-		return notify.Retryable(fmt.Errorf("opsgenie %s: %s %q: %w", n.name, op, alias, context.Cause(ctx)), 0)
+	if done := notify.Interrupted(ctx, fmt.Sprintf("opsgenie %s: %s %q", n.name, op, alias)); done != nil {
+		return done
 	}
 	var apiErr *client.ApiError
 	if errors.As(err, &apiErr) {

@@ -2,7 +2,6 @@ package opsgenie
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -55,12 +54,8 @@ func TestRemediation(t *testing.T) {
 	require.Len(t, a.Notes, 2)
 
 	// Awaiting approval: the command to approve, and when it expires.
-	proposed := notifytest.SampleMessage(notify.EventRemediation)
-	proposed.Remediation.Result, proposed.Remediation.Reason, proposed.Remediation.ApplyRunID, proposed.Remediation.URL =
-		notify.RemediationAwaitingApproval, "", "", ""
-	proposed.Remediation.ExpiresAt = proposed.At.Add(24 * time.Hour)
 	require.Equal(t, "Remediation proposed: reverts 1 resource; awaiting approval (driftwatch approve rem-0007) before 2026-11-04T10:00:00Z (remediation rem-0007).",
-		remediationNote(proposed))
+		remediationNote(notifytest.AwaitingApproval("auto")))
 
 	bad := notifytest.SampleMessage(notify.EventRemediation)
 	bad.Remediation = nil

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -146,9 +145,7 @@ func TestBuildEventVariants(t *testing.T) {
 	})
 
 	t.Run("awaiting approval", func(t *testing.T) {
-		m := notifytest.SampleMessage(notify.EventRemediation)
-		m.Remediation.Result, m.Remediation.Reason, m.Remediation.ApplyRunID, m.Remediation.URL = notify.RemediationAwaitingApproval, "", "", ""
-		m.Remediation.ExpiresAt = m.At.Add(24 * time.Hour)
+		m := notifytest.AwaitingApproval("auto")
 		got := decode(t, body(t, m, testOpts))
 		p := got["payload"].(map[string]any)
 		require.Equal(t, "Terraform drift in prod/network: 1 drifted, 1 pending (remediation awaiting approval)", p["summary"])

@@ -3,7 +3,6 @@ package pagerduty
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -94,18 +93,11 @@ func (n *Notifier) send(ctx context.Context, ev event, body []byte) error {
 	h.Set("Accept", "application/json")
 	h.Set("User-Agent", "driftwatch-pagerduty/1")
 	_, raw, err := n.sender.Send(ctx, notify.Request{Op: fmt.Sprintf("%s %s", ev.EventAction, ev.DedupKey), URL: n.url, Header: h, Body: body,
-		Describe: func(code int, raw []byte) error { return n.apiError(code, answerOf(raw)) }})
-	if r := answerOf(raw); err == nil && r.DedupKey != "" && r.DedupKey != ev.DedupKey {
+		Describe: func(code int, raw []byte) error { return n.apiError(code, notify.Answer[response](raw)) }})
+	if r := notify.Answer[response](raw); err == nil && r.DedupKey != "" && r.DedupKey != ev.DedupKey {
 		n.logger.Warn("pagerduty answered with another dedup_key", "incident", ev.DedupKey, "dedup_key", n.clean(r.DedupKey, 300))
 	}
 	return err
-}
-
-// answerOf reads an answer; an unreadable body is an empty one.
-func answerOf(raw []byte) response {
-	var r response
-	_ = json.Unmarshal(raw, &r)
-	return r
 }
 
 // apiError is r as an error, redacted and bounded.

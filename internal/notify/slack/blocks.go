@@ -138,10 +138,7 @@ func buildText(m notify.Message) string {
 func buildThreadText(m notify.Message) string {
 	switch m.Event {
 	case notify.EventResolve:
-		if d := openFor(m); d != "" {
-			return "Resolved after " + d
-		}
-		return "Resolved"
+		return notify.StatusText(m, openFor(m))
 	case notify.EventRenotify:
 		if d := openFor(m); d != "" {
 			return esc(notify.Truncate("Still open after "+d+": "+classTitle(m.Incident.Class)+" in "+m.Incident.Workspace, maxFallbackText))
@@ -208,18 +205,8 @@ func headerText(m notify.Message, withEvent bool) string {
 }
 
 func statusText(m notify.Message) string {
-	d := openFor(m)
-	switch {
-	case m.Event == notify.EventResolve && d != "":
-		return "Resolved after " + d
-	case m.Event == notify.EventResolve:
-		return "Resolved"
-	}
-	s := "Open"
-	if d != "" {
-		s = "Open for " + d
-	}
-	if m.Incident.Escalated > 0 {
+	s := notify.StatusText(m, openFor(m))
+	if m.Event != notify.EventResolve && m.Incident.Escalated > 0 {
 		s += " · remediation failed"
 	}
 	return s

@@ -126,10 +126,9 @@ func slackCode(err error) string {
 // context. Raw library errors are never wrapped: a *url.Error carries the
 // URL (a secret in webhook mode) and an ok:false response may echo input.
 func (n *Notifier) classify(ctx context.Context, op string, err error) error {
-	if ctx.Err() != nil {
-		// The cause is ours (errRequestTimeout) or the caller's; either way
-		// nothing was decided about the message: try again.
-		return notify.Retryable(fmt.Errorf("%s: %w", op, context.Cause(ctx)), 0)
+	if done := notify.Interrupted(ctx, op); done != nil {
+		// The cause is ours (errRequestTimeout) or the caller's.
+		return done
 	}
 	var rl *slackgo.RateLimitedError
 	if errors.As(err, &rl) {

@@ -372,15 +372,7 @@ func statusText(m notify.Message) string {
 	if !m.Incident.Since.IsZero() && !m.At.IsZero() && m.At.After(m.Incident.Since) {
 		d = notify.Duration(m.At.Sub(m.Incident.Since))
 	}
-	switch {
-	case m.Event == notify.EventResolve && d != "":
-		return "Resolved after " + d
-	case m.Event == notify.EventResolve:
-		return "Resolved"
-	case d != "":
-		return "Open for " + d
-	}
-	return "Open"
+	return notify.StatusText(m, d)
 }
 
 func countsText(in notify.Incident) string {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -133,7 +132,7 @@ func TestBuildCardVariants(t *testing.T) {
 			{"title": "Class", "value": "errored"}, {"title": "Owner", "value": "network-team"},
 			{"title": "Since", "value": "2026-11-03 09:00 UTC"}, {"title": "Status", "value": "Open for 1h"},
 			{"title": "Run", "value": "run-0042"},
-			{"title": "Error", "value": "init: backend \\*unreachable\\* for \\[team\\_a\\]"}]}`, mustJSON(t, c["body"].([]any)[1]))
+			{"title": "Error", "value": "init: backend \\*unreachable\\* for \\[team\\_a\\]"}]}`, notifytest.MustJSON(t, c["body"].([]any)[1]))
 		require.Len(t, c["body"], 2, "no findings: no list")
 		title := c["body"].([]any)[0].(map[string]any)["items"].([]any)[1].(map[string]any)["inlines"].([]any)[0].(map[string]any)["text"]
 		require.Equal(t, "Drift checks failing for prod/network: init: backend *unreachable* for [team_a]", title, "text runs are shown as they are")
@@ -143,24 +142,21 @@ func TestBuildCardVariants(t *testing.T) {
 		m := notifytest.Forbidden(notifytest.SampleMessage(notify.EventOpen), drift.Finding{Kind: drift.KindForbidden, Address: "kubernetes_deployment.api", Action: "create", SeenIn: []string{"config", "plan"}})
 		c := content(t, body(t, m))
 		b := c["body"].([]any)
-		require.Contains(t, mustJSON(t, b[1]), `{"title":"Findings","value":"1 forbidden"}`)
+		require.Contains(t, notifytest.MustJSON(t, b[1]), `{"title":"Findings","value":"1 forbidden"}`)
 		require.JSONEq(t, `{"type": "RichTextBlock", "inlines": [{"type": "TextRun", "text": "forbidden create ", "weight": "Bolder"},
 			{"type": "TextRun", "text": "kubernetes_deployment.api", "fontType": "Monospace"},
-			{"type": "TextRun", "text": " · seen in config, plan", "isSubtle": true}]}`, mustJSON(t, b[3]))
+			{"type": "TextRun", "text": " · seen in config, plan", "isSubtle": true}]}`, notifytest.MustJSON(t, b[3]))
 	})
 
 	t.Run("awaiting approval: the command, the expiry, no run", func(t *testing.T) {
-		m := notifytest.SampleMessage(notify.EventRemediation)
-		m.Incident.Severity, m.Incident.Escalated = notify.SeverityHigh, 0
-		m.Remediation.Mode, m.Remediation.Result, m.Remediation.Reason, m.Remediation.ApplyRunID, m.Remediation.URL = "approve", notify.RemediationAwaitingApproval, "", "", ""
-		m.Remediation.ExpiresAt = m.At.Add(24 * time.Hour)
+		m := notifytest.AwaitingApproval("approve")
 		c := content(t, body(t, m))
 		b := c["body"].([]any)
 		require.Equal(t, "HIGH · Remediation awaiting approval", headOf(t, m)["items"].([]any)[0].(map[string]any)["text"])
 		require.JSONEq(t, `{"type": "FactSet", "facts": [{"title": "ID", "value": "rem-0007"}, {"title": "Result", "value": "awaiting\\_approval"},
-			{"title": "Mode", "value": "approve"}, {"title": "Resources", "value": "1 resource"}, {"title": "Expires", "value": "2026-11-04 10:00 UTC"}]}`, mustJSON(t, b[3]))
+			{"title": "Mode", "value": "approve"}, {"title": "Resources", "value": "1 resource"}, {"title": "Expires", "value": "2026-11-04 10:00 UTC"}]}`, notifytest.MustJSON(t, b[3]))
 		require.JSONEq(t, `{"type": "RichTextBlock", "inlines": [{"type": "TextRun", "text": "Approve with "},
-			{"type": "TextRun", "text": "driftwatch approve rem-0007", "fontType": "Monospace"}]}`, mustJSON(t, b[4]))
+			{"type": "TextRun", "text": "driftwatch approve rem-0007", "fontType": "Monospace"}]}`, notifytest.MustJSON(t, b[4]))
 		require.Len(t, c["actions"], 1, "no run yet: the status page only")
 	})
 
@@ -272,11 +268,4 @@ func content(t *testing.T, s string) map[string]any {
 func headOf(t *testing.T, m notify.Message) map[string]any {
 	t.Helper()
 	return content(t, body(t, m))["body"].([]any)[0].(map[string]any)
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return string(b)
 }

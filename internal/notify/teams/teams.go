@@ -3,7 +3,6 @@ package teams
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -120,8 +119,7 @@ func (n *Notifier) send(ctx context.Context, m notify.Message, body []byte) erro
 // apiError is the response as an error, redacted and bounded, with a hint
 // for the statuses that need a person.
 func (n *Notifier) apiError(code int, raw []byte) *APIError {
-	var b errorBody
-	_ = json.Unmarshal(raw, &b) // an unreadable body leaves b empty
+	b := notify.Answer[errorBody](raw)
 	e := &APIError{StatusCode: code, Code: n.clean(b.Error.Code, 100), Message: n.clean(b.Error.Message, 300)}
 	switch code {
 	case http.StatusUnauthorized, http.StatusForbidden:

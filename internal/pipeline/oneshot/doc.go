@@ -1,7 +1,7 @@
 // Package oneshot is the run of the commands that check workspaces once,
 // locally, without a daemon: `driftwatch audit` (every selected workspace,
-// into a report.Report) and `driftwatch accept` (one workspace's drift as
-// a code change, engine.Accept).
+// into a report.Report) and the run request `driftwatch accept` hands
+// remediation/acceptance (Request).
 //
 // What it owns: Options and Audit, which expands the config's git
 // discover: entries (Options.Discover: app hands it inventory's), selects
@@ -9,8 +9,8 @@
 // when runs are not isolated), builds the targets (pipeline.Targets), runs
 // them with runner/local through pipeline.Auditor.RunAll, shows progress
 // (report.Progress) and returns the report with each workspace's source
-// directory. Accept runs one workspace the same way (the same discovery,
-// request, jail and network) through engine.Accept.
+// directory. Request builds one workspace's request the same way (the
+// same discovery, request, jail and network).
 //
 // What it must not touch: the store, notifiers, the server, the daemon's
 // parts (internal/run, leader), inventory (discovery is handed in: the

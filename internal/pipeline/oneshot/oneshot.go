@@ -9,9 +9,9 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
-	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
+	"github.com/driftwatch/driftwatch/internal/terraform"
 	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
 
@@ -77,22 +77,18 @@ func Audit(ctx context.Context, o Options) (*report.Report, error) {
 	return rep, nil
 }
 
-// AcceptOutcome is what `driftwatch accept` came to (engine.Accept).
-type AcceptOutcome = engine.AcceptOutcome
-
-// Accept computes and proves the code change that accepts the drift of
-// one workspace of cfg (of addresses, or all of it): engine.Accept, run
-// the way an audit's run is (the same discovery, request, jail and
-// network).
-func Accept(ctx context.Context, cfg *config.Config, discover func(context.Context, *config.Config) error, workspace string, addresses []string, logger *slog.Logger) (AcceptOutcome, error) {
+// Request is the run request of one workspace of cfg as a one-shot
+// command runs it locally (`driftwatch accept`): after discover, with the
+// same request, jail and network as an audit's run.
+func Request(ctx context.Context, cfg *config.Config, discover func(context.Context, *config.Config) error, workspace string, logger *slog.Logger) (terraform.Request, error) {
 	if err := discover(ctx, cfg); err != nil {
-		return AcceptOutcome{}, err
+		return terraform.Request{}, err
 	}
 	targets, err := localTargets(cfg, pipeline.Filter{Names: []string{workspace}}, "", logger)
 	if err != nil {
-		return AcceptOutcome{}, err
+		return terraform.Request{}, err
 	}
-	return engine.Accept(ctx, targets[0].Request, addresses)
+	return targets[0].Request, nil
 }
 
 // localTargets are f's targets as local runs: confined as

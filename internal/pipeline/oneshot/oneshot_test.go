@@ -27,14 +27,13 @@ func TestAuditRefuses(t *testing.T) {
 	require.EqualError(t, err, "no workspace matches the filters")
 }
 
-// Accept refuses a workspace the config does not have before it runs
-// anything.
-func TestAcceptUnknownWorkspace(t *testing.T) {
+// Request refuses a workspace the config does not have, after discovery.
+func TestRequestUnknownWorkspace(t *testing.T) {
 	cfg := &config.Config{Workspaces: []config.Workspace{{Name: "net"}}}
 	cfg.Terraform.Sandbox = "off"
 	discovered := 0
 	discover := func(context.Context, *config.Config) error { discovered++; return nil }
-	_, err := Accept(t.Context(), cfg, discover, "db", nil, slog.New(slog.DiscardHandler))
+	_, err := Request(t.Context(), cfg, discover, "db", slog.New(slog.DiscardHandler))
 	require.EqualError(t, err, "unknown workspace db")
 	require.Equal(t, 1, discovered, "discovery comes first")
 }

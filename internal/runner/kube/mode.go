@@ -76,3 +76,13 @@ func NewMode(o ModeOptions) (*Mode, error) {
 func (m *Mode) ServeCallback(ctx context.Context) error {
 	return m.Callback.Run(ctx, m.Listen)
 }
+
+// NoAccept is why a daemon in this mode runs no acceptance of drift as
+// code: those run Terraform in the daemon's process, and here Terraform
+// runs in Jobs. "" for a nil Mode (the local runner).
+func (m *Mode) NoAccept() string {
+	if m == nil {
+		return ""
+	}
+	return "accepting drift as code runs Terraform in the daemon, and with runner.mode kubernetes Terraform runs only in Jobs: run `driftwatch accept WORKSPACE` from CI or a workstation with the same config"
+}

@@ -113,10 +113,19 @@ func (a *API) Workspace(w http.ResponseWriter, r *http.Request) {
 		a.internalError(w, r, err)
 		return
 	}
+	waiting, err := a.src.Waiting(r.Context(), v.Name, incidents)
+	if err != nil {
+		a.internalError(w, r, err)
+		return
+	}
+	list := incidentList(incidents)
+	for i, in := range incidents {
+		list[i].Accepted = incidentAcceptance(waiting[in.Key])
+	}
 	respond.JSON(w, http.StatusOK, apitypes.WorkspaceDetail{
 		Workspace: a.workspace(v),
 		Findings:  findings(v.State.Findings),
-		Incidents: incidentList(incidents),
+		Incidents: list,
 	})
 }
 

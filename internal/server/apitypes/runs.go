@@ -49,6 +49,8 @@ type Cancelled struct {
 type Error struct {
 	Error string `json:"error"`
 	RunID string `json:"run_id,omitempty"`
+	// AcceptanceID names the running acceptance a 409 waits for.
+	AcceptanceID string `json:"acceptance_id,omitempty"`
 }
 
 // LogEnd is the data of a run's log stream's last event ("end"): the

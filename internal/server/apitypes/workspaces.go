@@ -55,6 +55,19 @@ type Incident struct {
 	Since        time.Time `json:"since"`
 	NotifiedAt   time.Time `json:"notified_at,omitzero"`
 	Findings     int       `json:"findings"`
+	// Accepted is set on a drift incident whose drift was accepted as
+	// code and proposed after it opened: it waits for the merge, and
+	// resolves when the merged code's next check is clean.
+	Accepted *IncidentAcceptance `json:"accepted,omitempty"`
+}
+
+// IncidentAcceptance is the proposal a drift incident waits for.
+type IncidentAcceptance struct {
+	AcceptanceID string `json:"acceptance_id"`
+	State        string `json:"state"` // "waiting for merge"
+	URL          string `json:"url"`
+	Number       int    `json:"number"`
+	Branch       string `json:"branch"`
 }
 
 // Finding is one finding of a workspace or a run: attribute paths, never

@@ -13,8 +13,8 @@ import (
 // Daemon is a Control made of the daemon's parts: it forwards to them and
 // turns the current config into the server's lists. The parts' errors
 // are this package's already (refusal's, runlog's), so it maps none.
-// RemediationControl and SilenceControl must not be nil: the server finds
-// them on the Control with a type assertion.
+// RemediationControl, SilenceControl and AcceptControl must not be nil:
+// the server finds them on the Control with a type assertion.
 type Daemon struct {
 	// Config is the current config (read at every call: a reload shows
 	// at once).
@@ -30,6 +30,7 @@ type Daemon struct {
 	}
 	RemediationControl
 	SilenceControl
+	AcceptControl
 }
 
 // Runs is the run lifecycle as Daemon sees it.
@@ -45,6 +46,7 @@ var (
 	_ Control            = Daemon{}
 	_ RemediationControl = Daemon{}
 	_ SilenceControl     = Daemon{}
+	_ AcceptControl      = Daemon{}
 )
 
 // Workspaces lists the configured workspaces with their next run.

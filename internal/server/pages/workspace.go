@@ -29,6 +29,10 @@ type workspacePageData struct {
 	Incidents []store.Incident
 	// Hold is what holds its notifications now or next (nil: nothing).
 	Hold *hold
+	// Accept is the part on accepting drift as code (nil: none);
+	// Waiting the proposal each live drift incident waits for, by key.
+	Accept  *acceptSection
+	Waiting map[string]*store.Acceptance
 }
 
 // Workspace serves GET /workspaces/{name}: one workspace's page.
@@ -67,6 +71,16 @@ func (p *Pages) Workspace(w http.ResponseWriter, r *http.Request) {
 		p.pageError(w, r, err)
 		return
 	}
+	acc, err := p.acceptSectionFor(r.Context(), r, name)
+	if err != nil {
+		p.pageError(w, r, err)
+		return
+	}
+	waiting, err := p.src.Waiting(r.Context(), name, incidents)
+	if err != nil {
+		p.pageError(w, r, err)
+		return
+	}
 	p.render(w, r, http.StatusOK, p.workspace, workspacePageData{
 		page:              p.newPage(r, "driftwatch: "+name+" ("+string(v.Status)+")", true),
 		W:                 v,
@@ -79,5 +93,7 @@ func (p *Pages) Workspace(w http.ResponseWriter, r *http.Request) {
 		RemediationsLimit: pageRemediationsLimit,
 		Incidents:         incidents,
 		Hold:              h,
+		Accept:            acc,
+		Waiting:           waiting,
 	})
 }

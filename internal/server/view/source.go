@@ -31,8 +31,11 @@ type Source struct {
 	Control   control.Control
 	// Rem is Control's remediation side, Sil its silences and maintenance
 	// windows; nil when it has none.
-	Rem    control.RemediationControl
-	Sil    control.SilenceControl
+	Rem control.RemediationControl
+	Sil control.SilenceControl
+	// Acc is Control's acceptances of drift as code; nil when it has
+	// none.
+	Acc    control.AcceptControl
 	Logger *slog.Logger
 	Now    func() time.Time
 	// Base is the absolute external URL without trailing slash, or "";
@@ -47,10 +50,12 @@ type Source struct {
 	stats *statsCache
 }
 
-// New returns s ready to serve, with Rem and Sil found on s.Control.
+// New returns s ready to serve, with Rem, Sil and Acc found on
+// s.Control.
 func New(s Source) *Source {
 	s.Rem, _ = s.Control.(control.RemediationControl)
 	s.Sil, _ = s.Control.(control.SilenceControl)
+	s.Acc, _ = s.Control.(control.AcceptControl)
 	s.stats = newStatsCache()
 	return &s
 }

@@ -15,7 +15,7 @@ var copyTables = []string{
 	"runs", "workspace_state", "run_logs",
 	"incidents", "outbox", "notifier_state",
 	"remediations", "settings", "silences",
-	"audit_log", "slack_replay", "sessions",
+	"audit_log", "slack_replay", "sessions", "acceptances",
 }
 
 // TableCount is how many rows a table holds.
@@ -26,7 +26,7 @@ type TableCount struct {
 
 // CopyTo copies everything s holds (runs and their logs, workspace
 // states, incidents, the outbox, notifiers' state, remediations and the
-// pause flag, silences, the audit log, Slack signatures, sessions) into
+// pause flag, silences, the audit log, Slack signatures, sessions, acceptances) into
 // dst, which must be empty, in one transaction of dst's, then verifies
 // that every table holds as many rows in both. Nothing may write to s
 // meanwhile (its daemon stopped). It returns the counts copied.

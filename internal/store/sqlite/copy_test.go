@@ -41,6 +41,7 @@ func fillStore(t *testing.T, s *sqlite.Store) {
 	hash := sha256.Sum256([]byte("session"))
 	require.NoError(t, s.CreateSession(ctx, store.Session{IDHash: hash[:], Issuer: "https://idp", Subject: "alice", Name: "alice",
 		Groups: []string{"ops"}, CreatedAt: at, LastSeenAt: at, ExpiresAt: at.Add(8 * time.Hour)}))
+	require.NoError(t, s.AddAcceptance(ctx, store.Acceptance{ID: "acc1", Workspace: "net", State: store.AcceptRunning, RequestedBy: "alice", CreatedAt: at}))
 }
 
 // migrate --to postgres: a SQLite store, every table filled, is copied
@@ -73,6 +74,7 @@ func TestCopyToPostgres(t *testing.T) {
 		func(s *sqlite.Store) (any, error) { return s.Silences(ctx, time.Time{}) },
 		func(s *sqlite.Store) (any, error) { return s.AuditEntries(ctx, store.AuditFilter{}) },
 		func(s *sqlite.Store) (any, error) { return s.Sessions(ctx, store.SessionFilter{}) },
+		func(s *sqlite.Store) (any, error) { return s.Acceptances(ctx, "", 0) },
 		func(s *sqlite.Store) (any, error) { return s.DueMessages(ctx, time.Now(), 0) },
 	} {
 		want, err := read(src)

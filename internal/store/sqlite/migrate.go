@@ -292,6 +292,22 @@ CREATE INDEX sessions_subject ON sessions (subject, issuer);
 -- PruneSessions: the expired ones.
 CREATE INDEX sessions_expires ON sessions (expires_at);
 `,
+
+	// 11: acceptances (store.AcceptanceStore): drift accepted as code.
+	// Only a new table. body is the acceptance's JSON, less the columns.
+	`
+CREATE TABLE acceptances (
+	id          TEXT PRIMARY KEY,
+	workspace   TEXT NOT NULL,
+	state       TEXT NOT NULL,
+	created_at  INTEGER NOT NULL,
+	finished_at INTEGER,
+	body        TEXT NOT NULL CHECK (json_valid(body))
+) STRICT;
+-- Acceptances: newest first per workspace; InterruptAcceptances: the running ones.
+CREATE INDEX acceptances_workspace ON acceptances (workspace, created_at);
+CREATE INDEX acceptances_running ON acceptances (created_at) WHERE state = 'running';
+`,
 }
 
 // migrate applies the missing migrations, one transaction each. The version

@@ -107,3 +107,8 @@ func TestPostgresDSNIsNeverShown(t *testing.T) {
 	}
 	require.NotContains(t, logs.String(), canary)
 }
+
+func TestPostgresAcceptanceConformance(t *testing.T) {
+	open := pgByDir()
+	storetest.AcceptanceConformance(t, func(t *testing.T, dir string) storetest.AcceptanceStore { return open(t, dir) })
+}

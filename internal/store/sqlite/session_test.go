@@ -12,3 +12,9 @@ func TestSessionConformance(t *testing.T) {
 		return openStore(t, filepath.Join(dir, "driftwatch.db"))
 	})
 }
+
+func TestAcceptanceConformance(t *testing.T) {
+	storetest.AcceptanceConformance(t, func(t *testing.T, dir string) storetest.AcceptanceStore {
+		return openStore(t, filepath.Join(dir, "driftwatch.db"))
+	})
+}

@@ -103,16 +103,33 @@ type Cluster struct {
 	clientErr  error
 }
 
+// Option changes how Start starts the control plane.
+type Option func(*options)
+
+type options struct {
+	apiserverFlags []string
+}
+
+// WithAPIServerFlags adds flags to kube-apiserver's command line (an audit
+// policy and log, say), after kubetest's own.
+func WithAPIServerFlags(flags ...string) Option {
+	return func(o *options) { o.apiserverFlags = append(o.apiserverFlags, flags...) }
+}
+
 // Start starts a control plane for t and waits until it serves and the
 // controllers run (a few seconds). A failure stops the test with the tail of
 // each component's log; the logs are also shown when the test fails later.
-func Start(t testing.TB) *Cluster {
+func Start(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	bin := BinDir(t)
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	var err error
 	for try := 1; try <= startTries; try++ {
 		var c *Cluster
-		if c, err = start(t, bin); err == nil {
+		if c, err = start(t, bin, o); err == nil {
 			return c
 		}
 		if !errors.Is(err, errAddrInUse) {
@@ -126,7 +143,7 @@ func Start(t testing.TB) *Cluster {
 
 var errAddrInUse = errors.New("address already in use")
 
-func start(t testing.TB, bin string) (_ *Cluster, err error) {
+func start(t testing.TB, bin string, o options) (_ *Cluster, err error) {
 	began := time.Now()
 	c := &Cluster{BinDir: bin, dir: t.TempDir()}
 	var procs []*process
@@ -138,6 +155,9 @@ func start(t testing.TB, bin string) (_ *Cluster, err error) {
 		}
 	}()
 	run := func(name string, args ...string) (*process, error) {
+		if name == "kube-apiserver" {
+			args = append(args, o.apiserverFlags...)
+		}
 		p, err := startProcess(t, c.dir, name, filepath.Join(bin, name), args)
 		if err == nil {
 			procs = append(procs, p)

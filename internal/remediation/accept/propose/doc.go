@@ -22,6 +22,6 @@
 //
 // It imports accept, source and notify only: not app, server, store or
 // config (depguard's propose-imports-accept-source-notify). Its caller is
-// the daemon's accept, which app wires with the workspace's source and
-// notifier (issue #32).
+// remediation/acceptance (Do: the daemon's accept and `driftwatch accept
+// --propose`), with the workspace's source and the accept.notifier.
 package propose

@@ -320,9 +320,9 @@ func TestBody(t *testing.T) {
 		Link: "https://dw.example.com/w/prod", Git: source.Git{Path: "envs/prod/"}, Change: change(),
 	}
 	require.Equal(t, "driftwatch: accept drift of prod`|x (2 attributes)", Title(req.Workspace, req.Change))
-	require.Equal(t, "### driftwatch: accept the drift of `prod'|x` as code\n\n"+
-		"Something changed these resources outside Terraform, and the change was meant: this request makes the configuration say what exists, so that once it is merged the next check of `prod'|x` is clean.\n\n"+
-		"- **Workspace:** `prod'|x` · [workspace page](https://dw.example.com/w/prod)\n"+
+	require.Equal(t, "### driftwatch: accept the drift of ``prod`|x`` as code\n\n"+
+		"Something changed these resources outside Terraform, and the change was meant: this request makes the configuration say what exists, so that once it is merged the next check of ``prod`|x`` is clean.\n\n"+
+		"- **Workspace:** ``prod`|x`` · [workspace page](https://dw.example.com/w/prod)\n"+
 		"- **Base commit:** `0123456789abcdef0123456789abcdef01234567` (root module `envs/prod`)\n"+
 		"- **Proof:** a plan of the changed code with `OpenTofu v1.8.0` shows no change for the accepted resources and nothing new.\n\n"+
 		"#### Accepted (2)\n\n| Address | Attribute | Rewritten at | Set by |\n| --- | --- | --- | --- |\n"+
@@ -337,7 +337,7 @@ func TestBody(t *testing.T) {
 	// link, is left out; no refusals, no section.
 	req.Link, req.Change.Refused, req.Git.Path = "javascript:alert(1)", nil, ""
 	body := Body(req)
-	require.Contains(t, body, "- **Workspace:** `prod'|x`\n- **Base commit:** `0123456789abcdef0123456789abcdef01234567`\n")
+	require.Contains(t, body, "- **Workspace:** ``prod`|x``\n- **Base commit:** `0123456789abcdef0123456789abcdef01234567`\n")
 	require.NotContains(t, body, "Not accepted")
 	require.NotContains(t, body, "javascript")
 }

@@ -19,12 +19,7 @@ const (
 
 // Title is the pull or merge request's title, and the commit's subject.
 func Title(workspace string, change *accept.Result) string {
-	n := len(change.Accepted)
-	noun := "attributes"
-	if n == 1 {
-		noun = "attribute"
-	}
-	return fmt.Sprintf("driftwatch: accept drift of %s (%d %s)", oneLine(workspace), n, noun)
+	return fmt.Sprintf("driftwatch: accept drift of %s (%s)", oneLine(workspace), notify.Plural(len(change.Accepted), "attribute"))
 }
 
 // commitMessage is the commit's message: the title and the places
@@ -95,15 +90,13 @@ func where(dir, w string) string {
 
 func oneLine(s string) string { return notify.OneLine(s) }
 
-// code is s on one line, cut to maxCell, as a Markdown code span, in
-// which no mention, link or HTML is rendered. A backtick, which would end
-// the span, shows as a quote.
+// code is s on one line, cut to maxCell, as a Markdown code span
+// (notify.CodeSpan): no mention, link or HTML in it is rendered.
 func code(s string) string {
-	s = strings.ReplaceAll(notify.Truncate(oneLine(s), maxCell), "`", "'")
-	if s == "" {
+	if s = notify.Truncate(oneLine(s), maxCell); s == "" {
 		return ""
 	}
-	return "`" + s + "`"
+	return notify.CodeSpan(s)
 }
 
 // cell is code for a table cell, where a pipe must be escaped even in a
