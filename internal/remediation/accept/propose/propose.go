@@ -52,7 +52,8 @@ type Request struct {
 	Repository string
 	// BranchPrefix starts the branch's name ("": DefaultBranchPrefix).
 	BranchPrefix string
-	// Author is the commit's author and committer (zero: DefaultAuthor).
+	// Author is the commit's author and committer (DefaultAuthor's name
+	// or e-mail where empty).
 	Author source.Identity
 	Labels []string
 }
@@ -94,10 +95,7 @@ func Propose(ctx context.Context, req Request) (Proposal, error) {
 	if err != nil {
 		return Proposal{}, fmt.Errorf("propose %s: %w", req.Workspace, err)
 	}
-	author := req.Author
-	if author == (source.Identity{}) {
-		author = DefaultAuthor
-	}
+	author := source.Identity{Name: cmp.Or(req.Author.Name, DefaultAuthor.Name), Email: cmp.Or(req.Author.Email, DefaultAuthor.Email)}
 	title := Title(req.Workspace, req.Change)
 	pushed, err := req.Git.Push(ctx, req.CacheDir, source.PushRequest{
 		Base: req.Commit, Branch: branch, Files: files, Message: commitMessage(title, req), Author: author,

@@ -128,6 +128,7 @@ func TestProposeGitHub(t *testing.T) {
 	require.Equal(t, f.commit, gittest.Run(t, f.git.Bare(f.name), "rev-parse", got.Branch+"^"))
 	require.Equal(t, got.Commit, gittest.Run(t, f.git.Bare(f.name), "rev-parse", got.Branch))
 
+	require.Equal(t, "driftwatch <driftwatch@localhost>", gittest.Run(t, f.git.Bare(f.name), "log", "--format=%an <%ae>", "-1", got.Branch))
 	pulls := srv.Pulls()
 	require.Len(t, pulls, 1)
 	require.Equal(t, notifytest.GitHubPull{Number: 1, Title: "driftwatch: accept drift of Prod / EU (2 attributes)", Body: Body(req),
@@ -145,6 +146,7 @@ func TestProposeGitHub(t *testing.T) {
 func TestProposeGitLab(t *testing.T) {
 	f, srv := gitlabForge(t)
 	req := f.request(t, t.TempDir())
+	req.Author = source.Identity{Name: "Accept Bot"} // the e-mail defaults alone
 
 	got, err := Propose(t.Context(), req)
 	require.NoError(t, err)
@@ -157,6 +159,7 @@ func TestProposeGitLab(t *testing.T) {
 	require.Equal(t, "main", mrs[0].TargetBranch)
 	require.Equal(t, Body(req), mrs[0].Description)
 	require.Equal(t, []string{"driftwatch"}, mrs[0].Labels)
+	require.Equal(t, "Accept Bot <driftwatch@localhost>", gittest.Run(t, f.git.Bare(f.name), "log", "--format=%an <%ae>", "-1", got.Branch))
 	// The project is the repository's path, subgroups kept.
 	for _, r := range srv.Requests() {
 		require.True(t, strings.HasPrefix(r.Path, "/api/v4/projects/platform%2Finfra%2Fdrift-alerts/"), r.Path)
