@@ -18,10 +18,11 @@ var _ notify.ChangeOpener = (*Notifier)(nil)
 // pullHints say what a person must fix when a pull request's step is
 // refused.
 var pullHints = map[int]string{
-	http.StatusUnauthorized:        "check the token in token_file",
-	http.StatusForbidden:           "the token lacks pull-request write: it needs pull requests: write on the repository (classic tokens: the repo scope)",
-	http.StatusNotFound:            "the repository does not exist, or the token cannot see it",
-	http.StatusUnprocessableEntity: "branch not found: the head branch must be pushed and the base a branch of the repository",
+	http.StatusUnauthorized: "check the token in token_file",
+	http.StatusForbidden:    "the token lacks pull-request write: it needs pull requests: write on the repository (classic tokens: the repo scope)",
+	http.StatusNotFound:     "the repository does not exist, or the token cannot see it",
+	// The answer's own words say which field: "invalid head (PullRequest)".
+	http.StatusUnprocessableEntity: "is the head branch pushed, and the base a branch of the repository?",
 }
 
 // labelHints are pullHints for labelling an opened pull request.

@@ -118,7 +118,7 @@ func TestOpenChangeErrors(t *testing.T) {
 	cr := change()
 	cr.Base = "release"
 	_, err := n.OpenChange(t.Context(), cr)
-	require.ErrorContains(t, err, "status 422: Validation Failed: invalid base (PullRequest); invalid head (PullRequest) (branch not found")
+	require.ErrorContains(t, err, "status 422: Validation Failed: invalid base (PullRequest); invalid head (PullRequest) (is the head branch pushed, and the base a branch of the repository?)")
 
 	// A 5xx stays retryable, with GitHub's own words.
 	srv.FailNext(notifytest.Failure{Status: 502})

@@ -21,10 +21,14 @@ var mergeHints = map[int]string{
 	http.StatusForbidden:    "the token lacks merge-request write: it needs the api scope and at least the Developer role",
 	http.StatusNotFound:     "does the project exist, and can the token see it?",
 	// GitLab's words for a missing branch are {"source_branch": ["does
-	// not exist"]} (400) or a 422.
-	http.StatusBadRequest:          "branch not found: the source branch must be pushed and the target a branch of the project",
-	http.StatusUnprocessableEntity: "branch not found: the source branch must be pushed and the target a branch of the project",
+	// not exist"]} (400); a 422 is one it cannot merge.
+	http.StatusBadRequest:          branchHint,
+	http.StatusUnprocessableEntity: branchHint,
 }
+
+// branchHint is the question a refused merge request's step asks: the
+// answer's own words say which field.
+const branchHint = "is the source branch pushed, and the target a branch of the project?"
 
 // OpenChange implements notify.ChangeOpener: the opened merge request of
 // req.Head into req.Base in project req.Repository (the notifier's

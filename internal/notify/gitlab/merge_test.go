@@ -105,7 +105,7 @@ func TestOpenChangeErrors(t *testing.T) {
 	// A branch GitLab does not have.
 	srv.KnowBranches("main")
 	_, err := n.OpenChange(t.Context(), change())
-	require.ErrorContains(t, err, "gitlab gl-infra: open a merge request in platform/infra/drift-alerts: status 400: source_branch does not exist (branch not found")
+	require.ErrorContains(t, err, "gitlab gl-infra: open a merge request in platform/infra/drift-alerts: status 400: source_branch does not exist (is the source branch pushed, and the target a branch of the project?)")
 
 	// A 5xx stays retryable.
 	srv.FailNext(notifytest.Failure{Status: 503})

@@ -19,15 +19,18 @@ import (
 	"github.com/driftwatch/driftwatch/internal/source"
 )
 
-// Defaults of a Request.
+// DefaultBranchPrefix starts a branch's name when a Request names no
+// prefix.
+const DefaultBranchPrefix = "driftwatch/accept"
+
+// A branch name's bounds: the workspace's slug and the change's hash.
 const (
-	DefaultBranchPrefix = "driftwatch/accept"
-	maxSlug             = 40
-	hashLen             = 10
+	maxSlug = 40
+	hashLen = 10
 )
 
-// DefaultAuthor is the commit's author and committer when a Request
-// names none.
+// DefaultAuthor is the commit's author and committer where a Request
+// leaves the name or the e-mail empty.
 var DefaultAuthor = source.Identity{Name: "driftwatch", Email: "driftwatch@localhost"}
 
 // Request is a proven change to propose.

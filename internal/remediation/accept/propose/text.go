@@ -19,7 +19,7 @@ const (
 
 // Title is the pull or merge request's title, and the commit's subject.
 func Title(workspace string, change *accept.Result) string {
-	return fmt.Sprintf("driftwatch: accept drift of %s (%s)", oneLine(workspace), notify.Plural(len(change.Accepted), "attribute"))
+	return fmt.Sprintf("driftwatch: accept drift of %s (%s)", notify.OneLine(workspace), notify.Plural(len(change.Accepted), "attribute"))
 }
 
 // commitMessage is the commit's message: the title and the places
@@ -27,9 +27,9 @@ func Title(workspace string, change *accept.Result) string {
 // link), so that the same change is the same commit.
 func commitMessage(title string, req Request) string {
 	var b strings.Builder
-	b.WriteString(title + "\n\nAccept the drift driftwatch found in workspace " + oneLine(req.Workspace) + " as code:\n\n")
+	b.WriteString(title + "\n\nAccept the drift driftwatch found in workspace " + notify.OneLine(req.Workspace) + " as code:\n\n")
 	for _, a := range req.Change.Accepted {
-		fmt.Fprintf(&b, "- %s %s: %s (%s)\n", oneLine(a.Address), oneLine(a.Attribute), where(req.Git.Path, a.Where), oneLine(a.Kind))
+		fmt.Fprintf(&b, "- %s %s: %s (%s)\n", notify.OneLine(a.Address), notify.OneLine(a.Attribute), where(req.Git.Path, a.Where), notify.OneLine(a.Kind))
 	}
 	return b.String()
 }
@@ -83,17 +83,15 @@ func Body(req Request) string {
 func where(dir, w string) string {
 	file, line, ok := strings.Cut(w, ":")
 	if !ok {
-		return oneLine(w)
+		return notify.OneLine(w)
 	}
-	return oneLine(repoPath(dir, file) + ":" + line)
+	return notify.OneLine(repoPath(dir, file) + ":" + line)
 }
-
-func oneLine(s string) string { return notify.OneLine(s) }
 
 // code is s on one line, cut to maxCell, as a Markdown code span
 // (notify.CodeSpan): no mention, link or HTML in it is rendered.
 func code(s string) string {
-	if s = notify.Truncate(oneLine(s), maxCell); s == "" {
+	if s = notify.Truncate(notify.OneLine(s), maxCell); s == "" {
 		return ""
 	}
 	return notify.CodeSpan(s)
