@@ -38,7 +38,9 @@ type Request struct {
 	Workspace string
 	// Git is the workspace's source (URL, Ref, Path, CredentialsFile).
 	Git source.Git
-	// CacheDir is the git cache (terraform.Request.GitCacheDir).
+	// CacheDir is the git cache the checkout used (terraform.Request.
+	// GitCacheDir, or the default sandbox.PrepareSource takes when that
+	// is empty); required.
 	CacheDir string
 	// Commit is the commit accepted against (engine.AcceptOutcome.Commit).
 	Commit string
@@ -123,6 +125,8 @@ func repoFiles(req Request) (map[string][]byte, error) {
 		return nil, errors.New("no workspace")
 	case req.Opener == nil:
 		return nil, errors.New("no pull or merge request opener (a github or gitlab notifier)")
+	case req.CacheDir == "":
+		return nil, errors.New("no git cache directory: pass the one the checkout used (terraform.Request.GitCacheDir, or the default when that is empty)")
 	case req.Commit == "":
 		return nil, errors.New("no commit the change was made on (a git source's)")
 	case req.Change == nil || len(req.Change.Files) == 0 || len(req.Change.Accepted) == 0:

@@ -228,6 +228,7 @@ func TestProposeErrors(t *testing.T) {
 		"no change":    func(r *Request) { r.Change = nil },
 		"nothing":      func(r *Request) { r.Change = &accept.Result{} },
 		"no commit":    func(r *Request) { r.Commit = "" },
+		"no cache":     func(r *Request) { r.CacheDir = "" },
 		"no workspace": func(r *Request) { r.Workspace = " " },
 		"outside":      func(r *Request) { r.Git.Path = ""; r.Change.Files[0].Path = "../x.tf" },
 		"ssh url":      func(r *Request) { r.Git.URL = "git@github.com:acme/infra.git" },
