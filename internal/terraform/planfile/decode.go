@@ -236,7 +236,14 @@ func change(pc parsedChange, isDrift bool) (planparse.Change, error) {
 		before, after = value(rc.values, 0), value(rc.values, 1)
 	}
 	if before == nil || after == nil {
-		return ch, nil // a create, delete or forget has no attribute paths
+		// A create, delete or forget has no attribute paths; an object
+		// deleted outside Terraform still has its ids.
+		if isDrift && before != nil {
+			if err := setGoneIDs(&ch, before, rc.beforeSens); err != nil {
+				return planparse.Change{}, fmt.Errorf("%s: %w", rc.addr, err)
+			}
+		}
+		return ch, nil
 	}
 	bv, err := decodeMsgpack(before)
 	if err != nil {
@@ -258,8 +265,27 @@ func change(pc parsedChange, isDrift bool) (planparse.Change, error) {
 	if !av.known() {
 		unknown = av.appendUnknown(nil)
 	}
-	ch.SetPaths(bv.appendJSON(nil), av.appendJSON(nil), unknown, bs, as, isDrift)
+	bj, aj := bv.appendJSON(nil), av.appendJSON(nil)
+	ch.SetPaths(bj, aj, unknown, bs, as, isDrift)
+	if isDrift {
+		ch.SetIDs(bj, aj, bs, as)
+	}
 	return ch, nil
+}
+
+// setGoneIDs sets the ids of a drifted object that no longer exists from
+// its before value (msgpack) and sensitivity (the plan file's paths).
+func setGoneIDs(ch *planparse.Change, before []byte, sens []rawPath) error {
+	bv, err := decodeMsgpack(before)
+	if err != nil {
+		return fmt.Errorf("before: %w", err)
+	}
+	bs, err := sensitiveMarker(sens)
+	if err != nil {
+		return err
+	}
+	ch.SetIDs(bv.appendJSON(nil), nil, bs, nil)
+	return nil
 }
 
 func value(vs [][]byte, i int) []byte {

@@ -482,8 +482,12 @@ func TestDecode(t *testing.T) {
 		pbChange(ric{addr: "data.t_d.gone", action: actionDelete, values: [][]byte{obj("id", mpOne)}}),
 		pbDrift(ric{
 			addr: "t_x.a", action: actionUpdate,
-			values: [][]byte{obj("name", mpStr("x"), "size", mpOne), obj("name", mpStr("x"), "size", []byte{0x02})},
+			values:    [][]byte{obj("id", secret, "name", mpStr("x"), "size", mpOne), obj("id", secret, "name", mpStr("x"), "size", []byte{0x02})},
+			afterSens: []rawPath{{attrStep("id")}},
 		}),
+		// Deleted outside Terraform: its ids from before, not the sensitive one.
+		pbDrift(ric{addr: "t_x.gone", action: actionDelete, values: [][]byte{obj("id", mpStr("g-1"), "name", secret)},
+			beforeSens: []rawPath{{attrStep("name")}}}),
 		// A move without other change is not drift outside refresh-only.
 		pbDrift(ric{addr: "t_x.c", action: actionNoop, values: [][]byte{obj("id", mpOne)}}),
 		pbDrift(ric{addr: "data.t_d.gone", action: actionDelete, values: [][]byte{obj("id", mpOne)}}),
@@ -523,8 +527,10 @@ func TestDecode(t *testing.T) {
 	if diff := cmp.Diff(wantChanges, got.Changes); diff != "" {
 		t.Errorf("Changes (-want +got):\n%s", diff)
 	}
-	wantDrift := []planparse.Change{managed("t_x.a", "update")}
+	wantDrift := []planparse.Change{managed("t_x.a", "update"), managed("t_x.gone", "delete")}
 	wantDrift[0].Attributes = []string{"size"}
+	wantDrift[0].IDs = map[string]string{"name": "x"}
+	wantDrift[1].IDs = map[string]string{"id": "g-1"}
 	if diff := cmp.Diff(wantDrift, got.Drift); diff != "" {
 		t.Errorf("Drift (-want +got):\n%s", diff)
 	}
