@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -549,6 +550,7 @@ func TestDecode(t *testing.T) {
 	require.Equal(t, []string{drift.SeenInPlanned}, seen["t_x.c"])
 	require.NotContains(t, seen, "data.t_d.gone")
 	require.Equal(t, []string{drift.SeenInState}, seen["data.t_d.d"])
+	require.NotContains(t, fmt.Sprintf("%+v", got), canary)
 }
 
 // TestDecodeRefreshOnly: in refresh-only mode a no-op drift entry (a move)
