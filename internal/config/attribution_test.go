@@ -65,7 +65,7 @@ func TestAttributionInvalid(t *testing.T) {
 	dir := t.TempDir()
 	src := mustAbs(t, "testdata/net")
 	cases := map[string]struct{ yaml, want string }{
-		"empty program": {"attribution: { command: [''] }", `workspaces[0].attribution.command[0]: the program is empty`},
+		"empty program":   {"attribution: { command: [''] }", `workspaces[0].attribution.command[0]: the program is empty`},
 		"missing program": {"attribution: { command: [./nope] }", `workspaces[0].attribution.command[0]: stat ` + filepath.Join(dir, "nope")},
 		"env name":        {"attribution: { command: [x], env: { 'A-B': v } }", `workspaces[0].attribution.env.A-B: "A-B" is not a valid environment variable name`},
 		"secret file":     {"attribution: { command: [x], secret_env_files: { T: missing } }", `workspaces[0].attribution.secret_env_files.T: stat ` + filepath.Join(dir, "missing")},

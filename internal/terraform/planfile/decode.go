@@ -220,6 +220,9 @@ func change(pc parsedChange, isDrift bool) (planparse.Change, error) {
 			return planparse.Change{}, fmt.Errorf("%s: unknown action reason %d", rc.addr, rc.reason)
 		}
 	}
+	if isDrift {
+		ch.Provider = providerSource(rc.provider)
+	}
 	if ch.IsNoOp() {
 		return ch, nil
 	}
@@ -271,6 +274,22 @@ func change(pc parsedChange, isDrift bool) (planparse.Change, error) {
 		ch.SetIDs(bj, aj, bs, as)
 	}
 	return ch, nil
+}
+
+// providerSource is the source address in a provider configuration's
+// address (module.m.provider["registry.terraform.io/hashicorp/aws"].alias
+// gives registry.terraform.io/hashicorp/aws), as show -json's
+// provider_name; "" when addr is not one.
+func providerSource(addr string) string {
+	_, rest, ok := strings.Cut(addr, `provider["`)
+	if !ok {
+		return ""
+	}
+	src, _, ok := strings.Cut(rest, `"]`)
+	if !ok {
+		return ""
+	}
+	return src
 }
 
 // setGoneIDs sets the ids of a drifted object that no longer exists from

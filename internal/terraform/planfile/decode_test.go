@@ -676,3 +676,16 @@ func FuzzDecodeMsgpack(f *testing.F) {
 		_ = pathString(rawPath{keyStep(data)})
 	})
 }
+
+func TestProviderSource(t *testing.T) {
+	for addr, want := range map[string]string{
+		`provider["registry.terraform.io/hashicorp/aws"]`:                    "registry.terraform.io/hashicorp/aws",
+		`module.m.provider["registry.terraform.io/hashicorp/aws"].west`:      "registry.terraform.io/hashicorp/aws",
+		`module.a.module.b.provider["registry.opentofu.org/hashicorp/null"]`: "registry.opentofu.org/hashicorp/null",
+		`provider.aws`: "",
+		`provider["x`:  "",
+		``:             "",
+	} {
+		require.Equal(t, want, providerSource(addr), addr)
+	}
+}

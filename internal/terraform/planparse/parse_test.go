@@ -48,12 +48,13 @@ var all = []string{drift.SeenInConfig, drift.SeenInState, drift.SeenInPlanned}
 // The parsed form of real Terraform plans, written out in full for the
 // cases that exercise each part of the format.
 func TestParseFixtures(t *testing.T) {
+	const dwtest = "registry.terraform.io/driftwatch/dwtest"
 	tr := true
 	cases := map[string]*Plan{
 		"content_drift": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
 			Drift: []Change{{Address: "dwtest_file.a", Mode: "managed", Type: "dwtest_file",
-				Actions: []string{"update"}, Attributes: []string{"content"}, IDs: map[string]string{"id": "/driftwatch-fixture/a.txt"}}},
+				Actions: []string{"update"}, Attributes: []string{"content"}, IDs: map[string]string{"id": "/driftwatch-fixture/a.txt"}, Provider: dwtest}},
 			Changes: []Change{{Address: "dwtest_file.a", Mode: "managed", Type: "dwtest_file",
 				Actions: []string{"update"}, Attributes: []string{"content"}}},
 			NoOp: []string{"dwtest_file.untouched"},
@@ -66,7 +67,7 @@ func TestParseFixtures(t *testing.T) {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
 			// After is null for a delete, so no attribute paths.
 			Drift: []Change{{Address: "local_file.gone", Mode: "managed", Type: "local_file",
-				Actions: []string{"delete"}, IDs: map[string]string{"id": "5a6df720540c20d95d530d3fd6885511223d5d20"}}},
+				Actions: []string{"delete"}, IDs: map[string]string{"id": "5a6df720540c20d95d530d3fd6885511223d5d20"}, Provider: "registry.terraform.io/hashicorp/local"}},
 			Changes: []Change{{Address: "local_file.gone", Mode: "managed", Type: "local_file",
 				Actions: []string{"create"}}},
 			NoOp: []string{"local_file.kept"},
@@ -98,7 +99,7 @@ func TestParseFixtures(t *testing.T) {
 		"nested_module_drift": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
 			Drift: []Change{{Address: "module.outer.module.inner.dwtest_file.f", Mode: "managed", Type: "dwtest_file",
-				Actions: []string{"update"}, Attributes: []string{"content"}, IDs: map[string]string{"id": "/driftwatch-fixture/inner.txt"}}},
+				Actions: []string{"update"}, Attributes: []string{"content"}, IDs: map[string]string{"id": "/driftwatch-fixture/inner.txt"}, Provider: dwtest}},
 			Changes: []Change{{Address: "module.outer.module.inner.dwtest_file.f", Mode: "managed", Type: "dwtest_file",
 				Actions: []string{"update"}, Attributes: []string{"content"}}},
 			NoOp: []string{"module.outer.dwtest_file.o"},
@@ -118,7 +119,7 @@ func TestParseFixtures(t *testing.T) {
 		"sensitive_drift": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
 			Drift: []Change{{Address: "dwtest_file.secret", Mode: "managed", Type: "dwtest_file",
-				Actions: []string{"update"}, Attributes: []string{"sensitive_content"}, IDs: map[string]string{"id": "/driftwatch-fixture/secret.txt"}}},
+				Actions: []string{"update"}, Attributes: []string{"sensitive_content"}, IDs: map[string]string{"id": "/driftwatch-fixture/secret.txt"}, Provider: dwtest}},
 			Changes: []Change{
 				{Address: "dwtest_file.secret", Mode: "managed", Type: "dwtest_file",
 					Actions: []string{"update"}, Attributes: []string{"sensitive_content"}},

@@ -106,6 +106,9 @@ type Change struct {
 	// never one the plan marks sensitive: the one set of values a Plan
 	// keeps, for the attribution command's query.
 	IDs map[string]string
+	// Provider (resource_drift entries only) is the provider's source
+	// address, e.g. registry.terraform.io/hashicorp/aws.
+	Provider string
 }
 
 // Action names the change in one word: create, update, delete, replace
@@ -362,6 +365,12 @@ func (p *parser) readChange(isDrift bool) error {
 			c.Deposed, err = s.readStringOrNull()
 		case "action_reason":
 			c.ActionReason, err = p.readInterned()
+		case "provider_name":
+			if isDrift {
+				c.Provider, err = p.readInterned()
+			} else {
+				err = s.skipValue()
+			}
 		case "change":
 			err = s.iterObject(func(key []byte) error {
 				var err error

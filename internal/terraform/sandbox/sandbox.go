@@ -207,16 +207,21 @@ func PrepareSource(ctx context.Context, req terraform.Request, dir string) (modu
 		return "", "", err
 	}
 	if g := req.Source.Git; g != nil {
-		cache := req.GitCacheDir
-		if cache == "" {
-			cache = filepath.Join(userCacheDir(), "git")
-		}
-		return source.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}.Checkout(ctx, cache, dst)
+		return source.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}.Checkout(ctx, GitCacheDir(req), dst)
 	}
 	if err := source.CopyTree(ctx, req.Source.Path, dst); err != nil {
 		return "", "", err
 	}
 	return dst, "", nil
+}
+
+// GitCacheDir is where req's git source is cached: req.GitCacheDir, else
+// the user's cache directory.
+func GitCacheDir(req terraform.Request) string {
+	if req.GitCacheDir != "" {
+		return req.GitCacheDir
+	}
+	return filepath.Join(userCacheDir(), "git")
 }
 
 // ReadSourceFile reads a file of the workspace's source tree rooted at
