@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/server/auth"
 	"github.com/driftwatch/driftwatch/internal/server/respond"
 	"github.com/driftwatch/driftwatch/internal/server/view"
@@ -89,22 +90,23 @@ func (p *Pages) parse() error {
 	}
 	sum := sha256.Sum256(css)
 	funcs := template.FuncMap{
-		"iso":         func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"abs":         absTime,
-		"rel":         relTime,
-		"overdue":     overdue,
-		"join":        strings.Join,
-		"runDuration": fmtRunDuration,
-		"wsPath":      func(name string) string { return view.WorkspacePath(prefix, name) },
-		"runPath":     func(id string) string { return view.RunPath(prefix, id) },
-		"remPath":     func(id string) string { return view.RemediationPath(prefix, id) },
-		"stateLabel":  stateLabel,
-		"resources":   resources,
-		"rem":         func(now time.Time, r remediationView, apiBase string) remArg { return remArg{now, r, apiBase} },
-		"count":       func(kind string, n int) countArg { return countArg{kind, n} },
-		"when":        func(now, t time.Time, zero string) whenArg { return whenArg{now, t, zero} },
-		"deref":       func(t *time.Time) time.Time { return *t },
-		"thousands":   thousands,
+		"iso":          func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"abs":          absTime,
+		"rel":          relTime,
+		"overdue":      overdue,
+		"join":         strings.Join,
+		"runDuration":  fmtRunDuration,
+		"wsPath":       func(name string) string { return view.WorkspacePath(prefix, name) },
+		"runPath":      func(id string) string { return view.RunPath(prefix, id) },
+		"remPath":      func(id string) string { return view.RemediationPath(prefix, id) },
+		"stateLabel":   stateLabel,
+		"resources":    resources,
+		"rem":          func(now time.Time, r remediationView, apiBase string) remArg { return remArg{now, r, apiBase} },
+		"count":        func(kind string, n int) countArg { return countArg{kind, n} },
+		"when":         func(now, t time.Time, zero string) whenArg { return whenArg{now, t, zero} },
+		"provenanceOf": func(now time.Time, f drift.Finding) provenanceArg { return provenanceArg{now, f} },
+		"deref":        func(t *time.Time) time.Time { return *t },
+		"thousands":    thousands,
 	}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/remediation_parts.html")
 	if err != nil {
@@ -149,6 +151,13 @@ type remArg struct {
 type whenArg struct {
 	Now, T time.Time
 	Zero   string // shown when T is zero
+}
+
+// provenanceArg is the "provenance" template's argument: a finding and
+// the page's now.
+type provenanceArg struct {
+	Now time.Time
+	F   drift.Finding
 }
 
 // page is what every page's layout needs.
