@@ -95,8 +95,8 @@ type rawChange struct {
 	// provider["registry.terraform.io/hashicorp/aws"], maybe with a
 	// module path before it and an alias after it.
 	provider string
-	action                  uint64
-	reason                  uint64
+	action   uint64
+	reason   uint64
 	// values are the msgpack values: [after] for create, [before] for
 	// delete and no-op, [before, after] otherwise.
 	values                [][]byte
