@@ -34,18 +34,18 @@ type Prior struct {
 	CheckedAt time.Time
 }
 
-// windows sets the window of every drift finding of fs: one a previous
-// run already saw (a drift finding of prior at the same address) keeps
-// that finding's window, attribution and attribution error (a finding
-// recorded before windows existed gets one that ends at prior's check);
-// one first seen gets the window from prior's check (zero without prior)
-// to to. It returns the indexes of the drift findings first seen that are
-// not ignored: those the attribution command is asked about.
+// windows sets the window of every drift finding of fs, given prior: one
+// a previous run already saw (a drift finding of prior at the same
+// address) keeps that finding's window, attribution and attribution error
+// (a finding recorded before windows existed gets one that ends at
+// prior's check); one first seen gets the window from prior's check to
+// to. Without prior (the one-shot audit: no history) no finding gets a
+// window and every drift finding is first seen. It returns the indexes of
+// the drift findings first seen that are not ignored: those the
+// attribution command is asked about.
 func windows(prior *Prior, fs []drift.Finding, to time.Time) (fresh []int) {
 	seen := map[string]drift.Finding{}
-	var from time.Time
 	if prior != nil {
-		from = prior.CheckedAt
 		for _, f := range prior.Findings {
 			if f.Kind == drift.KindDrift {
 				seen[f.Address] = f
@@ -59,7 +59,9 @@ func windows(prior *Prior, fs []drift.Finding, to time.Time) (fresh []int) {
 		}
 		p, ok := seen[f.Address]
 		if !ok {
-			f.Window = &drift.Window{From: from, To: to}
+			if prior != nil {
+				f.Window = &drift.Window{From: prior.CheckedAt, To: to}
+			}
 			if !f.Ignored {
 				fresh = append(fresh, i)
 			}
@@ -67,18 +69,19 @@ func windows(prior *Prior, fs []drift.Finding, to time.Time) (fresh []int) {
 		}
 		f.Window, f.Attribution, f.AttributionError = p.Window, p.Attribution, p.AttributionError
 		if f.Window == nil {
-			f.Window = &drift.Window{To: from}
+			f.Window = &drift.Window{To: prior.CheckedAt}
 		}
 	}
 	return fresh
 }
 
 // attribute asks t's attribution command about the drift findings of fs
-// at the indexes fresh: at most MaxAttributions, two at a time. An answer
+// at the indexes fresh, with their window (without one: the window that
+// ends at now): at most MaxAttributions, two at a time. An answer
 // is set as the finding's Attribution; a failure, logged, as its
 // AttributionError ("attribution failed: …", redacted of the command's
 // env and every secret the run knows). It never fails the run.
-func attribute(ctx context.Context, log *slog.Logger, t Target, plan *planparse.Plan, fs []drift.Finding, fresh []int) {
+func attribute(ctx context.Context, log *slog.Logger, t Target, plan *planparse.Plan, fs []drift.Finding, fresh []int, now time.Time) {
 	if t.Attribution == nil || len(fresh) == 0 {
 		return
 	}
@@ -111,8 +114,12 @@ func attribute(ctx context.Context, log *slog.Logger, t Target, plan *planparse.
 			continue
 		}
 		c := drifted[f.Address]
+		w := drift.Window{To: now}
+		if f.Window != nil {
+			w = *f.Window
+		}
 		q := attribution.Query{Workspace: t.Name, Address: f.Address, Type: f.Type, Provider: c.Provider, IDs: c.IDs,
-			Window: attribution.Window{From: f.Window.From, To: f.Window.To}}
+			Window: attribution.Window{From: w.From, To: w.To}}
 		if q.IDs == nil {
 			q.IDs = map[string]string{}
 		}

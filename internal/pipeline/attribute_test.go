@@ -47,8 +47,11 @@ func TestWindows(t *testing.T) {
 	require.Nil(t, fs[5].Window)
 
 	fs = []drift.Finding{{Kind: drift.KindDrift, Address: "x.a"}}
+	require.Equal(t, []int{0}, windows(&Prior{}, fs, t3))
+	require.Equal(t, &drift.Window{To: t3}, fs[0].Window, "no clean check before: no start")
+	fs = []drift.Finding{{Kind: drift.KindDrift, Address: "x.a"}}
 	require.Equal(t, []int{0}, windows(nil, fs, t3))
-	require.Equal(t, &drift.Window{To: t3}, fs[0].Window, "nothing known before: no start")
+	require.Nil(t, fs[0].Window, "no history (the one-shot audit): no window")
 }
 
 // script writes an executable shell script.
@@ -157,7 +160,7 @@ f=$(mktemp "$DIR/run-XXXXXX"); echo x >> "$DIR/calls"; sleep 0.1; rm -f "$f"; ec
 `)
 	tg := target("ws")
 	tg.Attribution = &config.AttributionCommand{Argv: []string{sh}, Env: map[string]string{"DIR": dir}, Timeout: 5 * time.Second}
-	attribute(t.Context(), slog.New(slog.DiscardHandler), tg, nil, fs, fresh)
+	attribute(t.Context(), slog.New(slog.DiscardHandler), tg, nil, fs, fresh, time.Now())
 	b, err := os.ReadFile(filepath.Join(dir, "calls"))
 	require.NoError(t, err)
 	require.Equal(t, MaxAttributions, strings.Count(string(b), "x"))
@@ -175,6 +178,6 @@ func TestAttributeSecretUnreadable(t *testing.T) {
 	fs := []drift.Finding{{Kind: drift.KindDrift, Address: "x.a", Window: &drift.Window{}}}
 	tg := target("ws")
 	tg.Attribution = &config.AttributionCommand{Argv: []string{"true"}, SecretEnvFiles: map[string]string{"T": "/nonexistent/secret"}}
-	attribute(t.Context(), slog.New(slog.DiscardHandler), tg, nil, fs, []int{0})
+	attribute(t.Context(), slog.New(slog.DiscardHandler), tg, nil, fs, []int{0}, time.Now())
 	require.Equal(t, "attribution failed: secret_env_files.T: cannot read its file", fs[0].AttributionError)
 }

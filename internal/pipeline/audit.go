@@ -98,8 +98,9 @@ func (a *Auditor) CheckPlan(ctx context.Context, t Target) (drift.Result, *planp
 	// Hygiene findings are listed but never change the status.
 	res.Findings = append(res.Findings, out.Backend...)
 	drift.SortFindings(res.Findings)
-	fresh := windows(t.Prior, res.Findings, now())
-	attribute(ctx, log, t, out.Plan, res.Findings, fresh)
+	checked := now()
+	fresh := windows(t.Prior, res.Findings, checked)
+	attribute(ctx, log, t, out.Plan, res.Findings, fresh, checked)
 	commits(ctx, log, t, out.Commit, res.Findings)
 	c := drift.CountFindings(res.Findings)
 	log.Info("run finished", "status", res.Status, "drift", c.Drift, "pending", c.Pending,
