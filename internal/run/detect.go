@@ -327,15 +327,16 @@ func (m *Manager) countRun(status drift.Status, res drift.Result) {
 // prior is what the store holds of a workspace before its run, for the
 // pipeline to date drift and keep what earlier runs learnt of it: the
 // last successful run's findings and when that run checked (its start;
-// its finish when runs errored since, the state's only time of it). nil
-// when the workspace never finished a run or the store cannot say.
+// its finish when runs errored since, the state's only time of it). It
+// is empty (every drift first seen, with no start) when the workspace
+// never finished a run or the store cannot say.
 func (m *Manager) prior(ctx context.Context, log *slog.Logger, name string) *pipeline.Prior {
 	st, err := m.store.Workspace(context.WithoutCancel(ctx), name)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
 			log.Warn("store: the workspace's state before the run; its drift is dated from this run only", "err", err)
 		}
-		return nil
+		return &pipeline.Prior{}
 	}
 	checked := st.LastRunAt
 	if st.Status == drift.StatusErrored {
