@@ -1,0 +1,21 @@
+package pagerduty
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/notify"
+	"github.com/driftwatch/driftwatch/internal/notify/notifytest"
+)
+
+// A finding's provenance (who changed a drift, the commit behind a
+// pending change) is listed with it.
+func TestProvenance(t *testing.T) {
+	m := notifytest.Attributed(notifytest.SampleMessage(notify.EventOpen))
+	s := body(t, m, testOpts)
+	for _, p := range notifytest.Provenance {
+		require.Contains(t, s, `"provenance":"`+p+`"`)
+	}
+	require.NotContains(t, body(t, notifytest.SampleMessage(notify.EventOpen), testOpts), "provenance")
+}
