@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"time"
 )
@@ -82,23 +83,11 @@ func (a *Attribution) validate(pos *positions, key, dir string) []error {
 		}
 	}
 	for k := range a.Env {
-		if !envName.MatchString(k) {
-			add("env."+k, "%q is not a valid environment variable name", k)
+		if err := validEnvName(k); err != nil {
+			add("env."+k, "%v", err)
 		}
 	}
-	for k, f := range a.SecretEnvFiles {
-		if !envName.MatchString(k) {
-			add("secret_env_files."+k, "%q is not a valid environment variable name", k)
-			continue
-		}
-		if _, dup := a.Env[k]; dup {
-			add("secret_env_files."+k, "also set in env")
-		}
-		a.SecretEnvFiles[k] = absFrom(dir, f)
-		if _, err := os.Stat(a.SecretEnvFiles[k]); err != nil {
-			add("secret_env_files."+k, "%v", err)
-		}
-	}
+	checkSecretEnvFiles(a.SecretEnvFiles, a.Env, dir, validEnvName, add)
 	switch {
 	case a.Timeout < 0:
 		add("timeout", "must not be negative")
@@ -118,4 +107,32 @@ func (a *Attribution) secretFiles() []string {
 		out = append(out, f)
 	}
 	return out
+}
+
+// validEnvName accepts any well-formed environment variable name: an
+// attribution command is no Terraform process, so none is reserved.
+func validEnvName(k string) error {
+	if !envName.MatchString(k) {
+		return fmt.Errorf("%q is not a valid environment variable name", k)
+	}
+	return nil
+}
+
+// checkSecretEnvFiles checks secret_env_files (variable -> file) beside
+// env: each name valid (checkName), not also in env, and its file, made
+// absolute against dir, present.
+func checkSecretEnvFiles(files, env map[string]string, dir string, checkName func(string) error, add func(k, format string, args ...any)) {
+	for k, f := range files {
+		if err := checkName(k); err != nil {
+			add("secret_env_files."+k, "%v", err)
+			continue
+		}
+		if _, dup := env[k]; dup {
+			add("secret_env_files."+k, "also set in env")
+		}
+		files[k] = absFrom(dir, f)
+		if _, err := os.Stat(files[k]); err != nil {
+			add("secret_env_files."+k, "%v", err)
+		}
+	}
 }

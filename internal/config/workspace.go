@@ -188,19 +188,7 @@ func (w *Workspace) validate(c *Config) []error {
 			add("env."+k, "%v", err)
 		}
 	}
-	for k, f := range w.SecretEnvFiles {
-		if err := checkEnvName(k); err != nil {
-			add("secret_env_files."+k, "%v", err)
-			continue
-		}
-		if _, dup := w.Env[k]; dup {
-			add("secret_env_files."+k, "also set in env")
-		}
-		w.SecretEnvFiles[k] = absFrom(dir, f)
-		if _, err := os.Stat(w.SecretEnvFiles[k]); err != nil {
-			add("secret_env_files."+k, "%v", err)
-		}
-	}
+	checkSecretEnvFiles(w.SecretEnvFiles, w.Env, dir, checkEnvName, add)
 	for i, hp := range w.SandboxHostPorts {
 		if _, err := netcfg.ParseHostPort(hp); err != nil {
 			add(fmt.Sprintf("sandbox_host_ports[%d]", i), "%v", err)

@@ -529,3 +529,12 @@ func Attributed(m notify.Message) notify.Message {
 
 // Provenance are the lines Attributed's findings show (notify.Provenance).
 var Provenance = []string{"changed by carol@example.com at 2026-11-03 08:30 UTC (test-trail)", "last changed in 0123456789ab by Ann"}
+
+// RequireProvenance checks that s, what a notifier sent for Attributed's
+// message, shows both Provenance lines.
+func RequireProvenance(t testing.TB, s string) {
+	t.Helper()
+	for _, p := range Provenance {
+		require.Contains(t, s, p)
+	}
+}
