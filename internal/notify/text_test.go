@@ -109,6 +109,6 @@ func TestProvenance(t *testing.T) {
 		Provenance(drift.Finding{Kind: drift.KindPending, Commit: &drift.Commit{Hash: "0123456789abcdef0123456789abcdef01234567", Author: "Ann"}}))
 	require.Empty(t, Provenance(drift.Finding{Kind: drift.KindDrift, AttributionError: "attribution failed: boom", Window: &drift.Window{To: at}}))
 	long := Provenance(drift.Finding{Attribution: &drift.Attribution{Actor: strings.Repeat("x", 256) + "\nnext"}})
-	require.Equal(t, 200, len([]rune(long)))
+	require.Len(t, []rune(long), 200)
 	require.NotContains(t, long, "\n")
 }
