@@ -69,7 +69,7 @@ func (s gitSpec) lastChange(ctx context.Context, credentialsFile, cacheDir, comm
 	if err != nil {
 		return Change{}, err
 	}
-	c, err := s.blameCache(ctx, credentialsFile, cacheDir, observe)
+	c, err := s.openCache(ctx, credentialsFile, cacheDir, observe)
 	if err != nil {
 		return Change{}, err
 	}
@@ -114,65 +114,6 @@ func (s gitSpec) lastChange(ctx context.Context, credentialsFile, cacheDir, comm
 			round = len(blameDeepen) - 1
 		}
 	}
-}
-
-// blameRepo is the cache repository opened as Checkout opens it: its
-// lock held, git's runner (environment, credentials, redaction) and a
-// private HOME set up.
-type blameRepo struct {
-	r    *gitRunner
-	repo string
-	done []func()
-}
-
-func (c *blameRepo) close() {
-	for i := len(c.done) - 1; i >= 0; i-- {
-		c.done[i]()
-	}
-}
-
-// blameCache opens the cache repository of s, creating it if missing.
-func (s gitSpec) blameCache(ctx context.Context, credentialsFile, cacheDir string, observe execObserver) (_ *blameRepo, err error) {
-	var auth *basicAuth
-	if credentialsFile != "" && s.authScope != "" {
-		if auth, err = readCredentials(credentialsFile); err != nil {
-			return nil, err
-		}
-	}
-	if cacheDir == "" {
-		return nil, errors.New("cache dir is required")
-	}
-	gitCache, err := filepath.Abs(filepath.Join(cacheDir, "git"))
-	if err != nil {
-		return nil, fmt.Errorf("cache dir: %w", err)
-	}
-	if err := os.MkdirAll(gitCache, 0o700); err != nil {
-		return nil, fmt.Errorf("cache dir: %w", err)
-	}
-	key := cacheKey(s.url)
-	c := &blameRepo{repo: filepath.Join(gitCache, key+".git")}
-	defer func() {
-		if err != nil {
-			c.close()
-		}
-	}()
-	home, err := os.MkdirTemp("", "driftwatch-git-")
-	if err != nil {
-		return nil, fmt.Errorf("git home: %w", err)
-	}
-	c.done = append(c.done, func() { _ = os.RemoveAll(home) })
-	c.r = &gitRunner{
-		dir:     home,
-		env:     gitEnv(os.Environ(), home, authHeader(s.authScope, auth)),
-		redact:  newRedactor(auth.secrets()...),
-		observe: observe,
-	}
-	unlock, err := lockFile(ctx, filepath.Join(gitCache, key+".lock"))
-	if err != nil {
-		return nil, err
-	}
-	c.done = append(c.done, unlock)
-	return c, ensureRepo(ctx, c.r, gitCache, c.repo, s.url)
 }
 
 // repoFile is path (relative to the module directory s.path) relative to

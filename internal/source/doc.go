@@ -12,6 +12,13 @@
 // [ReadFile]: regular files only, symlinks only inside the tree, never a
 // blocking open, at most [MaxConfigFileSize] bytes, under the run's context.
 //
+// [Git.Push] writes a commit of given files on a checked-out commit with
+// git's plumbing in the same cache repository, under its lock, and pushes
+// it to a branch: deterministic (the same files on the same base are the
+// same commit, so repeated pushes give one branch), and moving only a
+// branch whose tip is its own author's commit. [Git.BaseBranch] is the
+// branch such a change is proposed into.
+//
 // Git runs as a subprocess with a scrubbed environment. An access token is
 // only ever handed to git through the environment (GIT_CONFIG_COUNT carrying
 // an http.<url>.extraHeader), never through an argument or a URL, and every

@@ -229,55 +229,16 @@ func (s gitSpec) checkout(ctx context.Context, credentialsFile, cacheDir, dst st
 	if err != nil {
 		return "", "", err
 	}
-	var auth *basicAuth
-	if credentialsFile != "" && s.authScope != "" {
-		if auth, err = readCredentials(credentialsFile); err != nil {
-			return "", "", err
-		}
-	}
-	if cacheDir == "" {
-		return "", "", errors.New("cache dir is required")
-	}
-	cacheDir, err = filepath.Abs(cacheDir)
-	if err != nil {
-		return "", "", fmt.Errorf("cache dir: %w", err)
-	}
-	gitCache := filepath.Join(cacheDir, "git")
-	if err := os.MkdirAll(gitCache, 0o700); err != nil {
-		return "", "", fmt.Errorf("cache dir: %w", err)
-	}
-	key := cacheKey(s.url)
-	repo := filepath.Join(gitCache, key+".git")
-
-	// HOME and the checkout index live in a private temporary directory, so
-	// no user or machine configuration reaches git.
-	home, err := os.MkdirTemp("", "driftwatch-git-")
-	if err != nil {
-		return "", "", fmt.Errorf("git home: %w", err)
-	}
-	defer os.RemoveAll(home)
-
-	r := &gitRunner{
-		dir:     home,
-		env:     gitEnv(os.Environ(), home, authHeader(s.authScope, auth)),
-		redact:  newRedactor(auth.secrets()...),
-		observe: observe,
-	}
-
-	unlock, err := lockFile(ctx, filepath.Join(gitCache, key+".lock"))
+	c, err := s.openCache(ctx, credentialsFile, cacheDir, observe)
 	if err != nil {
 		return "", "", err
 	}
-	defer unlock()
-
-	if err := ensureRepo(ctx, r, gitCache, repo, s.url); err != nil {
-		return "", "", err
-	}
-	commit, err := fetch(ctx, r, repo, s.ref, s.isSHA)
+	defer c.close()
+	commit, err := fetch(ctx, c.r, c.repo, s.ref, s.isSHA)
 	if err != nil {
 		return "", "", err
 	}
-	if _, err := r.run(ctx, []string{"GIT_INDEX_FILE=" + filepath.Join(home, "index")}, checkoutArgs(repo, dst, commit)...); err != nil {
+	if _, err := c.r.run(ctx, []string{"GIT_INDEX_FILE=" + filepath.Join(c.home, "index")}, checkoutArgs(c.repo, dst, commit)...); err != nil {
 		return "", "", err
 	}
 	// Git stores symlinks to anywhere: one to a named pipe or /dev/zero
@@ -291,6 +252,75 @@ func (s gitSpec) checkout(ctx context.Context, credentialsFile, cacheDir, dst st
 		return "", "", fmt.Errorf("commit %s: %w", commit, err)
 	}
 	return moduleDir, commit, nil
+}
+
+// cacheRepo is the cache repository of a URL, opened for one operation:
+// its lock held, git's runner (environment, credentials, redaction) set
+// up, and a private HOME for git's scratch files (an index).
+type cacheRepo struct {
+	r    *gitRunner
+	repo string // the bare repository
+	home string // private, removed by close
+	done []func()
+}
+
+// close releases the lock and removes home.
+func (c *cacheRepo) close() {
+	for i := len(c.done) - 1; i >= 0; i-- {
+		c.done[i]()
+	}
+}
+
+// openCache reads the credentials, takes the URL's lock and makes sure
+// its cache repository exists.
+func (s gitSpec) openCache(ctx context.Context, credentialsFile, cacheDir string, observe execObserver) (_ *cacheRepo, err error) {
+	var auth *basicAuth
+	if credentialsFile != "" && s.authScope != "" {
+		if auth, err = readCredentials(credentialsFile); err != nil {
+			return nil, err
+		}
+	}
+	if cacheDir == "" {
+		return nil, errors.New("cache dir is required")
+	}
+	cacheDir, err = filepath.Abs(cacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("cache dir: %w", err)
+	}
+	gitCache := filepath.Join(cacheDir, "git")
+	if err := os.MkdirAll(gitCache, 0o700); err != nil {
+		return nil, fmt.Errorf("cache dir: %w", err)
+	}
+	key := cacheKey(s.url)
+	c := &cacheRepo{repo: filepath.Join(gitCache, key+".git")}
+	defer func() {
+		if err != nil {
+			c.close()
+		}
+	}()
+
+	// HOME and the scratch index live in a private temporary directory, so
+	// no user or machine configuration reaches git.
+	if c.home, err = os.MkdirTemp("", "driftwatch-git-"); err != nil {
+		return nil, fmt.Errorf("git home: %w", err)
+	}
+	c.done = append(c.done, func() { _ = os.RemoveAll(c.home) })
+	c.r = &gitRunner{
+		dir:     c.home,
+		env:     gitEnv(os.Environ(), c.home, authHeader(s.authScope, auth)),
+		redact:  newRedactor(auth.secrets()...),
+		observe: observe,
+	}
+
+	unlock, err := lockFile(ctx, filepath.Join(gitCache, key+".lock"))
+	if err != nil {
+		return nil, err
+	}
+	c.done = append(c.done, unlock)
+	if err := ensureRepo(ctx, c.r, gitCache, c.repo, s.url); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // checkEmptyDir returns dst made absolute if it is an existing, empty

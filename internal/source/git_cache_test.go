@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/testutil/gittest"
 )
 
 func TestCheckoutReusesCache(t *testing.T) {
@@ -33,7 +35,7 @@ func TestCheckoutReusesCache(t *testing.T) {
 	require.ElementsMatch(t, []string{filepath.Base(repo), cacheKey(srv.repoURL()) + ".lock"}, names)
 	require.FileExists(t, filepath.Join(repo, "HEAD"))
 	// Only what was needed was fetched.
-	require.Equal(t, "true", testGit(t, repo, "--git-dir="+repo, "rev-parse", "--is-shallow-repository"))
+	require.Equal(t, "true", gittest.Run(t, repo, "--git-dir="+repo, "rev-parse", "--is-shallow-repository"))
 
 	// A commit pushed to the branch is picked up by the next checkout.
 	f.write(t, "added.tf", "# added\n", 0o644)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/testutil/gittest"
 )
 
 func TestCheckoutCredentials(t *testing.T) {
@@ -121,11 +123,11 @@ func TestCheckoutRefusesEscapingSymlinks(t *testing.T) {
 	}
 	for i, tc := range cases {
 		branch := "evil-" + strconv.Itoa(i)
-		testGit(t, f.work, "checkout", "--quiet", "-b", branch, f.c2)
+		gittest.Run(t, f.work, "checkout", "--quiet", "-b", branch, f.c2)
 		require.NoError(t, os.Symlink(tc.target, filepath.Join(f.work, filepath.FromSlash(tc.file))))
 		f.commit(t, tc.name)
 	}
-	testGit(t, f.work, "checkout", "--quiet", "main")
+	gittest.Run(t, f.work, "checkout", "--quiet", "main")
 	f.publish(t)
 	srv := newGitServer(t, f, nil)
 	creds := writeCredentials(t, canaryToken)
@@ -152,12 +154,12 @@ func TestCheckoutRefusesEscapingSymlinks(t *testing.T) {
 	}
 
 	t.Run("symlinks inside the checkout are kept", func(t *testing.T) {
-		testGit(t, f.work, "checkout", "--quiet", "-b", "inside", f.c2)
+		gittest.Run(t, f.work, "checkout", "--quiet", "-b", "inside", f.c2)
 		require.NoError(t, os.Symlink("../../main.tf", filepath.Join(f.work, "envs/prod/root.tf")))
 		require.NoError(t, os.Symlink("envs/prod", filepath.Join(f.work, "prod")))
 		require.NoError(t, os.Symlink("missing.tf", filepath.Join(f.work, "dangling.tf")))
 		f.commit(t, "inside")
-		testGit(t, f.work, "checkout", "--quiet", "main")
+		gittest.Run(t, f.work, "checkout", "--quiet", "main")
 		f.publish(t)
 		moduleDir, _, err := Git{URL: f.bare(), Ref: "inside", Path: "prod"}.Checkout(t.Context(), cache, t.TempDir())
 		require.NoError(t, err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/testutil/gittest"
 )
 
 // main tree at c2, shared by several cases.
@@ -86,8 +88,8 @@ func TestCheckoutSHAFallsBackToFullFetch(t *testing.T) {
 	f := newFixture(t)
 	// Protocol v0 without allow*SHA1InWant refuses a want for c1, which is
 	// no ref's tip.
-	testGit(t, f.root, "--git-dir="+f.bare(), "config", "uploadpack.allowReachableSHA1InWant", "false")
-	testGit(t, f.root, "--git-dir="+f.bare(), "config", "uploadpack.allowAnySHA1InWant", "false")
+	gittest.Run(t, f.root, "--git-dir="+f.bare(), "config", "uploadpack.allowReachableSHA1InWant", "false")
+	gittest.Run(t, f.root, "--git-dir="+f.bare(), "config", "uploadpack.allowAnySHA1InWant", "false")
 	srv := newGitServer(t, f, func(s *gitServer) { s.protocolV0 = true })
 	creds := writeCredentials(t, canaryToken)
 	cache := t.TempDir()
@@ -129,11 +131,11 @@ func TestCheckoutLocalRepository(t *testing.T) {
 
 func TestCheckoutErrors(t *testing.T) {
 	f := newFixture(t)
-	testGit(t, f.work, "checkout", "--quiet", "-b", "links")
+	gittest.Run(t, f.work, "checkout", "--quiet", "-b", "links")
 	f.write(t, "file.tf", "#\n", 0o644)
 	f.commit(t, "links")
-	testGit(t, f.work, "tag", "tree", "HEAD^{tree}")
-	testGit(t, f.work, "checkout", "--quiet", "-b", "escape")
+	gittest.Run(t, f.work, "tag", "tree", "HEAD^{tree}")
+	gittest.Run(t, f.work, "checkout", "--quiet", "-b", "escape")
 	require.NoError(t, os.Symlink("/", filepath.Join(f.work, "escape")))
 	f.commit(t, "escape")
 	f.publish(t)

@@ -3,16 +3,15 @@ package source
 import (
 	"encoding/base64"
 	"net/http"
-	"net/http/cgi"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/driftwatch/driftwatch/internal/testutil/gittest"
 )
 
 // canaryToken is the only password the test server accepts. Every test
@@ -42,26 +41,6 @@ func requireNoSecret(t *testing.T, s string, tokens ...string) {
 	}
 }
 
-// testGit runs the system git for fixtures, isolated from the machine's
-// configuration.
-func testGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + dir,
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=driftwatch", "GIT_AUTHOR_EMAIL=test@driftwatch.invalid",
-		"GIT_COMMITTER_NAME=driftwatch", "GIT_COMMITTER_EMAIL=test@driftwatch.invalid",
-		"LC_ALL=C",
-	}
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %s: %s", strings.Join(args, " "), out)
-	return strings.TrimSpace(string(out))
-}
-
 // fixture is a repository with known commits: a work tree to commit in and
 // a bare copy under root, published with push.
 type fixture struct {
@@ -74,21 +53,21 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{work: t.TempDir(), root: t.TempDir()}
-	testGit(t, f.work, "init", "--quiet", "--initial-branch=main")
+	gittest.Run(t, f.work, "init", "--quiet", "--initial-branch=main")
 	f.write(t, "main.tf", "# one\n", 0o644)
 	f.write(t, "envs/prod/main.tf", "# prod\n", 0o644)
 	f.write(t, "envs/prod/modules/net/main.tf", "# net\n", 0o600)
 	f.write(t, "scripts/run.sh", "#!/bin/sh\n", 0o755)
 	f.c1 = f.commit(t, "one")
-	testGit(t, f.work, "tag", "-a", "-m", "release", "v1.0.0")
-	testGit(t, f.work, "checkout", "--quiet", "-b", "feature")
+	gittest.Run(t, f.work, "tag", "-a", "-m", "release", "v1.0.0")
+	gittest.Run(t, f.work, "checkout", "--quiet", "-b", "feature")
 	f.write(t, "feature.tf", "# feature\n", 0o644)
 	f.c3 = f.commit(t, "three")
-	testGit(t, f.work, "checkout", "--quiet", "main")
+	gittest.Run(t, f.work, "checkout", "--quiet", "main")
 	f.write(t, "main.tf", "# two\n", 0o644)
 	f.c2 = f.commit(t, "two")
-	testGit(t, f.work, "tag", "light")
-	testGit(t, f.root, "init", "--quiet", "--bare", "--initial-branch=main", "repo.git")
+	gittest.Run(t, f.work, "tag", "light")
+	gittest.Run(t, f.root, "init", "--quiet", "--bare", "--initial-branch=main", "repo.git")
 	f.publish(t)
 	return f
 }
@@ -103,15 +82,15 @@ func (f *fixture) write(t *testing.T, name, content string, perm os.FileMode) {
 
 func (f *fixture) commit(t *testing.T, msg string) string {
 	t.Helper()
-	testGit(t, f.work, "add", "--all")
-	testGit(t, f.work, "commit", "--quiet", "-m", msg)
-	return testGit(t, f.work, "rev-parse", "HEAD")
+	gittest.Run(t, f.work, "add", "--all")
+	gittest.Run(t, f.work, "commit", "--quiet", "-m", msg)
+	return gittest.Run(t, f.work, "rev-parse", "HEAD")
 }
 
 // publish force-pushes every branch and tag to the served repository.
 func (f *fixture) publish(t *testing.T) {
 	t.Helper()
-	testGit(t, f.work, "push", "--quiet", "--force", f.bare(), "refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
+	gittest.Run(t, f.work, "push", "--quiet", "--force", f.bare(), "refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
 }
 
 func (f *fixture) bare() string { return filepath.Join(f.root, "repo.git") }
@@ -140,18 +119,7 @@ type gitServer struct {
 
 func newGitServer(t *testing.T, f *fixture, configure func(*gitServer)) *gitServer {
 	t.Helper()
-	execPath := testGit(t, f.root, "--exec-path")
-	backend := &cgi.Handler{
-		Path: filepath.Join(execPath, "git-http-backend"),
-		Dir:  f.root,
-		Env: []string{
-			"GIT_PROJECT_ROOT=" + f.root,
-			"GIT_HTTP_EXPORT_ALL=1",
-			"HOME=" + f.root,
-			"GIT_CONFIG_NOSYSTEM=1",
-			"GIT_CONFIG_GLOBAL=/dev/null",
-		},
-	}
+	backend := gittest.Backend(t, f.root)
 	s := &gitServer{}
 	if configure != nil {
 		configure(s)

@@ -18,4 +18,9 @@
 // The requests, the mapping, the responses and what the token needs are
 // in docs/alerts/github-gitlab.md; crash replays and what can still
 // double, in docs/architecture/notify.md.
+//
+// It also opens pull requests (pull.go: OpenChange, notify.ChangeOpener)
+// of a pushed branch, in the repository the request names, with the same
+// token: an open pull request of the branch into the same base is
+// reused, then labelled.
 package github

@@ -18,4 +18,9 @@
 // The requests, the mapping, the responses and what the token needs are
 // in docs/alerts/github-gitlab.md; crash replays, in
 // docs/architecture/notify.md.
+//
+// It also opens merge requests (merge.go: OpenChange,
+// notify.ChangeOpener) of a pushed branch, in the project the request
+// names, with the same token: an opened merge request of the branch into
+// the same target is reused.
 package gitlab

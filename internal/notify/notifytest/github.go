@@ -71,6 +71,7 @@ type GitHubServer struct {
 	disabled  bool
 	noLabels  bool
 	remaining int
+	pulls     ghPulls // github_pulls.go
 	// now is the server's clock (time.Now), for timestamps.
 	now func() time.Time
 }
@@ -297,6 +298,9 @@ func (s *GitHubServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if s.servePulls(w, r) {
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/api/v3/repos/")
 	parts := strings.Split(rest, "/")
 	if !ok || len(parts) < 3 || parts[2] != "issues" || len(parts) > 5 ||

@@ -66,6 +66,7 @@ type GitLabServer struct {
 	clock     time.Time
 	lose      []glLose
 	rateReset time.Time
+	merges    glMerges // gitlab_merge.go
 }
 
 // The fake's project.
@@ -292,6 +293,9 @@ func (s *GitLabServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	segs := strings.Split(rest, "/")
+	if s.serveMerges(w, r, segs) {
+		return
+	}
 	if len(segs) < 2 || segs[1] != "issues" || len(segs) > 4 || (len(segs) == 4 && segs[3] != "notes") {
 		glReply(w, http.StatusNotFound, map[string]any{"error": "404 Not Found"})
 		return

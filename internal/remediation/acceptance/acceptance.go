@@ -13,6 +13,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/source"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/terraform"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
 
 // Input is one acceptance to do.
@@ -85,7 +86,7 @@ func Do(ctx context.Context, in Input, steps Steps) store.Acceptance {
 	prop, err := steps.Propose(ctx, propose.Request{
 		Workspace: in.Request.Workspace,
 		Git:       source.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile},
-		CacheDir:  in.Request.GitCacheDir, Commit: out.Commit, Change: out.Change, Tool: out.Tool, Link: p.Link,
+		CacheDir:  sandbox.GitCacheDir(in.Request), Commit: out.Commit, Change: out.Change, Tool: out.Tool, Link: p.Link,
 		Opener: p.Opener, BranchPrefix: p.Settings.BranchPrefix, Labels: p.Settings.Labels,
 		Author: source.Identity{Name: p.Settings.AuthorName, Email: p.Settings.AuthorEmail},
 	})

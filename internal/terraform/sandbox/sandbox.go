@@ -215,8 +215,9 @@ func PrepareSource(ctx context.Context, req terraform.Request, dir string) (modu
 	return dst, "", nil
 }
 
-// GitCacheDir is where req's git source is cached: req.GitCacheDir, else
-// the user's cache directory.
+// GitCacheDir is where req's git source is cached: its GitCacheDir, else
+// the user's cache directory's driftwatch/git. A proposal pushes from
+// the same cache the run checked out of.
 func GitCacheDir(req terraform.Request) string {
 	if req.GitCacheDir != "" {
 		return req.GitCacheDir
