@@ -116,7 +116,7 @@ func (w *workspace) references(block *hclsyntax.Block) []string {
 	own := block.Range()
 	var out []string
 	for _, body := range w.root.bodies {
-		hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
+		_ = hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics { // the walk returns no diagnostics
 			e, ok := n.(*hclsyntax.ScopeTraversalExpr)
 			if !ok || len(e.Traversal) < 2 || e.Traversal.RootName() != typ {
 				return nil

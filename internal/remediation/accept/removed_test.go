@@ -2,6 +2,7 @@ package accept_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	tfjson "github.com/hashicorp/terraform-json"
@@ -21,29 +22,36 @@ func deletionPlan(deleted []*tfjson.ResourceChange, recreate ...string) *tfjson.
 	return p
 }
 
-const goneRest = `
+// goneBlock is testdata/ws/gone.tf's block of dwtest_file.gone.
+const goneBlock = `resource "dwtest_file" "gone" {
+  filename = "gone.txt"
+  content  = "v1" # the removed block replaces this block
+}`
 
-resource "dwtest_file" "counted" {
-  count   = 2
-  content = "c${count.index}"
+// goneTF is testdata/ws/gone.tf with goneBlock replaced by block.
+func goneTF(t *testing.T, block string) string {
+	t.Helper()
+	orig := mustRead(t, "testdata/ws/gone.tf")
+	require.Contains(t, orig, goneBlock)
+	return strings.Replace(orig, goneBlock, block, 1)
 }
 
-resource "dwtest_file" "used" {
-  content = "u"
+// refusalTexts is each refusal as a person reads it.
+func refusalTexts(rs []accept.Refusal) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.String()
+	}
+	return out
 }
-
-output "used" {
-  value = "${dwtest_file.used.content}!"
-}
-`
 
 // On request, a deleted resource's block becomes, in place, a removed
 // block that keeps the object out of the code without destroying
 // anything, written as the tool reads it; the rest of the file is kept
 // byte for byte. Without the request it is refused, saying how to ask.
 func TestComputeAcceptsADeletionOnRequest(t *testing.T) {
-	lifecycle := "# Deleted by hand, and not to come back.\nremoved {\n  from = dwtest_file.gone\n\n  lifecycle {\n    destroy = false\n  }\n}" + goneRest
-	plain := "# Deleted by hand, and not to come back.\nremoved {\n  from = dwtest_file.gone\n}" + goneRest
+	lifecycle := goneTF(t, "removed {\n  from = dwtest_file.gone\n\n  lifecycle {\n    destroy = false\n  }\n}")
+	plain := goneTF(t, "removed {\n  from = dwtest_file.gone\n}")
 	for tool, want := range map[string]string{
 		"terraform 1.11.4": lifecycle, "terraform 1.7.0": lifecycle, "tofu 1.10.6": lifecycle,
 		"tofu 1.8.2": plain, "tofu 1.7.0": plain,
@@ -97,17 +105,13 @@ func TestComputeRefusesDeletionsNamingWhy(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Accepted)
 	require.Empty(t, res.Files)
-	var got []string
-	for _, r := range res.Refused {
-		got = append(got, r.String())
-	}
 	require.ElementsMatch(t, []string{
 		"module.app.dwtest_file.m: deleted outside Terraform, in module.app: its resource block is the module's, shared by every call of it, so a removed block is not proposed",
 		"dwtest_file.counted[0]: deleted outside Terraform, an instance of count or for_each: removing its block would remove every instance",
 		"dwtest_file.used: deleted outside Terraform, but the code refers to it at gone.tf:17: removing its block would break that",
 		"dwtest_file.lit: deleted outside Terraform, but the code refers to it at main.tf:50: removing its block would break that",
 		"dwtest_file.gone: deleted outside Terraform, and the plan does not create it again: there is nothing to accept",
-	}, got)
+	}, refusalTexts(res.Refused))
 
 	// A tool without removed blocks.
 	for _, tool := range []string{"terraform 1.6.6", "tofu 1.6.2"} {
@@ -116,6 +120,6 @@ func TestComputeRefusesDeletionsNamingWhy(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, res.Files)
 		require.Equal(t, []string{"dwtest_file.gone: deleted outside Terraform: accepting it needs a removed block, which Terraform and OpenTofu read from 1.7 on"},
-			[]string{res.Refused[0].String()}, tool)
+			refusalTexts(res.Refused), tool)
 	}
 }

@@ -27,7 +27,8 @@ type AcceptOutcome struct {
 	// the plan had no drift to accept or a step failed.
 	Change *accept.Result
 	// Proven is set when a plan of the changed code has no change for the
-	// accepted addresses and no change the first plan did not have.
+	// accepted addresses (but the forget of an accepted deletion) and no
+	// change the first plan did not have.
 	Proven bool
 	// Remaining lists, when not proven, the proof plan's changes that keep
 	// it from proving: "ADDRESS: ACTION", a person's reading.
