@@ -16,10 +16,12 @@ func (c *Config) SecretFiles() []string {
 			files = append(files, b.SecretFiles()...)
 		}
 	}
+	files = append(files, c.Defaults.Attribution.secretFiles()...)
 	for _, w := range c.Workspaces {
 		for _, f := range w.SecretEnvFiles {
 			files = append(files, f)
 		}
+		files = append(files, w.Attribution.secretFiles()...)
 		if g := w.Source.Git; g != nil {
 			files = append(files, g.CredentialsFile)
 		}

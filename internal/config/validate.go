@@ -164,6 +164,7 @@ func (c *Config) validate(pos *positions) error {
 	errs = append(errs, c.validateMaintenance(pos)...)
 	errs = append(errs, c.validateConcurrency(pos)...)
 	errs = append(errs, c.validateRemediation(pos)...)
+	errs = append(errs, c.Defaults.Attribution.validate(pos, "defaults.attribution", dir)...)
 	errs = append(errs, c.validateAccept(pos)...)
 	errs = append(errs, c.validateAuth(pos)...)
 	errs = append(errs, c.validateRunner(pos)...)

@@ -35,6 +35,8 @@ type Defaults struct {
 	Labels        map[string]string `yaml:"labels"`
 	// Remediation is the default remediation policy of every workspace.
 	Remediation *Remediation `yaml:"remediation"`
+	// Attribution is the default attribution command of every workspace.
+	Attribution *Attribution `yaml:"attribution"`
 }
 
 // Workspace is one Terraform root module (and Terraform workspace) to check.
@@ -60,6 +62,9 @@ type Workspace struct {
 	Forbidden *[]string `yaml:"forbidden"`
 	// Remediation overrides defaults.remediation for this workspace.
 	Remediation *Remediation `yaml:"remediation"`
+	// Attribution overrides defaults.attribution for this workspace
+	// (EffectiveAttribution).
+	Attribution *Attribution `yaml:"attribution"`
 	// LogPlanText puts Terraform's full, human-readable plan text, attribute
 	// values included, into the run log (default false: addresses, actions
 	// and attribute paths only). Such a log is served only to an
@@ -183,19 +188,7 @@ func (w *Workspace) validate(c *Config) []error {
 			add("env."+k, "%v", err)
 		}
 	}
-	for k, f := range w.SecretEnvFiles {
-		if err := checkEnvName(k); err != nil {
-			add("secret_env_files."+k, "%v", err)
-			continue
-		}
-		if _, dup := w.Env[k]; dup {
-			add("secret_env_files."+k, "also set in env")
-		}
-		w.SecretEnvFiles[k] = absFrom(dir, f)
-		if _, err := os.Stat(w.SecretEnvFiles[k]); err != nil {
-			add("secret_env_files."+k, "%v", err)
-		}
-	}
+	checkSecretEnvFiles(w.SecretEnvFiles, w.Env, dir, checkEnvName, add)
 	for i, hp := range w.SandboxHostPorts {
 		if _, err := netcfg.ParseHostPort(hp); err != nil {
 			add(fmt.Sprintf("sandbox_host_ports[%d]", i), "%v", err)
@@ -226,6 +219,7 @@ func (w *Workspace) validate(c *Config) []error {
 		errs = append(errs, w.Alerts.validate(w.pos, w.prefix+".alerts")...)
 	}
 	errs = append(errs, w.Remediation.validate(w.pos, w.prefix+".remediation")...)
+	errs = append(errs, w.Attribution.validate(w.pos, w.prefix+".attribution", dir)...)
 	if w.Forbidden != nil {
 		for i, f := range *w.Forbidden {
 			if _, err := pattern.Compile(f); err != nil {

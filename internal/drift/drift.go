@@ -95,6 +95,44 @@ type Finding struct {
 	// for check findings the check's error message as its author wrote it,
 	// redacted and capped at MaxCheckDetail.
 	Detail string `json:"detail,omitempty"`
+	// Window (drift findings) is when the change happened: after the last
+	// clean check, no later than the first check that saw it. Kept from
+	// run to run while the same drift stays.
+	Window *Window `json:"window,omitempty"`
+	// Attribution (drift findings) is the attribution command's answer:
+	// who changed the resource. AttributionError is why there is none
+	// when the command failed ("attribution failed: …", redacted).
+	Attribution      *Attribution `json:"attribution,omitempty"`
+	AttributionError string       `json:"attribution_error,omitempty"`
+	// Commit (pending findings of a git source) is the commit that last
+	// changed the resource's block, at the commit the run checked out.
+	Commit *Commit `json:"commit,omitempty"`
+}
+
+// Window is when a drift happened: after From (the last clean check; zero
+// when unknown) and no later than To (the first check that saw it).
+type Window struct {
+	From time.Time `json:"from,omitzero"`
+	To   time.Time `json:"to"`
+}
+
+// Attribution is who changed a drifted resource, as the workspace's
+// attribution command answered: the actor, when, the audit trail it read
+// (source), the event's id and a link to it.
+type Attribution struct {
+	Actor   string    `json:"actor"`
+	Time    time.Time `json:"time,omitzero"`
+	Source  string    `json:"source,omitempty"`
+	EventID string    `json:"event_id,omitempty"`
+	URL     string    `json:"url,omitempty"`
+}
+
+// Commit is the commit that last changed a pending resource's block.
+type Commit struct {
+	Hash    string    `json:"hash"`
+	Author  string    `json:"author"`
+	Time    time.Time `json:"time"`
+	Subject string    `json:"subject"`
 }
 
 // Counts tallies findings that count towards status (noise and ignored

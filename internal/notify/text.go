@@ -213,3 +213,34 @@ func CodeSpan(s string) string {
 	}
 	return fence + s + fence
 }
+
+// maxProvenance caps Provenance's line, in runes.
+const maxProvenance = 200
+
+// Provenance is one short line on who or what is behind a finding, for
+// the notifiers that list findings: "changed by ACTOR at TIME (SOURCE)"
+// for a drift its attribution command answered, "last changed in HASH by
+// AUTHOR" for a pending change with the commit that last changed its
+// block, "" otherwise. It is plain text on one line, at most 200 runes:
+// each notifier escapes it as it escapes other text.
+func Provenance(f drift.Finding) string {
+	switch {
+	case f.Attribution != nil:
+		a := f.Attribution
+		s := "changed by " + a.Actor
+		if !a.Time.IsZero() {
+			s += " at " + a.Time.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		if a.Source != "" {
+			s += " (" + a.Source + ")"
+		}
+		return Truncate(OneLine(s), maxProvenance)
+	case f.Commit != nil:
+		h := f.Commit.Hash
+		if len(h) > 12 {
+			h = h[:12]
+		}
+		return Truncate(OneLine("last changed in "+h+" by "+f.Commit.Author), maxProvenance)
+	}
+	return ""
+}

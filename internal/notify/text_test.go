@@ -99,3 +99,16 @@ func TestStableTitleAndStatusText(t *testing.T) {
 	require.Equal(t, "Resolved", StatusText(resolve, ""))
 	require.Equal(t, "Resolved after 1d 3h", StatusText(resolve, "1d 3h"))
 }
+
+func TestProvenance(t *testing.T) {
+	at := time.Date(2026, 11, 29, 10, 4, 0, 0, time.FixedZone("CET", 3600))
+	require.Equal(t, "changed by alice@example.com at 2026-11-29 09:04 UTC (cloudtrail)",
+		Provenance(drift.Finding{Kind: drift.KindDrift, Attribution: &drift.Attribution{Actor: "alice@example.com", Time: at, Source: "cloudtrail"}}))
+	require.Equal(t, "changed by bob", Provenance(drift.Finding{Attribution: &drift.Attribution{Actor: "bob"}}))
+	require.Equal(t, "last changed in 0123456789ab by Ann",
+		Provenance(drift.Finding{Kind: drift.KindPending, Commit: &drift.Commit{Hash: "0123456789abcdef0123456789abcdef01234567", Author: "Ann"}}))
+	require.Empty(t, Provenance(drift.Finding{Kind: drift.KindDrift, AttributionError: "attribution failed: boom", Window: &drift.Window{To: at}}))
+	long := Provenance(drift.Finding{Attribution: &drift.Attribution{Actor: strings.Repeat("x", 256) + "\nnext"}})
+	require.Len(t, []rune(long), 200)
+	require.NotContains(t, long, "\n")
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/backend"
+	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/policy"
 	"github.com/driftwatch/driftwatch/internal/runner"
@@ -24,6 +25,12 @@ type Target struct {
 	Owner   string
 	Request terraform.Request
 	Rules   policy.Rules
+	// Attribution is the workspace's attribution command (nil: none),
+	// asked about drift findings first seen (attribute.go).
+	Attribution *config.AttributionCommand
+	// Prior is what the caller recorded of the workspace before this run
+	// (nil: nothing; the one-shot audit), which dates its drift.
+	Prior *Prior
 }
 
 // SourceDir is where the target's findings are located in a report
@@ -91,6 +98,10 @@ func (a *Auditor) CheckPlan(ctx context.Context, t Target) (drift.Result, *planp
 	// Hygiene findings are listed but never change the status.
 	res.Findings = append(res.Findings, out.Backend...)
 	drift.SortFindings(res.Findings)
+	checked := now()
+	fresh := windows(t.Prior, res.Findings, checked)
+	attribute(ctx, log, t, out.Plan, res.Findings, fresh, checked)
+	commits(ctx, log, t, out.Commit, res.Findings)
 	c := drift.CountFindings(res.Findings)
 	log.Info("run finished", "status", res.Status, "drift", c.Drift, "pending", c.Pending,
 		"forbidden", c.Forbidden, "exit_code", out.ExitCode, "duration", res.Duration)

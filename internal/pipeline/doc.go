@@ -9,13 +9,18 @@
 // jail and work directory; the daemon's inventory and the one-shot audit,
 // pipeline/oneshot, call it), Auditor.Check and CheckPlan (one target end to end; a failed run
 // is a result with status errored and a one-line reason, never an error;
-// CheckPlan also returns the plan for the remediation envelope) and RunAll
+// CheckPlan also returns the plan for the remediation envelope; after
+// classifying, it dates drift from Target.Prior (the windows), asks the
+// workspace's attribution command about drift first seen and finds the
+// commit behind pending changes of a git source: bounded, never failing
+// the run; docs/architecture/attribution.md) and RunAll
 // (every target, at most concurrency at once, results in target order, an
 // Observer told of each start and finish); Target.SourceDir locates a
 // target's findings in a report.
 //
 // It reads the config (Targets) and depends on the runner seam only; of
-// the sandbox it uses the redactor alone (a failed run's reason). It must
+// the sandbox it uses the redactor (a failed run's reason) and the git
+// cache's place, of source the checkout, Locator and LastChange. It must
 // not import a runner implementation (runner/local, runner/kube,
 // runner/remote), tfsession, store, notify, incident or app: recording
 // results, incidents and notifications are the caller's (internal/run).

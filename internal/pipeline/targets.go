@@ -89,7 +89,11 @@ func Targets(cfg *config.Config, f Filter, env Env) ([]Target, error) {
 		} else {
 			req.Source.Path = w.Source.Path
 		}
-		out = append(out, Target{Name: w.Name, Labels: w.Labels, Owner: w.Owner, Request: req, Rules: rules})
+		tg := Target{Name: w.Name, Labels: w.Labels, Owner: w.Owner, Request: req, Rules: rules}
+		if a, ok := cfg.EffectiveAttribution(w); ok {
+			tg.Attribution = &a
+		}
+		out = append(out, tg)
 	}
 	return out, nil
 }

@@ -201,6 +201,7 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *pip
 			panic(p)
 		}
 	}()
+	t.Prior = m.prior(ctx, log, name)
 	res, tfPlan := auditor.CheckPlan(runCtx, t)
 	if errors.Is(context.Cause(runCtx), runlog.ErrCancelled) {
 		// Cancelled: neither clean nor errored; state and incidents stay.
@@ -321,4 +322,25 @@ func (m *Manager) queueForNextStart(ctx context.Context, r schedule.QueuedRun) {
 // phases and its whole duration.
 func (m *Manager) countRun(status drift.Status, res drift.Result) {
 	m.o.Metrics.RunFinished(status, append(res.Phases, drift.Phase{Name: "total", Duration: res.Duration}))
+}
+
+// prior is what the store holds of a workspace before its run, for the
+// pipeline to date drift and keep what earlier runs learnt of it: the
+// last successful run's findings and when that run checked (its start;
+// its finish when runs errored since, the state's only time of it). It
+// is empty (every drift first seen, with no start) when the workspace
+// never finished a run or the store cannot say.
+func (m *Manager) prior(ctx context.Context, log *slog.Logger, name string) *pipeline.Prior {
+	st, err := m.store.Workspace(context.WithoutCancel(ctx), name)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			log.Warn("store: the workspace's state before the run; its drift is dated from this run only", "err", err)
+		}
+		return &pipeline.Prior{}
+	}
+	checked := st.LastRunAt
+	if st.Status == drift.StatusErrored {
+		checked = st.LastSuccessAt
+	}
+	return &pipeline.Prior{Findings: st.Findings, CheckedAt: checked}
 }

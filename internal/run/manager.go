@@ -33,6 +33,7 @@ type Store interface {
 	FinishRunWithOutcome(ctx context.Context, r store.Run, decide store.Outcome) (before, after store.WorkspaceState, err error)
 	RecoverRuns(ctx context.Context, at time.Time, keep ...string) (store.Recovered, error)
 	Run(ctx context.Context, id string) (store.Run, error)
+	Workspace(ctx context.Context, name string) (store.WorkspaceState, error)
 	Workspaces(ctx context.Context) ([]store.WorkspaceState, error)
 	SaveRunLog(ctx context.Context, runID string, log []byte) error
 	Prune(ctx context.Context, keep int, olderThan time.Time) (int, error)

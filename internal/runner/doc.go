@@ -5,9 +5,10 @@
 // run needs; secret values referenced by file, never inline) and returns a
 // Result or a *terraform.Error.
 //
-// A runner returns a value-free, parsed plan (planparse.Plan): attribute
-// values, including sensitive ones, never cross this boundary, and a 50 MB
-// plan JSON is never held in memory or sent over a network. It does not
+// A runner returns a parsed plan (planparse.Plan) free of values but
+// drifted objects' non-sensitive identifying attributes
+// (planparse.Change.IDs): sensitive values never cross this boundary, and
+// a 50 MB plan JSON is never held in memory or sent over a network. It does not
 // classify findings: that is policy's job.
 //
 // Its subpackages are the implementations: runner/local (a local run),

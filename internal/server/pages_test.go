@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
@@ -209,4 +210,53 @@ func TestRun(t *testing.T) {
 		var opErr *net.OpError
 		require.ErrorAs(t, err, &opErr)
 	})
+}
+
+// A finding's window, who changed it and the commit behind a pending
+// change: a line each under the finding, and fields of the API's finding.
+func TestFindingProvenance(t *testing.T) {
+	h := newHarness(t)
+	h.store.setState(store.WorkspaceState{
+		Workspace: "attributed", Status: drift.StatusDrift,
+		Findings: []drift.Finding{
+			{Kind: drift.KindDrift, Address: "aws_s3_bucket.logs", Type: "aws_s3_bucket", Action: "update",
+				Window: &drift.Window{From: testNow.Add(-2 * time.Hour), To: testNow.Add(-time.Hour)},
+				Attribution: &drift.Attribution{Actor: "alice@example.com", Time: testNow.Add(-90 * time.Minute), Source: "cloudtrail",
+					EventID: "ev-1", URL: "https://audit.example.com/ev-1"}},
+			{Kind: drift.KindDrift, Address: "aws_s3_bucket.other", Type: "aws_s3_bucket", Action: "update",
+				Window: &drift.Window{To: testNow.Add(-time.Hour)}, AttributionError: "attribution failed: who-changed: timed out"},
+			{Kind: drift.KindPending, Address: "aws_iam_role.ci", Type: "aws_iam_role", Action: "create",
+				Commit: &drift.Commit{Hash: "0123456789abcdef0123456789abcdef01234567", Author: "Bob", Time: testNow.Add(-3 * time.Hour), Subject: "add the <ci> role"}},
+		},
+	})
+	h.setWorkspaces([]WorkspaceInfo{{Name: "attributed"}})
+	ts := serve(t, h.options())
+	_, _, body := get(t, ts.URL+"/workspaces/attributed")
+	for _, want := range []string{
+		`<span class="detail muted small window">changed between <time datetime="2026-03-14T01:00:00Z"`,
+		`<span class="detail attribution">changed by <strong>alice@example.com</strong> <time datetime="2026-03-14T01:30:00Z"`,
+		`(cloudtrail) <a href="https://audit.example.com/ev-1" rel="noreferrer noopener">ev-1</a></span>`,
+		`<span class="detail muted small window">changed before <time datetime="2026-03-14T02:00:00Z"`,
+		`<span class="detail muted small attribution-error">attribution failed: who-changed: timed out</span>`,
+		`<span class="detail commit">last changed in <code title="0123456789abcdef0123456789abcdef01234567">0123456789ab</code> by Bob <time datetime="2026-03-14T00:00:00Z"`,
+		`add the &lt;ci&gt; role</span>`,
+	} {
+		require.Contains(t, body, want)
+	}
+
+	code, _, raw := get(t, ts.URL+"/api/v1/workspaces/attributed")
+	require.Equal(t, http.StatusOK, code)
+	var ws struct {
+		Findings []map[string]any `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(raw), &ws))
+	require.Len(t, ws.Findings, 3)
+	require.Equal(t, map[string]any{"from": "2026-03-14T01:00:00Z", "to": "2026-03-14T02:00:00Z"}, ws.Findings[0]["window"])
+	require.Equal(t, map[string]any{"actor": "alice@example.com", "time": "2026-03-14T01:30:00Z", "source": "cloudtrail",
+		"event_id": "ev-1", "url": "https://audit.example.com/ev-1"}, ws.Findings[0]["attribution"])
+	require.Equal(t, map[string]any{"to": "2026-03-14T02:00:00Z"}, ws.Findings[1]["window"])
+	require.Equal(t, "attribution failed: who-changed: timed out", ws.Findings[1]["attribution_error"])
+	require.Equal(t, map[string]any{"hash": "0123456789abcdef0123456789abcdef01234567", "author": "Bob",
+		"time": "2026-03-14T00:00:00Z", "subject": "add the <ci> role"}, ws.Findings[2]["commit"])
+	require.NotContains(t, ws.Findings[2], "window")
 }

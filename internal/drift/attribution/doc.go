@@ -21,7 +21,10 @@
 // wire format is the contract with adapters written in any language;
 // cmd/driftwatch-attribute-kube is one.
 //
-// The package imports only the standard library: the pipeline and the
-// daemon (not yet wired: issue #33) import it, not the reverse. Design
-// notes are in docs/architecture/attribution.md.
+// [IDsJSON] is IDs over plan JSON values with the plan's sensitivity
+// markers: what planparse keeps of a drifted object.
+//
+// The package imports only the standard library: planparse (IDsJSON) and
+// the pipeline (Ask, for each drift finding first seen) import it, not the
+// reverse. Design notes are in docs/architecture/attribution.md.
 package attribution

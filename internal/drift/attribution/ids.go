@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"encoding/json"
 	"strings"
 	"unicode"
 )
@@ -51,4 +52,60 @@ func idValue(v any) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// IDsJSON is IDs over a resource's values as plan JSON renders them
+// (values, a JSON object) with the plan's sensitivity markers (each a
+// before_sensitive or after_sensitive value: true, or an object or list
+// of markers mirroring values). An attribute any marker calls sensitive
+// is left out, as is a metadata key marked within the metadata block;
+// values marked sensitive as a whole give no ids. Malformed JSON gives
+// none either. The result is never nil.
+func IDsJSON(values []byte, sensitive ...[]byte) map[string]string {
+	var attrs map[string]any
+	if json.Unmarshal(values, &attrs) != nil {
+		return map[string]string{}
+	}
+	for _, s := range sensitive {
+		var m any
+		if len(s) == 0 || json.Unmarshal(s, &m) != nil {
+			continue
+		}
+		if m == true {
+			return map[string]string{}
+		}
+		marks, _ := m.(map[string]any)
+		for k, mark := range marks {
+			if mark == true {
+				delete(attrs, k)
+			}
+		}
+		if list, ok := marks["metadata"].([]any); ok && len(list) > 0 {
+			dropMarked(attrs, list[0])
+		}
+	}
+	return IDs(attrs)
+}
+
+// dropMarked removes from a Kubernetes object's metadata the keys mark
+// (the marker of its first element) calls sensitive, or the whole block.
+func dropMarked(attrs map[string]any, mark any) {
+	if mark == true {
+		delete(attrs, "metadata")
+		return
+	}
+	marks, _ := mark.(map[string]any)
+	meta, ok := attrs["metadata"].([]any)
+	if !ok || len(meta) == 0 {
+		return
+	}
+	m, ok := meta[0].(map[string]any)
+	if !ok {
+		return
+	}
+	for k, v := range marks {
+		if v == true {
+			delete(m, k)
+		}
+	}
 }

@@ -48,3 +48,39 @@ func TestIDs(t *testing.T) {
 	}
 	require.NotNil(t, IDs(nil))
 }
+
+func TestIDsJSONDropsSensitive(t *testing.T) {
+	const canary = "CANARY-5e1f"
+	values := `{"id":"` + canary + `","arn":"arn:x","name":"n",
+		"metadata":[{"name":"cm","namespace":"` + canary + `","uid":"u"}]}`
+	tests := []struct {
+		name      string
+		sensitive []string
+		want      map[string]string
+	}{
+		{"no markers", nil, map[string]string{"id": canary, "arn": "arn:x", "name": "n",
+			"metadata.name": "cm", "metadata.namespace": canary, "metadata.uid": "u"}},
+		{"attributes marked before and after", []string{`{"id":true}`, `{"metadata":[{"namespace":true}]}`},
+			map[string]string{"arn": "arn:x", "name": "n", "metadata.name": "cm", "metadata.uid": "u"}},
+		{"metadata marked whole", []string{`{"id":true,"metadata":[true]}`}, map[string]string{"arn": "arn:x", "name": "n"}},
+		{"metadata marked as an attribute", []string{`{"id":true,"metadata":true}`}, map[string]string{"arn": "arn:x", "name": "n"}},
+		{"everything marked", []string{`{}`, `true`}, map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var markers [][]byte
+			for _, s := range tt.sensitive {
+				markers = append(markers, []byte(s))
+			}
+			got := IDsJSON([]byte(values), markers...)
+			require.Equal(t, tt.want, got)
+			if len(tt.sensitive) > 0 {
+				b, err := json.Marshal(got)
+				require.NoError(t, err)
+				require.NotContains(t, string(b), canary)
+			}
+		})
+	}
+	require.Equal(t, map[string]string{}, IDsJSON([]byte(`null`)))
+	require.Equal(t, map[string]string{}, IDsJSON([]byte(`{"id":`)))
+}

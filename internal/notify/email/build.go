@@ -290,6 +290,9 @@ func findings(line func(string, ...any), indent string, fs []drift.Finding, limi
 			}
 			line("%s    seen in: %s", indent, strings.Join(ss, ", "))
 		}
+		if p := clean(notify.Provenance(f), maxField); p != "" {
+			line("%s    %s", indent, p)
+		}
 	}
 	if rest := len(fs) - n; rest > 0 {
 		line("%s- and %d more (see the status page)", indent, rest)

@@ -372,3 +372,12 @@ func TestBuildErrors(t *testing.T) {
 	_, err = buildMessage(withID(notifytest.SampleMessage(notify.EventOpen), ""), o)
 	require.EqualError(t, err, "message without an ID: no Message-ID to derive")
 }
+
+// A finding's provenance (who changed a drift, the commit behind a
+// pending change) is listed with it.
+func TestProvenance(t *testing.T) {
+	m := notifytest.Attributed(notifytest.SampleMessage(notify.EventOpen))
+	s := body(m)
+	notifytest.RequireProvenance(t, s)
+	require.NotContains(t, body(notifytest.SampleMessage(notify.EventOpen)), "changed by")
+}

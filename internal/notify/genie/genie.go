@@ -235,6 +235,9 @@ func findingLine(mark string, f drift.Finding) string {
 	if len(f.SeenIn) > 0 {
 		s += " (seen in " + strings.Join(f.SeenIn, ", ") + ")"
 	}
+	if p := notify.Provenance(f); p != "" {
+		s += " — " + p
+	}
 	return notify.Truncate(notify.OneLine(s), maxLine)
 }
 

@@ -265,8 +265,12 @@ func findingsTable(fs []drift.Finding, rows int, statusPage bool) string {
 	b.WriteString("| Kind | Action | Address | Attribute paths |\n| --- | --- | --- | --- |\n")
 	n := min(len(fs), rows)
 	for _, f := range fs[:n] {
+		paths := pathsText(f.Attributes, true)
+		if p := notify.Provenance(f); p != "" {
+			paths += " — " + cell(p)
+		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(string(f.Kind)), cell(f.Action),
-			cell(notify.Truncate(f.Address, maxAddress)), pathsText(f.Attributes, true))
+			cell(notify.Truncate(f.Address, maxAddress)), paths)
 	}
 	if left := len(fs) - n; left > 0 {
 		fmt.Fprintf(&b, "\n… and %d more", left)
@@ -297,6 +301,9 @@ func deltaList(d *notify.Delta) string {
 			fmt.Fprintf(&b, "- %s: %s %s %s", part.What, mdText(string(f.Kind)), mdText(f.Action), code(notify.Truncate(f.Address, maxAddress)))
 			if p := pathsText(f.Attributes, false); p != "" {
 				b.WriteString(" (" + p + ")")
+			}
+			if p := notify.Provenance(f); p != "" {
+				b.WriteString(" — " + mdText(p))
 			}
 			b.WriteString("\n")
 		}

@@ -217,3 +217,12 @@ func TestBuildBounds(t *testing.T) {
 	m.Incident.Workspace = strings.Repeat("w", 400)
 	require.Len(t, []rune(buildTitle(m)), maxTitle)
 }
+
+// A finding's provenance (who changed a drift, the commit behind a
+// pending change) is listed with it.
+func TestProvenance(t *testing.T) {
+	m := notifytest.Attributed(notifytest.SampleMessage(notify.EventOpen))
+	s := body(m, 10)
+	notifytest.RequireProvenance(t, s)
+	require.NotContains(t, body(notifytest.SampleMessage(notify.EventOpen), 10), "changed by")
+}

@@ -17,16 +17,7 @@ const pullsPath = "/api/v3/repos/driftwatch-test/infra/pulls"
 // into main.
 const pullsQuery = "base=main&head=driftwatch-test%3Adriftwatch%2Faccept%2Fprod-x&per_page=100&state=open"
 
-func change() notify.ChangeRequest {
-	return notify.ChangeRequest{
-		Repository: "driftwatch-test/infra",
-		Head:       "driftwatch/accept/prod-x",
-		Base:       "main",
-		Title:      "driftwatch: accept drift of prod (2 attributes)",
-		Body:       "## Accepted\n\n- `aws_instance.web` `instance_type`\n",
-		Labels:     []string{"driftwatch", "accept"},
-	}
-}
+func change() notify.ChangeRequest { return notifytest.SampleChange("driftwatch-test/infra") }
 
 func TestOpenChange(t *testing.T) {
 	srv, n, logs := notifytest.StartLogged(t, notifytest.NewGitHubServer, newTestNotifier)
@@ -106,11 +97,7 @@ func TestOpenChangeErrors(t *testing.T) {
 		{"POST", "/labels", 403, "github gh-infra: label pull request driftwatch-test/infra#1: status 403: no [REDACTED] (the token lacks issue write"},
 	} {
 		srv.FailOn(tt.method, tt.suffix, notifytest.Failure{Status: tt.status, Body: echo})
-		_, err := n.OpenChange(t.Context(), change())
-		require.ErrorContains(t, err, tt.want)
-		retry, _ := notify.IsRetryable(err)
-		require.False(t, retry)
-		notifytest.RequireNoSecrets(t, err, secrets)
+		notifytest.RequireChangeRefused(t, n, change(), tt.want, secrets)
 	}
 
 	// A branch GitHub does not have.
@@ -120,18 +107,9 @@ func TestOpenChangeErrors(t *testing.T) {
 	_, err := n.OpenChange(t.Context(), cr)
 	require.ErrorContains(t, err, "status 422: Validation Failed: invalid base (PullRequest); invalid head (PullRequest) (is the head branch pushed, and the base a branch of the repository?)")
 
-	// A 5xx stays retryable, with GitHub's own words.
-	srv.FailNext(notifytest.Failure{Status: 502})
-	_, err = n.OpenChange(t.Context(), change())
-	retry, _ := notify.IsRetryable(err)
-	require.True(t, retry)
-
-	// Refused before any request.
-	from := len(srv.Requests())
-	for _, bad := range []notify.ChangeRequest{{Repository: "no-slash", Head: "h", Base: "b", Title: "t"}, {Head: "h", Title: "t"}, {Head: "h", Base: "b"}} {
-		_, err := n.OpenChange(t.Context(), bad)
-		require.Error(t, err)
-	}
-	require.Len(t, srv.Requests(), from)
+	// A 5xx stays retryable; a request without a repository, base or
+	// title is refused before any request.
+	notifytest.RequireChangeChecks(t, n, srv, 502, change(),
+		notify.ChangeRequest{Repository: "no-slash", Head: "h", Base: "b", Title: "t"}, notify.ChangeRequest{Head: "h", Title: "t"}, notify.ChangeRequest{Head: "h", Base: "b"})
 	notifytest.RequireNoSecretsIn(t, logs(), secrets)
 }

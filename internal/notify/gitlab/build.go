@@ -273,6 +273,9 @@ func findingRow(f drift.Finding) string {
 	if f.Detail != "" {
 		attrs = append(attrs, cell(f.Detail))
 	}
+	if p := notify.Provenance(f); p != "" {
+		attrs = append(attrs, cell(p))
+	}
 	return fmt.Sprintf("| %s | %s | %s | %s |", f.Kind, cell(action), cell(f.Address), strings.Join(attrs, ", "))
 }
 

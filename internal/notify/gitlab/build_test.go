@@ -212,3 +212,14 @@ func TestIssueLabels(t *testing.T) {
 	require.Equal(t, []string{"driftwatch", "driftwatch::forbidden"}, issueLabels(DefaultLabels(), notify.ClassForbidden))
 	require.Equal(t, []string{"driftwatch::drift"}, issueLabels([]string{}, notify.ClassDrift))
 }
+
+// A finding's provenance (who changed a drift, the commit behind a
+// pending change) is listed with it.
+func TestProvenance(t *testing.T) {
+	m := notifytest.Attributed(notifytest.SampleMessage(notify.EventOpen))
+	var s string
+	for _, f := range m.Incident.Findings {
+		s += findingRow(f) + "\n"
+	}
+	notifytest.RequireProvenance(t, s)
+}

@@ -16,16 +16,7 @@ const (
 	mergesQuery = "per_page=20&source_branch=driftwatch%2Faccept%2Fprod-x&state=opened&target_branch=main"
 )
 
-func change() notify.ChangeRequest {
-	return notify.ChangeRequest{
-		Repository: notifytest.GitLabProjectPath,
-		Head:       "driftwatch/accept/prod-x",
-		Base:       "main",
-		Title:      "driftwatch: accept drift of prod (2 attributes)",
-		Body:       "## Accepted\n\n- `aws_instance.web` `instance_type`\n",
-		Labels:     []string{"driftwatch", "accept"},
-	}
-}
+func change() notify.ChangeRequest { return notifytest.SampleChange(notifytest.GitLabProjectPath) }
 
 func TestOpenChange(t *testing.T) {
 	srv, n, logs := notifytest.StartLogged(t, notifytest.NewGitLabServer, newTestNotifier)
@@ -95,11 +86,7 @@ func TestOpenChangeErrors(t *testing.T) {
 		{404, "status 404 (does the project exist, and can the token see it?)"}, // the client library drops a 404's body
 	} {
 		srv.FailNext(notifytest.Failure{Status: tt.status, Body: echo})
-		_, err := n.OpenChange(t.Context(), change())
-		require.ErrorContains(t, err, tt.want)
-		retry, _ := notify.IsRetryable(err)
-		require.False(t, retry)
-		notifytest.RequireNoSecrets(t, err, secrets)
+		notifytest.RequireChangeRefused(t, n, change(), tt.want, secrets)
 	}
 
 	// A branch GitLab does not have.
@@ -107,17 +94,8 @@ func TestOpenChangeErrors(t *testing.T) {
 	_, err := n.OpenChange(t.Context(), change())
 	require.ErrorContains(t, err, "gitlab gl-infra: open a merge request in platform/infra/drift-alerts: status 400: source_branch does not exist (is the source branch pushed, and the target a branch of the project?)")
 
-	// A 5xx stays retryable.
-	srv.FailNext(notifytest.Failure{Status: 503})
-	_, err = n.OpenChange(t.Context(), change())
-	retry, _ := notify.IsRetryable(err)
-	require.True(t, retry)
-
-	from := len(srv.Requests())
-	for _, bad := range []notify.ChangeRequest{{Head: "h", Title: "t"}, {Head: "h", Base: "b", Title: " "}} {
-		_, err := n.OpenChange(t.Context(), bad)
-		require.Error(t, err)
-	}
-	require.Len(t, srv.Requests(), from)
+	// A 5xx stays retryable; a request without a base or a title is
+	// refused before any request.
+	notifytest.RequireChangeChecks(t, n, srv, 503, change(), notify.ChangeRequest{Head: "h", Title: "t"}, notify.ChangeRequest{Head: "h", Base: "b", Title: " "})
 	notifytest.RequireNoSecretsIn(t, logs(), secrets)
 }

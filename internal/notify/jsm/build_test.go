@@ -1,6 +1,7 @@
 package jsm
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -174,4 +175,19 @@ func TestLimits(t *testing.T) {
 	require.LessOrEqual(t, utf8.RuneCountInString(note), genie.MaxNote)
 	require.Regexp(t, `\n… and \d+ more \(see the status page\)$`, note)
 	require.NotContains(t, note, "Removed:")
+}
+
+// A finding's provenance (who changed a drift, the commit behind a
+// pending change) is listed with it.
+func TestProvenance(t *testing.T) {
+	m := notifytest.Attributed(notifytest.SampleMessage(notify.EventOpen))
+	reqs, err := buildRequests(m)
+	require.NoError(t, err)
+	var all string
+	for _, r := range reqs {
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(r.Body, &body))
+		all += body["description"].(string)
+	}
+	notifytest.RequireProvenance(t, all)
 }

@@ -505,3 +505,36 @@ func AwaitingApproval(mode string) notify.Message {
 	r.ExpiresAt = m.At.Add(24 * time.Hour)
 	return m
 }
+
+// Attributed is m with its findings attributed: the drift finding changed
+// by carol@example.com (its attribution command's answer), the pending one
+// last changed in a commit by Ann. Provenance lists the lines notifiers
+// show for them.
+func Attributed(m notify.Message) notify.Message {
+	at := time.Date(2026, 11, 3, 8, 30, 0, 0, time.UTC)
+	fs := make([]drift.Finding, len(m.Incident.Findings))
+	for i, f := range m.Incident.Findings {
+		switch f.Kind {
+		case drift.KindDrift:
+			f.Window = &drift.Window{From: at.Add(-time.Hour), To: at.Add(time.Hour)}
+			f.Attribution = &drift.Attribution{Actor: "carol@example.com", Time: at, Source: "test-trail", EventID: "ev-42"}
+		case drift.KindPending:
+			f.Commit = &drift.Commit{Hash: "0123456789abcdef0123456789abcdef01234567", Author: "Ann", Time: at, Subject: "add the bucket"}
+		}
+		fs[i] = f
+	}
+	m.Incident.Findings = fs
+	return m
+}
+
+// Provenance are the lines Attributed's findings show (notify.Provenance).
+var Provenance = []string{"changed by carol@example.com at 2026-11-03 08:30 UTC (test-trail)", "last changed in 0123456789ab by Ann"}
+
+// RequireProvenance checks that s, what a notifier sent for Attributed's
+// message, shows both Provenance lines.
+func RequireProvenance(t testing.TB, s string) {
+	t.Helper()
+	for _, p := range Provenance {
+		require.Contains(t, s, p)
+	}
+}

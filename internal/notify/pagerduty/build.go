@@ -101,6 +101,9 @@ type finding struct {
 	AttributesOmitted int      `json:"attributes_omitted,omitempty"`
 	SeenIn            []string `json:"seen_in,omitempty"`
 	Detail            string   `json:"detail,omitempty"`
+	// Provenance is who changed a drift, or the commit behind a pending
+	// change (notify.Provenance).
+	Provenance string `json:"provenance,omitempty"`
 }
 
 // changes is an update's delta.
@@ -271,11 +274,12 @@ func findings(fs []drift.Finding, limit int) ([]finding, int) {
 	out := make([]finding, 0, n)
 	for _, f := range fs[:n] {
 		x := finding{
-			Kind:    string(f.Kind),
-			Action:  f.Action,
-			Address: notify.Truncate(notify.OneLine(f.Address), maxField),
-			SeenIn:  f.SeenIn,
-			Detail:  notify.Truncate(notify.OneLine(f.Detail), maxField),
+			Kind:       string(f.Kind),
+			Action:     f.Action,
+			Address:    notify.Truncate(notify.OneLine(f.Address), maxField),
+			SeenIn:     f.SeenIn,
+			Detail:     notify.Truncate(notify.OneLine(f.Detail), maxField),
+			Provenance: notify.Provenance(f),
 		}
 		for i, a := range f.Attributes {
 			if i == maxPaths {

@@ -229,3 +229,14 @@ func decode(t *testing.T, s string) map[string]any {
 	require.NoError(t, json.Unmarshal([]byte(s), &m))
 	return m
 }
+
+// A finding's provenance (who changed a drift, the commit behind a
+// pending change) is listed with it.
+func TestProvenance(t *testing.T) {
+	m := notifytest.Attributed(notifytest.SampleMessage(notify.EventOpen))
+	s := body(t, m, testOpts)
+	for _, p := range notifytest.Provenance {
+		require.Contains(t, s, `"provenance":"`+p+`"`)
+	}
+	require.NotContains(t, body(t, notifytest.SampleMessage(notify.EventOpen), testOpts), "provenance")
+}

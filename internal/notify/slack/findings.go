@@ -83,5 +83,8 @@ func findingLine(f drift.Finding) string {
 			b.WriteString(codeSpan(a, maxAttributeRunes))
 		}
 	}
+	if p := notify.Provenance(f); p != "" {
+		b.WriteString(" — " + esc(p))
+	}
 	return b.String()
 }

@@ -410,6 +410,9 @@ func findingLine(verb string, f drift.Finding) element {
 	if f.Detail != "" {
 		tail = append(tail, notify.Truncate(notify.OneLine(f.Detail), maxValue))
 	}
+	if p := notify.Provenance(f); p != "" {
+		tail = append(tail, p)
+	}
 	if len(tail) > 0 {
 		runs = append(runs, textRun{Type: "TextRun", Text: " · " + strings.Join(tail, " · "), IsSubtle: true})
 	}

@@ -269,3 +269,11 @@ func headOf(t *testing.T, m notify.Message) map[string]any {
 	t.Helper()
 	return content(t, body(t, m))["body"].([]any)[0].(map[string]any)
 }
+
+// A finding's provenance (who changed a drift, the commit behind a
+// pending change) is listed with it.
+func TestProvenance(t *testing.T) {
+	m := notifytest.Attributed(notifytest.SampleMessage(notify.EventOpen))
+	s := body(t, m)
+	notifytest.RequireProvenance(t, s)
+}

@@ -17,7 +17,8 @@
 //     before any process of the run starts (the runner non-dumpable, the
 //     connection close-on-exec).
 //   - What crosses the network is value-free: Result carries runner.Result
-//     (whose Plan is a planparse.Plan) or, for a remediation (a Spec with a
+//     (whose Plan is a planparse.Plan: no value but drifted objects'
+//     non-sensitive ids) or, for a remediation (a Spec with a
 //     Remediation), an engine.Outcome; never both, and an outcome with an
 //     error exactly when it is failed. The daemon still classifies.
 //   - A remediation pod asks the daemon's proceed check (ProceedRoute,

@@ -58,12 +58,16 @@ func TestNewToken(t *testing.T) {
 }
 
 // TestResultRoundTrip sends a parsed plan of a real Terraform run through
-// JSON and back, and checks that no attribute value is on the wire.
+// JSON and back, and checks that no attribute value is on the wire but
+// the drifted object's identifying attributes (the attribution command's
+// query).
 func TestResultRoundTrip(t *testing.T) {
 	in := okResult(t, "run-1")
 	b, err := json.Marshal(in)
 	require.NoError(t, err)
-	for _, value := range []string{"tampered", `"v1"`, "/driftwatch-fixture", `"same"`} {
+	require.Equal(t, 1, strings.Count(string(b), "/driftwatch-fixture"), "the drifted file's id, once")
+	require.Contains(t, string(b), `"IDs":{"id":"/driftwatch-fixture/a.txt"}`)
+	for _, value := range []string{"tampered", `"v1"`, `"same"`} {
 		require.NotContains(t, string(b), value, "an attribute value crossed the wire")
 	}
 	require.Contains(t, string(b), "dwtest_file.a")

@@ -40,14 +40,8 @@ func (a *API) Accept(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusNotImplemented, msgNoAccept)
 		return
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxAcceptBody))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		respond.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is larger than %d bytes", tooBig.Limit))
-		return
-	case err != nil:
-		respond.Error(w, http.StatusBadRequest, "read body")
+	b, ok := readBody(w, r, MaxAcceptBody)
+	if !ok {
 		return
 	}
 	body, err := parseAcceptBody(b)
@@ -213,4 +207,25 @@ func incidentAcceptance(x *store.Acceptance) *apitypes.IncidentAcceptance {
 		return nil
 	}
 	return &apitypes.IncidentAcceptance{AcceptanceID: x.ID, State: view.WaitingForMerge, URL: x.ProposalURL, Number: x.ProposalNumber, Branch: x.Branch}
+}
+
+// readBody reads r's body, at most limit bytes (0: the route guard's
+// bound alone), or answers why not (413 over the limit, 400) and returns
+// false.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	body := r.Body
+	if limit > 0 {
+		body = http.MaxBytesReader(w, r.Body, limit)
+	}
+	b, err := io.ReadAll(body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		respond.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is larger than %d bytes", tooBig.Limit))
+		return nil, false
+	case err != nil:
+		respond.Error(w, http.StatusBadRequest, "read body")
+		return nil, false
+	}
+	return b, true
 }

@@ -55,14 +55,18 @@ func findings(fs []drift.Finding) []apitypes.Finding {
 	out := make([]apitypes.Finding, 0, len(fs))
 	for _, f := range view.SortedFindings(fs) {
 		out = append(out, apitypes.Finding{
-			Kind:       f.Kind,
-			Address:    f.Address,
-			Type:       f.Type,
-			Action:     f.Action,
-			Attributes: nonNil(f.Attributes),
-			SeenIn:     nonNil(f.SeenIn),
-			Ignored:    f.Ignored,
-			Detail:     f.Detail,
+			Kind:             f.Kind,
+			Address:          f.Address,
+			Type:             f.Type,
+			Action:           f.Action,
+			Attributes:       nonNil(f.Attributes),
+			SeenIn:           nonNil(f.SeenIn),
+			Ignored:          f.Ignored,
+			Detail:           f.Detail,
+			Window:           f.Window,
+			Attribution:      f.Attribution,
+			AttributionError: f.AttributionError,
+			Commit:           f.Commit,
 		})
 	}
 	return out

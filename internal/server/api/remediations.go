@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/driftwatch/driftwatch/internal/server/apitypes"
@@ -60,14 +59,8 @@ func (a *API) Remediation(w http.ResponseWriter, r *http.Request) {
 func (a *API) Decide(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var body apitypes.Decision
-		b, err := io.ReadAll(r.Body) // bounded by the route's guard
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooBig):
-			respond.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is larger than %d bytes", tooBig.Limit))
-			return
-		case err != nil:
-			respond.Error(w, http.StatusBadRequest, "read body")
+		b, ok := readBody(w, r, 0) // bounded by the route's guard
+		if !ok {
 			return
 		}
 		if !a.mayDecide(w, r) {
@@ -80,6 +73,7 @@ func (a *API) Decide(approve bool) http.HandlerFunc {
 			}
 		}
 		var x store.Remediation
+		var err error
 		if approve {
 			x, err = a.src.Rem.Approve(r.Context(), r.PathValue("id"), body.ChangeSetHash)
 		} else {

@@ -138,14 +138,8 @@ func (a *API) AddSilence(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusNotImplemented, msgNoSilences)
 		return
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxSilenceBody))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		respond.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is larger than %d bytes", MaxSilenceBody))
-		return
-	case err != nil:
-		respond.Error(w, http.StatusBadRequest, "read body")
+	b, ok := readBody(w, r, MaxSilenceBody)
+	if !ok {
 		return
 	}
 	req, err := parseSilenceBody(b)

@@ -82,4 +82,15 @@ type Finding struct {
 	Ignored    bool       `json:"ignored"`
 	// Detail explains a backend finding (e.g. "mode 0644: chmod 600").
 	Detail string `json:"detail,omitempty"`
+	// Window (drift) is when the change happened: after from (the last
+	// clean check; absent when unknown), no later than to (the first
+	// check that saw it).
+	Window *drift.Window `json:"window,omitempty"`
+	// Attribution (drift) is who changed it, as the workspace's
+	// attribution command answered; AttributionError why it could not.
+	Attribution      *drift.Attribution `json:"attribution,omitempty"`
+	AttributionError string             `json:"attribution_error,omitempty"`
+	// Commit (pending, git sources) is the commit that last changed the
+	// resource's block.
+	Commit *drift.Commit `json:"commit,omitempty"`
 }

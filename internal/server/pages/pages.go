@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/server/auth"
 	"github.com/driftwatch/driftwatch/internal/server/respond"
 	"github.com/driftwatch/driftwatch/internal/server/view"
@@ -103,6 +104,7 @@ func (p *Pages) parse() error {
 		"rem":         func(now time.Time, r remediationView, apiBase string) remArg { return remArg{now, r, apiBase} },
 		"count":       func(kind string, n int) countArg { return countArg{kind, n} },
 		"when":        func(now, t time.Time, zero string) whenArg { return whenArg{now, t, zero} },
+		"provOf":      func(now time.Time, f drift.Finding) provenanceArg { return provenanceArg{now, f} },
 		"deref":       func(t *time.Time) time.Time { return *t },
 		"thousands":   thousands,
 	}
@@ -149,6 +151,13 @@ type remArg struct {
 type whenArg struct {
 	Now, T time.Time
 	Zero   string // shown when T is zero
+}
+
+// provenanceArg is the "provenance" template's argument: a finding and
+// the page's now.
+type provenanceArg struct {
+	Now time.Time
+	F   drift.Finding
 }
 
 // page is what every page's layout needs.

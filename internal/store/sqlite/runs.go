@@ -358,8 +358,10 @@ func (s *Store) Workspaces(ctx context.Context) ([]store.WorkspaceState, error) 
 // delivered before olderThan, and incidents resolved before olderThan; and
 // the audit log (see pruneAudit): entries recorded before olderThan and
 // beyond the newest 100,000 of identified callers and 10,000 anonymous
-// ones (which RecordAudit also enforces as it inserts). Those deletions are logged, not counted in
-// the result, which keeps meaning runs.
+// ones (which RecordAudit also enforces as it inserts); and finished
+// acceptances as it does runs (beyond keep per workspace, or finished
+// before olderThan). Those deletions are logged, not counted in the
+// result, which keeps meaning runs.
 func (s *Store) Prune(ctx context.Context, keep int, olderThan time.Time) (_ int, err error) {
 	defer s.noteWrite(&err)
 	if keep < 0 {
@@ -403,6 +405,21 @@ AND id NOT IN (SELECT last_run_id FROM workspace_state)`, keep, cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("prune: %w", err)
 	}
+	// Finished acceptances, as runs: beyond keep per workspace, or
+	// finished before the cutoff.
+	accepted, err := tx.ExecContext(ctx, `
+DELETE FROM acceptances WHERE id IN (
+	SELECT id FROM (
+		SELECT id, finished_at,
+			row_number() OVER (PARTITION BY workspace ORDER BY created_at DESC, id DESC) AS newest
+		FROM acceptances
+		WHERE finished_at IS NOT NULL
+	) AS ranked
+	WHERE (?1 > 0 AND newest > ?1) OR (CAST(?2 AS BIGINT) IS NOT NULL AND finished_at < ?2)
+)`, keep, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("prune: acceptances: %w", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("prune: %w", err)
 	}
@@ -412,6 +429,9 @@ AND id NOT IN (SELECT last_run_id FROM workspace_state)`, keep, cutoff)
 	}
 	if audited > 0 {
 		s.logger.Info("pruned audit log entries", "entries", audited)
+	}
+	if a, _ := accepted.RowsAffected(); a > 0 {
+		s.logger.Info("pruned finished acceptances", "acceptances", a)
 	}
 	return int(n), nil
 }

@@ -36,6 +36,7 @@ func AcceptanceConformance(t *testing.T, open Opener[AcceptanceStore]) {
 		{"acceptances are listed newest first", testAcceptanceList},
 		{"interrupt fails the running ones, after a restart", testAcceptanceInterrupt},
 		{"racing finishes: one wins", testAcceptanceRace},
+		{"prune keeps the newest and the running", testAcceptancePrune},
 	})
 }
 
@@ -207,4 +208,33 @@ func testAcceptanceRace(t *testing.T, s AcceptanceStore, _ func() AcceptanceStor
 		require.ErrorIs(t, err, store.ErrConflict)
 	}
 	require.Equal(t, 1, won)
+}
+
+func testAcceptancePrune(t *testing.T, s AcceptanceStore, _ func() AcceptanceStore) {
+	ctx := t.Context()
+	for i := range 4 {
+		a := newAcceptance(fmt.Sprintf("ws-%d", i), "ws", i)
+		require.NoError(t, s.AddAcceptance(ctx, a))
+		require.NoError(t, s.FinishAcceptance(ctx, proposed(a, i)))
+	}
+	require.NoError(t, s.AddAcceptance(ctx, newAcceptance("running", "ws", -10)))
+	require.NoError(t, s.AddAcceptance(ctx, newAcceptance("other-0", "other", 0)))
+	require.NoError(t, s.FinishAcceptance(ctx, proposed(newAcceptance("other-0", "other", 0), 0)))
+	_, err := s.Prune(ctx, 2, minutes(-60))
+	require.NoError(t, err)
+	ids := func(ws string) []string {
+		as, err := s.Acceptances(ctx, ws, 0)
+		require.NoError(t, err)
+		var out []string
+		for _, a := range as {
+			out = append(out, a.ID)
+		}
+		return out
+	}
+	require.Equal(t, []string{"ws-3", "ws-2", "running"}, ids("ws"), "the newest two finished, and the running one")
+	require.Equal(t, []string{"other-0"}, ids("other"))
+	_, err = s.Prune(ctx, 0, minutes(3))
+	require.NoError(t, err)
+	require.Equal(t, []string{"ws-3", "running"}, ids("ws"), "finished before the cutoff")
+	require.Empty(t, ids("other"))
 }

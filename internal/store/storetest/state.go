@@ -181,3 +181,28 @@ func testWorkspacesOrder(t *testing.T, s store.Store) {
 		equal(t, one, st)
 	}
 }
+
+// testFindingsMemory: what a finding learnt (its window, attribution or
+// its failure, a pending change's commit) reads back from the run and
+// the workspace's state.
+func testFindingsMemory(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	d := fDrift
+	d.Window = &drift.Window{From: t0, To: minutes(5)}
+	d.Attribution = &drift.Attribution{Actor: "alice@example.com", Time: minutes(2), Source: "cloudtrail", EventID: "ev-1", URL: "https://audit.example.com/ev-1"}
+	failed := fIgnored
+	failed.Window = &drift.Window{To: minutes(5)}
+	failed.AttributionError = "attribution failed: who-changed: timed out"
+	p := fPending
+	p.Commit = &drift.Commit{Hash: "0123456789abcdef0123456789abcdef01234567", Author: "Bob", Time: minutes(1), Subject: "add the role"}
+	r := start(t, s, newRun("r1", "net", t0))
+	done := outcome(r, drift.StatusDrift, minutes(5), d, failed, p)
+	_, after := finish(t, s, done)
+	equal(t, done.Findings, after.Findings)
+	st, err := s.Workspace(ctx, "net")
+	require.NoError(t, err)
+	equal(t, done.Findings, st.Findings)
+	got, err := s.Run(ctx, "r1")
+	require.NoError(t, err)
+	equal(t, done.Findings, got.Findings)
+}

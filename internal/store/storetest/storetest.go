@@ -36,6 +36,7 @@ func Conformance(t *testing.T, open func(t *testing.T) store.Store) {
 		{"first finish creates the state", testFirstFinish},
 		{"since moves only when the status changes", testSince},
 		{"errored run keeps findings and fingerprint", testErroredKeepsFindings},
+		{"findings keep their window, attribution and commit", testFindingsMemory},
 		{"first run errored", testFirstRunErrored},
 		{"runs are listed newest first", testRunsOrder},
 		{"workspaces are listed by name", testWorkspacesOrder},

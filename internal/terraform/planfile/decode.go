@@ -220,6 +220,9 @@ func change(pc parsedChange, isDrift bool) (planparse.Change, error) {
 			return planparse.Change{}, fmt.Errorf("%s: unknown action reason %d", rc.addr, rc.reason)
 		}
 	}
+	if isDrift {
+		ch.Provider = providerSource(rc.provider)
+	}
 	if ch.IsNoOp() {
 		return ch, nil
 	}
@@ -236,7 +239,14 @@ func change(pc parsedChange, isDrift bool) (planparse.Change, error) {
 		before, after = value(rc.values, 0), value(rc.values, 1)
 	}
 	if before == nil || after == nil {
-		return ch, nil // a create, delete or forget has no attribute paths
+		// A create, delete or forget has no attribute paths; an object
+		// deleted outside Terraform still has its ids.
+		if isDrift && before != nil {
+			if err := setGoneIDs(&ch, before, rc.beforeSens); err != nil {
+				return planparse.Change{}, fmt.Errorf("%s: %w", rc.addr, err)
+			}
+		}
+		return ch, nil
 	}
 	bv, err := decodeMsgpack(before)
 	if err != nil {
@@ -258,8 +268,43 @@ func change(pc parsedChange, isDrift bool) (planparse.Change, error) {
 	if !av.known() {
 		unknown = av.appendUnknown(nil)
 	}
-	ch.SetPaths(bv.appendJSON(nil), av.appendJSON(nil), unknown, bs, as, isDrift)
+	bj, aj := bv.appendJSON(nil), av.appendJSON(nil)
+	ch.SetPaths(bj, aj, unknown, bs, as, isDrift)
+	if isDrift {
+		ch.SetIDs(bj, aj, bs, as)
+	}
 	return ch, nil
+}
+
+// providerSource is the source address in a provider configuration's
+// address (module.m.provider["registry.terraform.io/hashicorp/aws"].alias
+// gives registry.terraform.io/hashicorp/aws), as show -json's
+// provider_name; "" when addr is not one.
+func providerSource(addr string) string {
+	_, rest, ok := strings.Cut(addr, `provider["`)
+	if !ok {
+		return ""
+	}
+	src, _, ok := strings.Cut(rest, `"]`)
+	if !ok {
+		return ""
+	}
+	return src
+}
+
+// setGoneIDs sets the ids of a drifted object that no longer exists from
+// its before value (msgpack) and sensitivity (the plan file's paths).
+func setGoneIDs(ch *planparse.Change, before []byte, sens []rawPath) error {
+	bv, err := decodeMsgpack(before)
+	if err != nil {
+		return fmt.Errorf("before: %w", err)
+	}
+	bs, err := sensitiveMarker(sens)
+	if err != nil {
+		return err
+	}
+	ch.SetIDs(bv.appendJSON(nil), nil, bs, nil)
+	return nil
 }
 
 func value(vs [][]byte, i int) []byte {

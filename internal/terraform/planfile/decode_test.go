@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -482,8 +483,12 @@ func TestDecode(t *testing.T) {
 		pbChange(ric{addr: "data.t_d.gone", action: actionDelete, values: [][]byte{obj("id", mpOne)}}),
 		pbDrift(ric{
 			addr: "t_x.a", action: actionUpdate,
-			values: [][]byte{obj("name", mpStr("x"), "size", mpOne), obj("name", mpStr("x"), "size", []byte{0x02})},
+			values:    [][]byte{obj("id", secret, "name", mpStr("x"), "size", mpOne), obj("id", secret, "name", mpStr("x"), "size", []byte{0x02})},
+			afterSens: []rawPath{{attrStep("id")}},
 		}),
+		// Deleted outside Terraform: its ids from before, not the sensitive one.
+		pbDrift(ric{addr: "t_x.gone", action: actionDelete, values: [][]byte{obj("id", mpStr("g-1"), "name", secret)},
+			beforeSens: []rawPath{{attrStep("name")}}}),
 		// A move without other change is not drift outside refresh-only.
 		pbDrift(ric{addr: "t_x.c", action: actionNoop, values: [][]byte{obj("id", mpOne)}}),
 		pbDrift(ric{addr: "data.t_d.gone", action: actionDelete, values: [][]byte{obj("id", mpOne)}}),
@@ -523,8 +528,10 @@ func TestDecode(t *testing.T) {
 	if diff := cmp.Diff(wantChanges, got.Changes); diff != "" {
 		t.Errorf("Changes (-want +got):\n%s", diff)
 	}
-	wantDrift := []planparse.Change{managed("t_x.a", "update")}
+	wantDrift := []planparse.Change{managed("t_x.a", "update"), managed("t_x.gone", "delete")}
 	wantDrift[0].Attributes = []string{"size"}
+	wantDrift[0].IDs = map[string]string{"name": "x"}
+	wantDrift[1].IDs = map[string]string{"id": "g-1"}
 	if diff := cmp.Diff(wantDrift, got.Drift); diff != "" {
 		t.Errorf("Drift (-want +got):\n%s", diff)
 	}
@@ -543,6 +550,7 @@ func TestDecode(t *testing.T) {
 	require.Equal(t, []string{drift.SeenInPlanned}, seen["t_x.c"])
 	require.NotContains(t, seen, "data.t_d.gone")
 	require.Equal(t, []string{drift.SeenInState}, seen["data.t_d.d"])
+	require.NotContains(t, fmt.Sprintf("%+v", got), canary)
 }
 
 // TestDecodeRefreshOnly: in refresh-only mode a no-op drift entry (a move)
@@ -667,4 +675,17 @@ func FuzzDecodeMsgpack(f *testing.F) {
 		// elementKey and pathString take the same bytes as a path key.
 		_ = pathString(rawPath{keyStep(data)})
 	})
+}
+
+func TestProviderSource(t *testing.T) {
+	for addr, want := range map[string]string{
+		`provider["registry.terraform.io/hashicorp/aws"]`:                    "registry.terraform.io/hashicorp/aws",
+		`module.m.provider["registry.terraform.io/hashicorp/aws"].west`:      "registry.terraform.io/hashicorp/aws",
+		`module.a.module.b.provider["registry.opentofu.org/hashicorp/null"]`: "registry.opentofu.org/hashicorp/null",
+		`provider.aws`: "",
+		`provider["x`:  "",
+		``:             "",
+	} {
+		require.Equal(t, want, providerSource(addr), addr)
+	}
 }

@@ -23,6 +23,7 @@ const (
 	planDeferred        = 27 // Terraform: deferred_changes
 
 	ricDeposed  = 7
+	ricProvider = 8
 	ricChange   = 9
 	ricReason   = 12
 	ricAddr     = 13
@@ -90,8 +91,12 @@ type rawPlan struct {
 // rawChange is a ResourceInstanceChange with its Change.
 type rawChange struct {
 	addr, prevAddr, deposed string
-	action                  uint64
-	reason                  uint64
+	// provider is the provider configuration's address:
+	// provider["registry.terraform.io/hashicorp/aws"], maybe with a
+	// module path before it and an alias after it.
+	provider string
+	action   uint64
+	reason   uint64
 	// values are the msgpack values: [after] for create, [before] for
 	// delete and no-op, [before, after] otherwise.
 	values                [][]byte
@@ -292,6 +297,9 @@ func parseResourceChange(b []byte) (rawChange, error) {
 			return wantBytes(typ, num)
 		case ricDeposed:
 			c.deposed = string(v)
+			return wantBytes(typ, num)
+		case ricProvider:
+			c.provider = string(v)
 			return wantBytes(typ, num)
 		case ricReason:
 			c.reason = n

@@ -1,5 +1,7 @@
 package planparse
 
+import "github.com/driftwatch/driftwatch/internal/drift/attribution"
+
 // SetPaths sets c.Attributes and, unless isDrift, c.Unknown from the
 // change's before, after, after_unknown, before_sensitive and
 // after_sensitive as `show -json` renders them (JSON; nil for a member it
@@ -14,6 +16,23 @@ func (c *Change) SetPaths(before, after, afterUnknown, beforeSensitive, afterSen
 	c.Attributes = attributePaths(before, after, afterUnknown, beforeSensitive, afterSensitive, !isDrift)
 	if !isDrift {
 		c.Unknown = unknownPaths(afterUnknown, beforeSensitive, afterSensitive)
+	}
+}
+
+// SetIDs sets c.IDs, for a resource_drift entry, from its after value (the
+// object as it is now) or, when the object is gone, its before value,
+// leaving out what either sensitivity marker calls sensitive
+// (attribution.IDsJSON). It sets nothing when neither is an object.
+func (c *Change) SetIDs(before, after, beforeSensitive, afterSensitive []byte) {
+	values := after
+	if kind(values) != kObject {
+		values = before
+	}
+	if kind(values) != kObject {
+		return
+	}
+	if ids := attribution.IDsJSON(values, beforeSensitive, afterSensitive); len(ids) > 0 {
+		c.IDs = ids
 	}
 }
 

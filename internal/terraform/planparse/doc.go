@@ -12,7 +12,9 @@
 // tfjson.Plan, which costs about 7x the document size), format_version
 // checks against tfjson.PlanFormatVersionConstraints, and the normalised
 // before/after diff that yields attribute paths. Sensitive values, and map
-// keys below them, never leave the package: a Plan holds no attribute value.
+// keys below them, never leave the package: a Plan holds no attribute value
+// but a drifted object's identifying attributes (Change.IDs: id, arn,
+// name, …, never one marked sensitive), for the attribution command.
 //
 // Classification (drift, pending, noise, forbidden, check) belongs to
 // internal/policy. This package is pure: no os/exec, no net/http, and it

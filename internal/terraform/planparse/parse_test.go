@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -47,12 +48,13 @@ var all = []string{drift.SeenInConfig, drift.SeenInState, drift.SeenInPlanned}
 // The parsed form of real Terraform plans, written out in full for the
 // cases that exercise each part of the format.
 func TestParseFixtures(t *testing.T) {
+	const dwtest = "registry.terraform.io/driftwatch/dwtest"
 	tr := true
 	cases := map[string]*Plan{
 		"content_drift": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
 			Drift: []Change{{Address: "dwtest_file.a", Mode: "managed", Type: "dwtest_file",
-				Actions: []string{"update"}, Attributes: []string{"content"}}},
+				Actions: []string{"update"}, Attributes: []string{"content"}, IDs: map[string]string{"id": "/driftwatch-fixture/a.txt"}, Provider: dwtest}},
 			Changes: []Change{{Address: "dwtest_file.a", Mode: "managed", Type: "dwtest_file",
 				Actions: []string{"update"}, Attributes: []string{"content"}}},
 			NoOp: []string{"dwtest_file.untouched"},
@@ -65,7 +67,7 @@ func TestParseFixtures(t *testing.T) {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
 			// After is null for a delete, so no attribute paths.
 			Drift: []Change{{Address: "local_file.gone", Mode: "managed", Type: "local_file",
-				Actions: []string{"delete"}}},
+				Actions: []string{"delete"}, IDs: map[string]string{"id": "5a6df720540c20d95d530d3fd6885511223d5d20"}, Provider: "registry.terraform.io/hashicorp/local"}},
 			Changes: []Change{{Address: "local_file.gone", Mode: "managed", Type: "local_file",
 				Actions: []string{"create"}}},
 			NoOp: []string{"local_file.kept"},
@@ -97,7 +99,7 @@ func TestParseFixtures(t *testing.T) {
 		"nested_module_drift": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
 			Drift: []Change{{Address: "module.outer.module.inner.dwtest_file.f", Mode: "managed", Type: "dwtest_file",
-				Actions: []string{"update"}, Attributes: []string{"content"}}},
+				Actions: []string{"update"}, Attributes: []string{"content"}, IDs: map[string]string{"id": "/driftwatch-fixture/inner.txt"}, Provider: dwtest}},
 			Changes: []Change{{Address: "module.outer.module.inner.dwtest_file.f", Mode: "managed", Type: "dwtest_file",
 				Actions: []string{"update"}, Attributes: []string{"content"}}},
 			NoOp: []string{"module.outer.dwtest_file.o"},
@@ -117,7 +119,7 @@ func TestParseFixtures(t *testing.T) {
 		"sensitive_drift": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
 			Drift: []Change{{Address: "dwtest_file.secret", Mode: "managed", Type: "dwtest_file",
-				Actions: []string{"update"}, Attributes: []string{"sensitive_content"}}},
+				Actions: []string{"update"}, Attributes: []string{"sensitive_content"}, IDs: map[string]string{"id": "/driftwatch-fixture/secret.txt"}, Provider: dwtest}},
 			Changes: []Change{
 				{Address: "dwtest_file.secret", Mode: "managed", Type: "dwtest_file",
 					Actions: []string{"update"}, Attributes: []string{"sensitive_content"}},
@@ -389,4 +391,34 @@ func TestParseChecks(t *testing.T) {
 
 	_, err = Parse(strings.NewReader(`{"format_version":"1.2","planned_values":{},"checks":[{"status":"fail","instances":[{"problems":[{"message":1}]}]}]}`))
 	require.Error(t, err, "a message that is not a string is malformed")
+}
+
+// A drifted object's ids reach the Plan, never one a marker calls
+// sensitive, and never from a planned change.
+func TestParseDriftIDs(t *testing.T) {
+	const canary = "CANARY-ids-71c2"
+	doc := `{
+	  "format_version": "1.2",
+	  "resource_drift": [
+	    {"address": "x.a", "mode": "managed", "type": "x", "change": {"actions": ["update"],
+	      "before": {"id": "` + canary + `", "arn": "arn:a", "v": 1}, "after": {"id": "` + canary + `", "arn": "arn:a", "v": 2},
+	      "before_sensitive": {}, "after_sensitive": {"id": true}}},
+	    {"address": "x.gone", "mode": "managed", "type": "x", "change": {"actions": ["delete"],
+	      "before": {"id": "g-1", "name": "` + canary + `"}, "after": null, "before_sensitive": {"name": true}}},
+	    {"address": "x.secret", "mode": "managed", "type": "x", "change": {"actions": ["update"],
+	      "before": {"id": "` + canary + `"}, "after": {"id": "` + canary + `"}, "after_sensitive": true}}
+	  ],
+	  "resource_changes": [
+	    {"address": "x.a", "mode": "managed", "type": "x", "change": {"actions": ["update"],
+	      "before": {"id": "c-1", "v": 2}, "after": {"id": "c-1", "v": 1}}}
+	  ]
+	}`
+	p, err := Parse(strings.NewReader(doc))
+	require.NoError(t, err)
+	require.Len(t, p.Drift, 3)
+	require.Equal(t, map[string]string{"arn": "arn:a"}, p.Drift[0].IDs)
+	require.Equal(t, map[string]string{"id": "g-1"}, p.Drift[1].IDs)
+	require.Nil(t, p.Drift[2].IDs)
+	require.Nil(t, p.Changes[0].IDs)
+	require.NotContains(t, fmt.Sprintf("%+v", p), canary)
 }

@@ -101,6 +101,14 @@ type Change struct {
 	Importing bool
 	// ActionReason is Terraform's display-only reason keyword, if any.
 	ActionReason string
+	// IDs (resource_drift entries only) are the drifted object's
+	// identifying attributes (attribution.IDsJSON: id, arn, name, …),
+	// never one the plan marks sensitive: the one set of values a Plan
+	// keeps, for the attribution command's query.
+	IDs map[string]string
+	// Provider (resource_drift entries only) is the provider's source
+	// address, e.g. registry.terraform.io/hashicorp/aws.
+	Provider string
 }
 
 // Action names the change in one word: create, update, delete, replace
@@ -357,6 +365,12 @@ func (p *parser) readChange(isDrift bool) error {
 			c.Deposed, err = s.readStringOrNull()
 		case "action_reason":
 			c.ActionReason, err = p.readInterned()
+		case "provider_name":
+			if isDrift {
+				c.Provider, err = p.readInterned()
+			} else {
+				err = s.skipValue()
+			}
 		case "change":
 			err = s.iterObject(func(key []byte) error {
 				var err error
@@ -415,6 +429,7 @@ func (p *parser) readChange(isDrift bool) error {
 	}
 	c.SetPaths(get(before), get(after), get(unknown), get(bsen), get(asen), isDrift)
 	if isDrift {
+		c.SetIDs(get(before), get(after), get(bsen), get(asen))
 		p.plan.Drift = append(p.plan.Drift, c)
 	} else {
 		p.plan.Changes = append(p.plan.Changes, c)

@@ -182,11 +182,11 @@ func slug(s string) string {
 func RepositoryOf(gitURL string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(gitURL))
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return "", errors.New("the git source's url is not an http(s) URL: set the repository of the proposal")
+		return "", errors.New("the git source's url is not an http(s) URL, so it names no repository to propose to")
 	}
 	p := strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
 	if strings.Count(p, "/") < 1 || slices.Contains(strings.Split(p, "/"), "") {
-		return "", errors.New("the git source's url names no owner/name repository path: set the repository of the proposal")
+		return "", errors.New("the git source's url names no owner/name repository path to propose to")
 	}
 	return p, nil
 }
