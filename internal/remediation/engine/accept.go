@@ -44,10 +44,10 @@ type AcceptScope struct {
 }
 
 // Accept computes the code change that accepts the drift of req's
-// workspace (scope's) and proves it: in a run
-// directory of its own (tfsession.Prepare, the jail and environment of
-// any run) it plans without the state lock, traces the drift to the code
-// (accept.Compute), changes the run's copy of the source and plans again.
+// workspace that scope names, and proves it: in a run directory of its
+// own (tfsession.Prepare, the jail and environment of any run) it plans
+// without the state lock, traces the drift to the code (accept.Compute),
+// changes the run's copy of the source and plans again.
 // Nothing is applied and the workspace's own files are not touched: the
 // caller proposes Change (its Patch, or its files) once Proven.
 //

@@ -20,10 +20,10 @@ const (
 // Title is the pull or merge request's title, and the commit's subject:
 // how many attributes it accepts, and deletions (removed blocks) if any.
 func Title(workspace string, change *accept.Result) string {
-	deletions := deletions(change)
-	what := notify.Plural(len(change.Accepted)-deletions, "attribute")
-	if deletions > 0 {
-		what += ", " + notify.Plural(deletions, "deletion")
+	n := deletions(change)
+	what := notify.Plural(len(change.Accepted)-n, "attribute")
+	if n > 0 {
+		what += ", " + notify.Plural(n, "deletion")
 	}
 	return fmt.Sprintf("driftwatch: accept drift of %s (%s)", notify.OneLine(workspace), what)
 }
