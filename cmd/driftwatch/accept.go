@@ -17,7 +17,9 @@ import (
 // change that makes the configuration produce what exists, proven by a
 // plan of the changed code, as a unified diff; with --propose, pushed as
 // a branch of the workspace's repository with a pull (merge) request
-// through accept.notifier. Exit 0: proven (and proposed); 2: nothing
+// through accept.notifier. With --deletions, a resource deleted outside
+// Terraform is accepted too: its block becomes a removed block with
+// destroy = false. Exit 0: proven (and proposed); 2: nothing
 // accepted, or not proven (the remaining difference is on stderr); 1: an
 // error.
 func acceptCmd(args []string, stdout, stderr io.Writer) int {
@@ -26,9 +28,10 @@ func acceptCmd(args []string, stdout, stderr io.Writer) int {
 	cfgPath := fs.String("config", "driftwatch.yaml", "config file")
 	output := fs.String("output", "", "write the diff to this file instead of stdout")
 	propose := fs.Bool("propose", false, "push the proven change as a branch and open a pull (merge) request through accept.notifier")
+	deletions := fs.Bool("deletions", false, "accept resources deleted outside Terraform too: each block becomes a removed block with destroy = false")
 	logLevel := fs.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: driftwatch accept [--config FILE] [--output FILE] [--propose] WORKSPACE [ADDRESS...]")
+		fmt.Fprintln(stderr, "usage: driftwatch accept [--config FILE] [--output FILE] [--propose] [--deletions] WORKSPACE [ADDRESS...]")
 		fs.PrintDefaults()
 	}
 	// Flags may follow the workspace and addresses.
@@ -57,20 +60,16 @@ func acceptCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out, err := app.Accept(ctx, cfg, pos[0], pos[1:], *propose, logger)
+	out, err := app.Accept(ctx, cfg, pos[0], pos[1:], *propose, *deletions, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "driftwatch: accept %s: %v\n", pos[0], err)
 		return report.ExitError
 	}
 	for _, a := range out.Accepted {
-		fmt.Fprintf(stderr, "accepted  %s.%s: %s (%s)\n", a.Address, a.Attribute, a.Where, a.Kind)
+		fmt.Fprintf(stderr, "accepted  %s: %s (%s)\n", addressAttr(a.Address, a.Attribute), a.Where, a.Kind)
 	}
 	for _, r := range out.Refused {
-		what := r.Address
-		if r.Attribute != "" {
-			what += "." + r.Attribute
-		}
-		fmt.Fprintf(stderr, "refused   %s: %s\n", what, r.Reason)
+		fmt.Fprintf(stderr, "refused   %s: %s\n", addressAttr(r.Address, r.Attribute), r.Reason)
 	}
 	// The states are the API's (docs/api.md: acceptances).
 	switch out.State {
@@ -106,4 +105,13 @@ func acceptCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "proposed: %s (#%d, %s), branch %s into %s\n", out.ProposalURL, out.ProposalNumber, verb, out.Branch, out.Base)
 	}
 	return report.ExitClean
+}
+
+// addressAttr is ADDRESS.ATTRIBUTE, or ADDRESS for a whole resource (a
+// deletion).
+func addressAttr(address, attribute string) string {
+	if attribute == "" {
+		return address
+	}
+	return address + "." + attribute
 }

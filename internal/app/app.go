@@ -31,12 +31,12 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 
 // Accept is `driftwatch accept`: one workspace's local request
 // (oneshot.Request) handed to acceptance.Once.
-func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses []string, propose bool, logger *slog.Logger) (store.Acceptance, error) {
+func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses []string, propose, deletions bool, logger *slog.Logger) (store.Acceptance, error) {
 	req, err := oneshot.Request(ctx, cfg, inventory.DiscoverOnce, workspace, logger)
 	if err != nil {
 		return store.Acceptance{}, err
 	}
-	return acceptance.Once(ctx, cfg, req, addresses, propose, logger)
+	return acceptance.Once(ctx, cfg, req, addresses, acceptance.OnceOptions{Propose: propose, Deletions: deletions}, logger)
 }
 
 // MigrateStore is `driftwatch migrate --to postgres`

@@ -28,7 +28,7 @@ type fakeAccepts struct {
 	err  error
 }
 
-func (f *fakeAccepts) StartAccept(workspace string, addresses []string, by string) (store.Acceptance, error) {
+func (f *fakeAccepts) StartAccept(workspace string, addresses []string, deletions bool, by string) (store.Acceptance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -37,7 +37,8 @@ func (f *fakeAccepts) StartAccept(workspace string, addresses []string, by strin
 	if f.busy != "" {
 		return store.Acceptance{}, busyAcceptance(f.busy)
 	}
-	a := store.Acceptance{ID: "acc-new", Workspace: workspace, Addresses: addresses, RequestedBy: by, State: store.AcceptRunning, CreatedAt: testNow}
+	a := store.Acceptance{ID: "acc-new", Workspace: workspace, Addresses: addresses, Deletions: deletions, RequestedBy: by,
+		State: store.AcceptRunning, CreatedAt: testNow}
 	f.list = append([]store.Acceptance{a}, f.list...)
 	return a, nil
 }
@@ -116,10 +117,19 @@ func TestAcceptAPI(t *testing.T) {
 		RequestedBy: "token:operator-bot", State: "running", Accepted: []apitypes.AcceptedPlace{}, Refused: []apitypes.AcceptRefusal{},
 		Remaining: []string{}, CreatedAt: testNow}, got)
 
-	// No body: every drifted resource.
+	// No body: every drifted resource, no deletions.
 	code, _, body = send(t, http.MethodPost, ts.URL+"/api/v1/workspaces/prod-network/accept", op, "")
 	require.Equal(t, http.StatusAccepted, code, body)
 	require.Nil(t, acc.list[0].Addresses)
+	require.False(t, acc.list[0].Deletions)
+	require.NotContains(t, body, "deletions")
+
+	// Deletions asked for go through, and show.
+	code, _, body = send(t, http.MethodPost, ts.URL+"/api/v1/workspaces/prod-network/accept", op, `{"deletions": true}`)
+	require.Equal(t, http.StatusAccepted, code, body)
+	require.True(t, acc.list[0].Deletions)
+	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	require.True(t, got.Deletions)
 
 	for b, want := range map[string]string{
 		`{"address": ["x"]}`:      `unknown field \"address\"`,
@@ -127,6 +137,7 @@ func TestAcceptAPI(t *testing.T) {
 		`{"addresses": [""]}`:     "addresses[0]: want a resource address",
 		`{"addresses": []} {}`:    "body must be one JSON object",
 		`{"addresses": ["a\nb"]}`: "addresses[0]: want a resource address",
+		`{"deletions": "yes"}`:    "deletions has the wrong type",
 	} {
 		code, _, body := send(t, http.MethodPost, ts.URL+"/api/v1/workspaces/prod-network/accept", op, b)
 		require.Equal(t, http.StatusBadRequest, code, b)

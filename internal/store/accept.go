@@ -42,7 +42,10 @@ type Acceptance struct {
 	ID        string
 	Workspace string
 	// Addresses limit what is accepted (empty: every drifted resource).
-	Addresses   []string
+	Addresses []string
+	// Deletions: resources deleted outside Terraform were accepted too,
+	// as removed blocks (asked for).
+	Deletions   bool
 	RequestedBy string
 	State       AcceptanceState
 	// Tool is the Terraform version that planned; Commit the source's

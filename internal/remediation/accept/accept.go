@@ -26,9 +26,19 @@ type Request struct {
 	Plan *tfjson.Plan
 	// Addresses limits the accepted resources (empty: every drifted one).
 	Addresses []string
+	// Deletions, when set, accepts a resource deleted outside Terraform
+	// that the plan creates again: its block becomes a removed block
+	// with destroy = false (KindRemoved). Unset, a deletion is refused.
+	Deletions bool
+	// Tool is the tool that planned and its version ("terraform 1.11.4",
+	// "tofu 1.10.6"), which decides how a removed block is written; the
+	// plan's terraform_version stands in for a missing version.
+	Tool string
 }
 
-// Accepted is one attribute accepted: where its value is set, rewritten.
+// Accepted is one attribute accepted: where its value is set, rewritten;
+// or a deletion accepted (Attribute empty, Kind KindRemoved): where its
+// resource block was.
 type Accepted struct {
 	Address   string `json:"address"`
 	Attribute string `json:"attribute"`
@@ -85,6 +95,10 @@ func Compute(req Request) (*Result, error) {
 	for _, a := range req.Addresses {
 		want[a] = true
 	}
+	if req.Deletions {
+		w.deletions, w.recreated = true, recreated(req.Plan)
+		w.removed = removedSyntaxFor(req.Tool, req.Plan.TerraformVersion)
+	}
 	found := map[string]bool{}
 	res := &Result{dir: req.Dir}
 	for _, rc := range req.Plan.ResourceDrift {
@@ -112,7 +126,11 @@ func (w *workspace) resource(rc *tfjson.ResourceChange, res *Result) {
 	}
 	ch := rc.Change
 	if ch.Actions.Delete() || ch.After == nil {
-		refuse("", "deleted outside Terraform: accepting a deletion is a removed block with destroy = false, offered only on request")
+		if !w.deletions {
+			refuse("", deletionOnRequest)
+			return
+		}
+		w.deletion(rc, res)
 		return
 	}
 	if rc.Index != nil {
@@ -224,14 +242,19 @@ func (r *Result) Apply() error {
 
 // String is the accepted attribute and its place, for a person.
 func (a Accepted) String() string {
-	return fmt.Sprintf("%s.%s: %s (%s)", a.Address, a.Attribute, a.Where, a.Kind)
+	return fmt.Sprintf("%s: %s (%s)", joinAttr(a.Address, a.Attribute), a.Where, a.Kind)
 }
 
 func (r Refusal) String() string {
-	if r.Attribute == "" {
-		return r.Address + ": " + r.Reason
+	return joinAttr(r.Address, r.Attribute) + ": " + r.Reason
+}
+
+// joinAttr is ADDRESS.ATTRIBUTE, or ADDRESS for a whole resource.
+func joinAttr(address, attribute string) string {
+	if attribute == "" {
+		return address
 	}
-	return r.Address + "." + r.Attribute + ": " + r.Reason
+	return address + "." + attribute
 }
 
 // rangeText is FILE:LINE of rng relative to dir.

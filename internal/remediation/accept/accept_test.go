@@ -135,7 +135,7 @@ func TestComputeRefusesNamingWhy(t *testing.T) {
 		"dwtest_file.refused.unset: variable unset has no default and is set outside the code (driftwatch's vars, TF_VAR_unset or -var): change it there",
 		"dwtest_file.lit.content: sensitive: its value is never written or shown",
 		"dwtest_file.lit[0]: an instance of count or for_each: its block sets every instance, so the change would change the others",
-		"dwtest_file.gone: deleted outside Terraform: accepting a deletion is a removed block with destroy = false, offered only on request",
+		"dwtest_file.gone: deleted outside Terraform: accepting a deletion is a removed block with destroy = false, made only on request (driftwatch accept --deletions, or \"deletions\": true in the API's body)",
 		"module.s1.dwtest_file.x.content: set in module modules/shared, which 2 module blocks call: the change would change the others",
 		"module.remote.aws_instance.a: in module.remote, whose code comes from \"hashicorp/consul/aws\", not from this workspace's files",
 	}, got)

@@ -7,8 +7,14 @@
 // it was. What it cannot rewrite it refuses, naming why: a function call,
 // a conditional, a for expression, a template with interpolations, a
 // reference to another object, a sensitive value, a place in a module
-// that several module blocks call, a count or for_each instance, a
-// deleted resource.
+// that several module blocks call, a count or for_each instance.
+//
+// A resource deleted outside Terraform is refused unless the request
+// asks for deletions (Request.Deletions): then its resource block in the
+// root module becomes, in place, a removed block with destroy = false
+// (plain for OpenTofu 1.7 to 1.9, which read no lifecycle there), unless
+// it is a module's, a count or for_each instance's, or referred to
+// elsewhere in the code.
 //
 // The change is a proposal only: whether it really accepts the drift is
 // for a plan of the changed code to prove (no change left for the

@@ -165,3 +165,97 @@ func TestAcceptProvenByAPlan(t *testing.T) {
 		})
 	}
 }
+
+// With real Terraform and OpenTofu: a resource deleted outside Terraform
+// is refused unless deletions are asked for; asked, its block becomes a
+// removed block, and the plan of the changed code (which the proof
+// reads) creates nothing: Terraform plans a forget of the address (the
+// state entry goes on apply, nothing in the world), OpenTofu nothing at
+// all. Applied, the next plan is clean and the object stays gone.
+func TestAcceptDeletionProvenByAPlan(t *testing.T) {
+	bins, cli := tftest.Tools(t)
+	for _, bin := range bins {
+		t.Run(filepath.Base(bin), func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, "out"), 0o755))
+			main := `terraform {
+  required_providers {
+    dwtest = { source = "driftwatch/dwtest" }
+  }
+}
+
+resource "dwtest_file" "keep" {
+  filename = "${path.module}/out/keep.txt"
+  content  = "k"
+}
+
+# deleted by hand
+resource "dwtest_file" "gone" {
+  filename = "${path.module}/out/gone.txt"
+  content  = "g"
+}
+`
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "main.tf"), []byte(main), 0o644))
+			tf(t, bin, cli, dir, "init", "-input=false", "-no-color")
+			tf(t, bin, cli, dir, "apply", "-auto-approve", "-input=false", "-no-color")
+			require.NoError(t, os.Remove(filepath.Join(dir, "out", "gone.txt")))
+			plan := showPlan(t, bin, cli, dir, 2)
+			require.Equal(t, tfjson.Actions{tfjson.ActionCreate}, changeOf(plan, "dwtest_file.gone"))
+
+			res, err := accept.Compute(accept.Request{Dir: dir, Plan: plan, Tool: filepath.Base(bin)})
+			require.NoError(t, err)
+			require.Empty(t, res.Files)
+			require.Len(t, res.Refused, 1)
+			require.Contains(t, res.Refused[0].Reason, "made only on request (driftwatch accept --deletions")
+
+			// The version comes from the plan (terraform_version).
+			res, err = accept.Compute(accept.Request{Dir: dir, Plan: plan, Tool: filepath.Base(bin), Deletions: true})
+			require.NoError(t, err)
+			require.Empty(t, res.Refused)
+			require.Equal(t, []string{"dwtest_file.gone: main.tf:13 (removed block)"}, texts(res.Accepted))
+			require.NoError(t, res.Apply())
+			require.Equal(t, strings.Replace(main, `resource "dwtest_file" "gone" {
+  filename = "${path.module}/out/gone.txt"
+  content  = "g"
+}`, "removed {\n  from = dwtest_file.gone\n\n  lifecycle {\n    destroy = false\n  }\n}", 1), mustRead(t, filepath.Join(dir, "main.tf")))
+
+			// What the proof sees.
+			want, wantCode := tfjson.Actions(nil), 0
+			if filepath.Base(bin) == "terraform" {
+				want, wantCode = tfjson.Actions{tfjson.ActionForget}, 2
+			}
+			proof := showPlan(t, bin, cli, dir, wantCode)
+			require.Equal(t, want, changeOf(proof, "dwtest_file.gone"))
+			require.Equal(t, tfjson.Actions{tfjson.ActionNoop}, changeOf(proof, "dwtest_file.keep"))
+
+			// Applied: the state forgets it; nothing is created.
+			tf(t, bin, cli, dir, "apply", "-auto-approve", "-input=false", "-no-color")
+			code, out := tf(t, bin, cli, dir, "plan", "-input=false", "-no-color", "-detailed-exitcode")
+			require.Equal(t, 0, code, out)
+			_, state := tf(t, bin, cli, dir, "state", "list")
+			require.Equal(t, "dwtest_file.keep\n", state)
+			require.NoFileExists(t, filepath.Join(dir, "out", "gone.txt"))
+		})
+	}
+}
+
+// showPlan plans dir, wanting exit code code, and reads the plan.
+func showPlan(t *testing.T, bin, cli, dir string, code int) *tfjson.Plan {
+	t.Helper()
+	got, out := tf(t, bin, cli, dir, "plan", "-input=false", "-no-color", "-detailed-exitcode", "-out=show.tfplan")
+	require.Equal(t, code, got, out)
+	_, js := tf(t, bin, cli, dir, "show", "-json", "show.tfplan")
+	var plan tfjson.Plan
+	require.NoError(t, json.Unmarshal([]byte(js), &plan))
+	return &plan
+}
+
+// changeOf is the planned actions of address (nil: not in the plan).
+func changeOf(p *tfjson.Plan, address string) tfjson.Actions {
+	for _, rc := range p.ResourceChanges {
+		if rc.Address == address {
+			return rc.Change.Actions
+		}
+	}
+	return nil
+}

@@ -28,6 +28,11 @@ type workspace struct {
 	calls map[string]int
 	src   map[string][]byte // file -> contents
 	edits map[string][]edit // file -> edits
+	// deletions accepts deletions the plan creates again (recreated),
+	// with removed blocks the tool reads (removed).
+	deletions bool
+	recreated map[string]bool
+	removed   removedSyntax
 }
 
 // module is one module's files.
@@ -417,7 +422,7 @@ func (w *workspace) add(file string, e edit, t target) {
 			return
 		}
 		if e.start < o.end && o.start < e.end || e.start == e.end && o.start == e.start {
-			t.refuse("set at " + e.accepted.Where + ", where " + o.accepted.Address + "." + o.accepted.Attribute + " needs another value")
+			t.refuse("set at " + e.accepted.Where + ", where " + joinAttr(o.accepted.Address, o.accepted.Attribute) + " needs another value")
 			return
 		}
 	}

@@ -21,6 +21,9 @@ type Input struct {
 	Request terraform.Request
 	// Addresses limit what is accepted (empty: every drifted resource).
 	Addresses []string
+	// Deletions accepts resources deleted outside Terraform too, as
+	// removed blocks (engine.AcceptScope).
+	Deletions bool
 	// Proposing, if set, proposes a proven change of a git source.
 	Proposing *Proposing
 }
@@ -36,7 +39,7 @@ type Proposing struct {
 // Steps are the two steps of an acceptance: engine.Accept and
 // propose.Propose unless a test says otherwise.
 type Steps struct {
-	Accept  func(ctx context.Context, req terraform.Request, addresses []string) (engine.AcceptOutcome, error)
+	Accept  func(ctx context.Context, req terraform.Request, scope engine.AcceptScope) (engine.AcceptOutcome, error)
 	Propose func(ctx context.Context, req propose.Request) (propose.Proposal, error)
 }
 
@@ -58,7 +61,7 @@ func (s Steps) orDefault() Steps {
 func Do(ctx context.Context, in Input, steps Steps) store.Acceptance {
 	steps = steps.orDefault()
 	var a store.Acceptance
-	out, err := steps.Accept(ctx, in.Request, in.Addresses)
+	out, err := steps.Accept(ctx, in.Request, engine.AcceptScope{Addresses: in.Addresses, Deletions: in.Deletions})
 	a.Tool, a.Commit = out.Tool, out.Commit
 	if c := out.Change; c != nil {
 		a.Accepted, a.Refused = accepted(c), refused(c)

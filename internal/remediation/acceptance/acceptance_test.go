@@ -46,7 +46,9 @@ func (opener) OpenChange(context.Context, notify.ChangeRequest) (notify.ChangePr
 // Do turns each outcome of the two steps into the acceptance's state,
 // and hands the proposal what it needs.
 func TestDo(t *testing.T) {
-	proven := func(context.Context, terraform.Request, []string) (engine.AcceptOutcome, error) {
+	var scope engine.AcceptScope
+	proven := func(_ context.Context, _ terraform.Request, s engine.AcceptScope) (engine.AcceptOutcome, error) {
+		scope = s
 		return engine.AcceptOutcome{Tool: "terraform 1.11.4", Commit: "c0ffee", Change: change(), Proven: true}, nil
 	}
 	var got propose.Request
@@ -57,11 +59,12 @@ func TestDo(t *testing.T) {
 		return p, nil
 	}
 	settings := config.AcceptProposal{Notifier: "gh", BranchPrefix: "dw/accept", AuthorName: "bot", AuthorEmail: "bot@x.io", Labels: []string{"drift"}}
-	in := acceptance.Input{Request: gitRequest(), Addresses: []string{"x.a"},
+	in := acceptance.Input{Request: gitRequest(), Addresses: []string{"x.a"}, Deletions: true,
 		Proposing: &acceptance.Proposing{Settings: settings, Opener: opener{}, Link: "https://dw.example.com/workspaces/net"}}
 
 	a := acceptance.Do(t.Context(), in, acceptance.Steps{Accept: proven, Propose: proposed})
 	require.Equal(t, store.AcceptProposed, a.State, a.Error)
+	require.Equal(t, engine.AcceptScope{Addresses: []string{"x.a"}, Deletions: true}, scope)
 	require.Equal(t, "terraform 1.11.4", a.Tool)
 	require.Equal(t, []store.AcceptedAttribute{{Address: "x.a", Attribute: "a", Where: "main.tf:1", Kind: "literal"}}, a.Accepted)
 	require.Equal(t, []store.AcceptRefusal{{Address: "x.b", Attribute: "b", Reason: "a function call"}}, a.Refused)
@@ -92,14 +95,14 @@ func TestDo(t *testing.T) {
 	require.Equal(t, store.AcceptProven, a.State)
 
 	// Not proven: the remaining difference, nothing proposed.
-	a = acceptance.Do(t.Context(), in, acceptance.Steps{Propose: noPropose, Accept: func(context.Context, terraform.Request, []string) (engine.AcceptOutcome, error) {
+	a = acceptance.Do(t.Context(), in, acceptance.Steps{Propose: noPropose, Accept: func(context.Context, terraform.Request, engine.AcceptScope) (engine.AcceptOutcome, error) {
 		return engine.AcceptOutcome{Change: change(), Remaining: []string{"x.a: still update"}}, nil
 	}})
 	require.Equal(t, store.AcceptNotProven, a.State)
 	require.Equal(t, []string{"x.a: still update"}, a.Remaining)
 
 	// Everything refused.
-	a = acceptance.Do(t.Context(), in, acceptance.Steps{Propose: noPropose, Accept: func(context.Context, terraform.Request, []string) (engine.AcceptOutcome, error) {
+	a = acceptance.Do(t.Context(), in, acceptance.Steps{Propose: noPropose, Accept: func(context.Context, terraform.Request, engine.AcceptScope) (engine.AcceptOutcome, error) {
 		c := change()
 		c.Accepted, c.Files = nil, nil
 		return engine.AcceptOutcome{Change: c}, nil
@@ -108,7 +111,7 @@ func TestDo(t *testing.T) {
 	require.Empty(t, a.Patch)
 
 	// A step's error.
-	a = acceptance.Do(t.Context(), in, acceptance.Steps{Propose: noPropose, Accept: func(context.Context, terraform.Request, []string) (engine.AcceptOutcome, error) {
+	a = acceptance.Do(t.Context(), in, acceptance.Steps{Propose: noPropose, Accept: func(context.Context, terraform.Request, engine.AcceptScope) (engine.AcceptOutcome, error) {
 		return engine.AcceptOutcome{}, errors.New("plan: no such provider")
 	}})
 	require.Equal(t, store.AcceptFailed, a.State)
@@ -141,9 +144,10 @@ func TestService(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var seen []terraform.Request
-	steps := acceptance.Steps{Accept: func(_ context.Context, req terraform.Request, addrs []string) (engine.AcceptOutcome, error) {
+	var scopes []engine.AcceptScope
+	steps := acceptance.Steps{Accept: func(_ context.Context, req terraform.Request, scope engine.AcceptScope) (engine.AcceptOutcome, error) {
 		mu.Lock()
-		seen = append(seen, req)
+		seen, scopes = append(seen, req), append(scopes, scope)
 		mu.Unlock()
 		<-release
 		return engine.AcceptOutcome{Tool: "terraform 1.11.4", Change: change(), Proven: true}, nil
@@ -158,22 +162,23 @@ func TestService(t *testing.T) {
 	s, err := acceptance.New(t.Context(), opts)
 	require.NoError(t, err)
 
-	a, err := s.StartAccept("net", []string{"x.a"}, "olga")
+	a, err := s.StartAccept("net", []string{"x.a"}, true, "olga")
 	require.NoError(t, err)
 	require.Equal(t, store.AcceptRunning, a.State)
 	stored, err := s.Acceptance(t.Context(), a.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.AcceptRunning, stored.State, "recorded before it runs")
 	require.Equal(t, "olga", stored.RequestedBy)
+	require.True(t, stored.Deletions, "deletions asked for are recorded")
 
-	_, err = s.StartAccept("net", nil, "pat")
+	_, err = s.StartAccept("net", nil, false, "pat")
 	var busy *acceptance.BusyError
 	require.ErrorAs(t, err, &busy)
 	require.Equal(t, a.ID, busy.ID)
 	require.ErrorIs(t, err, refusal.ErrBusy)
-	b, err := s.StartAccept("db", nil, "pat")
+	b, err := s.StartAccept("db", nil, false, "pat")
 	require.NoError(t, err, "another workspace runs alongside")
-	_, err = s.StartAccept("nope", nil, "pat")
+	_, err = s.StartAccept("nope", nil, false, "pat")
 	require.ErrorIs(t, err, refusal.ErrUnknownWorkspace)
 
 	close(release)
@@ -185,6 +190,8 @@ func TestService(t *testing.T) {
 		require.True(t, got.FinishedAt.Equal(now))
 	}
 	require.Equal(t, a.ID, seen[0].RunID, "the run directory and log are the acceptance's")
+	require.Contains(t, scopes, engine.AcceptScope{Addresses: []string{"x.a"}, Deletions: true})
+	require.Contains(t, scopes, engine.AcceptScope{})
 	list, err := s.Acceptances(t.Context(), "net", 0)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
@@ -193,7 +200,7 @@ func TestService(t *testing.T) {
 	cfg = &config.Config{Accept: config.Accept{Notifier: "gh"}}
 	release = make(chan struct{})
 	close(release)
-	c, err := s.StartAccept("net", nil, "olga")
+	c, err := s.StartAccept("net", nil, false, "olga")
 	require.NoError(t, err)
 	s.Wait()
 	got, err := s.Acceptance(t.Context(), c.ID)
@@ -205,7 +212,7 @@ func TestService(t *testing.T) {
 	opts.Unavailable = "not here"
 	u, err := acceptance.New(t.Context(), opts)
 	require.NoError(t, err)
-	_, err = u.StartAccept("net", nil, "olga")
+	_, err = u.StartAccept("net", nil, false, "olga")
 	require.ErrorIs(t, err, refusal.ErrUnavailable)
 	require.EqualError(t, err, "not here")
 }
@@ -230,12 +237,12 @@ func TestServiceRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	s, err = acceptance.New(ctx, acceptance.Options{Store: st, Config: func() *config.Config { return &config.Config{} },
 		Logger: slog.New(slog.DiscardHandler), Target: func(ws string) (terraform.Request, bool) { return terraform.Request{Workspace: ws}, true },
-		Steps: acceptance.Steps{Accept: func(ctx context.Context, _ terraform.Request, _ []string) (engine.AcceptOutcome, error) {
+		Steps: acceptance.Steps{Accept: func(ctx context.Context, _ terraform.Request, _ engine.AcceptScope) (engine.AcceptOutcome, error) {
 			<-ctx.Done()
 			return engine.AcceptOutcome{}, ctx.Err()
 		}}})
 	require.NoError(t, err)
-	a, err := s.StartAccept("net", nil, "olga")
+	a, err := s.StartAccept("net", nil, false, "olga")
 	require.NoError(t, err)
 	cancel()
 	s.Wait()

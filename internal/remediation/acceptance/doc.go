@@ -12,7 +12,9 @@
 //
 // A proposed acceptance waits for merge: the workspace's live drift
 // incident shows it (server/view.Waiting) and resolves the usual way,
-// when the merged code's next check is clean.
+// when the merged code's next check is clean (for an accepted deletion,
+// a removed block, after the workspace's next apply drops the object
+// from the state).
 //
 // It imports the accept engine, the proposal, config (the accept block
 // and the notifiers' settings) and the store; only the composition root

@@ -41,11 +41,17 @@ func ProposingFor(cfg *config.Config, workspace string, logger *slog.Logger) (*P
 	return &Proposing{Settings: settings, Opener: opener, Link: cfg.Server.WorkspaceURL(workspace)}, nil
 }
 
+// OnceOptions are `driftwatch accept`'s flags: Propose a proven change
+// (--propose), accept Deletions as removed blocks (--deletions).
+type OnceOptions struct {
+	Propose, Deletions bool
+}
+
 // Once is `driftwatch accept`: Do for req, proposing a proven change when
-// propose is set (accept.notifier and a git source are needed then).
-func Once(ctx context.Context, cfg *config.Config, req terraform.Request, addresses []string, propose bool, logger *slog.Logger) (store.Acceptance, error) {
-	in := Input{Request: req, Addresses: addresses}
-	if propose {
+// o.Propose is set (accept.notifier and a git source are needed then).
+func Once(ctx context.Context, cfg *config.Config, req terraform.Request, addresses []string, o OnceOptions, logger *slog.Logger) (store.Acceptance, error) {
+	in := Input{Request: req, Addresses: addresses, Deletions: o.Deletions}
+	if o.Propose {
 		p, err := ProposingFor(cfg, req.Workspace, logger)
 		switch {
 		case err != nil:
@@ -58,6 +64,6 @@ func Once(ctx context.Context, cfg *config.Config, req terraform.Request, addres
 		in.Proposing = p
 	}
 	a := Do(ctx, in, Steps{})
-	a.Workspace = req.Workspace
+	a.Workspace, a.Deletions = req.Workspace, o.Deletions
 	return a, nil
 }

@@ -81,10 +81,11 @@ func New(ctx context.Context, o Options) (*Service, error) {
 }
 
 // StartAccept records an acceptance of workspace's drift (of addresses, or all
-// of it) requested by by, and runs it in the background. Its errors:
+// of it; with deletions, resources deleted outside Terraform too)
+// requested by by, and runs it in the background. Its errors:
 // refusal.ErrUnknownWorkspace, refusal.ErrUnavailable (Unavailable), a
 // *BusyError, or the store's.
-func (s *Service) StartAccept(workspace string, addresses []string, by string) (store.Acceptance, error) {
+func (s *Service) StartAccept(workspace string, addresses []string, deletions bool, by string) (store.Acceptance, error) {
 	req, ok := s.o.Target(workspace)
 	switch {
 	case !ok:
@@ -97,7 +98,7 @@ func (s *Service) StartAccept(workspace string, addresses []string, by string) (
 	if id, busy := s.running[workspace]; busy {
 		return store.Acceptance{}, &BusyError{ID: id}
 	}
-	a := store.Acceptance{ID: drift.NewRunID(), Workspace: workspace, Addresses: addresses, RequestedBy: by,
+	a := store.Acceptance{ID: drift.NewRunID(), Workspace: workspace, Addresses: addresses, Deletions: deletions, RequestedBy: by,
 		State: store.AcceptRunning, CreatedAt: s.o.Now()}
 	if err := s.o.Store.AddAcceptance(s.ctx, a); err != nil {
 		return store.Acceptance{}, err
@@ -116,8 +117,8 @@ func (s *Service) run(a store.Acceptance, req terraform.Request) {
 		s.mu.Unlock()
 	}()
 	log := s.o.Logger.With("workspace", a.Workspace, "acceptance", a.ID)
-	log.Info("accepting drift as code", "addresses", a.Addresses, "by", a.RequestedBy)
-	in := Input{Request: req, Addresses: a.Addresses}
+	log.Info("accepting drift as code", "addresses", a.Addresses, "deletions", a.Deletions, "by", a.RequestedBy)
+	in := Input{Request: req, Addresses: a.Addresses, Deletions: a.Deletions}
 	var out store.Acceptance
 	switch p, err := ProposingFor(s.o.Config(), a.Workspace, s.o.Logger); {
 	case err != nil:

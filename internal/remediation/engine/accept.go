@@ -27,25 +27,34 @@ type AcceptOutcome struct {
 	// the plan had no drift to accept or a step failed.
 	Change *accept.Result
 	// Proven is set when a plan of the changed code has no change for the
-	// accepted addresses and no change the first plan did not have.
+	// accepted addresses (but the forget of an accepted deletion) and no
+	// change the first plan did not have.
 	Proven bool
 	// Remaining lists, when not proven, the proof plan's changes that keep
 	// it from proving: "ADDRESS: ACTION", a person's reading.
 	Remaining []string
 }
 
+// AcceptScope is what an acceptance accepts: the drift of Addresses (or
+// all of it) and, with Deletions, resources deleted outside Terraform
+// (accept.Request.Deletions).
+type AcceptScope struct {
+	Addresses []string
+	Deletions bool
+}
+
 // Accept computes the code change that accepts the drift of req's
-// workspace (of addresses, or all of it) and proves it: in a run
-// directory of its own (tfsession.Prepare, the jail and environment of
-// any run) it plans without the state lock, traces the drift to the code
-// (accept.Compute), changes the run's copy of the source and plans again.
+// workspace that scope names, and proves it: in a run directory of its
+// own (tfsession.Prepare, the jail and environment of any run) it plans
+// without the state lock, traces the drift to the code (accept.Compute),
+// changes the run's copy of the source and plans again.
 // Nothing is applied and the workspace's own files are not touched: the
 // caller proposes Change (its Patch, or its files) once Proven.
 //
 // The first plan's values (show -json) stay in memory: the change holds
 // the drifted values, never a sensitive one (accept refuses those), and
 // the log gets what a detection's gets, without values.
-func Accept(ctx context.Context, req terraform.Request, addresses []string) (AcceptOutcome, error) {
+func Accept(ctx context.Context, req terraform.Request, scope AcceptScope) (AcceptOutcome, error) {
 	var out AcceptOutcome
 	ctx, marker, grace, end := sandbox.Begin(ctx, req)
 	defer end()
@@ -81,7 +90,8 @@ func Accept(ctx context.Context, req terraform.Request, addresses []string) (Acc
 	if len(raw.ResourceDrift) == 0 {
 		return out, errors.New("the plan shows no drift to accept")
 	}
-	change, err := accept.Compute(accept.Request{Dir: p.ModuleDir, VarFiles: req.VarFiles, Plan: raw, Addresses: addresses})
+	change, err := accept.Compute(accept.Request{Dir: p.ModuleDir, VarFiles: req.VarFiles, Plan: raw,
+		Addresses: scope.Addresses, Deletions: scope.Deletions, Tool: out.Tool})
 	if err != nil {
 		return out, err
 	}
@@ -117,19 +127,25 @@ func planShow(ctx context.Context, tf *tfsession.Session, file string) (*planpar
 
 // remaining is what keeps the proof plan from proving the change: a
 // planned change of an accepted address, or a change the first plan did
-// not have (with the same actions).
+// not have (with the same actions). An accepted deletion (a removed
+// block) is proven by no change or a forget: a removed block of an
+// object already gone plans a forget with Terraform (dropping it from
+// the state, nothing in the world) and nothing with OpenTofu.
 func remaining(first, proof *planparse.Plan, accepted []accept.Accepted) []string {
 	was := map[string][]string{}
 	for _, c := range first.Changes {
 		was[c.Address] = c.Actions
 	}
-	isAccepted := map[string]bool{}
+	isAccepted, removed := map[string]bool{}, map[string]bool{}
 	for _, a := range accepted {
 		isAccepted[a.Address] = true
+		removed[a.Address] = removed[a.Address] || a.Kind == accept.KindRemoved
 	}
 	var out []string
 	for _, c := range proof.Changes {
 		switch acts, ok := was[c.Address]; {
+		case removed[c.Address] && c.Action() == string(tfjson.ActionForget):
+			// What accepting the deletion means.
 		case isAccepted[c.Address]:
 			out = append(out, fmt.Sprintf("%s: still %s (the changed code does not produce what exists)", c.Address, c.Action()))
 		case !ok || !slices.Equal(acts, c.Actions):

@@ -31,7 +31,8 @@ const msgNoAccept = "accepting drift as code is not available on this driftwatch
 
 // Accept serves POST /api/v1/workspaces/{name}/accept: it starts
 // accepting the workspace's drift as code (of the body's addresses, or
-// all of it) and answers 202 with the acceptance, running; 404 for an
+// all of it; with "deletions": true, resources deleted outside Terraform
+// too) and answers 202 with the acceptance, running; 404 for an
 // unknown workspace, 409 naming the acceptance already running, 503
 // when this daemon cannot run one.
 func (a *API) Accept(w http.ResponseWriter, r *http.Request) {
@@ -43,12 +44,12 @@ func (a *API) Accept(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	addrs, err := parseAcceptBody(b)
+	body, err := parseAcceptBody(b)
 	if err != nil {
 		respond.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	x, ok := a.StartAccept(w, r, r.PathValue("name"), addrs)
+	x, ok := a.StartAccept(w, r, r.PathValue("name"), body)
 	if !ok {
 		return
 	}
@@ -56,16 +57,15 @@ func (a *API) Accept(w http.ResponseWriter, r *http.Request) {
 	respond.JSON(w, http.StatusAccepted, acceptanceFor(r, x))
 }
 
-// StartAccept starts an acceptance of name's drift as the caller, or
-// answers why not (404, 409, 503, 500) and returns false. The page's
-// Accept button goes through it too.
-func (a *API) StartAccept(w http.ResponseWriter, r *http.Request, name string, addrs []string) (store.Acceptance, bool) {
+// StartAccept starts an acceptance of name's drift (body's) as the
+// caller, or answers why not (404, 409, 503, 500) and returns false.
+func (a *API) StartAccept(w http.ResponseWriter, r *http.Request, name string, body apitypes.AcceptBody) (store.Acceptance, bool) {
 	if _, ok := a.src.Configured(name); !ok {
 		respond.Error(w, http.StatusNotFound, "unknown workspace")
 		return store.Acceptance{}, false
 	}
 	who, _ := auth.IdentityFrom(r.Context())
-	x, err := a.src.Acc.StartAccept(name, addrs, who.Actor())
+	x, err := a.src.Acc.StartAccept(name, body.Addresses, body.Deletions, who.Actor())
 	var busy interface{ AcceptanceID() string }
 	switch {
 	case err == nil:
@@ -82,40 +82,42 @@ func (a *API) StartAccept(w http.ResponseWriter, r *http.Request, name string, a
 		a.internalError(w, r, err)
 		return store.Acceptance{}, false
 	}
-	a.src.Logger.Info("drift acceptance started through the api", "workspace", name, "acceptance", x.ID, "by", who.Actor())
+	a.src.Logger.Info("drift acceptance started through the api", "workspace", name, "acceptance", x.ID, "deletions", body.Deletions, "by", who.Actor())
 	return x, true
 }
 
-// parseAcceptBody reads an optional {"addresses": [...]}.
-func parseAcceptBody(b []byte) ([]string, error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, nil
-	}
+// parseAcceptBody reads an optional {"addresses": [...], "deletions":
+// bool}: the addresses trimmed, each once.
+func parseAcceptBody(b []byte) (apitypes.AcceptBody, error) {
 	var body apitypes.AcceptBody
+	if len(bytes.TrimSpace(b)) == 0 {
+		return body, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		return nil, fmt.Errorf(`body must be JSON: {"addresses": ["aws_s3_bucket.logs"]}: %w`, jsonProblem(err))
+		return body, fmt.Errorf(`body must be JSON: {"addresses": ["aws_s3_bucket.logs"], "deletions": false}: %w`, jsonProblem(err))
 	}
 	if dec.More() {
-		return nil, errors.New("body must be one JSON object")
+		return body, errors.New("body must be one JSON object")
 	}
 	if len(body.Addresses) > MaxAcceptAddresses {
-		return nil, fmt.Errorf("addresses: at most %d", MaxAcceptAddresses)
+		return body, fmt.Errorf("addresses: at most %d", MaxAcceptAddresses)
 	}
 	seen := map[string]bool{}
 	var out []string
 	for i, s := range body.Addresses {
 		s = strings.TrimSpace(s)
 		if s == "" || len(s) > 1024 || strings.ContainsAny(s, "\r\n\x00") {
-			return nil, fmt.Errorf("addresses[%d]: want a resource address such as aws_s3_bucket.logs", i)
+			return body, fmt.Errorf("addresses[%d]: want a resource address such as aws_s3_bucket.logs", i)
 		}
 		if !seen[s] {
 			seen[s] = true
 			out = append(out, s)
 		}
 	}
-	return out, nil
+	body.Addresses = out
+	return body, nil
 }
 
 // Acceptances serves GET /api/v1/workspaces/{name}/acceptances: its
@@ -178,7 +180,7 @@ func acceptanceFor(r *http.Request, x store.Acceptance) apitypes.Acceptance {
 // Acceptance is x as the API shows it.
 func Acceptance(x store.Acceptance) apitypes.Acceptance {
 	out := apitypes.Acceptance{
-		ID: x.ID, Workspace: x.Workspace, Addresses: nonNil(x.Addresses), RequestedBy: x.RequestedBy, State: string(x.State),
+		ID: x.ID, Workspace: x.Workspace, Addresses: nonNil(x.Addresses), Deletions: x.Deletions, RequestedBy: x.RequestedBy, State: string(x.State),
 		Tool: x.Tool, Commit: x.Commit, Accepted: []apitypes.AcceptedPlace{}, Refused: []apitypes.AcceptRefusal{},
 		Remaining: nonNil(x.Remaining), Patch: x.Patch, Error: x.Error, CreatedAt: x.CreatedAt,
 	}

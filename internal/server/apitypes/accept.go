@@ -6,10 +6,13 @@ import "time"
 // it came to: places and reasons, never values, but for Patch, the code
 // change itself.
 type Acceptance struct {
-	ID          string   `json:"id"`
-	Workspace   string   `json:"workspace"`
-	Addresses   []string `json:"addresses"`
-	RequestedBy string   `json:"requested_by,omitempty"`
+	ID        string   `json:"id"`
+	Workspace string   `json:"workspace"`
+	Addresses []string `json:"addresses"`
+	// Deletions: resources deleted outside Terraform are accepted too,
+	// as removed blocks (asked for in AcceptBody).
+	Deletions   bool   `json:"deletions,omitempty"`
+	RequestedBy string `json:"requested_by,omitempty"`
 	// State is running, proposed (waiting for merge), proven (a diff,
 	// not proposed), not_proven, refused or failed.
 	State     string          `json:"state"`
@@ -56,9 +59,12 @@ type AcceptProposalRef struct {
 }
 
 // AcceptBody is the body of POST /api/v1/workspaces/{name}/accept
-// (optional): the addresses to accept (none: every drifted resource).
+// (optional): the addresses to accept (none: every drifted resource)
+// and whether a resource deleted outside Terraform is accepted too, as a
+// removed block with destroy = false (refused unless asked).
 type AcceptBody struct {
 	Addresses []string `json:"addresses"`
+	Deletions bool     `json:"deletions,omitempty"`
 }
 
 // AcceptanceList is GET .../acceptances' answer.

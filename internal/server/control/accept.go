@@ -16,9 +16,10 @@ import (
 // other 500. Acceptance's: store.ErrNotFound 404.
 type AcceptControl interface {
 	// StartAccept records an acceptance of workspace's drift (of
-	// addresses, or all of it) requested by by, runs it in the
+	// addresses, or all of it; with deletions, resources deleted outside
+	// Terraform too, as removed blocks) requested by by, runs it in the
 	// background and returns it as recorded (running).
-	StartAccept(workspace string, addresses []string, by string) (store.Acceptance, error)
+	StartAccept(workspace string, addresses []string, deletions bool, by string) (store.Acceptance, error)
 	// Acceptances lists a workspace's acceptances (all for ""), newest
 	// first, at most limit (0: all).
 	Acceptances(ctx context.Context, workspace string, limit int) ([]store.Acceptance, error)

@@ -76,7 +76,7 @@ func (p *Pages) Accept(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	who, _ := auth.IdentityFrom(r.Context())
-	x, err := p.src.Acc.StartAccept(name, addrs, who.Actor())
+	x, err := p.src.Acc.StartAccept(name, addrs, false, who.Actor())
 	var busy interface{ AcceptanceID() string }
 	switch {
 	case err == nil:

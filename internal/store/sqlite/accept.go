@@ -17,6 +17,7 @@ const acceptanceColumns = `id, workspace, state, created_at, finished_at, body`
 // the other columns do not.
 type acceptanceBody struct {
 	Addresses        []string                  `json:"addresses,omitempty"`
+	Deletions        bool                      `json:"deletions,omitempty"`
 	RequestedBy      string                    `json:"requested_by,omitempty"`
 	Tool             string                    `json:"tool,omitempty"`
 	Commit           string                    `json:"commit,omitempty"`
@@ -34,7 +35,7 @@ type acceptanceBody struct {
 
 func bodyOf(a store.Acceptance) (string, error) {
 	b, err := json.Marshal(acceptanceBody{
-		Addresses: a.Addresses, RequestedBy: a.RequestedBy, Tool: a.Tool, Commit: a.Commit,
+		Addresses: a.Addresses, Deletions: a.Deletions, RequestedBy: a.RequestedBy, Tool: a.Tool, Commit: a.Commit,
 		Accepted: a.Accepted, Refused: a.Refused, Remaining: a.Remaining, Patch: a.Patch,
 		Branch: a.Branch, Base: a.Base, ProposalURL: a.ProposalURL, ProposalNumber: a.ProposalNumber,
 		ProposalExisting: a.ProposalExisting, Error: a.Error,
@@ -87,7 +88,7 @@ func (s *Store) FinishAcceptance(ctx context.Context, a store.Acceptance) (err e
 		return fmt.Errorf("finish acceptance %s: it is %s: %w", a.ID, was.State, store.ErrConflict)
 	}
 	// What the request said stays as it was.
-	a.Workspace, a.Addresses, a.RequestedBy, a.CreatedAt = was.Workspace, was.Addresses, was.RequestedBy, was.CreatedAt
+	a.Workspace, a.Addresses, a.Deletions, a.RequestedBy, a.CreatedAt = was.Workspace, was.Addresses, was.Deletions, was.RequestedBy, was.CreatedAt
 	body, err := bodyOf(a)
 	if err != nil {
 		return fmt.Errorf("finish acceptance %s: %w", a.ID, err)
@@ -209,7 +210,7 @@ func scanAcceptance(sc scanner) (store.Acceptance, error) {
 	a.State = store.AcceptanceState(state)
 	a.CreatedAt = fromNanos(sql.NullInt64{Int64: made, Valid: true})
 	a.FinishedAt = fromNanos(finished)
-	a.Addresses, a.RequestedBy, a.Tool, a.Commit = b.Addresses, b.RequestedBy, b.Tool, b.Commit
+	a.Addresses, a.Deletions, a.RequestedBy, a.Tool, a.Commit = b.Addresses, b.Deletions, b.RequestedBy, b.Tool, b.Commit
 	a.Accepted, a.Refused, a.Remaining, a.Patch = b.Accepted, b.Refused, b.Remaining, b.Patch
 	a.Branch, a.Base, a.ProposalURL, a.ProposalNumber, a.ProposalExisting = b.Branch, b.Base, b.ProposalURL, b.ProposalNumber, b.ProposalExisting
 	a.Error = b.Error

@@ -24,8 +24,8 @@ type AcceptanceStore interface {
 //
 // Beyond the interface's comments, the suite pins these choices: every
 // field round-trips (times as instants, nil lists as nil); a finish
-// keeps what the request said (workspace, addresses, requester, creation
-// time) whatever it is given; of finishes racing, exactly one succeeds
+// keeps what the request said (workspace, addresses, deletions,
+// requester, creation time) whatever it is given; of finishes racing, exactly one succeeds
 // and the others are ErrConflict; acceptances survive a restart.
 func AcceptanceConformance(t *testing.T, open Opener[AcceptanceStore]) {
 	t.Helper()
@@ -41,14 +41,15 @@ func AcceptanceConformance(t *testing.T, open Opener[AcceptanceStore]) {
 }
 
 func newAcceptance(id, workspace string, m int) store.Acceptance {
-	return store.Acceptance{ID: id, Workspace: workspace, Addresses: []string{"local_file.a"}, RequestedBy: "jane",
+	return store.Acceptance{ID: id, Workspace: workspace, Addresses: []string{"local_file.a"}, Deletions: true, RequestedBy: "jane",
 		State: store.AcceptRunning, CreatedAt: minutes(m)}
 }
 
 func proposed(a store.Acceptance, m int) store.Acceptance {
 	a.State, a.FinishedAt = store.AcceptProposed, minutes(m)
 	a.Tool, a.Commit = "terraform 1.11.4", "0123456789abcdef0123456789abcdef01234567"
-	a.Accepted = []store.AcceptedAttribute{{Address: "local_file.a", Attribute: "content", Where: "main.tf:3", Kind: "literal"}}
+	a.Accepted = []store.AcceptedAttribute{{Address: "local_file.a", Attribute: "content", Where: "main.tf:3", Kind: "literal"},
+		{Address: "local_file.gone", Where: "main.tf:9", Kind: "removed block"}}
 	a.Refused = []store.AcceptRefusal{{Address: "local_file.b", Attribute: "content", Reason: "a function call"}}
 	a.Patch = "--- a/main.tf\n+++ b/main.tf\n"
 	a.Branch, a.Base, a.ProposalURL, a.ProposalNumber, a.ProposalExisting = "driftwatch/accept/ws-0123456789", "main", "https://git.example.com/pr/7", 7, true
@@ -74,7 +75,7 @@ func testAcceptanceRoundTrip(t *testing.T, s AcceptanceStore, _ func() Acceptanc
 	require.NoError(t, s.AddAcceptance(ctx, b))
 	other := b
 	other.State, other.FinishedAt, other.Error = store.AcceptFailed, minutes(4), "boom"
-	other.Workspace, other.Addresses, other.RequestedBy, other.CreatedAt = "elsewhere", nil, "mallory", minutes(9)
+	other.Workspace, other.Addresses, other.Deletions, other.RequestedBy, other.CreatedAt = "elsewhere", nil, false, "mallory", minutes(9)
 	require.NoError(t, s.FinishAcceptance(ctx, other))
 	got, err = s.Acceptance(ctx, "b1")
 	require.NoError(t, err)

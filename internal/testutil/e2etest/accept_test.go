@@ -1,6 +1,7 @@
 package e2etest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,7 +16,10 @@ import (
 // TestAcceptCLI: `driftwatch accept` on a drifted workspace prints the
 // proven change as a diff; applied with `git apply`, the workspace's next
 // audit is clean and nothing of the world changed. A sensitive attribute's
-// drift is refused, its values nowhere in the output.
+// drift is refused, its values nowhere in the output. A resource deleted
+// by hand is refused unless --deletions asks for it: then its block
+// becomes a removed block, whose forget (a state change alone) the next
+// apply makes.
 func TestAcceptCLI(t *testing.T) {
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
@@ -33,6 +37,11 @@ resource "dwtest_file" "scale" {
   content  = var.replicas
 }
 
+resource "dwtest_file" "gone" {
+  filename = "@ROOT@/out/gone.txt"
+  content  = "deleted by hand"
+}
+
 resource "dwtest_file" "secret" {
   filename          = "@ROOT@/out/secret.txt"
   sensitive_content = "canary-accept-old"
@@ -42,10 +51,20 @@ resource "dwtest_file" "secret" {
 	require.NoError(t, os.WriteFile(filepath.Join(e.root, "out", "svc.txt"), []byte("edited in the console"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(e.root, "out", "scale.txt"), []byte("5"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(e.root, "out", "secret.txt"), []byte("canary-accept-new"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(e.root, "out", "gone.txt")))
 	cfg := e.config(t, fmt.Sprintf("workspaces:\n  - name: svc\n    source: { path: %s }\n    backend_policy: { allow_local: true }\n", dir))
 
+	// The deletion is refused, saying how to ask; the rest is proven.
 	res := driftwatch(t, nil, "accept", "svc", "--config", cfg)
 	require.Equal(t, 0, res.code, "stderr: %s", res.stderr)
+	require.Contains(t, res.stderr, "refused   dwtest_file.gone: deleted outside Terraform: accepting a deletion is a removed block with destroy = false, made only on request (driftwatch accept --deletions")
+	require.NotContains(t, res.stdout, "removed")
+
+	res = driftwatch(t, nil, "accept", "svc", "--deletions", "--config", cfg)
+	require.Equal(t, 0, res.code, "stderr: %s", res.stderr)
+	require.Contains(t, res.stderr, "accepted  dwtest_file.gone: main.tf:23 (removed block)")
+	require.Contains(t, res.stdout, "-resource \"dwtest_file\" \"gone\" {\n")
+	require.Contains(t, res.stdout, "+removed {\n+  from = dwtest_file.gone\n+\n+  lifecycle {\n+    destroy = false\n+  }\n }\n")
 	require.Contains(t, res.stderr, "accepted  dwtest_file.a.content: main.tf:10 (literal)")
 	require.Contains(t, res.stderr, "accepted  dwtest_file.scale.content: main.tf:15 (variable default)")
 	require.Contains(t, res.stderr, "refused   dwtest_file.secret.sensitive_content: sensitive: its value is never written or shown")
@@ -55,7 +74,11 @@ resource "dwtest_file" "secret" {
 	require.Contains(t, res.stdout, `+  default = "5" # raised by hand during incidents`)
 
 	// The diff applies to the workspace as it is (the secret put back);
-	// the next audit finds nothing to report.
+	// the next audit finds no drift. The removed block leaves one planned
+	// change, the forget of the deleted object (Terraform; OpenTofu
+	// plans nothing and still shows the deletion until an apply), which
+	// the workspace's next apply makes: then the audit is clean and
+	// nothing of the world changed.
 	require.NoError(t, os.WriteFile(filepath.Join(e.root, "out", "secret.txt"), []byte("canary-accept-old"), 0o644))
 	patch := filepath.Join(e.root, "accept.diff")
 	require.NoError(t, os.WriteFile(patch, []byte(res.stdout), 0o644))
@@ -64,8 +87,30 @@ resource "dwtest_file" "secret" {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "git apply: %s", out)
 	audit := driftwatch(t, nil, "audit", "--config", cfg, "--format", "json")
-	require.Equal(t, 0, audit.code, "audit after the accepted change:\n%s\n%s", audit.stdout, audit.stderr)
+	var rep struct {
+		Workspaces []struct {
+			Findings []struct{ Kind, Address, Action string }
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(audit.stdout), &rep), audit.stdout)
+	require.Len(t, rep.Workspaces, 1)
+	var findings []string
+	for _, f := range rep.Workspaces[0].Findings {
+		if f.Kind == "drift" || f.Kind == "pending" {
+			findings = append(findings, f.Kind+" "+f.Address+" "+f.Action)
+		}
+	}
+	require.Equal(t, 2, audit.code)
+	if filepath.Base(e.bin) == "tofu" {
+		require.Equal(t, []string{"drift dwtest_file.gone delete"}, findings, audit.stderr)
+	} else {
+		require.Equal(t, []string{"pending dwtest_file.gone forget"}, findings, audit.stderr)
+	}
+	e.apply(t, dir)
+	audit = driftwatch(t, nil, "audit", "--config", cfg, "--format", "json")
+	require.Equal(t, 0, audit.code, "audit after the accepted change, applied:\n%s\n%s", audit.stdout, audit.stderr)
 	require.Equal(t, "edited in the console", mustRead(t, filepath.Join(e.root, "out", "svc.txt")))
+	require.NoFileExists(t, filepath.Join(e.root, "out", "gone.txt"))
 
 	// Asked for an address with no drift, or a workspace not there.
 	res = driftwatch(t, nil, "accept", "svc", "dwtest_file.a", "--config", cfg)

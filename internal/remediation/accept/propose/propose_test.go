@@ -344,4 +344,15 @@ func TestBody(t *testing.T) {
 	require.Contains(t, body, "- **Workspace:** ``prod`|x``\n- **Base commit:** `0123456789abcdef0123456789abcdef01234567`\n")
 	require.NotContains(t, body, "Not accepted")
 	require.NotContains(t, body, "javascript")
+	require.NotContains(t, body, "Deletions")
+
+	// An accepted deletion is counted apart, and the body says what its
+	// removed block does; the commit names it without an attribute.
+	req.Change.Accepted = append(req.Change.Accepted, accept.Accepted{Address: "aws_s3_bucket.scratch", Where: "main.tf:9", Kind: accept.KindRemoved})
+	require.Equal(t, "driftwatch: accept drift of prod`|x (2 attributes, 1 deletion)", Title(req.Workspace, req.Change))
+	body = Body(req)
+	require.Contains(t, body, "- **Deletions:** each `removed block` keeps a resource deleted outside Terraform out of the code without destroying anything; "+
+		"the workspace's next apply drops it from the state.\n")
+	require.Contains(t, body, "| `aws_s3_bucket.scratch` |  | `main.tf:9` | `removed block` |\n")
+	require.Contains(t, commitMessage("t", req), "\n- aws_s3_bucket.scratch: main.tf:9 (removed block)\n")
 }

@@ -17,9 +17,26 @@ const (
 	maxCell = 300   // characters of one cell
 )
 
-// Title is the pull or merge request's title, and the commit's subject.
+// Title is the pull or merge request's title, and the commit's subject:
+// how many attributes it accepts, and deletions (removed blocks) if any.
 func Title(workspace string, change *accept.Result) string {
-	return fmt.Sprintf("driftwatch: accept drift of %s (%s)", notify.OneLine(workspace), notify.Plural(len(change.Accepted), "attribute"))
+	n := deletions(change)
+	what := notify.Plural(len(change.Accepted)-n, "attribute")
+	if n > 0 {
+		what += ", " + notify.Plural(n, "deletion")
+	}
+	return fmt.Sprintf("driftwatch: accept drift of %s (%s)", notify.OneLine(workspace), what)
+}
+
+// deletions counts the accepted deletions (accept.KindRemoved).
+func deletions(change *accept.Result) int {
+	n := 0
+	for _, a := range change.Accepted {
+		if a.Kind == accept.KindRemoved {
+			n++
+		}
+	}
+	return n
 }
 
 // commitMessage is the commit's message: the title and the places
@@ -29,7 +46,11 @@ func commitMessage(title string, req Request) string {
 	var b strings.Builder
 	b.WriteString(title + "\n\nAccept the drift driftwatch found in workspace " + notify.OneLine(req.Workspace) + " as code:\n\n")
 	for _, a := range req.Change.Accepted {
-		fmt.Fprintf(&b, "- %s %s: %s (%s)\n", notify.OneLine(a.Address), notify.OneLine(a.Attribute), where(req.Git.Path, a.Where), notify.OneLine(a.Kind))
+		what := notify.OneLine(a.Address)
+		if a.Attribute != "" {
+			what += " " + notify.OneLine(a.Attribute)
+		}
+		fmt.Fprintf(&b, "- %s: %s (%s)\n", what, where(req.Git.Path, a.Where), notify.OneLine(a.Kind))
 	}
 	return b.String()
 }
@@ -54,6 +75,10 @@ func Body(req Request) string {
 	}
 	fmt.Fprintf(&b, "\n- **Proof:** a plan of the changed code with %s shows no change for the accepted resources and nothing new.\n",
 		code(cmp.Or(req.Tool, "Terraform")))
+	if deletions(req.Change) > 0 {
+		fmt.Fprintf(&b, "- **Deletions:** each %s keeps a resource deleted outside Terraform out of the code without destroying anything; "+
+			"the workspace's next apply drops it from the state.\n", code(accept.KindRemoved))
+	}
 
 	acc := req.Change.Accepted
 	fmt.Fprintf(&b, "\n#### Accepted (%d)\n\n| Address | Attribute | Rewritten at | Set by |\n| --- | --- | --- | --- |\n", len(acc))
