@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"github.com/driftwatch/driftwatch/internal/apiclient"
 	"github.com/driftwatch/driftwatch/internal/app"
 	"github.com/driftwatch/driftwatch/internal/report"
 )
@@ -19,9 +21,10 @@ import (
 // a branch of the workspace's repository with a pull (merge) request
 // through accept.notifier. With --deletions, a resource deleted outside
 // Terraform is accepted too: its block becomes a removed block with
-// destroy = false. Exit 0: proven (and proposed); 2: nothing
-// accepted, or not proven (the remaining difference is on stderr); 1: an
-// error.
+// destroy = false. With --token-file it asks the daemon at --server
+// instead (which proposes when its config says so) and waits for the
+// outcome. Exit 0: proven (and proposed); 2: nothing accepted, or not
+// proven (the remaining difference is on stderr); 1: an error.
 func acceptCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("accept", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -30,8 +33,12 @@ func acceptCmd(args []string, stdout, stderr io.Writer) int {
 	propose := fs.Bool("propose", false, "push the proven change as a branch and open a pull (merge) request through accept.notifier")
 	deletions := fs.Bool("deletions", false, "accept resources deleted outside Terraform too: each block becomes a removed block with destroy = false")
 	logLevel := fs.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
+	server := fs.String("server", "http://127.0.0.1:8080", "with --token-file: URL of the driftwatch daemon that accepts")
+	tokenFile := fs.String("token-file", "", "file holding an operator's API token: ask the daemon at --server instead of running here")
+	timeout := fs.Duration("timeout", 30*time.Minute, "with --token-file: how long to wait for the daemon's outcome")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: driftwatch accept [--config FILE] [--output FILE] [--propose] [--deletions] WORKSPACE [ADDRESS...]")
+		fmt.Fprintln(stderr, "       driftwatch accept --token-file FILE [--server URL] [--output FILE] [--deletions] [--timeout D] WORKSPACE [ADDRESS...]")
 		fs.PrintDefaults()
 	}
 	// Flags may follow the workspace and addresses.
@@ -49,22 +56,77 @@ func acceptCmd(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return report.ExitError
 	}
-	logger, err := newLogger(stderr, *logLevel, "text")
-	if err != nil {
-		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
-		return report.ExitError
-	}
-	cfg, ok := loadConfig(*cfgPath, stderr)
-	if !ok {
-		return report.ExitError
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out, err := app.Accept(ctx, cfg, pos[0], pos[1:], *propose, *deletions, logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "driftwatch: accept %s: %v\n", pos[0], err)
-		return report.ExitError
+	var out apiclient.Acceptance
+	if *tokenFile != "" {
+		if *propose {
+			fmt.Fprintln(stderr, "driftwatch: accept: --propose is the daemon's to decide (its accept.notifier) when --token-file asks it")
+			return report.ExitError
+		}
+		a, err := remoteAccept(ctx, apiclient.New(*server, *tokenFile, nil), pos[0], pos[1:], *deletions, *timeout)
+		if err != nil {
+			fmt.Fprintf(stderr, "driftwatch: accept %s on %s: %v\n", pos[0], redactedURL(*server), err)
+			return report.ExitError
+		}
+		out = a
+	} else {
+		logger, err := newLogger(stderr, *logLevel, "text")
+		if err != nil {
+			fmt.Fprintf(stderr, "driftwatch: %v\n", err)
+			return report.ExitError
+		}
+		cfg, ok := loadConfig(*cfgPath, stderr)
+		if !ok {
+			return report.ExitError
+		}
+		a, err := app.Accept(ctx, cfg, pos[0], pos[1:], *propose, *deletions, logger)
+		if err != nil {
+			fmt.Fprintf(stderr, "driftwatch: accept %s: %v\n", pos[0], err)
+			return report.ExitError
+		}
+		// As the API shows it (cmd does not name the store's types).
+		out = apiclient.Acceptance{State: string(a.State), Error: a.Error, Patch: a.Patch, Remaining: a.Remaining}
+		for _, p := range a.Accepted {
+			out.Accepted = append(out.Accepted, apiclient.AcceptedPlace(p))
+		}
+		for _, r := range a.Refused {
+			out.Refused = append(out.Refused, apiclient.AcceptRefusal(r))
+		}
+		if a.Branch != "" {
+			out.Proposal = &apiclient.AcceptProposalRef{Branch: a.Branch, Base: a.Base, Number: a.ProposalNumber, URL: a.ProposalURL, Existing: a.ProposalExisting}
+		}
 	}
+	return printAccept(out, pos[0], *output, stdout, stderr)
+}
+
+// remoteAccept asks the daemon to accept and polls the acceptance until
+// it has finished, or timeout.
+func remoteAccept(ctx context.Context, c *apiclient.Client, workspace string, addresses []string, deletions bool, timeout time.Duration) (apiclient.Acceptance, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	a, err := c.Accept(ctx, workspace, addresses, deletions)
+	if err != nil {
+		return a, err
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for a.State == "running" {
+		select {
+		case <-ctx.Done():
+			return a, fmt.Errorf("acceptance %s still running: %w", a.ID, context.Cause(ctx))
+		case <-tick.C:
+		}
+		if a, err = c.GetAcceptance(ctx, a.ID); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+// printAccept prints out as stderr lines and the patch to output (or
+// stdout), and returns the exit code.
+func printAccept(out apiclient.Acceptance, workspace, output string, stdout, stderr io.Writer) int {
 	for _, a := range out.Accepted {
 		fmt.Fprintf(stderr, "accepted  %s: %s (%s)\n", addressAttr(a.Address, a.Attribute), a.Where, a.Kind)
 	}
@@ -83,9 +145,14 @@ func acceptCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return report.ExitChanges
 	}
-	if out.Patch != "" {
+	if out.Patch != "" || out.PatchWithheld {
 		fmt.Fprintln(stderr, "proven: a plan of the changed code shows no change for the accepted resources and nothing new")
-		if err := writeOutput(*output, stdout, func(w io.Writer) error {
+	}
+	if out.PatchWithheld {
+		fmt.Fprintln(stderr, "the diff holds values, and the daemon serves it to a reader only: the token file's token reads nothing")
+	}
+	if out.Patch != "" {
+		if err := writeOutput(output, stdout, func(w io.Writer) error {
 			_, err := io.WriteString(w, out.Patch)
 			return err
 		}); err != nil {
@@ -95,14 +162,15 @@ func acceptCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	switch out.State {
 	case "failed":
-		fmt.Fprintf(stderr, "driftwatch: accept %s: %s\n", pos[0], out.Error)
+		fmt.Fprintf(stderr, "driftwatch: accept %s: %s\n", workspace, out.Error)
 		return report.ExitError
 	case "proposed":
+		p := out.Proposal
 		verb := "opened"
-		if out.ProposalExisting {
+		if p.Existing {
 			verb = "already open"
 		}
-		fmt.Fprintf(stderr, "proposed: %s (#%d, %s), branch %s into %s\n", out.ProposalURL, out.ProposalNumber, verb, out.Branch, out.Base)
+		fmt.Fprintf(stderr, "proposed: %s (#%d, %s), branch %s into %s\n", p.URL, p.Number, verb, p.Branch, p.Base)
 	}
 	return report.ExitClean
 }

@@ -249,13 +249,15 @@ workspaces:
 		require.Equal(t, base, gittest.Run(t, bare, "rev-parse", "main"))
 		require.Equal(t, base, gittest.Run(t, bare, "rev-parse", a.Proposal.Branch+"^"))
 
-		// Accepted again (the drift is still there): the same branch, the
-		// request found open, not a second one.
-		again := accept()
-		require.Equal(t, "proposed", again.State, again.Error)
-		require.Equal(t, a.Proposal.Branch, again.Proposal.Branch)
-		require.Equal(t, a.Proposal.Number, again.Proposal.Number)
-		require.True(t, again.Proposal.Existing)
+		// Accepted again (the drift is still there), from a terminal
+		// through the daemon: the same branch, the request found open,
+		// not a second one; the diff on stdout.
+		again := driftwatch(t, nil, "accept", "prod", "--server", "http://"+listen, "--token-file", filepath.Join(secrets, "api-token"))
+		require.Equal(t, 0, again.code, again.stderr)
+		require.Contains(t, again.stderr, "accepted  dwtest_file.literal.content: ")
+		require.Contains(t, again.stderr, fmt.Sprintf("proposed: %s (#%d, already open), branch %s into main", a.Proposal.URL, a.Proposal.Number, a.Proposal.Branch))
+		require.Contains(t, again.stdout, "+++ b/main.tf")
+		require.NotContains(t, again.stdout+again.stderr, "canary-propose")
 		require.Len(t, gh.Pulls(), 1)
 
 		// The drift incident waits for the merge.
