@@ -85,17 +85,7 @@ func acceptCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "driftwatch: accept %s: %v\n", pos[0], err)
 			return report.ExitError
 		}
-		// As the API shows it (cmd does not name the store's types).
-		out = apiclient.Acceptance{State: string(a.State), Error: a.Error, Patch: a.Patch, Remaining: a.Remaining}
-		for _, p := range a.Accepted {
-			out.Accepted = append(out.Accepted, apiclient.AcceptedPlace(p))
-		}
-		for _, r := range a.Refused {
-			out.Refused = append(out.Refused, apiclient.AcceptRefusal(r))
-		}
-		if a.Branch != "" {
-			out.Proposal = &apiclient.AcceptProposalRef{Branch: a.Branch, Base: a.Base, Number: a.ProposalNumber, URL: a.ProposalURL, Existing: a.ProposalExisting}
-		}
+		out = a
 	}
 	return printAccept(out, pos[0], *output, stdout, stderr)
 }

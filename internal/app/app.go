@@ -12,7 +12,8 @@ import (
 	"github.com/driftwatch/driftwatch/internal/pipeline/oneshot"
 	"github.com/driftwatch/driftwatch/internal/remediation/acceptance"
 	"github.com/driftwatch/driftwatch/internal/report"
-	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/server/api"
+	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
 
@@ -30,13 +31,14 @@ func Audit(ctx context.Context, o AuditOptions) (*report.Report, error) {
 }
 
 // Accept is `driftwatch accept`: one workspace's local request
-// (oneshot.Request) handed to acceptance.Once.
-func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses []string, propose, deletions bool, logger *slog.Logger) (store.Acceptance, error) {
+// (oneshot.Request) handed to acceptance.Once, as the API shows it.
+func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses []string, propose, deletions bool, logger *slog.Logger) (apitypes.Acceptance, error) {
 	req, err := oneshot.Request(ctx, cfg, inventory.DiscoverOnce, workspace, logger)
 	if err != nil {
-		return store.Acceptance{}, err
+		return apitypes.Acceptance{}, err
 	}
-	return acceptance.Once(ctx, cfg, req, addresses, acceptance.OnceOptions{Propose: propose, Deletions: deletions}, logger)
+	a, err := acceptance.Once(ctx, cfg, req, addresses, acceptance.OnceOptions{Propose: propose, Deletions: deletions}, logger)
+	return api.Acceptance(a), err
 }
 
 // MigrateStore is `driftwatch migrate --to postgres`
@@ -49,13 +51,11 @@ func MigrateStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 	return sqlite.MigrateConfigured(ctx, cfg.Store.Driver, cfg.Store.Path, cfg.Store.DSNFile, claim, logger)
 }
 
-// LoadConfig reads the config file at path and expands its local
-// discover: entries (inventory.Load); git ones wait for DiscoverGit.
+// LoadConfig is inventory.Load: local discover: entries expanded.
 func LoadConfig(path string) (*config.Config, error) { return inventory.Load(path) }
 
-// DiscoverGit checks the sources of the config's git discover: entries
-// out and adds their workspaces (inventory.DiscoverGit, unbounded: the
-// inventory command).
+// DiscoverGit adds the workspaces of the config's git discover: entries
+// (inventory.DiscoverGit, unbounded: the inventory command).
 func DiscoverGit(ctx context.Context, cfg *config.Config) error {
 	return inventory.DiscoverGit(ctx, cfg, 0)
 }
