@@ -10,14 +10,8 @@ import (
 )
 
 // Acceptance is the API's acceptance of drift as code: its State is
-// running, proposed, proven, not_proven, refused or failed; its parts
-// are the accepted places, the refusals and the proposal.
-type (
-	Acceptance        = apitypes.Acceptance
-	AcceptedPlace     = apitypes.AcceptedPlace
-	AcceptRefusal     = apitypes.AcceptRefusal
-	AcceptProposalRef = apitypes.AcceptProposalRef
-)
+// running, proposed, proven, not_proven, refused or failed.
+type Acceptance = apitypes.Acceptance
 
 // Accept asks the daemon to accept workspace's drift as code (of the
 // addresses, or all of it; a deletion only with deletions) with the API
