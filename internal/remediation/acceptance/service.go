@@ -118,16 +118,12 @@ func (s *Service) run(a store.Acceptance, req terraform.Request) {
 	}()
 	log := s.o.Logger.With("workspace", a.Workspace, "acceptance", a.ID)
 	log.Info("accepting drift as code", "addresses", a.Addresses, "deletions", a.Deletions, "by", a.RequestedBy)
-	in := Input{Request: req, Addresses: a.Addresses, Deletions: a.Deletions}
+	req.RunID = a.ID // the run directory and log are the acceptance's
 	var out store.Acceptance
-	switch p, err := ProposingFor(s.o.Config(), a.Workspace, s.o.Logger); {
-	case err != nil:
+	if p, err := ProposingFor(s.o.Config(), a.Workspace, s.o.Logger); err != nil {
 		out = store.Acceptance{State: store.AcceptFailed, Error: fmt.Sprintf("accept.notifier: %v", err)}
-	default:
-		in.Proposing = p
-		req.RunID = a.ID
-		in.Request = req
-		out = Do(s.ctx, in, s.o.Steps)
+	} else {
+		out = Do(s.ctx, Input{Request: req, Addresses: a.Addresses, Deletions: a.Deletions, Proposing: p}, s.o.Steps)
 	}
 	out.ID, out.FinishedAt = a.ID, s.o.Now()
 	if s.ctx.Err() != nil && out.State == store.AcceptFailed {

@@ -49,7 +49,7 @@ func (a *API) Accept(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	x, ok := a.StartAccept(w, r, r.PathValue("name"), body)
+	x, ok := a.startAccept(w, r, r.PathValue("name"), body)
 	if !ok {
 		return
 	}
@@ -57,9 +57,9 @@ func (a *API) Accept(w http.ResponseWriter, r *http.Request) {
 	respond.JSON(w, http.StatusAccepted, acceptanceFor(r, x))
 }
 
-// StartAccept starts an acceptance of name's drift (body's) as the
+// startAccept starts an acceptance of name's drift (body's) as the
 // caller, or answers why not (404, 409, 503, 500) and returns false.
-func (a *API) StartAccept(w http.ResponseWriter, r *http.Request, name string, body apitypes.AcceptBody) (store.Acceptance, bool) {
+func (a *API) startAccept(w http.ResponseWriter, r *http.Request, name string, body apitypes.AcceptBody) (store.Acceptance, bool) {
 	if _, ok := a.src.Configured(name); !ok {
 		respond.Error(w, http.StatusNotFound, "unknown workspace")
 		return store.Acceptance{}, false

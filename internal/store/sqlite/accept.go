@@ -139,16 +139,8 @@ func (s *Store) Acceptances(ctx context.Context, workspace string, limit int) ([
 	if err != nil {
 		return nil, fmt.Errorf("acceptances: %w", err)
 	}
-	defer rows.Close()
-	out := []store.Acceptance{}
-	for rows.Next() {
-		a, err := scanAcceptance(rows)
-		if err != nil {
-			return nil, fmt.Errorf("acceptances: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collectAcceptances(rows)
+	if err != nil {
 		return nil, fmt.Errorf("acceptances: %w", err)
 	}
 	return out, nil
@@ -180,12 +172,21 @@ func (s *Store) runningAcceptances(ctx context.Context) ([]store.Acceptance, err
 	if err != nil {
 		return nil, fmt.Errorf("interrupt acceptances: %w", err)
 	}
+	out, err := collectAcceptances(rows)
+	if err != nil {
+		return nil, fmt.Errorf("interrupt acceptances: %w", err)
+	}
+	return out, nil
+}
+
+// collectAcceptances reads and closes rows of acceptanceColumns.
+func collectAcceptances(rows *sql.Rows) ([]store.Acceptance, error) {
 	defer rows.Close()
-	var out []store.Acceptance
+	out := []store.Acceptance{}
 	for rows.Next() {
 		a, err := scanAcceptance(rows)
 		if err != nil {
-			return nil, fmt.Errorf("interrupt acceptances: %w", err)
+			return nil, err
 		}
 		out = append(out, a)
 	}
