@@ -279,6 +279,39 @@ func (s *session) fail(ctx context.Context, out *Outcome, err error) (Outcome, e
 	return *out, re
 }
 
+// planLocked runs step 2's plan under the state lock; locked says that
+// another operation held it for all of LockTimeout. Terraform waits for a
+// lock whose holder it can read, but gives up at once when it cannot read
+// one: the lock was released between its attempt and its read (OpenTofu's
+// S3 lock file), or it has no info file (the local backend's lock taken by
+// another program). The plan is asked again then, every lockRetry, while
+// LockTimeout lasts: nothing has been applied yet.
+func (a *Applier) planLocked(ctx context.Context, tf *tfsession.Session, planFile string) (locked bool, err error) {
+	deadline := time.Now().Add(a.LockTimeout)
+	opts := tfsession.PlanOptions{Out: planFile, Lock: true, JSON: true}
+	for {
+		_, err = tf.Plan(ctx, opts)
+		if err == nil || !isLockError(tf.Stderr()) || ctx.Err() != nil {
+			return false, err
+		}
+		left := time.Until(deadline)
+		if parseLockInfo(tf.Stderr()).ID != "" || left < lockRetry+time.Second {
+			return true, err
+		}
+		a.logger().Info("state lock's holder unreadable; asking again", "left", left.Round(time.Second))
+		select {
+		case <-ctx.Done():
+			return false, err
+		case <-time.After(lockRetry):
+		}
+		opts.LockWait = time.Until(deadline)
+	}
+}
+
+// lockRetry is how long planLocked waits before asking for a lock whose
+// holder Terraform could not read.
+const lockRetry = time.Second
+
 // run performs steps 1 to 6 of Apply.
 func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *Outcome) (Outcome, error) {
 	tf := s.Session
@@ -299,10 +332,9 @@ func (a *Applier) run(ctx context.Context, s *session, approved ChangeSet, out *
 	tf.Phase("init")
 
 	planFile := filepath.Join(s.Dir, "remediate.tfplan")
-	if _, err := tf.Plan(ctx, tfsession.PlanOptions{Out: planFile, Lock: true, JSON: true}); err != nil {
-		if isLockError(tf.Stderr()) && ctx.Err() == nil {
-			return refused(*out, Refusal{Code: CodeStateLocked, Reason: lockedReason("another operation holds the state lock", tf.Stderr())}), nil
-		}
+	if locked, err := a.planLocked(ctx, tf, planFile); locked {
+		return refused(*out, Refusal{Code: CodeStateLocked, Reason: lockedReason("another operation holds the state lock", tf.Stderr())}), nil
+	} else if err != nil {
 		return s.fail(ctx, out, err)
 	}
 	tf.Phase("plan")

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -485,6 +486,54 @@ func TestApplyTakesTheStateLock(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, ResultApplied, out.Result, out.Reason)
 	})
+}
+
+// TestApplyWaitsForAnUnreadableLock holds the local backend's lock with
+// no info file beside it, as another program would: Terraform cannot read
+// the holder and gives up at once whatever -lock-timeout says (OpenTofu's
+// S3 lock file does the same when the lock goes away between its attempt
+// and its read). The remediation asks again while LockTimeout lasts, and
+// applies once the lock is released.
+func TestApplyWaitsForAnUnreadableLock(t *testing.T) {
+	forEachTool(t, func(t *testing.T, e *tfEnv) {
+		_, req, approved := e.editedByHand(t, "unreadable")
+
+		f, err := os.OpenFile(filepath.Join(e.root, "state", "unreadable.tfstate"), os.O_RDWR, 0)
+		require.NoError(t, err)
+		defer f.Close()
+		require.NoError(t, syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0}))
+		asked := &signalWriter{word: "asking again", seen: make(chan struct{})}
+		released := make(chan struct{})
+		go func() {
+			defer close(released)
+			<-asked.seen
+			_ = syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &syscall.Flock_t{Type: syscall.F_UNLCK, Whence: 0})
+		}()
+
+		out, err := (&Applier{Logger: slog.New(slog.NewTextHandler(asked, nil)), LockTimeout: time.Minute}).Apply(t.Context(), req, approved)
+		select {
+		case <-released:
+		default:
+			t.Fatalf("the remediation never asked again for the lock: %s", out.Reason)
+		}
+		require.NoError(t, err)
+		require.Equal(t, ResultApplied, out.Result, out.Reason)
+		require.Equal(t, "v1", read(t, e.out("a.txt")))
+	})
+}
+
+// signalWriter closes seen the first time a log line holds word.
+type signalWriter struct {
+	word string
+	once sync.Once
+	seen chan struct{}
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(w.word)) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
 }
 
 // TestApplyKillSwitchBeforeApply flips the kill switch while the

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -43,6 +44,9 @@ type PlanOptions struct {
 	// (remediation). Without it the plan runs with -lock=false: detection
 	// changes nothing and must not queue behind an apply.
 	Lock bool
+	// LockWait, when positive, is waited instead of Options.LockTimeout
+	// (the rest of a timeout a caller is spending over several plans).
+	LockWait time.Duration
 	// JSON runs `plan -json` and renders its machine-readable stream into
 	// the log without values (version, drifted and planned resources as
 	// address and action, the change summary, diagnostics); its error
@@ -59,7 +63,7 @@ func (s *Session) Plan(ctx context.Context, o PlanOptions) (changed bool, err er
 	if !o.JSON {
 		opts := []tfexec.PlanOption{tfexec.Out(o.Out), tfexec.Lock(o.Lock), tfexec.Refresh(true)}
 		if o.Lock {
-			opts = append(opts, tfexec.LockTimeout(s.lockWait))
+			opts = append(opts, tfexec.LockTimeout(s.lockWaitFor(o)))
 		}
 		for _, f := range s.varFiles {
 			opts = append(opts, tfexec.VarFile(f))
@@ -75,7 +79,7 @@ func (s *Session) Plan(ctx context.Context, o PlanOptions) (changed bool, err er
 	// session asks each binary's version once (Version).
 	args := []string{"plan", "-no-color", "-input=false", "-detailed-exitcode", "-refresh=true", "-out=" + o.Out, "-json"}
 	if o.Lock {
-		args = append(args, "-lock=true", "-lock-timeout="+s.lockWait)
+		args = append(args, "-lock=true", "-lock-timeout="+s.lockWaitFor(o))
 	} else {
 		args = append(args, "-lock=false")
 	}
@@ -95,6 +99,14 @@ func (s *Session) Plan(ctx context.Context, o PlanOptions) (changed bool, err er
 		return false, s.streamFail(ctx, "plan", pl, err)
 	}
 	return changed, nil
+}
+
+// lockWaitFor is the -lock-timeout of a plan with o.
+func (s *Session) lockWaitFor(o PlanOptions) string {
+	if o.LockWait > 0 {
+		return lockWait(o.LockWait)
+	}
+	return s.lockWait
 }
 
 // newStream renders a -json command's machine-readable stream into the

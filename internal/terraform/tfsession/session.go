@@ -97,7 +97,7 @@ func Open(o Options) (*Session, error) {
 		log:      newRunLog(o.Log, logRedactor(o.Secrets, o.Request.Vars)),
 		stderr:   sandbox.NewTail(stderrTail),
 		stepDiag: o.StepDiagnostics,
-		lockWait: fmt.Sprintf("%ds", int(o.LockTimeout.Round(time.Second)/time.Second)),
+		lockWait: lockWait(o.LockTimeout),
 		shared:   o.Shared,
 		phases:   o.Phases,
 	}
@@ -222,4 +222,9 @@ func NewPhases(list *[]drift.Phase) *Phases { return &Phases{list: list, start: 
 func (p *Phases) Mark(name string) {
 	*p.list = append(*p.list, drift.Phase{Name: name, Duration: time.Since(p.start)})
 	p.start = time.Now()
+}
+
+// lockWait is d as a -lock-timeout value, in whole seconds.
+func lockWait(d time.Duration) string {
+	return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
 }
