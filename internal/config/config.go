@@ -56,7 +56,10 @@ type Config struct {
 	// Remediation is the daemon-wide remediation switch.
 	Remediation RemediationSwitch `yaml:"remediation"`
 	// Accept is how drift accepted as code is proposed (accept.go).
-	Accept     Accept      `yaml:"accept"`
+	Accept Accept `yaml:"accept"`
+	// Grouping alerts drift that shares one cause across workspaces as
+	// one group incident (grouping.go).
+	Grouping   Grouping    `yaml:"grouping"`
 	Defaults   Defaults    `yaml:"defaults"`
 	Workspaces []Workspace `yaml:"workspaces"`
 	// Discover entries expand into workspaces, one per root module found

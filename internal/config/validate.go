@@ -166,6 +166,7 @@ func (c *Config) validate(pos *positions) error {
 	errs = append(errs, c.validateRemediation(pos)...)
 	errs = append(errs, c.Defaults.Attribution.validate(pos, "defaults.attribution", dir)...)
 	errs = append(errs, c.validateAccept(pos)...)
+	errs = append(errs, c.validateGrouping(pos)...)
 	errs = append(errs, c.validateAuth(pos)...)
 	errs = append(errs, c.validateRunner(pos)...)
 	first := map[string]string{}

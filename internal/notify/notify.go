@@ -109,6 +109,22 @@ type Incident struct {
 	// above the policy's (0: not raised). It lasts until the incident
 	// resolves.
 	Escalated int
+	// Group is set on a group incident's messages: drift of several
+	// workspaces that shares one cause, alerted as one. Workspace then is
+	// the cause ("dwtest_file content (string → string)"), the same
+	// through the incident's life, and each finding's Address is
+	// "WORKSPACE: ADDRESS".
+	Group *Group `json:",omitempty"`
+}
+
+// Group is what a group incident's message says of its group.
+type Group struct {
+	ID    string
+	Cause string // provider, commit or shape
+	// Title says the cause and the counts: "hashicorp/aws 5.80.0 →
+	// 5.81.0: tags_all changed on 40 resources in 12 workspaces".
+	Title      string
+	Workspaces []string // the members' workspaces, sorted
 }
 
 // Delta is what changed since the previous message of an open incident.

@@ -32,8 +32,11 @@ func Truncate(s string, limit int) string {
 // Title is an incident's one-line title, as pagers show it: "Terraform
 // drift in WS: 2 drifted, 1 pending", "Forbidden resource types in WS: 1
 // resource", "Checks failing in WS: 1 check" or "Drift checks failing for
-// WS: REASON".
+// WS: REASON"; a group's, "Terraform drift, one cause: GROUP TITLE".
 func Title(in Incident) string {
+	if in.Group != nil {
+		return "Terraform drift, one cause: " + in.Group.Title
+	}
 	switch in.Class {
 	case ClassErrored:
 		s := "Drift checks failing for " + in.Workspace
