@@ -321,3 +321,30 @@ func kindOf(v any) string {
 		return "number"
 	}
 }
+
+// Of is workspace's finding f as grouping sees it. It was first seen at
+// its window's end (the check that first saw it), or at at without a
+// window (the one-shot audit). A pending finding's commit is its
+// Commit's hash.
+func Of(workspace string, f drift.Finding, at time.Time) Finding {
+	g := Finding{Workspace: workspace, Address: f.Address, Type: f.Type, Kind: f.Kind, Attributes: f.Attributes, Seen: at}
+	if f.Window != nil && !f.Window.To.IsZero() {
+		g.Seen = f.Window.To
+	}
+	if f.Commit != nil {
+		g.Commit = f.Commit.Hash
+	}
+	return g
+}
+
+// Candidates are the findings of fs that grouping looks at, as Of makes
+// them: drift and pending ones that count (not ignored).
+func Candidates(workspace string, fs []drift.Finding, at time.Time) []Finding {
+	var out []Finding
+	for _, f := range fs {
+		if !f.Ignored && (f.Kind == drift.KindDrift || f.Kind == drift.KindPending) {
+			out = append(out, Of(workspace, f, at))
+		}
+	}
+	return out
+}

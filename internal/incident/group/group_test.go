@@ -268,3 +268,20 @@ func TestShape(t *testing.T) {
 	}
 	require.Equal(t, Shape(decode(`{"a":"x"}`), decode(`{"a":"y"}`)), Shape(decode(`{"b":"secret"}`), decode(`{"c":"other"}`)), "values do not matter")
 }
+
+func TestCandidates(t *testing.T) {
+	at := t0.Add(time.Hour)
+	fs := []drift.Finding{
+		{Kind: drift.KindDrift, Address: "a.x", Type: "a", Attributes: []string{"tags"}, Window: &drift.Window{From: t0, To: t0.Add(time.Minute)}},
+		{Kind: drift.KindDrift, Address: "a.y", Type: "a", Attributes: []string{"tags"}},
+		{Kind: drift.KindDrift, Address: "a.z", Type: "a", Ignored: true},
+		{Kind: drift.KindPending, Address: "a.p", Type: "a", Commit: &drift.Commit{Hash: "abc123"}},
+		{Kind: drift.KindNoise, Address: "a.n", Type: "a"},
+		{Kind: drift.KindForbidden, Address: "kubernetes_namespace.x", Type: "kubernetes_namespace"},
+	}
+	require.Equal(t, []Finding{
+		{Workspace: "net", Address: "a.x", Type: "a", Kind: drift.KindDrift, Attributes: []string{"tags"}, Seen: t0.Add(time.Minute)},
+		{Workspace: "net", Address: "a.y", Type: "a", Kind: drift.KindDrift, Attributes: []string{"tags"}, Seen: at},
+		{Workspace: "net", Address: "a.p", Type: "a", Kind: drift.KindPending, Commit: "abc123", Seen: at},
+	}, Candidates("net", fs, at))
+}
