@@ -55,6 +55,12 @@ type Policy struct {
 	// Owner, Team, URL and Labels are copied into every message.
 	Owner, Team, URL string
 	Labels           map[string]string
+	// Grouped and Waiting, if set, leave findings out of the drift
+	// class: Grouped ones are in a group of several workspaces (their
+	// group incident alerts them); Waiting ones may join one soon
+	// (grouping.wait), unless the incident already notified them. Set
+	// per run by the grouping service (incident/fleet).
+	Grouped, Waiting func(drift.Finding) bool
 }
 
 func (p Policy) confirmAfter() int {
@@ -150,7 +156,11 @@ func Decide(now time.Time, runID string, p Policy, before, after store.Workspace
 			// incident counts pending findings too, so it stays open
 			// until the workspace is clean.
 			pending := p.IncludePending || (cur != nil && cur.State == store.IncidentOpen && escalation(*cur, p, c) > 0)
-			next, m = d.findings(cur, c, classFindings(after.Findings, c, pending))
+			all := classFindings(after.Findings, c, pending)
+			next, m = d.findings(cur, c, p.ungrouped(c, all, cur))
+			if m != nil && m.Event == notify.EventResolve && len(all) > 0 {
+				m.Incident.Reason = GroupedReason
+			}
 		}
 		if next != nil {
 			changed = append(changed, *next)
@@ -195,6 +205,25 @@ func find(incidents []store.Incident, workspace string, c notify.Class) *store.I
 func clone(in store.Incident) store.Incident {
 	in.Findings = cloneFindings(in.Findings)
 	return in
+}
+
+// GroupedReason is the reason of a resolve whose findings are all
+// alerted by group incidents now.
+const GroupedReason = "its drift is alerted as part of a group now"
+
+// ungrouped drops from fs, of class c, the findings Grouped and Waiting
+// hold; a waiting finding cur already notified stays.
+func (p Policy) ungrouped(c notify.Class, fs []drift.Finding, cur *store.Incident) []drift.Finding {
+	if c != notify.ClassDrift {
+		return fs
+	}
+	return slices.DeleteFunc(fs, func(f drift.Finding) bool {
+		if p.Grouped != nil && p.Grouped(f) {
+			return true
+		}
+		return p.Waiting != nil && p.Waiting(f) && !(cur != nil && cur.State == store.IncidentOpen &&
+			slices.ContainsFunc(cur.Findings, func(n drift.Finding) bool { return n.Address == f.Address && n.Kind == f.Kind }))
+	})
 }
 
 // classFindings returns the counted findings (never noise or ignored) of

@@ -67,6 +67,11 @@ type Options struct {
 	// means 2 (one workspace is no fleet), 1 lets one workspace's own
 	// findings group.
 	MinWorkspaces int
+	// Open are the IDs of groups whose incident is open: such a group
+	// keeps its findings down to the last one, whatever MinMembers and
+	// MinWorkspaces say, so that it resolves when its last member is
+	// clean rather than splitting back into workspace incidents.
+	Open map[string]bool
 }
 
 // Member is one grouped finding.
@@ -85,6 +90,9 @@ type Group struct {
 	// shape; the commit; or the type, attributes and shape.
 	Key   string
 	Title string
+	// Subject is Title without its counts, the same through the group's
+	// life: "hashicorp/aws 5.80.0 → 5.81.0: tags_all changed".
+	Subject string
 	// Members are sorted by workspace, then address.
 	Members    []Member
 	Workspaces int
@@ -196,7 +204,9 @@ func build(cause Cause, key string, findings []Finding, idx []int, opts Options)
 		}
 	}
 	g.Workspaces = len(workspaces)
-	if len(g.Members) < opts.MinMembers || g.Workspaces < opts.MinWorkspaces {
+	sum := sha256.Sum256([]byte(string(cause) + "\x00" + key))
+	g.ID = "g-" + hex.EncodeToString(sum[:8])
+	if !opts.Open[g.ID] && (len(g.Members) < opts.MinMembers || g.Workspaces < opts.MinWorkspaces) {
 		return Group{}, false
 	}
 	slices.SortFunc(g.Members, func(a, b Member) int {
@@ -206,24 +216,30 @@ func build(cause Cause, key string, findings []Finding, idx []int, opts Options)
 		return strings.Compare(a.Address, b.Address)
 	})
 	g.Members = slices.Compact(g.Members)
-	sum := sha256.Sum256([]byte(string(cause) + "\x00" + key))
-	g.ID = "g-" + hex.EncodeToString(sum[:8])
-	g.Title = title(cause, strings.Split(key, "\x00"), len(g.Members), g.Workspaces)
+	g.Subject = subject(cause, strings.Split(key, "\x00"))
+	g.Title = g.Subject + " on " + plural(len(g.Members), "resource") + " in " + plural(g.Workspaces, "workspace")
 	return g, true
 }
 
-// title says the cause and the count, e.g. "hashicorp/aws 5.80.0 →
-// 5.81.0: tags_all changed on 40 resources in 12 workspaces".
-func title(cause Cause, parts []string, members, workspaces int) string {
-	on := "on " + plural(members, "resource") + " in " + plural(workspaces, "workspace")
+// subject says the cause, e.g. "hashicorp/aws 5.80.0 → 5.81.0: tags_all
+// changed"; the title adds the counts ("on 40 resources in 12
+// workspaces").
+func subject(cause Cause, parts []string) string {
 	switch cause {
 	case CauseProvider: // provider, from, to, attributes, shape
-		return fmt.Sprintf("%s %s → %s: %s changed %s", parts[0], parts[1], parts[2], attributes(parts[3]), on)
+		return fmt.Sprintf("%s %s → %s: %s changed", parts[0], parts[1], parts[2], attributes(parts[3]))
 	case CauseCommit: // commit
-		return fmt.Sprintf("commit %s: pending changes %s", abbrev(parts[0]), on)
+		return fmt.Sprintf("commit %s: pending changes", abbrev(parts[0]))
 	default: // type, attributes, shape
-		return fmt.Sprintf("%s: %s changed %s", parts[0], attributes(parts[1]), on)
+		return fmt.Sprintf("%s: %s changed", parts[0], attributes(parts[1]))
 	}
+}
+
+// Groupable reports whether f could join a group without a provider
+// change: a drift finding with changed attributes, or a pending one
+// whose commit is known.
+func Groupable(f Finding) bool {
+	return len(keysOf(CauseShape, f, nil)) > 0 || len(keysOf(CauseCommit, f, nil)) > 0
 }
 
 // attributes names an attribute set in a title: all of it when short.

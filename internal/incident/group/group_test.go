@@ -285,3 +285,31 @@ func TestCandidates(t *testing.T) {
 		{Workspace: "net", Address: "a.p", Type: "a", Kind: drift.KindPending, Commit: "abc123", Seen: at},
 	}, Candidates("net", fs, at))
 }
+
+// An open group keeps its last member; a new one needs MinMembers in
+// MinWorkspaces.
+func TestComputeOpenGroupKeepsItsLastMember(t *testing.T) {
+	one := []Finding{{Workspace: "a", Address: "t_x.a", Type: "t_x", Kind: drift.KindDrift, Attributes: []string{"v"}, Seen: t0}}
+	groups, rest := Compute(one, nil, Options{})
+	require.Empty(t, groups)
+	require.Equal(t, one, rest)
+
+	two := append(slices.Clone(one), Finding{Workspace: "b", Address: "t_x.b", Type: "t_x", Kind: drift.KindDrift, Attributes: []string{"v"}, Seen: t0})
+	groups, _ = Compute(two, nil, Options{})
+	require.Len(t, groups, 1)
+	require.Equal(t, "t_x: v changed", groups[0].Subject)
+	require.Equal(t, "t_x: v changed on 2 resources in 2 workspaces", groups[0].Title)
+
+	kept, rest := Compute(one, nil, Options{Open: map[string]bool{groups[0].ID: true}})
+	require.Empty(t, rest)
+	require.Len(t, kept, 1)
+	require.Equal(t, groups[0].ID, kept[0].ID)
+	require.Equal(t, "t_x: v changed on 1 resource in 1 workspace", kept[0].Title)
+}
+
+func TestGroupable(t *testing.T) {
+	require.True(t, Groupable(Finding{Kind: drift.KindDrift, Type: "t_x", Attributes: []string{"v"}}))
+	require.False(t, Groupable(Finding{Kind: drift.KindDrift, Type: "t_x"}), "a deleted resource has no attributes")
+	require.True(t, Groupable(Finding{Kind: drift.KindPending, Commit: "abc"}))
+	require.False(t, Groupable(Finding{Kind: drift.KindPending}))
+}
