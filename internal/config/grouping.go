@@ -25,7 +25,7 @@ type Grouping struct {
 	// own incident: time for the rest of the fleet to be checked
 	// (default 5m; 0s: never waits, and a group forms only from findings
 	// not yet alerted on).
-	Wait *Duration `yaml:"wait"`
+	Wait *WaitDuration `yaml:"wait"`
 	// MinMembers is the least findings a new group holds (default 2);
 	// an open group stays open down to its last member.
 	MinMembers int `yaml:"min_members"`

@@ -141,3 +141,11 @@ func (s Server) WorkspaceURL(workspace string) string {
 	}
 	return s.ExternalURL + "/workspaces/" + workspace
 }
+
+// GroupURL is a group's page under ExternalURL, "" without one.
+func (s Server) GroupURL(id string) string {
+	if s.ExternalURL == "" {
+		return ""
+	}
+	return s.ExternalURL + "/groups/" + id
+}

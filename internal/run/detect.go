@@ -252,13 +252,13 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *pip
 		runLog.Close(string(drift.StatusErrored))
 		return
 	}
-	if m.o.Recorded != nil {
-		m.o.Recorded()
-	}
-	m.saveLog(ctx, log, run.ID, runLog, run.Status)
 	m.mu.Lock()
 	m.states[name] = after
 	m.mu.Unlock()
+	if m.o.Recorded != nil {
+		m.o.Recorded() // after the state: Recorded may read it (State)
+	}
+	m.saveLog(ctx, log, run.ID, runLog, run.Status)
 	if m.o.Remediation != nil {
 		m.o.Remediation.AfterDetect(ctx, t.Name, run.ID, res, tfPlan)
 	}

@@ -92,7 +92,9 @@ type Options struct {
 	Inventory Inventory
 	Incidents Incidents
 	// Recorded, if set, is told after every commit of a run with its
-	// outcome: the outbox may have new messages (outbox.Dispatcher.Wake).
+	// outcome, once State has the new state: the outbox may have new
+	// messages (outbox.Dispatcher.Wake), the fleet's groups may have
+	// changed (fleet.Service.Recorded).
 	Recorded func()
 	// Leader nil: always leading.
 	Leader Leader
