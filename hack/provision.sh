@@ -12,6 +12,7 @@
 #                        hashicorp/local 2.9.0 (built from the proxy)
 #                        hashicorp/kubernetes 1.13.4 (built from the proxy, go.mod repaired)
 #                        driftwatch/{dwtest,kubernetes,helm} 0.1.0 (internal/testutil/e2etest/testprovider)
+#   $T/mirror-next/    driftwatch/dwtest 0.2.0, the same binary (provider upgrade tests)
 #   $T/terraformrc     CLI config using only that mirror; use as TF_CLI_CONFIG_FILE
 #                      together with CHECKPOINT_DISABLE=1
 #
@@ -26,6 +27,7 @@ TOFU_VERSION=v1.10.6
 LOCAL_PV=v1.4.1-0.20260806152022-9068a4b7aa37 # hashicorp/local @main (2.9.x code)
 LOCAL_VERSION=2.9.0
 TESTPROVIDER_VERSION=0.1.0
+TESTPROVIDER_NEXT=0.2.0 # in $T/mirror-next: see the test provider below
 TESTPROVIDER_NAMES=(dwtest kubernetes helm)
 MIRROR_HOSTS=(registry.terraform.io registry.opentofu.org)
 PLATFORM=linux_amd64
@@ -204,6 +206,13 @@ for n in "${TESTPROVIDER_NAMES[@]}"; do
 	for h in "${MIRROR_HOSTS[@]}"; do
 		tp_files+=("$T/mirror/$h/driftwatch/$n/$TESTPROVIDER_VERSION/$PLATFORM/terraform-provider-${n}_v$TESTPROVIDER_VERSION")
 	done
+done
+# The next release of dwtest (the same binary: its version comes from its
+# file name) stands in a mirror of its own, which only the tests of a
+# provider upgrade add to their CLI config: everything else keeps
+# resolving an unconstrained driftwatch/dwtest to 0.1.0.
+for h in "${MIRROR_HOSTS[@]}"; do
+	tp_files+=("$T/mirror-next/$h/driftwatch/dwtest/$TESTPROVIDER_NEXT/$PLATFORM/terraform-provider-dwtest_v$TESTPROVIDER_NEXT")
 done
 if ! stamp_ok testprovider "$tp_key" "$tp_bin" "${tp_files[@]}"; then
 	if [[ ! -x $tp_bin ]]; then

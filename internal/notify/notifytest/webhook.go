@@ -99,6 +99,15 @@ type WebhookIncident struct {
 	URL               string            `json:"url"`
 	Escalated         int               `json:"escalated"`
 	Reason            string            `json:"reason"`
+	Group             *WebhookGroup     `json:"group"`
+}
+
+// WebhookGroup is a group incident's group.
+type WebhookGroup struct {
+	ID         string   `json:"id"`
+	Cause      string   `json:"cause"`
+	Title      string   `json:"title"`
+	Workspaces []string `json:"workspaces"`
 }
 
 // WebhookDelta is the payload's delta.

@@ -71,6 +71,16 @@ type incident struct {
 	Escalated         int               `json:"escalated,omitempty"`
 	// Reason says why a resolve was not a clean run's ("workspace removed").
 	Reason string `json:"reason,omitempty"`
+	// Group is a group incident's group (workspace is then its cause, and
+	// each finding's address "WORKSPACE: ADDRESS").
+	Group *group `json:"group,omitempty"`
+}
+
+type group struct {
+	ID         string   `json:"id"`
+	Cause      string   `json:"cause"`
+	Title      string   `json:"title"`
+	Workspaces []string `json:"workspaces"`
 }
 
 type delta struct {
@@ -99,6 +109,9 @@ func buildPayload(m notify.Message) ([]byte, error) {
 			Error: in.Error, RunID: in.RunID, URL: in.URL, Escalated: in.Escalated, Reason: in.Reason,
 		},
 		At: m.At.UTC(),
+	}
+	if g := in.Group; g != nil {
+		p.Incident.Group = &group{ID: g.ID, Cause: g.Cause, Title: g.Title, Workspaces: g.Workspaces}
 	}
 	if r := m.Remediation; r != nil {
 		p.Remediation = &remediation{

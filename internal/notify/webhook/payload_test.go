@@ -49,6 +49,22 @@ func TestBuildPayload(t *testing.T) {
 		}`, string(got))
 	})
 
+	t.Run("group", func(t *testing.T) {
+		m := notifytest.SampleMessage(notify.EventOpen)
+		m.Incident.Group = &notify.Group{ID: "g-0123456789abcdef", Cause: "shape", Title: "aws_security_group: ingress changed on 2 resources in 2 workspaces",
+			Workspaces: []string{"a", "b"}}
+		got, err := buildPayload(m)
+		require.NoError(t, err)
+		var p struct {
+			Incident struct {
+				Group json.RawMessage `json:"group"`
+			} `json:"incident"`
+		}
+		require.NoError(t, json.Unmarshal(got, &p))
+		require.JSONEq(t, `{"id": "g-0123456789abcdef", "cause": "shape", "title": "aws_security_group: ingress changed on 2 resources in 2 workspaces",
+			"workspaces": ["a", "b"]}`, string(p.Incident.Group))
+	})
+
 	t.Run("errored without findings", func(t *testing.T) {
 		m := notify.Message{ID: "m2", Event: notify.EventOpen, At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)),
 			Incident: notify.Incident{Key: "errored-x", Workspace: "x", Class: notify.ClassErrored, Severity: notify.SeverityLow, Error: "init failed"}}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -20,6 +21,9 @@ import (
 // dwtest_file, kubernetes_config_map and helm_release.
 type fileResource struct {
 	typeName string
+	// trim reads content with its trailing white space trimmed (version
+	// 0.2.0's normalisation).
+	trim bool
 }
 
 type fileModel struct {
@@ -126,6 +130,8 @@ func (r *fileResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		return
 	}
 	switch {
+	case !state.Content.IsNull() && r.trim:
+		state.Content = types.StringValue(strings.TrimRight(string(data), " \t\r\n"))
 	case !state.Content.IsNull():
 		state.Content = types.StringValue(string(data))
 	case !state.SensitiveContent.IsNull():

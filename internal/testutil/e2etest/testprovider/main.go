@@ -14,6 +14,13 @@
 //	helm       -> helm_release
 //
 // Editing or deleting the file outside Terraform gives real resource_drift.
+//
+// The version comes from the basename too ("…_v0.2.0" -> 0.2.0, else
+// 0.1.0), so the same binary installed as 0.1.0 and 0.2.0 is a provider
+// and its next release: 0.2.0 normalises a file's content as it reads it
+// (trailing white space trimmed), as a provider upgrade that changes how
+// an attribute is normalised does, which drifts every resource whose
+// content ends in white space.
 package main
 
 import (
@@ -27,7 +34,31 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 )
 
-const defaultName = "dwtest"
+const (
+	defaultName    = "dwtest"
+	defaultVersion = "0.1.0"
+	// trimVersion is the version from which content is read trimmed.
+	trimVersion = "0.2.0"
+)
+
+// providerVersion derives the provider's version from a binary path.
+func providerVersion(arg0 string) string {
+	base := strings.TrimSuffix(filepath.Base(arg0), ".exe")
+	i := strings.LastIndex(base, "_v")
+	if i < 0 || !strings.HasPrefix(base, "terraform-provider-") {
+		return defaultVersion
+	}
+	v := base[i+2:]
+	for _, r := range v {
+		if !(r >= '0' && r <= '9' || r == '.') {
+			return defaultVersion
+		}
+	}
+	if v == "" {
+		return defaultVersion
+	}
+	return v
+}
 
 // providerName derives the provider's type name from a binary path.
 func providerName(arg0 string) string {
@@ -70,7 +101,7 @@ func main() {
 	flag.Parse()
 
 	name := providerName(os.Args[0])
-	err := providerserver.Serve(context.Background(), newProvider(name), providerserver.ServeOpts{
+	err := providerserver.Serve(context.Background(), newProvider(name, providerVersion(os.Args[0])), providerserver.ServeOpts{
 		Address: "registry.terraform.io/driftwatch/" + name,
 		Debug:   debug,
 	})

@@ -38,13 +38,28 @@ func TestResourceTypes(t *testing.T) {
 	}
 	for name, types := range want {
 		var got []string
-		for _, r := range newProvider(name)().Resources(context.Background()) {
+		for _, r := range newProvider(name, defaultVersion)().Resources(context.Background()) {
 			var resp resource.MetadataResponse
 			r().Metadata(context.Background(), resource.MetadataRequest{}, &resp)
 			got = append(got, resp.TypeName)
 		}
 		if !slices.Equal(got, types) {
 			t.Errorf("%s serves %v, want %v", name, got, types)
+		}
+	}
+}
+
+func TestProviderVersion(t *testing.T) {
+	cases := map[string]string{
+		"/m/registry.terraform.io/driftwatch/dwtest/0.2.0/linux_amd64/terraform-provider-dwtest_v0.2.0": "0.2.0",
+		"terraform-provider-dwtest_v0.1.0":  "0.1.0",
+		"./terraform-provider-dwtest":       "0.1.0",
+		"/tmp/go-build123/exe/testprovider": "0.1.0",
+		"terraform-provider-dwtest_vX":      "0.1.0",
+	}
+	for in, want := range cases {
+		if got := providerVersion(in); got != want {
+			t.Errorf("providerVersion(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

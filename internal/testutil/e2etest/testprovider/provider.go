@@ -11,18 +11,18 @@ import (
 
 // testProvider has no configuration; its name decides which types it serves.
 type testProvider struct {
-	name string
+	name, version string
 }
 
 var _ provider.Provider = (*testProvider)(nil)
 
-func newProvider(name string) func() provider.Provider {
-	return func() provider.Provider { return &testProvider{name: name} }
+func newProvider(name, version string) func() provider.Provider {
+	return func() provider.Provider { return &testProvider{name: name, version: version} }
 }
 
 func (p *testProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
 	resp.TypeName = p.name
-	resp.Version = "0.1.0"
+	resp.Version = p.version
 }
 
 func (p *testProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
@@ -37,7 +37,7 @@ func (p *testProvider) Configure(context.Context, provider.ConfigureRequest, *pr
 func (p *testProvider) Resources(context.Context) []func() resource.Resource {
 	typeName := resourceTypeName(p.name)
 	rs := []func() resource.Resource{
-		func() resource.Resource { return &fileResource{typeName: typeName} },
+		func() resource.Resource { return &fileResource{typeName: typeName, trim: p.version == trimVersion} },
 	}
 	if p.name == defaultName {
 		rs = append(rs, func() resource.Resource { return &revisionFileResource{typeName: p.name + "_revision_file"} })
