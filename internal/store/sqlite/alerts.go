@@ -163,8 +163,11 @@ func enqueueMessages(ctx context.Context, tx *sql.Tx, whose string, known map[st
 func callDecide[T any](s *Store, ws, what string, decide func() ([]T, []store.OutboxMessage)) (changed []T, enqueue []store.OutboxMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.logger.Error("decide panicked; the transaction is rolled back",
-				"workspace", ws, "for", what, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			attrs := []any{"for", what, "panic", fmt.Sprint(p), "stack", string(debug.Stack())}
+			if ws != "" {
+				attrs = append([]any{"workspace", ws}, attrs...)
+			}
+			s.logger.Error("decide panicked; the transaction is rolled back", attrs...)
 			changed, enqueue, err = nil, nil, fmt.Errorf("decide panicked: %v", p)
 		}
 	}()

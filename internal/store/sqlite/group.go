@@ -22,8 +22,6 @@ const groupColumns = `id, key, cause, cause_key, title, state, members, workspac
 // notified last, in both databases), then by ID.
 const groupOrder = ` ORDER BY notified_at DESC NULLS LAST, id`
 
-var _ store.GroupStore = (*Store)(nil)
-
 // GroupIncidents lists the open group incidents, or with all every one,
 // most recently notified first (then by ID).
 func (s *Store) GroupIncidents(ctx context.Context, all bool) ([]store.GroupIncident, error) {
