@@ -286,11 +286,11 @@ func testGroupMessages(t *testing.T, s GroupStore, reopen func() GroupStore) {
 	require.Equal(t, pager.ID, msgs[1].ID)
 	require.True(t, msgs[1].CreatedAt.Equal(minutes(1)))
 
-	require.NoError(t, s.MarkDelivered(ctx, opened.ID, minutes(3), []byte(`{"ts":"1700000000.1"}`)))
+	require.NoError(t, s.MarkDelivered(ctx, opened.ID, minutes(3), []byte("ts=1700000000.1")))
 	s = reopen()
 	st, err := s.NotifierState(ctx, "slack", g.Key)
 	require.NoError(t, err)
-	require.Equal(t, []byte(`{"ts":"1700000000.1"}`), st)
+	require.Equal(t, []byte("ts=1700000000.1"), st)
 	got, err := s.GroupIncident(ctx, g.ID)
 	require.NoError(t, err)
 	equal(t, g, got)
