@@ -356,13 +356,12 @@ func (s *Store) Workspaces(ctx context.Context) ([]store.WorkspaceState, error) 
 // In the same transaction it trims the alert tables (see pruneAlerts):
 // delivered outbox messages beyond the newest 1000 per notifier or
 // delivered before olderThan, and incidents and group incidents resolved
-// before olderThan; and
-// the audit log (see pruneAudit): entries recorded before olderThan and
-// beyond the newest 100,000 of identified callers and 10,000 anonymous
-// ones (which RecordAudit also enforces as it inserts); and finished
-// acceptances as it does runs (beyond keep per workspace, or finished
-// before olderThan). Those deletions are logged, not counted in the
-// result, which keeps meaning runs.
+// before olderThan; and the audit log (see pruneAudit): entries recorded
+// before olderThan and beyond the newest 100,000 of identified callers
+// and 10,000 anonymous ones (which RecordAudit also enforces as it
+// inserts); and finished acceptances as it does runs (beyond keep per
+// workspace, or finished before olderThan). Those deletions are logged,
+// not counted in the result, which keeps meaning runs.
 func (s *Store) Prune(ctx context.Context, keep int, olderThan time.Time) (_ int, err error) {
 	defer s.noteWrite(&err)
 	if keep < 0 {
