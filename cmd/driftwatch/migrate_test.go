@@ -38,7 +38,7 @@ func TestMigrateToPostgres(t *testing.T) {
 	require.Equal(t, 0, run([]string{"migrate", "--to", "postgres", "--config", cfg}, &out, &errb), errb.String())
 	require.Contains(t, out.String(), "runs             1\n")
 	require.Contains(t, out.String(), "run_logs         1\n")
-	require.Contains(t, out.String(), "copied 2 rows of 13 tables from "+dbPath+"; the counts match\n")
+	require.Contains(t, out.String(), "copied 2 rows of 14 tables from "+dbPath+"; the counts match\n")
 
 	dst, err := sqlite.OpenPostgres(t.Context(), dsn, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)

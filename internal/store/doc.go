@@ -2,8 +2,10 @@
 // data: run history and the current state of every workspace (Store),
 // queued runs (QueueStore), incidents, the notification outbox and each
 // notifier's per-incident state (AlertStore, OutboxStore), run logs
-// (LogStore) and remediations with the global pause flag
-// (RemediationStore); DaemonStore is all of them. StatsReader, optional,
+// (LogStore), remediations with the global pause flag
+// (RemediationStore), silences (SilenceStore), acceptances
+// (AcceptanceStore) and group incidents, one per cause shared by several
+// workspaces' drift (GroupStore); DaemonStore is all of them. StatsReader, optional,
 // reads run history for trends (GET /api/v1/stats); so are AuditStore and
 // ReplayStore (ReplayOf finds the latter). Every write is durable
 // when it returns, and a run's consequences (state, incidents, messages)

@@ -143,9 +143,11 @@ type Store interface {
 
 // DaemonStore is every store method the daemon uses: run history and
 // workspace state, queued runs, incidents and the notification outbox, run
-// logs and remediations. store/sqlite implements it; storetest's
-// Conformance, QueueConformance, AlertConformance, LogConformance and
-// RemediationConformance are its contract.
+// logs, remediations, silences, acceptances and group incidents.
+// store/sqlite implements it; storetest's Conformance, QueueConformance,
+// AlertConformance, LogConformance, RemediationConformance,
+// AcceptanceConformance and GroupConformance are its contract (silences
+// have store/sqlite's own tests).
 type DaemonStore interface {
 	Store
 	QueueStore
@@ -154,6 +156,7 @@ type DaemonStore interface {
 	RemediationStore
 	SilenceStore
 	AcceptanceStore
+	GroupStore
 }
 
 // IncidentState is whether an incident is open.

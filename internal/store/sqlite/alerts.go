@@ -77,7 +77,7 @@ func (s *Store) applyOutcome(ctx context.Context, tx *sql.Tx, run store.Run, bef
 	if err != nil {
 		return err
 	}
-	changed, enqueue, err := s.callDecide(run.Workspace, "run "+after.LastRunID, func() ([]store.Incident, []store.OutboxMessage) {
+	changed, enqueue, err := callDecide(s, run.Workspace, "run "+after.LastRunID, func() ([]store.Incident, []store.OutboxMessage) {
 		return decide(cloneState(before), cloneState(after), incidents)
 	})
 	if err != nil {
@@ -125,10 +125,18 @@ func writeConsequences(ctx context.Context, tx *sql.Tx, ws string, incidents, ch
 		}
 		known[in.Key] = true
 	}
+	return enqueueMessages(ctx, tx, "the workspace's", known, enqueue, at)
+}
 
+// enqueueMessages checks and inserts the messages a decide returned:
+// each needs an ID that is neither repeated nor already in the outbox, a
+// Notifier, a Payload and an IncidentKey among known (whose names those
+// incidents in errors). A zero CreatedAt becomes at, a zero NextAttempt
+// CreatedAt; the rest of a message's delivery fields are ignored.
+func enqueueMessages(ctx context.Context, tx *sql.Tx, whose string, known map[string]bool, enqueue []store.OutboxMessage, at time.Time) error {
 	ids := make(map[string]bool, len(enqueue))
 	for _, m := range enqueue {
-		if err := checkMessage(m, known); err != nil {
+		if err := checkMessage(m, whose, known); err != nil {
 			return fmt.Errorf("decide: message %q: %w", m.ID, err)
 		}
 		if ids[m.ID] {
@@ -148,14 +156,18 @@ func writeConsequences(ctx context.Context, tx *sql.Tx, ws string, incidents, ch
 	return nil
 }
 
-// callDecide calls decide (a run's Outcome or a remediation's alert, for
-// what), turning a panic into an error (and a log line with the stack,
+// callDecide calls decide (a run's Outcome, a remediation's alert, a
+// retirement or the groups' decide, for what; ws is the workspace, if
+// one), turning a panic into an error (and a log line with the stack,
 // which the error would make unreadable).
-func (s *Store) callDecide(ws, what string, decide func() ([]store.Incident, []store.OutboxMessage)) (changed []store.Incident, enqueue []store.OutboxMessage, err error) {
+func callDecide[T any](s *Store, ws, what string, decide func() ([]T, []store.OutboxMessage)) (changed []T, enqueue []store.OutboxMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.logger.Error("decide panicked; the transaction is rolled back",
-				"workspace", ws, "for", what, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			attrs := []any{"for", what, "panic", fmt.Sprint(p), "stack", string(debug.Stack())}
+			if ws != "" {
+				attrs = append([]any{"workspace", ws}, attrs...)
+			}
+			s.logger.Error("decide panicked; the transaction is rolled back", attrs...)
 			changed, enqueue, err = nil, nil, fmt.Errorf("decide panicked: %v", p)
 		}
 	}()
@@ -179,7 +191,7 @@ func checkIncident(in store.Incident, workspace string) error {
 	return fmt.Errorf("unknown state %q", in.State)
 }
 
-func checkMessage(m store.OutboxMessage, incidents map[string]bool) error {
+func checkMessage(m store.OutboxMessage, whose string, incidents map[string]bool) error {
 	switch {
 	case m.ID == "":
 		return errors.New("id is required")
@@ -190,7 +202,7 @@ func checkMessage(m store.OutboxMessage, incidents map[string]bool) error {
 	case m.IncidentKey == "":
 		return errors.New("incident key is required")
 	case !incidents[m.IncidentKey]:
-		return fmt.Errorf("incident %q is not one of the workspace's incidents", m.IncidentKey)
+		return fmt.Errorf("incident %q is not one of %s incidents", m.IncidentKey, whose)
 	}
 	return nil
 }
@@ -307,7 +319,7 @@ func collectIncidents(rows *sql.Rows) ([]store.Incident, error) {
 	return out, rows.Err()
 }
 
-type prunedAlerts struct{ messages, incidents, states int64 }
+type prunedAlerts struct{ messages, incidents, groups, states int64 }
 
 // pruneAlerts is Prune's part for the alert tables, in its transaction:
 //
@@ -322,6 +334,8 @@ type prunedAlerts struct{ messages, incidents, states int64 }
 //     for ever; a class that comes back after that opens a fresh incident,
 //     which is what a resolved row would have given too. Open and pending
 //     incidents are never deleted. Without a cutoff no incident is.
+//   - Group incidents are pruned by the same rule as incidents: a cause
+//     that comes back after that opens a fresh group incident.
 func (s *Store) pruneAlerts(ctx context.Context, tx *sql.Tx, cutoff sql.NullInt64) (prunedAlerts, error) {
 	var p prunedAlerts
 	res, err := tx.ExecContext(ctx, `
@@ -343,20 +357,36 @@ DELETE FROM outbox WHERE id IN (
 	if !cutoff.Valid {
 		return p, nil
 	}
-	const stale = `SELECT key FROM incidents AS i
+	var incidentStates, groupStates int64
+	if p.incidents, incidentStates, err = pruneResolved(ctx, tx, "incidents", cutoff); err != nil {
+		return p, err
+	}
+	if p.groups, groupStates, err = pruneResolved(ctx, tx, "group_incidents", cutoff); err != nil {
+		return p, err
+	}
+	p.states = incidentStates + groupStates
+	return p, nil
+}
+
+// pruneResolved deletes table's (incidents' or group_incidents') rows
+// resolved before cutoff that no pending message waits for, and every
+// notifier's state for them; it returns how many of each.
+func pruneResolved(ctx context.Context, tx *sql.Tx, table string, cutoff sql.NullInt64) (rows, states int64, err error) {
+	stale := `SELECT key FROM ` + table + ` AS i
 WHERE state = 'resolved' AND resolved_at < ?1
 AND NOT EXISTS (SELECT 1 FROM outbox WHERE incident_key = i.key AND ` + pendingOutbox + `)`
-	if res, err = tx.ExecContext(ctx, `DELETE FROM notifier_state WHERE incident_key IN (`+stale+`)`, cutoff); err != nil {
-		return p, fmt.Errorf("notifier state: %w", err)
+	res, err := tx.ExecContext(ctx, `DELETE FROM notifier_state WHERE incident_key IN (`+stale+`)`, cutoff)
+	if err != nil {
+		return 0, 0, fmt.Errorf("notifier state of %s: %w", table, err)
 	}
-	if p.states, err = res.RowsAffected(); err != nil {
-		return p, fmt.Errorf("notifier state: %w", err)
+	if states, err = res.RowsAffected(); err != nil {
+		return 0, 0, fmt.Errorf("notifier state of %s: %w", table, err)
 	}
-	if res, err = tx.ExecContext(ctx, `DELETE FROM incidents WHERE key IN (`+stale+`)`, cutoff); err != nil {
-		return p, fmt.Errorf("incidents: %w", err)
+	if res, err = tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE key IN (`+stale+`)`, cutoff); err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", table, err)
 	}
-	if p.incidents, err = res.RowsAffected(); err != nil {
-		return p, fmt.Errorf("incidents: %w", err)
+	if rows, err = res.RowsAffected(); err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", table, err)
 	}
-	return p, nil
+	return rows, states, nil
 }

@@ -13,7 +13,7 @@ import (
 // TestCopyTablesAreEveryTable keeps the list whole.
 var copyTables = []string{
 	"runs", "workspace_state", "run_logs",
-	"incidents", "outbox", "notifier_state",
+	"incidents", "group_incidents", "outbox", "notifier_state",
 	"remediations", "settings", "silences",
 	"audit_log", "slack_replay", "sessions", "acceptances",
 }
@@ -25,11 +25,12 @@ type TableCount struct {
 }
 
 // CopyTo copies everything s holds (runs and their logs, workspace
-// states, incidents, the outbox, notifiers' state, remediations and the
-// pause flag, silences, the audit log, Slack signatures, sessions, acceptances) into
-// dst, which must be empty, in one transaction of dst's, then verifies
-// that every table holds as many rows in both. Nothing may write to s
-// meanwhile (its daemon stopped). It returns the counts copied.
+// states, incidents and group incidents, the outbox, notifiers' state,
+// remediations and the pause flag, silences, the audit log, Slack
+// signatures, sessions, acceptances) into dst, which must be empty, in
+// one transaction of dst's, then verifies that every table holds as many
+// rows in both. Nothing may write to s meanwhile (its daemon stopped). It
+// returns the counts copied.
 func (s *Store) CopyTo(ctx context.Context, dst *Store) ([]TableCount, error) {
 	fail := func(err error) ([]TableCount, error) {
 		return nil, fmt.Errorf("copy store %s to %s: %w", s.path, dst.path, err)

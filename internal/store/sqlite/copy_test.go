@@ -42,6 +42,11 @@ func fillStore(t *testing.T, s *sqlite.Store) {
 	require.NoError(t, s.CreateSession(ctx, store.Session{IDHash: hash[:], Issuer: "https://idp", Subject: "alice", Name: "alice",
 		Groups: []string{"ops"}, CreatedAt: at, LastSeenAt: at, ExpiresAt: at.Add(8 * time.Hour)}))
 	require.NoError(t, s.AddAcceptance(ctx, store.Acceptance{ID: "acc1", Workspace: "net", State: store.AcceptRunning, RequestedBy: "alice", CreatedAt: at}))
+	require.NoError(t, s.DecideGroups(ctx, at, func([]store.GroupIncident) ([]store.GroupIncident, []store.OutboxMessage) {
+		return []store.GroupIncident{{ID: "g-1", Key: "dw-group-1", Cause: "provider", CauseKey: "hashicorp/aws 5.2.0", State: store.IncidentOpen,
+			Members:    []store.GroupMember{{Workspace: "net", Finding: drift.Finding{Kind: drift.KindDrift, Address: "aws_s3_bucket.logs"}}},
+			Workspaces: 1, FirstSeen: at, LastSeen: at, OpenedAt: at, NotifiedAt: at, Severity: "high"}}, nil
+	}))
 }
 
 // migrate --to postgres: a SQLite store, every table filled, is copied
@@ -75,6 +80,7 @@ func TestCopyToPostgres(t *testing.T) {
 		func(s *sqlite.Store) (any, error) { return s.AuditEntries(ctx, store.AuditFilter{}) },
 		func(s *sqlite.Store) (any, error) { return s.Sessions(ctx, store.SessionFilter{}) },
 		func(s *sqlite.Store) (any, error) { return s.Acceptances(ctx, "", 0) },
+		func(s *sqlite.Store) (any, error) { return s.GroupIncidents(ctx, true) },
 		func(s *sqlite.Store) (any, error) { return s.DueMessages(ctx, time.Now(), 0) },
 	} {
 		want, err := read(src)

@@ -1,7 +1,8 @@
 // Package sqlite implements store.DaemonStore: store.Store,
 // store.QueueStore (queued runs), store.AlertStore (incidents, the
-// notification outbox, notifiers' per-incident state), store.LogStore and
-// store.RemediationStore, plus store.StatsReader (trends from run
+// notification outbox, notifiers' per-incident state), store.LogStore,
+// store.RemediationStore, store.SilenceStore, store.AcceptanceStore and
+// store.GroupStore (group incidents, group.go), plus store.StatsReader (trends from run
 // history), store.AuditStore (the audit log) and store.ReplayStore (the
 // Slack signatures seen), with one body of SQL on two databases: an
 // embedded SQLite file through the pure-Go driver modernc.org/sqlite (no

@@ -308,6 +308,34 @@ CREATE TABLE acceptances (
 CREATE INDEX acceptances_workspace ON acceptances (workspace, created_at);
 CREATE INDEX acceptances_running ON acceptances (created_at) WHERE state = 'running';
 `,
+
+	// 12: group incidents (store.GroupStore): drift of several
+	// workspaces that shares one cause, alerted as one. Only a new table.
+	// key is the incident key the group's outbox messages and notifier
+	// states carry, unique among groups (DecideGroups also keeps it apart
+	// from the incidents table's keys); members is the grouped findings'
+	// JSON.
+	`
+CREATE TABLE group_incidents (
+	id          TEXT PRIMARY KEY,
+	key         TEXT NOT NULL UNIQUE,
+	cause       TEXT NOT NULL,
+	cause_key   TEXT NOT NULL,
+	title       TEXT NOT NULL,
+	state       TEXT NOT NULL CHECK (state IN ('open', 'resolved')),
+	members     TEXT NOT NULL CHECK (json_valid(members)),
+	workspaces  INTEGER NOT NULL,
+	first_seen  INTEGER,
+	last_seen   INTEGER,
+	opened_at   INTEGER,
+	notified_at INTEGER,
+	resolved_at INTEGER,
+	fingerprint TEXT NOT NULL,
+	severity    TEXT NOT NULL
+) STRICT;
+-- GroupIncidents(false): the few open ones, most recently notified first.
+CREATE INDEX group_incidents_open ON group_incidents (notified_at) WHERE state = 'open';
+`,
 }
 
 // migrate applies the missing migrations, one transaction each. The version

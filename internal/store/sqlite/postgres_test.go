@@ -112,3 +112,8 @@ func TestPostgresAcceptanceConformance(t *testing.T) {
 	open := pgByDir()
 	storetest.AcceptanceConformance(t, func(t *testing.T, dir string) storetest.AcceptanceStore { return open(t, dir) })
 }
+
+func TestPostgresGroupConformance(t *testing.T) {
+	open := pgByDir()
+	storetest.GroupConformance(t, func(t *testing.T, dir string) storetest.GroupStore { return open(t, dir) })
+}

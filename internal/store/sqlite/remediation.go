@@ -90,7 +90,7 @@ func (s *Store) applyAlert(ctx context.Context, tx *sql.Tx, r store.Remediation,
 	if err != nil {
 		return err
 	}
-	changed, enqueue, err := s.callDecide(r.Workspace, "remediation "+r.ID, func() ([]store.Incident, []store.OutboxMessage) {
+	changed, enqueue, err := callDecide(s, r.Workspace, "remediation "+r.ID, func() ([]store.Incident, []store.OutboxMessage) {
 		return alert(r, incidents)
 	})
 	if err != nil {

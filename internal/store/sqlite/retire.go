@@ -31,7 +31,7 @@ func (s *Store) RetireWorkspace(ctx context.Context, workspace string, at time.T
 	if err != nil {
 		return fail(err)
 	}
-	changed, enqueue, err := s.callDecide(workspace, "retirement", func() ([]store.Incident, []store.OutboxMessage) {
+	changed, enqueue, err := callDecide(s, workspace, "retirement", func() ([]store.Incident, []store.OutboxMessage) {
 		return decide(incidents)
 	})
 	if err != nil {

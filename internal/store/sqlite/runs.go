@@ -355,13 +355,13 @@ func (s *Store) Workspaces(ctx context.Context) ([]store.WorkspaceState, error) 
 //
 // In the same transaction it trims the alert tables (see pruneAlerts):
 // delivered outbox messages beyond the newest 1000 per notifier or
-// delivered before olderThan, and incidents resolved before olderThan; and
-// the audit log (see pruneAudit): entries recorded before olderThan and
-// beyond the newest 100,000 of identified callers and 10,000 anonymous
-// ones (which RecordAudit also enforces as it inserts); and finished
-// acceptances as it does runs (beyond keep per workspace, or finished
-// before olderThan). Those deletions are logged, not counted in the
-// result, which keeps meaning runs.
+// delivered before olderThan, and incidents and group incidents resolved
+// before olderThan; and the audit log (see pruneAudit): entries recorded
+// before olderThan and beyond the newest 100,000 of identified callers
+// and 10,000 anonymous ones (which RecordAudit also enforces as it
+// inserts); and finished acceptances as it does runs (beyond keep per
+// workspace, or finished before olderThan). Those deletions are logged,
+// not counted in the result, which keeps meaning runs.
 func (s *Store) Prune(ctx context.Context, keep int, olderThan time.Time) (_ int, err error) {
 	defer s.noteWrite(&err)
 	if keep < 0 {
@@ -423,9 +423,10 @@ DELETE FROM acceptances WHERE id IN (
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("prune: %w", err)
 	}
-	if pruned.messages > 0 || pruned.incidents > 0 {
+	if pruned.messages > 0 || pruned.incidents > 0 || pruned.groups > 0 {
 		s.logger.Info("pruned delivered notifications and resolved incidents",
-			"messages", pruned.messages, "incidents", pruned.incidents, "notifier_states", pruned.states)
+			"messages", pruned.messages, "incidents", pruned.incidents, "group_incidents", pruned.groups,
+			"notifier_states", pruned.states)
 	}
 	if audited > 0 {
 		s.logger.Info("pruned audit log entries", "entries", audited)

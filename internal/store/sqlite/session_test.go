@@ -18,3 +18,9 @@ func TestAcceptanceConformance(t *testing.T) {
 		return openStore(t, filepath.Join(dir, "driftwatch.db"))
 	})
 }
+
+func TestGroupConformance(t *testing.T) {
+	storetest.GroupConformance(t, func(t *testing.T, dir string) storetest.GroupStore {
+		return openStore(t, filepath.Join(dir, "driftwatch.db"))
+	})
+}

@@ -46,8 +46,9 @@ var (
 const keepDelivered = 1000
 
 // Store is a store.DaemonStore (runs, queued runs, workspace state,
-// incidents and the outbox, run logs, remediations) backed by one SQLite
-// file. Its methods are safe for concurrent use.
+// incidents and the outbox, run logs, remediations, silences,
+// acceptances, group incidents) backed by one SQLite file or a
+// PostgreSQL database. Its methods are safe for concurrent use.
 type Store struct {
 	path   string
 	logger *slog.Logger

@@ -301,7 +301,7 @@ func TestOpenMigratesOnce(t *testing.T) {
 		tables = append(tables, n)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"acceptances", "audit_counts", "audit_log", "incidents", "notifier_state", "outbox", "remediations", "run_logs", "runs",
+	require.Equal(t, []string{"acceptances", "audit_counts", "audit_log", "group_incidents", "incidents", "notifier_state", "outbox", "remediations", "run_logs", "runs",
 		"sessions", "settings", "silences", "slack_replay", "workspace_state"}, tables)
 }
 

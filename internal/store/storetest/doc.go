@@ -10,11 +10,15 @@
 //
 // QueueConformance (store.QueueStore: queued runs started, cancelled,
 // deleted, and kept queued across restarts by RecoverRuns), LogConformance
-// (store.LogStore) and RemediationConformance (store.RemediationStore, with
-// its alerts and FinishRunOnly) also restart the store: they take an Opener, which opens
-// the store kept in a directory, and open it again on the same directory
-// after closing it, to check what survives a restart. Together the five
-// suites cover every method of store.DaemonStore, all the daemon uses.
+// (store.LogStore), RemediationConformance (store.RemediationStore, with
+// its alerts and FinishRunOnly), AcceptanceConformance
+// (store.AcceptanceStore), GroupConformance (store.GroupStore: group
+// incidents, DecideGroups' checks and messages, their pruning) and
+// SessionConformance also restart the store: they take an Opener, which
+// opens the store kept in a directory, and open it again on the same
+// directory after closing it, to check what survives a restart. Together
+// the suites cover every method of store.DaemonStore, all the daemon
+// uses, but store.SilenceStore's, which store/sqlite tests itself.
 //
 // It imports only store, drift and test libraries; implementation-specific
 // checks (files, processes, crashes) stay in the implementation's own tests.
