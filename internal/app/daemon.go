@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/incident/fleet"
 	"github.com/driftwatch/driftwatch/internal/inventory"
 	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/metrics"
@@ -66,6 +67,7 @@ type daemon struct {
 	runs      *run.Manager
 	rem       *remediation.Controller
 	accepts   *acceptance.Service
+	groups    *fleet.Service
 	silences  *silence.Service
 	leader    *leader.State
 	// electing: leader election is on (lead takes the store lock).
@@ -203,22 +205,20 @@ func newDaemon(ctx context.Context, o DaemonOptions, cfg *config.Config, st stor
 		return nil, err
 	}
 	// PostgreSQL replicas: the outbox sends only while this one leads.
-	var fence func(context.Context) error
-	if l, ok := st.(interface{ LeadHeld(context.Context) error }); ok {
-		fence = l.LeadHeld
-	}
 	d.outbox, err = outbox.New(outbox.Options{
-		Store: st, Notifiers: ns, Logger: log, Fence: fence,
+		Store: st, Notifiers: ns, Logger: log,
 		OnResult: d.metrics.NotificationResult, OnPending: d.metrics.SetNotificationsPending,
 	})
 	if err != nil {
 		return nil, err
 	}
+	d.groups = fleet.New(fleet.Options{Store: st, Inventory: d.inv.Alerting, Wake: d.outbox.Wake, Logger: log,
+		States: func(ws string) (store.WorkspaceState, bool) { return d.runs.State(ws) }})
 	d.runs, err = run.New(ctx, run.Options{
 		Store: st, Logger: log, Auditor: auditor, Metrics: d.metrics,
 		Schedule: schedule.Options{MaxConcurrent: cfg.MaxConcurrentRuns, Jitter: time.Duration(cfg.Defaults.Jitter), Clock: schedule.DaemonClock(),
 			AllowSubMinute: cfg.AllowSubMinuteSchedules},
-		Inventory: d.inv, Incidents: d.inv, Recorded: d.outbox.Wake, Leader: d.leader, Remediation: d.rem,
+		Inventory: d.inv, Incidents: d.groups, Recorded: d.groups.Recorded, Leader: d.leader, Remediation: d.rem,
 	})
 	if err != nil {
 		return nil, err
@@ -300,7 +300,7 @@ func (d *daemon) lead(ctx context.Context) error {
 	l := run.Lead{Prepare: d.silences.Load, SetLeading: d.leader.SetLeading,
 		// The outbox delivers only while leading: replicas on one
 		// PostgreSQL store would otherwise each send the same message.
-		Loops:      []func(context.Context) error{func(ctx context.Context) error { d.silences.Run(ctx); return nil }, d.rem.Run, d.outbox.Run},
+		Loops:      []func(context.Context) error{func(ctx context.Context) error { d.silences.Run(ctx); return nil }, d.rem.Run, d.outbox.Run, d.groups.Run},
 		Workspaces: func() []string { return d.inv.Snapshot().Names() }}
 	if d.kube != nil {
 		l.Jobs = d.kube.Runner.Jobs(d.rem)
@@ -312,7 +312,7 @@ func (d *daemon) lead(ctx context.Context) error {
 // once is one pass (run.Manager.Pass) and its audit exit code.
 func (d *daemon) once(ctx context.Context) (int, error) {
 	start := time.Now()
-	results, err := d.runs.Pass(ctx, d.inv.Snapshot().Names(), d.outbox)
+	results, err := d.runs.Pass(ctx, d.inv.Snapshot().Names(), d.groups.Deciding(d.outbox))
 	if err != nil {
 		return report.ExitError, err
 	}

@@ -141,6 +141,13 @@ func (w *Watcher) Target(workspace string) (pipeline.Target, bool) {
 	return t, ok
 }
 
+// Alerting is the current config and alert plans, of one snapshot
+// (fleet.Options.Inventory).
+func (w *Watcher) Alerting() (*config.Config, map[string]incident.Plan) {
+	s := w.cur.Load()
+	return s.Config, s.Plans
+}
+
 // Plan is a configured workspace's alert plan (false: not configured).
 func (w *Watcher) Plan(workspace string) (incident.Plan, bool) {
 	p, ok := w.cur.Load().Plans[workspace]

@@ -32,9 +32,18 @@ type fakeStore struct {
 	// doubles counts MarkDelivered calls on already delivered messages.
 	doubles int
 	calls   map[string]int
+	// leadHeld, if set, answers LeadHeld (the PostgreSQL store's fence).
+	leadHeld func(context.Context) error
 }
 
 var _ store.OutboxStore = (*fakeStore)(nil)
+
+func (s *fakeStore) LeadHeld(ctx context.Context) error {
+	if s.leadHeld == nil {
+		return nil
+	}
+	return s.leadHeld(ctx)
+}
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{state: map[string][]byte{}, fail: map[string]error{}, calls: map[string]int{}}

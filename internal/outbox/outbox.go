@@ -74,9 +74,10 @@ type Options struct {
 	// 1000).
 	BatchSize int
 	// Fence, if set, is called before each attempt: a replica sharing the
-	// store with others checks that it still leads (the PostgreSQL store's
-	// LeadHeld). An error postpones the notifier's deliveries, without
-	// counting an attempt, as a failed read of the notifier's state does.
+	// store with others checks that it still leads. An error postpones
+	// the notifier's deliveries, without counting an attempt, as a failed
+	// read of the notifier's state does. Unset, a Store that has a
+	// LeadHeld method (the PostgreSQL store's) is its fence.
 	Fence func(context.Context) error
 	// OnResult, if set, is called after every attempt with the notifier's
 	// name and ResultDelivered, ResultRetry or ResultFailed (metrics).
@@ -152,6 +153,9 @@ func New(o Options) (*Dispatcher, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
+	}
+	if l, ok := o.Store.(interface{ LeadHeld(context.Context) error }); ok && o.Fence == nil {
+		o.Fence = l.LeadHeld
 	}
 	d := &Dispatcher{
 		store:       o.Store,

@@ -164,7 +164,14 @@ func TestStoreFailures(t *testing.T) {
 
 // A replica that may no longer lead (its fence fails) hands nothing to
 // its notifiers and counts no attempt; it delivers once the fence passes.
+// The fence is Options.Fence, or else the store's LeadHeld.
 func TestFence(t *testing.T) {
+	for _, byStore := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Options.Fence", true: "the store's LeadHeld"}[byStore], func(t *testing.T) { testFence(t, byStore) })
+	}
+}
+
+func testFence(t *testing.T, byStore bool) {
 	slack := newNotifier("slack")
 	var lost atomic.Bool
 	lost.Store(true)
@@ -174,7 +181,11 @@ func TestFence(t *testing.T) {
 		}
 		return nil
 	}
-	h := newHarness(t, nil, nil, Options{Fence: fence}, slack)
+	st, o := newFakeStore(), Options{Fence: fence}
+	if byStore {
+		st.leadHeld, o = fence, Options{}
+	}
+	h := newHarness(t, st, nil, o, slack)
 	h.store.add(msg("a1", "slack", "inc-a", notify.EventOpen, t0))
 	h.start()
 	h.settle()

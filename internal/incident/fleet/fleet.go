@@ -91,6 +91,28 @@ func (s *Service) Recorded() {
 	}
 }
 
+// Delivery is an outbox that runs and drains (run.Delivery).
+type Delivery interface {
+	Run(ctx context.Context) error
+	Drain(ctx context.Context, wait time.Duration) bool
+}
+
+// Deciding is out with the groups decided (Pass) before it drains: the
+// daemon's --once, whose loops of the lead do not run.
+func (s *Service) Deciding(out Delivery) Delivery { return deciding{s, out} }
+
+type deciding struct {
+	s *Service
+	Delivery
+}
+
+func (d deciding) Drain(ctx context.Context, wait time.Duration) bool {
+	if err := d.s.Pass(ctx); err != nil {
+		d.s.o.Logger.Error("grouping: deciding the group incidents failed", "err", err.Error())
+	}
+	return d.Delivery.Drain(ctx, wait)
+}
+
 // tick is how often Run decides when no run finished: often enough to
 // open what waited in vain soon after its wait ends.
 func tick(wait time.Duration) time.Duration {
