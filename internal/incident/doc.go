@@ -37,6 +37,12 @@
 // caller writes it in the remediation's transaction
 // (store.RemediationStore.TransitionRemediationWithAlert).
 //
-// This package imports only notify, store (for its plain data types) and
-// drift; it must not import anything that does I/O.
+// Groups is the lifecycle of a group incident (drift of several
+// workspaces with one cause, incident/group): opened, updated as members
+// join and leave, resolved with its last member, routed to the union of
+// its members' targets. Policy.Grouped and Waiting leave its findings out
+// of each workspace's drift incident (incident/fleet sets them).
+//
+// This package imports notify, store (for its plain data types), drift,
+// incident/group and config (Plans reads it); it does no I/O.
 package incident

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -138,7 +137,7 @@ workspaces:
 		Inventory: func() (*config.Config, map[string]incident.Plan) { return cfg, plans },
 		States:    func(ws string) (store.WorkspaceState, bool) { s, ok := r.states[ws]; return s, ok },
 		Wake:      func() {},
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:    slog.New(slog.DiscardHandler),
 		Now:       func() time.Time { return r.now },
 	})
 	return r
