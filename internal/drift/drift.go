@@ -107,6 +107,9 @@ type Finding struct {
 	// Commit (pending findings of a git source) is the commit that last
 	// changed the resource's block, at the commit the run checked out.
 	Commit *Commit `json:"commit,omitempty"`
+	// Provider (drift findings) is the resource's provider's source
+	// address, e.g. registry.terraform.io/hashicorp/aws.
+	Provider string `json:"provider,omitempty"`
 }
 
 // Window is when a drift happened: after From (the last clean check; zero
@@ -216,6 +219,9 @@ type Result struct {
 	// Tool is the binary and version that produced the plan, e.g. "terraform 1.11.4".
 	Tool   string  `json:"tool,omitempty"`
 	Phases []Phase `json:"phases,omitempty"`
+	// Providers are the provider versions the run used (the lock file
+	// after init: source address to version); nil when unknown.
+	Providers map[string]string `json:"-"`
 }
 
 // Phase is the duration of one step of a run (source, init, plan, show).

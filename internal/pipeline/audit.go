@@ -77,7 +77,7 @@ func (a *Auditor) CheckPlan(ctx context.Context, t Target) (drift.Result, *planp
 	log := a.Logger.With("workspace", t.Name, "run_id", t.Request.RunID)
 	out, err := a.Runner.Run(ctx, t.Request)
 	res.Duration = now().Sub(res.Started)
-	res.Tool = out.Tool
+	res.Tool, res.Providers = out.Tool, out.Providers
 	res.Phases = out.Phases
 	if err != nil {
 		res.Status = drift.StatusErrored

@@ -89,6 +89,7 @@ func Classify(p *planparse.Plan, r Rules) []drift.Finding {
 			if kept, ok := driftCounts(p, d, changes); ok {
 				f.Kind = drift.KindDrift
 				f.Attributes = paths(kept)
+				f.Provider = d.Provider
 				drifted[d.Address] = true
 				applyIgnore(&f, r.Ignore)
 			}

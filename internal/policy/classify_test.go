@@ -179,7 +179,8 @@ func TestClassifyFixtures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Classify(loadPlan(t, tc.fixture), tc.rules)
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			// A drift finding's provider: TestClassifyDriftProvider.
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(drift.Finding{}, "Provider")); diff != "" {
 				t.Errorf("Classify mismatch (-want +got):\n%s", diff)
 			}
 			require.Equal(t, tc.status, drift.StatusOf(got))
@@ -480,4 +481,14 @@ func TestClassifyChecks(t *testing.T) {
 	}
 	require.Equal(t, want, got, "ignore rules (drift only) do not silence checks")
 	require.Equal(t, drift.StatusValidation, drift.StatusOf(got))
+}
+
+// A drift finding names its provider (grouping's provider cause); other
+// findings do not.
+func TestClassifyDriftProvider(t *testing.T) {
+	got := Classify(loadPlan(t, "sensitive_drift"), defaultRules)
+	require.Len(t, got, 2)
+	require.Equal(t, drift.KindDrift, got[0].Kind)
+	require.Equal(t, "registry.terraform.io/driftwatch/dwtest", got[0].Provider)
+	require.Empty(t, got[1].Provider, "a pending change")
 }

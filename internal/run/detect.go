@@ -233,6 +233,7 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *pip
 	}
 	run.FinishedAt = res.Started.Add(res.Duration).UTC()
 	run.Status, run.Error, run.Tool, run.Findings, run.Phases = res.Status, res.Error, res.Tool, res.Findings, res.Phases
+	run.Providers = res.Providers
 	// Record even if the daemon is stopping: the result is already paid
 	// for. Incident changes and their notifications are written in the same
 	// transaction, so a crash can lose neither.

@@ -39,6 +39,9 @@ type Result struct {
 	// Tool names the binary and its version, e.g. "terraform 1.11.4".
 	Tool   string
 	Commit string // resolved git commit for git sources
+	// Providers are the provider versions init selected (the lock file:
+	// source address to version), nil when unknown.
+	Providers map[string]string
 	Phases []drift.Phase
 	// Backend holds state-backend hygiene findings (kind backend) from a
 	// static read of the root module's backend block.

@@ -63,6 +63,9 @@ type Run struct {
 	Tool       string
 	Findings   []drift.Finding
 	Phases     []drift.Phase
+	// Providers are the provider versions the run used (source address
+	// to version; nil: unknown). Only the workspace state keeps them.
+	Providers map[string]string
 }
 
 // Counts tallies the run's findings.
@@ -82,6 +85,11 @@ type WorkspaceState struct {
 	Error         string
 	// ConsecutiveErrors counts errored runs since the last successful one.
 	ConsecutiveErrors int
+	// Providers are the provider versions of the last successful run
+	// that knew them, CleanProviders those of the last clean one (source
+	// address to version): what moved since, the grouping's provider
+	// cause (incident/group.ProviderChanges).
+	Providers, CleanProviders map[string]string
 }
 
 // Store persists runs and workspace state. Every method is safe for

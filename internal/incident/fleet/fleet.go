@@ -74,7 +74,7 @@ func (s *Service) Outcome(workspace string, now time.Time, runID string) store.O
 	}
 	return func(before, after store.WorkspaceState, incidents []store.Incident) ([]store.Incident, []store.OutboxMessage) {
 		f := s.fleet(cfg, plans, &after)
-		groups, _ := group.Compute(f.candidates, nil, s.options(g))
+		groups, _ := group.Compute(f.candidates, f.changes, s.options(g))
 		p.Policy.Grouped, p.Policy.Waiting = f.hold(workspace, groups, g.Wait, now)
 		return p.Outcome(now, runID, drift.NewRunID)(before, after, incidents)
 	}
@@ -157,7 +157,7 @@ func (s *Service) Pass(ctx context.Context) error {
 	var groups []group.Group
 	f := s.fleet(cfg, plans, nil)
 	if g.Enabled {
-		groups, _ = group.Compute(f.candidates, nil, s.options(g))
+		groups, _ = group.Compute(f.candidates, f.changes, s.options(g))
 	}
 	wrote := false
 	if sig := f.signature(groups); sig != s.last {
@@ -263,13 +263,16 @@ func (s *Service) options(g config.GroupingPolicy) group.Options {
 type fleet struct {
 	candidates []group.Finding
 	findings   map[group.Member]drift.Finding
+	// changes are each workspace's provider versions that moved since
+	// its last clean run.
+	changes map[string][]group.ProviderChange
 }
 
 // fleet gathers the findings grouping looks at (group.Candidates; pending
 // ones only of workspaces whose drift incidents count them): each
 // workspace's latest state, or override for its workspace.
 func (s *Service) fleet(cfg *config.Config, plans map[string]incident.Plan, override *store.WorkspaceState) fleet {
-	f := fleet{findings: map[group.Member]drift.Finding{}}
+	f := fleet{findings: map[group.Member]drift.Finding{}, changes: map[string][]group.ProviderChange{}}
 	for _, w := range cfg.Workspaces {
 		st, ok := s.o.States(w.Name)
 		if override != nil && override.Workspace == w.Name {
@@ -277,6 +280,9 @@ func (s *Service) fleet(cfg *config.Config, plans map[string]incident.Plan, over
 		}
 		if !ok || st.Status == drift.StatusErrored && len(st.Findings) == 0 {
 			continue
+		}
+		if c := group.ProviderChanges(st.CleanProviders, st.Providers); len(c) > 0 {
+			f.changes[w.Name] = c
 		}
 		pending := plans[w.Name].Policy.IncludePending
 		for _, fd := range st.Findings {

@@ -111,6 +111,8 @@ type rig struct {
 	states map[string]store.WorkspaceState
 	now    time.Time
 	cfg    *config.Config
+	// providers are each workspace's provider versions in its next runs.
+	providers map[string]map[string]string
 }
 
 func newRig(t *testing.T, grouping string) *rig {
@@ -154,7 +156,11 @@ func (r *rig) run(ws string, first time.Time, fs ...drift.Finding) {
 	}
 	before := r.states[ws]
 	after := store.WorkspaceState{Workspace: ws, LastRunID: "run-" + r.now.Format("150405"), LastRunAt: r.now, LastSuccessAt: r.now,
-		Status: drift.StatusOf(fs), Findings: fs, Fingerprint: drift.Fingerprint(ws, fs)}
+		Status: drift.StatusOf(fs), Findings: fs, Fingerprint: drift.Fingerprint(ws, fs),
+		Providers: r.providers[ws], CleanProviders: before.CleanProviders}
+	if after.Status == drift.StatusClean {
+		after.CleanProviders = after.Providers // as the store keeps them
+	}
 	outcome := r.svc.Outcome(ws, r.now, after.LastRunID) // before the transaction, as run.Manager asks
 	r.st.mu.Lock()
 	r.st.apply(ws, func(in []store.Incident) ([]store.Incident, []store.OutboxMessage) {
@@ -267,4 +273,24 @@ func TestGroupingKeepsTheRestInTheWorkspace(t *testing.T) {
 	msgs = r.st.sent(t)
 	require.Equal(t, []string{"resolve: Terraform drift in a: 1 drifted"}, titles(msgs), "what resolved is what it last notified")
 	require.Equal(t, incident.GroupedReason, msgs[0].Incident.Reason)
+}
+
+// Drift after the same provider upgrade in two workspaces groups under
+// the provider's cause.
+func TestGroupingByProviderUpgrade(t *testing.T) {
+	r := newRig(t, "grouping: { enabled: true, wait: 10m }")
+	const aws = "registry.terraform.io/hashicorp/aws"
+	r.providers = map[string]map[string]string{"a": {aws: "5.80.0"}, "b": {aws: "5.80.0"}}
+	r.run("a", time.Time{})
+	r.run("b", time.Time{})
+	r.providers = map[string]map[string]string{"a": {aws: "5.81.0"}, "b": {aws: "5.81.0"}}
+	tags := func(addr string) drift.Finding {
+		return drift.Finding{Kind: drift.KindDrift, Address: addr, Type: "aws_s3_bucket", Action: "update", Attributes: []string{"tags_all"}, Provider: aws}
+	}
+	r.now = t0.Add(time.Minute)
+	r.run("a", time.Time{}, tags("aws_s3_bucket.logs"), tags("aws_s3_bucket.web"))
+	r.run("b", time.Time{}, tags("aws_s3_bucket.logs"))
+	msgs := r.st.sent(t)
+	require.Equal(t, []string{"open: Terraform drift, one cause: hashicorp/aws 5.80.0 → 5.81.0: tags_all changed on 3 resources in 2 workspaces"}, titles(msgs))
+	require.Equal(t, "provider", msgs[0].Incident.Group.Cause)
 }

@@ -343,7 +343,7 @@ func kindOf(v any) string {
 // window (the one-shot audit). A pending finding's commit is its
 // Commit's hash.
 func Of(workspace string, f drift.Finding, at time.Time) Finding {
-	g := Finding{Workspace: workspace, Address: f.Address, Type: f.Type, Kind: f.Kind, Attributes: f.Attributes, Seen: at}
+	g := Finding{Workspace: workspace, Address: f.Address, Type: f.Type, Kind: f.Kind, Provider: f.Provider, Attributes: f.Attributes, Seen: at}
 	if f.Window != nil && !f.Window.To.IsZero() {
 		g.Seen = f.Window.To
 	}

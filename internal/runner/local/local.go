@@ -145,6 +145,7 @@ func (r *Runner) attempt(ctx context.Context, req terraform.Request, marker stri
 		initAt = time.Now()
 	}
 	res.Tool = s.Version(ctx)
+	res.Providers = tfsession.Providers(p.ModuleDir)
 	if reused {
 		s.Phase("reuse")
 	} else {

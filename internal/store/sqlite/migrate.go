@@ -336,6 +336,14 @@ CREATE TABLE group_incidents (
 -- GroupIncidents(false): the few open ones, most recently notified first.
 CREATE INDEX group_incidents_open ON group_incidents (notified_at) WHERE state = 'open';
 `,
+
+	// 13: a workspace's provider versions (WorkspaceState.Providers and
+	// CleanProviders, JSON objects of source address to version), for
+	// grouping's provider cause. Existing rows know none.
+	`
+ALTER TABLE workspace_state ADD COLUMN providers TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(providers));
+ALTER TABLE workspace_state ADD COLUMN clean_providers TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(clean_providers));
+`,
 }
 
 // migrate applies the missing migrations, one transaction each. The version

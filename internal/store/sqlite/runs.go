@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -17,6 +18,23 @@ import (
 const runColumns = `id, workspace, "trigger", started_at, finished_at, status, error, tool, findings, phases`
 
 const stateColumns = `workspace, status, since, last_run_id, last_run_at, last_success_at, fingerprint, findings, error, consecutive_errors`
+
+// providersSchema is the schema version that added workspace_state's
+// providers and clean_providers.
+const providersSchema = 13
+
+// withProviders reports whether this store's schema has the providers
+// columns: a store opened at an older version (the migration tests'
+// files) reads and writes the state without them.
+func (s *Store) withProviders() bool { return len(s.migrations) >= providersSchema }
+
+// stateCols are the workspace_state columns this store reads and writes.
+func (s *Store) stateCols() string {
+	if s.withProviders() {
+		return stateColumns + ", providers, clean_providers"
+	}
+	return stateColumns
+}
 
 // StartRun records r as running. Status and FinishedAt are ignored; ID,
 // Workspace and StartedAt are required, and the ID must be new.
@@ -107,7 +125,7 @@ func (s *Store) finishRun(ctx context.Context, r store.Run, decide store.Outcome
 		return before, after, fmt.Errorf("finish run %q: workspace %q does not match the started run's %q", r.ID, r.Workspace, cur.Workspace)
 	}
 
-	before, err = scanState(tx.QueryRowContext(ctx, `SELECT `+stateColumns+` FROM workspace_state WHERE workspace = ?`, cur.Workspace))
+	before, err = s.scanState(tx.QueryRowContext(ctx, `SELECT `+s.stateCols()+` FROM workspace_state WHERE workspace = ?`, cur.Workspace))
 	if errors.Is(err, sql.ErrNoRows) {
 		before, err = store.WorkspaceState{Workspace: cur.Workspace}, nil
 	}
@@ -122,13 +140,14 @@ func (s *Store) finishRun(ctx context.Context, r store.Run, decide store.Outcome
 	done.Tool = r.Tool
 	done.Findings = r.Findings
 	done.Phases = r.Phases
+	done.Providers = r.Providers
 	after = nextState(before, done)
 
 	if _, err := tx.ExecContext(ctx, `UPDATE runs SET finished_at = ?, status = ?, error = ?, tool = ?, findings = ?, phases = ? WHERE id = ?`,
 		finished, string(r.Status), r.Error, r.Tool, findings, phases, r.ID); err != nil {
 		return store.WorkspaceState{}, store.WorkspaceState{}, fmt.Errorf("finish run %q: %w", r.ID, err)
 	}
-	if err := upsertState(ctx, tx, after); err != nil {
+	if err := s.upsertState(ctx, tx, after); err != nil {
 		return store.WorkspaceState{}, store.WorkspaceState{}, fmt.Errorf("finish run %q: workspace %q: %w", r.ID, cur.Workspace, err)
 	}
 	if decide != nil {
@@ -163,6 +182,14 @@ func nextState(before store.WorkspaceState, run store.Run) store.WorkspaceState 
 	}
 	after.Findings = cloneFindings(run.Findings)
 	after.Fingerprint = drift.Fingerprint(run.Workspace, run.Findings)
+	// A run that did not read the lock file (a fast path, an older
+	// runner) says nothing about the versions either.
+	if run.Providers != nil {
+		after.Providers = maps.Clone(run.Providers)
+		if run.Status == drift.StatusClean {
+			after.CleanProviders = maps.Clone(run.Providers)
+		}
+	}
 	after.LastSuccessAt = run.FinishedAt.UTC()
 	after.Error = ""
 	after.ConsecutiveErrors = 0
@@ -180,7 +207,7 @@ func cloneFindings(fs []drift.Finding) []drift.Finding {
 	return out
 }
 
-func upsertState(ctx context.Context, tx *sql.Tx, st store.WorkspaceState) error {
+func (s *Store) upsertState(ctx context.Context, tx *sql.Tx, st store.WorkspaceState) error {
 	since, err := nanos(st.Since)
 	if err != nil {
 		return fmt.Errorf("since: %w", err)
@@ -197,7 +224,24 @@ func upsertState(ctx context.Context, tx *sql.Tx, st store.WorkspaceState) error
 	if err != nil {
 		return fmt.Errorf("encode findings: %w", err)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO workspace_state (`+stateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	args := []any{st.Workspace, string(st.Status), since, st.LastRunID, lastRun, lastSuccess, st.Fingerprint, string(findings), st.Error, st.ConsecutiveErrors}
+	values, set := "?, ?, ?, ?, ?, ?, ?, ?, ?, ?", ""
+	if s.withProviders() {
+		for _, m := range []map[string]string{st.Providers, st.CleanProviders} {
+			if m == nil {
+				m = map[string]string{}
+			}
+			b, err := json.Marshal(m)
+			if err != nil {
+				return fmt.Errorf("encode providers: %w", err)
+			}
+			args = append(args, string(b))
+		}
+		values, set = values+", ?, ?", `,
+	providers = excluded.providers,
+	clean_providers = excluded.clean_providers`
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO workspace_state (`+s.stateCols()+`) VALUES (`+values+`)
 ON CONFLICT (workspace) DO UPDATE SET
 	status = excluded.status,
 	since = excluded.since,
@@ -207,8 +251,7 @@ ON CONFLICT (workspace) DO UPDATE SET
 	fingerprint = excluded.fingerprint,
 	findings = excluded.findings,
 	error = excluded.error,
-	consecutive_errors = excluded.consecutive_errors`,
-		st.Workspace, string(st.Status), since, st.LastRunID, lastRun, lastSuccess, st.Fingerprint, string(findings), st.Error, st.ConsecutiveErrors)
+	consecutive_errors = excluded.consecutive_errors`+set, args...)
 	return err
 }
 
@@ -314,7 +357,7 @@ func (s *Store) Runs(ctx context.Context, workspace string, limit int) ([]store.
 // Workspace returns one workspace's state; a workspace that has never
 // finished a run is store.ErrNotFound.
 func (s *Store) Workspace(ctx context.Context, name string) (store.WorkspaceState, error) {
-	st, err := scanState(s.r.QueryRowContext(ctx, `SELECT `+stateColumns+` FROM workspace_state WHERE workspace = ?`, name))
+	st, err := s.scanState(s.r.QueryRowContext(ctx, `SELECT `+s.stateCols()+` FROM workspace_state WHERE workspace = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.WorkspaceState{}, fmt.Errorf("workspace %q: %w", name, store.ErrNotFound)
 	}
@@ -327,14 +370,14 @@ func (s *Store) Workspace(ctx context.Context, name string) (store.WorkspaceStat
 // Workspaces lists every workspace that has state, ordered by name (byte
 // order).
 func (s *Store) Workspaces(ctx context.Context) ([]store.WorkspaceState, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+stateColumns+` FROM workspace_state ORDER BY workspace`)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+s.stateCols()+` FROM workspace_state ORDER BY workspace`)
 	if err != nil {
 		return nil, fmt.Errorf("workspaces: %w", err)
 	}
 	defer rows.Close()
 	var out []store.WorkspaceState
 	for rows.Next() {
-		st, err := scanState(rows)
+		st, err := s.scanState(rows)
 		if err != nil {
 			return nil, fmt.Errorf("workspaces: %w", err)
 		}
@@ -475,15 +518,31 @@ func collectRuns(rows *sql.Rows) ([]store.Run, error) {
 	return out, rows.Err()
 }
 
-func scanState(sc scanner) (store.WorkspaceState, error) {
+func (s *Store) scanState(sc scanner) (store.WorkspaceState, error) {
 	var (
 		st               store.WorkspaceState
 		status, findings string
 		since, lastRun   int64
 		lastSuccess      sql.NullInt64
 	)
-	if err := sc.Scan(&st.Workspace, &status, &since, &st.LastRunID, &lastRun, &lastSuccess, &st.Fingerprint, &findings, &st.Error, &st.ConsecutiveErrors); err != nil {
+	dest := []any{&st.Workspace, &status, &since, &st.LastRunID, &lastRun, &lastSuccess, &st.Fingerprint, &findings, &st.Error, &st.ConsecutiveErrors}
+	providers, cleanProviders := "{}", "{}"
+	if s.withProviders() {
+		dest = append(dest, &providers, &cleanProviders)
+	}
+	if err := sc.Scan(dest...); err != nil {
 		return store.WorkspaceState{}, err
+	}
+	for _, p := range []struct {
+		raw string
+		to  *map[string]string
+	}{{providers, &st.Providers}, {cleanProviders, &st.CleanProviders}} {
+		if err := json.Unmarshal([]byte(p.raw), p.to); err != nil {
+			return store.WorkspaceState{}, fmt.Errorf("workspace %q: decode providers: %w", st.Workspace, err)
+		}
+		if len(*p.to) == 0 {
+			*p.to = nil
+		}
 	}
 	st.Status = drift.Status(status)
 	st.Since = fromNanos(sql.NullInt64{Int64: since, Valid: true})

@@ -206,3 +206,45 @@ func testFindingsMemory(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	equal(t, done.Findings, got.Findings)
 }
+
+// testProviders: a successful run's provider versions are the state's,
+// a clean run's are its CleanProviders too; an errored run, or one that
+// did not read them (nil), changes neither; they read back after the
+// run, from Workspace and Workspaces.
+func testProviders(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const aws = "registry.terraform.io/hashicorp/aws"
+	step := func(id string, at int, status drift.Status, providers map[string]string, fs ...drift.Finding) store.WorkspaceState {
+		t.Helper()
+		r := start(t, s, newRun(id, "net", minutes(at)))
+		done := outcome(r, status, minutes(at+1), fs...)
+		done.Providers = providers
+		_, after := finish(t, s, done)
+		st, err := s.Workspace(ctx, "net")
+		require.NoError(t, err)
+		equal(t, after, st, "read back")
+		return after
+	}
+	v580, v581 := map[string]string{aws: "5.80.0"}, map[string]string{aws: "5.81.0"}
+
+	after := step("r1", 0, drift.StatusClean, v580)
+	require.Equal(t, v580, after.Providers)
+	require.Equal(t, v580, after.CleanProviders)
+
+	after = step("r2", 10, drift.StatusDrift, v581, fDrift)
+	require.Equal(t, v581, after.Providers)
+	require.Equal(t, v580, after.CleanProviders, "the last clean run's")
+
+	after = step("r3", 20, drift.StatusErrored, map[string]string{aws: "9.9.9"})
+	require.Equal(t, v581, after.Providers, "an errored run says nothing")
+	require.Equal(t, v580, after.CleanProviders)
+
+	after = step("r4", 30, drift.StatusDrift, nil, fDrift)
+	require.Equal(t, v581, after.Providers, "a run that did not read them")
+
+	after = step("r5", 40, drift.StatusClean, v581)
+	require.Equal(t, v581, after.CleanProviders)
+	states, err := s.Workspaces(ctx)
+	require.NoError(t, err)
+	require.Equal(t, v581, states[0].CleanProviders)
+}

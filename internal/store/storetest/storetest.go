@@ -37,6 +37,7 @@ func Conformance(t *testing.T, open func(t *testing.T) store.Store) {
 		{"since moves only when the status changes", testSince},
 		{"errored run keeps findings and fingerprint", testErroredKeepsFindings},
 		{"findings keep their window, attribution and commit", testFindingsMemory},
+		{"a run's provider versions and the last clean run's", testProviders},
 		{"first run errored", testFirstRunErrored},
 		{"runs are listed newest first", testRunsOrder},
 		{"workspaces are listed by name", testWorkspacesOrder},

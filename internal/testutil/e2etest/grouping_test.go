@@ -156,7 +156,8 @@ workspaces:
 		return len(groupOpens()) == 1 && len(lastGroup().Payload.Incident.Findings) == n
 	})
 	g := lastGroup().Payload.Incident
-	require.Equal(t, "dwtest_file: content changed on 12 resources in 12 workspaces", g.Group.Title)
+	require.Equal(t, "driftwatch/dwtest 0.1.0 → 0.2.0: content changed on 12 resources in 12 workspaces", g.Group.Title)
+	require.Equal(t, "provider", g.Group.Cause)
 	require.Equal(t, names, g.Group.Workspaces)
 	require.Equal(t, "net00: dwtest_file.motd", g.Findings[0].Address)
 	require.Contains(t, g.URL, "https://driftwatch.example.com/groups/g-")
