@@ -42,7 +42,7 @@ type Result struct {
 	// Providers are the provider versions init selected (the lock file:
 	// source address to version), nil when unknown.
 	Providers map[string]string
-	Phases []drift.Phase
+	Phases    []drift.Phase
 	// Backend holds state-backend hygiene findings (kind backend) from a
 	// static read of the root module's backend block.
 	Backend []drift.Finding
