@@ -32,6 +32,25 @@ type Attribution struct {
 	Timeout Duration `yaml:"timeout"`
 }
 
+// LabelAttribution is an attribution command for the workspaces that
+// carry Labels (attribution_by_label[]): between defaults' and a
+// workspace's own.
+type LabelAttribution struct {
+	// Labels a workspace must all carry (at least one).
+	Labels      map[string]string `yaml:"labels"`
+	Attribution `yaml:",inline"`
+}
+
+// matches reports whether a workspace with labels carries all of l's.
+func (l LabelAttribution) matches(labels map[string]string) bool {
+	for k, v := range l.Labels {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return len(l.Labels) > 0
+}
+
 // AttributionCommand is a workspace's effective attribution command.
 type AttributionCommand struct {
 	Argv           []string
@@ -40,15 +59,22 @@ type AttributionCommand struct {
 	Timeout        time.Duration
 }
 
-// EffectiveAttribution merges the workspace's attribution over
-// defaults.attribution: the workspace's command when it sets one (an
-// empty list: none), env and secret_env_files merged key by key (a
-// secret overrides a plain value of the same name), the first timeout
+// EffectiveAttribution merges, in this order, defaults.attribution, the
+// attribution_by_label entries whose labels the workspace carries (in
+// config order) and the workspace's attribution: the last command set
+// (an empty list: none), env and secret_env_files merged key by key (a
+// secret overrides a plain value of the same name), the last timeout
 // set, else DefaultAttributionTimeout. ok is false when there is no
 // command.
 func (c *Config) EffectiveAttribution(w Workspace) (cmd AttributionCommand, ok bool) {
 	cmd.Timeout = DefaultAttributionTimeout
-	for _, a := range []*Attribution{c.Defaults.Attribution, w.Attribution} {
+	layers := []*Attribution{c.Defaults.Attribution}
+	for i := range c.AttributionByLabel {
+		if c.AttributionByLabel[i].matches(w.Labels) {
+			layers = append(layers, &c.AttributionByLabel[i].Attribution)
+		}
+	}
+	for _, a := range append(layers, w.Attribution) {
 		if a == nil {
 			continue
 		}

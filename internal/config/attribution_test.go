@@ -86,3 +86,41 @@ func TestAttributionInvalid(t *testing.T) {
 	_, err := Load(filepath.Join(dir, "driftwatch.yaml"), []byte("defaults:\n  attribution: { command: [x], timeout: -1s }\n"))
 	require.ErrorContains(t, err, "defaults.attribution.timeout:")
 }
+
+// attribution_by_label sits between defaults' and a workspace's own.
+func TestAttributionByLabel(t *testing.T) {
+	dir := t.TempDir()
+	src := mustAbs(t, "testdata/net")
+	cfg, err := Load(filepath.Join(dir, "driftwatch.yaml"), []byte(`
+defaults:
+  attribution: { command: [cloudtrail-who], timeout: 5s }
+attribution_by_label:
+  - labels: { platform: k8s }
+    command: [k8s-audit-who]
+    env: { AUDIT_LOG: /var/log/audit.log }
+  - labels: { platform: k8s, env: prod }
+    timeout: 20s
+workspaces:
+  - { name: aws, source: { path: `+src+` } }
+  - { name: k8s-dev, labels: { platform: k8s }, source: { path: `+src+` } }
+  - { name: k8s-prod, labels: { platform: k8s, env: prod }, source: { path: `+src+` } }
+  - { name: k8s-own, labels: { platform: k8s }, source: { path: `+src+` }, attribution: { command: [own] } }
+`))
+	require.NoError(t, err)
+	want := map[string]AttributionCommand{
+		"aws":      {Argv: []string{"cloudtrail-who"}, Timeout: 5 * time.Second},
+		"k8s-dev":  {Argv: []string{"k8s-audit-who"}, Env: map[string]string{"AUDIT_LOG": "/var/log/audit.log"}, Timeout: 5 * time.Second},
+		"k8s-prod": {Argv: []string{"k8s-audit-who"}, Env: map[string]string{"AUDIT_LOG": "/var/log/audit.log"}, Timeout: 20 * time.Second},
+		"k8s-own":  {Argv: []string{"own"}, Env: map[string]string{"AUDIT_LOG": "/var/log/audit.log"}, Timeout: 5 * time.Second},
+	}
+	for _, w := range cfg.Workspaces {
+		got, ok := cfg.EffectiveAttribution(w)
+		require.True(t, ok, w.Name)
+		require.Equal(t, want[w.Name], got, w.Name)
+	}
+
+	_, err = Load(filepath.Join(dir, "driftwatch.yaml"), []byte("attribution_by_label:\n  - command: [x]\n"))
+	require.ErrorContains(t, err, "driftwatch.yaml:2: attribution_by_label[0].labels: at least one label is required")
+	_, err = Load(filepath.Join(dir, "driftwatch.yaml"), []byte("attribution_by_label:\n  - labels: { a: b }\n    timeout: 11m\n"))
+	require.ErrorContains(t, err, "attribution_by_label[0].timeout: must be at most 10m0s")
+}

@@ -57,6 +57,9 @@ type Config struct {
 	Remediation RemediationSwitch `yaml:"remediation"`
 	// Accept is how drift accepted as code is proposed (accept.go).
 	Accept Accept `yaml:"accept"`
+	// AttributionByLabel sets the attribution command of the workspaces
+	// carrying some labels (attribution.go).
+	AttributionByLabel []LabelAttribution `yaml:"attribution_by_label"`
 	// Grouping alerts drift that shares one cause across workspaces as
 	// one group incident (grouping.go).
 	Grouping   Grouping    `yaml:"grouping"`

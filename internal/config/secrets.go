@@ -17,6 +17,9 @@ func (c *Config) SecretFiles() []string {
 		}
 	}
 	files = append(files, c.Defaults.Attribution.secretFiles()...)
+	for i := range c.AttributionByLabel {
+		files = append(files, c.AttributionByLabel[i].secretFiles()...)
+	}
 	for _, w := range c.Workspaces {
 		for _, f := range w.SecretEnvFiles {
 			files = append(files, f)

@@ -165,6 +165,13 @@ func (c *Config) validate(pos *positions) error {
 	errs = append(errs, c.validateConcurrency(pos)...)
 	errs = append(errs, c.validateRemediation(pos)...)
 	errs = append(errs, c.Defaults.Attribution.validate(pos, "defaults.attribution", dir)...)
+	for i := range c.AttributionByLabel {
+		key := fmt.Sprintf("attribution_by_label[%d]", i)
+		if len(c.AttributionByLabel[i].Labels) == 0 {
+			errs = append(errs, pos.errorf(key+".labels", "at least one label is required (defaults.attribution applies to every workspace)"))
+		}
+		errs = append(errs, c.AttributionByLabel[i].validate(pos, key, dir)...)
+	}
 	errs = append(errs, c.validateAccept(pos)...)
 	errs = append(errs, c.validateGrouping(pos)...)
 	errs = append(errs, c.validateAuth(pos)...)
