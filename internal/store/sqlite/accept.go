@@ -181,16 +181,11 @@ func (s *Store) runningAcceptances(ctx context.Context) ([]store.Acceptance, err
 
 // collectAcceptances reads and closes rows of acceptanceColumns.
 func collectAcceptances(rows *sql.Rows) ([]store.Acceptance, error) {
-	defer rows.Close()
-	out := []store.Acceptance{}
-	for rows.Next() {
-		a, err := scanAcceptance(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
+	out, err := collect(rows, scanAcceptance)
+	if err == nil && out == nil {
+		out = []store.Acceptance{} // none is an empty list
 	}
-	return out, rows.Err()
+	return out, err
 }
 
 func scanAcceptance(sc scanner) (store.Acceptance, error) {

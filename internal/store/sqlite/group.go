@@ -179,18 +179,7 @@ ON CONFLICT (id) DO UPDATE SET
 }
 
 // collectGroups reads and closes rows of groupColumns.
-func collectGroups(rows *sql.Rows) ([]store.GroupIncident, error) {
-	defer rows.Close()
-	var out []store.GroupIncident
-	for rows.Next() {
-		g, err := scanGroup(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
-}
+func collectGroups(rows *sql.Rows) ([]store.GroupIncident, error) { return collect(rows, scanGroup) }
 
 func scanGroup(sc scanner) (store.GroupIncident, error) {
 	var (

@@ -121,16 +121,7 @@ func scanRemediation(sc scanner) (store.Remediation, error) {
 }
 
 func collectRemediations(rows *sql.Rows) ([]store.Remediation, error) {
-	defer rows.Close()
-	var out []store.Remediation
-	for rows.Next() {
-		r, err := scanRemediation(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return collect(rows, scanRemediation)
 }
 
 // Remediation returns one remediation.

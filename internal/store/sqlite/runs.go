@@ -505,15 +505,18 @@ func scanRun(sc scanner) (store.Run, error) {
 	return r, nil
 }
 
-func collectRuns(rows *sql.Rows) ([]store.Run, error) {
+func collectRuns(rows *sql.Rows) ([]store.Run, error) { return collect(rows, scanRun) }
+
+// collect reads and closes rows, each through scan.
+func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
 	defer rows.Close()
-	var out []store.Run
+	var out []T
 	for rows.Next() {
-		r, err := scanRun(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }
