@@ -35,7 +35,9 @@ func (m *memGroups) GroupIncidents(_ context.Context, all bool) ([]store.GroupIn
 			out = append(out, g)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b store.GroupIncident) int { return cmp.Compare(b.NotifiedAt.UnixNano(), a.NotifiedAt.UnixNano()) })
+	slices.SortStableFunc(out, func(a, b store.GroupIncident) int {
+		return cmp.Compare(b.NotifiedAt.UnixNano(), a.NotifiedAt.UnixNano())
+	})
 	return out, nil
 }
 
