@@ -76,8 +76,8 @@ func TestGroups(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "resolved", one.State)
 	require.Equal(t, opened, one.ResolvedAt)
-	require.JSONEq(t, string(one.Raw), `{"id": "g-done", "cause": "commit", "cause_key": "", "title": "commit 4f1c2e9a0b7d: pending changes on 2 resources in 2 workspaces",
-		"state": "resolved", "severity": "", "workspaces": 2, "members": [], "opened_at": "2026-03-14T00:00:00Z", "resolved_at": "2026-03-14T01:00:00Z"}`)
+	require.JSONEq(t, `{"id": "g-done", "cause": "commit", "cause_key": "", "title": "commit 4f1c2e9a0b7d: pending changes on 2 resources in 2 workspaces",
+		"state": "resolved", "severity": "", "workspaces": 2, "members": [], "opened_at": "2026-03-14T00:00:00Z", "resolved_at": "2026-03-14T01:00:00Z"}`, string(one.Raw))
 
 	_, err = c.GetGroup(ctx, "g-nope")
 	require.ErrorIs(t, err, apiclient.ErrNotFound)

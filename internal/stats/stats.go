@@ -308,7 +308,6 @@ func (a *Accumulator) Add(r Run) error {
 	return nil
 }
 
-// dayOf is t's day index in the window, or -1 outside it.
 // AddGroupOpened counts a group incident opened at t, on t's UTC day
 // when t is in the window (else not at all). Group incidents are not
 // runs: the caller reads them from where they are kept, and may add
@@ -319,6 +318,7 @@ func (a *Accumulator) AddGroupOpened(t time.Time) {
 	}
 }
 
+// dayOf is t's day index in the window, or -1 outside it.
 func (a *Accumulator) dayOf(t time.Time) int {
 	if t.Before(a.since) || t.After(a.until) {
 		return -1
