@@ -3,21 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
-	"github.com/driftwatch/driftwatch/internal/store/sqlite"
 )
 
 // fakeGroups is the daemon's group incidents: one open, one resolved.
@@ -42,23 +38,11 @@ func (gs fakeGroups) GroupIncident(_ context.Context, id string) (store.GroupInc
 	return store.GroupIncident{}, store.ErrNotFound
 }
 
-// groupsServer is the real server over gs; its reads need a token
+// groupsServer is the real server over gs; its reads need the token
 // ("tok", in the returned file).
 func groupsServer(t *testing.T, gs fakeGroups) (url, tokenFile string) {
-	logger := slog.New(slog.DiscardHandler)
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "dw.db"), logger)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	tokenFile = filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(tokenFile, []byte("tok\n"), 0o600))
-	srv, err := server.New(server.Options{
-		Config: config.Server{TokenFile: tokenFile, Auth: config.Auth{AnonymousRole: config.RoleNone}}, Store: st, Control: logsControl{},
-		Groups: gs, Gatherer: prometheus.NewRegistry(), Logger: logger,
-	})
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return ts.URL, tokenFile
+	return daemonServer(t, server.Options{Control: logsControl{}, Groups: gs,
+		Config: config.Server{Auth: config.Auth{AnonymousRole: config.RoleNone}}})
 }
 
 // `driftwatch groups` lists the daemon's group incidents, one line each,

@@ -111,11 +111,16 @@ const resolvedGroupJSON = `{
   "notified_at": "2026-03-12T21:00:00Z", "resolved_at": "2026-03-12T21:00:00Z"
 }`
 
-func TestAPIGroups(t *testing.T) {
-	h := newHarness(t)
-	o := h.options()
+// withGroups serves the fixture with groupsFixture's group incidents.
+func withGroups(t *testing.T) string {
+	t.Helper()
+	o := newHarness(t).options()
 	o.Groups = groupsFixture()
-	base := serve(t, o).URL
+	return serve(t, o).URL
+}
+
+func TestAPIGroups(t *testing.T) {
+	base := withGroups(t)
 
 	code, hdr, body := get(t, base+"/api/v1/groups")
 	requireJSON(t, http.StatusOK, `{"groups": [`+openGroupJSON+`]}`, code, hdr, body)
@@ -171,10 +176,7 @@ func TestAPIGroupsNeedAReader(t *testing.T) {
 }
 
 func TestGroupPages(t *testing.T) {
-	h := newHarness(t)
-	o := h.options()
-	o.Groups = groupsFixture()
-	base := serve(t, o).URL
+	base := withGroups(t)
 
 	// The status page: the open group, linked, with its counts.
 	_, _, body := get(t, base+"/")
