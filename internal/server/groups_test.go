@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -24,11 +25,16 @@ import (
 type memGroups struct {
 	mu sync.Mutex
 	gs []store.GroupIncident
+	// err, when set, fails every read.
+	err error
 }
 
 func (m *memGroups) GroupIncidents(_ context.Context, all bool) ([]store.GroupIncident, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.err != nil {
+		return nil, m.err
+	}
 	var out []store.GroupIncident
 	for _, g := range m.gs {
 		if all || g.State == store.IncidentOpen {
@@ -44,6 +50,9 @@ func (m *memGroups) GroupIncidents(_ context.Context, all bool) ([]store.GroupIn
 func (m *memGroups) GroupIncident(_ context.Context, id string) (store.GroupIncident, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.err != nil {
+		return store.GroupIncident{}, m.err
+	}
 	for _, g := range m.gs {
 		if g.ID == id {
 			return g, nil
@@ -159,6 +168,20 @@ func TestAPIGroupsNone(t *testing.T) {
 	code, _, body = get(t, base+"/groups/g-0123456789abcdef")
 	require.Equal(t, http.StatusNotFound, code)
 	require.Contains(t, body, "<h1>Unknown group</h1>")
+}
+
+// A store that fails: 500 without details, the error logged.
+func TestGroupsStoreError(t *testing.T) {
+	h := newHarness(t)
+	o := h.options()
+	o.Groups = &memGroups{err: errors.New("database is locked")}
+	base := serve(t, o).URL
+	for _, path := range []string{"/api/v1/groups", "/api/v1/groups/g-1", "/", "/groups/g-1", "/workspaces/prod-network"} {
+		code, _, body := get(t, base+path)
+		require.Equal(t, http.StatusInternalServerError, code, path)
+		require.NotContains(t, body, "database is locked", path)
+	}
+	require.Contains(t, h.logs.String(), "database is locked")
 }
 
 // The groups are a viewer's reads: refused without a credential when

@@ -9,9 +9,9 @@ import (
 	"github.com/driftwatch/driftwatch/internal/store"
 )
 
-// GroupIncidents are the group incidents: the open ones, or with all every one,
-// most recently notified first (the store's order); none without a
-// GroupReader.
+// GroupIncidents are the group incidents: the open ones, or with all
+// every one, most recently notified first (the store's order); none
+// without a GroupReader.
 func (s *Source) GroupIncidents(ctx context.Context, all bool) ([]store.GroupIncident, error) {
 	if s.Groups == nil {
 		return nil, nil
@@ -23,8 +23,8 @@ func (s *Source) GroupIncidents(ctx context.Context, all bool) ([]store.GroupInc
 	return gs, nil
 }
 
-// GroupIncident is the group incident id; an error matching store.ErrNotFound
-// when it is unknown, or without a GroupReader.
+// GroupIncident is the group incident id; an error matching
+// store.ErrNotFound when it is unknown, or without a GroupReader.
 func (s *Source) GroupIncident(ctx context.Context, id string) (store.GroupIncident, error) {
 	if s.Groups == nil {
 		return store.GroupIncident{}, fmt.Errorf("group %q: %w", id, store.ErrNotFound)
