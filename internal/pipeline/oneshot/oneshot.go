@@ -76,12 +76,17 @@ func Audit(ctx context.Context, o Options) (*report.Report, error) {
 	for i, t := range targets {
 		rep.Workspaces[i].SourceDir = t.SourceDir()
 	}
-	// Grouping is opt-in (grouping.enabled), for the report as for the
-	// daemon's alerts: without it the report is as it always was.
-	if g := o.Config.EffectiveGrouping(); g.Enabled {
+	groupFindings(rep, o.Config)
+	return rep, nil
+}
+
+// groupFindings sets rep's groups when cfg turns grouping on: it is
+// opt-in (grouping.enabled) for the report as for the daemon's alerts,
+// and without it the report is as it always was.
+func groupFindings(rep *report.Report, cfg *config.Config) {
+	if g := cfg.EffectiveGrouping(); g.Enabled {
 		rep.GroupFindings(group.Options{Window: g.Window, MinMembers: g.MinMembers})
 	}
-	return rep, nil
 }
 
 // Request is the run request of one workspace of cfg as a one-shot
