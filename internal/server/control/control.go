@@ -104,6 +104,9 @@ type GroupReader interface {
 	GroupIncident(ctx context.Context, id string) (store.GroupIncident, error)
 }
 
+// A store.GroupStore is a GroupReader: the daemon passes its store.
+var _ GroupReader = store.GroupStore(nil)
+
 // ErrHashMismatch is returned by RemediationControl.Approve when the
 // approver was shown another change set than the one stored.
 var ErrHashMismatch = errors.New("change_set_hash does not match the remediation's change set")
