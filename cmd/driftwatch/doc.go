@@ -13,6 +13,8 @@
 //	driftwatch silence  WORKSPACE | --label k=v... --for D --comment TEXT --token-file FILE [--starts-at T] [--by WHO]
 //	driftwatch silence  --list [--format text|json]
 //	driftwatch silence  --expire ID --token-file FILE [--by WHO]
+//	driftwatch groups   [--all] [--format text|json] [--token-file FILE]
+//	driftwatch groups   show ID [--format text|json] [--token-file FILE]
 //	driftwatch runner   [report] --spec FILE --socket PATH   (a Kubernetes run Job's containers)
 //	driftwatch migrate  --to postgres [--config FILE]
 //	driftwatch version
@@ -24,7 +26,7 @@
 // and runner go through internal/app (app.Harden first, for every
 // command); migrate calls app.MigrateStore; inventory prints what app.LoadConfig and
 // app.DiscoverGit expand; the commands that call a running daemon (run, logs, cancel,
-// approve, reject, silence) go through internal/apiclient; reports are
+// approve, reject, silence, groups) go through internal/apiclient; reports are
 // written by internal/report.
 //
 // It must not import driftwatch packages other than app, apiclient,

@@ -44,6 +44,8 @@ Usage:
   driftwatch silence  WORKSPACE | --label k=v --for 4h --comment "why" --token-file F
                       hold a workspace's notifications (checks go on); --list shows silences
                       and maintenance windows, --expire ID ends one early
+  driftwatch groups   [--all] [--token-file F]  list the daemon's group incidents (drift of several
+                      workspaces with one cause, alerted as one); groups show ID: one, with its members
   driftwatch runner   --spec F --socket S        run one run in a Kubernetes Job's pod (started by the daemon)
   driftwatch runner   report --spec F --socket S its reporter container: posts the runner's result
   driftwatch accept   WORKSPACE [ADDRESS...] --config FILE
@@ -82,6 +84,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCmd(args[1:], stdout, stderr)
 	case "silence":
 		return silenceCmd(args[1:], stdout, stderr)
+	case "groups":
+		return groupsCmd(args[1:], stdout, stderr)
 	case "inventory":
 		return inventoryCmd(args[1:], stdout, stderr)
 	case "accept":

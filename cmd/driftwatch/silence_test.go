@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
@@ -91,16 +90,21 @@ func (f *fakeSilences) MaintenanceWindows(time.Time) []server.MaintenanceWindow 
 
 // silenceServer is the real server over f, with token "tok".
 func silenceServer(t *testing.T, f *fakeSilences) (url, tokenFile string) {
-	logger := slog.New(slog.DiscardHandler)
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "dw.db"), logger)
+	return daemonServer(t, server.Options{Control: f, Now: func() time.Time { return silenceNow }})
+}
+
+// daemonServer is the real server with o's Control, Groups, clock and
+// auth settings over a sqlite store; its API token is "tok", in
+// tokenFile.
+func daemonServer(t *testing.T, o server.Options) (url, tokenFile string) {
+	o.Logger = slog.New(slog.DiscardHandler)
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "dw.db"), o.Logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	tokenFile = filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte("tok\n"), 0o600))
-	srv, err := server.New(server.Options{
-		Config: config.Server{TokenFile: tokenFile}, Store: st, Control: f,
-		Gatherer: prometheus.NewRegistry(), Logger: logger, Now: func() time.Time { return silenceNow },
-	})
+	o.Store, o.Gatherer, o.Config.TokenFile = st, prometheus.NewRegistry(), tokenFile
+	srv, err := server.New(o)
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)

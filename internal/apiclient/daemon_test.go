@@ -72,6 +72,8 @@ type testDaemon struct {
 type daemonOptions struct {
 	noTokens    bool   // no server.token_file nor read token: logs are served to nobody
 	externalURL string // server.external_url
+	// groups are the group incidents the daemon keeps (nil: none).
+	groups server.GroupReader
 }
 
 func newTestDaemon(t *testing.T, o daemonOptions) *testDaemon {
@@ -96,6 +98,7 @@ func newTestDaemon(t *testing.T, o daemonOptions) *testDaemon {
 		Logger:   logger,
 		Config:   config.Server{TokenFile: d.apiTokenFile, ReadTokenFile: d.readTokenFile, ExternalURL: o.externalURL},
 		Logs:     st,
+		Groups:   o.groups,
 	}
 	if o.noTokens {
 		opts.Config.TokenFile, opts.Config.ReadTokenFile = "", ""

@@ -1,7 +1,7 @@
 // Package apiclient is the client side of the daemon's JSON API: the HTTP
 // calls the driftwatch CLI makes to a running daemon (`driftwatch run`,
-// `logs`, `cancel`, `approve`, `reject`, `silence`), one method each on
-// Client:
+// `logs`, `cancel`, `approve`, `reject`, `silence`, `accept`, `groups`),
+// one method each on Client:
 //
 //	Trigger       POST   /api/v1/workspaces/{name}/runs        API token
 //	GetRun        GET    /api/v1/runs/{id}                     no credential
@@ -13,6 +13,8 @@
 //	ListSilences  GET    /api/v1/silences                      no credential
 //	AddSilence    POST   /api/v1/silences                      API token
 //	ExpireSilence DELETE /api/v1/silences/{id}?by=WHO          API token
+//	ListGroups    GET    /api/v1/groups[?all=true]             read credential, if a token file is set
+//	GetGroup      GET    /api/v1/groups/{id}                   read credential, if a token file is set
 //
 // It owns the client's side of the wire: URLs, methods, headers, the
 // decoding of answers (the Server-Sent Events of a followed log among
@@ -20,14 +22,15 @@
 // drift's nouns plus the run states). The bodies themselves are
 // internal/server/apitypes', the types the daemon writes: Queued,
 // Cancelled, Remediation, Silence and MaintenanceWindow are those types,
-// Run and Silences add the whole answer (Raw). An answer with an
+// Run, Silences, Groups and Group add the whole answer (Raw). An answer with an
 // unexpected status is a *StatusError carrying the status and the API's
 // reason; errors.Is matches it against ErrUnauthorized, ErrForbidden,
 // ErrNotFound, ErrConflict and ErrUnavailable.
 //
 // The token is read from its file on each call that sends it, so a
 // rotated file is picked up. A file that cannot be read, or (Trigger, the
-// silence calls and the logs) that does not hold one non-empty line, is a
+// silence calls, the logs and the groups) that does not hold one
+// non-empty line, is a
 // *TokenFileError before any request is made; Cancel, Approve and Reject send the file's
 // trimmed content as it is, as the CLI always has. The token goes in an
 // Authorization header and nowhere else: no error, and no reason of the

@@ -4,7 +4,7 @@
 // (WriteGitHub), plus the progress display and the audit exit code. It only sees value-free
 // drift.Results, so no output format can leak an attribute value.
 //
-// It owns the report's shape (Report, Summary, Workspace), its formats
+// It owns the report's shape (Report, Summary, Workspace, Group), its formats
 // (Write, Formats), the exit codes of `driftwatch audit` (ExitClean,
 // ExitChanges, ExitError, Report.ExitCode: 0 clean, 2 drift, pending or
 // forbidden, 1 error) and Progress, an pipeline.Observer that writes to the
@@ -15,6 +15,7 @@
 // configuration files (through source.Locator, a static read that keeps
 // no values) to locate SARIF results and annotations. It takes no flags
 // and handles no signals (cmd/driftwatch owns those). Of driftwatch's
-// packages it imports only drift, source and version; it must not import
-// audit, runner, store, config or app.
+// packages it imports only drift, source, version and incident/group
+// (Report.GroupFindings: the findings of several workspaces that share a
+// cause); it must not import pipeline, runner, store, config or app.
 package report

@@ -32,6 +32,9 @@ type Report struct {
 	FinishedAt time.Time   `json:"finished_at"`
 	Summary    Summary     `json:"summary"`
 	Workspaces []Workspace `json:"workspaces"`
+	// Groups are the findings of several workspaces that share one cause
+	// (GroupFindings); omitted when there are none.
+	Groups []Group `json:"groups,omitempty"`
 	// SourceRoot is the directory that SARIF and GitHub annotation file
 	// paths are relative to: the repository's checkout (in GitHub Actions,
 	// $GITHUB_WORKSPACE); empty: the working directory. It is not part of
@@ -206,6 +209,9 @@ func writeTable(w io.Writer, r *Report) error {
 	if err := ftw.Flush(); err != nil {
 		return err
 	}
+	if err := writeGroupsTable(w, r.Groups); err != nil {
+		return err
+	}
 	s := r.Summary
 	_, err := fmt.Fprintf(w, "\n%d workspaces: %d clean, %d drift, %d pending, %d forbidden, %d validation, %d errored; %d with state-backend findings\n",
 		len(r.Workspaces), s.Clean, s.Drift, s.Pending, s.Forbidden, s.Validation, s.Errored, s.Hygiene)
@@ -230,6 +236,7 @@ func writeMarkdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "| %s | %s %s | %d | %d | %d | %d | %s | %s |\n", mdEscape(ws.Name), icon[ws.Status], ws.Status,
 			c.Drift, c.Pending, c.Forbidden, c.Check, (time.Duration(ws.DurationMS) * time.Millisecond).Round(100*time.Millisecond), mdEscape(ws.Error))
 	}
+	writeGroupsMarkdown(&b, r.Groups)
 	for _, ws := range r.Workspaces {
 		fs := counted(ws.Findings)
 		if len(fs) == 0 {

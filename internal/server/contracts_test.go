@@ -116,13 +116,7 @@ func TestContractAuditFields(t *testing.T) {
 	for _, r := range docTable(t, "### Audit entries") {
 		documented = append(documented, r[0])
 	}
-	var fields []string
-	ty := reflect.TypeFor[apitypes.AuditEntry]()
-	for i := range ty.NumField() {
-		name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
-		fields = append(fields, name)
-	}
-	require.Equal(t, fields, documented, "docs/api.md lists the audit entry's JSON fields, in order")
+	require.Equal(t, jsonFields(reflect.TypeFor[apitypes.AuditEntry]()), documented, "docs/api.md lists the audit entry's JSON fields, in order")
 
 	// Every action the router records is in the action row.
 	var actionRow string
@@ -245,4 +239,30 @@ func TestContractUnreadableTokenFile(t *testing.T) {
 	b, err := os.ReadFile(apiPage)
 	require.NoError(t, err)
 	require.Contains(t, string(b), "`credential file usable again`")
+}
+
+// docs/api.md lists a group's JSON fields in order, and its members'.
+func TestContractGroupFields(t *testing.T) {
+	var documented []string
+	var members string
+	for _, r := range docTable(t, "### Group incidents") {
+		documented = append(documented, r[0])
+		if r[0] == "members" {
+			members = r[1]
+		}
+	}
+	require.Equal(t, jsonFields(reflect.TypeFor[apitypes.Group]()), documented)
+	for _, f := range jsonFields(reflect.TypeFor[apitypes.GroupMember]()) {
+		require.Contains(t, members, "`"+f+"`")
+	}
+}
+
+// jsonFields are the JSON names of a struct's fields, in order.
+func jsonFields(ty reflect.Type) []string {
+	var out []string
+	for i := range ty.NumField() {
+		name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
+		out = append(out, name)
+	}
+	return out
 }

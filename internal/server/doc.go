@@ -1,13 +1,13 @@
 // Package server is driftwatch's HTTP interface: health and readiness
 // probes, Prometheus metrics, the JSON API over the configured
-// workspaces, their runs, silences, remediations, trends and audit log,
-// and the server-rendered pages for people. This package is the house's
-// front door: Options, New, Run and Serve, the route table (routes.go:
-// every route with its access rule), the guard that admits or refuses
-// each request and records every mutating one in the audit log (with
-// AuditLimiter rate-limiting anonymous refusals), and the middleware
-// around all of it: the access log, the Host allowlist (DNS rebinding),
-// security headers. The rooms behind it:
+// workspaces, their runs, group incidents, silences, remediations, trends
+// and audit log, and the server-rendered pages for people. This package
+// is the house's front door: Options, New, Run and Serve, the route
+// table (routes.go: every route with its access rule), the guard that
+// admits or refuses each request and records every mutating one in the
+// audit log (with AuditLimiter rate-limiting anonymous refusals), and the
+// middleware around all of it: the access log, the Host allowlist (DNS
+// rebinding), security headers. The rooms behind it:
 //
 //	control   the seam: what the server asks of the daemon (Control, ...)
 //	auth      who makes a request and what they may: tokens, proxy, OIDC, CSRF

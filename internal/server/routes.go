@@ -48,6 +48,10 @@ func (s *Server) routes() (http.Handler, *router) {
 	})
 	mux.handle("GET /api/v1/workspaces/{name}/acceptances", auth.RoleViewer, a.Acceptances)
 	mux.handle("GET /api/v1/acceptances/{id}", auth.RoleViewer, a.GetAcceptance)
+	// Group incidents (drift of several workspaces with one cause): an
+	// empty list when the daemon keeps none.
+	mux.handle("GET /api/v1/groups", auth.RoleViewer, a.Groups)
+	mux.handle("GET /api/v1/groups/{id}", auth.RoleViewer, a.Group)
 	if s.src.Rem != nil {
 		// Reads for viewers, approve and reject for approvers (within
 		// their workspaces), the kill switch for admins.
@@ -85,6 +89,7 @@ func (s *Server) routes() (http.Handler, *router) {
 	}
 	mux.handle("GET /{$}", auth.RoleViewer, p.Status)
 	mux.handle("GET /workspaces/{name}", auth.RoleViewer, p.Workspace)
+	mux.handle("GET /groups/{id}", auth.RoleViewer, p.Group)
 	mux.handleLogs("GET /runs/{id}", p.Run)
 	return s.accessLog(securityHeaders(s.checkHost(s.auth.StripProxySecret(mux.mux)))), mux
 }

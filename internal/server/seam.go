@@ -24,6 +24,8 @@ type (
 	WorkspaceInfo = control.WorkspaceInfo
 	// IncidentLister is control.IncidentLister.
 	IncidentLister = control.IncidentLister
+	// GroupReader is control.GroupReader.
+	GroupReader = control.GroupReader
 	// BusyError is control.BusyError.
 	BusyError = control.BusyError
 	// SilenceControl is control.SilenceControl.

@@ -51,6 +51,12 @@ type Options struct {
 	// Incidents lists a workspace's incidents, shown with their severity
 	// and the rule that set it (nil: none are shown).
 	Incidents IncidentLister
+	// Groups reads the group incidents: drift of several workspaces
+	// that shares one cause, alerted as one (GET /api/v1/groups, the
+	// group pages, the Trends count). nil: none are shown (the list is
+	// empty). The daemon (internal/app) passes its store, a
+	// store.GroupStore.
+	Groups GroupReader
 	// Audit records every request to a mutating route, refused or not
 	// (audit.go); nil: none is recorded. GET /api/v1/audit and the
 	// /audit page read the log from Store, if it is a store.AuditReader.
@@ -203,7 +209,7 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s.src = view.New(view.Source{
-		Store: o.Store, Logs: o.Logs, Incidents: o.Incidents, Control: o.Control, Logger: o.Logger, Now: o.Now,
+		Store: o.Store, Logs: o.Logs, Incidents: o.Incidents, Groups: o.Groups, Control: o.Control, Logger: o.Logger, Now: o.Now,
 		Base: s.base, Prefix: prefix, APIBase: apiBase,
 	})
 	if s.pages, err = pages.New(s.src, s.auth); err != nil {

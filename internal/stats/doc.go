@@ -1,8 +1,9 @@
 // Package stats computes how drift trends: per UTC calendar day, how many
 // workspaces were seen drifted, forbidden or errored, how many incidents
-// opened and resolved, how long drift took to be detected and to be
-// resolved, how long runs took and how often they errored; and, over the
-// whole window, the workspaces and resource types that drift most.
+// opened and resolved (and how many group incidents opened), how long
+// drift took to be detected and to be resolved, how long runs took and
+// how often they errored; and, over the whole window, the workspaces and
+// resource types that drift most.
 //
 // It is pure code: no I/O and no clock (the window is an argument). The
 // store streams finished runs into an Accumulator, one workspace after the
@@ -12,9 +13,10 @@
 //
 // # Definitions
 //
-// Every number is derived from run history alone: the stored incidents keep
+// Every number is derived from run history alone (the stored incidents keep
 // only the latest incarnation of each workspace and class, so they cannot
-// say how many opened last month. Confirmation delays (confirm_after) and
+// say how many opened last month), but the group incidents opened, which
+// are no run's: each is counted on the UTC day it opened (AddGroupOpened). Confirmation delays (confirm_after) and
 // silences are not applied: a trend counts what the runs saw.
 //
 //   - A run counts on the UTC day it finished. Only runs with a verdict

@@ -32,6 +32,11 @@ type Day struct {
 
 // Incidents counts incidents opened and resolved; IncidentsOpened is
 // DriftIncidentsOpened plus ErrorIncidentsOpened, and so for resolved.
+// GroupIncidentsOpened counts the group incidents opened (drift of
+// several workspaces that shares one cause, alerted as one: see
+// Accumulator.AddGroupOpened); it is not part of IncidentsOpened, whose
+// drift incidents count each workspace's drift whether it was alerted
+// alone or in a group.
 type Incidents struct {
 	IncidentsOpened        int `json:"incidents_opened"`
 	IncidentsResolved      int `json:"incidents_resolved"`
@@ -39,6 +44,7 @@ type Incidents struct {
 	DriftIncidentsResolved int `json:"drift_incidents_resolved"`
 	ErrorIncidentsOpened   int `json:"error_incidents_opened"`
 	ErrorIncidentsResolved int `json:"error_incidents_resolved"`
+	GroupIncidentsOpened   int `json:"group_incidents_opened"`
 }
 
 // Times are the drift incidents' times to detect and to resolve, in
@@ -302,6 +308,16 @@ func (a *Accumulator) Add(r Run) error {
 	return nil
 }
 
+// AddGroupOpened counts a group incident opened at t, on t's UTC day
+// when t is in the window (else not at all). Group incidents are not
+// runs: the caller reads them from where they are kept, and may add
+// them before, between or after the runs.
+func (a *Accumulator) AddGroupOpened(t time.Time) {
+	if d := a.dayOf(t); d >= 0 {
+		a.days[d].inc.GroupIncidentsOpened++
+	}
+}
+
 // dayOf is t's day index in the window, or -1 outside it.
 func (a *Accumulator) dayOf(t time.Time) int {
 	if t.Before(a.since) || t.After(a.until) {
@@ -413,6 +429,7 @@ func (i Incidents) plus(j Incidents) Incidents {
 		DriftIncidentsResolved: i.DriftIncidentsResolved + j.DriftIncidentsResolved,
 		ErrorIncidentsOpened:   i.ErrorIncidentsOpened + j.ErrorIncidentsOpened,
 		ErrorIncidentsResolved: i.ErrorIncidentsResolved + j.ErrorIncidentsResolved,
+		GroupIncidentsOpened:   i.GroupIncidentsOpened + j.GroupIncidentsOpened,
 	}
 }
 

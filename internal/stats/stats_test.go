@@ -255,3 +255,21 @@ func names(ws []WorkspaceCount) []string {
 	}
 	return out
 }
+
+// Group incidents count on the UTC day they opened, whenever they are
+// added; outside the window they do not count; they are not part of
+// incidents_opened.
+func TestGroupIncidentsOpened(t *testing.T) {
+	acc, err := NewAccumulator(at("2026-03-01 06:00:00"), at("2026-03-03 06:00:00"))
+	require.NoError(t, err)
+	acc.AddGroupOpened(at("2026-03-01 05:59:59")) // before the window
+	acc.AddGroupOpened(at("2026-03-01 07:00:00"))
+	require.NoError(t, acc.Add(run("r1", "a", "2026-03-02 01:00:00", "2026-03-02 01:00:10", drift.StatusDrift)))
+	acc.AddGroupOpened(at("2026-03-03 00:00:00"))
+	acc.AddGroupOpened(at("2026-03-03 05:00:00"))
+	acc.AddGroupOpened(at("2026-03-03 06:00:01")) // after it
+	got := acc.Report(nil)
+	require.Equal(t, []int{1, 0, 2}, []int{got.Days[0].GroupIncidentsOpened, got.Days[1].GroupIncidentsOpened, got.Days[2].GroupIncidentsOpened})
+	require.Equal(t, 3, got.Totals.GroupIncidentsOpened)
+	require.Equal(t, 1, got.Totals.IncidentsOpened, "the drift incident alone")
+}

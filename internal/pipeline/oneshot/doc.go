@@ -9,7 +9,8 @@
 // when runs are not isolated), builds the targets (pipeline.Targets), runs
 // them with runner/local through pipeline.Auditor.RunAll, shows progress
 // (report.Progress) and returns the report with each workspace's source
-// directory. Request builds one workspace's request the same way (the
+// directory and, with grouping.enabled, the groups of findings that
+// share a cause (report.Report.GroupFindings). Request builds one workspace's request the same way (the
 // same discovery, request, jail and network).
 //
 // What it must not touch: the store, notifiers, the server, the daemon's

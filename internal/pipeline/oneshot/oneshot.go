@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/incident/group"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
@@ -36,7 +37,8 @@ type Options struct {
 }
 
 // Audit runs every selected workspace once and returns the report, after
-// Discover.
+// Discover; with grouping.enabled, with the groups of its findings that
+// share a cause (bounded by grouping.window and min_members).
 func Audit(ctx context.Context, o Options) (*report.Report, error) {
 	if o.Config == nil {
 		return nil, errors.New("driftwatch/app: AuditOptions.Config is required")
@@ -74,7 +76,17 @@ func Audit(ctx context.Context, o Options) (*report.Report, error) {
 	for i, t := range targets {
 		rep.Workspaces[i].SourceDir = t.SourceDir()
 	}
+	groupFindings(rep, o.Config)
 	return rep, nil
+}
+
+// groupFindings sets rep's groups when cfg turns grouping on: it is
+// opt-in (grouping.enabled) for the report as for the daemon's alerts,
+// and without it the report is as it always was.
+func groupFindings(rep *report.Report, cfg *config.Config) {
+	if g := cfg.EffectiveGrouping(); g.Enabled {
+		rep.GroupFindings(group.Options{Window: g.Window, MinMembers: g.MinMembers})
+	}
 }
 
 // Request is the run request of one workspace of cfg as a one-shot

@@ -1,7 +1,7 @@
 // Package api is the JSON API's handlers: one method of API per route
 // (Workspaces, Run, Trigger, RunLogs, Cancel, Silences, Remediations,
-// Stats, Audit, Whoami, Sessions, ...), mounted by the server, each
-// behind its rule (internal/server's route table). Bodies are
+// Groups, Stats, Audit, Whoami, Sessions, ...), mounted by the server,
+// each behind its rule (internal/server's route table). Bodies are
 // internal/server/apitypes' types, written by respond; what they show is
 // read through view.Source, and every change goes through the daemon's
 // Control, whose errors each handler maps onto a status code.

@@ -11,12 +11,14 @@
 //	Silence, MaintenanceWindow, SilenceList     GET /api/v1/silences
 //	SilenceBody                                 POST /api/v1/silences
 //	Remediation, Decision                       the remediation API and an approval's body
+//	Group, GroupMember, GroupList               GET /api/v1/groups[/{id}]
 //	AuditEntry, Session                         GET /api/v1/audit, /api/v1/sessions
 //	NotifierStatus, SandboxStatus               GET /api/v1/notifiers, /api/v1/status
 //
 // Time is a time as the API writes most of them: RFC 3339 in UTC to the
 // second, null when zero. A few fields (an incident's, a remediation's,
-// an audit entry's) are time.Time, as they always were.
+// an audit entry's) are time.Time, as they always were; a group's are
+// time.Time too, left out when zero.
 //
 // It is a leaf: it imports drift (statuses, counts, kinds) and the
 // standard library only, so the daemon and its client share it without

@@ -95,6 +95,18 @@ type IncidentLister interface {
 	Incidents(ctx context.Context, workspace string) ([]store.Incident, error)
 }
 
+// GroupReader is the part of store.GroupStore the server reads: the
+// group incidents, each the drift of several workspaces that shares one
+// cause. GroupIncident's error for an unknown id matches
+// store.ErrNotFound.
+type GroupReader interface {
+	GroupIncidents(ctx context.Context, all bool) ([]store.GroupIncident, error)
+	GroupIncident(ctx context.Context, id string) (store.GroupIncident, error)
+}
+
+// A store.GroupStore is a GroupReader: the daemon passes its store.
+var _ GroupReader = store.GroupStore(nil)
+
 // ErrHashMismatch is returned by RemediationControl.Approve when the
 // approver was shown another change set than the one stored.
 var ErrHashMismatch = errors.New("change_set_hash does not match the remediation's change set")

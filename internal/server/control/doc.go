@@ -5,7 +5,7 @@
 // notifier health; SilenceControl (silences and maintenance windows)
 // and RemediationControl (the remediation controller) are optional, found
 // on the same value with a type assertion. IncidentLister reads a
-// workspace's incidents.
+// workspace's incidents, GroupReader the group incidents.
 //
 // Outcomes cross the seam as the errors named here: ErrUnknownWorkspace,
 // ErrBusy (a *BusyError names the busy run) and ErrUnavailable, declared

@@ -22,7 +22,7 @@ func TestEveryBadgeHasAColour(t *testing.T) {
 	for _, st := range []drift.Status{drift.StatusClean, drift.StatusPending, drift.StatusValidation, drift.StatusDrift, drift.StatusForbidden, drift.StatusErrored} {
 		names = append(names, string(st))
 	}
-	names = append(names, "unknown", "running", "queued", "cancelled", "interrupted")
+	names = append(names, "unknown", "running", "queued", "cancelled", "interrupted", "open", "resolved") // the last two a group incident's
 	for _, n := range names {
 		require.Regexp(t, `\.s-`+regexp.QuoteMeta(n)+` \{ background: var\(--[a-z]+\); \}`, string(css), "badge class s-%s", n)
 	}

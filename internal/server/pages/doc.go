@@ -1,10 +1,12 @@
 // Package pages is driftwatch's server-rendered HTML: the status page
 // (the workspace list with its filters and pager, notifier health, held
-// notifications, pending remediations), a workspace's page, a run's page
-// with its log, a remediation's page, the Silences, Trends (line charts
-// as inline SVG, with tables for screen readers) and Audit pages, and
-// the message page every refusal and sign-in answer uses (Message,
-// Refuse). One method of Pages per route, mounted by the server.
+// notifications, pending remediations, open group incidents), a
+// workspace's page (with the groups holding its findings), a run's page
+// with its log, a remediation's page, a group incident's page, the
+// Silences, Trends (line charts as inline SVG, with tables for screen
+// readers) and Audit pages, and the message page every refusal and
+// sign-in answer uses (Message, Refuse). One method of Pages per route,
+// mounted by the server.
 //
 // Templates and the stylesheet are embedded (assets/). Every page is
 // rendered into a buffer first (a template error is a clean 500), with a

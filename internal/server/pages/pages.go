@@ -26,7 +26,7 @@ type Pages struct {
 	src  *view.Source
 	auth *auth.Authenticator
 
-	status, workspace, message, run, remediation *template.Template
+	status, workspace, message, run, remediation, group *template.Template
 	// silences, trends and audit are nil if their template did not parse
 	// (only a broken build gets there): the page answers 500, the rest
 	// is served.
@@ -99,6 +99,7 @@ func (p *Pages) parse() error {
 		"wsPath":      func(name string) string { return view.WorkspacePath(prefix, name) },
 		"runPath":     func(id string) string { return view.RunPath(prefix, id) },
 		"remPath":     func(id string) string { return view.RemediationPath(prefix, id) },
+		"groupPath":   func(id string) string { return view.GroupPath(prefix, id) },
 		"stateLabel":  stateLabel,
 		"resources":   resources,
 		"rem":         func(now time.Time, r remediationView, apiBase string) remArg { return remArg{now, r, apiBase} },
@@ -124,6 +125,7 @@ func (p *Pages) parse() error {
 		{&p.message, "message.html"},
 		{&p.run, "run.html"},
 		{&p.remediation, "remediation.html"},
+		{&p.group, "group.html"},
 	} {
 		l, err := layout.Clone()
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 	"github.com/driftwatch/driftwatch/internal/server/view"
+	"github.com/driftwatch/driftwatch/internal/store"
 )
 
 type summaryItem struct {
@@ -38,6 +39,8 @@ type statusPageData struct {
 	// HeldMore how many it leaves out.
 	HeldShown []heldWorkspace
 	HeldMore  int
+	// Groups are the open group incidents.
+	Groups []store.GroupIncident
 }
 
 // MaxHeldNames bounds the workspaces the status page's "notifications
@@ -107,6 +110,11 @@ func (p *Pages) Status(w http.ResponseWriter, r *http.Request) {
 		p.pageError(w, r, err)
 		return
 	}
+	groups, err := p.src.GroupIncidents(r.Context(), false)
+	if err != nil {
+		p.pageError(w, r, err)
+		return
+	}
 	// The headline is about every workspace; the table about the filtered
 	// page: only its rows are rendered, which keeps the page fast however
 	// many workspaces are configured.
@@ -121,7 +129,7 @@ func (p *Pages) Status(w http.ResponseWriter, r *http.Request) {
 		Verdict: verdict, Tone: tone, Configured: len(vs),
 		List: newListView(p.src.Prefix, vs, f, res), Workspaces: res.Items,
 		Notifiers: nvs, Remediation: rem,
-		Held: held, HeldBy: heldBy(held),
+		Held: held, HeldBy: heldBy(held), Groups: groups,
 	}
 	d.HeldShown = held[:min(len(held), MaxHeldNames)]
 	d.HeldMore = len(held) - len(d.HeldShown)

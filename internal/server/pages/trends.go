@@ -239,6 +239,7 @@ func trendCharts(rep stats.Report) []chartView {
 		Series: []chartSeries{
 			{"opened", "c-drift", ints(func(d stats.Day) int { return d.IncidentsOpened })},
 			{"resolved", "c-clean", ints(func(d stats.Day) int { return d.IncidentsResolved })},
+			{"group incidents opened", "c-forbidden", ints(func(d stats.Day) int { return d.GroupIncidentsOpened })},
 		}})
 	unit, ss := times(
 		chartSeries{"mean", "c-running", opt(func(d stats.Day) *float64 { return d.MeanTimeToDetectSeconds })},

@@ -33,6 +33,9 @@ type workspacePageData struct {
 	// Waiting the proposal each live drift incident waits for, by key.
 	Accept  *acceptSection
 	Waiting map[string]*store.Acceptance
+	// Groups are the open group incidents that hold some of its
+	// findings.
+	Groups []view.WorkspaceGroup
 }
 
 // Workspace serves GET /workspaces/{name}: one workspace's page.
@@ -81,6 +84,11 @@ func (p *Pages) Workspace(w http.ResponseWriter, r *http.Request) {
 		p.pageError(w, r, err)
 		return
 	}
+	groups, err := p.src.GroupsOf(r.Context(), name)
+	if err != nil {
+		p.pageError(w, r, err)
+		return
+	}
 	p.render(w, r, http.StatusOK, p.workspace, workspacePageData{
 		page:              p.newPage(r, "driftwatch: "+name+" ("+string(v.Status)+")", true),
 		W:                 v,
@@ -95,5 +103,6 @@ func (p *Pages) Workspace(w http.ResponseWriter, r *http.Request) {
 		Hold:              h,
 		Accept:            acc,
 		Waiting:           waiting,
+		Groups:            groups,
 	})
 }

@@ -2,7 +2,8 @@
 // it is kept: Source holds the store, the daemon's Control (with its
 // optional remediation and silence sides), the clock, the log and the
 // server's addresses, and reads the configured workspaces merged with
-// their state (WorkspaceView), a workspace's live incidents, the
+// their state (WorkspaceView), a workspace's live incidents, the group
+// incidents (and those holding a workspace's findings: GroupsOf), the
 // notifiers' health, the silences and windows, the statistics and the
 // audit log. Beside them are the queries both read the same way: a
 // workspace list's filters, order and page (ListQuery), a trends window

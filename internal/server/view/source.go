@@ -28,7 +28,9 @@ type Source struct {
 	Logs store.LogStore
 	// Incidents lists a workspace's incidents (nil: none are shown).
 	Incidents control.IncidentLister
-	Control   control.Control
+	// Groups reads the group incidents (nil: there are none).
+	Groups  control.GroupReader
+	Control control.Control
 	// Rem is Control's remediation side, Sil its silences and maintenance
 	// windows; nil when it has none.
 	Rem control.RemediationControl

@@ -217,6 +217,9 @@ func (s *Source) computeStats(ctx context.Context, f *StatsFilter) (stats.Report
 	if err != nil {
 		return stats.Report{}, fmt.Errorf("stats: %w", err)
 	}
+	if err := s.addGroups(ctx, acc, names, f.filtered()); err != nil {
+		return stats.Report{}, fmt.Errorf("stats: %w", err)
+	}
 	counts, err := reader.DriftedTypes(ctx, acc.DriftRuns())
 	if err != nil {
 		return stats.Report{}, fmt.Errorf("stats: %w", err)
@@ -226,4 +229,19 @@ func (s *Source) computeStats(ctx context.Context, f *StatsFilter) (stats.Report
 		types = append(types, stats.TypeCount{Type: c.Type, WorkspaceDays: c.Runs, Workspaces: c.Workspaces})
 	}
 	return acc.Report(types), nil
+}
+
+// addGroups counts the group incidents opened in the window: with a
+// filter, those holding a finding of one of the workspaces it selects.
+func (s *Source) addGroups(ctx context.Context, acc *stats.Accumulator, names []string, filtered bool) error {
+	gs, err := s.GroupIncidents(ctx, true)
+	if err != nil {
+		return err
+	}
+	for _, g := range gs {
+		if !filtered || GroupHolds(g, names) {
+			acc.AddGroupOpened(g.OpenedAt)
+		}
+	}
+	return nil
 }
