@@ -270,9 +270,8 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 	}
 	handlers := map[string]http.Handler{slackinteract.Route: slackHandler}
 	return server.New(server.Options{
-		Store:       d.store,
-		Logs:        d.store,
-		Incidents:   d.store,
+		// The store is what the pages and the API read.
+		Store: d.store, Logs: d.store, Incidents: d.store, Groups: d.store,
 		Audit:       audit,
 		Control:     d.control(),
 		Handlers:    handlers,

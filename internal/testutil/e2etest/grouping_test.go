@@ -162,6 +162,30 @@ workspaces:
 	require.Equal(t, "net00: dwtest_file.motd", g.Findings[0].Address)
 	require.Contains(t, g.URL, "https://driftwatch.example.com/groups/g-")
 
+	// The API, the pages and the CLI show the group.
+	var api struct {
+		Groups []struct {
+			ID, Title, State, Cause string
+			Workspaces              int
+			Members                 []struct{ Workspace, Address string }
+		}
+	}
+	d.getJSON("/api/v1/groups", &api)
+	require.Len(t, api.Groups, 1)
+	ag := api.Groups[0]
+	require.Equal(t, g.Group.ID, ag.ID)
+	require.Equal(t, g.Group.Title, ag.Title)
+	require.Equal(t, "open", ag.State)
+	require.Equal(t, n, ag.Workspaces)
+	require.Len(t, ag.Members, n)
+	require.Contains(t, d.page("/groups/"+ag.ID), "0.1.0 → 0.2.0")
+	require.Contains(t, d.page("/workspaces/net05"), "/groups/"+ag.ID)
+	require.Contains(t, d.page("/"), "/groups/"+ag.ID)
+	listed := driftwatch(t, nil, "groups", "--server", d.base)
+	require.Equal(t, 0, listed.code, listed.stderr)
+	require.Contains(t, listed.stdout, ag.ID)
+	require.Contains(t, listed.stdout, "content changed on 12 resources in 12 workspaces")
+
 	// net03's own drift (a deleted file) could join no group: its own
 	// incident, for that part only.
 	d.eventually("net03's own incident", 60*time.Second, func() bool {
@@ -217,5 +241,10 @@ workspaces:
 	})
 	require.Len(t, as.og.Alerts(), 2)
 	require.Len(t, as.slack.Messages("C0DRIFT01"), 2)
+	d.getJSON("/api/v1/groups", &api)
+	require.Empty(t, api.Groups, "no open group")
+	d.getJSON("/api/v1/groups?all=true", &api)
+	require.Len(t, api.Groups, 1)
+	require.Equal(t, "resolved", api.Groups[0].State)
 	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second))
 }

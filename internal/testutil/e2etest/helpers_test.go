@@ -209,12 +209,27 @@ type jsonReport struct {
 	} `json:"workspaces"`
 }
 
+// parseReport decodes a JSON report. Every drift finding must name its
+// resource's provider (a source address whose type name prefixes the
+// resource type: registry.terraform.io/driftwatch/dwtest for
+// dwtest_file); the provider is then cleared, so that the tests compare
+// the classification alone.
 func parseReport(t *testing.T, data string) jsonReport {
 	t.Helper()
 	var r jsonReport
 	dec := json.NewDecoder(strings.NewReader(data))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&r), data)
+	for _, w := range r.Workspaces {
+		for i := range w.Findings {
+			f := &w.Findings[i]
+			if f.Kind == drift.KindDrift {
+				name := f.Provider[strings.LastIndex(f.Provider, "/")+1:]
+				require.True(t, f.Provider != "" && strings.HasPrefix(f.Type, name+"_"), "%s: provider %q", f.Address, f.Provider)
+			}
+			f.Provider = ""
+		}
+	}
 	return r
 }
 
