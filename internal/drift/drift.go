@@ -110,6 +110,10 @@ type Finding struct {
 	// Provider (drift findings) is the resource's provider's source
 	// address, e.g. registry.terraform.io/hashicorp/aws.
 	Provider string `json:"provider,omitempty"`
+	// Shape (drift findings) is the change without its values: each
+	// changed top-level attribute's JSON kind before and after
+	// ("content: string → string"), what grouping compares.
+	Shape string `json:"shape,omitempty"`
 }
 
 // Window is when a drift happened: after From (the last clean check; zero

@@ -92,6 +92,7 @@ func Classify(p *planparse.Plan, r Rules) []drift.Finding {
 				f.Provider = d.Provider
 				drifted[d.Address] = true
 				applyIgnore(&f, r.Ignore)
+				f.Shape = shapeOf(d.Shape, f.Attributes)
 			}
 		}
 		out = append(out, f)
@@ -400,4 +401,20 @@ func stripInstanceKeys(addr string) string {
 		}
 	}
 	return b.String()
+}
+
+// shapeOf keeps the parts of a drift entry's shape ("a: x → y; b: …")
+// whose attribute is still among attrs, once ignore rules and
+// ignore_changes have dropped some.
+func shapeOf(shape string, attrs []string) string {
+	var kept []string
+	for _, part := range strings.Split(shape, "; ") {
+		name, _, ok := strings.Cut(part, ": ")
+		if ok && slices.ContainsFunc(attrs, func(a string) bool {
+			return a == name || strings.HasPrefix(a, name+".") || strings.HasPrefix(a, name+"[")
+		}) {
+			kept = append(kept, part)
+		}
+	}
+	return strings.Join(kept, "; ")
 }

@@ -179,8 +179,8 @@ func TestClassifyFixtures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Classify(loadPlan(t, tc.fixture), tc.rules)
-			// A drift finding's provider: TestClassifyDriftProvider.
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(drift.Finding{}, "Provider")); diff != "" {
+			// A drift finding's provider and shape: TestClassifyDriftProvider.
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(drift.Finding{}, "Provider", "Shape")); diff != "" {
 				t.Errorf("Classify mismatch (-want +got):\n%s", diff)
 			}
 			require.Equal(t, tc.status, drift.StatusOf(got))
@@ -408,7 +408,8 @@ func TestClassifySynthetic(t *testing.T) {
 			p, err := planparse.Parse(strings.NewReader(tc.doc))
 			require.NoError(t, err)
 			got := Classify(p, tc.rules)
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			// Shapes: TestClassifyDriftProvider and TestShapeOfKept.
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(drift.Finding{}, "Shape")); diff != "" {
 				t.Errorf("Classify mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -483,12 +484,23 @@ func TestClassifyChecks(t *testing.T) {
 	require.Equal(t, drift.StatusValidation, drift.StatusOf(got))
 }
 
-// A drift finding names its provider (grouping's provider cause); other
-// findings do not.
+// A drift finding names its provider and its shape (grouping's causes);
+// other findings do not.
 func TestClassifyDriftProvider(t *testing.T) {
 	got := Classify(loadPlan(t, "sensitive_drift"), defaultRules)
 	require.Len(t, got, 2)
 	require.Equal(t, drift.KindDrift, got[0].Kind)
 	require.Equal(t, "registry.terraform.io/driftwatch/dwtest", got[0].Provider)
+	require.Equal(t, "sensitive_content: string → string", got[0].Shape)
 	require.Empty(t, got[1].Provider, "a pending change")
+	require.Empty(t, got[1].Shape)
+}
+
+// A shape keeps the parts of the attributes that still count.
+func TestShapeOfKept(t *testing.T) {
+	shape := "rule: list → list; tags: null → object; tags_all: empty object → object"
+	require.Equal(t, "rule: list → list; tags_all: empty object → object", shapeOf(shape, []string{"rule[0].port", "tags_all.owner"}))
+	require.Equal(t, shape, shapeOf(shape, []string{"rule", "tags.a", "tags_all[\"k.x\"]"}))
+	require.Empty(t, shapeOf(shape, nil))
+	require.Empty(t, shapeOf("", []string{"rule"}))
 }

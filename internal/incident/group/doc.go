@@ -4,7 +4,8 @@
 // once, and that is one group, not forty incidents.
 //
 // [Compute] takes the findings of every workspace (address, type, kind,
-// changed attribute paths, the value-free [Shape] of the change, the
+// changed attribute paths, the value-free shape of the change
+// (drift.Finding.Shape, "tags_all: null → object"), the
 // commit behind a pending change, when each was first seen) and each
 // workspace's provider version changes since its last clean run
 // ([ProviderChanges] compares two lock-file selections). Each finding

@@ -40,7 +40,8 @@ type Finding struct {
 	Provider string
 	// Attributes are the changed attribute paths.
 	Attributes []string
-	// Shape is the change's value-free shape (see Shape); "" when unknown.
+	// Shape is the change's value-free shape (drift.Finding.Shape:
+	// "tags_all: null → object"); "" when unknown.
 	Shape string
 	// Commit is the commit behind a pending change (source.Change), ""
 	// when unknown.
@@ -307,43 +308,12 @@ func ProviderChanges(before, after map[string]string) []ProviderChange {
 	return out
 }
 
-// Shape describes a change without its values: the JSON kinds before and
-// after ("null → object", "string → string", "empty list → list"), so
-// that two resources whose tags_all went from nothing to a map change the
-// same way whatever the tags say.
-func Shape(before, after any) string {
-	return kindOf(before) + " → " + kindOf(after)
-}
-
-func kindOf(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "bool"
-	case string:
-		return "string"
-	case []any:
-		if len(v) == 0 {
-			return "empty list"
-		}
-		return "list"
-	case map[string]any:
-		if len(v) == 0 {
-			return "empty object"
-		}
-		return "object"
-	default: // float64, json.Number and other numbers
-		return "number"
-	}
-}
-
 // Of is workspace's finding f as grouping sees it. It was first seen at
 // its window's end (the check that first saw it), or at at without a
 // window (the one-shot audit). A pending finding's commit is its
 // Commit's hash.
 func Of(workspace string, f drift.Finding, at time.Time) Finding {
-	g := Finding{Workspace: workspace, Address: f.Address, Type: f.Type, Kind: f.Kind, Provider: f.Provider, Attributes: f.Attributes, Seen: at}
+	g := Finding{Workspace: workspace, Address: f.Address, Type: f.Type, Kind: f.Kind, Provider: f.Provider, Attributes: f.Attributes, Shape: f.Shape, Seen: at}
 	if f.Window != nil && !f.Window.To.IsZero() {
 		g.Seen = f.Window.To
 	}

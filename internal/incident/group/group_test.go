@@ -1,7 +1,6 @@
 package group
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -33,7 +32,7 @@ func fleet() ([]Finding, map[string][]ProviderChange) {
 		for r := range n {
 			fs = append(fs, Finding{
 				Workspace: ws, Address: types[r] + ".main", Type: types[r], Kind: drift.KindDrift,
-				Attributes: []string{"tags_all"}, Shape: Shape(nil, map[string]any{"a": "b"}),
+				Attributes: []string{"tags_all"}, Shape: "tags_all: null → object",
 				Seen: t0.Add(time.Duration(w) * time.Minute),
 			})
 		}
@@ -46,7 +45,7 @@ func TestComputeProviderUpgrade(t *testing.T) {
 	// ws03 also has drift of its own: it stays out of the group.
 	unrelated := Finding{
 		Workspace: "ws03", Address: "aws_instance.web", Type: "aws_instance", Kind: drift.KindDrift,
-		Attributes: []string{"instance_type"}, Shape: "string → string", Seen: t0,
+		Attributes: []string{"instance_type"}, Shape: "instance_type: string → string", Seen: t0,
 	}
 	fs = append(fs, unrelated)
 
@@ -55,7 +54,7 @@ func TestComputeProviderUpgrade(t *testing.T) {
 	g := groups[0]
 	require.Equal(t, CauseProvider, g.Cause)
 	require.Equal(t, "hashicorp/aws 5.80.0 → 5.81.0: tags_all changed on 40 resources in 12 workspaces", g.Title)
-	require.Equal(t, "hashicorp/aws 5.80.0 5.81.0 tags_all null → object", g.Key)
+	require.Equal(t, "hashicorp/aws 5.80.0 5.81.0 tags_all tags_all: null → object", g.Key)
 	require.Len(t, g.Members, 40)
 	require.Equal(t, 12, g.Workspaces)
 	require.Equal(t, Member{Workspace: "ws00", Address: "aws_iam_role.main"}, g.Members[0], "sorted")
@@ -249,24 +248,6 @@ func TestProviderChanges(t *testing.T) {
 		map[string]string{"a": "2", "b": "1", "c": "1", "new": "1"},
 	))
 	require.Empty(t, ProviderChanges(nil, map[string]string{"a": "1"}))
-}
-
-func TestShape(t *testing.T) {
-	decode := func(s string) any {
-		var v any
-		require.NoError(t, json.Unmarshal([]byte(s), &v))
-		return v
-	}
-	for _, tt := range []struct{ before, after, want string }{
-		{`null`, `{"team":"data"}`, "null → object"},
-		{`{}`, `{"team":"data"}`, "empty object → object"},
-		{`"a"`, `"b"`, "string → string"},
-		{`[]`, `[1]`, "empty list → list"},
-		{`1`, `true`, "number → bool"},
-	} {
-		require.Equal(t, tt.want, Shape(decode(tt.before), decode(tt.after)))
-	}
-	require.Equal(t, Shape(decode(`{"a":"x"}`), decode(`{"a":"y"}`)), Shape(decode(`{"b":"secret"}`), decode(`{"c":"other"}`)), "values do not matter")
 }
 
 func TestCandidates(t *testing.T) {

@@ -531,6 +531,7 @@ func TestDecode(t *testing.T) {
 	wantDrift := []planparse.Change{managed("t_x.a", "update"), managed("t_x.gone", "delete")}
 	wantDrift[0].Attributes = []string{"size"}
 	wantDrift[0].IDs = map[string]string{"name": "x"}
+	wantDrift[0].Shape = "size: number → number"
 	wantDrift[1].IDs = map[string]string{"id": "g-1"}
 	if diff := cmp.Diff(wantDrift, got.Drift); diff != "" {
 		t.Errorf("Drift (-want +got):\n%s", diff)

@@ -1,6 +1,10 @@
 package planparse
 
-import "github.com/driftwatch/driftwatch/internal/drift/attribution"
+import (
+	"strings"
+
+	"github.com/driftwatch/driftwatch/internal/drift/attribution"
+)
 
 // SetPaths sets c.Attributes and, unless isDrift, c.Unknown from the
 // change's before, after, after_unknown, before_sensitive and
@@ -9,6 +13,7 @@ import "github.com/driftwatch/driftwatch/internal/drift/attribution"
 // resource_drift entry: only when before and after are both objects. It is
 // for readers of the same plan from another source (the plan file itself)
 // that render its values as show -json would; the values are not kept.
+// A resource_drift entry also gets its Shape.
 func (c *Change) SetPaths(before, after, afterUnknown, beforeSensitive, afterSensitive []byte, isDrift bool) {
 	if kind(before) != kObject || kind(after) != kObject {
 		return
@@ -16,7 +21,51 @@ func (c *Change) SetPaths(before, after, afterUnknown, beforeSensitive, afterSen
 	c.Attributes = attributePaths(before, after, afterUnknown, beforeSensitive, afterSensitive, !isDrift)
 	if !isDrift {
 		c.Unknown = unknownPaths(afterUnknown, beforeSensitive, afterSensitive)
+		return
 	}
+	c.Shape = shapeOf(before, after, c.Attributes)
+}
+
+// shapeOf is the value-free shape of a change of objects before to after
+// at paths: for each top-level attribute among them, in order, its JSON
+// kind before and after ("tags_all: null → object"), joined with "; ".
+func shapeOf(before, after []byte, paths []string) string {
+	b, a := newFieldSet(fields(nil, before)), newFieldSet(fields(nil, after))
+	var parts []string
+	for _, p := range paths {
+		top := p
+		if i := strings.IndexAny(p, ".["); i >= 0 {
+			top = p[:i]
+		}
+		part := top + ": " + shapeKind(b.get([]byte(top))) + " → " + shapeKind(a.get([]byte(top)))
+		if len(parts) == 0 || parts[len(parts)-1] != part {
+			parts = append(parts, part)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// shapeKind names v's JSON kind: null (or missing), bool, string, number,
+// empty list, list, empty object or object.
+func shapeKind(v []byte) string {
+	v = trim(v)
+	switch {
+	case len(v) == 0 || v[0] == 'n':
+		return "null"
+	case v[0] == '"':
+		return "string"
+	case v[0] == 't' || v[0] == 'f':
+		return "bool"
+	case v[0] == '[' && len(elements(nil, v)) == 0:
+		return "empty list"
+	case v[0] == '[':
+		return "list"
+	case v[0] == '{' && len(fields(nil, v)) == 0:
+		return "empty object"
+	case v[0] == '{':
+		return "object"
+	}
+	return "number"
 }
 
 // SetIDs sets c.IDs, for a resource_drift entry, from its after value (the

@@ -54,7 +54,7 @@ func TestParseFixtures(t *testing.T) {
 		"content_drift": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
 			Drift: []Change{{Address: "dwtest_file.a", Mode: "managed", Type: "dwtest_file",
-				Actions: []string{"update"}, Attributes: []string{"content"}, IDs: map[string]string{"id": "/driftwatch-fixture/a.txt"}, Provider: dwtest}},
+				Actions: []string{"update"}, Attributes: []string{"content"}, IDs: map[string]string{"id": "/driftwatch-fixture/a.txt"}, Provider: dwtest, Shape: "content: string → string"}},
 			Changes: []Change{{Address: "dwtest_file.a", Mode: "managed", Type: "dwtest_file",
 				Actions: []string{"update"}, Attributes: []string{"content"}}},
 			NoOp: []string{"dwtest_file.untouched"},
@@ -99,7 +99,7 @@ func TestParseFixtures(t *testing.T) {
 		"nested_module_drift": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
 			Drift: []Change{{Address: "module.outer.module.inner.dwtest_file.f", Mode: "managed", Type: "dwtest_file",
-				Actions: []string{"update"}, Attributes: []string{"content"}, IDs: map[string]string{"id": "/driftwatch-fixture/inner.txt"}, Provider: dwtest}},
+				Actions: []string{"update"}, Attributes: []string{"content"}, IDs: map[string]string{"id": "/driftwatch-fixture/inner.txt"}, Provider: dwtest, Shape: "content: string → string"}},
 			Changes: []Change{{Address: "module.outer.module.inner.dwtest_file.f", Mode: "managed", Type: "dwtest_file",
 				Actions: []string{"update"}, Attributes: []string{"content"}}},
 			NoOp: []string{"module.outer.dwtest_file.o"},
@@ -119,7 +119,7 @@ func TestParseFixtures(t *testing.T) {
 		"sensitive_drift": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
 			Drift: []Change{{Address: "dwtest_file.secret", Mode: "managed", Type: "dwtest_file",
-				Actions: []string{"update"}, Attributes: []string{"sensitive_content"}, IDs: map[string]string{"id": "/driftwatch-fixture/secret.txt"}, Provider: dwtest}},
+				Actions: []string{"update"}, Attributes: []string{"sensitive_content"}, IDs: map[string]string{"id": "/driftwatch-fixture/secret.txt"}, Provider: dwtest, Shape: "sensitive_content: string → string"}},
 			Changes: []Change{
 				{Address: "dwtest_file.secret", Mode: "managed", Type: "dwtest_file",
 					Actions: []string{"update"}, Attributes: []string{"sensitive_content"}},
@@ -421,4 +421,15 @@ func TestParseDriftIDs(t *testing.T) {
 	require.Nil(t, p.Drift[2].IDs)
 	require.Nil(t, p.Changes[0].IDs)
 	require.NotContains(t, fmt.Sprintf("%+v", p), canary)
+}
+
+// The shape of a drift names each changed top-level attribute's kinds,
+// never a value.
+func TestShapeOf(t *testing.T) {
+	before := []byte(`{"tags": null, "tags_all": {}, "count": 1, "list": [], "on": true, "name": "a", "meta": {"k": "v"}}`)
+	after := []byte(`{"tags": {"owner": "x"}, "tags_all": {"owner": "x"}, "count": 2, "list": ["a"], "on": false, "name": null, "meta": {}}`)
+	require.Equal(t,
+		"count: number → number; list: empty list → list; meta: object → empty object; name: string → null; on: bool → bool; tags: null → object; tags_all: empty object → object",
+		shapeOf(before, after, []string{"count", "list[0]", "meta.k", "name", "on", "tags.owner", "tags_all.owner", "tags_all[\"a.b\"]"}))
+	require.Empty(t, shapeOf(before, after, nil))
 }

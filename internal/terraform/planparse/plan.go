@@ -109,6 +109,10 @@ type Change struct {
 	// Provider (resource_drift entries only) is the provider's source
 	// address, e.g. registry.terraform.io/hashicorp/aws.
 	Provider string
+	// Shape (resource_drift entries only) is the change without its
+	// values: each changed top-level attribute's JSON kind before and
+	// after ("content: string → string"), what grouping compares.
+	Shape string
 }
 
 // Action names the change in one word: create, update, delete, replace

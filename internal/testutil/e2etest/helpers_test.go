@@ -212,8 +212,8 @@ type jsonReport struct {
 // parseReport decodes a JSON report. Every drift finding must name its
 // resource's provider (a source address whose type name prefixes the
 // resource type: registry.terraform.io/driftwatch/dwtest for
-// dwtest_file); the provider is then cleared, so that the tests compare
-// the classification alone.
+// dwtest_file), and one with changed attributes its shape; both are then
+// cleared, so that the tests compare the classification alone.
 func parseReport(t *testing.T, data string) jsonReport {
 	t.Helper()
 	var r jsonReport
@@ -226,8 +226,9 @@ func parseReport(t *testing.T, data string) jsonReport {
 			if f.Kind == drift.KindDrift {
 				name := f.Provider[strings.LastIndex(f.Provider, "/")+1:]
 				require.True(t, f.Provider != "" && strings.HasPrefix(f.Type, name+"_"), "%s: provider %q", f.Address, f.Provider)
+				require.Equal(t, len(f.Attributes) > 0, f.Shape != "", "%s: shape %q of %v", f.Address, f.Shape, f.Attributes)
 			}
-			f.Provider = ""
+			f.Provider, f.Shape = "", ""
 		}
 	}
 	return r
