@@ -104,13 +104,6 @@ func GroupKey(id string) string { return "dw-group-" + strings.TrimPrefix(id, "g
 // group's subject and its findings' addresses name their workspaces.
 func groupMessage(id string, ev notify.Event, in store.GroupIncident, subject, url string, now time.Time) notify.Message {
 	fs := addressed(in.Members)
-	workspaces := []string{}
-	for _, m := range in.Members {
-		if !slices.Contains(workspaces, m.Workspace) {
-			workspaces = append(workspaces, m.Workspace)
-		}
-	}
-	slices.Sort(workspaces)
 	return notify.Message{
 		ID:    id,
 		Event: ev,
@@ -123,7 +116,7 @@ func groupMessage(id string, ev notify.Event, in store.GroupIncident, subject, u
 			Findings:  fs,
 			Counts:    drift.CountFindings(fs),
 			URL:       url,
-			Group:     &notify.Group{ID: in.ID, Cause: in.Cause, Title: in.Title, Workspaces: workspaces},
+			Group:     &notify.Group{ID: in.ID, Cause: in.Cause, Title: in.Title, Workspaces: memberWorkspaces(in.Members)},
 		},
 		At: now,
 	}
@@ -136,6 +129,16 @@ func groupSubject(in store.GroupIncident) string {
 		return in.Title[:i]
 	}
 	return in.Title
+}
+
+// memberWorkspaces are the distinct workspaces of members, sorted.
+func memberWorkspaces(members []store.GroupMember) []string {
+	out := []string{}
+	for _, m := range members {
+		out = append(out, m.Workspace)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // addressed are members' findings with "WORKSPACE: ADDRESS" addresses,
@@ -191,15 +194,8 @@ func (f Fleet) severity(members []store.GroupMember) notify.Severity {
 // enqueue is m's outbox rows: one per notifier of the member workspaces'
 // targets.
 func (f Fleet) enqueue(now time.Time, members []store.GroupMember, m notify.Message) ([]store.OutboxMessage, error) {
-	var workspaces []string
-	for _, mm := range members {
-		if !slices.Contains(workspaces, mm.Workspace) {
-			workspaces = append(workspaces, mm.Workspace)
-		}
-	}
-	slices.Sort(workspaces)
 	var targets []Target
-	for _, ws := range workspaces {
+	for _, ws := range memberWorkspaces(members) {
 		p, ok := f.Plans[ws]
 		if !ok {
 			continue

@@ -72,8 +72,11 @@ func (s *Service) Outcome(workspace string, now time.Time, runID string) store.O
 	if err := s.readOpen(context.Background()); err != nil {
 		s.o.Logger.Error("grouping: reading the open groups failed; deciding without them", "workspace", workspace, "err", err.Error())
 	}
+	// The rest of the fleet is gathered here, before the store's write
+	// transaction; decide, which runs inside it, adds this run's findings.
+	f := s.fleet(cfg, plans, workspace)
 	return func(before, after store.WorkspaceState, incidents []store.Incident) ([]store.Incident, []store.OutboxMessage) {
-		f := s.fleet(cfg, plans, &after)
+		f.add(workspace, after, p.Policy.IncludePending)
 		groups, _ := group.Compute(f.candidates, f.changes, s.options(g))
 		p.Policy.Grouped, p.Policy.Waiting = f.hold(workspace, groups, g.Wait, now)
 		return p.Outcome(now, runID, drift.NewRunID)(before, after, incidents)
@@ -155,7 +158,7 @@ func (s *Service) Pass(ctx context.Context) error {
 		return err
 	}
 	var groups []group.Group
-	f := s.fleet(cfg, plans, nil)
+	f := s.fleet(cfg, plans, "")
 	if g.Enabled {
 		groups, _ = group.Compute(f.candidates, f.changes, s.options(g))
 	}
@@ -268,34 +271,37 @@ type fleet struct {
 	changes map[string][]group.ProviderChange
 }
 
-// fleet gathers the findings grouping looks at (group.Candidates; pending
-// ones only of workspaces whose drift incidents count them): each
-// workspace's latest state, or override for its workspace.
-func (s *Service) fleet(cfg *config.Config, plans map[string]incident.Plan, override *store.WorkspaceState) fleet {
+// fleet gathers the findings grouping looks at from each configured
+// workspace's latest state but skip's ("": none skipped).
+func (s *Service) fleet(cfg *config.Config, plans map[string]incident.Plan, skip string) fleet {
 	f := fleet{findings: map[group.Member]drift.Finding{}, changes: map[string][]group.ProviderChange{}}
 	for _, w := range cfg.Workspaces {
-		st, ok := s.o.States(w.Name)
-		if override != nil && override.Workspace == w.Name {
-			st, ok = *override, true
-		}
-		if !ok || st.Status == drift.StatusErrored && len(st.Findings) == 0 {
-			continue
-		}
-		if c := group.ProviderChanges(st.CleanProviders, st.Providers); len(c) > 0 {
-			f.changes[w.Name] = c
-		}
-		pending := plans[w.Name].Policy.IncludePending
-		for _, fd := range st.Findings {
-			if fd.Kind == drift.KindPending && !pending {
-				continue
-			}
-			for _, c := range group.Candidates(w.Name, []drift.Finding{fd}, st.LastRunAt) {
-				f.candidates = append(f.candidates, c)
-				f.findings[group.Member{Workspace: w.Name, Address: c.Address}] = fd
-			}
+		if st, ok := s.o.States(w.Name); ok && w.Name != skip {
+			f.add(w.Name, st, plans[w.Name].Policy.IncludePending)
 		}
 	}
 	return f
+}
+
+// add adds workspace's state st to f: its provider changes and the
+// findings grouping looks at (group.Candidates; pending ones only when
+// pending, the workspace's drift incidents counting them).
+func (f *fleet) add(workspace string, st store.WorkspaceState, pending bool) {
+	if st.Status == drift.StatusErrored && len(st.Findings) == 0 {
+		return
+	}
+	if c := group.ProviderChanges(st.CleanProviders, st.Providers); len(c) > 0 {
+		f.changes[workspace] = c
+	}
+	for _, fd := range st.Findings {
+		if fd.Kind == drift.KindPending && !pending {
+			continue
+		}
+		for _, c := range group.Candidates(workspace, []drift.Finding{fd}, st.LastRunAt) {
+			f.candidates = append(f.candidates, c)
+			f.findings[group.Member{Workspace: workspace, Address: c.Address}] = fd
+		}
+	}
 }
 
 // hold is a workspace's Policy.Grouped and Policy.Waiting among groups:
