@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,29 +13,11 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/server"
 	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/store/storetest"
 )
 
-// fakeGroups is the daemon's group incidents: one open, one resolved.
-type fakeGroups []store.GroupIncident
-
-func (gs fakeGroups) GroupIncidents(_ context.Context, all bool) ([]store.GroupIncident, error) {
-	var out []store.GroupIncident
-	for _, g := range gs {
-		if all || g.State == store.IncidentOpen {
-			out = append(out, g)
-		}
-	}
-	return out, nil
-}
-
-func (gs fakeGroups) GroupIncident(_ context.Context, id string) (store.GroupIncident, error) {
-	for _, g := range gs {
-		if g.ID == id {
-			return g, nil
-		}
-	}
-	return store.GroupIncident{}, store.ErrNotFound
-}
+// fakeGroups is the daemon's group incidents, in memory.
+type fakeGroups = storetest.Groups
 
 // groupsServer is the real server over gs; its reads need the token
 // ("tok", in the returned file).

@@ -1,7 +1,6 @@
 package apiclient_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -10,29 +9,11 @@ import (
 	"github.com/driftwatch/driftwatch/internal/apiclient"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/store"
+	"github.com/driftwatch/driftwatch/internal/store/storetest"
 )
 
-// groups is the daemon's group incidents: one open, one resolved.
-type groups []store.GroupIncident
-
-func (gs groups) GroupIncidents(_ context.Context, all bool) ([]store.GroupIncident, error) {
-	var out []store.GroupIncident
-	for _, g := range gs {
-		if all || g.State == store.IncidentOpen {
-			out = append(out, g)
-		}
-	}
-	return out, nil
-}
-
-func (gs groups) GroupIncident(_ context.Context, id string) (store.GroupIncident, error) {
-	for _, g := range gs {
-		if g.ID == id {
-			return g, nil
-		}
-	}
-	return store.GroupIncident{}, store.ErrNotFound
-}
+// groups is the daemon's group incidents, in memory.
+type groups = storetest.Groups
 
 var opened = time.Date(2026, 3, 14, 1, 0, 0, 0, time.UTC)
 
