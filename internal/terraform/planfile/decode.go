@@ -138,6 +138,7 @@ func decode(planFile string, lim limits) (*planparse.Plan, error) {
 		plan.RelevantAttributes[addr] = slices.Compact(paths)
 	}
 	plan.Resources = c.sorted()
+	plan.Managed = c.managedSorted()
 	return plan, nil
 }
 

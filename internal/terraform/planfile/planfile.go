@@ -54,15 +54,15 @@ var defaultLimits = limits{state: 512 << 20, config: 16 << 20}
 // Any missing member, an encrypted plan, an unknown state version or a
 // malformed member is an error; callers then fall back to show -json. No
 // error quotes the content of the plan file.
-func CleanResources(planFile string) ([]planparse.TypedResource, error) {
-	rs, err := cleanResources(planFile, defaultLimits)
+func CleanResources(planFile string) ([]planparse.TypedResource, []drift.Managed, error) {
+	c, err := cleanResources(planFile, defaultLimits)
 	if err != nil {
-		return nil, fmt.Errorf("read plan file: %w", err)
+		return nil, nil, fmt.Errorf("read plan file: %w", err)
 	}
-	return rs, nil
+	return c.sorted(), c.managedSorted(), nil
 }
 
-func cleanResources(planFile string, lim limits) ([]planparse.TypedResource, error) {
+func cleanResources(planFile string, lim limits) (*collector, error) {
 	zr, members, err := openPlan(planFile)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func cleanResources(planFile string, lim limits) ([]planparse.TypedResource, err
 	if err := readState(members[memberState], lim.state, c, true); err != nil {
 		return nil, fmt.Errorf("%s: %w", memberState, err)
 	}
-	return c.sorted(), nil
+	return c, nil
 }
 
 // openPlan opens a plan file and indexes its members by name, requiring
@@ -179,7 +179,8 @@ func (c *capReader) Read(p []byte) (int, error) {
 // collector merges resources by address as planparse does: one entry per
 // address, SeenIn in the order config, state, plan.
 type collector struct {
-	byAddr map[string]*planparse.TypedResource
+	byAddr  map[string]*planparse.TypedResource
+	managed []drift.Managed
 }
 
 func newCollector() *collector {
@@ -217,6 +218,12 @@ func (c *collector) sorted() []planparse.TypedResource {
 	}
 	slices.SortFunc(rs, func(a, b planparse.TypedResource) int { return strings.Compare(a.Address, b.Address) })
 	return rs
+}
+
+// managedSorted is the state's current managed instances, by address.
+func (c *collector) managedSorted() []drift.Managed {
+	slices.SortFunc(c.managed, func(a, b drift.Managed) int { return strings.Compare(a.Address, b.Address) })
+	return c.managed
 }
 
 // resourceAddr is a resource's module-relative address: "TYPE.NAME" for a

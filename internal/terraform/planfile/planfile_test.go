@@ -456,7 +456,7 @@ func withoutPlanned(rs []planparse.TypedResource) []planparse.TypedResource {
 // state parts on any other.
 func checkCase(t *testing.T, e tfEnv, c tfCase) {
 	planFile, exit, shown := e.plan(t, c)
-	got, err := CleanResources(planFile)
+	got, _, err := CleanResources(planFile)
 	require.NoError(t, err)
 	t.Logf("plan exit code %d", exit)
 	if c.clean {
@@ -521,7 +521,7 @@ func TestCleanResourcesTofuShadowing(t *testing.T) {
 	forEachTool(t, func(t *testing.T, e tfEnv) {
 		planFile, exit, _ := e.plan(t, c)
 		require.Equal(t, 0, exit)
-		got, err := CleanResources(planFile)
+		got, _, err := CleanResources(planFile)
 		require.NoError(t, err)
 		var addrs []string
 		for _, r := range got {
@@ -547,7 +547,7 @@ resource "dwtest_file" "a" {
 `}}
 		planFile, exit, _ := e.plan(t, c)
 		require.Equal(t, 0, exit)
-		_, err := CleanResources(planFile)
+		_, _, err := CleanResources(planFile)
 		require.ErrorContains(t, err, "encrypted")
 	})
 }
@@ -570,7 +570,7 @@ resource "dwtest_file" "plain" {
 `}}
 		planFile, exit, _ := e.plan(t, c)
 		require.Equal(t, 0, exit)
-		_, err := CleanResources(planFile)
+		_, _, err := CleanResources(planFile)
 		require.NoError(t, err)
 
 		members := readZip(t, planFile)
@@ -587,7 +587,7 @@ resource "dwtest_file" "plain" {
 			t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 				m := cloneMembers(members)
 				m[memberState] = bad
-				_, err := CleanResources(writeZip(t, m))
+				_, _, err := CleanResources(writeZip(t, m))
 				require.Error(t, err)
 				require.NotContains(t, err.Error(), "canary")
 				require.NotContains(t, err.Error(), "98765431")
@@ -660,7 +660,7 @@ func synthetic() map[string][]byte {
 }
 
 func TestCleanResourcesSynthetic(t *testing.T) {
-	got, err := CleanResources(writeZip(t, synthetic()))
+	got, _, err := CleanResources(writeZip(t, synthetic()))
 	require.NoError(t, err)
 	want := []planparse.TypedResource{
 		{Address: "data.t_d.d", Mode: "data", Type: "t_d", SeenIn: []string{drift.SeenInState}},
@@ -743,7 +743,7 @@ func TestCleanResourcesErrors(t *testing.T) {
 		{"bad type", writeZip(t, with(memberState, `{"version":4,"resources":[{"mode":"managed","type":"canary type","name":"n","instances":[]}]}`)), "invalid resource type"},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
-			got, err := CleanResources(tc.file)
+			got, _, err := CleanResources(tc.file)
 			require.ErrorContains(t, err, tc.want)
 			require.Nil(t, got)
 			require.NotContains(t, err.Error(), "canary")

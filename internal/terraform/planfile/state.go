@@ -27,6 +27,33 @@ type stateResource struct {
 type stateInstance struct {
 	IndexKey json.RawMessage `json:"index_key"`
 	Deposed  json.RawMessage `json:"deposed"`
+	// Identity is the instance's resource identity (Terraform 1.12 and
+	// later), and Attributes.ID its id: what a scan compares. No other
+	// attribute is decoded.
+	Identity   json.RawMessage `json:"identity"`
+	Attributes struct {
+		ID json.RawMessage `json:"id"`
+	} `json:"attributes"`
+	Sensitive []json.RawMessage `json:"sensitive_attributes"`
+}
+
+// id is the instance's id attribute when it is a string Terraform does not
+// hold sensitive.
+func (inst stateInstance) id() string {
+	var id string
+	if json.Unmarshal(inst.Attributes.ID, &id) != nil {
+		return ""
+	}
+	for _, p := range inst.Sensitive {
+		var steps []struct {
+			Type  string          `json:"type"`
+			Value json.RawMessage `json:"value"`
+		}
+		if json.Unmarshal(p, &steps) == nil && len(steps) == 1 && steps[0].Type == "get_attr" && string(steps[0].Value) == `"id"` {
+			return ""
+		}
+	}
+	return id
 }
 
 // readState reads the tfstate member, streaming: one resource entry is
@@ -164,8 +191,11 @@ func addStateResource(c *collector, r stateResource, cleanPlan bool) error {
 		}
 		addr := base + key
 		c.add(addr, r.Mode, r.Type, drift.SeenInState)
-		if cleanPlan && r.Mode == modeManaged && isNull(inst.Deposed) {
-			c.add(addr, r.Mode, r.Type, drift.SeenInPlanned)
+		if r.Mode == modeManaged && isNull(inst.Deposed) {
+			c.managed = append(c.managed, drift.Managed{Address: addr, Type: r.Type, ID: inst.id(), Identity: drift.IdentityOf(inst.Identity)})
+			if cleanPlan {
+				c.add(addr, r.Mode, r.Type, drift.SeenInPlanned)
+			}
 		}
 	}
 	return nil

@@ -62,6 +62,7 @@ func TestParseFixtures(t *testing.T) {
 				{Address: "dwtest_file.a", Mode: "managed", Type: "dwtest_file", SeenIn: all},
 				{Address: "dwtest_file.untouched", Mode: "managed", Type: "dwtest_file", SeenIn: all},
 			},
+			Managed: []drift.Managed{{Address: "dwtest_file.a", Type: "dwtest_file", ID: "/driftwatch-fixture/a.txt"}, {Address: "dwtest_file.untouched", Type: "dwtest_file", ID: "/driftwatch-fixture/untouched.txt"}},
 		},
 		"deleted_file": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
@@ -75,6 +76,7 @@ func TestParseFixtures(t *testing.T) {
 				{Address: "local_file.gone", Mode: "managed", Type: "local_file", SeenIn: []string{drift.SeenInConfig, drift.SeenInPlanned}},
 				{Address: "local_file.kept", Mode: "managed", Type: "local_file", SeenIn: all},
 			},
+			Managed: []drift.Managed{{Address: "local_file.kept", Type: "local_file", ID: "5a6df720540c20d95d530d3fd6885511223d5d20"}},
 		},
 		"data_read_noise": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
@@ -86,6 +88,7 @@ func TestParseFixtures(t *testing.T) {
 				{Address: "data.dwtest_file.probe", Mode: "data", Type: "dwtest_file", SeenIn: all},
 				{Address: "dwtest_file.a", Mode: "managed", Type: "dwtest_file", SeenIn: all},
 			},
+			Managed: []drift.Managed{{Address: "dwtest_file.a", Type: "dwtest_file", ID: "/driftwatch-fixture/a.txt"}},
 		},
 		"forbidden_config_count0": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Complete: &tr, Applyable: new(bool),
@@ -95,6 +98,7 @@ func TestParseFixtures(t *testing.T) {
 				{Address: "kubernetes_config_map.disabled", Mode: "managed", Type: "kubernetes_config_map", SeenIn: []string{drift.SeenInConfig}},
 				{Address: "module.charts.helm_release.r", Mode: "managed", Type: "helm_release", SeenIn: []string{drift.SeenInConfig}},
 			},
+			Managed: []drift.Managed{{Address: "dwtest_file.a", Type: "dwtest_file", ID: "/driftwatch-fixture/a.txt"}},
 		},
 		"nested_module_drift": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
@@ -107,6 +111,7 @@ func TestParseFixtures(t *testing.T) {
 				{Address: "module.outer.dwtest_file.o", Mode: "managed", Type: "dwtest_file", SeenIn: all},
 				{Address: "module.outer.module.inner.dwtest_file.f", Mode: "managed", Type: "dwtest_file", SeenIn: all},
 			},
+			Managed: []drift.Managed{{Address: "module.outer.dwtest_file.o", Type: "dwtest_file", ID: "/driftwatch-fixture/outer.txt"}, {Address: "module.outer.module.inner.dwtest_file.f", Type: "dwtest_file", ID: "/driftwatch-fixture/inner.txt"}},
 		},
 		"output_noise": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
@@ -115,6 +120,7 @@ func TestParseFixtures(t *testing.T) {
 			Resources: []TypedResource{
 				{Address: "dwtest_file.a", Mode: "managed", Type: "dwtest_file", SeenIn: all},
 			},
+			Managed: []drift.Managed{{Address: "dwtest_file.a", Type: "dwtest_file", ID: "/driftwatch-fixture/a.txt"}},
 		},
 		"sensitive_drift": {
 			FormatVersion: "1.2", TerraformVersion: "1.11.4", Applyable: &tr, Complete: &tr,
@@ -133,6 +139,7 @@ func TestParseFixtures(t *testing.T) {
 				{Address: "dwtest_file.secret", Mode: "managed", Type: "dwtest_file", SeenIn: all},
 				{Address: "terraform_data.secret_map", Mode: "managed", Type: "terraform_data", SeenIn: all},
 			},
+			Managed: []drift.Managed{{Address: "dwtest_file.secret", Type: "dwtest_file", ID: "/driftwatch-fixture/secret.txt"}, {Address: "terraform_data.secret_map", Type: "terraform_data", ID: "10f1a6b5-716d-37ab-b49b-cabe848a1682"}},
 		},
 	}
 	for name, want := range cases {
@@ -299,7 +306,9 @@ func TestParseSections(t *testing.T) {
 	    }}}
 	  }},
 	  "prior_state": {"values": {"root_module": {
-	    "resources": [{"address": "x.cfg[0]", "mode": "managed", "type": "x", "values": {"secret": "nope"}}],
+	    "resources": [{"address": "x.cfg[0]", "mode": "managed", "type": "x", "values": {"secret": "nope", "id": "i-1", "n": {"id": "inner"}},
+	                   "identity_schema_version": 0, "identity": {"region": "eu", "n": 3, "tags": ["a"], "none": null}},
+	                  {"address": "x.hid", "mode": "managed", "type": "x", "values": {"id": "hidden"}, "sensitive_values": {"id": true}}],
 	    "child_modules": [{"address": "module.m", "resources": [{"address": "module.m.data.y.d", "mode": "data", "type": "y"}],
 	                       "child_modules": [{"resources": [{"address": "module.m.module.n.x.deep", "mode": "managed", "type": "x"}]}]}]
 	  }}},
@@ -324,6 +333,15 @@ func TestParseSections(t *testing.T) {
 			{Address: "module.m.module.n.x.deep", Mode: "managed", Type: "x", SeenIn: []string{drift.SeenInConfig, drift.SeenInState}},
 			{Address: "x.cfg", Mode: "managed", Type: "x", SeenIn: []string{drift.SeenInConfig}},
 			{Address: "x.cfg[0]", Mode: "managed", Type: "x", SeenIn: []string{drift.SeenInState, drift.SeenInPlanned}},
+			{Address: "x.hid", Mode: "managed", Type: "x", SeenIn: []string{drift.SeenInState}},
+		},
+		// The prior state's managed instances: identity values rendered
+		// canonically (null left out), the id unless it is sensitive, never
+		// another value.
+		Managed: []drift.Managed{
+			{Address: "module.m.module.n.x.deep", Type: "x"},
+			{Address: "x.cfg[0]", Type: "x", ID: "i-1", Identity: map[string]string{"region": "eu", "n": "3", "tags": `["a"]`}},
+			{Address: "x.hid", Type: "x"},
 		},
 	}
 	if diff := cmp.Diff(want, p, cmpopts.EquateEmpty()); diff != "" {

@@ -48,6 +48,10 @@ type Plan struct {
 	// instance keys), in prior_state and in planned_values (instance
 	// addresses), sorted by address.
 	Resources []TypedResource
+	// Managed lists the managed resource instances of the prior state
+	// (current objects, not deposed ones) with their identity or id,
+	// sorted by address: what a scan compares listed resources with.
+	Managed []drift.Managed
 	// Checks holds the configuration's checks (top-level "checks": check
 	// blocks, resource and output conditions, variable validations) whose
 	// status is not pass, in document order.
@@ -445,16 +449,33 @@ func (p *parser) readChange(isDrift bool) error {
 // planned_values, keeping only its address, mode and type.
 func (p *parser) readResource(prefix, seen string) error {
 	s := p.s
-	var addr, mode, typ string
+	var addr, mode, typ, id string
+	var identity map[string]string
+	idSensitive, deposed := false, false
+	state := seen == drift.SeenInState
 	err := s.iterObject(func(key []byte) error {
 		var err error
-		switch string(key) {
-		case "address":
+		switch k := string(key); {
+		case k == "address":
 			addr, err = s.readStringOrNull()
-		case "mode":
+		case k == "mode":
 			mode, err = p.readInterned()
-		case "type":
+		case k == "type":
 			typ, err = p.readInterned()
+		case state && k == "values":
+			id, err = p.readTopString("id")
+		case state && k == "sensitive_values":
+			idSensitive, err = p.readTopTrue("id")
+		case state && k == "deposed_key":
+			deposed = true
+			err = s.skipValue()
+		case state && k == "identity":
+			s.beginCapture()
+			var sp span
+			if sp, err = s.captureValue(); err == nil {
+				identity = drift.IdentityOf(s.captured()[sp.start:sp.end])
+			}
+			s.endCapture()
 		default:
 			err = s.skipValue()
 		}
@@ -467,7 +488,51 @@ func (p *parser) readResource(prefix, seen string) error {
 		return errors.New("resource without address")
 	}
 	p.addResource(prefix+addr, mode, typ, seen)
+	if state && mode == "managed" && !deposed {
+		if idSensitive {
+			id = ""
+		}
+		p.plan.Managed = append(p.plan.Managed, drift.Managed{Address: addr, Type: typ, ID: id, Identity: identity})
+	}
 	return nil
+}
+
+// readTopString reads an object and returns its member name when that is
+// a string, skipping every other member without keeping it.
+func (p *parser) readTopString(name string) (string, error) {
+	s := p.s
+	var out string
+	err := s.iterObject(func(key []byte) error {
+		if string(key) == name {
+			if c, ok := s.peek(); ok && c == '"' {
+				b, err := s.readString()
+				out = string(b)
+				return err
+			}
+		}
+		return s.skipValue()
+	})
+	return out, err
+}
+
+// readTopTrue reads an object (or a bare boolean) and reports whether its
+// member name is true, or the whole value is.
+func (p *parser) readTopTrue(name string) (bool, error) {
+	s := p.s
+	if c, ok := s.peek(); ok && (c == 't' || c == 'f') {
+		v, err := s.readBool()
+		return v != nil && *v, err
+	}
+	found := false
+	err := s.iterObject(func(key []byte) error {
+		if string(key) == name {
+			if c, ok := s.peek(); ok && c == 't' {
+				found = true
+			}
+		}
+		return s.skipValue()
+	})
+	return found, err
 }
 
 func (p *parser) addResource(addr, mode, typ, seen string) {
@@ -538,6 +603,7 @@ func (p *parser) finish() {
 	}
 	slices.SortFunc(rs, func(a, b TypedResource) int { return strings.Compare(a.Address, b.Address) })
 	p.plan.Resources = rs
+	slices.SortFunc(p.plan.Managed, func(a, b drift.Managed) int { return strings.Compare(a.Address, b.Address) })
 	for addr, paths := range p.plan.RelevantAttributes {
 		slices.Sort(paths)
 		p.plan.RelevantAttributes[addr] = slices.Compact(paths)

@@ -147,11 +147,11 @@ func (s *Session) Unchanged(planFile string) (plan *planparse.Plan, ok bool) {
 	if !s.nothing {
 		return nil, false
 	}
-	res, err := planfile.CleanResources(planFile)
+	res, managed, err := planfile.CleanResources(planFile)
 	if err != nil {
 		return nil, false
 	}
-	return &planparse.Plan{Resources: res, RelevantAttributes: map[string][]string{}}, true
+	return &planparse.Plan{Resources: res, Managed: managed, RelevantAttributes: map[string][]string{}}, true
 }
 
 // Decoded is the value-free summary of the last Plan's saved plan file
