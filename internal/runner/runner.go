@@ -43,6 +43,10 @@ type Result struct {
 	// source address to version), nil when unknown.
 	Providers map[string]string
 	Phases    []drift.Phase
+	// Listed is a scan's result (terraform.Request.Query): every resource
+	// its list blocks found, never nil then (an empty list is a result);
+	// Plan is nil.
+	Listed []drift.Listed
 	// Backend holds state-backend hygiene findings (kind backend) from a
 	// static read of the root module's backend block.
 	Backend []drift.Finding

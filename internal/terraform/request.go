@@ -55,6 +55,9 @@ type Request struct {
 	// daemon's own secrets and every workspace's, not only this run's.
 	// Never serialised: it must not travel into a Job's Secret.
 	Redact []string `json:"-"`
+	// Query, if set, makes the run a scan (Query): Result.Listed instead
+	// of a plan.
+	Query *Query
 	// NoFastPaths turns the fast paths off (config terraform.fast_paths:
 	// false): every run inits in a fresh directory and runs show -json,
 	// even when the plan found nothing.
@@ -74,6 +77,28 @@ type Request struct {
 }
 
 // Source is a local directory or a git repository.
+// Query makes a request a scan: init and `terraform query -json` in the
+// module's directory instead of a plan. The module holds the provider
+// configuration and either its own list blocks (*.tfquery.hcl) or none,
+// and then Lists are written for it.
+type Query struct {
+	// Lists are list blocks written to the run's copy of the module
+	// (ListsFile) before init.
+	Lists []List `json:"lists,omitempty"`
+}
+
+// List is one generated list block: `list "TYPE" "all" { provider = PROVIDER
+// config { ... } }`. Config values are strings, numbers, booleans or lists
+// of them.
+type List struct {
+	Type     string         `json:"type"`
+	Provider string         `json:"provider"`
+	Config   map[string]any `json:"config,omitempty"`
+}
+
+// ListsFile is the file Query.Lists are written to.
+const ListsFile = "driftwatch_scan.tfquery.hcl"
+
 type Source struct {
 	Path string
 	Git  *Git

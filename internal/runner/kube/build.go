@@ -285,6 +285,7 @@ func prepare(cfg Config, req terraform.Request, now time.Time) (runPlan, error) 
 		ExpiresAt:      now.Add(p.deadline + deliverySlack).UTC().Truncate(time.Second),
 		SecretEnvFiles: secretEnv,
 		NoFastPaths:    req.NoFastPaths,
+		Query:          req.Query,
 	}
 	if len(secretEnv) == 0 {
 		spec.SecretEnvFiles = nil

@@ -33,7 +33,8 @@ type Runner struct {
 // New returns a local runner.
 func New(logger *slog.Logger) *Runner { return &Runner{Logger: logger} }
 
-// Run executes init, plan and show for req.
+// Run executes init, plan and show for req (init and query for a scan,
+// req.Query).
 func (r *Runner) Run(ctx context.Context, req terraform.Request) (res runner.Result, err error) {
 	ctx, marker, grace, end := sandbox.Begin(ctx, req)
 	defer func() {
@@ -138,6 +139,11 @@ func (r *Runner) attempt(ctx context.Context, req terraform.Request, marker stri
 		return reused && ctx.Err() == nil && errors.As(err, &re) && sandbox.InitNeeded(re.Reason+"\n"+s.Stderr())
 	}
 
+	if q := req.Query; q != nil && len(q.Lists) > 0 {
+		if err := tfsession.WriteLists(p.ModuleDir, q.Lists); err != nil {
+			return res, false, &terraform.Error{Phase: "query", Reason: err.Error(), Err: err}
+		}
+	}
 	if !reused {
 		if err := s.Init(ctx, tfsession.InitOptions{PluginCache: true}); err != nil {
 			return res, false, err
@@ -152,6 +158,14 @@ func (r *Runner) attempt(ctx context.Context, req terraform.Request, marker stri
 		s.Phase("init")
 	}
 
+	if req.Query != nil {
+		// A scan: the list blocks' answer instead of a plan.
+		if res.Listed, err = s.Query(ctx); err != nil {
+			return res, staleErr(err), err
+		}
+		s.Phase("query")
+		return res, false, nil
+	}
 	if err := s.WorkspaceSelect(ctx); err != nil {
 		return res, staleErr(err), err
 	}

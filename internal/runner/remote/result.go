@@ -70,8 +70,8 @@ func (r Result) Unpack() (runner.Result, error) {
 		return runner.Result{}, &terraform.Error{Phase: "result", Reason: "remote result is a remediation outcome, not a plan"}
 	}
 	if r.Error == nil {
-		if r.Result.Plan == nil {
-			return r.Result, &terraform.Error{Phase: "result", Reason: "remote result has neither a plan nor an error"}
+		if r.Result.Plan == nil && r.Result.Listed == nil {
+			return r.Result, &terraform.Error{Phase: "result", Reason: "remote result has neither a plan, a scan's list nor an error"}
 		}
 		return r.Result, nil
 	}

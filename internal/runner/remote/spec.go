@@ -52,6 +52,8 @@ type Spec struct {
 	// NoFastPaths is terraform.Request's (config terraform.fast_paths: false):
 	// show -json after every plan.
 	NoFastPaths bool `json:"no_fast_paths,omitempty"`
+	// Query is terraform.Request's: a scan instead of a plan.
+	Query *terraform.Query `json:"query,omitempty"`
 	// Remediation, if set, makes this a remediation run: the pod applies
 	// the approved change set instead of detecting, and delivers the
 	// outcome.
@@ -186,6 +188,7 @@ func (s *Spec) Request() terraform.Request {
 		GitCacheDir:    s.GitCacheDir,
 		KillGrace:      time.Duration(s.KillGrace),
 		NoFastPaths:    s.NoFastPaths,
+		Query:          s.Query,
 	}
 	if g := s.Source.Git; g != nil {
 		req.Source.Git = &terraform.Git{URL: g.URL, Ref: g.Ref, Path: g.Path, CredentialsFile: g.CredentialsFile}

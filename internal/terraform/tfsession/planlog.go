@@ -38,6 +38,8 @@ type planLog struct {
 	// errs are the error diagnostics as one line each (summary, address,
 	// location; no detail): with -json they are on stdout, not stderr.
 	errs []string
+	// listed, if set, receives a query's list_resource_found messages.
+	listed *[]drift.Listed
 	// sum is what the stream says about the plan as a whole.
 	sum streamSummary
 	// red redacts an error diagnostic's detail where a reason keeps it (a
@@ -335,6 +337,17 @@ type uiMessage struct {
 	Outputs map[string]struct {
 		Action string `json:"action"`
 	} `json:"outputs"`
+	// ListFound and ListComplete are a query's messages
+	// (list_resource_found, list_complete).
+	ListFound *struct {
+		DisplayName  string          `json:"display_name"`
+		Identity     json.RawMessage `json:"identity"`
+		ResourceType string          `json:"resource_type"`
+	} `json:"list_resource_found"`
+	ListComplete *struct {
+		Address string `json:"address"`
+		Total   int    `json:"total"`
+	} `json:"list_complete"`
 	Diagnostic *struct {
 		Severity string `json:"severity"`
 		Summary  string `json:"summary"`
@@ -403,6 +416,14 @@ func (p *planLog) render(line []byte) {
 			if o.Action != "noop" {
 				p.sum.outputs++
 			}
+		}
+	case "list_resource_found":
+		if f := m.ListFound; f != nil && p.listed != nil {
+			*p.listed = append(*p.listed, drift.Listed{Type: f.ResourceType, DisplayName: f.DisplayName, Identity: drift.IdentityOf(f.Identity)})
+		}
+	case "list_complete":
+		if c := m.ListComplete; c != nil {
+			out = fmt.Sprintf("list   %s: %d found", c.Address, c.Total)
 		}
 	case "change_summary":
 		if c := m.Changes; c != nil {

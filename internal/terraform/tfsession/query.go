@@ -1,0 +1,136 @@
+package tfsession
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/go-version"
+
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/terraform"
+)
+
+// minQuery is the first Terraform with `terraform query`.
+var minQuery = version.Must(version.NewVersion("1.14.0"))
+
+// QuerySupported says why tool ("terraform 1.14.9", as Version says)
+// cannot run a scan, or nil when it can: Terraform 1.14 or later.
+// OpenTofu has no query command.
+func QuerySupported(tool string) error {
+	name, v, _ := strings.Cut(tool, " ")
+	if name == "tofu" {
+		return fmt.Errorf("%s has no query command: scans need Terraform 1.14 or later", tool)
+	}
+	ver, err := version.NewVersion(v)
+	if name != "terraform" || err != nil {
+		return fmt.Errorf("%q is not a Terraform version: scans need Terraform 1.14 or later", tool)
+	}
+	if ver.Core().LessThan(minQuery) {
+		return fmt.Errorf("%s has no query command: scans need Terraform 1.14 or later", tool)
+	}
+	return nil
+}
+
+// Query runs `terraform query -json` in the module directory and returns
+// every resource its list blocks found (never nil: an empty list is an
+// answer). The stream's progress reaches the log as one line per list
+// block ("list   list.dwtest_file.all: 3 found"); resource objects and
+// generated configuration are never asked for.
+func (s *Session) Query(ctx context.Context) ([]drift.Listed, error) {
+	if err := QuerySupported(s.Version(ctx)); err != nil {
+		return nil, &terraform.Error{Phase: "query", Reason: err.Error(), Err: err}
+	}
+	s.step("query")
+	pl := s.newStream()
+	listed := []drift.Listed{}
+	pl.listed = &listed
+	err := s.cmd.Run(ctx, pl, "query", "-no-color", "-json")
+	pl.flush()
+	if err != nil {
+		return nil, s.streamFail(ctx, "query", pl, err)
+	}
+	return listed, nil
+}
+
+// WriteLists writes lists as list blocks to moduleDir/terraform.ListsFile,
+// replacing a file of that name the source may hold.
+func WriteLists(moduleDir string, lists []terraform.List) error {
+	var b strings.Builder
+	b.WriteString("# Written by driftwatch for a scan: one list block per scanned type.\n")
+	for _, l := range lists {
+		if !hclName(l.Type) || !hclName(l.Provider) {
+			return fmt.Errorf("scan list %q (provider %q): not a resource type and provider name", l.Type, l.Provider)
+		}
+		fmt.Fprintf(&b, "\nlist %q \"all\" {\n  provider = %s\n", l.Type, l.Provider)
+		if len(l.Config) > 0 {
+			b.WriteString("  config {\n")
+			for _, k := range slices.Sorted(maps.Keys(l.Config)) {
+				if !hclName(k) {
+					return fmt.Errorf("scan list %q: config key %q is not an attribute name", l.Type, k)
+				}
+				v, err := hclValue(l.Config[k])
+				if err != nil {
+					return fmt.Errorf("scan list %q: config key %q: %w", l.Type, k, err)
+				}
+				fmt.Fprintf(&b, "    %s = %s\n", k, v)
+			}
+			b.WriteString("  }\n")
+		}
+		b.WriteString("}\n")
+	}
+	return os.WriteFile(filepath.Join(moduleDir, terraform.ListsFile), []byte(b.String()), 0o600)
+}
+
+// hclName reports whether s is an HCL identifier.
+func hclName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && (r == '-' || r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// hclValue renders a config value as an HCL literal: a string (quoted,
+// with interpolation sequences escaped), a number, a boolean or a list of
+// those.
+func hclValue(v any) (string, error) {
+	switch v := v.(type) {
+	case string:
+		q := strconv.Quote(v)
+		q = strings.ReplaceAll(q, "${", "$${")
+		return strings.ReplaceAll(q, "%{", "%%{"), nil
+	case bool:
+		return strconv.FormatBool(v), nil
+	case int:
+		return strconv.Itoa(v), nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case uint64:
+		return strconv.FormatUint(v, 10), nil
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return "", errors.New("not a finite number")
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64), nil
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			p, err := hclValue(e)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = p
+		}
+		return "[" + strings.Join(parts, ", ") + "]", nil
+	}
+	return "", fmt.Errorf("a %T is not a string, number, boolean or list", v)
+}
