@@ -68,6 +68,10 @@ type Config struct {
 	// Discover entries expand into workspaces, one per root module found
 	// in a tree (discover.go).
 	Discover []Discover `yaml:"discover"`
+	// Scans list what exists through Terraform's list blocks and compare
+	// it with every workspace's state (scan.go): each is a workspace of
+	// its own (Workspace.Scan).
+	Scans []Scan `yaml:"scans"`
 	// Runner selects where runs execute (runner.go).
 	Runner Runner `yaml:"runner"`
 
@@ -252,8 +256,9 @@ func load(file string, data []byte, find Finder) (*Config, error) {
 		return nil, err
 	}
 	// Discovered workspaces are validated with the configured ones.
+	serr := cfg.expandScans(pos)
 	derr := cfg.expandDiscover(context.Background(), pos, find)
-	if err := errors.Join(derr, cfg.validate(pos)); err != nil {
+	if err := errors.Join(append(serr, derr, cfg.validate(pos))...); err != nil {
 		return nil, err
 	}
 	return cfg, nil

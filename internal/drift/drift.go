@@ -30,6 +30,13 @@ const (
 	// (fail or unknown) and Detail its author's error message, redacted and
 	// capped at MaxCheckDetail.
 	KindCheck Kind = "check"
+	// KindUnmanaged (a scan's finding) is a resource a scan listed that no
+	// workspace's state holds: Address is TYPE[IDENTITY], Detail the name
+	// its provider displays.
+	KindUnmanaged Kind = "unmanaged"
+	// KindManagedTwice (a scan's finding) is a resource a scan listed that
+	// two or more workspaces' states hold: ManagedBy names them.
+	KindManagedTwice Kind = "managed_twice"
 )
 
 // MaxCheckDetail caps a check finding's Detail, in bytes before the
@@ -110,6 +117,9 @@ type Finding struct {
 	// Provider (drift findings) is the resource's provider's source
 	// address, e.g. registry.terraform.io/hashicorp/aws.
 	Provider string `json:"provider,omitempty"`
+	// ManagedBy (managed_twice findings) lists each state holding the
+	// resource as "WORKSPACE: ADDRESS", sorted.
+	ManagedBy []string `json:"managed_by,omitempty"`
 	// Shape (drift findings) is the change without its values: each
 	// changed top-level attribute's JSON kind before and after
 	// ("content: string → string"), what grouping compares.
@@ -153,6 +163,10 @@ type Counts struct {
 	// did before checks were findings.
 	Check int `json:"check,omitempty"`
 	Noise int `json:"noise"`
+	// Unmanaged and ManagedTwice count a scan's findings; omitted when
+	// zero, as a workspace never has them.
+	Unmanaged    int `json:"unmanaged,omitempty"`
+	ManagedTwice int `json:"managed_twice,omitempty"`
 	// Hygiene counts backend findings (they never change the status).
 	Hygiene int `json:"hygiene"`
 }
@@ -177,6 +191,10 @@ func CountFindings(fs []Finding) Counts {
 			c.Noise++
 		case KindBackend:
 			c.Hygiene++
+		case KindUnmanaged:
+			c.Unmanaged++
+		case KindManagedTwice:
+			c.ManagedTwice++
 		}
 	}
 	return c
@@ -189,7 +207,8 @@ func StatusOf(fs []Finding) Status {
 	switch {
 	case c.Forbidden > 0:
 		return StatusForbidden
-	case c.Drift > 0:
+	case c.Drift > 0, c.Unmanaged > 0, c.ManagedTwice > 0:
+		// A scan's findings are reality not matching the code too.
 		return StatusDrift
 	case c.Check > 0:
 		return StatusValidation
@@ -201,7 +220,7 @@ func StatusOf(fs []Finding) Status {
 
 // SortFindings orders findings by kind severity, then address.
 func SortFindings(fs []Finding) {
-	rank := map[Kind]int{KindForbidden: 0, KindDrift: 1, KindCheck: 2, KindPending: 3, KindBackend: 4, KindNoise: 5}
+	rank := map[Kind]int{KindForbidden: 0, KindManagedTwice: 1, KindDrift: 1, KindUnmanaged: 1, KindCheck: 2, KindPending: 3, KindBackend: 4, KindNoise: 5}
 	sort.SliceStable(fs, func(i, j int) bool {
 		if fs[i].Kind != fs[j].Kind {
 			return rank[fs[i].Kind] < rank[fs[j].Kind]
@@ -226,6 +245,10 @@ type Result struct {
 	// Providers are the provider versions the run used (the lock file
 	// after init: source address to version); nil when unknown.
 	Providers map[string]string `json:"-"`
+	// Managed is a workspace's managed instances with their identities
+	// (planparse.Plan.Managed), nil for a failed run or a scan: what scans
+	// compare with.
+	Managed []Managed `json:"-"`
 }
 
 // Phase is the duration of one step of a run (source, init, plan, show).

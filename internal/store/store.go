@@ -66,6 +66,10 @@ type Run struct {
 	// Providers are the provider versions the run used (source address
 	// to version; nil: unknown). Only the workspace state keeps them.
 	Providers map[string]string
+	// Managed are the managed instances of the workspace's state the run
+	// saw (drift.Result.Managed; nil: unknown, a scan). Only the workspace
+	// state keeps them.
+	Managed []drift.Managed
 }
 
 // Counts tallies the run's findings.
@@ -90,6 +94,10 @@ type WorkspaceState struct {
 	// address to version): what moved since, the grouping's provider
 	// cause (incident/group.ProviderChanges).
 	Providers, CleanProviders map[string]string
+	// Managed are the managed instances of the workspace's state, with
+	// their identities, as the last successful run that read them saw
+	// them: what scans compare with. Nil: never known.
+	Managed []drift.Managed
 }
 
 // Store persists runs and workspace state. Every method is safe for

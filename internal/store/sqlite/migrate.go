@@ -344,6 +344,13 @@ CREATE INDEX group_incidents_open ON group_incidents (notified_at) WHERE state =
 ALTER TABLE workspace_state ADD COLUMN providers TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(providers));
 ALTER TABLE workspace_state ADD COLUMN clean_providers TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(clean_providers));
 `,
+
+	// 14: a workspace's managed instances with their resource identities
+	// (WorkspaceState.Managed, a JSON array), what scans compare with.
+	// Existing rows know none until their next check.
+	`
+ALTER TABLE workspace_state ADD COLUMN managed TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(managed));
+`,
 }
 
 // migrate applies the missing migrations, one transaction each. The version

@@ -28,12 +28,23 @@ const providersSchema = 13
 // files) reads and writes the state without them.
 func (s *Store) withProviders() bool { return len(s.migrations) >= providersSchema }
 
+// managedSchema is the schema version that added workspace_state's
+// managed column.
+const managedSchema = 14
+
+// withManaged reports whether this store's schema has the managed column.
+func (s *Store) withManaged() bool { return len(s.migrations) >= managedSchema }
+
 // stateCols are the workspace_state columns this store reads and writes.
 func (s *Store) stateCols() string {
+	cols := stateColumns
 	if s.withProviders() {
-		return stateColumns + ", providers, clean_providers"
+		cols += ", providers, clean_providers"
 	}
-	return stateColumns
+	if s.withManaged() {
+		cols += ", managed"
+	}
+	return cols
 }
 
 // StartRun records r as running. Status and FinishedAt are ignored; ID,
@@ -141,6 +152,7 @@ func (s *Store) finishRun(ctx context.Context, r store.Run, decide store.Outcome
 	done.Findings = r.Findings
 	done.Phases = r.Phases
 	done.Providers = r.Providers
+	done.Managed = r.Managed
 	after = nextState(before, done)
 
 	if _, err := tx.ExecContext(ctx, `UPDATE runs SET finished_at = ?, status = ?, error = ?, tool = ?, findings = ?, phases = ? WHERE id = ?`,
@@ -189,6 +201,9 @@ func nextState(before store.WorkspaceState, run store.Run) store.WorkspaceState 
 		if run.Status == drift.StatusClean {
 			after.CleanProviders = maps.Clone(run.Providers)
 		}
+	}
+	if run.Managed != nil {
+		after.Managed = slices.Clone(run.Managed)
 	}
 	after.LastSuccessAt = run.FinishedAt.UTC()
 	after.Error = ""
@@ -240,6 +255,19 @@ func (s *Store) upsertState(ctx context.Context, tx *sql.Tx, st store.WorkspaceS
 		values, set = values+", ?, ?", `,
 	providers = excluded.providers,
 	clean_providers = excluded.clean_providers`
+	}
+	if s.withManaged() {
+		m := st.Managed
+		if m == nil {
+			m = []drift.Managed{}
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("encode managed: %w", err)
+		}
+		args = append(args, string(b))
+		values, set = values+", ?", set+`,
+	managed = excluded.managed`
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO workspace_state (`+s.stateCols()+`) VALUES (`+values+`)
 ON CONFLICT (workspace) DO UPDATE SET
@@ -529,9 +557,12 @@ func (s *Store) scanState(sc scanner) (store.WorkspaceState, error) {
 		lastSuccess      sql.NullInt64
 	)
 	dest := []any{&st.Workspace, &status, &since, &st.LastRunID, &lastRun, &lastSuccess, &st.Fingerprint, &findings, &st.Error, &st.ConsecutiveErrors}
-	providers, cleanProviders := "{}", "{}"
+	providers, cleanProviders, managed := "{}", "{}", "[]"
 	if s.withProviders() {
 		dest = append(dest, &providers, &cleanProviders)
+	}
+	if s.withManaged() {
+		dest = append(dest, &managed)
 	}
 	if err := sc.Scan(dest...); err != nil {
 		return store.WorkspaceState{}, err
@@ -546,6 +577,12 @@ func (s *Store) scanState(sc scanner) (store.WorkspaceState, error) {
 		if len(*p.to) == 0 {
 			*p.to = nil
 		}
+	}
+	if err := json.Unmarshal([]byte(managed), &st.Managed); err != nil {
+		return store.WorkspaceState{}, fmt.Errorf("workspace %q: decode managed: %w", st.Workspace, err)
+	}
+	if len(st.Managed) == 0 {
+		st.Managed = nil
 	}
 	st.Status = drift.Status(status)
 	st.Since = fromNanos(sql.NullInt64{Int64: since, Valid: true})

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -247,4 +248,35 @@ func testProviders(t *testing.T, s store.Store) {
 	states, err := s.Workspaces(ctx)
 	require.NoError(t, err)
 	require.Equal(t, v581, states[0].CleanProviders)
+}
+
+// testManaged: a successful run's managed instances (with identities)
+// are the state's; an errored run, or one that did not read them (nil),
+// keeps the last known; they read back from Workspace and Workspaces.
+func testManaged(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	step := func(id string, at int, status drift.Status, managed []drift.Managed) store.WorkspaceState {
+		t.Helper()
+		r := start(t, s, newRun(id, "net", minutes(at)))
+		done := outcome(r, status, minutes(at+1))
+		done.Managed = managed
+		_, after := finish(t, s, done)
+		st, err := s.Workspace(ctx, "net")
+		require.NoError(t, err)
+		equal(t, after, st, "read back")
+		all, err := s.Workspaces(ctx)
+		require.NoError(t, err)
+		require.Len(t, all, 1)
+		equal(t, after, all[0], "listed")
+		return after
+	}
+	one := []drift.Managed{{Address: "aws_s3_bucket.logs", Type: "aws_s3_bucket", ID: "logs",
+		Identity: map[string]string{"bucket": "logs", "region": "eu-west-1"}}}
+	two := append(slices.Clone(one), drift.Managed{Address: "aws_s3_bucket.old", Type: "aws_s3_bucket", ID: "old"})
+
+	require.Equal(t, one, step("r1", 0, drift.StatusClean, one).Managed)
+	require.Equal(t, two, step("r2", 10, drift.StatusClean, two).Managed)
+	require.Equal(t, two, step("r3", 20, drift.StatusErrored, nil).Managed, "an errored run says nothing")
+	require.Equal(t, two, step("r4", 30, drift.StatusClean, nil).Managed, "a run that did not read them")
+	require.Empty(t, step("r5", 40, drift.StatusClean, []drift.Managed{}).Managed, "an empty state")
 }

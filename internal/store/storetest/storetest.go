@@ -38,6 +38,7 @@ func Conformance(t *testing.T, open func(t *testing.T) store.Store) {
 		{"errored run keeps findings and fingerprint", testErroredKeepsFindings},
 		{"findings keep their window, attribution and commit", testFindingsMemory},
 		{"a run's provider versions and the last clean run's", testProviders},
+		{"a run's managed instances and their identities", testManaged},
 		{"first run errored", testFirstRunErrored},
 		{"runs are listed newest first", testRunsOrder},
 		{"workspaces are listed by name", testWorkspacesOrder},

@@ -1,0 +1,141 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/driftwatch/driftwatch/internal/policy/pattern"
+)
+
+// Scan is one scans: entry: a provider configuration whose list blocks
+// (Terraform 1.14's `terraform query`) list what exists, compared on its
+// own schedule with every workspace's state (docs/scans.md). The daemon,
+// the audit and the API treat it as a workspace of its own (Workspace.Scan
+// set): the same schedule, runner, jail, incidents, routes and reports.
+type Scan struct {
+	Name string `yaml:"name"`
+	// Source is the directory holding the provider configuration (its
+	// required_providers and provider blocks) and, without Types, its own
+	// *.tfquery.hcl list blocks.
+	Source         Source            `yaml:"source"`
+	Binary         string            `yaml:"binary"`
+	Schedule       string            `yaml:"schedule"`
+	Timeout        Duration          `yaml:"timeout"`
+	Env            map[string]string `yaml:"env"`
+	SecretEnvFiles map[string]string `yaml:"secret_env_files"`
+	Owner          string            `yaml:"owner"`
+	Labels         map[string]string `yaml:"labels"`
+	Alerts         *AlertPolicy      `yaml:"alerts"`
+	// Types are the resource types to list: one generated list block each
+	// (provider Provider, default the type's prefix before '_', with
+	// Config as its config block).
+	Types    []string       `yaml:"types"`
+	Provider string         `yaml:"provider"`
+	Config   map[string]any `yaml:"config"`
+	// Ignore marks listed resources as ignored: globs on the type and on
+	// an identity value or the display name.
+	Ignore []ScanIgnore `yaml:"ignore"`
+}
+
+// ScanIgnore is one scan ignore rule; an empty glob matches everything.
+type ScanIgnore struct {
+	Type     string `yaml:"type"`
+	Identity string `yaml:"identity"`
+}
+
+// ListProvider is the provider local name of type typ's list block.
+func (s *Scan) ListProvider(typ string) string {
+	if s.Provider != "" {
+		return s.Provider
+	}
+	p, _, _ := strings.Cut(typ, "_")
+	return p
+}
+
+// expandScans adds one workspace per scans: entry (Workspace.Scan set),
+// validated with the others under the key scans[i], and checks what is
+// the scan's own.
+func (c *Config) expandScans(pos *positions) []error {
+	var errs []error
+	for i := range c.Scans {
+		s := &c.Scans[i]
+		prefix := fmt.Sprintf("scans[%d]", i)
+		add := func(k, format string, args ...any) {
+			errs = append(errs, pos.errorf(prefix+"."+k, format, args...))
+		}
+		for j, t := range s.Types {
+			if !hclIdent(t) || !strings.Contains(t, "_") {
+				add(fmt.Sprintf("types[%d]", j), "%q is not a resource type (provider_name)", t)
+			}
+		}
+		if s.Provider != "" && !hclIdent(s.Provider) {
+			add("provider", "%q is not a provider local name", s.Provider)
+		}
+		if len(s.Config) > 0 && len(s.Types) == 0 {
+			add("config", "is the config of generated list blocks: set types too")
+		}
+		for k, v := range s.Config {
+			if !hclIdent(k) {
+				add("config."+k, "not an attribute name")
+			} else if !listValue(v) {
+				add("config."+k, "a %T: want a string, number, boolean or a list of them", v)
+			}
+		}
+		for j, r := range s.Ignore {
+			for k, g := range map[string]string{"type": r.Type, "identity": r.Identity} {
+				if _, err := pattern.Compile(g); err != nil {
+					add(fmt.Sprintf("ignore[%d].%s", j, k), "invalid glob %q: %v", g, err)
+				}
+			}
+		}
+		if len(s.Types) == 0 && s.Source.Path != "" {
+			dir := absFrom(filepath.Dir(c.File), s.Source.Path)
+			if m, _ := filepath.Glob(filepath.Join(dir, "*.tfquery.hcl")); len(m) == 0 {
+				if _, err := os.Stat(dir); err == nil {
+					add("types", "required: %s has no *.tfquery.hcl list blocks", s.Source.Path)
+				}
+			}
+		}
+		c.Workspaces = append(c.Workspaces, Workspace{
+			Name: s.Name, Source: s.Source, Binary: s.Binary, Schedule: s.Schedule, Timeout: s.Timeout,
+			Env: s.Env, SecretEnvFiles: s.SecretEnvFiles, Owner: s.Owner, Labels: s.Labels, Alerts: s.Alerts,
+			// A scan plans nothing, so it has nothing to remediate.
+			Remediation: &Remediation{Mode: RemediationOff},
+			Scan:        s,
+			pos:         pos, prefix: prefix,
+		})
+	}
+	return errs
+}
+
+// hclIdent reports whether s is an HCL identifier.
+func hclIdent(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && (r == '-' || r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// listValue reports whether v (as YAML decodes it) can be written as an
+// HCL literal: a string, a finite number, a boolean or a list of them.
+func listValue(v any) bool {
+	switch v := v.(type) {
+	case string, bool, int, int64, uint64:
+		return true
+	case float64:
+		return !math.IsInf(v, 0) && !math.IsNaN(v)
+	case []any:
+		for _, e := range v {
+			if _, nested := e.([]any); nested || !listValue(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
