@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/driftwatch/driftwatch/internal/config"
@@ -15,6 +16,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/server/api"
 	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
+	"github.com/driftwatch/driftwatch/internal/terraform/tfsession"
 )
 
 // Filter selects workspaces for an audit (pipeline.Filter).
@@ -64,9 +66,18 @@ func DiscoverGit(ctx context.Context, cfg *config.Config) error {
 // file itself without running anything: targets and policy rules, and every
 // notifier's constructor (secret files readable and well-formed).
 func Validate(cfg *config.Config, logger *slog.Logger) error {
-	if _, err := pipeline.Targets(cfg, Filter{}, pipeline.Env{}); err != nil {
+	targets, err := pipeline.Targets(cfg, Filter{}, pipeline.Env{})
+	if err != nil {
 		return err
 	}
-	_, err := notifiers.Build(cfg.NotifierSpecs(), logger)
+	for _, t := range targets {
+		if t.Scan == nil {
+			continue
+		}
+		if err := tfsession.CheckQueryBinary(context.Background(), t.Request.Binary); err != nil {
+			return fmt.Errorf("scan %q: %w", t.Name, err)
+		}
+	}
+	_, err = notifiers.Build(cfg.NotifierSpecs(), logger)
 	return err
 }

@@ -165,6 +165,10 @@ func (w *Watcher) Outcome(workspace string, now time.Time, runID string) store.O
 // MaxLogBytes is store.max_log_bytes.
 func (w *Watcher) MaxLogBytes() int { return w.Config().Store.MaxLogBytes }
 
+// Names are the configured workspaces, scans included, in inventory
+// order.
+func (w *Watcher) Names() []string { return w.cur.Load().Names() }
+
 // Retention is store.keep_runs and store.max_age.
 func (w *Watcher) Retention() (keep int, maxAge time.Duration) {
 	s := w.Config().Store

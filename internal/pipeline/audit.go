@@ -31,6 +31,9 @@ type Target struct {
 	// Prior is what the caller recorded of the workspace before this run
 	// (nil: nothing; the one-shot audit), which dates its drift.
 	Prior *Prior
+	// Scan is set for a scans: entry (Request.Query set): its result is
+	// the comparison of what it listed with the fleet's states (scan.go).
+	Scan *Scan
 }
 
 // SourceDir is where the target's findings are located in a report
@@ -56,6 +59,10 @@ type Auditor struct {
 	Runner runner.Runner
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Fleet gives scans every workspace's managed instances (the daemon:
+	// the store's workspace states). Nil: RunAll's own workspace results
+	// (the one-shot audit), and a scan checked alone errors.
+	Fleet Fleet
 }
 
 // Check runs one target end to end. It never returns an error: a failed run
@@ -86,12 +93,17 @@ func (a *Auditor) CheckPlan(ctx context.Context, t Target) (drift.Result, *planp
 		log.Warn("run errored", "err", res.Error, "duration", res.Duration)
 		return res, nil
 	}
+	if t.Scan != nil {
+		a.scanned(ctx, log, t, out.Listed, &res, now)
+		return res, nil
+	}
 	if out.Plan.Errored {
 		res.Status = drift.StatusErrored
 		res.Error = "plan: terraform reported an errored plan"
 		return res, nil
 	}
 	classifyStart := now()
+	res.Managed = out.Plan.Managed
 	res.Findings = policy.Classify(out.Plan, t.Rules)
 	res.Phases = append(res.Phases, drift.Phase{Name: "classify", Duration: now().Sub(classifyStart)})
 	res.Status = drift.StatusOf(res.Findings)
@@ -131,9 +143,31 @@ func (a *Auditor) RunAll(ctx context.Context, targets []Target, concurrency int,
 		concurrency = 1
 	}
 	results := make([]drift.Result, len(targets))
+	// Scans compare with the workspaces' states: without a Fleet, with
+	// those of this very batch, so workspaces run first.
+	var plans, scans []int
+	for i, t := range targets {
+		if t.Scan != nil {
+			scans = append(scans, i)
+		} else {
+			plans = append(plans, i)
+		}
+	}
+	b := *a
+	b.runBatch(ctx, targets, plans, results, concurrency, obs)
+	if len(scans) > 0 && b.Fleet == nil {
+		b.Fleet = batchFleet(targets, results)
+	}
+	b.runBatch(ctx, targets, scans, results, concurrency, obs)
+	return results
+}
+
+// runBatch checks targets[i] for every i of which into results[i].
+func (a *Auditor) runBatch(ctx context.Context, targets []Target, which []int, results []drift.Result, concurrency int, obs Observer) {
 	sem := make(chan struct{}, concurrency)
 	var wg sync.WaitGroup
-	for i, t := range targets {
+	for _, i := range which {
+		t := targets[i]
 		// Acquire in order so workspaces start in inventory order.
 		select {
 		case sem <- struct{}{}:
@@ -161,5 +195,4 @@ func (a *Auditor) RunAll(ctx context.Context, targets []Target, concurrency int,
 		}()
 	}
 	wg.Wait()
-	return results
 }

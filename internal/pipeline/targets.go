@@ -90,6 +90,16 @@ func Targets(cfg *config.Config, f Filter, env Env) ([]Target, error) {
 			req.Source.Path = w.Source.Path
 		}
 		tg := Target{Name: w.Name, Labels: w.Labels, Owner: w.Owner, Request: req, Rules: rules}
+		if sc := w.Scan; sc != nil {
+			if tg.Scan, err = scanOf(sc); err != nil {
+				return nil, fmt.Errorf("scan %q: %w", w.Name, err)
+			}
+			q := &terraform.Query{}
+			for _, typ := range sc.Types {
+				q.Lists = append(q.Lists, terraform.List{Type: typ, Provider: sc.ListProvider(typ), Config: sc.Config})
+			}
+			tg.Request.Query = q
+		}
 		if a, ok := cfg.EffectiveAttribution(w); ok {
 			tg.Attribution = &a
 		}

@@ -100,7 +100,7 @@ func (m *Manager) AwaitAdopted(ctx context.Context, a Adopted) {
 			r = schedule.QueuedRun{ID: run.ID, Name: a.Workspace, Trigger: run.Trigger}
 		}
 	}
-	m.detect(ctx, r, &pipeline.Auditor{Runner: a.Runner, Logger: m.log}, resume)
+	m.detect(ctx, r, &pipeline.Auditor{Runner: a.Runner, Logger: m.log, Fleet: m.o.Auditor.Fleet}, resume)
 	m.mu.Lock()
 	delete(m.adopted, a.Workspace)
 	m.mu.Unlock()
@@ -233,7 +233,7 @@ func (m *Manager) detect(ctx context.Context, r schedule.QueuedRun, auditor *pip
 	}
 	run.FinishedAt = res.Started.Add(res.Duration).UTC()
 	run.Status, run.Error, run.Tool, run.Findings, run.Phases = res.Status, res.Error, res.Tool, res.Findings, res.Phases
-	run.Providers = res.Providers
+	run.Providers, run.Managed = res.Providers, res.Managed
 	// Record even if the daemon is stopping: the result is already paid
 	// for. Incident changes and their notifications are written in the same
 	// transaction, so a crash can lose neither.

@@ -46,6 +46,9 @@ type Inventory interface {
 	Target(workspace string) (pipeline.Target, bool)
 	// MaxLogBytes bounds a run's log (store.max_log_bytes).
 	MaxLogBytes() int
+	// Names are the configured workspaces (scans included), in inventory
+	// order.
+	Names() []string
 }
 
 // Incidents is the run -> incident hand-off of a finished detection. The
@@ -134,6 +137,13 @@ type Manager struct {
 func New(ctx context.Context, o Options) (*Manager, error) {
 	if o.Store == nil || o.Logger == nil || o.Auditor == nil || o.Metrics == nil || o.Inventory == nil || o.Incidents == nil {
 		return nil, errors.New("driftwatch/run: Store, Logger, Auditor, Metrics, Inventory and Incidents are required")
+	}
+	if o.Auditor.Fleet == nil {
+		// Scans compare with the recorded states of the workspaces
+		// configured now.
+		a := *o.Auditor
+		a.Fleet = storeFleet{store: o.Store, inv: o.Inventory}
+		o.Auditor = &a
 	}
 	m := &Manager{o: o, log: o.Logger, store: o.Store, runs: runlog.NewRegistry(),
 		states: map[string]store.WorkspaceState{}, adopted: map[string]bool{}, recovered: map[string]bool{}}

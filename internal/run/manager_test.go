@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,6 +77,7 @@ type inventory map[string]pipeline.Target
 
 func (i inventory) Target(name string) (pipeline.Target, bool) { t, ok := i[name]; return t, ok }
 func (inventory) MaxLogBytes() int                             { return 0 }
+func (i inventory) Names() []string                            { return slices.Sorted(maps.Keys(i)) }
 
 // incidents decides nothing (Incidents).
 type incidents struct{}

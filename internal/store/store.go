@@ -96,7 +96,8 @@ type WorkspaceState struct {
 	Providers, CleanProviders map[string]string
 	// Managed are the managed instances of the workspace's state, with
 	// their identities, as the last successful run that read them saw
-	// them: what scans compare with. Nil: never known.
+	// them: what scans compare with. Nil: never known; empty: a state
+	// with nothing in it.
 	Managed []drift.Managed
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/config"
@@ -51,12 +52,13 @@ func Audit(ctx context.Context, o Options) (*report.Report, error) {
 			return nil, err
 		}
 	}
-	if ws, err := o.Filter.Select(o.Config); err != nil {
+	ws, err := o.Filter.Select(o.Config)
+	if err != nil {
 		return nil, err
 	} else if len(ws) == 0 {
 		return nil, errors.New("no workspace matches the filters")
 	}
-	targets, err := localTargets(o.Config, o.Filter, o.CacheDir, o.Logger)
+	targets, err := localTargets(o.Config, withFleet(o.Config, ws, o.Filter), o.CacheDir, o.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +80,22 @@ func Audit(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	groupFindings(rep, o.Config)
 	return rep, nil
+}
+
+// withFleet is f, or, when it selects a scan (selected), f widened to
+// every workspace: a scan compares what it lists with every workspace's
+// state, which this audit reads by checking them all.
+func withFleet(cfg *config.Config, selected []config.Workspace, f pipeline.Filter) pipeline.Filter {
+	if !slices.ContainsFunc(selected, func(w config.Workspace) bool { return w.Scan != nil }) {
+		return f
+	}
+	var names []string
+	for _, w := range cfg.Workspaces {
+		if w.Scan == nil || slices.ContainsFunc(selected, func(s config.Workspace) bool { return s.Name == w.Name }) {
+			names = append(names, w.Name)
+		}
+	}
+	return pipeline.Filter{Names: names}
 }
 
 // groupFindings sets rep's groups when cfg turns grouping on: it is

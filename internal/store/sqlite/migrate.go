@@ -347,9 +347,10 @@ ALTER TABLE workspace_state ADD COLUMN clean_providers TEXT NOT NULL DEFAULT '{}
 
 	// 14: a workspace's managed instances with their resource identities
 	// (WorkspaceState.Managed, a JSON array), what scans compare with.
-	// Existing rows know none until their next check.
+	// Existing rows hold null: unknown until their next check (an empty
+	// array is a state with nothing in it).
 	`
-ALTER TABLE workspace_state ADD COLUMN managed TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(managed));
+ALTER TABLE workspace_state ADD COLUMN managed TEXT NOT NULL DEFAULT 'null' CHECK (json_valid(managed));
 `,
 }
 

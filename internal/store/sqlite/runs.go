@@ -257,11 +257,7 @@ func (s *Store) upsertState(ctx context.Context, tx *sql.Tx, st store.WorkspaceS
 	clean_providers = excluded.clean_providers`
 	}
 	if s.withManaged() {
-		m := st.Managed
-		if m == nil {
-			m = []drift.Managed{}
-		}
-		b, err := json.Marshal(m)
+		b, err := json.Marshal(st.Managed) // nil: null, unknown
 		if err != nil {
 			return fmt.Errorf("encode managed: %w", err)
 		}
@@ -557,7 +553,7 @@ func (s *Store) scanState(sc scanner) (store.WorkspaceState, error) {
 		lastSuccess      sql.NullInt64
 	)
 	dest := []any{&st.Workspace, &status, &since, &st.LastRunID, &lastRun, &lastSuccess, &st.Fingerprint, &findings, &st.Error, &st.ConsecutiveErrors}
-	providers, cleanProviders, managed := "{}", "{}", "[]"
+	providers, cleanProviders, managed := "{}", "{}", "null"
 	if s.withProviders() {
 		dest = append(dest, &providers, &cleanProviders)
 	}
@@ -580,9 +576,6 @@ func (s *Store) scanState(sc scanner) (store.WorkspaceState, error) {
 	}
 	if err := json.Unmarshal([]byte(managed), &st.Managed); err != nil {
 		return store.WorkspaceState{}, fmt.Errorf("workspace %q: decode managed: %w", st.Workspace, err)
-	}
-	if len(st.Managed) == 0 {
-		st.Managed = nil
 	}
 	st.Status = drift.Status(status)
 	st.Since = fromNanos(sql.NullInt64{Int64: since, Valid: true})

@@ -274,9 +274,12 @@ func testManaged(t *testing.T, s store.Store) {
 		Identity: map[string]string{"bucket": "logs", "region": "eu-west-1"}}}
 	two := append(slices.Clone(one), drift.Managed{Address: "aws_s3_bucket.old", Type: "aws_s3_bucket", ID: "old"})
 
+	require.Nil(t, step("r0", -10, drift.StatusErrored, nil).Managed, "never known")
 	require.Equal(t, one, step("r1", 0, drift.StatusClean, one).Managed)
 	require.Equal(t, two, step("r2", 10, drift.StatusClean, two).Managed)
 	require.Equal(t, two, step("r3", 20, drift.StatusErrored, nil).Managed, "an errored run says nothing")
 	require.Equal(t, two, step("r4", 30, drift.StatusClean, nil).Managed, "a run that did not read them")
-	require.Empty(t, step("r5", 40, drift.StatusClean, []drift.Managed{}).Managed, "an empty state")
+	empty := step("r5", 40, drift.StatusClean, []drift.Managed{}).Managed
+	require.NotNil(t, empty, "an empty state is known")
+	require.Empty(t, empty)
 }

@@ -2,20 +2,24 @@ package tfsession
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-version"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/terraform"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
 
 // minQuery is the first Terraform with `terraform query`.
@@ -37,6 +41,31 @@ func QuerySupported(tool string) error {
 		return fmt.Errorf("%s has no query command: scans need Terraform 1.14 or later", tool)
 	}
 	return nil
+}
+
+// CheckQueryBinary runs bin (a path, a name on PATH, or "": terraform,
+// then tofu) as `version -json` and says why it cannot run a scan
+// (QuerySupported), or nil. validate calls it for every scan.
+func CheckQueryBinary(ctx context.Context, bin string) error {
+	path, err := sandbox.ResolveBinary(bin, os.Getenv("PATH"))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "version", "-json")
+	cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1")
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%s version: %w", path, err)
+	}
+	var v struct {
+		Version string `json:"terraform_version"`
+	}
+	if json.Unmarshal(out, &v) != nil || v.Version == "" {
+		return fmt.Errorf("%s version: no version in its answer", path)
+	}
+	return QuerySupported(sandbox.ToolName(path) + " " + v.Version)
 }
 
 // Query runs `terraform query -json` in the module directory and returns
