@@ -44,14 +44,14 @@ func TestScans(t *testing.T) {
 	require.Nil(t, cfg.Workspaces[0].Scan)
 
 	for scans, want := range map[string]string{
-		"scans:\n  - name: s\n    source: { path: " + net + " }\n    types: [x]\n":                          `driftwatch.yaml:7: scans[0].types[0]: "x" is not a resource type (provider_name)`,
-		"scans:\n  - name: s\n    source: { path: " + net + " }\n":                                      "scans[0].types: required: " + net + " has no *.tfquery.hcl list blocks",
+		"scans:\n  - name: s\n    source: { path: " + net + " }\n    types: [x]\n":                                `driftwatch.yaml:7: scans[0].types[0]: "x" is not a resource type (provider_name)`,
+		"scans:\n  - name: s\n    source: { path: " + net + " }\n":                                                "scans[0].types: required: " + net + " has no *.tfquery.hcl list blocks",
 		"scans:\n  - name: s\n    source: { path: " + net + " }\n    types: [a_b]\n    config: { m: { k: v } }\n": "scans[0].config.m: a map[string]interface {}: want a string, number, boolean or a list of them",
 		"scans:\n  - name: s\n    source: { path: " + net + " }\n    types: [a_b]\n    ignore: [{ type: '[' }]\n": `scans[0].ignore[0].type: invalid glob "["`,
-		"scans:\n  - name: s\n    source: { path: " + net + " }\n    config: { a: b }\n":                    "scans[0].config: is the config of generated list blocks: set types too",
-		"scans:\n  - name: a\n    source: { path: " + net + " }\n    types: [a_b]\n":                        `scans[0].name: duplicate workspace name "a" (first defined at `,
-		"scans:\n  - name: S\n    source: { path: /nonexistent }\n    types: [a_b]\n":                      `scans[0].name: "S" is not a DNS label`,
-		"scans:\n  - name: s\n    source: { path: " + net + " }\n    types: [a_b]\n    tipes: [a_b]\n":       "scans[0].tipes: unknown key",
+		"scans:\n  - name: s\n    source: { path: " + net + " }\n    config: { a: b }\n":                          "scans[0].config: is the config of generated list blocks: set types too",
+		"scans:\n  - name: a\n    source: { path: " + net + " }\n    types: [a_b]\n":                              `scans[0].name: duplicate workspace name "a" (first defined at `,
+		"scans:\n  - name: S\n    source: { path: /nonexistent }\n    types: [a_b]\n":                             `scans[0].name: "S" is not a DNS label`,
+		"scans:\n  - name: s\n    source: { path: " + net + " }\n    types: [a_b]\n    tipes: [a_b]\n":            "scans[0].tipes: unknown key",
 	} {
 		_, err := load(scans)
 		require.Error(t, err, scans)

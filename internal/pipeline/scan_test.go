@@ -33,8 +33,8 @@ func managed(addr, path string) drift.Managed {
 // order given, and compares with their plans' managed instances.
 func TestRunAllScansAfterWorkspaces(t *testing.T) {
 	fr := &fakeRunner{results: map[string]runner.Result{
-		"a": {Plan: &planparse.Plan{Managed: []drift.Managed{managed("dwtest_file.x", "/d/x"), managed("dwtest_file.s", "/d/s")}}},
-		"b": {Plan: &planparse.Plan{Managed: []drift.Managed{managed("dwtest_file.s", "/d/s")}}},
+		"a":    {Plan: &planparse.Plan{Managed: []drift.Managed{managed("dwtest_file.x", "/d/x"), managed("dwtest_file.s", "/d/s")}}},
+		"b":    {Plan: &planparse.Plan{Managed: []drift.Managed{managed("dwtest_file.s", "/d/s")}}},
 		"scan": {Listed: []drift.Listed{file("/d/x"), file("/d/s"), file("/d/hand")}},
 	}}
 	res := newAuditor(fr).RunAll(t.Context(), []Target{scanTarget("scan"), target("a"), target("b")}, 4, nil)
