@@ -237,6 +237,7 @@ func classFindings(fs []drift.Finding, c notify.Class, includePending bool) []dr
 		switch {
 		case c == notify.ClassForbidden && f.Kind == drift.KindForbidden,
 			c == notify.ClassDrift && f.Kind == drift.KindDrift,
+			c == notify.ClassDrift && (f.Kind == drift.KindUnmanaged || f.Kind == drift.KindManagedTwice),
 			c == notify.ClassDrift && includePending && f.Kind == drift.KindPending,
 			c == notify.ClassValidation && f.Kind == drift.KindCheck:
 			out = append(out, cloneFinding(f))

@@ -28,6 +28,9 @@ var (
 		Attributes: []string{}}
 	fNoise     = drift.Finding{Kind: drift.KindNoise, Address: "data.aws_caller_identity.me", Type: "aws_caller_identity", Action: "read"}
 	fIgnored   = drift.Finding{Kind: drift.KindDrift, Address: "aws_instance.bastion", Type: "aws_instance", Action: "update", Attributes: []string{"ami"}, Ignored: true}
+	fUnmanaged = drift.Finding{Kind: drift.KindUnmanaged, Address: `dwtest_file[filename="/srv/hand"]`, Type: "dwtest_file", Action: "none", Detail: "/srv/hand"}
+	fTwice     = drift.Finding{Kind: drift.KindManagedTwice, Address: `dwtest_file[filename="/srv/s"]`, Type: "dwtest_file", Action: "none",
+		ManagedBy: []string{"a: dwtest_file.s", "b: dwtest_file.s"}}
 	fForbidden = drift.Finding{Kind: drift.KindForbidden, Address: "helm_release.app", Type: "helm_release", Action: "no-op",
 		SeenIn: []string{drift.SeenInConfig, drift.SeenInState}}
 )
@@ -143,6 +146,16 @@ func TestDecideTransitions(t *testing.T) {
 				{at: 3 * time.Hour, findings: nil, want: []string{"drift:resolve"},
 					states: map[notify.Class]store.IncidentState{notify.ClassDrift: resolved}},
 				{at: 4 * time.Hour, findings: nil, want: nil},
+			},
+		},
+		{
+			name: "a scan's unmanaged and managed-twice resources open a drift incident, deleting them resolves it",
+			steps: []step{
+				{findings: []drift.Finding{fUnmanaged, fTwice}, want: []string{"drift:open"},
+					states: map[notify.Class]store.IncidentState{notify.ClassDrift: open}},
+				{at: time.Hour, findings: []drift.Finding{fTwice}, want: []string{"drift:update"}},
+				{at: 2 * time.Hour, findings: []drift.Finding{{Kind: drift.KindUnmanaged, Address: "x", Type: "x", Ignored: true}}, want: []string{"drift:resolve"},
+					states: map[notify.Class]store.IncidentState{notify.ClassDrift: resolved}},
 			},
 		},
 		{

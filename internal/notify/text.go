@@ -30,7 +30,8 @@ func Truncate(s string, limit int) string {
 }
 
 // Title is an incident's one-line title, as pagers show it: "Terraform
-// drift in WS: 2 drifted, 1 pending", "Forbidden resource types in WS: 1
+// drift in WS: 2 drifted, 1 pending" (a scan's: "3 unmanaged, 1 managed
+// twice"), "Forbidden resource types in WS: 1
 // resource", "Checks failing in WS: 1 check" or "Drift checks failing for
 // WS: REASON"; a group's, "Terraform drift, one cause: GROUP TITLE".
 func Title(in Incident) string {
@@ -55,6 +56,12 @@ func Title(in Incident) string {
 	}
 	if in.Counts.Pending > 0 {
 		parts = append(parts, fmt.Sprintf("%d pending", in.Counts.Pending))
+	}
+	if in.Counts.Unmanaged > 0 {
+		parts = append(parts, fmt.Sprintf("%d unmanaged", in.Counts.Unmanaged))
+	}
+	if in.Counts.ManagedTwice > 0 {
+		parts = append(parts, fmt.Sprintf("%d managed twice", in.Counts.ManagedTwice))
 	}
 	if len(parts) == 0 {
 		return "Terraform drift in " + in.Workspace
@@ -224,7 +231,9 @@ const maxProvenance = 200
 // the notifiers that list findings: "changed by ACTOR at TIME (SOURCE)"
 // for a drift its attribution command answered, "last changed in HASH by
 // AUTHOR" for a pending change with the commit that last changed its
-// block, "" otherwise. It is plain text on one line, at most 200 runes:
+// block, "managed by WS: ADDRESS and WS: ADDRESS" for a resource two
+// workspaces manage, "in no workspace's state: NAME" for one none does,
+// "" otherwise. It is plain text on one line, at most 200 runes:
 // each notifier escapes it as it escapes other text.
 func Provenance(f drift.Finding) string {
 	switch {
@@ -238,6 +247,10 @@ func Provenance(f drift.Finding) string {
 			s += " (" + a.Source + ")"
 		}
 		return Truncate(OneLine(s), maxProvenance)
+	case f.Kind == drift.KindManagedTwice:
+		return Truncate(OneLine("managed by "+strings.Join(f.ManagedBy, " and ")), maxProvenance)
+	case f.Kind == drift.KindUnmanaged:
+		return Truncate(OneLine("in no workspace's state: "+f.Detail), maxProvenance)
 	case f.Commit != nil:
 		h := f.Commit.Hash
 		if len(h) > 12 {

@@ -108,6 +108,11 @@ func TestProvenance(t *testing.T) {
 	require.Equal(t, "last changed in 0123456789ab by Ann",
 		Provenance(drift.Finding{Kind: drift.KindPending, Commit: &drift.Commit{Hash: "0123456789abcdef0123456789abcdef01234567", Author: "Ann"}}))
 	require.Empty(t, Provenance(drift.Finding{Kind: drift.KindDrift, AttributionError: "attribution failed: boom", Window: &drift.Window{To: at}}))
+	require.Equal(t, "managed by a: dwtest_file.s and b: module.m.dwtest_file.s",
+		Provenance(drift.Finding{Kind: drift.KindManagedTwice, ManagedBy: []string{"a: dwtest_file.s", "b: module.m.dwtest_file.s"}}))
+	require.Equal(t, "in no workspace's state: /srv/hand", Provenance(drift.Finding{Kind: drift.KindUnmanaged, Detail: "/srv/hand"}))
+	require.Equal(t, "Terraform drift in files: 2 unmanaged, 1 managed twice",
+		Title(Incident{Class: ClassDrift, Workspace: "files", Counts: drift.Counts{Unmanaged: 2, ManagedTwice: 1}}))
 	long := Provenance(drift.Finding{Attribution: &drift.Attribution{Actor: strings.Repeat("x", 256) + "\nnext"}})
 	require.Len(t, []rune(long), 200)
 	require.NotContains(t, long, "\n")

@@ -169,6 +169,9 @@ func withoutKind(fs []drift.Finding, k drift.Kind) []drift.Finding {
 }
 
 func attrs(f drift.Finding) string {
+	if len(f.ManagedBy) > 0 {
+		return strings.TrimPrefix(f.Detail+"; managed by "+strings.Join(f.ManagedBy, " and "), "; ")
+	}
 	if f.Detail != "" {
 		return f.Detail
 	}
@@ -185,9 +188,16 @@ func writeTable(w io.Writer, r *Report) error {
 		c := drift.CountFindings(ws.Findings)
 		detail := ws.Error
 		if detail == "" {
-			if n := c.Noise; n > 0 {
-				detail = fmt.Sprintf("%d noise", n)
+			var parts []string
+			for _, p := range []struct {
+				n    int
+				what string
+			}{{c.Unmanaged, "unmanaged"}, {c.ManagedTwice, "managed twice"}, {c.Noise, "noise"}} {
+				if p.n > 0 {
+					parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+				}
 			}
+			detail = strings.Join(parts, ", ")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", ws.Name, ws.Status, c.Drift, c.Pending, c.Forbidden, c.Check,
 			(time.Duration(ws.DurationMS) * time.Millisecond).Round(100*time.Millisecond), detail)

@@ -148,3 +148,31 @@ func TestValidation(t *testing.T) {
 	require.Contains(t, b.String(), `"validation": 1`)
 	require.Contains(t, b.String(), `"detail": "health is 503 | want 200"`)
 }
+
+// A scan's findings in every format: counted, failing, with the holders
+// of a resource managed twice.
+func TestScanFindings(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 23, 0, 0, 0, time.UTC)
+	r := New(t0, t0.Add(time.Second), []drift.Result{{Workspace: "files", Status: drift.StatusDrift, Findings: []drift.Finding{
+		{Kind: drift.KindManagedTwice, Address: `dwtest_file[filename="/d/s"]`, Type: "dwtest_file", Action: "none", Detail: "/d/s",
+			ManagedBy: []string{"a: dwtest_file.s", "b: dwtest_file.s"}},
+		{Kind: drift.KindUnmanaged, Address: `dwtest_file[filename="/d/hand"]`, Type: "dwtest_file", Action: "none", Detail: "/d/hand"},
+		{Kind: drift.KindUnmanaged, Address: `dwtest_file[filename="/d/tmp"]`, Type: "dwtest_file", Action: "none", Detail: "/d/tmp", Ignored: true},
+	}}})
+	require.Equal(t, ExitChanges, r.ExitCode(false))
+	out := map[string]string{}
+	for _, f := range []string{"table", "markdown", "junit", "json", "sarif"} {
+		var b bytes.Buffer
+		require.NoError(t, Write(&b, f, r))
+		out[f] = b.String()
+	}
+	require.Regexp(t, `files +drift +0 +0 +0 +0 +0s +1 unmanaged, 1 managed twice`, out["table"])
+	require.Contains(t, out["markdown"], "| managed_twice | none | `dwtest_file[filename=\"/d/s\"]` | /d/s; managed by a: dwtest_file.s and b: dwtest_file.s |")
+	require.Contains(t, out["markdown"], "| unmanaged | none | `dwtest_file[filename=\"/d/hand\"]` | /d/hand |")
+	var s junitSuites
+	require.NoError(t, xml.Unmarshal([]byte(out["junit"]), &s))
+	require.Equal(t, 2, s.Failures, "the ignored one does not fail")
+	require.Contains(t, out["json"], `"managed_by": [`)
+	require.Contains(t, out["sarif"], `"ruleId": "driftwatch/unmanaged"`)
+	require.Contains(t, out["sarif"], `Workspace \"files\": managed_twice on dwtest_file[filename=\"/d/s\"]: /d/s; managed by a: dwtest_file.s and b: dwtest_file.s`)
+}

@@ -42,7 +42,8 @@ type ruleInfo struct {
 }
 
 // rules lists the kinds in the order of a SARIF log's rules. Drift,
-// forbidden resources and errored workspaces are errors: they fail an
+// forbidden resources, a scan's unmanaged and doubly managed resources
+// and errored workspaces are errors: they fail an
 // audit, and so are failing checks (status validation, exit 2). Pending
 // changes are warnings (the code is ahead of reality, by
 // choice), and so are state-backend findings (hygiene, which never
@@ -65,6 +66,14 @@ var rules = []ruleInfo{
 		short: "Check of the configuration failing",
 		full:  "A check block's assertion, a resource's or output's condition or a variable's validation failed, or its result is unknown. The result is the check's message as its author wrote it.",
 		help:  "Fix what the check tests (or the check itself); the result points at the check, output, variable or resource block."},
+	{kind: drift.KindUnmanaged, name: "UnmanagedResource", level: "error",
+		short: "Resource no workspace manages",
+		full:  "A scan's list blocks found the resource, and no workspace's state holds it: it was made by hand or left behind. The result names its type and identity.",
+		help:  "Import it into the workspace that should own it (the scan's import blocks), delete it, or add an ignore rule to the scan."},
+	{kind: drift.KindManagedTwice, name: "ResourceManagedTwice", level: "error",
+		short: "Resource two workspaces manage",
+		full:  "A scan's list blocks found the resource in the states of two or more workspaces: each apply may undo the other's.",
+		help:  "Remove it from all but one workspace's state (terraform state rm, or a removed block)."},
 	{kind: drift.KindBackend, name: "StateBackendHygiene", level: "warning",
 		short: "State backend hygiene",
 		full:  "The state backend stores state unencrypted or unlocked, or its state files can be read by others. It never changes the workspace's status.",

@@ -169,7 +169,7 @@ func TestSARIFResults(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{
 		"driftwatch/drift": "error", "driftwatch/forbidden": "error", "driftwatch/errored": "error",
-		"driftwatch/check": "error", "driftwatch/pending": "warning", "driftwatch/backend": "warning",
+		"driftwatch/check": "error", "driftwatch/pending": "warning", "driftwatch/backend": "warning", "driftwatch/unmanaged": "error", "driftwatch/managed_twice": "error",
 	}, levels)
 
 	type got struct {

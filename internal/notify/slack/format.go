@@ -19,6 +19,10 @@ func kindTitle(k drift.Kind) string {
 		return "*Pending (not applied)*"
 	case drift.KindNoise:
 		return "*Noise*"
+	case drift.KindUnmanaged:
+		return "*Unmanaged (in no workspace's state)*"
+	case drift.KindManagedTwice:
+		return "*Managed twice (in two or more workspaces' states)*"
 	}
 	return "*" + esc(notify.Truncate(string(k), 50)) + "*"
 }
