@@ -51,6 +51,10 @@ Usage:
   driftwatch accept   WORKSPACE [ADDRESS...] --config FILE
                       the code change that accepts a workspace's drift, proven by a plan of
                       the changed code, as a unified diff (--output FILE; exit 0 proven, 2 not)
+  driftwatch adopt    SCAN FINDING... --config FILE
+                      import blocks and configuration for a scan's unmanaged resources (their
+                      finding addresses), proven by a plan that imports them and does nothing
+                      else (--output FILE; exit 0 proven, 2 not)
   driftwatch migrate  --to postgres --config FILE  copy the SQLite store (store.path) into the
                       PostgreSQL one (store.dsn_file) and verify the counts; the daemon stopped
   driftwatch version                    print the version
@@ -90,6 +94,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return inventoryCmd(args[1:], stdout, stderr)
 	case "accept":
 		return acceptCmd(args[1:], stdout, stderr)
+	case "adopt":
+		return adoptCmd(args[1:], stdout, stderr)
 	case "migrate":
 		return migrateCmd(args[1:], stdout, stderr)
 	case "version", "--version":

@@ -12,6 +12,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/pipeline/oneshot"
 	"github.com/driftwatch/driftwatch/internal/remediation/acceptance"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/server/api"
 	"github.com/driftwatch/driftwatch/internal/server/apitypes"
@@ -41,6 +42,16 @@ func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses
 	}
 	a, err := acceptance.Once(ctx, cfg, req, addresses, acceptance.OnceOptions{Propose: propose, Deletions: deletions}, logger)
 	return api.Acceptance(a), err
+}
+
+// Adopt is `driftwatch adopt`: a scan's local request (oneshot.Request)
+// handed to engine.Adopt.
+func Adopt(ctx context.Context, cfg *config.Config, scan string, findings []string, logger *slog.Logger) (engine.AdoptOutcome, error) {
+	req, err := oneshot.Request(ctx, cfg, inventory.DiscoverOnce, scan, logger)
+	if err != nil {
+		return engine.AdoptOutcome{}, err
+	}
+	return engine.Adopt(ctx, req, findings)
 }
 
 // MigrateStore is `driftwatch migrate --to postgres`

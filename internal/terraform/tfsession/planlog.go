@@ -38,8 +38,10 @@ type planLog struct {
 	// errs are the error diagnostics as one line each (summary, address,
 	// location; no detail): with -json they are on stdout, not stderr.
 	errs []string
-	// listed, if set, receives a query's list_resource_found messages.
-	listed *[]drift.Listed
+	// listed, if set, receives a query's list_resource_found messages,
+	// and generated, if non-nil, their generated configuration.
+	listed    *[]drift.Listed
+	generated []Generated
 	// sum is what the stream says about the plan as a whole.
 	sum streamSummary
 	// red redacts an error diagnostic's detail where a reason keeps it (a
@@ -343,6 +345,8 @@ type uiMessage struct {
 		DisplayName  string          `json:"display_name"`
 		Identity     json.RawMessage `json:"identity"`
 		ResourceType string          `json:"resource_type"`
+		Config       string          `json:"config"`
+		ImportConfig string          `json:"import_config"`
 	} `json:"list_resource_found"`
 	ListComplete *struct {
 		Address string `json:"address"`
@@ -419,7 +423,11 @@ func (p *planLog) render(line []byte) {
 		}
 	case "list_resource_found":
 		if f := m.ListFound; f != nil && p.listed != nil {
-			*p.listed = append(*p.listed, drift.Listed{Type: f.ResourceType, DisplayName: f.DisplayName, Identity: drift.IdentityOf(f.Identity)})
+			l := drift.Listed{Type: f.ResourceType, DisplayName: f.DisplayName, Identity: drift.IdentityOf(f.Identity)}
+			*p.listed = append(*p.listed, l)
+			if p.generated != nil {
+				p.generated = append(p.generated, Generated{Listed: l, Config: f.Config, Import: f.ImportConfig})
+			}
 		}
 	case "list_complete":
 		if c := m.ListComplete; c != nil {

@@ -74,19 +74,47 @@ func CheckQueryBinary(ctx context.Context, bin string) error {
 // block ("list   list.dwtest_file.all: 3 found"); resource objects and
 // generated configuration are never asked for.
 func (s *Session) Query(ctx context.Context) ([]drift.Listed, error) {
+	listed, _, err := s.query(ctx, "")
+	return listed, err
+}
+
+// Generated is one listed resource with the configuration Terraform
+// generated for it: its resource block (Config) and its import block
+// (Import). The configuration holds the resource's attribute values (a
+// sensitive one is written as null): it is code for the user, never
+// logged.
+type Generated struct {
+	Listed         drift.Listed
+	Config, Import string
+}
+
+// QueryGenerate is Query with `-generate-config-out`: every listed
+// resource with its generated configuration, which comes on the JSON
+// stream (nothing is written to out, which must not exist).
+func (s *Session) QueryGenerate(ctx context.Context, out string) ([]Generated, error) {
+	_, gen, err := s.query(ctx, out)
+	return gen, err
+}
+
+func (s *Session) query(ctx context.Context, generateOut string) ([]drift.Listed, []Generated, error) {
 	if err := QuerySupported(s.Version(ctx)); err != nil {
-		return nil, &terraform.Error{Phase: "query", Reason: err.Error(), Err: err}
+		return nil, nil, &terraform.Error{Phase: "query", Reason: err.Error(), Err: err}
 	}
 	s.step("query")
 	pl := s.newStream()
 	listed := []drift.Listed{}
 	pl.listed = &listed
-	err := s.cmd.Run(ctx, pl, "query", "-no-color", "-json")
+	args := []string{"query", "-no-color", "-json"}
+	if generateOut != "" {
+		pl.generated = []Generated{}
+		args = append(args, "-generate-config-out="+generateOut)
+	}
+	err := s.cmd.Run(ctx, pl, args...)
 	pl.flush()
 	if err != nil {
-		return nil, s.streamFail(ctx, "query", pl, err)
+		return nil, nil, s.streamFail(ctx, "query", pl, err)
 	}
-	return listed, nil
+	return listed, pl.generated, nil
 }
 
 // WriteLists writes lists as list blocks to moduleDir/terraform.ListsFile,
