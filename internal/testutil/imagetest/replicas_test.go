@@ -321,6 +321,13 @@ func podSpec(t *testing.T, e *env, chart chartPod, work []string, pgAddr, dsn st
 	delete(cfg, "runner")
 	tf, _ := cfg["terraform"].(map[string]any)
 	require.NotNil(t, tf, "config: %v", cfg)
+	// The chart names the binary for tofu only; for terraform the daemon's
+	// default (terraform, else tofu, from PATH) finds it.
+	if e.tool == "tofu" {
+		require.Equal(t, "tofu", tf["binary"], "the chart's terraform block: %v", tf)
+	} else {
+		require.NotContains(t, tf, "binary", "the chart's terraform block")
+	}
 	tf["sandbox_paths"] = []string{ctrWork + "/out"}
 	cfg["defaults"] = map[string]any{"schedule": "@hourly", "labels": map[string]string{"env": "dev"}}
 	cfg["workspaces"] = []any{map[string]any{"name": "slow", "source": map[string]string{"path": ctrWork + "/slow"}}}
