@@ -72,23 +72,37 @@ image-tools:
 	@grep -q '^RUNTIME_IMAGE=' $(IMAGE_ENV).tmp && mv $(IMAGE_ENV).tmp $(IMAGE_ENV)
 	@cat $(IMAGE_ENV)
 
-#? image: build the Dockerfile offline into driftwatch:dev (IMAGE=...): local base images, the Terraform on PATH that `make tools` links (TERRAFORM_SOURCE=context)
-# The image's terraform is the one hack/provision.sh links as
-# $DRIFTWATCH_TOOLS/bin/terraform: PATH's, resolved, never one inside
-# $DRIFTWATCH_TOOLS. It is found here the same way, so the image need not
-# wait for `make tools` (OpenTofu's build) and builds beside it.
+#? image: build the Dockerfile offline into driftwatch:dev (IMAGE=...) with the Terraform on PATH that `make tools` links; TOOL=tofu: into driftwatch:dev-tofu (IMAGE-tofu) with the OpenTofu `make tools` builds
+# The tool comes from the build context (TOOL_SOURCE=context), its version
+# (asked of the binary) labels the image. The image's terraform is the one
+# hack/provision.sh links as $DRIFTWATCH_TOOLS/bin/terraform: PATH's,
+# resolved, never one inside $DRIFTWATCH_TOOLS. It is found here the same
+# way, so the Terraform image need not wait for `make tools` (OpenTofu's
+# build) and builds beside it. Its tofu is $DRIFTWATCH_TOOLS/bin/tofu, which
+# `make tools` must have built first (`make provision` builds it, then this
+# image). Both variants share every layer but the tool's.
+TOOL       ?= terraform
+IMAGE_TOFU  = $(IMAGE)-tofu
 image: image-tools
 	@source $(IMAGE_ENV); export DOCKER_HOST; \
-	tf=$$(command -v terraform || true); [ -z "$$tf" ] || tf=$$(readlink -f "$$tf"); \
-	case "$$tf" in "" | "$$(readlink -m $(DRIFTWATCH_TOOLS))"/*) echo "make image: no terraform on PATH (the image ships Terraform, not OpenTofu)"; exit 1 ;; esac; \
-	mkdir -p bin/image; cmp -s "$$tf" bin/image/terraform || cp "$$tf" bin/image/terraform; \
+	case "$(TOOL)" in \
+	terraform) tag=$(IMAGE); bin=$$(command -v terraform || true); [ -z "$$bin" ] || bin=$$(readlink -f "$$bin"); \
+	  case "$$bin" in "" | "$$(readlink -m $(DRIFTWATCH_TOOLS))"/*) echo "make image: no terraform on PATH (TOOL=tofu builds the OpenTofu image)"; exit 1 ;; esac ;; \
+	tofu) tag=$(IMAGE_TOFU); bin=$(DRIFTWATCH_TOOLS)/bin/tofu; \
+	  [ -x "$$bin" ] || { echo "make image: no $$bin: run \`make tools\` first"; exit 1; } ;; \
+	*) echo "make image: TOOL must be terraform or tofu, not $(TOOL)"; exit 1 ;; \
+	esac; \
+	ver=$$(CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=/dev/null "$$bin" version -json | sed -n 's/^ *"terraform_version": *"\([^"]*\)".*/\1/p'); \
+	[ -n "$$ver" ] || { echo "make image: $$bin version -json gave no version"; exit 1; }; \
+	mkdir -p bin/image; cmp -s "$$bin" bin/image/$(TOOL) || cp "$$bin" bin/image/$(TOOL); \
 	start=$$SECONDS; \
 	DOCKER_BUILDKIT=$$DOCKER_BUILDKIT "$$DOCKER" build --network host \
 	  --build-arg BUILD_IMAGE="$$BUILD_IMAGE" --build-arg RUNTIME_IMAGE="$$RUNTIME_IMAGE" \
-	  --build-arg TERRAFORM_SOURCE=context --build-arg VERSION=$(VERSION) -t $(IMAGE) . ; \
+	  --build-arg TOOL=$(TOOL) --build-arg TOOL_SOURCE=context --build-arg "$$(echo $(TOOL) | tr a-z A-Z)_VERSION=$$ver" \
+	  --build-arg VERSION=$(VERSION) -t $$tag . ; \
 	"$$DOCKER" image prune -f --filter label=org.opencontainers.image.title=driftwatch >/dev/null; \
-	size=$$("$$DOCKER" image inspect --format '{{.Size}}' $(IMAGE)); \
-	echo "$(IMAGE): $$(numfmt --to=si --suffix=B $$size) ($$size bytes), built in $$((SECONDS - start))s"
+	size=$$("$$DOCKER" image inspect --format '{{.Size}}' $$tag); \
+	echo "$$tag ($(TOOL) $$ver): $$(numfmt --to=si --suffix=B $$size) ($$size bytes), built in $$((SECONDS - start))s"
 
 #? deps: install the Debian packages the tests need (chromium, git, bubblewrap, passt), if missing
 deps:
@@ -128,7 +142,7 @@ TEST_ENV = source $(TOOLS_ENV); source $(KUBE_ENV); source $(S3_ENV); source $(I
 	export DRIFTWATCH_E2E=1 DRIFTWATCH_TF_BINARIES="$$TF_BINARIES" DRIFTWATCH_TF_CLI_CONFIG="$$TF_CLI_CONFIG" \
 	DRIFTWATCH_KUBE_BIN_DIR="$$KUBE_BIN_DIR" DRIFTWATCH_WEED="$$WEED" DRIFTWATCH_OAUTH2_PROXY="$$OAUTH2_PROXY" \
 	DRIFTWATCH_PG_BIN_DIR="$$PG_BIN_DIR" \
-	DOCKER_HOST="$$DOCKER_HOST" DRIFTWATCH_DOCKER="$$DOCKER" DRIFTWATCH_IMAGE=$(IMAGE)
+	DOCKER_HOST="$$DOCKER_HOST" DRIFTWATCH_DOCKER="$$DOCKER" DRIFTWATCH_IMAGE=$(IMAGE) DRIFTWATCH_IMAGE_TOFU=$(IMAGE_TOFU)
 # The fault-injection suite: TestFaults* in internal/testutil/e2etest, built with the
 # faults tag; run on its own, after the rest, so its load (the soak keeps
 # both cores busy) does not share the machine with other tests. Within it,
@@ -141,7 +155,7 @@ FAULTS_TEST = $(GO) test -race -count=1 -tags faults -run '^TestFaults' -paralle
 # hour); make test-faults for 10 (DRIFTWATCH_SOAK_DURATION sets either).
 TEST_SOAK ?= 3m
 
-#? provision: everything the tests need (deps and every *-tools target, the image), side by side (PROVISION_JOBS, 4)
+#? provision: everything the tests need (deps and every *-tools target, the image), side by side (PROVISION_JOBS, 4), then the OpenTofu image
 # The provisioners are independent: each keeps its own directory under
 # $(DRIFTWATCH_TOOLS) behind its own lock, and apt is taken one client at a
 # time (hack/lib.sh apt_lock). Side by side, a cold run overlaps the
@@ -150,6 +164,7 @@ TEST_SOAK ?= 3m
 PROVISION_JOBS ?= 4
 provision:
 	@$(MAKE) --no-print-directory -j$(PROVISION_JOBS) --output-sync=target deps tools kube-tools s3-tools auth-tools pg-tools lint-tools image
+	@$(MAKE) --no-print-directory image TOOL=tofu
 
 #? test: provision (side by side), lint, and run every test (unit + end-to-end) with -race, then the fault-injection suite
 test: provision

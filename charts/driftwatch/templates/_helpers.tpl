@@ -68,9 +68,19 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (printf "%s-leader" (include "driftwatch.fullname" .) | trunc 63 | trimSuffix "-") .Values.leaderElection.leaseName }}
 {{- end }}
 
-{{/* Image reference; the tag defaults to the chart's appVersion. */}}
+{{/* The tool in the image: image.tool, "terraform" when unset. */}}
+{{- define "driftwatch.tool" -}}
+{{- .Values.image.tool | default "terraform" }}
+{{- end }}
+
+{{/*
+Image reference; the tag defaults to the chart's appVersion, with "-tofu"
+for the OpenTofu variant (the tags `make image` and the Dockerfile's
+TOOL argument make: <version> and <version>-tofu).
+*/}}
 {{- define "driftwatch.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- $suffix := ternary "-tofu" "" (eq (include "driftwatch.tool" .) "tofu") }}
+{{- printf "%s:%s" .Values.image.repository (default (printf "%s%s" .Chart.AppVersion $suffix) .Values.image.tag) }}
 {{- end }}
 
 {{/* config.server.listen ("" when unset). */}}
@@ -135,6 +145,9 @@ what would make a broken release.
 {{- fail (printf "terminationGracePeriodSeconds (%d) must exceed config.terraform.kill_grace (%s): Terraform would be killed before it can release its locks" (int .Values.terminationGracePeriodSeconds) $kg) }}
 {{- end }}
 {{- end }}
+{{- if not (has (include "driftwatch.tool" .) (list "terraform" "tofu")) }}
+{{- fail (printf "image.tool must be terraform or tofu, not %q" (include "driftwatch.tool" .)) }}
+{{- end }}
 {{- if and .Values.tls.existingSecret (not .Values.tls.enabled) }}
 {{- fail "tls.existingSecret needs tls.enabled=true" }}
 {{- end }}
@@ -145,7 +158,7 @@ what would make a broken release.
 {{- end }}
 {{- end }}
 
-{{/* The config file: .Values.config with the generated runner block. */}}
+{{/* The config file: .Values.config with the generated runner block (and terraform.binary tofu for image.tool tofu). */}}
 {{- define "driftwatch.config" -}}
 {{- $cfg := deepCopy (.Values.config | default dict) }}
 {{- $user := deepCopy (get $cfg "runner" | default dict) }}
@@ -176,6 +189,11 @@ what would make a broken release.
 {{- $_ := set $gen "leader_election" (dict "enabled" true "lease_name" (include "driftwatch.leaseName" .) "namespace" .Release.Namespace) }}
 {{- end }}
 {{- $_ := set $cfg "runner" (mergeOverwrite $gen $user) }}
+{{- if eq (include "driftwatch.tool" .) "tofu" }}
+{{- $tf := deepCopy (get $cfg "terraform" | default dict) }}
+{{- $_ := set $tf "binary" (get $tf "binary" | default "tofu") }}
+{{- $_ := set $cfg "terraform" $tf }}
+{{- end }}
 {{- if include "driftwatch.postgres" . }}
 {{- $store := deepCopy (get $cfg "store" | default dict) }}
 {{- $_ := set $store "driver" "postgres" }}

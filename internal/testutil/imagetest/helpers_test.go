@@ -30,20 +30,53 @@ const (
 	ctrHome   = "/home/driftwatch"
 )
 
+// The images the tests run, one per tool: each test runs against both
+// (eachImage). The variables name them; `make test` sets them to
+// driftwatch:dev and driftwatch:dev-tofu (`make image`, `make image TOOL=tofu`).
+var images = []struct {
+	tool   string // the tool the image holds: its label toolLabel says so
+	envVar string
+	banner string // how `<tool> version` starts its first line
+}{
+	{"terraform", "DRIFTWATCH_IMAGE", "Terraform v"},
+	{"tofu", "DRIFTWATCH_IMAGE_TOFU", "OpenTofu v"},
+}
+
+// The labels naming the image's tool and its version (Dockerfile).
+const (
+	toolLabel        = "io.github.driftwatch.tool"
+	toolVersionLabel = "io.github.driftwatch.tool.version"
+)
+
 // env is what every test needs: the image, a docker CLI that reaches its
 // engine, and the offline provider mirror.
 type env struct {
 	image  string
+	tool   string // "terraform" or "tofu": the binary the image holds
+	banner string // the first words of `<tool> version`
 	docker string
 	mirror string // host path of the filesystem mirror
 }
 
-func setup(t *testing.T) *env {
+// eachImage runs f as a subtest for each image: terraform, then tofu.
+func eachImage(t *testing.T, f func(t *testing.T, e *env)) {
+	t.Helper()
+	for _, im := range images {
+		t.Run(im.tool, func(t *testing.T) {
+			e := setup(t, im.envVar)
+			e.tool, e.banner = im.tool, im.banner
+			require.Equal(t, im.tool, e.label(t, toolLabel), "%s=%s: the image's %s label", im.envVar, e.image, toolLabel)
+			f(t, e)
+		})
+	}
+}
+
+func setup(t *testing.T, envVar string) *env {
 	t.Helper()
 	tftest.Short(t, "docker and the image")
-	e := &env{image: os.Getenv("DRIFTWATCH_IMAGE"), docker: os.Getenv("DRIFTWATCH_DOCKER")}
+	e := &env{image: os.Getenv(envVar), docker: os.Getenv("DRIFTWATCH_DOCKER")}
 	if e.image == "" {
-		tftest.Unavailable(t, "DRIFTWATCH_IMAGE not set; run `make image` and export it (make test does)")
+		tftest.Unavailable(t, envVar+" not set; run `make image` (and `make image TOOL=tofu`) and export it (make test does)")
 	}
 	if e.docker == "" {
 		e.docker = "docker"
@@ -64,6 +97,12 @@ func setup(t *testing.T) *env {
 	require.NotNil(t, m, "no filesystem_mirror path in %s", rc)
 	e.mirror = string(m[1])
 	return e
+}
+
+// label is the image's label key ("" when it has none).
+func (e *env) label(t *testing.T, key string) string {
+	t.Helper()
+	return e.dockerCmd(t, "image", "inspect", "--format", `{{index .Config.Labels "`+key+`"}}`, e.image)
 }
 
 // run is one `docker run` of the image.
@@ -164,10 +203,11 @@ func (e *env) run(t *testing.T, r run) result {
 	return res
 }
 
-// sh runs a shell script in the image (as its user, with Terraform set up).
+// sh runs a shell script in the image (as its user, with the tool set up:
+// $TF names it, terraform or tofu).
 func (e *env) sh(t *testing.T, opts []string, script string) result {
 	t.Helper()
-	return e.run(t, run{opts: opts, entrypoint: "/bin/sh", args: []string{"-ec", script}})
+	return e.run(t, run{opts: opts, entrypoint: "/bin/sh", args: []string{"-ec", "TF=" + e.tool + "\n" + script}})
 }
 
 // docker runs the docker CLI and returns its trimmed stdout.

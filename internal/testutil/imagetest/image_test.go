@@ -22,29 +22,38 @@ import (
 // version the image was built with (its org.opencontainers.image.version
 // label, set from the same build argument).
 func TestImageVersion(t *testing.T) {
-	e := setup(t)
-	want := e.dockerCmd(t, "image", "inspect", "--format",
-		`{{index .Config.Labels "org.opencontainers.image.version"}}`, e.image)
-	require.NotEmpty(t, want, "image has no org.opencontainers.image.version label")
-	for _, arg := range []string{"--version", "version"} {
-		res := e.run(t, run{args: []string{arg}})
-		require.Equal(t, 0, res.code, "stderr: %s", res.stderr)
-		assert.True(t, strings.HasPrefix(res.stdout, "driftwatch "+want+" "), "%s: %q, want driftwatch %s", arg, res.stdout, want)
-	}
+	eachImage(t, func(t *testing.T, e *env) {
+		want := e.label(t, "org.opencontainers.image.version")
+		require.NotEmpty(t, want, "image has no org.opencontainers.image.version label")
+		for _, arg := range []string{"--version", "version"} {
+			res := e.run(t, run{args: []string{arg}})
+			require.Equal(t, 0, res.code, "stderr: %s", res.stderr)
+			assert.True(t, strings.HasPrefix(res.stdout, "driftwatch "+want+" "), "%s: %q, want driftwatch %s", arg, res.stdout, want)
+		}
+	})
 }
 
 // TestImageContents: the image runs as uid 65532 by default (not just when
-// told), carries what runs need and none of what builds need.
+// told), carries what runs need (its tool, of the version its label says,
+// and not the other one) and none of what builds need.
 func TestImageContents(t *testing.T) {
-	e := setup(t)
+	eachImage(t, testImageContents)
+}
+
+func testImageContents(t *testing.T, e *env) {
+	version := e.label(t, toolVersionLabel)
+	require.NotEmpty(t, version, "image has no %s label", toolVersionLabel)
+	other := map[string]string{"terraform": "tofu", "tofu": "terraform"}[e.tool]
 	assert.Equal(t, uid+":"+uid, e.dockerCmd(t, "image", "inspect", "--format", "{{.Config.User}}", e.image))
 	// No --user: the image's own user.
 	res := e.run(t, run{opts: []string{"--user", ""}, entrypoint: "/bin/sh", args: []string{"-ec", `
 id -u; id -g; echo "HOME=$HOME"
 # needed at run time
-for p in terraform git bwrap driftwatch; do command -v "$p" >/dev/null || { echo "missing $p"; exit 3; }; done
+for p in ` + e.tool + ` git bwrap driftwatch; do command -v "$p" >/dev/null || { echo "missing $p"; exit 3; }; done
 test -s /etc/ssl/certs/ca-certificates.crt || { echo "no CA bundle"; exit 3; }
-terraform version | head -n 1
+` + e.tool + ` version | head -n 1
+# one tool only
+if command -v ` + other + ` >/dev/null; then echo "has ` + other + `"; exit 4; fi
 # not in a runtime image
 for p in go gcc cc make curl unzip; do if command -v "$p" >/dev/null; then echo "has $p"; exit 4; fi; done
 test -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v '^lock$' | grep -v '^partial$')" || { echo "apt lists left"; exit 4; }
@@ -57,7 +66,7 @@ test ! -e /usr/local/go || { echo "Go toolchain left"; exit 4; }
 	assert.Equal(t, uid, lines[0], "uid")
 	assert.Equal(t, uid, lines[1], "gid")
 	assert.Equal(t, "HOME="+ctrHome, lines[2])
-	assert.Contains(t, lines[3], "Terraform v")
+	assert.Equal(t, e.banner+version, lines[3], "the %s label", toolVersionLabel)
 	size, err := strconv.ParseInt(e.dockerCmd(t, "image", "inspect", "--format", "{{.Size}}", e.image), 10, 64)
 	require.NoError(t, err)
 	t.Logf("image %s: %.1f MB", e.image, float64(size)/1e6)
@@ -84,8 +93,8 @@ for ws in network dns release platform; do
   printf 'out_dir = "%s/out"\n' "$PWD" > "$ws/example.auto.tfvars"
   extra=""
   [ "$ws" = release ] && extra="-var app_version=1.4.0"
-  terraform -chdir="$ws" init -input=false -no-color >/dev/null
-  terraform -chdir="$ws" apply -auto-approve -input=false -no-color $extra >/dev/null
+  $TF -chdir="$ws" init -input=false -no-color >/dev/null
+  $TF -chdir="$ws" apply -auto-approve -input=false -no-color $extra >/dev/null
   chmod 600 "$ws/terraform.tfstate"
 done
 echo "10.0.0.99 gateway # hotfix" > out/network/hosts.conf
@@ -95,17 +104,23 @@ echo "10.0.0.99 gateway # hotfix" > out/network/hosts.conf
 }
 
 // TestImageAuditExample: `driftwatch audit` of the example inventory in the
-// hardened container runs real Terraform with providers from the mirror and
-// reports the real drift, with exit code 2.
+// hardened container runs the image's real tool (the example sets no
+// terraform.binary: terraform, else tofu, from PATH) with providers from
+// the mirror and reports the real drift, with exit code 2.
 func TestImageAuditExample(t *testing.T) {
-	e := setup(t)
+	eachImage(t, testImageAuditExample)
+}
+
+func testImageAuditExample(t *testing.T, e *env) {
 	opts := setupExample(t, e)
 	start := time.Now()
 	res := e.run(t, run{opts: opts, args: []string{"audit", "--config", ctrWork + "/driftwatch.yaml", "--format", "json"}})
 	t.Logf("audit in the image: %s, exit %d\nstderr:\n%s", time.Since(start).Round(time.Millisecond), res.code, res.stderr)
 	rep := parseReport(t, res.stdout)
+	tool := e.tool + " " + e.label(t, toolVersionLabel)
 	for _, w := range rep.Workspaces {
 		assert.Empty(t, w.Error, "workspace %s", w.Name)
+		assert.Equal(t, tool, w.Tool, "workspace %s: the tool that planned it", w.Name)
 	}
 	net := workspace(t, rep, "network")
 	assert.Equal(t, drift.StatusDrift, net.Status)
@@ -125,15 +140,15 @@ func TestImageAuditExample(t *testing.T) {
 	assert.Equal(t, report.ExitChanges, res.code, "audit exit code")
 }
 
-// TestImageGitModuleSource: a Terraform git:: module source (a bare repo on
-// a read-only volume) works in the image, for a plain `terraform init` and
-// in driftwatch's runs. Git refuses a repository owned by another user
+// TestImageGitModuleSource: a git:: module source (a bare repo on a
+// read-only volume) works in the image, for a plain `<tool> init` and in
+// driftwatch's runs. Git refuses a repository owned by another user
 // ("dubious ownership", git >= 2.35.2), as a volume from a git-sync sidecar
 // or a host path often is: the workspace's env then names a gitconfig that
 // lists it as safe.directory (GIT_CONFIG_GLOBAL; git 2.39 ignores
 // safe.directory given as GIT_CONFIG_COUNT/-c).
 func TestImageGitModuleSource(t *testing.T) {
-	e := setup(t)
+	tftest.Short(t, "docker and the image")
 	gitBin, err := exec.LookPath("git")
 	if err != nil {
 		tftest.Unavailable(t, "git is not on PATH; `make deps` installs it")
@@ -172,13 +187,14 @@ resource "local_file" "greeting" {
 	}))
 	const repo = "/srv/git/modules.git"
 
-	// check applies a workspace using the module in the image, then audits
-	// it with driftwatch (clean: the module is fetched again in the run).
-	check := func(t *testing.T, repoOpts []string, wsEnv string) {
-		dir, work := e.workDir(t)
-		require.NoError(t, os.Mkdir(filepath.Join(dir, "gitmod"), 0o777))
-		require.NoError(t, os.Chmod(filepath.Join(dir, "gitmod"), 0o777))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "gitmod", "main.tf"), []byte(`
+	eachImage(t, func(t *testing.T, e *env) {
+		// check applies a workspace using the module in the image, then audits
+		// it with driftwatch (clean: the module is fetched again in the run).
+		check := func(t *testing.T, repoOpts []string, wsEnv string) {
+			dir, work := e.workDir(t)
+			require.NoError(t, os.Mkdir(filepath.Join(dir, "gitmod"), 0o777))
+			require.NoError(t, os.Chmod(filepath.Join(dir, "gitmod"), 0o777))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "gitmod", "main.tf"), []byte(`
 terraform {
   required_providers {
     local = { source = "hashicorp/local" }
@@ -189,7 +205,7 @@ module "greeting" {
   out_dir = "`+ctrWork+`/out"
 }
 `), 0o644))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "driftwatch.yaml"), []byte(`
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "driftwatch.yaml"), []byte(`
 terraform:
   sandbox_paths: [./out]
 defaults:
@@ -198,64 +214,65 @@ workspaces:
   - name: gitmod
     source: { path: ./gitmod }
 `+wsEnv), 0o644))
-		opts := slices.Concat(work, e.tfOpts(t), repoOpts)
-		shEnv := ""
-		if wsEnv != "" {
-			shEnv = "export GIT_CONFIG_GLOBAL=/etc/driftwatch/gitconfig\n"
-		}
-		res := e.sh(t, opts, shEnv+`
-terraform -chdir=gitmod init -input=false -no-color >/dev/null
-terraform -chdir=gitmod apply -auto-approve -input=false -no-color >/dev/null
+			opts := slices.Concat(work, e.tfOpts(t), repoOpts)
+			shEnv := ""
+			if wsEnv != "" {
+				shEnv = "export GIT_CONFIG_GLOBAL=/etc/driftwatch/gitconfig\n"
+			}
+			res := e.sh(t, opts, shEnv+`
+$TF -chdir=gitmod init -input=false -no-color >/dev/null
+$TF -chdir=gitmod apply -auto-approve -input=false -no-color >/dev/null
 chmod 600 gitmod/terraform.tfstate
 cat out/greeting.txt
 `)
-		require.Equal(t, 0, res.code, "terraform init/apply with a git:: module in the image:\nstdout: %s\nstderr: %s", res.stdout, res.stderr)
-		require.Equal(t, "hello from a git module\n", res.stdout)
+			require.Equal(t, 0, res.code, "init/apply with a git:: module in the image:\nstdout: %s\nstderr: %s", res.stdout, res.stderr)
+			require.Equal(t, "hello from a git module\n", res.stdout)
 
-		res = e.run(t, run{opts: opts, args: []string{"audit", "--config", ctrWork + "/driftwatch.yaml", "--format", "json"}})
-		rep := parseReport(t, res.stdout)
-		w := workspace(t, rep, "gitmod")
-		assert.Empty(t, w.Error, "stderr:\n%s", res.stderr)
-		assert.Equal(t, drift.StatusClean, w.Status, "findings: %+v", w.Findings)
-		assert.Equal(t, report.ExitClean, res.code, "stderr:\n%s", res.stderr)
-	}
-
-	t.Run("owned by the container user", func(t *testing.T) {
-		// Copied onto a volume by the container's user, then mounted read-only.
-		vol := t.TempDir()
-		require.NoError(t, os.Chmod(vol, 0o777))
-		res := e.run(t, run{opts: []string{"-v", bare + ":/in:ro", "-v", vol + ":/srv/git"},
-			entrypoint: "/bin/cp", args: []string{"-R", "/in", repo}})
-		require.Equal(t, 0, res.code, res.stderr)
-		t.Cleanup(func() {
-			_ = exec.Command(e.docker, "run", "--rm", "--network", "none", "--user", uid+":"+uid,
-				"-v", vol+":/srv/git", "--entrypoint", "/bin/rm", e.image, "-rf", repo).Run()
-		})
-		check(t, []string{"-v", vol + ":/srv/git:ro"}, "")
-	})
-
-	t.Run("owned by another user", func(t *testing.T) {
-		// Copied onto a volume by root (not the container's user, whatever
-		// uid the test runs as), then mounted read-only.
-		vol := t.TempDir()
-		asRoot := func(args ...string) *exec.Cmd {
-			return exec.Command(e.docker, append([]string{"run", "--rm", "--network", "none", "--user", "0:0",
-				"-v", bare + ":/in:ro", "-v", vol + ":/srv/git"}, args...)...)
+			res = e.run(t, run{opts: opts, args: []string{"audit", "--config", ctrWork + "/driftwatch.yaml", "--format", "json"}})
+			rep := parseReport(t, res.stdout)
+			w := workspace(t, rep, "gitmod")
+			assert.Empty(t, w.Error, "stderr:\n%s", res.stderr)
+			assert.Equal(t, drift.StatusClean, w.Status, "findings: %+v", w.Findings)
+			assert.Equal(t, report.ExitClean, res.code, "stderr:\n%s", res.stderr)
 		}
-		out, err := asRoot("--entrypoint", "/bin/cp", e.image, "-R", "/in", repo).CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		t.Cleanup(func() { _ = asRoot("--entrypoint", "/bin/rm", e.image, "-rf", repo).Run() })
-		opts := []string{"-v", vol + ":/srv/git:ro"}
-		// Without safe.directory git refuses it: the failure says why.
-		_, work := e.workDir(t)
-		res := e.sh(t, append(work, opts...), "cd /tmp && git clone -q file://"+repo+" x")
-		require.NotEqual(t, 0, res.code)
-		require.Contains(t, res.stderr, "dubious ownership")
-		// With it, from a gitconfig on a (ConfigMap) volume named by the workspace's env.
-		gc := filepath.Join(t.TempDir(), "gitconfig")
-		require.NoError(t, os.WriteFile(gc, []byte("[safe]\n\tdirectory = "+repo+"\n"), 0o644))
-		opts = append(opts, "-v", gc+":/etc/driftwatch/gitconfig:ro")
-		check(t, opts, "    env: { GIT_CONFIG_GLOBAL: /etc/driftwatch/gitconfig }\n")
+
+		t.Run("owned by the container user", func(t *testing.T) {
+			// Copied onto a volume by the container's user, then mounted read-only.
+			vol := t.TempDir()
+			require.NoError(t, os.Chmod(vol, 0o777))
+			res := e.run(t, run{opts: []string{"-v", bare + ":/in:ro", "-v", vol + ":/srv/git"},
+				entrypoint: "/bin/cp", args: []string{"-R", "/in", repo}})
+			require.Equal(t, 0, res.code, res.stderr)
+			t.Cleanup(func() {
+				_ = exec.Command(e.docker, "run", "--rm", "--network", "none", "--user", uid+":"+uid,
+					"-v", vol+":/srv/git", "--entrypoint", "/bin/rm", e.image, "-rf", repo).Run()
+			})
+			check(t, []string{"-v", vol + ":/srv/git:ro"}, "")
+		})
+
+		t.Run("owned by another user", func(t *testing.T) {
+			// Copied onto a volume by root (not the container's user, whatever
+			// uid the test runs as), then mounted read-only.
+			vol := t.TempDir()
+			asRoot := func(args ...string) *exec.Cmd {
+				return exec.Command(e.docker, append([]string{"run", "--rm", "--network", "none", "--user", "0:0",
+					"-v", bare + ":/in:ro", "-v", vol + ":/srv/git"}, args...)...)
+			}
+			out, err := asRoot("--entrypoint", "/bin/cp", e.image, "-R", "/in", repo).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			t.Cleanup(func() { _ = asRoot("--entrypoint", "/bin/rm", e.image, "-rf", repo).Run() })
+			opts := []string{"-v", vol + ":/srv/git:ro"}
+			// Without safe.directory git refuses it: the failure says why.
+			_, work := e.workDir(t)
+			res := e.sh(t, append(work, opts...), "cd /tmp && git clone -q file://"+repo+" x")
+			require.NotEqual(t, 0, res.code)
+			require.Contains(t, res.stderr, "dubious ownership")
+			// With it, from a gitconfig on a (ConfigMap) volume named by the workspace's env.
+			gc := filepath.Join(t.TempDir(), "gitconfig")
+			require.NoError(t, os.WriteFile(gc, []byte("[safe]\n\tdirectory = "+repo+"\n"), 0o644))
+			opts = append(opts, "-v", gc+":/etc/driftwatch/gitconfig:ro")
+			check(t, opts, "    env: { GIT_CONFIG_GLOBAL: /etc/driftwatch/gitconfig }\n")
+		})
 	})
 }
 
@@ -264,7 +281,10 @@ cat out/greeting.txt
 // Terraform and exits promptly: an audit in the middle of a plan, and an
 // idle daemon.
 func TestImageSIGTERM(t *testing.T) {
-	e := setup(t)
+	eachImage(t, testImageSIGTERM)
+}
+
+func testImageSIGTERM(t *testing.T, e *env) {
 	dir, work := e.workDir(t)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "slow"), 0o777))
 	require.NoError(t, os.Chmod(filepath.Join(dir, "slow"), 0o777))

@@ -59,13 +59,19 @@ const apiToken = "imagetest-replicas-admin-token-0123456789"
 // the ConfigMap and the DSN's Secret as read-only directories), the
 // security context baseOpts enforces, the probes' paths and port, and the
 // ConfigMap's config file, except its runner block: there is no
-// Kubernetes API here, so runs are local (the image's own Terraform) and
+// Kubernetes API here, so runs are local (the image's own tool) and
 // there is no Lease; the database's leadership lock decides who leads
 // (docs/kubernetes.md: replicas on a PostgreSQL store). PostgreSQL (a
 // pgtest cluster of the test's own) listens on TCP at this machine's
 // address on the pods' bridge, where the pods reach it.
+//
+// It runs for each image, the chart rendered with that image's image.tool
+// (for tofu: terraform.binary tofu).
 func TestImageReplicasFailover(t *testing.T) {
-	e := setup(t)
+	eachImage(t, testImageReplicasFailover)
+}
+
+func testImageReplicasFailover(t *testing.T, e *env) {
 	if os.Getuid() != 0 {
 		tftest.Unavailable(t, "wiring the pods' network namespaces needs root")
 	}
@@ -74,7 +80,7 @@ func TestImageReplicasFailover(t *testing.T) {
 			tftest.Unavailable(t, tool+" is not on PATH (iproute2, util-linux, curl)")
 		}
 	}
-	chart := renderChart(t, "replicaCount=2", "store.postgres.existingSecret=driftwatch-db")
+	chart := renderChart(t, "replicaCount=2", "store.postgres.existingSecret=driftwatch-db", "image.tool="+e.tool)
 	require.Equal(t, 2, chart.replicas)
 	pods := newPodNet(t)
 	pg := pgtest.StartTCP(t, pods.gateway+"/24")
@@ -110,8 +116,8 @@ resource "dwtest_file" "a" {
 }
 `), 0o644))
 	res := e.sh(t, slices.Concat(work, e.tfOpts(t)), `
-terraform -chdir=slow init -input=false -no-color >/dev/null
-terraform -chdir=slow apply -auto-approve -input=false -no-color -var wait=0s >/dev/null
+$TF -chdir=slow init -input=false -no-color >/dev/null
+$TF -chdir=slow apply -auto-approve -input=false -no-color -var wait=0s >/dev/null
 chmod 600 slow/terraform.tfstate
 echo "hand edit" > out/a.txt
 `)
@@ -315,6 +321,13 @@ func podSpec(t *testing.T, e *env, chart chartPod, work []string, pgAddr, dsn st
 	delete(cfg, "runner")
 	tf, _ := cfg["terraform"].(map[string]any)
 	require.NotNil(t, tf, "config: %v", cfg)
+	// The chart names the binary for tofu only; for terraform the daemon's
+	// default (terraform, else tofu, from PATH) finds it.
+	if e.tool == "tofu" {
+		require.Equal(t, "tofu", tf["binary"], "the chart's terraform block: %v", tf)
+	} else {
+		require.NotContains(t, tf, "binary", "the chart's terraform block")
+	}
 	tf["sandbox_paths"] = []string{ctrWork + "/out"}
 	cfg["defaults"] = map[string]any{"schedule": "@hourly", "labels": map[string]string{"env": "dev"}}
 	cfg["workspaces"] = []any{map[string]any{"name": "slow", "source": map[string]string{"path": ctrWork + "/slow"}}}

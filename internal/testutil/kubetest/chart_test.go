@@ -140,6 +140,7 @@ func TestChartLint(t *testing.T) {
 	for name, args := range map[string][]string{
 		"default": nil,
 		"ci":      {"-f", ciValues(t)},
+		"tofu":    {"--set", "image.tool=tofu"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, err := helm(t, append([]string{"lint", "--strict", chartDir(t), "--namespace", chartNamespace}, args...)...)
@@ -317,6 +318,8 @@ func TestChartRejects(t *testing.T) {
 			"config.runner.kubernetes.callback_listen (:8080) must use another port than config.server.listen"},
 		{"callback on the http Service port", []string{"--set", "service.callbackPort=8080"}, "service.callbackPort must differ from service.port"},
 		{"grace shorter than kill_grace in minutes", []string{"--set", "config.terraform.kill_grace=2m"}, "must exceed config.terraform.kill_grace (2m)"},
+		{"unknown tool", []string{"--set", "image.tool=opentofu"}, "value must be one of 'terraform', 'tofu'"},
+		{"unknown tool, schema skipped", []string{"--set", "image.tool=opentofu", "--skip-schema-validation"}, `image.tool must be terraform or tofu, not "opentofu"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := template(t, tc.args...)
@@ -339,6 +342,54 @@ func TestChartRejects(t *testing.T) {
 	_, m = mustTemplate(t, "--set", "config.runner.kubernetes.callback_listen=:9091")
 	d = get[*appsv1.Deployment](t, m, "Deployment/driftwatch/driftwatch")
 	assert.EqualValues(t, 9091, d.Spec.Template.Spec.Containers[0].Ports[1].ContainerPort)
+}
+
+// TestChartTool checks image.tool: the default tag of each variant (the
+// tags the Dockerfile's TOOL argument is built into: <version> and
+// <version>-tofu), the same image for the daemon and the run Jobs, and the
+// binary the config names (tofu for tofu, unless config.terraform.binary is
+// given; none for terraform: the daemon's default, terraform then tofu
+// from PATH).
+func TestChartTool(t *testing.T) {
+	const repo = "ghcr.io/driftwatch/driftwatch:"
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		image, bin string
+	}{
+		{"terraform by default", nil, repo + chartAppVersion(t), ""},
+		{"terraform", []string{"--set", "image.tool=terraform"}, repo + chartAppVersion(t), ""},
+		{"tofu", []string{"--set", "image.tool=tofu"}, repo + chartAppVersion(t) + "-tofu", "tofu"},
+		{"tofu with a tag of one's own", []string{"--set", "image.tool=tofu", "--set", "image.tag=1.2.3-opentofu"}, repo + "1.2.3-opentofu", "tofu"},
+		{"tofu with a binary of one's own", []string{"--set", "image.tool=tofu", "--set", "config.terraform.binary=/opt/tofu/bin/tofu"},
+			repo + chartAppVersion(t) + "-tofu", "/opt/tofu/bin/tofu"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, m := mustTemplate(t, tc.args...)
+			d := get[*appsv1.Deployment](t, m, "Deployment/driftwatch/driftwatch")
+			assert.Equal(t, tc.image, d.Spec.Template.Spec.Containers[0].Image)
+			cm := get[*corev1.ConfigMap](t, m, "ConfigMap/driftwatch/driftwatch")
+			var rendered struct {
+				Terraform map[string]any `yaml:"terraform"`
+				Runner    config.Runner  `yaml:"runner"`
+			}
+			require.NoError(t, yaml.Unmarshal([]byte(cm.Data["driftwatch.yaml"]), &rendered))
+			assert.Equal(t, tc.image, rendered.Runner.Kubernetes.Image, "run Jobs use the daemon's image")
+			bin, set := rendered.Terraform["binary"]
+			if tc.bin == "" {
+				assert.False(t, set, "terraform.binary: %v", bin)
+			} else {
+				assert.Equal(t, tc.bin, bin)
+			}
+			// The other terraform settings stay.
+			assert.Equal(t, "/tmp", rendered.Terraform["work_dir"])
+			if !strings.HasPrefix(tc.bin, "/") { // a path is checked when loaded: it is not here
+				cfg, err := config.Load("/etc/driftwatch/driftwatch.yaml", []byte(cm.Data["driftwatch.yaml"]))
+				require.NoError(t, err)
+				assert.Equal(t, tc.bin, cfg.Terraform.Binary)
+			}
+		})
+	}
 }
 
 func chartAppVersion(t *testing.T) string {
