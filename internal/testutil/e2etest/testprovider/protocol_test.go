@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -20,14 +21,21 @@ var (
 	listConfigType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{"directory": tftypes.String, "pattern": tftypes.String}}
 )
 
+// listServer is a provider server that also lists resources (the plugin
+// protocol's ProviderServer does not include that yet).
+type listServer interface {
+	tfprotov6.ProviderServer
+	ListResource(context.Context, *tfprotov6.ListResourceRequest) (*tfprotov6.ListResourceServerStream, error)
+}
+
 // protocolServer is the provider (name, version) as Terraform sees it.
-func protocolServer(t *testing.T, name, version string) tfprotov6.ProviderServerWithListResource {
+func protocolServer(t *testing.T, name, version string) listServer {
 	t.Helper()
 	s, err := providerserver.NewProtocol6WithError(newProvider(name, version)())()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls, ok := s.(tfprotov6.ProviderServerWithListResource)
+	ls, ok := s.(listServer)
 	if !ok {
 		t.Fatal("the provider server does not serve list resources")
 	}
