@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,14 +12,21 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
 // fileResource manages one local file. The same implementation is served as
 // dwtest_file, kubernetes_config_map and helm_release.
+//
+// Its identity is {filename}, the file's path (equal to id), set by every
+// Create, Read, Update and import: Terraform 1.12 and later store it in the
+// state beside the attributes, older Terraform and OpenTofu never ask for
+// it. An import takes either the path as its ID or an identity.
 type fileResource struct {
 	typeName string
 	// trim reads content with its trailing white space trimmed (version
@@ -33,7 +41,37 @@ type fileModel struct {
 	SensitiveContent types.String `tfsdk:"sensitive_content"`
 }
 
-var _ resource.Resource = (*fileResource)(nil)
+var (
+	_ resource.ResourceWithIdentity    = (*fileResource)(nil)
+	_ resource.ResourceWithImportState = (*fileResource)(nil)
+)
+
+// identityAttr is the one attribute of a file's identity: its path.
+const identityAttr = "filename"
+
+// fileIdentitySchema is the identity of every file-backed resource.
+func fileIdentitySchema(resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = identityschema.Schema{
+		Attributes: map[string]identityschema.Attribute{
+			identityAttr: identityschema.StringAttribute{
+				RequiredForImport: true,
+				Description:       "Absolute path of the file (the resource's id).",
+			},
+		},
+	}
+}
+
+// setIdentity records name as the identity, when the framework offers one
+// (it does whenever the resource has an identity schema).
+func setIdentity(ctx context.Context, identity *tfsdk.ResourceIdentity, name string, diags *diag.Diagnostics) {
+	if identity != nil {
+		diags.Append(identity.SetAttribute(ctx, path.Root(identityAttr), name)...)
+	}
+}
+
+func (r *fileResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	fileIdentitySchema(resp)
+}
 
 func (r *fileResource) Metadata(_ context.Context, _ resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = r.typeName
@@ -77,6 +115,15 @@ func (m *fileModel) body() string {
 	}
 }
 
+// contentOf is what content reads as for a file holding data: version
+// 0.2.0 trims trailing white space (sensitive_content is never trimmed).
+func (r *fileResource) contentOf(data []byte) string {
+	if r.trim {
+		return strings.TrimRight(string(data), " \t\r\n")
+	}
+	return string(data)
+}
+
 func writeFile(name, body string) error {
 	if dir := filepath.Dir(name); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -110,6 +157,7 @@ func (r *fileResource) Create(ctx context.Context, req resource.CreateRequest, r
 	if !r.write(&plan, &resp.Diagnostics) {
 		return
 	}
+	setIdentity(ctx, resp.Identity, plan.Filename.ValueString(), &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -120,6 +168,9 @@ func (r *fileResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		return
 	}
 	name := state.Filename.ValueString()
+	// Also when the file is gone: the framework wants an identity after
+	// every Read, and a state written before identities has none yet.
+	setIdentity(ctx, resp.Identity, name, &resp.Diagnostics)
 	data, err := os.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		resp.State.RemoveResource(ctx)
@@ -130,10 +181,8 @@ func (r *fileResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		return
 	}
 	switch {
-	case !state.Content.IsNull() && r.trim:
-		state.Content = types.StringValue(strings.TrimRight(string(data), " \t\r\n"))
 	case !state.Content.IsNull():
-		state.Content = types.StringValue(string(data))
+		state.Content = types.StringValue(r.contentOf(data))
 	case !state.SensitiveContent.IsNull():
 		state.SensitiveContent = types.StringValue(string(data))
 	}
@@ -150,6 +199,7 @@ func (r *fileResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	if !r.write(&plan, &resp.Diagnostics) {
 		return
 	}
+	setIdentity(ctx, resp.Identity, plan.Filename.ValueString(), &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -162,4 +212,32 @@ func (r *fileResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 	if err := os.Remove(filename.ValueString()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		resp.Diagnostics.AddError("Cannot delete file", err.Error())
 	}
+}
+
+// ImportState adopts an existing file, named by its path (the import ID) or
+// by an identity {filename}. The file's content becomes content (never
+// sensitive_content), so a configuration generated from a listed file plans
+// no change after the import.
+func (r *fileResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	resource.ImportStatePassthroughWithIdentity(ctx, path.Root("filename"), path.Root(identityAttr), req, resp)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	var name types.String
+	resp.Diagnostics.Append(resp.State.GetAttribute(ctx, path.Root("filename"), &name)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !filepath.IsAbs(name.ValueString()) {
+		resp.Diagnostics.AddError("Cannot import file", fmt.Sprintf("%q is not an absolute path", name.ValueString()))
+		return
+	}
+	data, err := os.ReadFile(name.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot import file", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), name)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("content"), r.contentOf(data))...)
+	setIdentity(ctx, resp.Identity, name.ValueString(), &resp.Diagnostics)
 }

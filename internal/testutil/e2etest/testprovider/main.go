@@ -14,6 +14,11 @@
 //	helm       -> helm_release
 //
 // Editing or deleting the file outside Terraform gives real resource_drift.
+// Each file resource has the identity {filename} (Terraform 1.12 and
+// later store it; older Terraform and OpenTofu ignore it), the file
+// resource imports by path or identity, and each name serves a list
+// resource of its file type (fileListResource) for `terraform query`
+// (Terraform 1.14 and later): the files in a directory.
 //
 // The version comes from the basename too ("…_v0.2.0" -> 0.2.0, else
 // 0.1.0), so the same binary installed as 0.1.0 and 0.2.0 is a provider

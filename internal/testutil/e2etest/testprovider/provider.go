@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -14,7 +15,7 @@ type testProvider struct {
 	name, version string
 }
 
-var _ provider.Provider = (*testProvider)(nil)
+var _ provider.ProviderWithListResources = (*testProvider)(nil)
 
 func newProvider(name, version string) func() provider.Provider {
 	return func() provider.Provider { return &testProvider{name: name, version: version} }
@@ -34,10 +35,14 @@ func (p *testProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 func (p *testProvider) Configure(context.Context, provider.ConfigureRequest, *provider.ConfigureResponse) {
 }
 
+// file is the file resource this name and version serve.
+func (p *testProvider) file() fileResource {
+	return fileResource{typeName: resourceTypeName(p.name), trim: p.version == trimVersion}
+}
+
 func (p *testProvider) Resources(context.Context) []func() resource.Resource {
-	typeName := resourceTypeName(p.name)
 	rs := []func() resource.Resource{
-		func() resource.Resource { return &fileResource{typeName: typeName, trim: p.version == trimVersion} },
+		func() resource.Resource { f := p.file(); return &f },
 	}
 	if p.name == defaultName {
 		rs = append(rs, func() resource.Resource { return &revisionFileResource{typeName: p.name + "_revision_file"} })
@@ -53,5 +58,13 @@ func (p *testProvider) DataSources(context.Context) []func() datasource.DataSour
 		func() datasource.DataSource { return &fileDataSource{typeName: p.name + "_file"} },
 		func() datasource.DataSource { return &sleepDataSource{typeName: p.name + "_sleep"} },
 		func() datasource.DataSource { return &throttleDataSource{typeName: p.name + "_throttle"} },
+	}
+}
+
+// ListResources lists the files of the one file resource each name serves
+// (for `terraform query`).
+func (p *testProvider) ListResources(context.Context) []func() list.ListResource {
+	return []func() list.ListResource{
+		func() list.ListResource { return &fileListResource{file: p.file()} },
 	}
 }

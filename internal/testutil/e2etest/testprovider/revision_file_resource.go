@@ -33,6 +33,8 @@ import (
 //   - fail_if_exists: a write fails (after the hold, without touching the
 //     file) while that file exists.
 //
+// Its identity is {filename}, like dwtest_file's (it has no import).
+//
 // The switches are paths rather than values so that a test flips them
 // without changing the configuration: a changed attribute would be a
 // configuration change, which a remediation refuses to apply.
@@ -50,7 +52,11 @@ type revisionFileModel struct {
 	FailIfExists    types.String `tfsdk:"fail_if_exists"`
 }
 
-var _ resource.Resource = (*revisionFileResource)(nil)
+var _ resource.ResourceWithIdentity = (*revisionFileResource)(nil)
+
+func (r *revisionFileResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	fileIdentitySchema(resp)
+}
 
 func (r *revisionFileResource) Metadata(_ context.Context, _ resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = r.typeName
@@ -159,6 +165,7 @@ func (r *revisionFileResource) Create(ctx context.Context, req resource.CreateRe
 	if !r.write(ctx, "create", &plan, 1, &resp.Diagnostics) {
 		return
 	}
+	setIdentity(ctx, resp.Identity, plan.Filename.ValueString(), &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -169,6 +176,7 @@ func (r *revisionFileResource) Read(ctx context.Context, req resource.ReadReques
 		return
 	}
 	name := state.Filename.ValueString()
+	setIdentity(ctx, resp.Identity, name, &resp.Diagnostics) // also when the file is gone
 	data, err := os.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		resp.State.RemoveResource(ctx)
@@ -195,8 +203,10 @@ func (r *revisionFileResource) Update(ctx context.Context, req resource.UpdateRe
 	if !r.write(ctx, "update", &plan, prior.Revision.ValueInt64()+1, &resp.Diagnostics) {
 		// Nothing was written: the object is as it was.
 		resp.State.Raw = req.State.Raw.Copy()
+		setIdentity(ctx, resp.Identity, prior.Filename.ValueString(), &resp.Diagnostics)
 		return
 	}
+	setIdentity(ctx, resp.Identity, plan.Filename.ValueString(), &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
