@@ -35,10 +35,16 @@ type Scan struct {
 	Types    []string       `yaml:"types"`
 	Provider string         `yaml:"provider"`
 	Config   map[string]any `yaml:"config"`
+	// Limit is each generated list block's limit (default DefaultScanLimit).
+	Limit int `yaml:"limit"`
 	// Ignore marks listed resources as ignored: globs on the type and on
 	// an identity value or the display name.
 	Ignore []ScanIgnore `yaml:"ignore"`
 }
+
+// DefaultScanLimit is the most resources a generated list block lists
+// when scans[].limit is unset (Terraform's own default is 100).
+const DefaultScanLimit = 10000
 
 // ScanIgnore is one scan ignore rule; an empty glob matches everything.
 type ScanIgnore struct {
@@ -73,6 +79,12 @@ func (c *Config) expandScans(pos *positions) []error {
 		}
 		if s.Provider != "" && !hclIdent(s.Provider) {
 			add("provider", "%q is not a provider local name", s.Provider)
+		}
+		switch {
+		case s.Limit < 0:
+			add("limit", "must be positive")
+		case s.Limit == 0:
+			s.Limit = DefaultScanLimit
 		}
 		if len(s.Config) > 0 && len(s.Types) == 0 {
 			add("config", "is the config of generated list blocks: set types too")

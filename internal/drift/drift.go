@@ -220,7 +220,7 @@ func StatusOf(fs []Finding) Status {
 
 // SortFindings orders findings by kind severity, then address.
 func SortFindings(fs []Finding) {
-	rank := map[Kind]int{KindForbidden: 0, KindManagedTwice: 1, KindDrift: 1, KindUnmanaged: 1, KindCheck: 2, KindPending: 3, KindBackend: 4, KindNoise: 5}
+	rank := map[Kind]int{KindForbidden: 0, KindManagedTwice: 1, KindUnmanaged: 2, KindDrift: 3, KindCheck: 4, KindPending: 5, KindBackend: 6, KindNoise: 7}
 	sort.SliceStable(fs, func(i, j int) bool {
 		if fs[i].Kind != fs[j].Kind {
 			return rank[fs[i].Kind] < rank[fs[j].Kind]

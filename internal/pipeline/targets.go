@@ -96,7 +96,7 @@ func Targets(cfg *config.Config, f Filter, env Env) ([]Target, error) {
 			}
 			q := &terraform.Query{}
 			for _, typ := range sc.Types {
-				q.Lists = append(q.Lists, terraform.List{Type: typ, Provider: sc.ListProvider(typ), Config: sc.Config})
+				q.Lists = append(q.Lists, terraform.List{Type: typ, Provider: sc.ListProvider(typ), Config: sc.Config, Limit: sc.Limit})
 			}
 			tg.Request.Query = q
 		}

@@ -88,12 +88,15 @@ type Query struct {
 }
 
 // List is one generated list block: `list "TYPE" "all" { provider = PROVIDER
-// config { ... } }`. Config values are strings, numbers, booleans or lists
+// limit = LIMIT config { ... } }`. Config values are strings, numbers, booleans or lists
 // of them.
 type List struct {
 	Type     string         `json:"type"`
 	Provider string         `json:"provider"`
 	Config   map[string]any `json:"config,omitempty"`
+	// Limit is the block's limit: the most resources it lists (Terraform
+	// stops at 100 without one).
+	Limit int `json:"limit,omitempty"`
 }
 
 // ListsFile is the file Query.Lists are written to.

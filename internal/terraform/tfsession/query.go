@@ -127,6 +127,9 @@ func WriteLists(moduleDir string, lists []terraform.List) error {
 			return fmt.Errorf("scan list %q (provider %q): not a resource type and provider name", l.Type, l.Provider)
 		}
 		fmt.Fprintf(&b, "\nlist %q \"all\" {\n  provider = %s\n", l.Type, l.Provider)
+		if l.Limit > 0 {
+			fmt.Fprintf(&b, "  limit    = %d\n", l.Limit)
+		}
 		if len(l.Config) > 0 {
 			b.WriteString("  config {\n")
 			for _, k := range slices.Sorted(maps.Keys(l.Config)) {

@@ -22,7 +22,7 @@ func TestQuerySupported(t *testing.T) {
 func TestWriteLists(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, WriteLists(dir, []terraform.List{
-		{Type: "dwtest_file", Provider: "dwtest", Config: map[string]any{"directory": `/srv/${x} "q"`, "pattern": "*.txt", "n": 3, "on": true, "tags": []any{"a", 1.5}}},
+		{Type: "dwtest_file", Provider: "dwtest", Limit: 5000, Config: map[string]any{"directory": `/srv/${x} "q"`, "pattern": "*.txt", "n": 3, "on": true, "tags": []any{"a", 1.5}}},
 		{Type: "aws_s3_bucket", Provider: "aws"},
 	}))
 	b, err := os.ReadFile(filepath.Join(dir, terraform.ListsFile))
@@ -31,6 +31,7 @@ func TestWriteLists(t *testing.T) {
 
 list "dwtest_file" "all" {
   provider = dwtest
+  limit    = 5000
   config {
     directory = "/srv/$${x} \"q\""
     n = 3
