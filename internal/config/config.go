@@ -256,8 +256,9 @@ func load(file string, data []byte, find Finder) (*Config, error) {
 		return nil, err
 	}
 	// Discovered workspaces are validated with the configured ones.
-	serr := cfg.expandScans(pos)
 	derr := cfg.expandDiscover(context.Background(), pos, find)
+	// Scans last: at start they queue after the workspaces they compare.
+	serr := cfg.expandScans(pos)
 	if err := errors.Join(append(serr, derr, cfg.validate(pos))...); err != nil {
 		return nil, err
 	}

@@ -142,7 +142,7 @@ func New(ctx context.Context, o Options) (*Manager, error) {
 		// Scans compare with the recorded states of the workspaces
 		// configured now.
 		a := *o.Auditor
-		a.Fleet = storeFleet{store: o.Store, inv: o.Inventory}
+		a.Fleet = storeFleet{store: o.Store, inv: o.Inventory, wait: fleetWait, poll: fleetPoll}
 		o.Auditor = &a
 	}
 	m := &Manager{o: o, log: o.Logger, store: o.Store, runs: runlog.NewRegistry(),

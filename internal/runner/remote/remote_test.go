@@ -60,12 +60,12 @@ func TestNewToken(t *testing.T) {
 // TestResultRoundTrip sends a parsed plan of a real Terraform run through
 // JSON and back, and checks that no attribute value is on the wire but
 // the drifted object's identifying attributes (the attribution command's
-// query).
+// query) and the managed instances' ids (what scans compare).
 func TestResultRoundTrip(t *testing.T) {
 	in := okResult(t, "run-1")
 	b, err := json.Marshal(in)
 	require.NoError(t, err)
-	require.Equal(t, 1, strings.Count(string(b), "/driftwatch-fixture"), "the drifted file's id, once")
+	require.Equal(t, 3, strings.Count(string(b), "/driftwatch-fixture"), "the drifted file's id, and each managed file's (what scans compare)")
 	require.Contains(t, string(b), `"IDs":{"id":"/driftwatch-fixture/a.txt"}`)
 	for _, value := range []string{"tampered", `"v1"`, `"same"`} {
 		require.NotContains(t, string(b), value, "an attribute value crossed the wire")
@@ -79,6 +79,27 @@ func TestResultRoundTrip(t *testing.T) {
 	res, err := out.Unpack()
 	require.NoError(t, err)
 	require.Equal(t, in.Result, res)
+}
+
+// A scan's list crosses the wire, empty ones too; a result with neither a
+// plan nor a list, or with both, is refused.
+func TestResultScan(t *testing.T) {
+	for _, listed := range [][]drift.Listed{{{Type: "dwtest_file", DisplayName: "/srv/a", Identity: map[string]string{"filename": "/srv/a"}}}, {}} {
+		in := ResultOf("run-1", runner.Result{Listed: listed, Tool: "terraform 1.14.9"}, nil)
+		b, err := json.Marshal(in)
+		require.NoError(t, err)
+		var out Result
+		require.NoError(t, json.Unmarshal(b, &out))
+		require.NoError(t, out.validate("run-1"))
+		res, err := out.Unpack()
+		require.NoError(t, err)
+		require.Equal(t, listed, res.Listed)
+	}
+	empty := ResultOf("run-1", runner.Result{}, nil)
+	require.EqualError(t, empty.validate("run-1"), "result has neither a plan, a scan's list nor an error")
+	both := okResult(t, "run-1")
+	both.Result.Listed = []drift.Listed{}
+	require.EqualError(t, both.validate("run-1"), "result has both a plan and a scan's list")
 }
 
 func TestResultErrors(t *testing.T) {

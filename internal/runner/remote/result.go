@@ -113,8 +113,11 @@ func (r *Result) validate(runID string) error {
 		}
 		return validOutcome(r.Outcome, r.Error != nil)
 	}
-	if r.Error == nil && r.Result.Plan == nil {
-		return errors.New("result has neither a plan nor an error")
+	if r.Error == nil && r.Result.Plan == nil && r.Result.Listed == nil {
+		return errors.New("result has neither a plan, a scan's list nor an error")
+	}
+	if r.Result.Plan != nil && r.Result.Listed != nil {
+		return errors.New("result has both a plan and a scan's list")
 	}
 	return nil
 }

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/terraform/tfsession"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
@@ -201,4 +203,51 @@ provider "dwtest" {}
 	require.Equal(t, 1, a.code)
 	require.Contains(t, a.stderr, "the scan's query lists none of the named resources")
 	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second))
+}
+
+// TestKubeScan: in kubernetes mode a scan runs as a Job like a plan, and
+// its list reaches the daemon over the Job's wire. The workspace it
+// compares with is checked by a Terraform older than resource identities
+// (the state holds none): its file is told apart by its id, the
+// hand-made one is unmanaged.
+func TestKubeScan(t *testing.T) {
+	bins, _ := tftest.Tools(t)
+	query, _ := toolsByQuery(t, bins)
+	if len(query) == 0 {
+		tftest.Unavailable(t, "no Terraform 1.14 or later among DRIFTWATCH_TF_BINARIES")
+	}
+	k := startKubeEnv(t)
+	out := filepath.Join(k.e.root, "out")
+	require.NoError(t, os.WriteFile(filepath.Join(out, "hand.txt"), []byte("by hand"), 0o644))
+	k.e.workspace(t, "scan", map[string]string{"main.tf": `terraform {
+  required_providers {
+    dwtest = { source = "driftwatch/dwtest" }
+  }
+}
+`})
+	k.extraWorkspaces = fmt.Sprintf(`scans:
+  - name: files
+    source: { path: ./scan }
+    binary: %s
+    types: [dwtest_file]
+    config: { directory: %s }`, query[0], out)
+	listen := freePort(t)
+	d := startDaemon(t, k.config(t, "driftwatch.yaml", listen, "data", ""), listen)
+	d.eventually("the scan's verdict through a Job", 3*time.Minute, func() bool {
+		return d.workspaces()["files"].Status == "drift"
+	})
+	var run struct {
+		Status, Tool string
+		Findings     []drift.Finding `json:"findings"`
+	}
+	d.getJSON("/api/v1/runs/"+d.workspaces()["files"].LastRunID, &run)
+	require.Equal(t, []drift.Finding{{Kind: drift.KindUnmanaged, Address: `dwtest_file[filename="` + filepath.Join(out, "hand.txt") + `"]`,
+		Type: "dwtest_file", Action: "none", Attributes: []string{}, SeenIn: []string{}, Detail: filepath.Join(out, "hand.txt")}}, run.Findings)
+	require.True(t, strings.HasPrefix(run.Tool, "terraform 1.1"), run.Tool)
+	jobs, err := k.cs.BatchV1().Jobs(k.ns).List(t.Context(), metav1.ListOptions{
+		LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy + "," + kube.LabelWorkspace + "=files",
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, jobs.Items, "the scan ran as a Job")
+	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second), d.logs.String())
 }
