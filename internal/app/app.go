@@ -14,10 +14,10 @@ import (
 	"github.com/driftwatch/driftwatch/internal/remediation/acceptance"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/report"
+	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/server/api"
 	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
-	"github.com/driftwatch/driftwatch/internal/terraform/tfsession"
 )
 
 // Filter selects workspaces for an audit (pipeline.Filter).
@@ -85,7 +85,7 @@ func Validate(cfg *config.Config, logger *slog.Logger) error {
 		if t.Scan == nil {
 			continue
 		}
-		if err := tfsession.CheckQueryBinary(context.Background(), t.Request.Binary); err != nil {
+		if err := local.CheckQuery(context.Background(), t.Request.Binary); err != nil {
 			return fmt.Errorf("scan %q: %w", t.Name, err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
 	"github.com/driftwatch/driftwatch/internal/policy/pattern"
 )
 
@@ -73,11 +75,11 @@ func (c *Config) expandScans(pos *positions) []error {
 			errs = append(errs, pos.errorf(prefix+"."+k, format, args...))
 		}
 		for j, t := range s.Types {
-			if !hclIdent(t) || !strings.Contains(t, "_") {
+			if !hclsyntax.ValidIdentifier(t) || !strings.Contains(t, "_") {
 				add(fmt.Sprintf("types[%d]", j), "%q is not a resource type (provider_name)", t)
 			}
 		}
-		if s.Provider != "" && !hclIdent(s.Provider) {
+		if s.Provider != "" && !hclsyntax.ValidIdentifier(s.Provider) {
 			add("provider", "%q is not a provider local name", s.Provider)
 		}
 		switch {
@@ -90,7 +92,7 @@ func (c *Config) expandScans(pos *positions) []error {
 			add("config", "is the config of generated list blocks: set types too")
 		}
 		for k, v := range s.Config {
-			if !hclIdent(k) {
+			if !hclsyntax.ValidIdentifier(k) {
 				add("config."+k, "not an attribute name")
 			} else if !listValue(v) {
 				add("config."+k, "a %T: want a string, number, boolean or a list of them", v)
@@ -121,16 +123,6 @@ func (c *Config) expandScans(pos *positions) []error {
 		})
 	}
 	return errs
-}
-
-// hclIdent reports whether s is an HCL identifier.
-func hclIdent(s string) bool {
-	for i, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && (r == '-' || r >= '0' && r <= '9')) {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // listValue reports whether v (as YAML decodes it) can be written as an

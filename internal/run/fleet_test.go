@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ func TestStoreFleet(t *testing.T) {
 		{Workspace: "old"}, // checked before managed instances were recorded
 		{Workspace: "removed", Managed: m},
 	}
-	after := append(before[:len(before):len(before)], store.WorkspaceState{Workspace: "new", Managed: m})
+	after := slices.Concat(before, []store.WorkspaceState{{Workspace: "new", Managed: m}})
 
 	st := &states{lists: [][]store.WorkspaceState{before, before, after}}
 	f := storeFleet{store: st, inv: inv, wait: time.Minute, poll: time.Millisecond}

@@ -76,7 +76,6 @@ type Request struct {
 	Log io.Writer `json:"-"`
 }
 
-// Source is a local directory or a git repository.
 // Query makes a request a scan: init and `terraform query -json` in the
 // module's directory instead of a plan. The module holds the provider
 // configuration and either its own list blocks (*.tfquery.hcl) or none,
@@ -102,6 +101,7 @@ type List struct {
 // ListsFile is the file Query.Lists are written to.
 const ListsFile = "driftwatch_scan.tfquery.hcl"
 
+// Source is a local directory or a git repository.
 type Source struct {
 	Path string
 	Git  *Git

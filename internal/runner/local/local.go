@@ -206,3 +206,8 @@ func (r *Runner) attempt(ctx context.Context, req terraform.Request, marker stri
 	}
 	return res, false, nil
 }
+
+// CheckQuery says why the binary bin cannot run a scan (Terraform before
+// 1.14, OpenTofu), or nil: validate asks it of every scan
+// (tfsession.CheckQueryBinary).
+func CheckQuery(ctx context.Context, bin string) error { return tfsession.CheckQueryBinary(ctx, bin) }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
 	"github.com/hashicorp/go-version"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
@@ -123,7 +125,7 @@ func WriteLists(moduleDir string, lists []terraform.List) error {
 	var b strings.Builder
 	b.WriteString("# Written by driftwatch for a scan: one list block per scanned type.\n")
 	for _, l := range lists {
-		if !hclName(l.Type) || !hclName(l.Provider) {
+		if !hclsyntax.ValidIdentifier(l.Type) || !hclsyntax.ValidIdentifier(l.Provider) {
 			return fmt.Errorf("scan list %q (provider %q): not a resource type and provider name", l.Type, l.Provider)
 		}
 		fmt.Fprintf(&b, "\nlist %q \"all\" {\n  provider = %s\n", l.Type, l.Provider)
@@ -133,7 +135,7 @@ func WriteLists(moduleDir string, lists []terraform.List) error {
 		if len(l.Config) > 0 {
 			b.WriteString("  config {\n")
 			for _, k := range slices.Sorted(maps.Keys(l.Config)) {
-				if !hclName(k) {
+				if !hclsyntax.ValidIdentifier(k) {
 					return fmt.Errorf("scan list %q: config key %q is not an attribute name", l.Type, k)
 				}
 				v, err := hclValue(l.Config[k])
@@ -147,16 +149,6 @@ func WriteLists(moduleDir string, lists []terraform.List) error {
 		b.WriteString("}\n")
 	}
 	return os.WriteFile(filepath.Join(moduleDir, terraform.ListsFile), []byte(b.String()), 0o600)
-}
-
-// hclName reports whether s is an HCL identifier.
-func hclName(s string) bool {
-	for i, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && (r == '-' || r >= '0' && r <= '9')) {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // hclValue renders a config value as an HCL literal: a string (quoted,

@@ -14,7 +14,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
-	"github.com/driftwatch/driftwatch/internal/terraform/tfsession"
+	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -23,7 +23,7 @@ import (
 func toolsByQuery(t *testing.T, bins []string) (query, older []string) {
 	t.Helper()
 	for _, b := range bins {
-		if tfsession.CheckQueryBinary(t.Context(), b) == nil {
+		if local.CheckQuery(t.Context(), b) == nil {
 			query = append(query, b)
 		} else {
 			older = append(older, b)
