@@ -67,6 +67,7 @@ func findings(fs []drift.Finding) []apitypes.Finding {
 			Attribution:      f.Attribution,
 			AttributionError: f.AttributionError,
 			Commit:           f.Commit,
+			ManagedBy:        slices.Clone(f.ManagedBy),
 		})
 	}
 	return out

@@ -93,4 +93,7 @@ type Finding struct {
 	// Commit (pending, git sources) is the commit that last changed the
 	// resource's block.
 	Commit *drift.Commit `json:"commit,omitempty"`
+	// ManagedBy (a scan's managed_twice) is each state holding the
+	// resource, "WORKSPACE: ADDRESS".
+	ManagedBy []string `json:"managed_by,omitempty"`
 }

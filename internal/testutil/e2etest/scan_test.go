@@ -171,7 +171,16 @@ provider "dwtest" {}
 	require.Equal(t, 2, counts.Unmanaged)
 	require.Equal(t, 1, counts.ManagedTwice)
 	require.Len(t, findings, 3, "the ignored one is not alerted")
-	require.Contains(t, d.page("/workspaces/files"), "managed_twice")
+	page := d.page("/workspaces/files")
+	require.Contains(t, page, "managed_twice")
+	require.Contains(t, page, "managed by ws-a: dwtest_file.shared and ws-b: dwtest_file.shared")
+	var api struct {
+		Findings []drift.Finding `json:"findings"`
+	}
+	d.getJSON("/api/v1/workspaces/files", &api)
+	require.Len(t, api.Findings, 4)
+	require.Equal(t, drift.KindManagedTwice, api.Findings[0].Kind)
+	require.Equal(t, []string{"ws-a: dwtest_file.shared", "ws-b: dwtest_file.shared"}, api.Findings[0].ManagedBy)
 
 	// A hand-made file deleted: the incident updates to one unmanaged.
 	require.NoError(t, os.Remove(filepath.Join(objs, "hand1.txt")))
