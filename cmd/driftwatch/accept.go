@@ -41,16 +41,9 @@ func acceptCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "       driftwatch accept --token-file FILE [--server URL] [--output FILE] [--deletions] [--timeout D] WORKSPACE [ADDRESS...]")
 		fs.PrintDefaults()
 	}
-	// Flags may follow the workspace and addresses.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return report.ExitError
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	pos, ok := parseInterleaved(fs, args)
+	if !ok {
+		return report.ExitError
 	}
 	if len(pos) == 0 {
 		fs.Usage()
@@ -88,6 +81,22 @@ func acceptCmd(args []string, stdout, stderr io.Writer) int {
 		out = a
 	}
 	return printAccept(out, pos[0], *output, stdout, stderr)
+}
+
+// parseInterleaved parses args with fs, flags anywhere among the
+// positional arguments, which it returns; false on a flag error (fs has
+// said why).
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, bool) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, false
+		}
+		if fs.NArg() == 0 {
+			return pos, true
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	}
 }
 
 // remoteAccept asks the daemon to accept and polls the acceptance until

@@ -30,15 +30,9 @@ func adoptCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: driftwatch adopt [--config FILE] [--output FILE] SCAN FINDING...")
 		fs.PrintDefaults()
 	}
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return report.ExitError
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	pos, ok := parseInterleaved(fs, args)
+	if !ok {
+		return report.ExitError
 	}
 	if len(pos) < 2 {
 		fs.Usage()
@@ -49,8 +43,8 @@ func adoptCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "driftwatch: %v\n", err)
 		return report.ExitError
 	}
-	cfg, ok := loadConfig(*cfgPath, stderr)
-	if !ok {
+	cfg, loaded := loadConfig(*cfgPath, stderr)
+	if !loaded {
 		return report.ExitError
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
