@@ -125,7 +125,7 @@ RUN_ENV := $(DRIFTWATCH_TOOLS)/run-tools.env
 run: build
 	@mkdir -p $(DRIFTWATCH_TOOLS)
 	@tofu=1; command -v terraform >/dev/null && tofu=0; \
-	DRIFTWATCH_BUILD_TOFU=$$tofu bash hack/provision.sh | tail -n 2 | sed -E 's/^([A-Z_]+)=(.*)$$/\1="\2"/' > $(RUN_ENV).tmp
+	DRIFTWATCH_BUILD_TOFU=$$tofu DRIFTWATCH_BUILD_NEWEST=0 bash hack/provision.sh | tail -n 2 | sed -E 's/^([A-Z_]+)=(.*)$$/\1="\2"/' > $(RUN_ENV).tmp
 	@grep -q '^TF_BINARIES=' $(RUN_ENV).tmp && mv $(RUN_ENV).tmp $(RUN_ENV)
 	@DRIFTWATCH_TOOLS_ENV=$(RUN_ENV) bash hack/run-example.sh $(BIN)
 

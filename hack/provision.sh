@@ -5,8 +5,11 @@
 #
 #   $T = ${DRIFTWATCH_TOOLS:-$HOME/.cache/driftwatch}
 #   $T/bin/terraform   symlink to `terraform` on PATH (if there is one)
-#   $T/bin/tofu        OpenTofu built from the Go module proxy
+#   $T/bin/tofu        OpenTofu 1.10 built from the Go module proxy
 #                      (skip the build with DRIFTWATCH_BUILD_TOFU=0)
+#   $T/bin/terraform-1.14, $T/bin/tofu-1.12
+#                      the newest Terraform and OpenTofu, built from the proxy
+#                      (skip both builds with DRIFTWATCH_BUILD_NEWEST=0)
 #   $T/mirror/         filesystem provider mirror, under both registry.terraform.io
 #                      and registry.opentofu.org:
 #                        hashicorp/local 2.9.0 (built from the proxy)
@@ -19,11 +22,17 @@
 # Every build is keyed by version (the test provider by a hash of its sources) with
 # a stamp file, so a re-run with everything cached takes well under a second.
 # Progress goes to stderr; stdout ends with exactly these two lines:
-#   TF_BINARIES=<space separated absolute paths among $T/bin/terraform $T/bin/tofu>
+#   TF_BINARIES=<space separated absolute paths among $T/bin/terraform $T/bin/tofu
+#                $T/bin/terraform-1.14 $T/bin/tofu-1.12>
 #   TF_CLI_CONFIG=$T/terraformrc
 set -euo pipefail
 
 TOFU_VERSION=v1.10.6
+TOFU_NEWEST=v1.12.6 # $T/bin/tofu-1.12
+TF_NEWEST=v1.14.9   # $T/bin/terraform-1.14
+# The proxy serves Terraform's nested modules (the remote-state backends,
+# internal/legacy) only at this pseudo-version: see the Terraform build below.
+TF_NESTED_PV=v0.0.0-20250409131005-35645b8fca68
 LOCAL_PV=v1.4.1-0.20260806152022-9068a4b7aa37 # hashicorp/local @main (2.9.x code)
 LOCAL_VERSION=2.9.0
 TESTPROVIDER_VERSION=0.1.0
@@ -37,6 +46,7 @@ T=${DRIFTWATCH_TOOLS:-$HOME/.cache/driftwatch}
 mkdir -p "$T"
 T=$(cd "$T" && pwd -P)
 BUILD_TOFU=${DRIFTWATCH_BUILD_TOFU:-1}
+BUILD_NEWEST=${DRIFTWATCH_BUILD_NEWEST:-1}
 
 export GOTOOLCHAIN=local
 export GOFLAGS=-buildvcs=false
@@ -100,17 +110,117 @@ elif [[ -L $T/bin/terraform && ! -e $T/bin/terraform ]]; then
 fi
 
 # --- OpenTofu built from the module proxy ------------------------------------
+# build_tofu VERSION OUT STAMP: OpenTofu VERSION as OUT, unless STAMP says so.
 TOFU_LDFLAGS="-X github.com/opentofu/opentofu/version.dev=no"
-tofu_key="$TOFU_VERSION $GOVER $TOFU_LDFLAGS"
-if [[ $BUILD_TOFU != 0 ]] && ! stamp_ok tofu "$tofu_key" "$T/bin/tofu"; then
-	log "building OpenTofu $TOFU_VERSION (~6 min on 2 cores)..."
+build_tofu() {
+	local ver=$1 out=$2 stamp=$3 key="$1 $GOVER $TOFU_LDFLAGS" src start
+	stamp_ok "$stamp" "$key" "$out" && return 0
+	log "building OpenTofu $ver (~6 min on 2 cores)..."
 	start=$SECONDS
-	src=$T/build/opentofu-$TOFU_VERSION
-	writable_module github.com/opentofu/opentofu "$TOFU_VERSION" "$src"
-	go_build "$src" "$T/bin/tofu" -ldflags "$TOFU_LDFLAGS" ./cmd/tofu
-	stamp_set tofu "$tofu_key"
+	src=$T/build/opentofu-$ver
+	writable_module github.com/opentofu/opentofu "$ver" "$src"
+	go_build "$src" "$out" -ldflags "$TOFU_LDFLAGS" ./cmd/tofu
+	stamp_set "$stamp" "$key"
 	rm -rf "$src"
-	log "OpenTofu $TOFU_VERSION built in $((SECONDS - start))s"
+	log "OpenTofu $ver built in $((SECONDS - start))s"
+}
+[[ $BUILD_TOFU == 0 ]] || build_tofu "$TOFU_VERSION" "$T/bin/tofu" tofu
+[[ $BUILD_NEWEST == 0 ]] || build_tofu "$TOFU_NEWEST" "$T/bin/tofu-1.12" tofu-1.12
+
+# --- the newest Terraform, built from the module proxy -------------------------
+# Terraform's module zip lacks its nested modules (each remote-state backend
+# but http and inmem, and internal/legacy), which its go.mod replaces with
+# their directories, and the proxy serves them only at $TF_NESTED_PV, older
+# than the release. This build takes that s3 backend and internal/legacy,
+# and leaves the other remote-state backends (azure consul cos gcs kubernetes
+# oss pg oci) out: it has none of them (`init` says the backend type is
+# unknown), and the tests use local, http and s3 state only. The s3 backend
+# of $TF_NESTED_PV predates the release's diagnostics-returning backend and
+# state-client methods: patch_tf_s3 renames its error-returning ones and adds
+# the release's signatures around them. version.dev=no, as a release build
+# sets it: else `terraform version` says 1.14.9-dev.
+TF_LDFLAGS="-s -w -X github.com/hashicorp/terraform/version.dev=no"
+TF_DROPPED_BACKENDS=(azure consul cos gcs kubernetes oss pg oci)
+
+# patch_tf_s3 DIR: fit the s3 backend in DIR to the release's interfaces.
+patch_tf_s3() {
+	local s3=$1
+	sed -i -E \
+		-e 's/^func \(b \*Backend\) Workspaces\(\) \(\[\]string, error\)/func (b *Backend) workspaces() ([]string, error)/' \
+		-e 's/^func \(b \*Backend\) DeleteWorkspace\(name string, _ bool\) error/func (b *Backend) deleteWorkspace(name string) error/' \
+		-e 's/^func \(b \*Backend\) StateMgr\(name string\) \(statemgr\.Full, error\)/func (b *Backend) stateMgr(name string) (statemgr.Full, error)/' \
+		-e 's/\bb\.Workspaces\(\)/b.workspaces()/; s/\bclient\.Delete\(\)/client.deleteObject()/' \
+		"$s3/backend_state.go"
+	sed -i -E \
+		-e 's/^func \(c \*RemoteClient\) Get\(\) \(payload \*remote\.Payload, err error\)/func (c *RemoteClient) getPayload() (payload *remote.Payload, err error)/' \
+		-e 's/^func \(c \*RemoteClient\) Put\(data \[\]byte\) error/func (c *RemoteClient) putData(data []byte) error/' \
+		-e 's/^func \(c \*RemoteClient\) Delete\(\) error/func (c *RemoteClient) deleteObject() error/' \
+		"$s3/client.go"
+	cat >"$s3/diags_compat.go" <<'GO'
+package s3
+
+import (
+	"github.com/hashicorp/terraform/internal/states/remote"
+	"github.com/hashicorp/terraform/internal/states/statemgr"
+	"github.com/hashicorp/terraform/internal/tfdiags"
+)
+
+func (b *Backend) Workspaces() ([]string, tfdiags.Diagnostics) {
+	ws, err := b.workspaces()
+	return ws, tfdiags.Diagnostics{}.Append(err)
+}
+
+func (b *Backend) DeleteWorkspace(name string, _ bool) tfdiags.Diagnostics {
+	return tfdiags.Diagnostics{}.Append(b.deleteWorkspace(name))
+}
+
+func (b *Backend) StateMgr(name string) (statemgr.Full, tfdiags.Diagnostics) {
+	m, err := b.stateMgr(name)
+	return m, tfdiags.Diagnostics{}.Append(err)
+}
+
+func (c *RemoteClient) Get() (*remote.Payload, tfdiags.Diagnostics) {
+	p, err := c.getPayload()
+	return p, tfdiags.Diagnostics{}.Append(err)
+}
+
+func (c *RemoteClient) Put(data []byte) tfdiags.Diagnostics {
+	return tfdiags.Diagnostics{}.Append(c.putData(data))
+}
+
+func (c *RemoteClient) Delete() tfdiags.Diagnostics {
+	return tfdiags.Diagnostics{}.Append(c.deleteObject())
+}
+GO
+}
+
+tf_key="$TF_NEWEST $TF_NESTED_PV $GOVER $TF_LDFLAGS ${TF_DROPPED_BACKENDS[*]} s3-diags-1"
+if [[ $BUILD_NEWEST != 0 ]] && ! stamp_ok terraform-1.14 "$tf_key" "$T/bin/terraform-1.14"; then
+	log "building Terraform $TF_NEWEST (~6 min on 2 cores)..."
+	start=$SECONDS
+	src=$T/build/terraform-$TF_NEWEST
+	writable_module github.com/hashicorp/terraform "$TF_NEWEST" "$src"
+	for m in backend/remote-state/s3 legacy; do
+		writable_module "github.com/hashicorp/terraform/internal/$m" "$TF_NESTED_PV" "$src/internal/$m"
+	done
+	patch_tf_s3 "$src/internal/backend/remote-state/s3"
+	drop=()
+	for b in "${TF_DROPPED_BACKENDS[@]}"; do
+		drop+=("-droprequire=github.com/hashicorp/terraform/internal/backend/remote-state/$b"
+			"-dropreplace=github.com/hashicorp/terraform/internal/backend/remote-state/$b")
+	done
+	(cd "$src" && go mod edit "${drop[@]}") || die "Terraform $TF_NEWEST: go.mod edit failed"
+	sed -i -E '/backend(Azure|Consul|Cos|GCS|Kubernetes|OSS|Pg|OCI)[ .]/d' "$src/internal/backend/init/init.go"
+	! grep -Eq 'remote-state/(azure|consul|cos|gcs|kubernetes|oss|pg|oci)"' "$src/internal/backend/init/init.go" ||
+		die "Terraform $TF_NEWEST: init.go still imports a dropped backend"
+	(export GOFLAGS="-mod=mod -buildvcs=false" && go_build "$src" "$T/tmp/terraform-1.14" -ldflags "$TF_LDFLAGS" .) ||
+		die "Terraform $TF_NEWEST: build failed"
+	got=$("$T/tmp/terraform-1.14" version -json | sed -n 's/^[[:space:]]*"terraform_version": "\(.*\)",$/\1/p')
+	[[ $got == "${TF_NEWEST#v}" ]] || die "Terraform $TF_NEWEST: the build says version '$got'"
+	mv -f "$T/tmp/terraform-1.14" "$T/bin/terraform-1.14"
+	stamp_set terraform-1.14 "$tf_key"
+	rm -rf "$src"
+	log "Terraform $TF_NEWEST built in $((SECONDS - start))s"
 fi
 
 # --- hashicorp/local provider -------------------------------------------------
@@ -245,7 +355,7 @@ fi
 
 # --- result ----------------------------------------------------------------------
 bins=()
-for b in "$T/bin/terraform" "$T/bin/tofu"; do
+for b in "$T/bin/terraform" "$T/bin/tofu" "$T/bin/terraform-1.14" "$T/bin/tofu-1.12"; do
 	[[ -x $b ]] && bins+=("$b")
 done
 ((${#bins[@]})) || die "neither terraform on PATH nor OpenTofu (DRIFTWATCH_BUILD_TOFU=$BUILD_TOFU)"

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/remediation/accept"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -221,7 +222,7 @@ resource "dwtest_file" "gone" {
 
 			// What the proof sees.
 			want, wantCode := tfjson.Actions(nil), 0
-			if filepath.Base(bin) == "terraform" {
+			if sandbox.ToolName(bin) == "terraform" {
 				want, wantCode = tfjson.Actions{tfjson.ActionForget}, 2
 			}
 			proof := showPlan(t, bin, cli, dir, wantCode)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/terraform/planparse"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -350,7 +351,7 @@ func forTools(t *testing.T, only string, fn func(t *testing.T, e tfEnv)) {
 	bins, cli := tftest.Tools(t)
 	ran := false
 	for _, b := range bins {
-		if only != "" && filepath.Base(b) != only {
+		if only != "" && sandbox.ToolName(b) != only {
 			continue
 		}
 		ran = true
@@ -364,7 +365,9 @@ func forTools(t *testing.T, only string, fn func(t *testing.T, e tfEnv)) {
 	}
 }
 
-func (e tfEnv) name() string { return filepath.Base(e.bin) }
+// name is the tool e runs, "terraform" or "tofu" (terraform-1.14 too is
+// "terraform").
+func (e tfEnv) name() string { return sandbox.ToolName(e.bin) }
 
 // run runs the binary in dir and returns its exit code and output; any
 // failure to run at all fails the test.

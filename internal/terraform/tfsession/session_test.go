@@ -189,25 +189,32 @@ esac`)
 	}
 }
 
-// The plan file is decoded only by the tools known to record the
-// sensitivity a provider's schema declares; anything else, or a version
-// that cannot be read, gets show -json.
+// The plan file is decoded only by the minor versions it was proven on
+// (the whole summary equals show -json's); anything else, a newer minor
+// version too, or a version that cannot be read, gets show -json.
 func TestDecodable(t *testing.T) {
 	for tool, want := range map[string]bool{
 		"terraform 1.11.0":        true,
 		"terraform 1.11.4":        true,
-		"terraform 1.14.2":        true,
-		"terraform 2.0.0":         true,
+		"terraform 1.11.99":       true,
 		"tofu 1.10.0":             true,
 		"tofu 1.10.6":             true,
-		"tofu 1.11.1":             true,
 		"terraform 1.10.5":        false,
+		"terraform 1.12.2":        false,
+		"terraform 1.15.0":        false,
+		"terraform 2.11.0":        false,
 		"terraform 1.5.7":         false,
 		"tofu 1.9.1":              false,
-		"terraform 1.12.0-beta1":  false,
+		"tofu 1.11.1":             false,
+		"tofu 1.13.0":             false,
+		"tofu 1.11.4":             false,
+		"terraform 1.11.5-beta1":  false,
+		"terraform 1.11.4+ent":    false,
+		"tofu 1.10.0-rc1":         false,
 		"terraform":               false,
 		"tofu":                    false,
 		"opentofu 1.10.6":         false,
+		"terraform 1.10":          false,
 		"terraform not-a-version": false,
 		"":                        false,
 	} {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -101,7 +102,7 @@ resource "dwtest_file" "secret" {
 		}
 	}
 	require.Equal(t, 2, audit.code)
-	if filepath.Base(e.bin) == "tofu" {
+	if sandbox.ToolName(e.bin) == "tofu" {
 		require.Equal(t, []string{"drift dwtest_file.gone delete"}, findings, audit.stderr)
 	} else {
 		require.Equal(t, []string{"pending dwtest_file.gone forget"}, findings, audit.stderr)

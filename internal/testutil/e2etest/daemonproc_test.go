@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -242,12 +243,16 @@ func describeTF(dir string) string {
 func tfProcesses(dir string) int {
 	runs := map[string]bool{}
 	eachRunProcess(dir, func(_ int, rel, exe string) {
-		if b := filepath.Base(exe); b == "terraform" || b == "tofu" {
+		if toolExe.MatchString(filepath.Base(exe)) {
 			runs[strings.Split(rel, string(filepath.Separator))[0]] = true
 		}
 	})
 	return len(runs)
 }
+
+// toolExe matches the file names of the provisioned tools (terraform,
+// tofu, terraform-1.14, tofu-1.12), not a provider's.
+var toolExe = regexp.MustCompile(`^(terraform|tofu)(-\d+\.\d+)?$`)
 
 // eachRunProcess calls fn with the pid, working directory (relative to
 // dir) and executable of every process working under dir.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/terraform/sandbox"
 )
 
 const canaryCheck = "CANARY-check-secret-9e41b7"
@@ -224,7 +225,7 @@ workspaces:
 		require.Contains(t, msg, "size must be < 10, is 12.")
 		require.NotContains(t, msg, "This was checked by")
 		require.Contains(t, msg, "(var.size, ", "the variable is named")
-		if filepath.Base(e.bin) == "terraform" {
+		if sandbox.ToolName(e.bin) == "terraform" {
 			require.Contains(t, msg, "(var.size, size.tfvars line 1)", "the var file, relative to the module")
 		}
 		require.NotContains(t, msg, "/", "no path of the run's copy of the source")
