@@ -27,6 +27,7 @@ var (
 		{Type: "data", LabelNames: []string{"type", "name"}},
 		{Type: "module", LabelNames: []string{"name"}},
 		{Type: "check", LabelNames: []string{"name"}},
+		{Type: "ephemeral", LabelNames: []string{"type", "name"}},
 	}}
 	// A check block may hold one scoped data block, which Terraform and
 	// OpenTofu list among the module's data resources.
@@ -202,6 +203,11 @@ func readFile(name string, src []byte) (fileContent, error) {
 			if err := addResource(b); err != nil {
 				return fileContent{}, err
 			}
+		case "ephemeral":
+			// OpenTofu's show -json lists ephemeral resources among the
+			// configuration's resources, Terraform's does not: which tool
+			// wrote the file is not recorded in it.
+			return fileContent{}, fmt.Errorf("%w: %w", ErrNeedsShow, blockError(name, b, "an ephemeral resource"))
 		case "module":
 			if !hclsyntax.ValidIdentifier(b.Labels[0]) {
 				return fileContent{}, blockError(name, b, "invalid module name")

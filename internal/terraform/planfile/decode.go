@@ -12,7 +12,10 @@ import (
 
 // ErrNeedsShow is returned (wrapped) by Decode for a plan it can read but
 // does not summarise, because show -json says more about it: a check that
-// did not pass (its messages are only there), or deferred changes.
+// did not pass (its messages are only there), deferred changes, action
+// invocations (Terraform 1.14's actions, planned or deferred), or an
+// ephemeral resource in the configuration (OpenTofu lists those among
+// its configuration's resources, Terraform does not).
 var ErrNeedsShow = errors.New("needs show -json")
 
 // Decode returns what planparse.Parse returns for the `show -json` of
@@ -61,6 +64,8 @@ func decode(planFile string, lim limits) (*planparse.Plan, error) {
 		return nil, fmt.Errorf("%w: %d checks did not pass", ErrNeedsShow, raw.checksNotPassing)
 	case raw.deferred > 0:
 		return nil, fmt.Errorf("%w: deferred changes", ErrNeedsShow)
+	case raw.actions > 0:
+		return nil, fmt.Errorf("%w: action invocations", ErrNeedsShow)
 	}
 
 	plan := &planparse.Plan{

@@ -597,6 +597,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"failed check", tfplan(pbCheck(checkPass), pbCheck(2)), "1 checks did not pass", true},
 		{"check with unknown status", tfplan(pbCheck(0)), "1 checks did not pass", true},
 		{"deferred changes", tfplan(pbBytes(planDeferred, nil)), "deferred", true},
+		{"action invocation", tfplan(update(secretObj, secretObj), pbBytes(planActions, nil)), "action invocations", true},
+		{"deferred action invocation", tfplan(pbBytes(planDeferredActions, nil)), "action invocations", true},
 		{"tfplan version 2", concat(pbVarint(planVersion, 2), update(secretObj, secretObj)), "tfplan format version 2", false},
 		{"no tfplan version", update(secretObj, secretObj), "tfplan format version 0", false},
 		{"truncated varint", concat(tfplan(update(secretObj, secretObj)), protowire.AppendTag(nil, planUIMode, protowire.VarintType), []byte{0x80}), "malformed tfplan", false},

@@ -755,6 +755,33 @@ func TestCleanResourcesErrors(t *testing.T) {
 	}
 }
 
+// An ephemeral resource, in any module of the configuration, sends both
+// readers to show -json: OpenTofu lists it among the configuration's
+// resources and Terraform does not, and the plan file does not say which
+// tool wrote it.
+func TestEphemeralResourceNeedsShow(t *testing.T) {
+	for name, src := range map[string]string{
+		"tfconfig/m-m/main.tf":    "resource \"t_x\" \"n\" {}\nephemeral \"t_e\" \"canary\" {}\n",
+		"tfconfig/m-/eph.tf.json": `{"ephemeral": {"t_e": {"e": {}}}}`,
+		"tfconfig/m-m/inner.tofu": "ephemeral \"t_e\" \"e\" {\n  x = \"canary-value\"\n}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := synthetic()
+			m[name] = []byte(src)
+			plan := writeZip(t, m)
+			res, _, err := CleanResources(plan)
+			require.ErrorIs(t, err, ErrNeedsShow)
+			require.ErrorContains(t, err, "an ephemeral resource")
+			require.Nil(t, res)
+			m[memberPlan] = tfplan()
+			got, err := Decode(writeZip(t, m))
+			require.ErrorIs(t, err, ErrNeedsShow)
+			require.Nil(t, got)
+			require.NotContains(t, err.Error(), "canary-value")
+		})
+	}
+}
+
 func TestCleanResourcesSizeLimits(t *testing.T) {
 	plan := writeZip(t, synthetic())
 	_, err := cleanResources(plan, limits{state: 64, config: 1 << 20})

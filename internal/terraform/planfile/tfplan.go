@@ -21,6 +21,9 @@ const (
 	planCheckResults    = 19
 	planErrored         = 20
 	planDeferred        = 27 // Terraform: deferred_changes
+	// Terraform 1.14: action_invocations, deferred_action_invocations.
+	planActions         = 30
+	planDeferredActions = 31
 
 	ricDeposed  = 7
 	ricProvider = 8
@@ -86,6 +89,8 @@ type rawPlan struct {
 	// checksNotPassing counts check results whose status is not pass.
 	checksNotPassing int
 	deferred         int
+	// actions counts action invocations, planned or deferred.
+	actions int
 }
 
 // rawChange is a ResourceInstanceChange with its Change.
@@ -279,6 +284,8 @@ func parsePlan(b []byte) (*rawPlan, error) {
 			p.relevant = append(p.relevant, r)
 		case planDeferred:
 			p.deferred++
+		case planActions, planDeferredActions:
+			p.actions++
 		}
 		return nil
 	})
