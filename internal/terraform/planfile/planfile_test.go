@@ -3,6 +3,7 @@ package planfile
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -14,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hashicorp/go-version"
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
@@ -803,4 +806,157 @@ func TestCapReader(t *testing.T) {
 	b, err = io.ReadAll(&capReader{r: strings.NewReader("0123"), n: 4})
 	require.NoError(t, err)
 	require.Equal(t, "0123", string(b))
+}
+
+// newerCase is a plan of something only newer tools put into their plan
+// files, planned by the binaries whose tool and minor version since names
+// (a tool not named is skipped). Decode must refuse it on purpose
+// (ErrNeedsShow) when needsShow[tool] is set; else its whole summary must
+// equal show -json's. Features no test provider offers (Terraform 1.14's
+// actions, deferred changes, ephemeral resources, resource identity) are
+// covered by the synthetic plans of TestDecodeErrors and
+// TestEphemeralResourceNeedsShow instead.
+type newerCase struct {
+	tfCase
+	since     map[string]string
+	needsShow map[string]bool
+}
+
+// phaseVar lets a case's configuration differ between the apply
+// (TF_VAR_phase=base) and the plan.
+const phaseVar = `
+variable "phase" {
+  type    = string
+  default = "plan"
+}
+`
+
+func newerCases() []newerCase {
+	keep := `
+resource "dwtest_file" "keep" {
+  filename = "${var.root}/keep.txt"
+  content  = "k"
+}
+`
+	return []newerCase{{
+		// OpenTofu 1.12's enabled meta-argument turned off for an object
+		// that exists: a delete with its own reason.
+		tfCase: tfCase{name: "tofu_enabled_false_existing", files: map[string]string{"main.tf": dwtestOnly + phaseVar + keep + `
+resource "dwtest_file" "a" {
+  filename = "${var.root}/a.txt"
+  content  = "v1"
+  lifecycle {
+    enabled = var.phase == "base"
+  }
+}
+`}},
+		since: map[string]string{"tofu": "1.12"},
+	}, {
+		// Never enabled: in the configuration, nowhere else; nothing to do.
+		tfCase: tfCase{name: "tofu_enabled_false_never", clean: true, files: map[string]string{"main.tf": dwtestOnly + keep + `
+resource "dwtest_file" "off" {
+  filename = "${var.root}/off.txt"
+  content  = "v1"
+  lifecycle {
+    enabled = false
+  }
+}
+`}},
+		since: map[string]string{"tofu": "1.12"},
+	}, {
+		// OpenTofu 1.12's lifecycle destroy = false: a resource removed
+		// from the configuration is forgotten, not destroyed.
+		tfCase: tfCase{name: "tofu_destroy_false_removed",
+			base: map[string]string{"main.tf": dwtestOnly + keep + `
+resource "dwtest_file" "gone" {
+  filename = "${var.root}/gone.txt"
+  content  = "g"
+  lifecycle {
+    destroy = false
+  }
+}
+`},
+			files: map[string]string{"main.tf": dwtestOnly + keep}},
+		since: map[string]string{"tofu": "1.12"},
+	}, {
+		// ... and one that must be replaced is forgotten, then created.
+		tfCase: tfCase{name: "tofu_destroy_false_replaced", files: map[string]string{"main.tf": dwtestOnly + phaseVar + keep + `
+resource "dwtest_file" "r" {
+  filename = "${var.root}/r-${var.phase}.txt"
+  content  = "r"
+  lifecycle {
+    destroy = false
+  }
+}
+`}},
+		since: map[string]string{"tofu": "1.12"},
+	}, {
+		// An ephemeral input variable: recorded by name in OpenTofu's plan
+		// file, never its value.
+		tfCase: tfCase{name: "ephemeral_variable", files: map[string]string{"main.tf": dwtestOnly + keep + `
+variable "token" {
+  type      = string
+  default   = "canary-ephemeral"
+  ephemeral = true
+}
+
+resource "dwtest_file" "a" {
+  filename = "${var.root}/a.txt"
+  content  = "v1"
+}
+`}, base: map[string]string{"main.tf": dwtestOnly + keep}},
+		since: map[string]string{"terraform": "1.11", "tofu": "1.11"},
+	}}
+}
+
+// version is the binary's version ("1.12.6").
+func (e tfEnv) version(t *testing.T) *version.Version {
+	t.Helper()
+	code, out := e.run(t, t.TempDir(), t.TempDir(), nil, "version", "-json")
+	require.Equal(t, 0, code, "%s", out)
+	var v struct {
+		Version string `json:"terraform_version"`
+	}
+	require.NoError(t, json.Unmarshal(out, &v), "%s", out)
+	return version.Must(version.NewVersion(v.Version))
+}
+
+// What the newer tools put in their plan files is either decoded to what
+// show -json gives (the whole summary) or refused on purpose.
+func TestDecodeNewerPlans(t *testing.T) {
+	forEachTool(t, func(t *testing.T, e tfEnv) {
+		v := e.version(t)
+		ran := 0
+		for _, c := range newerCases() {
+			since, ok := c.since[e.name()]
+			if !ok || v.LessThan(version.Must(version.NewVersion(since))) {
+				continue
+			}
+			ran++
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				planFile, exit, shown := e.plan(t, c.tfCase)
+				t.Logf("plan exit code %d", exit)
+				if c.clean {
+					require.Equal(t, 0, exit, "the case must plan clean")
+				}
+				got, err := Decode(planFile)
+				if c.needsShow[e.name()] {
+					require.ErrorIs(t, err, ErrNeedsShow)
+					return
+				}
+				require.NoError(t, err)
+				ignore := cmpopts.IgnoreFields(planparse.Plan{}, "FormatVersion", "Applyable", "Complete")
+				if diff := cmp.Diff(shown, got, ignore, cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("Decode differs from show -json (-want +got):\n%s", diff)
+				}
+				if exit == 0 {
+					res, _, err := CleanResources(planFile)
+					require.NoError(t, err)
+					require.Equal(t, shown.Resources, res)
+				}
+			})
+		}
+		t.Logf("%d newer cases for %s %s", ran, e.name(), v)
+	})
 }
