@@ -186,6 +186,7 @@ var actionNames = map[uint64][]string{
 	actionCreateThenDelete: {"create", "delete"},
 	actionForget:           {"forget"},
 	actionCreateThenForget: {"create", "forget"},
+	actionForgetThenCreate: {"forget", "create"},
 }
 
 // reasonNames are show -json's action_reason keywords for each tfplan
@@ -204,6 +205,10 @@ var reasonNames = map[uint64]string{
 	11: "read_because_dependency_pending",
 	12: "delete_because_no_move_target",
 	13: "read_because_check_nested",
+	// OpenTofu 1.12: the enabled meta-argument and lifecycle destroy = false.
+	14: "delete_because_enabled_false",
+	15: "forgot_because_lifecycle_destroy_in_state",
+	16: "forgot_because_lifecycle_destroy_in_config",
 }
 
 // change builds the planparse.Change of one resource change or drift.

@@ -820,6 +820,9 @@ type newerCase struct {
 	tfCase
 	since     map[string]string
 	needsShow map[string]bool
+	// want are the plan's changes other than no-ops as show -json
+	// names them ("address actions reason"): the feature is there.
+	want []string
 }
 
 // phaseVar lets a case's configuration differ between the apply
@@ -851,6 +854,7 @@ resource "dwtest_file" "a" {
 }
 `}},
 		since: map[string]string{"tofu": "1.12"},
+		want:  []string{"dwtest_file.a delete delete_because_enabled_false"},
 	}, {
 		// Never enabled: in the configuration, nowhere else; nothing to do.
 		tfCase: tfCase{name: "tofu_enabled_false_never", clean: true, files: map[string]string{"main.tf": dwtestOnly + keep + `
@@ -878,6 +882,7 @@ resource "dwtest_file" "gone" {
 `},
 			files: map[string]string{"main.tf": dwtestOnly + keep}},
 		since: map[string]string{"tofu": "1.12"},
+		want:  []string{"dwtest_file.gone forget forgot_because_lifecycle_destroy_in_state"},
 	}, {
 		// ... and one that must be replaced is forgotten, then created.
 		tfCase: tfCase{name: "tofu_destroy_false_replaced", files: map[string]string{"main.tf": dwtestOnly + phaseVar + keep + `
@@ -890,6 +895,7 @@ resource "dwtest_file" "r" {
 }
 `}},
 		since: map[string]string{"tofu": "1.12"},
+		want:  []string{"dwtest_file.r forget,create replace_because_cannot_update"},
 	}, {
 		// An ephemeral input variable: recorded by name in OpenTofu's plan
 		// file, never its value.
@@ -906,6 +912,7 @@ resource "dwtest_file" "a" {
 }
 `}, base: map[string]string{"main.tf": dwtestOnly + keep}},
 		since: map[string]string{"terraform": "1.11", "tofu": "1.11"},
+		want:  []string{"dwtest_file.a create "},
 	}}
 }
 
@@ -940,6 +947,13 @@ func TestDecodeNewerPlans(t *testing.T) {
 				if c.clean {
 					require.Equal(t, 0, exit, "the case must plan clean")
 				}
+				var changes []string
+				for _, ch := range shown.Changes {
+					if !ch.IsNoOp() {
+						changes = append(changes, ch.Address+" "+strings.Join(ch.Actions, ",")+" "+ch.ActionReason)
+					}
+				}
+				require.Equal(t, c.want, changes, "the plan's changes")
 				got, err := Decode(planFile)
 				if c.needsShow[e.name()] {
 					require.ErrorIs(t, err, ErrNeedsShow)

@@ -60,7 +60,8 @@ const tfplanVersion = 3
 // UI modes (tfplan.Mode).
 const uiModeRefreshOnly = 2
 
-// Actions (tfplan.Action).
+// Actions (tfplan.Action). Terraform's 9 and OpenTofu's 10 are each the
+// tool's own (the other leaves its number unused).
 const (
 	actionNoop             = 0
 	actionCreate           = 1
@@ -70,7 +71,8 @@ const (
 	actionDeleteThenCreate = 6
 	actionCreateThenDelete = 7
 	actionForget           = 8
-	actionCreateThenForget = 9
+	actionCreateThenForget = 9  // Terraform
+	actionForgetThenCreate = 10 // OpenTofu 1.12: a replace under lifecycle destroy = false
 )
 
 // Check statuses (tfplan.CheckResults.Status).
