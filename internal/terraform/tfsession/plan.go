@@ -199,8 +199,8 @@ func decodable(tool string) bool {
 
 // provenMinors are the minor versions, per tool, that decodable trusts.
 var provenMinors = map[string][]string{
-	"terraform": {"1.11"},
-	"tofu":      {"1.10"},
+	"terraform": {"1.11", "1.14"},
+	"tofu":      {"1.10", "1.12"},
 }
 
 // Apply applies exactly the saved plan file, lock on (waiting up to
