@@ -398,6 +398,9 @@ type ric struct {
 	beforeSens    []rawPath
 	afterSens     []rawPath
 	importing     bool
+	// importingMsg is the Importing message (importing must be set);
+	// changeExtra is appended to the Change message.
+	importingMsg, changeExtra []byte
 }
 
 func (c ric) encode() []byte {
@@ -412,8 +415,9 @@ func (c ric) encode() []byte {
 		ch = append(ch, pbBytes(changeAfterSens, pbPath(p))...)
 	}
 	if c.importing {
-		ch = append(ch, pbBytes(changeImporting, nil)...)
+		ch = append(ch, pbBytes(changeImporting, c.importingMsg)...)
 	}
+	ch = append(ch, c.changeExtra...)
 	b := pbBytes(ricAddr, []byte(c.addr))
 	if c.deposed != "" {
 		b = append(b, pbBytes(ricDeposed, []byte(c.deposed))...)
@@ -552,6 +556,35 @@ func TestDecode(t *testing.T) {
 	require.NotContains(t, seen, "data.t_d.gone")
 	require.Equal(t, []string{drift.SeenInState}, seen["data.t_d.d"])
 	require.NotContains(t, fmt.Sprintf("%+v", got), canary)
+}
+
+// Resource identity (a change's before and after identity, fields 7 and
+// 8, and an import by identity: Terraform's Importing has it as field 3,
+// beside unknown as 2, OpenTofu's as field 2) is skipped: planparse reads
+// no identity from a change, and no identity value reaches the summary.
+func TestDecodeIdentitySkipped(t *testing.T) {
+	identity := pbDynamic(obj("id", mpStr(canary)))
+	update := ric{addr: "t_x.a", action: actionUpdate, importing: true,
+		values: [][]byte{obj("id", mpOne, "name", mpStr("old")), obj("id", mpOne, "name", mpStr("new"))}}
+	want, err := decodeTFPlan(t, tfplan(pbChange(update)))
+	require.NoError(t, err)
+	require.Len(t, want.Changes, 1)
+	require.True(t, want.Changes[0].Importing)
+	require.Equal(t, []string{"name"}, want.Changes[0].Attributes)
+	for name, importing := range map[string][]byte{
+		"terraform": concat(pbVarint(2, 1), pbBytes(3, identity)),
+		"tofu":      pbBytes(2, identity),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := update
+			c.importingMsg = importing
+			c.changeExtra = concat(pbBytes(7, identity), pbBytes(8, identity))
+			got, err := decodeTFPlan(t, tfplan(pbChange(c)))
+			require.NoError(t, err)
+			require.Equal(t, want, got)
+			require.NotContains(t, fmt.Sprintf("%+v", got), canary)
+		})
+	}
 }
 
 // TestDecodeRefreshOnly: in refresh-only mode a no-op drift entry (a move)
