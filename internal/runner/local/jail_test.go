@@ -53,7 +53,7 @@ func leakSetup(t *testing.T, bin, cliConfig string) leakCase {
 	require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(leakTF), 0o644))
 	req := terraform.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: terraform.Source{Path: src},
 		Vars:          map[string]string{"token": token, "other": other, "environ": fmt.Sprintf("/proc/%d/environ", daemon.Process.Pid)},
-		CLIConfigFile: cliConfig, WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: 5 * time.Second}
+		CLIConfigFile: cliConfig, WorkDir: shortDir(t), Timeout: 2 * time.Minute, KillGrace: 5 * time.Second}
 	return leakCase{req: req, canaries: []string{"CANARY-API-TOKEN-7f3a", "CANARY-OTHER-WS-91c2", "CANARY-SLACK-xoxb-55d1", "CANARY-AWS-0b7e"}}
 }
 
@@ -118,7 +118,7 @@ resource "local_file" "f" {
 			require.NoError(t, os.WriteFile(filepath.Join(src, "main.tf"), []byte(tf), 0o644))
 			l := runlog.New(1<<20, nil)
 			req := terraform.Request{RunID: "r1", Workspace: "ws", Binary: bin, Source: terraform.Source{Path: src}, Jail: bwrap, JailNet: tftest.JailNet(t), Log: l,
-				CLIConfigFile: cliConfig, WorkDir: t.TempDir(), Timeout: 2 * time.Minute, KillGrace: 5 * time.Second}
+				CLIConfigFile: cliConfig, WorkDir: shortDir(t), Timeout: 2 * time.Minute, KillGrace: 5 * time.Second}
 			res, err := testRunner().Run(t.Context(), req)
 			require.NoError(t, err, "%s", l.Bytes())
 			require.Equal(t, 2, res.ExitCode)
