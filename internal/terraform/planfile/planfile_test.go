@@ -813,9 +813,9 @@ func TestCapReader(t *testing.T) {
 // (a tool not named is skipped). Decode must refuse it on purpose
 // (ErrNeedsShow) when needsShow[tool] is set; else its whole summary must
 // equal show -json's. Features no test provider offers (Terraform 1.14's
-// actions, deferred changes, ephemeral resources, resource identity) are
-// covered by the synthetic plans of TestDecodeErrors and
-// TestEphemeralResourceNeedsShow instead.
+// actions, deferred changes, ephemeral resources) are covered by the
+// synthetic plans of TestDecodeErrors and TestEphemeralResourceNeedsShow
+// instead; resource identity by both (TestDecodeIdentitySkipped).
 type newerCase struct {
 	tfCase
 	since     map[string]string
@@ -913,6 +913,25 @@ resource "dwtest_file" "a" {
 `}, base: map[string]string{"main.tf": dwtestOnly + keep}},
 		since: map[string]string{"terraform": "1.11", "tofu": "1.11"},
 		want:  []string{"dwtest_file.a create "},
+	}, {
+		// An import by resource identity (the test provider's files have
+		// identity {filename}): the plan file records the change's before
+		// and after identity and the import's.
+		tfCase: tfCase{name: "import_by_identity", mutate: `printf x > "$DIR/imp.txt"`,
+			base: map[string]string{"main.tf": dwtestOnly + keep},
+			files: map[string]string{"main.tf": dwtestOnly + keep + `
+import {
+  to       = dwtest_file.imp
+  identity = { filename = "${var.root}/imp.txt" }
+}
+
+resource "dwtest_file" "imp" {
+  filename = "${var.root}/imp.txt"
+  content  = "y"
+}
+`}},
+		since: map[string]string{"terraform": "1.12", "tofu": "1.12"},
+		want:  []string{"dwtest_file.imp update "},
 	}}
 }
 
