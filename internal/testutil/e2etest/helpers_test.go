@@ -51,7 +51,13 @@ func forEachTool(t *testing.T, fn func(t *testing.T, env *tfEnv)) {
 	bins, cli := tftest.Tools(t)
 	for _, b := range bins {
 		t.Run(filepath.Base(b), func(t *testing.T) {
-			fn(t, &tfEnv{bin: b, cliConfig: cli, root: t.TempDir()})
+			// Not t.TempDir(), which holds the test's name and the
+			// binary's (terraform-1.14): the runs' work dirs below root
+			// must stay short enough for providers' unix sockets.
+			root, err := os.MkdirTemp("", "dwe2e")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = os.RemoveAll(root) })
+			fn(t, &tfEnv{bin: b, cliConfig: cli, root: root})
 		})
 	}
 }
