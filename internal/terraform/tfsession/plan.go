@@ -161,8 +161,8 @@ func (s *Session) Unchanged(planFile string) (plan *planparse.Plan, ok bool) {
 // provider again. ok is false, and the caller runs Show, when the plan
 // raised a warning within a check block or the file records a check that
 // did not pass (show -json describes those in full), when the tool is not
-// one known to record provider-declared sensitivity in its plan files
-// (decodable), or when the file cannot be read that way.
+// a minor version the decoder was proven on (decodable), or when the file
+// cannot be read that way.
 func (s *Session) Decoded(ctx context.Context, planFile string) (plan *planparse.Plan, ok bool) {
 	if s.stream == nil || s.stream.summary().checks > 0 || !decodable(s.Version(ctx)) {
 		return nil, false
