@@ -170,6 +170,7 @@ provision:
 test: provision
 	@$(MAKE) --no-print-directory lint
 	@$(TEST_ENV); $(GO) test -race -count=1 -timeout 40m ./...
+	@$(TEST_ENV); cd internal/testutil/e2etest/testprovider && $(GO) test -count=1 ./...
 	@$(TEST_ENV); DRIFTWATCH_SOAK_DURATION=$${DRIFTWATCH_SOAK_DURATION:-$(TEST_SOAK)} $(FAULTS_TEST)
 
 #? test-short: unit tests only (go test -short): no tools provisioned, none used (meant to take under 3 minutes)

@@ -10,6 +10,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/drift/unmanaged"
+	"github.com/driftwatch/driftwatch/internal/policy"
 )
 
 // Scan is a scans: entry's own part of a target: its ignore rules.
@@ -20,9 +21,19 @@ type Scan struct {
 func scanOf(sc *config.Scan) (*Scan, error) {
 	s := &Scan{}
 	for i, r := range sc.Ignore {
-		rule, err := unmanaged.NewRule(r.Type, r.Identity)
-		if err != nil {
-			return nil, fmt.Errorf("ignore[%d]: %w", i, err)
+		var rule unmanaged.Rule
+		for _, m := range []struct {
+			glob string
+			to   *func(string) bool
+		}{{r.Type, &rule.Type}, {r.Identity, &rule.Identity}} {
+			if m.glob == "" {
+				continue
+			}
+			g, err := policy.CompileGlob(m.glob)
+			if err != nil {
+				return nil, fmt.Errorf("ignore[%d]: %w", i, err)
+			}
+			*m.to = g.Match
 		}
 		s.Ignore = append(s.Ignore, rule)
 	}

@@ -6,14 +6,15 @@
 // finding naming each workspace and address (Compare). A state instance
 // holds a listed resource when type and resource identity are equal, or,
 // for a state written before resource identities, when its id is one of
-// the identity's values (Holds). Ignore rules (Rule: globs on type and on
-// identity values or display name) mark findings ignored.
+// the identity's values (Holds). Ignore rules (Rule: matchers of the type and
+// of identity values or the display name, which the caller compiles)
+// mark findings ignored.
 //
 // Findings carry the type, an address built from the identity
 // (TYPE[NAME="VALUE", ...]), the display name as Detail and the holders:
 // never an attribute value, as resource identities name objects and hold
 // no secret.
 //
-// It imports drift and policy/pattern only; the pipeline calls it with
+// It imports drift only; the pipeline calls it with
 // the fleet its caller gathered (internal/pipeline).
 package unmanaged

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
-	"github.com/driftwatch/driftwatch/internal/policy/pattern"
 )
 
 // Workspace is one workspace's managed instances, as its last check saw
@@ -15,43 +14,22 @@ type Workspace struct {
 	Managed []drift.Managed
 }
 
-// Rule ignores listed resources: both globs must match (an empty glob
-// matches everything). Type is matched against the resource type,
-// Identity against each identity value and the display name; one match
-// is enough.
+// Rule ignores listed resources: both matchers must match (a nil one
+// matches everything). Type is asked about the resource type, Identity
+// about each identity value and the display name; one match is enough.
+// The caller compiles them (the pipeline: scans[].ignore globs).
 type Rule struct {
-	typ, identity  pattern.Glob
-	anyType, anyID bool
-}
-
-// NewRule compiles a rule from its globs ("" matches everything).
-func NewRule(typ, identity string) (Rule, error) {
-	r := Rule{anyType: typ == "", anyID: identity == ""}
-	var err error
-	if !r.anyType {
-		if r.typ, err = pattern.Compile(typ); err != nil {
-			return Rule{}, err
-		}
-	}
-	if !r.anyID {
-		if r.identity, err = pattern.Compile(identity); err != nil {
-			return Rule{}, err
-		}
-	}
-	return r, nil
+	Type, Identity func(string) bool
 }
 
 func (r Rule) match(l drift.Listed) bool {
-	if !r.anyType && !r.typ.Match(l.Type) {
+	if r.Type != nil && !r.Type(l.Type) {
 		return false
 	}
-	if r.anyID {
+	if r.Identity == nil || r.Identity(l.DisplayName) {
 		return true
 	}
-	if r.identity.Match(l.DisplayName) {
-		return true
-	}
-	return slices.ContainsFunc(slices.Collect(maps.Values(l.Identity)), r.identity.Match)
+	return slices.ContainsFunc(slices.Collect(maps.Values(l.Identity)), r.Identity)
 }
 
 // Address is a listed resource's finding address: TYPE[IDENTITY], the
