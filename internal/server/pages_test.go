@@ -260,3 +260,34 @@ func TestFindingProvenance(t *testing.T) {
 		"time": "2026-03-14T00:00:00Z", "subject": "add the <ci> role"}, ws.Findings[2]["commit"])
 	require.NotContains(t, ws.Findings[2], "window")
 }
+
+// A scan's page: its counts, each doubly managed resource's holders, the
+// adopt command of each unmanaged one (not of an ignored one), and the
+// kinds' badges coloured.
+func TestScanPage(t *testing.T) {
+	h := newHarness(t)
+	h.store.setState(store.WorkspaceState{
+		Workspace: "files", Status: drift.StatusDrift, Since: testNow.Add(-time.Hour),
+		LastRunID: "run-files-1", LastRunAt: testNow.Add(-time.Minute), LastSuccessAt: testNow.Add(-time.Minute),
+		Findings: []drift.Finding{
+			{Kind: drift.KindManagedTwice, Address: `dwtest_file[filename="/srv/s"]`, Type: "dwtest_file", Action: "none", Detail: "/srv/s",
+				ManagedBy: []string{"a: dwtest_file.s", "b: dwtest_file.s"}},
+			{Kind: drift.KindUnmanaged, Address: `dwtest_file[filename="/srv/hand"]`, Type: "dwtest_file", Action: "none", Detail: "/srv/hand"},
+			{Kind: drift.KindUnmanaged, Address: `dwtest_file[filename="/srv/tmp"]`, Type: "dwtest_file", Action: "none", Detail: "/srv/tmp", Ignored: true},
+		},
+	})
+	h.workspaces = append(h.workspaces, WorkspaceInfo{Name: "files", Schedule: "@hourly"})
+	ts := serve(t, h.options())
+	code, _, body := get(t, ts.URL+"/workspaces/files")
+	require.Equal(t, http.StatusOK, code)
+	for _, want := range []string{
+		"1 unmanaged · 1 managed twice",
+		`<tr class="s-row-managed_twice">`,
+		`<span class="muted small">managed by a: dwtest_file.s and b: dwtest_file.s</span>`,
+		`adopt it: <code>driftwatch adopt files 'dwtest_file[filename=&#34;/srv/hand&#34;]'</code>`,
+	} {
+		require.Contains(t, body, want)
+	}
+	require.NotContains(t, body, "driftwatch adopt files 'dwtest_file[filename=&#34;/srv/tmp", "an ignored one")
+	require.Contains(t, body, ".s-unmanaged, .s-managed_twice { background:", "the inline stylesheet colours the kinds' badges")
+}

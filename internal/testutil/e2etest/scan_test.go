@@ -2,6 +2,7 @@ package e2etest
 
 import (
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,6 +175,8 @@ provider "dwtest" {}
 	page := d.page("/workspaces/files")
 	require.Contains(t, page, "managed_twice")
 	require.Contains(t, page, "managed by ws-a: dwtest_file.shared and ws-b: dwtest_file.shared")
+	require.Contains(t, page, "2 unmanaged · 1 managed twice")
+	require.Contains(t, page, "driftwatch adopt files '"+html.EscapeString(addr("hand2.txt"))+"'")
 	var api struct {
 		Findings []drift.Finding `json:"findings"`
 	}
