@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -91,17 +93,17 @@ func (c *Config) expandScans(pos *positions) []error {
 		if len(s.Config) > 0 && len(s.Types) == 0 {
 			add("config", "is the config of generated list blocks: set types too")
 		}
-		for k, v := range s.Config {
-			if !hclsyntax.ValidIdentifier(k) {
+		for _, k := range slices.Sorted(maps.Keys(s.Config)) {
+			if v := s.Config[k]; !hclsyntax.ValidIdentifier(k) {
 				add("config."+k, "not an attribute name")
 			} else if !listValue(v) {
 				add("config."+k, "a %T: want a string, number, boolean or a list of them", v)
 			}
 		}
 		for j, r := range s.Ignore {
-			for k, g := range map[string]string{"type": r.Type, "identity": r.Identity} {
-				if _, err := pattern.Compile(g); err != nil {
-					add(fmt.Sprintf("ignore[%d].%s", j, k), "invalid glob %q: %v", g, err)
+			for _, g := range [][2]string{{"type", r.Type}, {"identity", r.Identity}} {
+				if _, err := pattern.Compile(g[1]); err != nil {
+					add(fmt.Sprintf("ignore[%d].%s", j, g[0]), "invalid glob %q: %v", g[1], err)
 				}
 			}
 		}

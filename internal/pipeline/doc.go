@@ -13,9 +13,11 @@
 // classifying, it dates drift from Target.Prior (the windows), asks the
 // workspace's attribution command about drift first seen and finds the
 // commit behind pending changes of a git source: bounded, never failing
-// the run; docs/architecture/attribution.md) and RunAll
+// the run; docs/architecture/attribution.md; a scan, Target.Scan, compares
+// its list with a Fleet instead: drift/unmanaged, scan.go) and RunAll
 // (every target, at most concurrency at once, results in target order, an
-// Observer told of each start and finish); Target.SourceDir locates a
+// Observer told of each start and finish; scans after the workspaces,
+// compared with their results when the Auditor has no Fleet); Target.SourceDir locates a
 // target's findings in a report.
 //
 // It reads the config (Targets) and depends on the runner seam only; of

@@ -37,7 +37,9 @@
 // together; the inventory's current alert plan), Recorded after that
 // commit (the outbox's wake), who leads (Leader) and
 // remediation (Remediation: Apply for remediate runs, AfterDetect after
-// every recorded detection).
+// every recorded detection). Scans compare with the recorded states
+// (storeFleet, the Auditor's pipeline.Fleet unless given one: read from
+// the store at each scan, waiting a while for workspaces never checked).
 //
 // What it must not touch: it does not start Terraform (the pipeline.Auditor
 // and its runner do), decide incidents (Incidents does), deliver

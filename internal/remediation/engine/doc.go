@@ -22,6 +22,9 @@
 //     remediation, value-free, with a one-line, secret-free reason; the
 //     vocabulary the runners' Jobs deliver too. ErrLeftRunning: an apply
 //     that goes on in a Job after the daemon stopped.
+//   - Adopt: a scan's unmanaged resources as import and resource blocks
+//     Terraform generates (query -generate-config-out), proven by a plan
+//     of a scratch copy that imports them and does nothing else.
 //
 // The caller (the controller, internal/remediation) owns approval,
 // expiry, the kill switch's state (Applier.Paused, Applier.Proceed) and
