@@ -74,19 +74,19 @@ func DiscoverGit(ctx context.Context, cfg *config.Config) error {
 }
 
 // Validate checks what `driftwatch validate` can check beyond the config
-// file itself without running anything: targets and policy rules, and every
-// notifier's constructor (secret files readable and well-formed).
+// file itself without running a plan: targets and policy rules, each
+// scan's binary (its version: a query command), and every notifier's
+// constructor (secret files readable and well-formed).
 func Validate(cfg *config.Config, logger *slog.Logger) error {
 	targets, err := pipeline.Targets(cfg, Filter{}, pipeline.Env{})
 	if err != nil {
 		return err
 	}
 	for _, t := range targets {
-		if t.Scan == nil {
-			continue
-		}
-		if err := local.CheckQuery(context.Background(), t.Request.Binary); err != nil {
-			return fmt.Errorf("scan %q: %w", t.Name, err)
+		if t.Scan != nil {
+			if err := local.CheckQuery(context.Background(), t.Request.Binary); err != nil {
+				return fmt.Errorf("scan %q: %w", t.Name, err)
+			}
 		}
 	}
 	_, err = notifiers.Build(cfg.NotifierSpecs(), logger)
