@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"github.com/driftwatch/driftwatch/internal/config"
@@ -14,7 +13,6 @@ import (
 	"github.com/driftwatch/driftwatch/internal/remediation/acceptance"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/report"
-	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/server/api"
 	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 	"github.com/driftwatch/driftwatch/internal/store/sqlite"
@@ -44,14 +42,9 @@ func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses
 	return api.Acceptance(a), err
 }
 
-// Adopt is `driftwatch adopt`: a scan's local request (oneshot.Request)
-// handed to engine.Adopt.
+// Adopt is `driftwatch adopt` (oneshot.Adopt), after discover.
 func Adopt(ctx context.Context, cfg *config.Config, scan string, findings []string, logger *slog.Logger) (engine.AdoptOutcome, error) {
-	req, err := oneshot.Request(ctx, cfg, inventory.DiscoverOnce, scan, logger)
-	if err != nil {
-		return engine.AdoptOutcome{}, err
-	}
-	return engine.Adopt(ctx, req, findings)
+	return oneshot.Adopt(ctx, cfg, inventory.DiscoverOnce, scan, findings, logger)
 }
 
 // MigrateStore is `driftwatch migrate --to postgres`
@@ -73,22 +66,12 @@ func DiscoverGit(ctx context.Context, cfg *config.Config) error {
 	return inventory.DiscoverGit(ctx, cfg, 0)
 }
 
-// Validate checks what `driftwatch validate` can check beyond the config
-// file itself without running a plan: targets and policy rules, each
-// scan's binary (its version: a query command), and every notifier's
-// constructor (secret files readable and well-formed).
+// Validate is `driftwatch validate` beyond the config file, running no plan:
+// the workspaces and scans (oneshot.Validate), every notifier's constructor.
 func Validate(cfg *config.Config, logger *slog.Logger) error {
-	targets, err := pipeline.Targets(cfg, Filter{}, pipeline.Env{})
-	if err != nil {
+	if err := oneshot.Validate(context.Background(), cfg); err != nil {
 		return err
 	}
-	for _, t := range targets {
-		if t.Scan != nil {
-			if err := local.CheckQuery(context.Background(), t.Request.Binary); err != nil {
-				return fmt.Errorf("scan %q: %w", t.Name, err)
-			}
-		}
-	}
-	_, err = notifiers.Build(cfg.NotifierSpecs(), logger)
+	_, err := notifiers.Build(cfg.NotifierSpecs(), logger)
 	return err
 }

@@ -3,6 +3,7 @@ package oneshot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/config"
 	"github.com/driftwatch/driftwatch/internal/incident/group"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
+	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
 	"github.com/driftwatch/driftwatch/internal/terraform"
@@ -130,4 +132,33 @@ func localTargets(cfg *config.Config, f pipeline.Filter, workDir string, logger 
 		return nil, err
 	}
 	return pipeline.Targets(cfg, f, pipeline.Env{Jail: iso.Bwrap, JailNet: iso.Pasta, WorkDir: workDir})
+}
+
+// Adopt is `driftwatch adopt`: scan's local request (Request) handed to
+// engine.Adopt, which generates and proves the named unmanaged resources'
+// import blocks.
+func Adopt(ctx context.Context, cfg *config.Config, discover func(context.Context, *config.Config) error, scan string, findings []string, logger *slog.Logger) (engine.AdoptOutcome, error) {
+	req, err := Request(ctx, cfg, discover, scan, logger)
+	if err != nil {
+		return engine.AdoptOutcome{}, err
+	}
+	return engine.Adopt(ctx, req, findings)
+}
+
+// Validate is what `driftwatch validate` checks of the workspaces: their
+// targets and policy rules (pipeline.Targets), and that each scan's binary
+// has a query command (local.CheckQuery).
+func Validate(ctx context.Context, cfg *config.Config) error {
+	targets, err := pipeline.Targets(cfg, pipeline.Filter{}, pipeline.Env{})
+	if err != nil {
+		return err
+	}
+	for _, t := range targets {
+		if t.Scan != nil {
+			if err := local.CheckQuery(ctx, t.Request.Binary); err != nil {
+				return fmt.Errorf("scan %q: %w", t.Name, err)
+			}
+		}
+	}
+	return nil
 }
