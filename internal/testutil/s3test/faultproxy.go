@@ -306,12 +306,15 @@ func (p *FaultProxy) handle(w http.ResponseWriter, r *http.Request) {
 	f, i := p.take(r.Method, key)
 	switch f.Kind {
 	case Refuse:
-		// The outage begins with this request.
-		reset(w)
+		// The outage begins with this request: the listener is closed
+		// before the client reads its reset, so whatever it sends next
+		// is refused, however late this goroutine runs.
+		c := hijack(w)
 		p.down()
+		reset(c)
 		return
 	case Reset:
-		reset(w)
+		reset(hijack(w))
 		return
 	case Error500:
 		p.answered(i, http.StatusInternalServerError)
@@ -332,9 +335,9 @@ func (p *FaultProxy) handle(w http.ResponseWriter, r *http.Request) {
 	p.answered(i, sw.status)
 }
 
-// reset hijacks the connection and closes it with SO_LINGER 0: the
-// client reads a TCP RST, no answer.
-func reset(w http.ResponseWriter) {
+// hijack takes the request's connection from the server, which no
+// longer tracks or closes it.
+func hijack(w http.ResponseWriter) net.Conn {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		panic(http.ErrAbortHandler)
@@ -343,6 +346,11 @@ func reset(w http.ResponseWriter) {
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
+	return c
+}
+
+// reset closes c with SO_LINGER 0: the client reads a TCP RST, no answer.
+func reset(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)
 	}
