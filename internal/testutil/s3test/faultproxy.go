@@ -132,9 +132,15 @@ func StartFaultProxy(t testing.TB, srv *Server) *FaultProxy {
 		// in the status (502) and nowhere else.
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) },
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// Below the ephemeral range (freePorts), so that no outgoing
+	// connection takes the port while a Refuse has it closed.
+	var ln net.Listener
+	for tries := 0; ln == nil; tries++ {
+		l, err := net.Listen("tcp", "127.0.0.1:"+freePorts(t, 1)[0])
+		if err != nil && tries == 10 {
+			t.Fatal(err)
+		}
+		ln = l
 	}
 	p.addr = ln.Addr().String()
 	p.URL = "http://" + p.addr

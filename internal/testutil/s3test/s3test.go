@@ -94,10 +94,6 @@ func Start(t testing.TB, o Options) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	data := filepath.Join(dir, "data")
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	identities := map[string]any{"identities": []any{map[string]any{
 		"name":        "driftwatch-test",
 		"credentials": []any{map[string]string{"accessKey": o.AccessKey, "secretKey": o.SecretKey}},
@@ -112,6 +108,30 @@ func Start(t testing.TB, o Options) *Server {
 		t.Fatal(err)
 	}
 
+	// A port chosen free may be taken before weed binds it (by another
+	// test's server): weed then exits at once, and is started again on
+	// other ports, with a data directory of its own.
+	for attempt := 1; ; attempt++ {
+		data := filepath.Join(dir, "data"+strconv.Itoa(attempt))
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		s, retry := launch(t, weed, dir, data, cfgFile, o)
+		if !retry {
+			return s
+		}
+		if attempt == 3 {
+			t.Fatalf("weed could not bind its ports in 3 attempts:\n%s", tail(s.logs.String(), 20))
+		}
+		t.Logf("weed lost a port to another process; starting it again on other ports")
+	}
+}
+
+// launch starts weed once, on ports chosen now, and waits until it is
+// ready; retry says it exited because a port was taken meanwhile (it is
+// then stopped, its logs in s).
+func launch(t testing.TB, weed, dir, data, cfgFile string, o Options) (s *Server, retry bool) {
+	t.Helper()
 	p := freePorts(t, 8)
 	args := []string{"server",
 		"-ip=127.0.0.1", "-ip.bind=127.0.0.1",
@@ -132,7 +152,7 @@ func Start(t testing.TB, o Options) *Server {
 		"-s3.localSocket=" + filepath.Join(dir, "s3.sock"),
 		"-s3.config=" + cfgFile,
 	}
-	s := &Server{
+	s = &Server{
 		Endpoint: "http://127.0.0.1:" + p[6], Bucket: o.Bucket, AccessKey: o.AccessKey, SecretKey: o.SecretKey,
 		client: &http.Client{Timeout: 10 * time.Second},
 		logs:   &logBuffer{}, exited: make(chan struct{}),
@@ -163,6 +183,9 @@ func Start(t testing.TB, o Options) *Server {
 	for {
 		select {
 		case <-s.exited:
+			if strings.Contains(s.logs.String(), "address already in use") {
+				return s, true
+			}
 			t.Fatalf("weed exited while starting:\n%s", tail(s.logs.String(), 60))
 		default:
 		}
@@ -172,7 +195,7 @@ func Start(t testing.TB, o Options) *Server {
 		last = s.ready()
 		if last == "" {
 			t.Logf("weed ready on %s after %s", s.Endpoint, time.Since(started).Round(100*time.Millisecond))
-			return s
+			return s, false
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -288,7 +311,13 @@ func (s *Server) Do(method, key string, body []byte, hdr http.Header) (int, []by
 	return resp.StatusCode, b, err
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1, all held open
+// Ports are chosen in [portFloor, portFloor+portSpan): below Linux's
+// ephemeral range (32768 and up by default), so no outgoing connection,
+// and no listener on port 0, can take one between its choice and weed's
+// bind; only another explicit choice can, which launch survives.
+const portFloor, portSpan = 20000, 12000
+
+// freePorts returns n distinct TCP ports free on 127.0.0.1, all held open
 // until every one is chosen.
 func freePorts(t testing.TB, n int) []string {
 	t.Helper()
@@ -299,19 +328,21 @@ func freePorts(t testing.TB, n int) []string {
 		}
 	}()
 	var out []string
-	for len(out) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+	for tries := 0; len(out) < n; tries++ {
+		if tries == 1000 {
+			t.Fatalf("no %d free ports in [%d, %d)", n, portFloor, portFloor+portSpan)
+		}
+		var b [2]byte
+		if _, err := rand.Read(b[:]); err != nil {
 			t.Fatal(err)
 		}
-		ls = append(ls, l)
-		port := l.Addr().(*net.TCPAddr).Port
-		// weed derives nothing from these (every gRPC port is given), but
-		// keep below 55536 anyway, where port+10000 still fits.
-		if port > 55535 {
-			continue
+		port := strconv.Itoa(portFloor + (int(b[0])<<8|int(b[1]))%portSpan)
+		l, err := net.Listen("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			continue // taken, or chosen already
 		}
-		out = append(out, strconv.Itoa(port))
+		ls = append(ls, l)
+		out = append(out, port)
 	}
 	return out
 }
