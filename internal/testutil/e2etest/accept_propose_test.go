@@ -141,6 +141,7 @@ type apiAcceptance struct {
 // for the merge; merged, the next check is clean and the incident
 // resolves. No token and no sensitive value appears anywhere.
 func TestAcceptProposed(t *testing.T) {
+	parallel(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		for _, d := range []string{"out", "state"} {
 			require.NoError(t, os.MkdirAll(filepath.Join(e.root, d), 0o755))
@@ -324,6 +325,7 @@ func requireNoChanges(t *testing.T, e *tfEnv, dir string) {
 // GitLab project: two at once push one branch and open one merge
 // request; the other finds it open.
 func TestAcceptProposeCLIGitLab(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	for _, d := range []string{"out", "state"} {

@@ -22,6 +22,7 @@ import (
 // becomes a removed block, whose forget (a state change alone) the next
 // apply makes.
 func TestAcceptCLI(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	for _, d := range []string{"out", "state"} {

@@ -109,6 +109,7 @@ func newAlertServers(t *testing.T, e *tfEnv) *alertServers {
 // resolved when the drift is reverted; delivered exactly once across an
 // outage and a daemon restart; no secret anywhere.
 func TestAlerts(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	out := filepath.Join(e.root, "out")

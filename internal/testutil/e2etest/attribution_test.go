@@ -56,6 +56,7 @@ func gitAs(t *testing.T, dir, name string, args ...string) {
 // per drift and keeps the answer and the window; the command's env values
 // appear nowhere.
 func TestAttribution(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	out := filepath.Join(e.root, "out")

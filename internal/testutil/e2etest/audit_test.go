@@ -35,6 +35,7 @@ const (
 // makes real changes behind Terraform's back, and audits it with the real
 // binary (terraform and, where built, OpenTofu).
 func TestAuditRealDrift(t *testing.T) {
+	parallel(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		out := filepath.Join(e.root, "out")
 		require.NoError(t, os.MkdirAll(out, 0o755))
@@ -345,6 +346,7 @@ func assertNoCanary(t *testing.T, what, s string) {
 // never answers) is interrupted, reported errored as a timeout, and leaves
 // no process behind.
 func TestAuditTimeout(t *testing.T) {
+	parallel(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)

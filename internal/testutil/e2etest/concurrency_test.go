@@ -22,6 +22,7 @@ import (
 // once the API answers again every workspace of the group is checked:
 // nothing is lost.
 func TestConcurrencyGroupThrottled(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	flag := filepath.Join(e.root, "account-a-throttled")

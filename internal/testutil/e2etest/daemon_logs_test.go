@@ -23,6 +23,7 @@ import (
 // the run through the API, and checks the run ends cancelled with no
 // Terraform left, its stored log redacted.
 func TestDaemonLogsAndCancel(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	e.workspace(t, "slow", map[string]string{"main.tf": fmt.Sprintf(slowWorkspace, "60s") + `

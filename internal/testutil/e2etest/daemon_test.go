@@ -35,6 +35,7 @@ data "dwtest_sleep" "slow" {
 // the concurrency cap, skipped overlaps, run-now auth, metrics, reload
 // (good and bad), and a clean SIGTERM mid-plan.
 func TestDaemon(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	require.NoError(t, os.MkdirAll(filepath.Join(e.root, "out"), 0o755))
@@ -194,6 +195,7 @@ workspaces:
 // restarted") and runs the workspace again, and runs the run that was
 // queued under its own id.
 func TestDaemonKill9Restart(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	// Unjailed: a jailed run's processes die with its PID namespace, so
 	// only an unjailed run leaves a provider behind for the restart to

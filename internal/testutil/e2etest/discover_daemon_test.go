@@ -22,6 +22,7 @@ import (
 // checked, the removed one leaves the inventory and its incident resolves
 // with the reason "workspace removed", its history kept.
 func TestDaemonDiscoveryGit(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	for _, d := range []string{"out", "state"} {

@@ -67,6 +67,7 @@ func git(t *testing.T, dir string, args ...string) {
 // repository behind token auth: the token comes from credentials_file and
 // never appears in any output, log or request URL.
 func TestAuditGitSource(t *testing.T) {
+	parallel(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		// The repository: a module under envs/prod that uses a sibling module.
 		repo := filepath.Join(e.root, "repo")

@@ -73,6 +73,7 @@ resource "dwtest_file" "motd" {
 // that part; fixing six resolves six members and keeps the group open;
 // fixing the rest resolves it.
 func TestGroupingProviderUpgrade(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	var next string

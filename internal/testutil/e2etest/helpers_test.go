@@ -46,6 +46,28 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// e2eLanes is how many of this package's end-to-end tests run at a time
+// (fewer where go test's -parallel, GOMAXPROCS by default, is lower). They
+// spend most of their time waiting on processes (Terraform, a daemon's
+// schedule, an object store starting, a control plane), so a few side by
+// side shorten the suite without starving each other.
+const e2eLanes = 3
+
+var lanes = make(chan struct{}, e2eLanes)
+
+// parallel marks t parallel and waits for one of e2eLanes lanes, which it
+// holds until its cleanups have run (its daemons stopped, its temporary
+// directories removed). Every test has what it touches to itself: its own
+// temporary directories, daemon, ports, object store, database and
+// receivers; none sets an environment variable or changes a package-level
+// one. The time -v prints for a test includes its wait for a lane.
+func parallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	lanes <- struct{}{}
+	t.Cleanup(func() { <-lanes })
+}
+
 // forEachTool runs fn as a subtest per available binary (terraform, tofu).
 func forEachTool(t *testing.T, fn func(t *testing.T, env *tfEnv)) {
 	bins, cli := tftest.Tools(t)

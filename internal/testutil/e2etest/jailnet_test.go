@@ -30,6 +30,7 @@ import (
 // workspace lists. The run itself succeeds, and no forged name is in the
 // audit log.
 func TestJailNetDaemon(t *testing.T) {
+	parallel(t)
 	tftest.JailNet(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		h := tftest.NewNetHost(t)

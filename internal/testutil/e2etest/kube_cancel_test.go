@@ -24,6 +24,7 @@ import (
 // process in the pod is gone, the run is recorded cancelled and the
 // workspace's state is untouched.
 func TestKubeCancel(t *testing.T) {
+	parallel(t)
 	k := startKubeEnv(t)
 	cs, ctx, ns := k.cs, context.Background(), k.ns
 	k.e.workspace(t, "slow", map[string]string{"main.tf": fmt.Sprintf(slowWorkspace, "120s")})

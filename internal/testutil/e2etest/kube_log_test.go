@@ -26,6 +26,7 @@ import (
 // Neither holds the sensitive variable's value, the drifted file's
 // content, nor the run's token.
 func TestKubeJobLog(t *testing.T) {
+	parallel(t)
 	k := startKubeEnv(t)
 	ctx := context.Background()
 	const apiToken = "dw-api-token-kube-joblog-30-0123456789abcdef0123"

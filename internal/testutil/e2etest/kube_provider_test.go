@@ -31,6 +31,7 @@ import (
 // the plan does not set it back; driftwatch decides that from the plan
 // alone, with no list of attribute names.
 func TestKubernetesProviderSignalPrecision(t *testing.T) {
+	parallel(t)
 	cluster := kubetest.Start(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		name := "dw-precision-" + filepath.Base(e.bin)

@@ -29,6 +29,7 @@ import (
 // its one-time token. The apply run and the verification detection are
 // recorded, the file is back to v1, the remediation is applied.
 func TestKubeRemediation(t *testing.T) {
+	parallel(t)
 	k := startKubeEnv(t)
 	cs, ctx, ns := k.cs, context.Background(), k.ns
 	file := remedyWorkspace(t, k)
@@ -142,6 +143,7 @@ func remedyWorkspace(t *testing.T, k *kubeEnv) string {
 // interrupted, awaits the Job, records the outcome the pod delivers on
 // the remediation, and runs the verification detection as the adopted run.
 func TestKubeRemediationRestart(t *testing.T) {
+	parallel(t)
 	k := startKubeEnv(t)
 	file := remedyWorkspace(t, k)
 	// A kubelet of its own namespace, which holds remediation pods (and
@@ -224,6 +226,7 @@ func TestKubeRemediationRestart(t *testing.T) {
 // refused, the remediation is approved again (as when the switch stops a
 // local apply), and on resume a new remediation Job applies it.
 func TestKubeRemediationKillSwitch(t *testing.T) {
+	parallel(t)
 	k := startKubeEnv(t)
 	file := remedyWorkspace(t, k)
 	k.ns = "driftwatch-killswitch"

@@ -35,6 +35,7 @@ import (
 // runs Terraform, and `driftwatch runner report`, which alone holds the
 // token) as local processes, each with only its own mounts materialised.
 func TestKubeDaemon(t *testing.T) {
+	parallel(t)
 	k := startKubeEnv(t)
 	cs, ctx, ns := k.cs, context.Background(), k.ns
 	listen := freePort(t)
@@ -386,6 +387,7 @@ func requireTokenOnlyInReporter(t *testing.T, pod corev1.PodSpec) {
 // the leader runs (the standby records nothing), and killing the leader
 // (kill -9: no release) hands over to the standby within the lease duration.
 func TestKubeLeaderElection(t *testing.T) {
+	parallel(t)
 	k := startKubeEnv(t)
 	ctx := context.Background()
 	le := `  leader_election:
@@ -491,6 +493,7 @@ func ptrStr(p *string) string {
 // it (no second Job) and records the result the pod delivers on the run the
 // Job was started for (same id, never marked interrupted).
 func TestKubeDaemonRestartAdopts(t *testing.T) {
+	parallel(t)
 	k := startKubeEnv(t)
 	ctx := context.Background()
 	gate := make(chan struct{})

@@ -301,6 +301,7 @@ func mailHeader(t *testing.T, s *notifytest.SMTPServer, i int, h string) string 
 // card re-sent identical; and no secret anywhere the daemon shows. It
 // runs with Terraform and with OpenTofu.
 func TestNotifiersKill9(t *testing.T) {
+	parallel(t)
 	forEachTool(t, testNotifiersKill9)
 }
 

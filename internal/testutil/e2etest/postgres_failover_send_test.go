@@ -39,6 +39,7 @@ const failoverChannel = "C0FAIL001"
 // dedup_key; one GitHub issue with one comment, found again by their
 // markers), and the outbox holds every message delivered, none dead.
 func TestPostgresFailoverMidSend(t *testing.T) {
+	parallel(t)
 	dsn := pgtest.Database(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}

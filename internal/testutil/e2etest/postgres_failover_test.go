@@ -24,6 +24,7 @@ import (
 // within seconds, records the killed run errored, checks the workspace
 // again, and the drift's incident is opened (paged) exactly once.
 func TestPostgresFailover(t *testing.T) {
+	parallel(t)
 	dsn := pgtest.Database(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}

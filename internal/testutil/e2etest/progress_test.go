@@ -51,6 +51,7 @@ func firstWith(mu *sync.Mutex, as []arrival, s string) time.Time {
 // the SSE stream, in `driftwatch logs --follow` and in `driftwatch run
 // --follow`, each receives "reading" at least 20 s before "read after".
 func TestDaemonLiveProgress(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	e.workspace(t, "slow", map[string]string{"main.tf": fmt.Sprintf(slowWorkspace, "30s")})

@@ -30,6 +30,7 @@ const canaryPath = "CANARY-path-value-5b2e"
 // raised severity while the drift the failure left is still there. No
 // Terraform value or credential is in any request.
 func TestRemediationAlerts(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	out := filepath.Join(e.root, "out")

@@ -21,6 +21,7 @@ import (
 // after the kill switch is released. A reload from approve to auto ends
 // nothing.
 func TestRemediationTurnedOff(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	out := filepath.Join(e.root, "out")

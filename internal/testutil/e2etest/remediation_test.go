@@ -130,6 +130,7 @@ func (d *daemonProc) waitRemediation(ws string, within time.Duration, states ...
 // hand are refused with their reasons; the kill switch holds an approved
 // apply until resumed, across the persisted flag.
 func TestRemediation(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	out := filepath.Join(e.root, "out")

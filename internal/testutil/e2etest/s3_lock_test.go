@@ -166,6 +166,7 @@ func killRemediation(t *testing.T, workDir string) int {
 //
 // No S3 credential appears in any reason or log.
 func TestS3RemediationLocks(t *testing.T) {
+	parallel(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		srv := s3test.Start(t, s3test.Options{AccessKey: s3CanaryKeyID, SecretKey: s3CanarySecret})
 		e.allowHost(t, srv.Endpoint)

@@ -91,6 +91,7 @@ func policyWorkspace(srv *s3test.Server, bucket, key string) string {
 // endpoint is no finding; and neither the credentials nor the policy's
 // text appear in the report or the debug logs.
 func TestS3BucketPolicyAudit(t *testing.T) {
+	parallel(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		srv := s3test.Start(t, s3test.Options{AccessKey: s3CanaryKeyID, SecretKey: s3CanarySecret})
 		e.allowHost(t, srv.Endpoint)

@@ -175,6 +175,7 @@ func assertNoS3Canary(t *testing.T, what, s string) {
 // was); backend hygiene judges the real s3 block; and no credential
 // appears in the report, the logs, or a daemon's stored run log.
 func TestS3AuditRealState(t *testing.T) {
+	parallel(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		srv := s3test.Start(t, s3test.Options{AccessKey: s3CanaryKeyID, SecretKey: s3CanarySecret})
 		e.allowHost(t, srv.Endpoint)
@@ -363,6 +364,7 @@ func backendFindings(fs []drift.Finding) []drift.Finding {
 // waits, applies once the lock is released, leaves the fix in the state
 // in the bucket and no lock behind.
 func TestS3RemediationUnderLock(t *testing.T) {
+	parallel(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		srv := s3test.Start(t, s3test.Options{AccessKey: s3CanaryKeyID, SecretKey: s3CanarySecret})
 		e.allowHost(t, srv.Endpoint)

@@ -58,6 +58,7 @@ func scanWorkspace(names ...string) string {
 // next scan is clean of it. validate refuses a scan on an older
 // Terraform or on OpenTofu.
 func TestScanUnmanaged(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	query, older := toolsByQuery(t, bins)
 	if len(query) == 0 {
@@ -223,6 +224,7 @@ provider "dwtest" {}
 // (the state holds none): its file is told apart by its id, the
 // hand-made one is unmanaged.
 func TestKubeScan(t *testing.T) {
+	parallel(t)
 	bins, _ := tftest.Tools(t)
 	query, _ := toolsByQuery(t, bins)
 	if len(query) == 0 {

@@ -22,6 +22,7 @@ import (
 // plan text only where a workspace opts in, and no request with a foreign
 // Host header.
 func TestRunLogAccessAndValues(t *testing.T) {
+	parallel(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		const plainCanary = "CANARY-attr-not-sensitive-4b1"
 		const optinCanary = "CANARY-attr-opted-in-8e2"

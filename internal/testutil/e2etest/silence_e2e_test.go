@@ -27,6 +27,7 @@ import (
 // update with what changed while it held; a maintenance window holds a
 // second workspace's open until the window is gone from the config.
 func TestSeverityRulesAndSilences(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	out := filepath.Join(e.root, "out")

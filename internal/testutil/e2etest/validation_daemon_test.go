@@ -22,6 +22,7 @@ import (
 // beside the drift incident and resolves both, one message each, with
 // the check's message and no value beyond it.
 func TestDaemonValidationIncident(t *testing.T) {
+	parallel(t)
 	bins, cli := tftest.Tools(t)
 	e := &tfEnv{bin: bins[0], cliConfig: cli, root: t.TempDir()}
 	out := filepath.Join(e.root, "out")

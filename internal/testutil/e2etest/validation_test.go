@@ -51,6 +51,7 @@ func (r validationReport) ws(t *testing.T, name string) (drift.Status, string, [
 // fails is errored, not validation; a secret interpolated into a check's
 // message is redacted everywhere.
 func TestAuditValidation(t *testing.T) {
+	parallel(t)
 	forEachTool(t, func(t *testing.T, e *tfEnv) {
 		health := e.workspace(t, "health", map[string]string{
 			"main.tf": `
