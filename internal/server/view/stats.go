@@ -201,14 +201,15 @@ func (s *Source) computeStats(ctx context.Context, f *StatsFilter) (stats.Report
 		return stats.Report{}, fmt.Errorf("stats: %w", err)
 	}
 	var names []string
+	configured := s.Control.Workspaces()
 	scans := map[string]bool{}
-	for _, w := range s.Control.Workspaces() {
+	for _, w := range configured {
 		if w.Scan {
 			scans[w.Name] = true
 		}
 	}
 	if f.filtered() {
-		for _, w := range s.Control.Workspaces() {
+		for _, w := range configured {
 			if f.matches(w) {
 				names = append(names, w.Name)
 			}
