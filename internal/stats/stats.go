@@ -28,10 +28,19 @@ type Day struct {
 	Incidents
 	Times
 	Runs
-	// ScansChecked counts the scans with a run that finished that day;
-	// Found sums, over the scans, what each one's last successful run of
-	// the day found (a scan without one that day adds nothing).
-	ScansChecked int `json:"scans_checked"`
+	// Scans are the scans' figures of the day; nil (omitted) on every day
+	// when no scan ran in the window.
+	Scans *ScanFigures `json:"scans,omitempty"`
+}
+
+// ScanFigures are what scans (config scans: entries) saw. Of a day:
+// Checked counts the scans with a run that finished that day, and Found
+// sums what each one's last successful run of the day found (a scan
+// without one that day adds nothing). Of the window (Totals): Checked
+// counts the scans with a run in it, and Found sums what each one's last
+// successful run in it found.
+type ScanFigures struct {
+	Checked int `json:"checked"`
 	Found
 }
 
@@ -97,10 +106,9 @@ type Totals struct {
 	Incidents
 	Times
 	Runs
-	// Scans counts the scans with a run in the window; Found sums what
-	// each one's last successful run in the window found.
-	Scans int `json:"scans"`
-	Found
+	// Scans are the scans' figures over the window; nil (omitted) when
+	// no scan ran in it.
+	Scans *ScanFigures `json:"scans,omitempty"`
 }
 
 // WorkspaceCount is one workspace's drift over the window.
@@ -152,9 +160,10 @@ type RunFound struct {
 	Found
 }
 
-// Report is how drift trended over a window, and what scans found.
-// TopScans and TopUnmanagedTypes are omitted (nil) when no scan ran in
-// the window, as a fleet without scans never has them.
+// Report is how drift trended over a window, and what scans found. Every
+// scan figure (Day.Scans, Totals.Scans, TopScans, TopUnmanagedTypes) is
+// omitted (nil) when no scan ran in the window: the answer of a fleet
+// without scans is what it was before scans.
 type Report struct {
 	Since             time.Time        `json:"since"`
 	Until             time.Time        `json:"until"`
@@ -535,7 +544,6 @@ func (a *Accumulator) Report(types []TypeCount) Report {
 			Incidents:           d.inc.summed(),
 			Times:               times(d.ttd, d.ttr),
 			Runs:                runs(d.runs, d.errored, &d.dur),
-			ScansChecked:        d.scans,
 		}
 		all.inc = all.inc.plus(d.inc)
 		all.ttd = append(all.ttd, d.ttd...)
@@ -560,23 +568,26 @@ func (a *Accumulator) reportScans(rep *Report) {
 	if len(a.scans) == 0 {
 		return
 	}
+	for i := range rep.Days {
+		rep.Days[i].Scans = &ScanFigures{Checked: a.days[i].scans}
+	}
+	rep.Totals.Scans = &ScanFigures{Checked: len(a.scans)}
 	counts := make([]ScanCount, 0, len(a.scans))
 	for _, sc := range a.scans {
 		c := ScanCount{Scan: sc.name, Runs: sc.runs, RunsErrored: sc.errored}
 		last := -1
 		for d, id := range sc.foundRun {
 			f := a.found[id]
-			rep.Days[d].Found = rep.Days[d].Found.plus(f)
+			rep.Days[d].Scans.Found = rep.Days[d].Scans.Found.plus(f)
 			c.PeakUnmanaged = max(c.PeakUnmanaged, f.Unmanaged)
 			c.PeakManagedTwice = max(c.PeakManagedTwice, f.ManagedTwice)
 			if d > last {
 				last, c.Found = d, f
 			}
 		}
-		rep.Totals.Found = rep.Totals.Found.plus(c.Found)
+		rep.Totals.Scans.Found = rep.Totals.Scans.Found.plus(c.Found)
 		counts = append(counts, c)
 	}
-	rep.Totals.Scans = len(a.scans)
 	rep.TopScans = TopScans(counts, TopN)
 	rep.TopUnmanagedTypes = TopScanTypes(a.scanTypes, TopN)
 }

@@ -278,7 +278,7 @@ func TestGroupIncidentsOpened(t *testing.T) {
 // workspace that drifts. The scan counts in its own figures, and the
 // workspace figures are those of the workspace alone.
 func TestScans(t *testing.T) {
-	since, until := at("2026-03-01 00:00:00"), at("2026-03-02 23:00:00")
+	since, until := at("2026-03-01 00:00:00"), at("2026-03-03 01:00:00")
 	ws := []Run{
 		before(run("w0", "app", "2026-02-28 10:00:00", "2026-02-28 10:01:00", drift.StatusClean)),
 		run("w1", "app", "2026-03-01 10:00:00", "2026-03-01 10:01:00", drift.StatusDrift),
@@ -310,17 +310,18 @@ func TestScans(t *testing.T) {
 	require.Empty(t, ids)
 	require.Nil(t, alone.TopScans, "no scan: no scan list")
 	require.Nil(t, alone.TopUnmanagedTypes)
+	require.Nil(t, alone.Totals.Scans)
+	require.Nil(t, alone.Days[0].Scans)
 	// Scans are read like workspaces, by name: "buckets" before "app".
 	got, ids := report(append(slices.Clone(scanRuns), ws...))
 	require.Equal(t, []string{"s1", "s3"}, ids, "each day's last successful scan run")
 
 	// The workspace figures are the workspace's alone.
 	withoutScans := got
-	withoutScans.TopScans, withoutScans.TopUnmanagedTypes = nil, nil
-	withoutScans.Totals.Scans, withoutScans.Totals.Found = 0, Found{}
+	withoutScans.TopScans, withoutScans.TopUnmanagedTypes, withoutScans.Totals.Scans = nil, nil, nil
 	withoutScans.Days = slices.Clone(got.Days)
 	for i := range withoutScans.Days {
-		withoutScans.Days[i].ScansChecked, withoutScans.Days[i].Found = 0, Found{}
+		withoutScans.Days[i].Scans = nil
 	}
 	if d := cmp.Diff(alone, withoutScans); d != "" {
 		t.Errorf("workspace figures changed by a scan (-alone +with the scan):\n%s", d)
@@ -331,12 +332,10 @@ func TestScans(t *testing.T) {
 	require.Equal(t, 2, got.Totals.Runs.Runs, "the scan's runs are not the workspaces' runs")
 
 	// The scan's own figures.
-	require.Equal(t, 1, got.Days[0].ScansChecked)
-	require.Equal(t, Found{Unmanaged: 3, ManagedTwice: 1}, got.Days[0].Found)
-	require.Equal(t, 1, got.Days[1].ScansChecked)
-	require.Equal(t, Found{Unmanaged: 1}, got.Days[1].Found)
-	require.Equal(t, 1, got.Totals.Scans)
-	require.Equal(t, Found{Unmanaged: 1}, got.Totals.Found, "what the last run found")
+	require.Equal(t, &ScanFigures{Checked: 1, Found: Found{Unmanaged: 3, ManagedTwice: 1}}, got.Days[0].Scans)
+	require.Equal(t, &ScanFigures{Checked: 1, Found: Found{Unmanaged: 1}}, got.Days[1].Scans)
+	require.Equal(t, &ScanFigures{}, got.Days[2].Scans, "a day without a scan run: zeros, present")
+	require.Equal(t, &ScanFigures{Checked: 1, Found: Found{Unmanaged: 1}}, got.Totals.Scans, "what the last run found")
 	require.Equal(t, []ScanCount{{Scan: "buckets", Runs: 3, RunsErrored: 1, Found: Found{Unmanaged: 1},
 		PeakUnmanaged: 3, PeakManagedTwice: 1}}, got.TopScans)
 	require.Equal(t, []ScanTypeCount{{"aws_s3_bucket", 2, 1}, {"aws_sqs_queue", 1, 1}}, got.TopUnmanagedTypes)
