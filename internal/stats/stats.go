@@ -260,14 +260,12 @@ type wsAcc struct {
 	marks    map[int]uint8
 	// driftRun is each day's last drift or forbidden run.
 	driftRun map[int]string
-	// A scan's: its runs with a verdict in the window, the errored ones,
-	// and each day's last successful run (foundRun).
-	scan          bool
-	runs, errored int
-	foundRun      map[int]string
+	// scan is set on a scan (its days checked are in marks).
+	scan *scanAcc
 }
 
-// scanAcc is a scan read.
+// scanAcc is a scan read: its runs with a verdict in the window, the
+// errored ones, and each day's last successful run.
 type scanAcc struct {
 	name          string
 	runs, errored int
@@ -318,7 +316,10 @@ func (a *Accumulator) Add(r Run) error {
 			return fmt.Errorf("runs of workspace %q are not together", r.Workspace)
 		}
 		a.flush()
-		a.cur = &wsAcc{name: r.Workspace, marks: map[int]uint8{}, driftRun: map[int]string{}, scan: r.Scan, foundRun: map[int]string{}}
+		a.cur = &wsAcc{name: r.Workspace, marks: map[int]uint8{}, driftRun: map[int]string{}}
+		if r.Scan {
+			a.cur.scan = &scanAcc{name: r.Workspace, foundRun: map[int]string{}}
+		}
 	}
 	w := a.cur
 	if r.Started.Before(w.last) {
@@ -326,7 +327,7 @@ func (a *Accumulator) Add(r Run) error {
 			r.Started.UTC().Format(time.RFC3339Nano), w.last.UTC().Format(time.RFC3339Nano))
 	}
 	w.last = r.Started
-	if w.scan {
+	if w.scan != nil {
 		a.addScan(w, r)
 		return nil
 	}
@@ -400,12 +401,12 @@ func (a *Accumulator) addScan(w *wsAcc, r Run) {
 		return
 	}
 	w.marks[d] |= markChecked
-	w.runs++
+	w.scan.runs++
 	if r.Status == drift.StatusErrored {
-		w.errored++
+		w.scan.errored++
 		return
 	}
-	w.foundRun[d] = r.ID
+	w.scan.foundRun[d] = r.ID
 }
 
 // AddGroupOpened counts a group incident opened at t, on t's UTC day
@@ -440,12 +441,12 @@ func (a *Accumulator) flush() {
 	}
 	a.cur = nil
 	a.done[w.name] = true
-	if w.scan {
+	if w.scan != nil {
 		for d := range w.marks {
 			a.days[d].scans++
 		}
 		if len(w.marks) > 0 {
-			a.scans = append(a.scans, scanAcc{name: w.name, runs: w.runs, errored: w.errored, foundRun: w.foundRun})
+			a.scans = append(a.scans, *w.scan)
 		}
 		return
 	}

@@ -287,9 +287,9 @@ func TestScans(t *testing.T) {
 	scan := func(r Run) Run { r.Scan = true; return r }
 	scanRuns := []Run{
 		scan(before(run("s0", "buckets", "2026-02-28 09:00:00", "2026-02-28 09:01:00", drift.StatusDrift))),
-		scan(run("s1", "buckets", "2026-03-01 09:00:00", "2026-03-01 09:01:00", drift.StatusDrift)),    // 3 unmanaged, 1 managed twice
+		scan(run("s1", "buckets", "2026-03-01 09:00:00", "2026-03-01 09:01:00", drift.StatusDrift)),   // 3 unmanaged, 1 managed twice
 		scan(run("s2", "buckets", "2026-03-01 21:00:00", "2026-03-01 21:05:00", drift.StatusErrored)), // no verdict on what exists
-		scan(run("s3", "buckets", "2026-03-02 09:00:00", "2026-03-02 09:01:00", drift.StatusDrift)),    // 1 unmanaged
+		scan(run("s3", "buckets", "2026-03-02 09:00:00", "2026-03-02 09:01:00", drift.StatusDrift)),   // 1 unmanaged
 		scan(run("s4", "buckets", "2026-03-02 10:00:00", "2026-03-02 10:00:30", "cancelled")),
 	}
 	report := func(runs []Run) (Report, []string) {
