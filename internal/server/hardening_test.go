@@ -294,6 +294,14 @@ func (c *countingStats) DriftedTypes(ctx context.Context, runs []string) ([]stor
 	return c.Store.(store.StatsReader).DriftedTypes(ctx, runs)
 }
 
+func (c *countingStats) ScanFound(ctx context.Context, runs []string) ([]store.FoundCount, error) {
+	return c.Store.(store.StatsReader).ScanFound(ctx, runs)
+}
+
+func (c *countingStats) UnmanagedTypes(ctx context.Context, runs []string) ([]store.TypeCount, error) {
+	return c.Store.(store.StatsReader).UnmanagedTypes(ctx, runs)
+}
+
 // GET /api/v1/stats reads the store once per filter a minute, and at
 // most view.MaxStatsConcurrent at once: one more answers 503 with
 // Retry-After.

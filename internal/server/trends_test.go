@@ -235,3 +235,68 @@ func TestTrendsLabelChoicesBounded(t *testing.T) {
 	code, _, _ := get(t, base+"/trends?"+url.Values{"label": {"repo=ra"}}.Encode())
 	require.Equal(t, http.StatusOK, code)
 }
+
+// A scan (config scans:) beside the workspaces: its runs count in the
+// Scans figures only, the workspace figures are those without it, and the
+// page shows a Scans section (a page without scans shows none).
+func TestTrendsScans(t *testing.T) {
+	without := serve(t, trendsHarness(t)).URL
+	_, _, plain := get(t, without+"/api/v1/stats?since=3d")
+	_, _, page := get(t, without+"/trends?since=3d")
+	require.NotContains(t, plain, `"top_scans"`)
+	require.NotContains(t, plain, `"scans"`)
+	require.NotContains(t, page, `id="scans"`)
+
+	o := trendsHarness(t)
+	h := o.Control.(*harness)
+	h.setWorkspaces(append(h.Workspaces(), WorkspaceInfo{Name: "buckets", Scan: true}))
+	st := o.Store.(*sqlite.Store)
+	scanRun := func(id, start string, status drift.Status, fs ...drift.Finding) {
+		at, err := time.Parse("2006-01-02 15:04", start)
+		require.NoError(t, err)
+		require.NoError(t, st.StartRun(t.Context(), store.Run{ID: id, Workspace: "buckets", Trigger: "schedule", StartedAt: at}))
+		_, _, err = st.FinishRun(t.Context(), store.Run{ID: id, FinishedAt: at.Add(time.Minute), Status: status, Findings: fs})
+		require.NoError(t, err)
+	}
+	unmanaged := func(name string) drift.Finding {
+		return drift.Finding{Kind: drift.KindUnmanaged, Address: `aws_s3_bucket[bucket="` + name + `"]`, Type: "aws_s3_bucket", Action: "none"}
+	}
+	twice := drift.Finding{Kind: drift.KindManagedTwice, Address: `aws_s3_bucket[bucket="shared"]`, Type: "aws_s3_bucket", Action: "none",
+		ManagedBy: []string{"prod-network: aws_s3_bucket.shared", "staging-web: aws_s3_bucket.shared"}}
+	scanRun("s1", "2026-03-12 06:00", drift.StatusDrift, unmanaged("a"), unmanaged("b"), unmanaged("c"), twice)
+	scanRun("s2", "2026-03-13 06:00", drift.StatusDrift, unmanaged("a"))
+	base := serve(t, o).URL
+
+	var rep stats.Report
+	code, _, body := get(t, base+"/api/v1/stats?since=3d")
+	require.Equal(t, http.StatusOK, code, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &rep))
+	var before stats.Report
+	require.NoError(t, json.Unmarshal([]byte(plain), &before))
+	require.Equal(t, before.Totals.Workspaces, rep.Totals.Workspaces, "a scan is not a workspace checked")
+	require.Equal(t, before.Totals.WorkspacesDrifted, rep.Totals.WorkspacesDrifted, "nor a drifted one")
+	require.Equal(t, before.Totals.Incidents, rep.Totals.Incidents, "nor are its incidents drift incidents")
+	require.Equal(t, before.TopWorkspaces, rep.TopWorkspaces)
+	require.Equal(t, &stats.ScanFigures{Checked: 1, Found: stats.Found{Unmanaged: 1}}, rep.Totals.Scans)
+	require.Equal(t, &stats.ScanFigures{Checked: 1, Found: stats.Found{Unmanaged: 3, ManagedTwice: 1}}, rep.Days[0].Scans)
+	require.Equal(t, &stats.ScanFigures{}, rep.Days[2].Scans)
+	require.Equal(t, []stats.ScanCount{{Scan: "buckets", Runs: 2, Found: stats.Found{Unmanaged: 1}, PeakUnmanaged: 3, PeakManagedTwice: 1}},
+		rep.TopScans)
+	require.Equal(t, []stats.ScanTypeCount{{Type: "aws_s3_bucket", ScanDays: 2, Scans: 1}}, rep.TopUnmanagedTypes)
+
+	code, _, page = get(t, base+"/trends?since=3d")
+	require.Equal(t, http.StatusOK, code, page)
+	require.Contains(t, page, `<h2 id="scans">Scans`)
+	require.Contains(t, page, `<b>1</b> unmanaged`)
+	require.Equal(t, 7, strings.Count(page, `<table class="visually-hidden">`), "the six charts and the scans'")
+	i := strings.Index(page, `<caption>Resources scans found`)
+	require.Positive(t, i)
+	table := page[i : i+strings.Index(page[i:], "</table>")]
+	require.Contains(t, table, `<tr><th scope="row">2026-03-12</th><td>3</td><td>1</td></tr>`)
+	require.Contains(t, table, `<tr><th scope="row">2026-03-13</th><td>1</td><td>0</td></tr>`)
+	require.Contains(t, page, `<td class="name"><a href="/workspaces/buckets">buckets</a></td><td class="num">1</td><td class="num">0</td><td class="num">3</td>`)
+	require.Contains(t, page, `<td><code>aws_s3_bucket</code></td><td class="num">2</td><td class="num">1</td>`)
+	i = strings.Index(page, `id="top-workspaces"`)
+	require.Positive(t, i)
+	require.NotContains(t, page[i:i+strings.Index(page[i:], `id="top-types"`)], "buckets", "the scan is not among the workspaces that drift most")
+}

@@ -3,7 +3,10 @@
 // opened and resolved (and how many group incidents opened), how long
 // drift took to be detected and to be resolved, how long runs took and
 // how often they errored; and, over the whole window, the workspaces and
-// resource types that drift most.
+// resource types that drift most. Scans (Run.Scan) count apart: per day,
+// the unmanaged and managed-twice resources their last runs found; per
+// scan; and the resource types found unmanaged most (ScanRuns,
+// AddScanFound).
 //
 // It is pure code: no I/O and no clock (the window is an argument). The
 // store streams finished runs into an Accumulator, one workspace after the
@@ -45,6 +48,8 @@
 //     significant digits of milliseconds (so a day's digest stays small):
 //     a percentile is within 0.5% of the exact one.
 //   - The error rate is errored runs over runs with a verdict.
+//   - What scans found on a day is what each scan's last successful run
+//     that finished that day found; over the window, its last one in it.
 //
 // It must not import store, server or any package with I/O.
 package stats

@@ -28,6 +28,31 @@ type Day struct {
 	Incidents
 	Times
 	Runs
+	// Scans are the scans' figures of the day; nil (omitted) on every day
+	// when no scan ran in the window.
+	Scans *ScanFigures `json:"scans,omitempty"`
+}
+
+// ScanFigures are what scans (config scans: entries) saw. Of a day:
+// Checked counts the scans with a run that finished that day, and Found
+// sums what each one's last successful run of the day found (a scan
+// without one that day adds nothing). Of the window (Totals): Checked
+// counts the scans with a run in it, and Found sums what each one's last
+// successful run in it found.
+type ScanFigures struct {
+	Checked int `json:"checked"`
+	Found
+}
+
+// Found counts what scans found: counted (not ignored) unmanaged and
+// managed-twice resources.
+type Found struct {
+	Unmanaged    int `json:"unmanaged"`
+	ManagedTwice int `json:"managed_twice"`
+}
+
+func (f Found) plus(g Found) Found {
+	return Found{Unmanaged: f.Unmanaged + g.Unmanaged, ManagedTwice: f.ManagedTwice + g.ManagedTwice}
 }
 
 // Incidents counts incidents opened and resolved; IncidentsOpened is
@@ -81,6 +106,9 @@ type Totals struct {
 	Incidents
 	Times
 	Runs
+	// Scans are the scans' figures over the window; nil (omitted) when
+	// no scan ran in it.
+	Scans *ScanFigures `json:"scans,omitempty"`
 }
 
 // WorkspaceCount is one workspace's drift over the window.
@@ -104,17 +132,50 @@ type TypeCount struct {
 	Workspaces    int    `json:"workspaces"`
 }
 
-// Report is how drift trended over a window.
-type Report struct {
-	Since            time.Time        `json:"since"`
-	Until            time.Time        `json:"until"`
-	Days             []Day            `json:"days"`
-	Totals           Totals           `json:"totals"`
-	TopWorkspaces    []WorkspaceCount `json:"top_workspaces"`
-	TopResourceTypes []TypeCount      `json:"top_resource_types"`
+// ScanCount is one scan over the window.
+type ScanCount struct {
+	Scan string `json:"scan"`
+	// Runs counts its runs with a verdict, RunsErrored the errored ones.
+	Runs        int `json:"runs"`
+	RunsErrored int `json:"runs_errored"`
+	// Found is what its last successful run in the window found; the
+	// peaks are the most one day's last successful run found.
+	Found
+	PeakUnmanaged    int `json:"peak_unmanaged"`
+	PeakManagedTwice int `json:"peak_managed_twice"`
 }
 
-// TopN is how many workspaces and resource types a Report lists.
+// ScanTypeCount is how often scans found one resource type unmanaged: on
+// how many scan-days the day's last successful run found one, and in how
+// many scans.
+type ScanTypeCount struct {
+	Type     string `json:"resource_type"`
+	ScanDays int    `json:"scan_days"`
+	Scans    int    `json:"scans"`
+}
+
+// RunFound is what one scan run found (a run of ScanRuns).
+type RunFound struct {
+	RunID string
+	Found
+}
+
+// Report is how drift trended over a window, and what scans found. Every
+// scan figure (Day.Scans, Totals.Scans, TopScans, TopUnmanagedTypes) is
+// omitted (nil) when no scan ran in the window: the answer of a fleet
+// without scans is what it was before scans.
+type Report struct {
+	Since             time.Time        `json:"since"`
+	Until             time.Time        `json:"until"`
+	Days              []Day            `json:"days"`
+	Totals            Totals           `json:"totals"`
+	TopWorkspaces     []WorkspaceCount `json:"top_workspaces"`
+	TopResourceTypes  []TypeCount      `json:"top_resource_types"`
+	TopScans          []ScanCount      `json:"top_scans,omitempty"`
+	TopUnmanagedTypes []ScanTypeCount  `json:"top_unmanaged_types,omitempty"`
+}
+
+// TopN is how many workspaces, scans and resource types a Report lists.
 const TopN = 10
 
 // MaxDays is the longest window ParseSince accepts.
@@ -164,6 +225,9 @@ type Run struct {
 	// sets the workspace's state (an incident open since when, the last
 	// clean run) and is not counted.
 	Before bool
+	// Scan marks a scan's run (the same on every run of the workspace):
+	// it counts in the scan figures only, never in the workspaces'.
+	Scan bool
 }
 
 // Status bits of a workspace-day.
@@ -181,6 +245,7 @@ type dayAcc struct {
 	runs     int
 	errored  int
 	dur      digest
+	scans    int // scans checked
 }
 
 // wsAcc is the workspace being read.
@@ -195,6 +260,16 @@ type wsAcc struct {
 	marks    map[int]uint8
 	// driftRun is each day's last drift or forbidden run.
 	driftRun map[int]string
+	// scan is set on a scan (its days checked are in marks).
+	scan *scanAcc
+}
+
+// scanAcc is a scan read: its runs with a verdict in the window, the
+// errored ones, and each day's last successful run.
+type scanAcc struct {
+	name          string
+	runs, errored int
+	foundRun      map[int]string
 }
 
 // Accumulator builds a Report from runs given one workspace after the
@@ -209,6 +284,9 @@ type Accumulator struct {
 	totals       Totals
 	top          []WorkspaceCount
 	driftRuns    []string
+	scans        []scanAcc
+	found        map[string]Found
+	scanTypes    []ScanTypeCount
 }
 
 // NewAccumulator starts a Report of the window from since to until: its
@@ -239,6 +317,9 @@ func (a *Accumulator) Add(r Run) error {
 		}
 		a.flush()
 		a.cur = &wsAcc{name: r.Workspace, marks: map[int]uint8{}, driftRun: map[int]string{}}
+		if r.Scan {
+			a.cur.scan = &scanAcc{name: r.Workspace, foundRun: map[int]string{}}
+		}
 	}
 	w := a.cur
 	if r.Started.Before(w.last) {
@@ -246,6 +327,10 @@ func (a *Accumulator) Add(r Run) error {
 			r.Started.UTC().Format(time.RFC3339Nano), w.last.UTC().Format(time.RFC3339Nano))
 	}
 	w.last = r.Started
+	if w.scan != nil {
+		a.addScan(w, r)
+		return nil
+	}
 	d := -1
 	if !r.Before {
 		d = a.dayOf(r.Finished)
@@ -308,6 +393,22 @@ func (a *Accumulator) Add(r Run) error {
 	return nil
 }
 
+// addScan reads a scan's run: counted on its day in the window (not
+// before it), and the day's last successful one kept for ScanRuns.
+func (a *Accumulator) addScan(w *wsAcc, r Run) {
+	d := a.dayOf(r.Finished)
+	if r.Before || d < 0 {
+		return
+	}
+	w.marks[d] |= markChecked
+	w.scan.runs++
+	if r.Status == drift.StatusErrored {
+		w.scan.errored++
+		return
+	}
+	w.scan.foundRun[d] = r.ID
+}
+
 // AddGroupOpened counts a group incident opened at t, on t's UTC day
 // when t is in the window (else not at all). Group incidents are not
 // runs: the caller reads them from where they are kept, and may add
@@ -340,6 +441,15 @@ func (a *Accumulator) flush() {
 	}
 	a.cur = nil
 	a.done[w.name] = true
+	if w.scan != nil {
+		for d := range w.marks {
+			a.days[d].scans++
+		}
+		if len(w.marks) > 0 {
+			a.scans = append(a.scans, *w.scan)
+		}
+		return
+	}
 	if w.drifting {
 		a.totals.DriftIncidentsOpenAtEnd++
 	}
@@ -391,6 +501,34 @@ func (a *Accumulator) DriftRuns() []string {
 	return slices.Clone(a.driftRuns)
 }
 
+// ScanRuns ends the reading and returns, for every scan-day with a
+// successful scan run, the day's last such run's ID: the runs whose
+// findings make the scan figures (AddScanFound). Their order is
+// unspecified.
+func (a *Accumulator) ScanRuns() []string {
+	a.flush()
+	var ids []string
+	for _, sc := range a.scans {
+		for _, id := range sc.foundRun {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// AddScanFound gives what ScanRuns' runs found (a run not in found found
+// nothing) and the resource types found unmanaged over them (per type,
+// ranked by TopScanTypes), for the Report to come.
+func (a *Accumulator) AddScanFound(found []RunFound, types []ScanTypeCount) {
+	if a.found == nil {
+		a.found = map[string]Found{}
+	}
+	for _, f := range found {
+		a.found[f.RunID] = f.Found
+	}
+	a.scanTypes = append(a.scanTypes, types...)
+}
+
 // Report ends the reading and returns the Report, with types (per
 // resource type, over DriftRuns) ranked by TopTypes.
 func (a *Accumulator) Report(types []TypeCount) Report {
@@ -420,7 +558,39 @@ func (a *Accumulator) Report(types []TypeCount) Report {
 	rep.Totals.Runs = runs(all.runs, all.errored, &all.dur)
 	rep.TopWorkspaces = TopWorkspaces(a.top, TopN)
 	rep.TopResourceTypes = TopTypes(types, TopN)
+	a.reportScans(&rep)
 	return rep
+}
+
+// reportScans adds the scan figures to rep: each scan-day's last
+// successful run's findings to its day, each scan's last one to the
+// totals.
+func (a *Accumulator) reportScans(rep *Report) {
+	if len(a.scans) == 0 {
+		return
+	}
+	for i := range rep.Days {
+		rep.Days[i].Scans = &ScanFigures{Checked: a.days[i].scans}
+	}
+	rep.Totals.Scans = &ScanFigures{Checked: len(a.scans)}
+	counts := make([]ScanCount, 0, len(a.scans))
+	for _, sc := range a.scans {
+		c := ScanCount{Scan: sc.name, Runs: sc.runs, RunsErrored: sc.errored}
+		last := -1
+		for d, id := range sc.foundRun {
+			f := a.found[id]
+			rep.Days[d].Scans.Found = rep.Days[d].Scans.Found.plus(f)
+			c.PeakUnmanaged = max(c.PeakUnmanaged, f.Unmanaged)
+			c.PeakManagedTwice = max(c.PeakManagedTwice, f.ManagedTwice)
+			if d > last {
+				last, c.Found = d, f
+			}
+		}
+		rep.Totals.Scans.Found = rep.Totals.Scans.Found.plus(c.Found)
+		counts = append(counts, c)
+	}
+	rep.TopScans = TopScans(counts, TopN)
+	rep.TopUnmanagedTypes = TopScanTypes(a.scanTypes, TopN)
 }
 
 func (i Incidents) plus(j Incidents) Incidents {
@@ -569,6 +739,33 @@ func TopTypes(ts []TypeCount, n int) []TypeCount {
 		return cmp.Or(
 			cmp.Compare(b.WorkspaceDays, a.WorkspaceDays),
 			cmp.Compare(b.Workspaces, a.Workspaces),
+			cmp.Compare(a.Type, b.Type),
+		)
+	})
+}
+
+// TopScans ranks scans by the unmanaged resources their last run found,
+// then the managed-twice ones, then the peaks, then name, and keeps the
+// first n.
+func TopScans(ss []ScanCount, n int) []ScanCount {
+	return top(ss, n, func(a, b ScanCount) int {
+		return cmp.Or(
+			cmp.Compare(b.Unmanaged, a.Unmanaged),
+			cmp.Compare(b.ManagedTwice, a.ManagedTwice),
+			cmp.Compare(b.PeakUnmanaged, a.PeakUnmanaged),
+			cmp.Compare(b.PeakManagedTwice, a.PeakManagedTwice),
+			cmp.Compare(a.Scan, b.Scan),
+		)
+	})
+}
+
+// TopScanTypes ranks resource types found unmanaged by scan-days, then
+// scans, then name, and keeps the first n.
+func TopScanTypes(ts []ScanTypeCount, n int) []ScanTypeCount {
+	return top(ts, n, func(a, b ScanTypeCount) int {
+		return cmp.Or(
+			cmp.Compare(b.ScanDays, a.ScanDays),
+			cmp.Compare(b.Scans, a.Scans),
 			cmp.Compare(a.Type, b.Type),
 		)
 	})

@@ -273,3 +273,86 @@ func TestGroupIncidentsOpened(t *testing.T) {
 	require.Equal(t, 3, got.Totals.GroupIncidentsOpened)
 	require.Equal(t, 1, got.Totals.IncidentsOpened, "the drift incident alone")
 }
+
+// TestScans: a scan finds 3 unmanaged resources, then 1, beside a
+// workspace that drifts. The scan counts in its own figures, and the
+// workspace figures are those of the workspace alone.
+func TestScans(t *testing.T) {
+	since, until := at("2026-03-01 00:00:00"), at("2026-03-03 01:00:00")
+	ws := []Run{
+		before(run("w0", "app", "2026-02-28 10:00:00", "2026-02-28 10:01:00", drift.StatusClean)),
+		run("w1", "app", "2026-03-01 10:00:00", "2026-03-01 10:01:00", drift.StatusDrift),
+		run("w2", "app", "2026-03-02 10:00:00", "2026-03-02 10:01:00", drift.StatusClean),
+	}
+	scan := func(r Run) Run { r.Scan = true; return r }
+	scanRuns := []Run{
+		scan(before(run("s0", "buckets", "2026-02-28 09:00:00", "2026-02-28 09:01:00", drift.StatusDrift))),
+		scan(run("s1", "buckets", "2026-03-01 09:00:00", "2026-03-01 09:01:00", drift.StatusDrift)),   // 3 unmanaged, 1 managed twice
+		scan(run("s2", "buckets", "2026-03-01 21:00:00", "2026-03-01 21:05:00", drift.StatusErrored)), // no verdict on what exists
+		scan(run("s3", "buckets", "2026-03-02 09:00:00", "2026-03-02 09:01:00", drift.StatusDrift)),   // 1 unmanaged
+		scan(run("s4", "buckets", "2026-03-02 10:00:00", "2026-03-02 10:00:30", "cancelled")),
+	}
+	report := func(runs []Run) (Report, []string) {
+		acc, err := NewAccumulator(since, until)
+		require.NoError(t, err)
+		for _, r := range runs {
+			require.NoError(t, acc.Add(r), r.ID)
+		}
+		ids := acc.ScanRuns()
+		slices.Sort(ids)
+		acc.AddScanFound([]RunFound{
+			{RunID: "s1", Found: Found{Unmanaged: 3, ManagedTwice: 1}},
+			{RunID: "s3", Found: Found{Unmanaged: 1}},
+		}, []ScanTypeCount{{"aws_sqs_queue", 1, 1}, {"aws_s3_bucket", 2, 1}})
+		return acc.Report([]TypeCount{{"aws_s3_bucket", 1, 1}}), ids
+	}
+	alone, ids := report(ws)
+	require.Empty(t, ids)
+	require.Nil(t, alone.TopScans, "no scan: no scan list")
+	require.Nil(t, alone.TopUnmanagedTypes)
+	require.Nil(t, alone.Totals.Scans)
+	require.Nil(t, alone.Days[0].Scans)
+	// Scans are read like workspaces, by name: "buckets" before "app".
+	got, ids := report(append(slices.Clone(scanRuns), ws...))
+	require.Equal(t, []string{"s1", "s3"}, ids, "each day's last successful scan run")
+
+	// The workspace figures are the workspace's alone.
+	withoutScans := got
+	withoutScans.TopScans, withoutScans.TopUnmanagedTypes, withoutScans.Totals.Scans = nil, nil, nil
+	withoutScans.Days = slices.Clone(got.Days)
+	for i := range withoutScans.Days {
+		withoutScans.Days[i].Scans = nil
+	}
+	if d := cmp.Diff(alone, withoutScans); d != "" {
+		t.Errorf("workspace figures changed by a scan (-alone +with the scan):\n%s", d)
+	}
+	require.Equal(t, 1, got.Totals.Workspaces)
+	require.Equal(t, 1, got.Totals.WorkspacesDrifted)
+	require.Equal(t, 1, got.Totals.DriftIncidentsOpened)
+	require.Equal(t, 2, got.Totals.Runs.Runs, "the scan's runs are not the workspaces' runs")
+
+	// The scan's own figures.
+	require.Equal(t, &ScanFigures{Checked: 1, Found: Found{Unmanaged: 3, ManagedTwice: 1}}, got.Days[0].Scans)
+	require.Equal(t, &ScanFigures{Checked: 1, Found: Found{Unmanaged: 1}}, got.Days[1].Scans)
+	require.Equal(t, &ScanFigures{}, got.Days[2].Scans, "a day without a scan run: zeros, present")
+	require.Equal(t, &ScanFigures{Checked: 1, Found: Found{Unmanaged: 1}}, got.Totals.Scans, "what the last run found")
+	require.Equal(t, []ScanCount{{Scan: "buckets", Runs: 3, RunsErrored: 1, Found: Found{Unmanaged: 1},
+		PeakUnmanaged: 3, PeakManagedTwice: 1}}, got.TopScans)
+	require.Equal(t, []ScanTypeCount{{"aws_s3_bucket", 2, 1}, {"aws_sqs_queue", 1, 1}}, got.TopUnmanagedTypes)
+}
+
+// TestTopScans: most unmanaged first, then managed twice, peaks, name.
+func TestTopScans(t *testing.T) {
+	got := TopScans([]ScanCount{
+		{Scan: "d", Found: Found{Unmanaged: 1}, PeakUnmanaged: 1},
+		{Scan: "c", Found: Found{Unmanaged: 1}, PeakUnmanaged: 5},
+		{Scan: "b", Found: Found{Unmanaged: 1, ManagedTwice: 1}},
+		{Scan: "a"},
+		{Scan: "e", Found: Found{Unmanaged: 2}},
+	}, 4)
+	names := make([]string, len(got))
+	for i, c := range got {
+		names[i] = c.Scan
+	}
+	require.Equal(t, []string{"e", "b", "c", "d"}, names)
+}

@@ -10,7 +10,7 @@ import (
 // StatsReader reads run history for trends (package stats), without
 // loading it whole: runs are streamed one at a time. It is optional: the
 // server finds it on its Store with a type assertion. store/sqlite
-// implements it.
+// implements it (on SQLite and PostgreSQL).
 type StatsReader interface {
 	// StatsRuns calls fn for every run with a verdict (status clean,
 	// pending, validation, drift, forbidden or errored, FinishedAt set)
@@ -32,6 +32,13 @@ type StatsReader interface {
 	// forbidden findings (not ignored): in how many of the runs and in how
 	// many distinct workspaces each type appears. Unordered.
 	DriftedTypes(ctx context.Context, runIDs []string) ([]TypeCount, error)
+	// ScanFound counts, per run with the given IDs, its counted (not
+	// ignored) unmanaged and managed-twice findings: a scan's. Runs with
+	// neither, and unknown IDs, are left out. Unordered.
+	ScanFound(ctx context.Context, runIDs []string) ([]FoundCount, error)
+	// UnmanagedTypes is DriftedTypes over the counted unmanaged findings
+	// (Workspaces counts distinct scans, each a workspace of its own).
+	UnmanagedTypes(ctx context.Context, runIDs []string) ([]TypeCount, error)
 }
 
 // StatsQuery selects the runs StatsRuns reads.
@@ -55,9 +62,17 @@ type StatsRun struct {
 }
 
 // TypeCount is how many runs, and how many distinct workspaces, have a
-// drift or forbidden finding of one resource type.
+// finding of one resource type (of the kinds the method names).
 type TypeCount struct {
 	Type       string
 	Runs       int
 	Workspaces int
+}
+
+// FoundCount is what one scan run found: its counted unmanaged and
+// managed-twice findings.
+type FoundCount struct {
+	RunID        string
+	Unmanaged    int
+	ManagedTwice int
 }

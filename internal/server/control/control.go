@@ -88,6 +88,8 @@ type WorkspaceInfo struct {
 	// throttled plan ("account=111 until 2026-11-29T10:04:05Z (2 throttled
 	// plans in a row)"); "" when they do not.
 	Held string
+	// Scan marks a scans: entry's workspace (Trends counts it apart).
+	Scan bool
 }
 
 // IncidentLister is the part of store.AlertStore the server reads.

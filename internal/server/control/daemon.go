@@ -56,7 +56,7 @@ func (d Daemon) Workspaces() []WorkspaceInfo {
 	for _, w := range cfg.Workspaces {
 		next, _ := d.Runs.Next(w.Name)
 		out = append(out, WorkspaceInfo{Name: w.Name, Owner: w.Owner, Schedule: w.Schedule, Labels: w.Labels, NextRun: next,
-			Held: d.Runs.Held(w.Name)})
+			Held: d.Runs.Held(w.Name), Scan: w.Scan != nil})
 	}
 	return out
 }

@@ -83,3 +83,11 @@ func TestDaemon(t *testing.T) {
 	require.Same(t, log, d.LiveLog("r1"))
 	require.EqualError(t, d.Ready(), "standby")
 }
+
+// A scans: entry's workspace is listed marked Scan (Trends counts it
+// apart); a workspace is not.
+func TestDaemonMarksScans(t *testing.T) {
+	cfg := &config.Config{Workspaces: []config.Workspace{{Name: "net"}, {Name: "buckets", Scan: &config.Scan{Name: "buckets"}}}}
+	d := Daemon{Config: func() *config.Config { return cfg }, Runs: fakeRuns{}}
+	require.Equal(t, []WorkspaceInfo{{Name: "net"}, {Name: "buckets", Scan: true}}, d.Workspaces())
+}

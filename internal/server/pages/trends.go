@@ -41,12 +41,14 @@ type chartRow struct {
 
 type trendsPageData struct {
 	page
-	Filter  view.StatsFilter
-	Report  stats.Report
-	Charts  []chartView
-	Periods []filterLink
-	Owners  []filterLink
-	Labels  []labelChoice
+	Filter view.StatsFilter
+	Report stats.Report
+	Charts []chartView
+	// ScanCharts are the Scans section's; nil when no scan ran.
+	ScanCharts []chartView
+	Periods    []filterLink
+	Owners     []filterLink
+	Labels     []labelChoice
 	// Active are the label filters, each with the link that drops it;
 	// Clear drops every filter but the period.
 	Active  []filterLink
@@ -100,14 +102,15 @@ func (p *Pages) Trends(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := trendsPageData{
-		page:    p.newPage(r, "driftwatch: trends, "+f.Since, false),
-		Filter:  f,
-		Report:  rep,
-		Charts:  trendCharts(rep),
-		APIPath: p.src.Prefix + "/api/v1/stats?" + statsQuery(f.Since, f.Labels, f.Owner).Encode(),
-		MTTD:    fmtSeconds(rep.Totals.MeanTimeToDetectSeconds),
-		MTTR:    fmtSeconds(rep.Totals.MeanTimeToResolveSeconds),
-		P95Run:  fmtSeconds(rep.Totals.P95RunDurationSeconds),
+		page:       p.newPage(r, "driftwatch: trends, "+f.Since, false),
+		Filter:     f,
+		Report:     rep,
+		Charts:     trendCharts(rep),
+		ScanCharts: scanCharts(rep),
+		APIPath:    p.src.Prefix + "/api/v1/stats?" + statsQuery(f.Since, f.Labels, f.Owner).Encode(),
+		MTTD:       fmtSeconds(rep.Totals.MeanTimeToDetectSeconds),
+		MTTR:       fmtSeconds(rep.Totals.MeanTimeToResolveSeconds),
+		P95Run:     fmtSeconds(rep.Totals.P95RunDurationSeconds),
 	}
 	if f.MatchedWorkspaces != nil {
 		d.Matched = *f.MatchedWorkspaces
@@ -188,10 +191,6 @@ func (p *Pages) trendLinks(f view.StatsFilter) (periods, owners []filterLink, la
 // trendCharts are the page's charts, in the order it shows them.
 func trendCharts(rep stats.Report) []chartView {
 	days := rep.Days
-	labels := make([]string, len(days))
-	for i, d := range days {
-		labels[i] = d.Date
-	}
 	ints := func(get func(stats.Day) int) []float64 {
 		out := make([]float64, len(days))
 		for i, d := range days {
@@ -262,7 +261,43 @@ func trendCharts(rep stats.Report) []chartView {
 	}
 	charts = append(charts, chart{ID: "chart-errors", Title: "Runs that errored, per day", Unit: "% of runs",
 		Series: []chartSeries{{"error rate", "c-errored", rate}}})
+	return chartViews(dayLabels(days), charts)
+}
 
+// scanCharts are the Scans section's charts; none when no scan ran in
+// the window.
+func scanCharts(rep stats.Report) []chartView {
+	if rep.Totals.Scans == nil {
+		return nil
+	}
+	found := func(get func(stats.Found) int) []float64 {
+		out := make([]float64, len(rep.Days))
+		for i, d := range rep.Days {
+			if d.Scans != nil {
+				out[i] = float64(get(d.Scans.Found))
+			}
+		}
+		return out
+	}
+	return chartViews(dayLabels(rep.Days), []chart{{ID: "chart-scans",
+		Title: "Resources scans found, by each scan's last run of the day", Unit: "resources",
+		Series: []chartSeries{
+			{"unmanaged", "c-drift", found(func(f stats.Found) int { return f.Unmanaged })},
+			{"managed twice", "c-forbidden", found(func(f stats.Found) int { return f.ManagedTwice })},
+		}}})
+}
+
+// dayLabels are the days' dates, a chart's x values.
+func dayLabels(days []stats.Day) []string {
+	labels := make([]string, len(days))
+	for i, d := range days {
+		labels[i] = d.Date
+	}
+	return labels
+}
+
+// chartViews draws charts over the x values labels, each with its table.
+func chartViews(labels []string, charts []chart) []chartView {
 	out := make([]chartView, len(charts))
 	for i, c := range charts {
 		c.Labels = labels

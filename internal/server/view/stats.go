@@ -188,7 +188,9 @@ func (s *Source) Stats(ctx context.Context, f *StatsFilter) (stats.Report, error
 
 // computeStats reads the filter's window from the store into a Report.
 // With labels or an owner it reads only the configured workspaces that
-// match (none: an empty report, every day present).
+// match (none: an empty report, every day present). The configured scans
+// count apart (stats.Run.Scan); a scan no longer configured counts as a
+// workspace.
 func (s *Source) computeStats(ctx context.Context, f *StatsFilter) (stats.Report, error) {
 	reader, ok := s.Store.(store.StatsReader)
 	if !ok {
@@ -199,8 +201,15 @@ func (s *Source) computeStats(ctx context.Context, f *StatsFilter) (stats.Report
 		return stats.Report{}, fmt.Errorf("stats: %w", err)
 	}
 	var names []string
+	configured := s.Control.Workspaces()
+	scans := map[string]bool{}
+	for _, w := range configured {
+		if w.Scan {
+			scans[w.Name] = true
+		}
+	}
 	if f.filtered() {
-		for _, w := range s.Control.Workspaces() {
+		for _, w := range configured {
 			if f.matches(w) {
 				names = append(names, w.Name)
 			}
@@ -212,7 +221,8 @@ func (s *Source) computeStats(ctx context.Context, f *StatsFilter) (stats.Report
 		}
 	}
 	err = reader.StatsRuns(ctx, store.StatsQuery{Since: f.since, Workspaces: names}, func(r store.StatsRun) error {
-		return acc.Add(stats.Run{ID: r.ID, Workspace: r.Workspace, Started: r.StartedAt, Finished: r.FinishedAt, Status: r.Status, Before: r.Before})
+		return acc.Add(stats.Run{ID: r.ID, Workspace: r.Workspace, Started: r.StartedAt, Finished: r.FinishedAt, Status: r.Status,
+			Before: r.Before, Scan: scans[r.Workspace]})
 	})
 	if err != nil {
 		return stats.Report{}, fmt.Errorf("stats: %w", err)
@@ -228,7 +238,36 @@ func (s *Source) computeStats(ctx context.Context, f *StatsFilter) (stats.Report
 	for _, c := range counts {
 		types = append(types, stats.TypeCount{Type: c.Type, WorkspaceDays: c.Runs, Workspaces: c.Workspaces})
 	}
+	if err := addScanFound(ctx, reader, acc); err != nil {
+		return stats.Report{}, fmt.Errorf("stats: %w", err)
+	}
 	return acc.Report(types), nil
+}
+
+// addScanFound reads what the scans' runs found (acc.ScanRuns) into acc.
+func addScanFound(ctx context.Context, reader store.StatsReader, acc *stats.Accumulator) error {
+	ids := acc.ScanRuns()
+	if len(ids) == 0 {
+		return nil
+	}
+	counts, err := reader.ScanFound(ctx, ids)
+	if err != nil {
+		return err
+	}
+	found := make([]stats.RunFound, 0, len(counts))
+	for _, c := range counts {
+		found = append(found, stats.RunFound{RunID: c.RunID, Found: stats.Found{Unmanaged: c.Unmanaged, ManagedTwice: c.ManagedTwice}})
+	}
+	unmanaged, err := reader.UnmanagedTypes(ctx, ids)
+	if err != nil {
+		return err
+	}
+	types := make([]stats.ScanTypeCount, 0, len(unmanaged))
+	for _, c := range unmanaged {
+		types = append(types, stats.ScanTypeCount{Type: c.Type, ScanDays: c.Runs, Scans: c.Workspaces})
+	}
+	acc.AddScanFound(found, types)
+	return nil
 }
 
 // addGroups counts the group incidents opened in the window: with a

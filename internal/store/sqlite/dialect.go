@@ -29,9 +29,13 @@ type dialect struct {
 	// setVersion records the next one in it.
 	version    func(ctx context.Context, tx *sql.Tx) (int64, error)
 	setVersion func(ctx context.Context, tx *sql.Tx, v int64) error
-	// driftedTypes is DriftedTypes' query (JSON functions are not
-	// standard SQL): its one argument is the run ids as a JSON array.
-	driftedTypes string
+	// findingTypes is the query of DriftedTypes and UnmanagedTypes (JSON
+	// functions are not standard SQL) over the finding kinds given as an
+	// SQL list: its one argument is the run ids as a JSON array.
+	findingTypes func(kinds string) string
+	// scanFound is ScanFound's query; its one argument is the run ids (no
+	// two alike) as a JSON array.
+	scanFound string
 	// afterCopy, if set, runs at the end of CopyTo's transaction: rows
 	// copied with their ids must not be handed out again.
 	afterCopy string
@@ -50,12 +54,21 @@ var sqliteDialect = dialect{
 		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v))
 		return err
 	},
-	driftedTypes: `SELECT json_extract(f.value, '$.type') AS resource_type, COUNT(DISTINCT r.id), COUNT(DISTINCT r.workspace)
+	findingTypes: func(kinds string) string {
+		return `SELECT json_extract(f.value, '$.type') AS resource_type, COUNT(DISTINCT r.id), COUNT(DISTINCT r.workspace)
 FROM json_each(?) AS ids CROSS JOIN runs AS r ON r.id = ids.value CROSS JOIN json_each(r.findings) AS f
-WHERE json_extract(f.value, '$.kind') IN (` + driftKinds + `)
+WHERE json_extract(f.value, '$.kind') IN (` + kinds + `)
 	AND coalesce(json_extract(f.value, '$.ignored'), 0) = 0
 	AND coalesce(json_extract(f.value, '$.type'), '') <> ''
-GROUP BY resource_type`,
+GROUP BY resource_type`
+	},
+	scanFound: `SELECT r.id,
+	count(*) FILTER (WHERE json_extract(f.value, '$.kind') = 'unmanaged'),
+	count(*) FILTER (WHERE json_extract(f.value, '$.kind') = 'managed_twice')
+FROM json_each(?) AS ids CROSS JOIN runs AS r ON r.id = ids.value CROSS JOIN json_each(r.findings) AS f
+WHERE json_extract(f.value, '$.kind') IN (` + scanKinds + `)
+	AND coalesce(json_extract(f.value, '$.ignored'), 0) = 0
+GROUP BY r.id`,
 }
 
 var postgresDialect = dialect{
@@ -83,15 +96,30 @@ var postgresDialect = dialect{
 ON CONFLICT (id) DO UPDATE SET version = excluded.version`, v)
 		return err
 	},
-	driftedTypes: `SELECT f.value->>'type' AS resource_type, COUNT(DISTINCT r.id), COUNT(DISTINCT r.workspace)
+	findingTypes: func(kinds string) string {
+		return `SELECT f.value->>'type' AS resource_type, COUNT(DISTINCT r.id), COUNT(DISTINCT r.workspace)
 FROM jsonb_array_elements_text(?::jsonb) AS ids(id) JOIN runs AS r ON r.id = ids.id
-	CROSS JOIN LATERAL jsonb_array_elements(r.findings::jsonb) AS f(value)
-WHERE f.value->>'kind' IN (` + driftKinds + `)
+	CROSS JOIN LATERAL jsonb_array_elements(` + pgFindings + `) AS f(value)
+WHERE f.value->>'kind' IN (` + kinds + `)
 	AND NOT coalesce((f.value->>'ignored')::boolean, false)
 	AND coalesce(f.value->>'type', '') <> ''
-GROUP BY resource_type`,
+GROUP BY resource_type`
+	},
+	scanFound: `SELECT r.id,
+	count(*) FILTER (WHERE f.value->>'kind' = 'unmanaged'),
+	count(*) FILTER (WHERE f.value->>'kind' = 'managed_twice')
+FROM jsonb_array_elements_text(?::jsonb) AS ids(id) JOIN runs AS r ON r.id = ids.id
+	CROSS JOIN LATERAL jsonb_array_elements(` + pgFindings + `) AS f(value)
+WHERE f.value->>'kind' IN (` + scanKinds + `)
+	AND NOT coalesce((f.value->>'ignored')::boolean, false)
+GROUP BY r.id`,
 	afterCopy: `SELECT setval(pg_get_serial_sequence('audit_log', 'seq'), coalesce(max(seq), 0) + 1, false) FROM audit_log`,
 }
+
+// pgFindings is a run's findings as a JSON array, or NULL (no elements)
+// where they are JSON null (a run without findings): unlike SQLite's
+// json_each, jsonb_array_elements refuses a scalar.
+const pgFindings = `CASE WHEN jsonb_typeof(r.findings::jsonb) = 'array' THEN r.findings::jsonb END`
 
 // pgRewrites turn a migration written for SQLite into PostgreSQL, in
 // order. TestPostgresSchema checks that no SQLite-only word is left.

@@ -49,6 +49,10 @@ func TestPostgresConformance(t *testing.T) {
 	storetest.Conformance(t, func(t *testing.T) store.Store { return openPostgres(t, pgtest.Database(t)) })
 }
 
+func TestPostgresStatsConformance(t *testing.T) {
+	storetest.StatsConformance(t, func(t *testing.T) storetest.StatsStore { return openPostgres(t, pgtest.Database(t)) })
+}
+
 func TestPostgresAlertConformance(t *testing.T) {
 	storetest.AlertConformance(t, func(t *testing.T) storetest.AlertStore { return openPostgres(t, pgtest.Database(t)) })
 }

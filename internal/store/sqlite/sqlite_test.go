@@ -56,6 +56,12 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestStatsConformance(t *testing.T) {
+	storetest.StatsConformance(t, func(t *testing.T) storetest.StatsStore {
+		return openStore(t, filepath.Join(t.TempDir(), "driftwatch.db"))
+	})
+}
+
 func TestAlertConformance(t *testing.T) {
 	storetest.AlertConformance(t, func(t *testing.T) storetest.AlertStore {
 		return openStore(t, filepath.Join(t.TempDir(), "driftwatch.db"))

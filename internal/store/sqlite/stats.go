@@ -22,8 +22,11 @@ const (
 	successStatuses = `'clean', 'pending', 'validation', 'drift', 'forbidden'`
 	quietStatuses   = `'clean', 'pending', 'validation'`
 	driftStatuses   = `'drift', 'forbidden'`
-	// driftKinds are the finding kinds DriftedTypes counts.
-	driftKinds = `'drift', 'forbidden'`
+	// driftKinds are the finding kinds DriftedTypes counts, unmanagedKinds
+	// UnmanagedTypes', scanKinds ScanFound's (a scan's).
+	driftKinds     = `'drift', 'forbidden'`
+	unmanagedKinds = `'unmanaged'`
+	scanKinds      = `'unmanaged', 'managed_twice'`
 )
 
 const statsRunColumns = `id, workspace, started_at, finished_at, status`
@@ -218,32 +221,80 @@ func scanStatsRun(sc scanner) (store.StatsRun, error) {
 }
 
 // DriftedTypes counts the resource types of the given runs' counted drift
-// and forbidden findings, in SQL (the dialect's JSON functions over the runs' findings): the
-// runs are looked up by primary key, so the cost follows len(runIDs), not
-// the size of the history.
+// and forbidden findings, in SQL (findingTypes).
 func (s *Store) DriftedTypes(ctx context.Context, runIDs []string) ([]store.TypeCount, error) {
+	out, err := s.findingTypes(ctx, driftKinds, runIDs)
+	if err != nil {
+		return nil, fmt.Errorf("drifted types: %w", err)
+	}
+	return out, nil
+}
+
+// UnmanagedTypes counts the resource types of the given runs' counted
+// unmanaged findings, in SQL (findingTypes).
+func (s *Store) UnmanagedTypes(ctx context.Context, runIDs []string) ([]store.TypeCount, error) {
+	out, err := s.findingTypes(ctx, unmanagedKinds, runIDs)
+	if err != nil {
+		return nil, fmt.Errorf("unmanaged types: %w", err)
+	}
+	return out, nil
+}
+
+// findingTypes counts the resource types of the given runs' counted
+// findings of kinds (an SQL list), in SQL (the dialect's JSON functions
+// over the runs' findings): the runs are looked up by primary key, so the
+// cost follows len(runIDs), not the size of the history.
+func (s *Store) findingTypes(ctx context.Context, kinds string, runIDs []string) ([]store.TypeCount, error) {
 	if len(runIDs) == 0 {
 		return nil, nil
 	}
 	ids, err := json.Marshal(runIDs)
 	if err != nil {
-		return nil, fmt.Errorf("drifted types: %w", err)
+		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, s.d.driftedTypes, string(ids))
+	rows, err := s.r.QueryContext(ctx, s.d.findingTypes(kinds), string(ids))
 	if err != nil {
-		return nil, fmt.Errorf("drifted types: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []store.TypeCount
 	for rows.Next() {
 		var c store.TypeCount
 		if err := rows.Scan(&c.Type, &c.Runs, &c.Workspaces); err != nil {
-			return nil, fmt.Errorf("drifted types: %w", err)
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// ScanFound counts the given runs' counted unmanaged and managed-twice
+// findings, in SQL (the dialect's scanFound), each run looked up by
+// primary key.
+func (s *Store) ScanFound(ctx context.Context, runIDs []string) ([]store.FoundCount, error) {
+	if len(runIDs) == 0 {
+		return nil, nil
+	}
+	unique := slices.Compact(slices.Sorted(slices.Values(runIDs)))
+	ids, err := json.Marshal(unique)
+	if err != nil {
+		return nil, fmt.Errorf("scan found: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, s.d.scanFound, string(ids))
+	if err != nil {
+		return nil, fmt.Errorf("scan found: %w", err)
+	}
+	defer rows.Close()
+	var out []store.FoundCount
+	for rows.Next() {
+		var c store.FoundCount
+		if err := rows.Scan(&c.RunID, &c.Unmanaged, &c.ManagedTwice); err != nil {
+			return nil, fmt.Errorf("scan found: %w", err)
 		}
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("drifted types: %w", err)
+		return nil, fmt.Errorf("scan found: %w", err)
 	}
 	return out, nil
 }
