@@ -5,13 +5,13 @@ import (
 	"log/slog"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/inventory"
 	"github.com/driftwatch/driftwatch/internal/leader"
 	"github.com/driftwatch/driftwatch/internal/notify/notifiers"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/pipeline/oneshot"
 	"github.com/driftwatch/driftwatch/internal/remediation/acceptance"
-	"github.com/driftwatch/driftwatch/internal/remediation/engine"
 	"github.com/driftwatch/driftwatch/internal/report"
 	"github.com/driftwatch/driftwatch/internal/server/api"
 	"github.com/driftwatch/driftwatch/internal/server/apitypes"
@@ -43,7 +43,7 @@ func Accept(ctx context.Context, cfg *config.Config, workspace string, addresses
 }
 
 // Adopt is `driftwatch adopt` (oneshot.Adopt), after discover.
-func Adopt(ctx context.Context, cfg *config.Config, scan string, findings []string, logger *slog.Logger) (engine.AdoptOutcome, error) {
+func Adopt(ctx context.Context, cfg *config.Config, scan string, findings []string, logger *slog.Logger) (drift.AdoptOutcome, error) {
 	return oneshot.Adopt(ctx, cfg, inventory.DiscoverOnce, scan, findings, logger)
 }
 

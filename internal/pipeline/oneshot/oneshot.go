@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/incident/group"
 	"github.com/driftwatch/driftwatch/internal/pipeline"
 	"github.com/driftwatch/driftwatch/internal/remediation/engine"
@@ -137,10 +138,10 @@ func localTargets(cfg *config.Config, f pipeline.Filter, workDir string, logger 
 // Adopt is `driftwatch adopt`: scan's local request (Request) handed to
 // engine.Adopt, which generates and proves the named unmanaged resources'
 // import blocks.
-func Adopt(ctx context.Context, cfg *config.Config, discover func(context.Context, *config.Config) error, scan string, findings []string, logger *slog.Logger) (engine.AdoptOutcome, error) {
+func Adopt(ctx context.Context, cfg *config.Config, discover func(context.Context, *config.Config) error, scan string, findings []string, logger *slog.Logger) (drift.AdoptOutcome, error) {
 	req, err := Request(ctx, cfg, discover, scan, logger)
 	if err != nil {
-		return engine.AdoptOutcome{}, err
+		return drift.AdoptOutcome{}, err
 	}
 	return engine.Adopt(ctx, req, findings)
 }
