@@ -289,7 +289,7 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 // control is the daemon as the server sees it (server.DaemonControl).
 func (d *daemon) control() server.DaemonControl {
 	return server.DaemonControl{Config: d.inv.Config, Runs: d.runs, Leader: d.leader, Outbox: d.store,
-		RemediationControl: d.rem, SilenceControl: d.silences.Control(), AcceptControl: d.accepts}
+		RemediationControl: d.rem, SilenceControl: d.silences.Control(), AcceptControl: d.accepts, AdoptControl: d.accepts}
 }
 
 // lead is the run lifecycle's Lead (run.Manager.Lead) with the daemon's

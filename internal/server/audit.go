@@ -57,6 +57,8 @@ func auditActionFor(pattern string) (a auditAction, ok bool) {
 		return auditAction{"run.cancel", "id"}, true
 	case "POST /api/v1/workspaces/{name}/accept":
 		return auditAction{"drift.accept", "name"}, true
+	case "POST /api/v1/workspaces/{name}/adopt":
+		return auditAction{"unmanaged.adopt", "name"}, true
 	case "POST /api/v1/silences":
 		// The new silence's ID, when made (respond.SetAuditTarget).
 		return auditAction{"silence.add", ""}, true

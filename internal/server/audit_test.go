@@ -144,7 +144,7 @@ func TestAuditEveryMutatingRoute(t *testing.T) {
 			}
 		}
 	}
-	require.Len(t, audited, 9, "the mutating routes")
+	require.Len(t, audited, 10, "the mutating routes")
 	// The allowed calls did reach the daemon: the entries are of real
 	// actions.
 	require.Contains(t, h.triggeredNames(), "prod-network")

@@ -248,6 +248,7 @@ func TestRouteRules(t *testing.T) {
 		"GET /{$}":                               "viewer",
 		"POST /api/v1/workspaces/{name}/runs":    "operator",
 		"POST /api/v1/runs/{id}/cancel":          "operator",
+		"POST /api/v1/workspaces/{name}/adopt":   "operator",
 		"POST /api/v1/silences":                  "operator",
 		"DELETE /api/v1/silences/{id}":           "operator",
 		"POST /api/v1/remediations/{id}/approve": "approver",
@@ -290,7 +291,7 @@ func TestBodyLimits(t *testing.T) {
 		requireSecurityHeaders(t, hdr, rt.pattern)
 		require.Contains(t, body, fmt.Sprintf("body is larger than %d bytes", respond.MaxBody))
 	}
-	require.Equal(t, 9, n, "the mutating routes")
+	require.Equal(t, 10, n, "the mutating routes")
 	// A chunked body has no length to refuse up front: the handlers that
 	// read one stop at the limit.
 	for _, path := range []string{"/api/v1/silences", "/api/v1/remediations/rem-pend/approve"} {

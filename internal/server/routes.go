@@ -46,6 +46,16 @@ func (s *Server) routes() (http.Handler, *router) {
 		}
 		a.Accept(w, r)
 	})
+	// Adopting a scan's unmanaged resources, while the request waits: 501
+	// when the daemon has no AdoptControl. The page's Adopt buttons post
+	// forms, answered as a page with the result.
+	mux.handle("POST /api/v1/workspaces/{name}/adopt", auth.RoleOperator, func(w http.ResponseWriter, r *http.Request) {
+		if pages.IsForm(r) {
+			p.Adopt(w, r)
+			return
+		}
+		a.Adopt(w, r)
+	})
 	mux.handle("GET /api/v1/workspaces/{name}/acceptances", auth.RoleViewer, a.Acceptances)
 	mux.handle("GET /api/v1/acceptances/{id}", auth.RoleViewer, a.GetAcceptance)
 	// Group incidents (drift of several workspaces with one cause): an

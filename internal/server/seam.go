@@ -40,6 +40,8 @@ type (
 	RemediationControl = control.RemediationControl
 	// AcceptControl is control.AcceptControl.
 	AcceptControl = control.AcceptControl
+	// AdoptControl is control.AdoptControl.
+	AdoptControl = control.AdoptControl
 	// NotifierStatus is apitypes.NotifierStatus.
 	NotifierStatus = apitypes.NotifierStatus
 	// SandboxStatus is apitypes.SandboxStatus.

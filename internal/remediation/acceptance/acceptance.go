@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/driftwatch/driftwatch/internal/config"
+	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/notify"
 	"github.com/driftwatch/driftwatch/internal/remediation/accept"
 	"github.com/driftwatch/driftwatch/internal/remediation/accept/propose"
@@ -36,11 +37,14 @@ type Proposing struct {
 	Link     string
 }
 
-// Steps are the two steps of an acceptance: engine.Accept and
-// propose.Propose unless a test says otherwise.
+// Steps are the two steps of an acceptance, engine.Accept and
+// propose.Propose, and the one of an adoption, engine.Adopt, unless a
+// test says otherwise.
 type Steps struct {
 	Accept  func(ctx context.Context, req terraform.Request, scope engine.AcceptScope) (engine.AcceptOutcome, error)
 	Propose func(ctx context.Context, req propose.Request) (propose.Proposal, error)
+	// Adopt is Service.Adopt's one step.
+	Adopt func(ctx context.Context, req terraform.Request, findings []string) (drift.AdoptOutcome, error)
 }
 
 func (s Steps) orDefault() Steps {
@@ -49,6 +53,9 @@ func (s Steps) orDefault() Steps {
 	}
 	if s.Propose == nil {
 		s.Propose = propose.Propose
+	}
+	if s.Adopt == nil {
+		s.Adopt = engine.Adopt
 	}
 	return s
 }

@@ -40,7 +40,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Unavailable, if set, is why this daemon runs no acceptance (the
 	// kubernetes runner: Terraform runs in Jobs, not in the daemon):
-	// StartAccept refuses with it (refusal.ErrUnavailable).
+	// StartAccept refuses with it (refusal.ErrUnavailable), and Adopt
+	// with its own text.
 	Unavailable string
 	// Steps replace the real steps (tests).
 	Steps Steps
@@ -56,8 +57,10 @@ type Service struct {
 	ctx context.Context
 	wg  sync.WaitGroup
 	mu  sync.Mutex
-	// running maps a workspace to its running acceptance's ID.
-	running map[string]string
+	// running maps a workspace to its running acceptance's ID; adopting
+	// holds the scans with an adoption running (adopt.go).
+	running  map[string]string
+	adopting map[string]bool
 }
 
 // New fails what a stopped daemon left running (InterruptAcceptances)
@@ -77,7 +80,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if n > 0 {
 		o.Logger.Warn("acceptances interrupted by a restart failed", "count", n)
 	}
-	return &Service{o: o, ctx: ctx, running: map[string]string{}}, nil
+	return &Service{o: o, ctx: ctx, running: map[string]string{}, adopting: map[string]bool{}}, nil
 }
 
 // StartAccept records an acceptance of workspace's drift (of addresses, or all
@@ -140,7 +143,8 @@ func (s *Service) run(a store.Acceptance, req terraform.Request) {
 		"proposal", out.ProposalURL, "error", out.Error)
 }
 
-// Wait waits for the acceptances in flight (the daemon's stop, tests).
+// Wait waits for the acceptances and adoptions in flight (the daemon's
+// stop, tests).
 func (s *Service) Wait() { s.wg.Wait() }
 
 // Acceptances lists a workspace's acceptances (all for ""), newest

@@ -15,16 +15,12 @@ import (
 	"github.com/driftwatch/driftwatch/internal/terraform/tfsession"
 )
 
-// AdoptFile is the file Adopt writes the generated configuration to, in
-// the scratch copy, and names it for the user.
-const AdoptFile = "driftwatch_adopt.tf"
-
 // Adopt generates the import blocks and configuration of the unmanaged
 // resources named by their scan finding addresses (unmanaged.Address), and
 // proves them: in a run directory of its own (the jail and environment of
 // any run of the scan req), it runs the scan's query with
 // -generate-config-out, writes the generated blocks of the named
-// resources into the scratch copy (AdoptFile) and plans it. The proof
+// resources into the scratch copy (drift.AdoptFile) and plans it. The proof
 // holds when the plan imports each of them and plans nothing else: no
 // create, update, replace or delete (a generated attribute Terraform
 // could not read back, such as a sensitive one written as null, shows as
@@ -82,7 +78,7 @@ func Adopt(ctx context.Context, req terraform.Request, findings []string) (drift
 	if len(out.Adoptions) == 0 {
 		return out, errors.New("the scan's query lists none of the named resources")
 	}
-	if err := os.WriteFile(filepath.Join(p.ModuleDir, AdoptFile), []byte(out.File()), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(p.ModuleDir, drift.AdoptFile), []byte(out.File()), 0o600); err != nil {
 		return out, err
 	}
 	proof, _, err := planShow(ctx, tf, filepath.Join(p.Dir, "adopt.tfplan"))

@@ -88,7 +88,8 @@ type WorkspaceInfo struct {
 	// throttled plan ("account=111 until 2026-11-29T10:04:05Z (2 throttled
 	// plans in a row)"); "" when they do not.
 	Held string
-	// Scan marks a scans: entry's workspace (Trends counts it apart).
+	// Scan marks a scans: entry's workspace (Trends counts it apart; its
+	// unmanaged resources can be adopted: AdoptControl).
 	Scan bool
 }
 

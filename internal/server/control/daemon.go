@@ -13,8 +13,9 @@ import (
 // Daemon is a Control made of the daemon's parts: it forwards to them and
 // turns the current config into the server's lists. The parts' errors
 // are this package's already (refusal's, runlog's), so it maps none.
-// RemediationControl, SilenceControl and AcceptControl must not be nil:
-// the server finds them on the Control with a type assertion.
+// RemediationControl, SilenceControl, AcceptControl and AdoptControl
+// must not be nil: the server finds them on the Control with a type
+// assertion.
 type Daemon struct {
 	// Config is the current config (read at every call: a reload shows
 	// at once).
@@ -31,6 +32,7 @@ type Daemon struct {
 	RemediationControl
 	SilenceControl
 	AcceptControl
+	AdoptControl
 }
 
 // Runs is the run lifecycle as Daemon sees it.
@@ -47,6 +49,7 @@ var (
 	_ RemediationControl = Daemon{}
 	_ SilenceControl     = Daemon{}
 	_ AcceptControl      = Daemon{}
+	_ AdoptControl       = Daemon{}
 )
 
 // Workspaces lists the configured workspaces with their next run.

@@ -2,9 +2,11 @@
 // the server asks of the running daemon, and the outcomes it answers
 // with. Control is the configured workspaces (WorkspaceInfo), readiness,
 // queueing and cancelling a run, the live log of a run in flight and
-// notifier health; SilenceControl (silences and maintenance windows)
-// and RemediationControl (the remediation controller) are optional, found
-// on the same value with a type assertion. IncidentLister reads a
+// notifier health; SilenceControl (silences and maintenance windows),
+// RemediationControl (the remediation controller), AcceptControl
+// (accepting drift as code) and AdoptControl (adopting a scan's unmanaged
+// resources, synchronously, within AdoptTimeout) are optional, found on
+// the same value with a type assertion. IncidentLister reads a
 // workspace's incidents, GroupReader the group incidents.
 //
 // Outcomes cross the seam as the errors named here: ErrUnknownWorkspace,
@@ -22,7 +24,7 @@
 // notifiers and forwards the rest.
 //
 // It holds interfaces, plain types, errors and Daemon only: it imports
-// config, store, runlog, schedule/refusal and apitypes, never the
+// config, drift, store, runlog, schedule/refusal and apitypes, never the
 // server's other packages. internal/server names every type here again
 // (server.Control, server.DaemonControl, ...), so that the daemon imports
 // the server alone.

@@ -40,11 +40,7 @@ func (p *Pages) acceptSectionFor(ctx context.Context, r *http.Request, workspace
 	if err != nil {
 		return nil, fmt.Errorf("workspace %q: acceptances: %w", workspace, err)
 	}
-	s := &acceptSection{Acceptances: xs, Limit: pageAcceptancesLimit, Values: auth.Reader(r)}
-	if id, ok := auth.IdentityFrom(r.Context()); ok && id.Ambient() && id.Has(auth.RoleOperator) {
-		s.CSRF = p.auth.CSRFToken(id)
-	}
-	return s, nil
+	return &acceptSection{Acceptances: xs, Limit: pageAcceptancesLimit, Values: auth.Reader(r), CSRF: p.operatorCSRF(r)}, nil
 }
 
 // IsForm reports an HTML form's post (the workspace page's Accept

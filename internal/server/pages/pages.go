@@ -26,7 +26,7 @@ type Pages struct {
 	src  *view.Source
 	auth *auth.Authenticator
 
-	status, workspace, message, run, remediation, group *template.Template
+	status, workspace, message, run, remediation, group, adopt *template.Template
 	// silences, trends and audit are nil if their template did not parse
 	// (only a broken build gets there): the page answers 500, the rest
 	// is served.
@@ -126,6 +126,7 @@ func (p *Pages) parse() error {
 		{&p.run, "run.html"},
 		{&p.remediation, "remediation.html"},
 		{&p.group, "group.html"},
+		{&p.adopt, "adopt.html"},
 	} {
 		l, err := layout.Clone()
 		if err != nil {

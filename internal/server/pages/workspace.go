@@ -36,6 +36,10 @@ type workspacePageData struct {
 	// Groups are the open group incidents that hold some of its
 	// findings.
 	Groups []view.WorkspaceGroup
+	// AdoptCSRF, set for an operator signed in through the browser on a
+	// scan's page of a daemon that adopts, shows each unmanaged
+	// finding's Adopt button (a form posting it).
+	AdoptCSRF string
 }
 
 // Workspace serves GET /workspaces/{name}: one workspace's page.
@@ -104,5 +108,6 @@ func (p *Pages) Workspace(w http.ResponseWriter, r *http.Request) {
 		Accept:            acc,
 		Waiting:           waiting,
 		Groups:            groups,
+		AdoptCSRF:         p.adoptCSRF(r, v.WorkspaceInfo),
 	})
 }

@@ -37,7 +37,10 @@ type Source struct {
 	Sil control.SilenceControl
 	// Acc is Control's acceptances of drift as code; nil when it has
 	// none.
-	Acc    control.AcceptControl
+	Acc control.AcceptControl
+	// Adp is Control's adoptions of scans' unmanaged resources; nil when
+	// it has none.
+	Adp    control.AdoptControl
 	Logger *slog.Logger
 	Now    func() time.Time
 	// Base is the absolute external URL without trailing slash, or "";
@@ -52,12 +55,13 @@ type Source struct {
 	stats *statsCache
 }
 
-// New returns s ready to serve, with Rem, Sil and Acc found on
+// New returns s ready to serve, with Rem, Sil, Acc and Adp found on
 // s.Control.
 func New(s Source) *Source {
 	s.Rem, _ = s.Control.(control.RemediationControl)
 	s.Sil, _ = s.Control.(control.SilenceControl)
 	s.Acc, _ = s.Control.(control.AcceptControl)
+	s.Adp, _ = s.Control.(control.AdoptControl)
 	s.stats = newStatsCache()
 	return &s
 }
