@@ -166,7 +166,12 @@ func (c *Client) call(ctx context.Context, method, path, token string, want int,
 
 // callBody is call with a JSON request body (nil: none).
 func (c *Client) callBody(ctx context.Context, method, path, token string, body []byte, want int, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	return c.callWithin(ctx, callTimeout, method, path, token, body, want, out)
+}
+
+// callWithin is callBody within limit rather than callTimeout.
+func (c *Client) callWithin(ctx context.Context, limit time.Duration, method, path, token string, body []byte, want int, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var rd io.Reader
 	if body != nil {

@@ -1,5 +1,12 @@
 package apitypes
 
+import "time"
+
+// AdoptTimeout bounds one adoption through the API: the daemon answers
+// within it (init, the scan's query with -generate-config-out, the proof
+// plan), so a client waits a little longer.
+const AdoptTimeout = 10 * time.Minute
+
 // AdoptBody is the body of POST /api/v1/workspaces/{scan}/adopt: the
 // scan's unmanaged resources to adopt, by their finding addresses (as
 // the workspace's findings and `driftwatch adopt` name them).

@@ -2,16 +2,16 @@ package control
 
 import (
 	"context"
-	"time"
 
 	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 )
 
-// AdoptTimeout bounds one adoption asked through the API or the page: it
-// runs while the request waits (init, the scan's query with
-// -generate-config-out, the proof plan), so the server lifts the
-// request's write deadline to a little more than this.
-const AdoptTimeout = 10 * time.Minute
+// AdoptTimeout bounds one adoption asked through the API or the page
+// (apitypes.AdoptTimeout, which clients wait for): it runs while the
+// request waits, so the server lifts the request's write deadline to a
+// little more than this.
+const AdoptTimeout = apitypes.AdoptTimeout
 
 // AdoptControl is the daemon's adoption of a scan's unmanaged resources
 // as code (remediation/acceptance.Service.Adopt), for the API and the
