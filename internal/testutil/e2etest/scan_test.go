@@ -1,10 +1,14 @@
 package e2etest
 
 import (
+	"encoding/json"
 	"fmt"
 	"html"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +20,7 @@ import (
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/runner/kube"
 	"github.com/driftwatch/driftwatch/internal/runner/local"
+	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
@@ -53,9 +58,9 @@ func scanWorkspace(names ...string) string {
 // 1.14's list blocks over the directory) reports exactly the hand-made
 // ones as unmanaged and the shared one as managed twice: in the audit's
 // every format, and in the daemon as an incident that updates when a
-// hand-made file is deleted; `driftwatch adopt` generates import blocks
-// for the other, proven by a plan, and once a workspace applies them the
-// next scan is clean of it. validate refuses a scan on an older
+// hand-made file is deleted; the daemon's API (POST .../adopt, audited)
+// and `driftwatch adopt` generate import blocks for the other, proven by
+// a plan, and once a workspace applies them the next scan is clean of it. validate refuses a scan on an older
 // Terraform or on OpenTofu.
 func TestScanUnmanaged(t *testing.T) {
 	parallel(t)
@@ -157,8 +162,12 @@ provider "dwtest" {}
 	// The daemon: an incident for the scan, with its findings.
 	hook, alerts := webhookAlerts(t, e)
 	listen := freePort(t)
-	dcfg := e.config(t, fmt.Sprintf("server: { listen: %q }\nstore: { path: %s }\nallow_sub_minute_schedules: true\n%s%s%s",
-		listen, filepath.Join(e.root, "data", "dw.db"), alerts, scanYAML(e.bin), wsYAML))
+	opsToken := "dw-adopt-token-0123456789abcdef0123456789abcdef"
+	opsFile := filepath.Join(e.root, "ops-token")
+	require.NoError(t, os.WriteFile(opsFile, []byte(opsToken+"\n"), 0o600))
+	dcfg := e.config(t, fmt.Sprintf("server: { listen: %q, auth: { anonymous_role: viewer, tokens: [{ name: ops, role: operator, file: %s }] } }\n"+
+		"store: { path: %s }\nallow_sub_minute_schedules: true\n%s%s%s",
+		listen, opsFile, filepath.Join(e.root, "data", "dw.db"), alerts, scanYAML(e.bin), wsYAML))
 	d := startDaemon(t, dcfg, listen)
 	opened := func() (drift.Counts, []drift.Finding, bool) {
 		for _, dl := range hook.Deliveries() {
@@ -193,6 +202,35 @@ provider "dwtest" {}
 		last := dls[len(dls)-1].Payload
 		return last.Incident.Workspace == "files" && last.Event == "update" && last.Incident.Counts.Unmanaged == 1
 	})
+
+	// The daemon's API adopts hand2: proven, with its import block and
+	// the file to copy; the audit log names who asked. A workspace that
+	// is not a scan, and no findings, are refused.
+	code, body := d.send(http.MethodPost, "/api/v1/workspaces/files/adopt", opsToken, `{"findings": [`+strconv.Quote(addr("hand2.txt"))+`]}`)
+	require.Equal(t, http.StatusOK, code, body)
+	var adopted apitypes.Adoption
+	require.NoError(t, json.Unmarshal([]byte(body), &adopted))
+	require.Equal(t, "proven", adopted.State, body)
+	require.True(t, adopted.Proven)
+	require.Empty(t, adopted.Missing)
+	require.Equal(t, "token:ops", adopted.RequestedBy)
+	require.Len(t, adopted.Adopted, 1)
+	require.Equal(t, addr("hand2.txt"), adopted.Adopted[0].Finding)
+	require.Regexp(t, `(?s)^import \{\n\s+to\s+= dwtest_file\.\S+\n\s+provider\s+= dwtest\n\s+identity\s+= \{\n\s+filename = "`+regexp.QuoteMeta(filepath.Join(objs, "hand2.txt"))+`"\n\s+\}\n\}$`, adopted.Adopted[0].Import)
+	require.Contains(t, adopted.Adopted[0].Config, `resource "dwtest_file"`)
+	require.Contains(t, adopted.File, adopted.Adopted[0].Import)
+	require.Equal(t, "driftwatch_adopt.tf", adopted.FileName)
+	code, body = d.send(http.MethodPost, "/api/v1/workspaces/ws-a/adopt", opsToken, `{"findings": ["x"]}`)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	code, body = d.send(http.MethodPost, "/api/v1/workspaces/files/adopt", opsToken, `{"findings": []}`)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	var audit struct {
+		Entries []struct{ Actor, Action, Target, Result string } `json:"entries"`
+	}
+	d.getJSON("/api/v1/audit?action=unmanaged.adopt", &audit)
+	require.Len(t, audit.Entries, 3)
+	first := audit.Entries[2] // newest first
+	require.Equal(t, []string{"token:ops", "unmanaged.adopt", "files", "ok"}, []string{first.Actor, first.Action, first.Target, first.Result})
 
 	// adopt: import blocks for hand2, proven; ws-c applies them and owns
 	// the file; the next scan no longer lists it.
