@@ -1,43 +1,54 @@
 package apiclient_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/driftwatch/driftwatch/internal/apiclient"
+	"github.com/driftwatch/driftwatch/internal/drift"
+	"github.com/driftwatch/driftwatch/internal/schedule/refusal"
+	"github.com/driftwatch/driftwatch/internal/server/apitypes"
 )
 
+// adoptFunc is a server.AdoptControl.
+type adoptFunc func(ctx context.Context, scan string, findings []string, by string) (drift.AdoptOutcome, error)
+
+func (f adoptFunc) Adopt(ctx context.Context, scan string, findings []string, by string) (drift.AdoptOutcome, error) {
+	return f(ctx, scan, findings, by)
+}
+
 // Adopt: the exact request (the API token, the findings as JSON) and the
-// adoption answered; a running adoption of the scan is ErrConflict.
+// adoption answered; a running adoption of the scan is ErrConflict, a
+// workspace that is not a scan refused with the daemon's reason.
 func TestAdopt(t *testing.T) {
-	var got request
-	answer, code := `{"scan": "files", "findings": ["f[a]"], "state": "proven", "proven": true, "file": "import {}", "file_name": "driftwatch_adopt.tf"}`, http.StatusOK
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got = request{Method: r.Method, URI: r.RequestURI, Authorization: r.Header.Get("Authorization"), Accept: r.Header.Get("Accept"),
-			ContentType: r.Header.Get("Content-Type"), Body: string(b)}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		_, _ = io.WriteString(w, answer)
-	}))
-	t.Cleanup(ts.Close)
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(tokenFile, []byte(apiToken+"\n"), 0o600))
-	c := apiclient.New(ts.URL, tokenFile, nil)
+	var busy bool
+	var asked string
+	d := newTestDaemon(t, daemonOptions{adopt: adoptFunc(func(_ context.Context, scan string, findings []string, by string) (drift.AdoptOutcome, error) {
+		if busy {
+			return drift.AdoptOutcome{}, refusal.Kind("an adoption of this scan is already running", refusal.ErrBusy)
+		}
+		asked = by
+		return drift.AdoptOutcome{Tool: "terraform 1.14.0", Proven: true, Adoptions: []drift.Adoption{{Finding: findings[0], Import: "import {}", Config: "resource {}"}}}, nil
+	})})
+	c := apiclient.New(d.url, d.apiTokenFile, nil)
 
-	a, err := c.Adopt(t.Context(), "my scan", []string{"f[a]"})
+	a, err := c.Adopt(t.Context(), "files", []string{"f[a]"})
 	require.NoError(t, err)
-	require.Equal(t, apiclient.Adoption{Scan: "files", Findings: []string{"f[a]"}, State: "proven", Proven: true, File: "import {}", FileName: "driftwatch_adopt.tf"}, a)
-	require.Equal(t, request{Method: "POST", URI: "/api/v1/workspaces/my%20scan/adopt", Authorization: "Bearer " + apiToken,
-		Accept: "application/json", ContentType: "application/json", Body: `{"findings":["f[a]"]}`}, got)
+	out := drift.AdoptOutcome{Proven: true, Adoptions: []drift.Adoption{{Finding: "f[a]", Import: "import {}", Config: "resource {}"}}}
+	require.Equal(t, apiclient.Adoption{Scan: "files", Findings: []string{"f[a]"}, RequestedBy: "token:api", State: "proven", Proven: true,
+		Tool: "terraform 1.14.0", Adopted: []apitypes.AdoptedResource{{Finding: "f[a]", Import: "import {}", Config: "resource {}"}},
+		Missing: []string{}, Remaining: []string{}, File: out.File(), FileName: drift.AdoptFile}, a)
+	require.Equal(t, "token:api", asked)
+	require.Equal(t, []request{{Method: "POST", URI: "/api/v1/workspaces/files/adopt", Authorization: "Bearer " + apiToken,
+		Accept: "application/json", ContentType: "application/json", Body: `{"findings":["f[a]"]}`}}, d.reqs())
 
-	answer, code = `{"error": "an adoption of this scan is already running"}`, http.StatusConflict
+	busy = true
 	_, err = c.Adopt(t.Context(), "files", []string{"f[a]"})
 	requireStatus(t, err, apiclient.ErrConflict, "409 Conflict: an adoption of this scan is already running")
+	_, err = c.Adopt(t.Context(), "net", []string{"f[a]"})
+	var se *apiclient.StatusError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, apiclient.StatusError{Code: 400, Status: "400 Bad Request", Message: `"net" is not a scan: only a scan's unmanaged resources can be adopted`}, *se)
 }

@@ -74,6 +74,9 @@ type daemonOptions struct {
 	externalURL string // server.external_url
 	// groups are the group incidents the daemon keeps (nil: none).
 	groups server.GroupReader
+	// adopt, if set, adopts the unmanaged resources of the scan "files",
+	// configured beside the workspaces.
+	adopt server.AdoptControl
 }
 
 func newTestDaemon(t *testing.T, o daemonOptions) *testDaemon {
@@ -99,6 +102,9 @@ func newTestDaemon(t *testing.T, o daemonOptions) *testDaemon {
 		Config:   config.Server{TokenFile: d.apiTokenFile, ReadTokenFile: d.readTokenFile, ExternalURL: o.externalURL},
 		Logs:     st,
 		Groups:   o.groups,
+	}
+	if o.adopt != nil {
+		opts.Control = adopting{opts.Control.(control), o.adopt}
 	}
 	if o.noTokens {
 		opts.Config.TokenFile, opts.Config.ReadTokenFile = "", ""
@@ -181,6 +187,16 @@ func (c control) Cancel(id string) (bool, error) {
 func (c control) Ready() error                                               { return nil }
 func (c control) LiveLog(id string) *runlog.Log                              { return c.d.reg.Live(id) }
 func (c control) Notifiers(context.Context) ([]server.NotifierStatus, error) { return nil, nil }
+
+// adopting is control with the scan "files" and its adoptions.
+type adopting struct {
+	control
+	server.AdoptControl
+}
+
+func (a adopting) Workspaces() []server.WorkspaceInfo {
+	return append(a.control.Workspaces(), server.WorkspaceInfo{Name: "files", Scan: true})
+}
 
 // cancel cancels a queued run at once, as the daemon does; a running one
 // is asked to stop (the test plays its end).

@@ -1,7 +1,8 @@
 // Package apiclient is the client side of the daemon's JSON API: the HTTP
 // calls the driftwatch CLI makes to a running daemon (`driftwatch run`,
 // `logs`, `cancel`, `approve`, `reject`, `silence`, `accept`, `groups`),
-// one method each on Client:
+// one method each on Client (Adopt is for other clients: `driftwatch
+// adopt` runs locally):
 //
 //	Trigger       POST   /api/v1/workspaces/{name}/runs        API token
 //	GetRun        GET    /api/v1/runs/{id}                     no credential
@@ -15,6 +16,9 @@
 //	ExpireSilence DELETE /api/v1/silences/{id}?by=WHO          API token
 //	ListGroups    GET    /api/v1/groups[?all=true]             read credential, if a token file is set
 //	GetGroup      GET    /api/v1/groups/{id}                   read credential, if a token file is set
+//	Accept        POST   /api/v1/workspaces/{name}/accept      API token
+//	GetAcceptance GET    /api/v1/acceptances/{id}              API token
+//	Adopt         POST   /api/v1/workspaces/{scan}/adopt       API token (waits for the adoption)
 //
 // It owns the client's side of the wire: URLs, methods, headers, the
 // decoding of answers (the Server-Sent Events of a followed log among

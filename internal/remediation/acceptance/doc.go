@@ -10,6 +10,10 @@
 // runs and after a restart (one that stopped mid-way is failed as
 // interrupted).
 //
+// Service.Adopt is the daemon's adoption of a scan's unmanaged resources
+// (engine.Adopt on the scan's request): run while the caller waits, one
+// at a time per scan, and stored nowhere (its file holds values).
+//
 // A proposed acceptance waits for merge: the workspace's live drift
 // incident shows it (server/view.Waiting) and resolves the usual way,
 // when the merged code's next check is clean (for an accepted deletion,

@@ -4,7 +4,8 @@
 // workspace's page (with the groups holding its findings), a run's page
 // with its log, a remediation's page, a group incident's page, the
 // Silences, Trends (line charts as inline SVG, with tables for screen
-// readers) and Audit pages, and the message page every refusal and
+// readers) and Audit pages, an adoption's result (Adopt, the answer to a
+// scan page's Adopt button), and the message page every refusal and
 // sign-in answer uses (Message, Refuse). One method of Pages per route,
 // mounted by the server.
 //
@@ -12,7 +13,8 @@
 // rendered into a buffer first (a template error is a clean 500), with a
 // Content-Security-Policy that allows the inline stylesheet alone: no
 // script, no external load, no framing; forms only to this origin. The
-// pages change nothing: the commands they show are API calls.
+// pages change nothing themselves: their buttons (Accept, Adopt) post
+// forms to API routes, and the commands they show are API calls.
 //
 // What a page shows is read through view.Source. Of the server's rooms
 // it imports view, auth (who is signed in, refusals), control, respond

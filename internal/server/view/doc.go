@@ -5,7 +5,8 @@
 // their state (WorkspaceView), a workspace's live incidents, the group
 // incidents (and those holding a workspace's findings: GroupsOf), the
 // notifiers' health, the silences and windows, the statistics and the
-// audit log. Beside them are the queries both read the same way: a
+// audit log; Adopt runs a scan's adoption for both (AdoptControl, the
+// refusals as statuses, the outcome as apitypes.Adoption). Beside them are the queries both read the same way: a
 // workspace list's filters, order and page (ListQuery), a trends window
 // (StatsFilter) and an audit filter (AuditQuery), each parsed with errors
 // that name the bad parameter.
@@ -16,6 +17,6 @@
 //
 // It renders nothing (JSON is server/api's, HTML server/pages') and
 // writes nothing: every change goes through the Control. Of the server's
-// rooms it imports control and apitypes (NotifierStatus) alone; besides
+// rooms it imports control and apitypes (NotifierStatus, Adoption) alone; besides
 // them store, stats, runlog and drift.
 package view
