@@ -23,6 +23,6 @@
 // It imports the accept engine, the proposal, config (the accept block
 // and the notifiers' settings) and the store; only the composition root
 // (app) imports it: the server reaches the Service through
-// control.AcceptControl, and it knows neither the server nor the run
-// lifecycle.
+// control.AcceptControl and control.AdoptControl, and it knows neither
+// the server nor the run lifecycle.
 package acceptance
