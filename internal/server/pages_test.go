@@ -266,17 +266,7 @@ func TestFindingProvenance(t *testing.T) {
 // kinds' badges coloured.
 func TestScanPage(t *testing.T) {
 	h := newHarness(t)
-	h.store.setState(store.WorkspaceState{
-		Workspace: "files", Status: drift.StatusDrift, Since: testNow.Add(-time.Hour),
-		LastRunID: "run-files-1", LastRunAt: testNow.Add(-time.Minute), LastSuccessAt: testNow.Add(-time.Minute),
-		Findings: []drift.Finding{
-			{Kind: drift.KindManagedTwice, Address: `dwtest_file[filename="/srv/s"]`, Type: "dwtest_file", Action: "none", Detail: "/srv/s",
-				ManagedBy: []string{"a: dwtest_file.s", "b: dwtest_file.s"}},
-			{Kind: drift.KindUnmanaged, Address: `dwtest_file[filename="/srv/hand"]`, Type: "dwtest_file", Action: "none", Detail: "/srv/hand"},
-			{Kind: drift.KindUnmanaged, Address: `dwtest_file[filename="/srv/tmp"]`, Type: "dwtest_file", Action: "none", Detail: "/srv/tmp", Ignored: true},
-		},
-	})
-	h.workspaces = append(h.workspaces, WorkspaceInfo{Name: "files", Schedule: "@hourly"})
+	scanFixture(h)
 	ts := serve(t, h.options())
 	code, _, body := get(t, ts.URL+"/workspaces/files")
 	require.Equal(t, http.StatusOK, code)
