@@ -32,7 +32,7 @@ func (a *API) Adopt(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		respond.Error(w, http.StatusBadRequest, fmt.Errorf(`body must be JSON: {"findings": ["aws_s3_bucket[bucket=\"logs\"]"]}: %w`, jsonProblem(err)).Error())
+		respond.Error(w, http.StatusBadRequest, fmt.Sprintf(`body must be JSON: {"findings": ["aws_s3_bucket[bucket=\"logs\"]"]}: %v`, jsonProblem(err)))
 		return
 	}
 	if dec.More() {

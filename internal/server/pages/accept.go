@@ -43,8 +43,8 @@ func (p *Pages) acceptSectionFor(ctx context.Context, r *http.Request, workspace
 	return &acceptSection{Acceptances: xs, Limit: pageAcceptancesLimit, Values: auth.Reader(r), CSRF: p.operatorCSRF(r)}, nil
 }
 
-// IsForm reports an HTML form's post (the workspace page's Accept
-// button), which Accept answers, as a page.
+// IsForm reports an HTML form's post (the workspace page's Accept and
+// Adopt buttons), which Accept and Adopt answer, as a page.
 func IsForm(r *http.Request) bool {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	return ct == "application/x-www-form-urlencoded"
