@@ -268,18 +268,12 @@ func (d *daemon) server(cfg *config.Config) (*server.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	handlers := map[string]http.Handler{slackinteract.Route: slackHandler}
 	return server.New(server.Options{
 		// The store is what the pages and the API read.
 		Store: d.store, Logs: d.store, Incidents: d.store, Groups: d.store,
-		Audit:       audit,
-		Control:     d.control(),
-		Handlers:    handlers,
-		Gatherer:    d.reg,
-		Config:      cfg.Server,
-		CallbackURL: cfg.Runner.CallbackURL(),
-		Logger:      d.log,
-		Version:     version.Version,
+		Audit: audit, Control: d.control(), Gatherer: d.reg, Logger: d.log, Version: version.Version,
+		Handlers: map[string]http.Handler{slackinteract.Route: slackHandler},
+		Config:   cfg.Server, CallbackURL: cfg.Runner.CallbackURL(),
 		Sandbox: server.SandboxStatus{Mode: d.isolation.Mode, Reason: d.isolation.Reason,
 			Network: d.isolation.Network, NetworkReason: d.isolation.NetworkReason},
 		Leader: d.leader.Leader,
