@@ -15,6 +15,10 @@ import (
 // or failed.
 type Adoption = apitypes.Adoption
 
+// AdoptedResource is one resource of an Adoption: its finding and the
+// blocks generated for it.
+type AdoptedResource = apitypes.AdoptedResource
+
 // adoptWait is how long Adopt waits for the daemon's answer: its bound
 // on the adoption, and a minute for the rest.
 const adoptWait = apitypes.AdoptTimeout + time.Minute

@@ -59,8 +59,9 @@ func scanWorkspace(names ...string) string {
 // ones as unmanaged and the shared one as managed twice: in the audit's
 // every format, and in the daemon as an incident that updates when a
 // hand-made file is deleted; the daemon's API (POST .../adopt, audited)
-// and `driftwatch adopt` generate import blocks for the other, proven by
-// a plan, and once a workspace applies them the next scan is clean of it. validate refuses a scan on an older
+// and `driftwatch adopt` (here or through the daemon) generate import
+// blocks for the other, proven by a plan, and once a workspace applies
+// them the next scan is clean of it. validate refuses a scan on an older
 // Terraform or on OpenTofu.
 func TestScanUnmanaged(t *testing.T) {
 	parallel(t)
@@ -232,10 +233,19 @@ provider "dwtest" {}
 	first := audit.Entries[2] // newest first
 	require.Equal(t, []string{"token:ops", "unmanaged.adopt", "files", "ok"}, []string{first.Actor, first.Action, first.Target, first.Result})
 
+	// `driftwatch adopt --token-file` asks the daemon: the same answer.
+	remote := filepath.Join(e.root, "remote-adopted.tf")
+	a := driftwatch(t, nil, "adopt", "--token-file", opsFile, "--server", "http://"+listen, "--output", remote, "files", addr("hand2.txt"))
+	require.Equal(t, 0, a.code, a.stderr)
+	require.Contains(t, a.stderr, "adopting  "+addr("hand2.txt"))
+	require.Contains(t, a.stderr, "proven: a plan of the generated configuration imports them and changes nothing else")
+	require.Contains(t, mustRead(t, remote), adopted.Adopted[0].Import)
+	require.NotContains(t, a.stdout+a.stderr, opsToken)
+
 	// adopt: import blocks for hand2, proven; ws-c applies them and owns
 	// the file; the next scan no longer lists it.
 	out := filepath.Join(dirs["ws-c"], "adopted.tf")
-	a := driftwatch(t, nil, "adopt", "--config", cfg, "--output", out, "files", addr("hand2.txt"))
+	a = driftwatch(t, nil, "adopt", "--config", cfg, "--output", out, "files", addr("hand2.txt"))
 	require.Equal(t, 0, a.code, a.stderr)
 	require.Contains(t, a.stderr, "adopting  "+addr("hand2.txt"))
 	require.Contains(t, a.stderr, "proven: a plan of the generated configuration imports them and changes nothing else")
@@ -252,6 +262,9 @@ provider "dwtest" {}
 	// A finding the scan no longer lists cannot be adopted.
 	a = driftwatch(t, nil, "adopt", "--config", cfg, "files", addr("hand1.txt"))
 	require.Equal(t, 1, a.code)
+	require.Contains(t, a.stderr, "the scan's query lists none of the named resources")
+	a = driftwatch(t, nil, "adopt", "--token-file", opsFile, "--server", "http://"+listen, "files", addr("hand1.txt"))
+	require.Equal(t, 1, a.code, a.stderr)
 	require.Contains(t, a.stderr, "the scan's query lists none of the named resources")
 	require.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second))
 }
