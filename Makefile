@@ -166,15 +166,10 @@ provision:
 	@$(MAKE) --no-print-directory -j$(PROVISION_JOBS) --output-sync=target deps tools kube-tools s3-tools auth-tools pg-tools lint-tools image
 	@$(MAKE) --no-print-directory image TOOL=tofu
 
-#? test: provision (side by side), lint beside every test (unit + end-to-end) with -race, then the fault-injection suite
-# lint runs beside go test, its output held until the tests end: the
-# end-to-end tests spend most of their time waiting on processes, which
-# leaves the cores to lint (about 5 minutes on a cold cache).
+#? test: provision (side by side), lint, and run every test (unit + end-to-end) with -race, then the fault-injection suite
 test: provision
-	@lintlog=$$(mktemp); $(MAKE) --no-print-directory lint >"$$lintlog" 2>&1 & lint=$$!; \
-	$(TEST_ENV); $(GO) test -race -count=1 -timeout 40m ./...; tests=$$?; \
-	wait $$lint; linted=$$?; echo "--- make lint (ran beside the tests)"; cat "$$lintlog"; rm -f "$$lintlog"; \
-	[ $$linted = 0 ] || echo "make lint failed"; [ $$linted = 0 ] && [ $$tests = 0 ]
+	@$(MAKE) --no-print-directory lint
+	@$(TEST_ENV); $(GO) test -race -count=1 -timeout 40m ./...
 	@$(TEST_ENV); cd internal/testutil/e2etest/testprovider && $(GO) test -count=1 ./...
 	@$(TEST_ENV); DRIFTWATCH_SOAK_DURATION=$${DRIFTWATCH_SOAK_DURATION:-$(TEST_SOAK)} $(FAULTS_TEST)
 
