@@ -166,10 +166,16 @@ provision:
 	@$(MAKE) --no-print-directory -j$(PROVISION_JOBS) --output-sync=target deps tools kube-tools s3-tools auth-tools pg-tools lint-tools image
 	@$(MAKE) --no-print-directory image TOOL=tofu
 
+# The longest test packages, named first so that go test starts them first:
+# the others fill the cores beside them, instead of these running last with
+# a core idle (go test runs the packages in the order given, at most
+# GOMAXPROCS at a time).
+LONG_TEST_PACKAGES = ./internal/testutil/e2etest/ ./internal/testutil/kubetest/ ./internal/testutil/imagetest/
+
 #? test: provision (side by side), lint, and run every test (unit + end-to-end) with -race, then the fault-injection suite
 test: provision
 	@$(MAKE) --no-print-directory lint
-	@$(TEST_ENV); $(GO) test -race -count=1 -timeout 40m ./...
+	@$(TEST_ENV); $(GO) test -race -count=1 -timeout 40m $(LONG_TEST_PACKAGES) ./...
 	@$(TEST_ENV); cd internal/testutil/e2etest/testprovider && $(GO) test -count=1 ./...
 	@$(TEST_ENV); DRIFTWATCH_SOAK_DURATION=$${DRIFTWATCH_SOAK_DURATION:-$(TEST_SOAK)} $(FAULTS_TEST)
 
