@@ -78,12 +78,25 @@ func OpenKept(dir string) (*Kept, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("kept directory in use by another run: %w", err)
+	// A lock can outlive its run for a moment: a process forked meanwhile
+	// holds the lock file's description until it execs. So a taken lock
+	// is tried again for a little while before the run goes without it.
+	deadline := time.Now().Add(keptLockWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return &Kept{dir: dir, lock: f}, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("kept directory in use by another run: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return &Kept{dir: dir, lock: f}, nil
 }
+
+// keptLockWait is how long OpenKept tries a taken lock again.
+const keptLockWait = 2 * time.Second
 
 // Close releases the directory for the next run.
 func (k *Kept) Close() {

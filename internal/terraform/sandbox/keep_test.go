@@ -204,6 +204,25 @@ func TestKeptOneRunAtATime(t *testing.T) {
 	k2.Close()
 }
 
+// A lock that outlives its run for a moment (a process forked meanwhile
+// holds it until it execs) is waited for: the next run still gets the
+// kept directory.
+func TestKeptWaitsForALockReleasedSoon(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dwk-x")
+	k, err := OpenKept(dir)
+	require.NoError(t, err)
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		k.Close()
+		close(released)
+	}()
+	k2, err := OpenKept(dir)
+	require.NoError(t, err, "taken again once the first run let go, within keptLockWait")
+	<-released
+	k2.Close()
+}
+
 // A daemon's kept directories go at its start (with a killed
 // predecessor's run directories) and at its stop; another daemon's stay.
 func TestSweepRemovesKeptDirs(t *testing.T) {
