@@ -10,7 +10,6 @@ import (
 
 	"github.com/driftwatch/driftwatch/internal/drift"
 	"github.com/driftwatch/driftwatch/internal/testutil/s3test"
-	"github.com/driftwatch/driftwatch/internal/testutil/tftest"
 )
 
 // TestScanBesideS3State: a workspace whose only state is in a real S3
@@ -22,11 +21,7 @@ import (
 // workspace's file is held by it, and no credential appears anywhere.
 func TestScanBesideS3State(t *testing.T) {
 	parallel(t)
-	bins, cli := tftest.Tools(t)
-	query, _ := toolsByQuery(t, bins)
-	if len(query) == 0 {
-		tftest.Unavailable(t, "no Terraform 1.14 or later among DRIFTWATCH_TF_BINARIES")
-	}
+	query, _, cli := toolsByQuery(t)
 	root, err := os.MkdirTemp("", "dwscan")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(root) })

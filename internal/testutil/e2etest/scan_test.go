@@ -25,9 +25,12 @@ import (
 )
 
 // toolsByQuery splits the test binaries into those that run `terraform
-// query` (Terraform 1.14 or later) and those that do not.
-func toolsByQuery(t *testing.T, bins []string) (query, older []string) {
+// query` (Terraform 1.14 or later) and those that do not, and returns the
+// CLI config; with none of the first the test is unavailable
+// (tftest.Unavailable: a failure where the tools are provisioned).
+func toolsByQuery(t *testing.T) (query, older []string, cli string) {
 	t.Helper()
+	bins, cli := tftest.Tools(t)
 	for _, b := range bins {
 		if local.CheckQuery(t.Context(), b) == nil {
 			query = append(query, b)
@@ -35,7 +38,10 @@ func toolsByQuery(t *testing.T, bins []string) (query, older []string) {
 			older = append(older, b)
 		}
 	}
-	return query, older
+	if len(query) == 0 {
+		tftest.Unavailable(t, "no Terraform 1.14 or later among DRIFTWATCH_TF_BINARIES")
+	}
+	return query, older, cli
 }
 
 // scanWorkspace is a workspace managing the files of objs named in names.
@@ -65,11 +71,7 @@ func scanWorkspace(names ...string) string {
 // Terraform or on OpenTofu.
 func TestScanUnmanaged(t *testing.T) {
 	parallel(t)
-	bins, cli := tftest.Tools(t)
-	query, older := toolsByQuery(t, bins)
-	if len(query) == 0 {
-		tftest.Unavailable(t, "no Terraform 1.14 or later among DRIFTWATCH_TF_BINARIES")
-	}
+	query, older, cli := toolsByQuery(t)
 	e := &tfEnv{bin: query[0], cliConfig: cli, root: t.TempDir()}
 	objs := filepath.Join(e.root, "objs")
 	require.NoError(t, os.MkdirAll(objs, 0o755))
@@ -276,11 +278,7 @@ provider "dwtest" {}
 // hand-made one is unmanaged.
 func TestKubeScan(t *testing.T) {
 	parallel(t)
-	bins, _ := tftest.Tools(t)
-	query, _ := toolsByQuery(t, bins)
-	if len(query) == 0 {
-		tftest.Unavailable(t, "no Terraform 1.14 or later among DRIFTWATCH_TF_BINARIES")
-	}
+	query, _, _ := toolsByQuery(t)
 	k := startKubeEnv(t)
 	out := filepath.Join(k.e.root, "out")
 	require.NoError(t, os.WriteFile(filepath.Join(out, "hand.txt"), []byte("by hand"), 0o644))
