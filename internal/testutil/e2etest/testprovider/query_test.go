@@ -19,7 +19,8 @@ import (
 // TestQueryWithTerraform runs the provider under a real Terraform 1.14 or
 // later (the first among DRIFTWATCH_TF_BINARIES; skipped when there is
 // none unless DRIFTWATCH_E2E says the tools are provisioned, as make test
-// does): a workspace manages one file (its state gets the identity), `terraform query` lists it and a file made by hand, and the
+// does): a workspace manages one file (its state gets the identity),
+// `terraform query` lists it and a file made by hand, and the
 // configuration it generates adopts the hand-made file with exactly one
 // import.
 func TestQueryWithTerraform(t *testing.T) {
